@@ -1,0 +1,54 @@
+"""Backend selection and the kernel registry.
+
+Kernels are registered by ``(family, name)``: the CPU kernels of family ``f`` are the
+public callables of ``arrow_sparse.kernels.cpu.f``. Modules are imported on first use,
+so ``import arrow_sparse`` compiles nothing and does not import Numba.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any, Callable
+
+import numpy as np
+
+from .errors import ArrowSparseTypeError
+
+__all__ = ["array_module", "get_kernel", "is_cupy_array", "KERNEL_FAMILIES"]
+
+#: Every kernel family; each has a module in ``kernels/cpu``.
+KERNEL_FAMILIES = ("convert",)
+
+
+def is_cupy_array(x: Any) -> bool:
+    """Whether ``x`` is a CuPy array (checked without importing CuPy)."""
+    return type(x).__module__.split(".")[0] == "cupy"
+
+
+def array_module(func: str, *arrays: Any) -> ModuleType:
+    """Return the array module (numpy or cupy) of ``arrays``; mixing them raises TypeError."""
+    on_device = [is_cupy_array(a) for a in arrays if a is not None]
+    if any(on_device):
+        if not all(on_device):
+            msg = (f"{func}: inputs mix host (numpy/Arrow) and device (cupy) arrays; "
+                   "move them to one device first, e.g. with cupy.asarray(...) or .get()")
+            raise ArrowSparseTypeError(msg)
+        return importlib.import_module("cupy")
+    return np
+
+
+def get_kernel(family: str, name: str, xp: ModuleType = np) -> Callable[..., Any]:
+    """Return kernel ``name`` of ``family`` for the array module ``xp``."""
+    if family not in KERNEL_FAMILIES:
+        msg = f"unknown kernel family {family!r}; known: {', '.join(KERNEL_FAMILIES)}"
+        raise KeyError(msg)
+    if xp is not np:
+        msg = f"{name}: no {xp.__name__} kernel in family {family!r}"
+        raise NotImplementedError(msg)
+    module = importlib.import_module(f"arrow_sparse.kernels.cpu.{family}")
+    try:
+        return getattr(module, name)  # type: ignore[no-any-return]
+    except AttributeError:
+        msg = f"{name}: no cpu kernel in family {family!r}"
+        raise NotImplementedError(msg) from None

@@ -1,0 +1,225 @@
+"""Input checks shared by every public function.
+
+Each check runs on the host before any kernel is launched and raises a typed error
+whose message has the form ``"{func}: {arg} {problem} (first at position {i}: {value})"``.
+Checks return the normalised array (a numpy view where possible) so callers use the
+checked object and nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+import numpy as np
+import pyarrow as pa
+
+from .errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
+
+__all__ = [
+    "as_index_array",
+    "as_values_array",
+    "check_count",
+    "check_exactly_one",
+    "check_indices",
+    "check_lengths",
+    "check_offsets",
+    "check_segment_ids",
+    "check_sorted_segment_ids",
+    "first_true",
+    "fail_value",
+]
+
+OFFSET_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
+
+
+def first_true(mask: np.ndarray) -> int:
+    """Position of the first True of a boolean array (the caller knows one exists)."""
+    return int(np.argmax(mask))
+
+
+def fail_value(func: str, arg: str, problem: str, position: int | None = None,
+               value: Any = None) -> NoReturn:
+    """Raise an :class:`ArrowSparseValueError` in the project's message form."""
+    raise ArrowSparseValueError(_message(func, arg, problem, position, value))
+
+
+def _message(func: str, arg: str, problem: str, position: int | None, value: Any) -> str:
+    text = f"{func}: {arg} {problem}"
+    if position is not None:
+        text += f" (first at position {position}: {_scalar(value)})"
+    return text
+
+
+def _scalar(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _to_numpy(func: str, arg: str, x: Any) -> np.ndarray:
+    """Turn an array-like into a numpy array without copying where possible."""
+    if isinstance(x, np.ndarray):
+        return x
+    if isinstance(x, pa.ChunkedArray):
+        x = pa.concat_arrays(x.chunks) if x.num_chunks != 1 else x.chunk(0)
+    if isinstance(x, pa.Array):
+        if x.null_count:
+            pos = first_true(np.asarray(x.is_null()))
+            fail_value(func, arg, "must not contain nulls", pos, None)
+        if not (pa.types.is_integer(x.type) or pa.types.is_floating(x.type)
+                or pa.types.is_boolean(x.type)):
+            msg = f"{func}: {arg} must be a numeric array, got Arrow type {x.type}"
+            raise ArrowSparseTypeError(msg)
+        return x.to_numpy(zero_copy_only=not pa.types.is_boolean(x.type))
+    if type(x).__module__.split(".")[0] == "cupy":
+        return x  # type: ignore[no-any-return]
+    if isinstance(x, (list, tuple, range)) or np.isscalar(x) or hasattr(x, "__array__"):
+        try:
+            arr = np.asarray(x)
+        except (ValueError, TypeError) as exc:
+            msg = f"{func}: {arg} could not be read as an array ({exc})"
+            raise ArrowSparseTypeError(msg) from None
+        if arr.dtype == object:
+            msg = f"{func}: {arg} must be a numeric array, got object elements"
+            raise ArrowSparseTypeError(msg)
+        return arr
+    msg = f"{func}: {arg} must be an array (numpy, pyarrow or a sequence), got {type(x).__name__}"
+    raise ArrowSparseTypeError(msg)
+
+
+def as_index_array(func: str, arg: str, x: Any, *, ndim: int = 1) -> np.ndarray:
+    """Return ``x`` as an integer array of ``ndim`` dimensions; reject floats, bools, objects."""
+    arr = _to_numpy(func, arg, x)
+    if arr.dtype.kind not in "iu":
+        if arr.size == 0 and arr.dtype.kind == "f" and isinstance(x, (list, tuple)):
+            arr = arr.astype(np.int64)  # ``[]`` reads as float64
+        else:
+            msg = f"{func}: {arg} must have an integer dtype, got {arr.dtype}"
+            raise ArrowSparseTypeError(msg)
+    if arr.ndim != ndim:
+        msg = f"{func}: {arg} must be {ndim}-dimensional, got shape {arr.shape}"
+        raise ArrowSparseValueError(msg)
+    if arr.dtype.kind == "u":
+        if arr.dtype.itemsize == 8 and arr.size and arr.max() > np.iinfo(np.int64).max:
+            pos = first_true(arr > np.iinfo(np.int64).max)
+            fail_value(func, arg, "exceeds the int64 range", pos, arr[pos])
+        arr = arr.astype(np.int64)
+    return arr
+
+
+def as_values_array(func: str, arg: str, x: Any, *, min_ndim: int = 1) -> np.ndarray:
+    """Return ``x`` as a numeric (bool, integer or float) array of at least ``min_ndim`` dims."""
+    arr = _to_numpy(func, arg, x)
+    if arr.dtype.kind not in "biuf":
+        msg = f"{func}: {arg} must have a numeric dtype, got {arr.dtype}"
+        raise ArrowSparseTypeError(msg)
+    if arr.ndim < min_ndim:
+        msg = f"{func}: {arg} must be at least {min_ndim}-dimensional, got shape {arr.shape}"
+        raise ArrowSparseValueError(msg)
+    return arr
+
+
+def check_offsets(func: str, arg: str, x: Any, num_values: int | None = None) -> np.ndarray:
+    """Check offsets: 1-D integers, at least one element, non-negative, non-decreasing.
+
+    When ``num_values`` is given the last offset must not exceed it. ``offsets[0]``
+    may be above zero (a sliced Arrow array). int32 and int64 offsets are kept as
+    they are; other integer dtypes are widened to int64.
+    """
+    offsets = as_index_array(func, arg, x)
+    if offsets.dtype not in OFFSET_DTYPES:
+        offsets = offsets.astype(np.int64)
+    if len(offsets) == 0:
+        msg = f"{func}: {arg} must have at least one element (number of rows + 1)"
+        raise ArrowSparseValueError(msg)
+    if offsets[0] < 0:
+        fail_value(func, arg, "must be non-negative", 0, offsets[0])
+    decreasing = offsets[1:] < offsets[:-1]
+    if decreasing.any():
+        pos = first_true(decreasing) + 1
+        fail_value(func, arg, "must be non-decreasing", pos, offsets[pos])
+    if num_values is not None and offsets[-1] > num_values:
+        pos = first_true(offsets > num_values)
+        fail_value(func, arg, f"exceed the number of values {num_values}", pos, offsets[pos])
+    return offsets
+
+
+def check_lengths(func: str, arg: str, x: Any, num_values: int | None = None) -> np.ndarray:
+    """Check lengths: 1-D non-negative integers summing to ``num_values`` when given."""
+    lengths = as_index_array(func, arg, x)
+    negative = lengths < 0
+    if negative.any():
+        pos = first_true(negative)
+        fail_value(func, arg, "must be non-negative", pos, lengths[pos])
+    if num_values is not None:
+        total = int(lengths.sum(dtype=np.int64))
+        if total != num_values:
+            msg = f"{func}: {arg} sum to {total} but there are {num_values} values"
+            raise ArrowSparseValueError(msg)
+    return lengths
+
+
+def check_segment_ids(func: str, arg: str, x: Any, num_values: int | None = None,
+                      num_segments: int | None = None) -> tuple[np.ndarray, int]:
+    """Check unsorted segment ids; return them and ``num_segments`` (default ``max + 1``)."""
+    ids = as_index_array(func, arg, x)
+    if num_values is not None and len(ids) != num_values:
+        msg = f"{func}: {arg} has length {len(ids)} but there are {num_values} values"
+        raise ArrowSparseValueError(msg)
+    negative = ids < 0
+    if negative.any():
+        pos = first_true(negative)
+        msg = _message(func, arg, "must be non-negative", pos, ids[pos])
+        raise ArrowSparseIndexError(msg)
+    if num_segments is None:
+        num_segments = int(ids.max()) + 1 if len(ids) else 0
+    else:
+        num_segments = check_count(func, "num_segments", num_segments)
+        too_big = ids >= num_segments
+        if too_big.any():
+            pos = first_true(too_big)
+            msg = _message(func, arg, f"must be < num_segments={num_segments}", pos, ids[pos])
+            raise ArrowSparseIndexError(msg)
+    return ids, num_segments
+
+
+def check_sorted_segment_ids(func: str, arg: str, x: Any, num_values: int | None = None,
+                             num_segments: int | None = None) -> tuple[np.ndarray, int]:
+    """Check sorted segment ids (non-decreasing); return them and ``num_segments``."""
+    ids = as_index_array(func, arg, x)
+    unsorted = ids[1:] < ids[:-1]
+    if unsorted.any():
+        pos = first_true(unsorted) + 1
+        fail_value(func, arg, "must be sorted (non-decreasing)", pos, ids[pos])
+    return check_segment_ids(func, arg, ids, num_values, num_segments)
+
+
+def check_indices(func: str, arg: str, x: Any, bound: int, *, ndim: int = 1) -> np.ndarray:
+    """Check that every index lies in ``[0, bound)``; raise IndexError otherwise."""
+    idx = as_index_array(func, arg, x, ndim=ndim)
+    bad = (idx < 0) | (idx >= bound)
+    if bad.any():
+        pos = first_true(bad.ravel())
+        msg = _message(func, arg, f"out of range [0, {bound})", pos, idx.ravel()[pos])
+        raise ArrowSparseIndexError(msg)
+    return idx
+
+
+def check_count(func: str, arg: str, x: Any) -> int:
+    """Check a non-negative integer scalar (a size or a count)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        msg = f"{func}: {arg} must be an integer, got {type(x).__name__}"
+        raise ArrowSparseTypeError(msg)
+    if x < 0:
+        msg = f"{func}: {arg} must be non-negative, got {x}"
+        raise ArrowSparseValueError(msg)
+    return int(x)
+
+
+def check_exactly_one(func: str, **kwargs: Any) -> str:
+    """Check that exactly one keyword is not None; return its name."""
+    given = [name for name, value in kwargs.items() if value is not None]
+    if len(given) != 1:
+        names = ", ".join(f"{name}=" for name in kwargs)
+        got = ", ".join(f"{name}=" for name in given) or "none"
+        msg = f"{func}: pass exactly one of {names} (got {got})"
+        raise ArrowSparseValueError(msg)
+    return given[0]

@@ -1,0 +1,731 @@
+"""``Jagged``: a batch of variable-length rows as values + offsets (+ validity).
+
+Row ``i`` is ``values[offsets[i]:offsets[i + 1]]``. ``values`` is a 1-D or N-D array
+(the first axis is the jagged one) or another :class:`Jagged` (nested lists). It is
+the Arrow ``list``/``large_list`` layout, and :meth:`Jagged.from_arrow` /
+:meth:`Jagged.to_arrow` wrap Arrow's buffers without copying them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Union
+
+import numpy as np
+import pyarrow as pa
+
+from . import _arrow
+from . import _validate as v
+from .convert import dense_to_jagged, offsets_to_segment_ids, pad_levels, _fill_value
+from .errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
+
+if TYPE_CHECKING:
+    from .sparse import SparseCSR
+
+__all__ = ["Jagged"]
+
+Values = Union[np.ndarray, "Jagged"]
+
+_REPR_ROWS = 6
+
+
+class Jagged:
+    """A batch of variable-length rows: ``values`` split by ``offsets``.
+
+    Parameters
+    ----------
+    values
+        1-D or N-D numeric array (jagged along its first axis), or a :class:`Jagged`
+        for nested lists.
+    offsets
+        int32 or int64 offsets, ``rows + 1`` long, non-decreasing, may start above
+        zero; ``offsets[-1] <= len(values)``. Other integer dtypes are widened to int64.
+    validity
+        Optional bool mask of rows (False = null row). A null row's offsets range
+        is never read by reductions.
+    values_validity
+        Optional bool mask over the first axis of array values (False = null
+        element); reductions skip null elements. Not allowed with nested values,
+        which carry their own validity.
+    validate
+        Check offsets in full (O(rows)). Leave True unless the offsets are known good.
+
+    Raises
+    ------
+    ValueError
+        Malformed offsets or masks of the wrong length.
+    TypeError
+        Non-numeric values or non-integer offsets.
+
+    See Also
+    --------
+    Jagged.from_arrow : Wrap an Arrow list array without copying.
+    Jagged.from_lengths, Jagged.from_segment_ids, Jagged.from_padded, Jagged.from_list
+
+    Notes
+    -----
+    The constructor copies nothing: ``values`` and ``offsets`` are kept as given.
+
+    Examples
+    --------
+    Caffe2's batch of three examples:
+
+    >>> j = asp.Jagged(np.array([1, 2, 3, 2, 4, 6, 7, 3, 6]), np.array([0, 3, 7, 9]))
+    >>> j
+    Jagged([[1, 2, 3], [2, 4, 6, 7], [3, 6]], dtype=int64, offsets=int64)
+    >>> j.lengths
+    array([3, 4, 2])
+    >>> j[1]
+    array([2, 4, 6, 7])
+    """
+
+    __slots__ = ("_offsets", "_validity", "_values", "_values_validity")
+
+    def __init__(self, values: Any, offsets: Any, validity: Any = None, *,
+                 values_validity: Any = None, validate: bool = True) -> None:
+        func = "Jagged"
+        if isinstance(values, Jagged):
+            if values_validity is not None:
+                msg = f"{func}: values_validity is not allowed with nested values"
+                raise ArrowSparseValueError(msg)
+            num_values = len(values)
+        else:
+            values = v.as_values_array(func, "values", values)
+            num_values = len(values)
+        if validate:
+            offsets = v.check_offsets(func, "offsets", offsets, num_values)
+        else:
+            offsets = np.asarray(offsets)
+        self._values: Values = values
+        self._offsets: np.ndarray = offsets
+        self._validity = _check_mask(func, "validity", validity, len(offsets) - 1)
+        self._values_validity = _check_mask(func, "values_validity", values_validity, num_values)
+
+    # ----------------------------------------------------------------- constructors
+    @classmethod
+    def from_offsets(cls, values: Any, offsets: Any, validity: Any = None) -> Jagged:
+        """Build from values and offsets (the constructor, named for symmetry).
+
+        Parameters
+        ----------
+        values
+            Values array (or a :class:`Jagged` for nested lists).
+        offsets
+            Offsets, ``rows + 1`` long.
+        validity
+            Optional bool row mask.
+
+        Returns
+        -------
+        Jagged
+            A view of the inputs; nothing is copied.
+
+        Examples
+        --------
+        >>> asp.Jagged.from_offsets(np.array([1.0, 2.0, 3.0]), np.array([0, 1, 3]))
+        Jagged([[1.0], [2.0, 3.0]], dtype=float64, offsets=int64)
+        """
+        return cls(values, offsets, validity)
+
+    @classmethod
+    def from_lengths(cls, values: Any, lengths: Any, validity: Any = None) -> Jagged:
+        """Build from values and row lengths (Caffe2's values + lengths).
+
+        Parameters
+        ----------
+        values
+            Values array (or a :class:`Jagged`).
+        lengths
+            Non-negative row lengths summing to exactly ``len(values)``.
+        validity
+            Optional bool row mask.
+
+        Returns
+        -------
+        Jagged
+            With int64 offsets (computed); values are not copied.
+
+        Raises
+        ------
+        ValueError
+            Negative lengths, or lengths not summing to the number of values.
+
+        Examples
+        --------
+        >>> asp.Jagged.from_lengths(np.array([1, 2, 3, 2, 4, 6, 7, 3, 6]), [3, 4, 2])
+        Jagged([[1, 2, 3], [2, 4, 6, 7], [3, 6]], dtype=int64, offsets=int64)
+        """
+        func = "Jagged.from_lengths"
+        vals = values if isinstance(values, Jagged) else v.as_values_array(func, "values", values)
+        lens = v.check_lengths(func, "lengths", lengths, len(vals))
+        offsets = np.zeros(len(lens) + 1, dtype=np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        return cls(vals, offsets, validity, validate=False)
+
+    @classmethod
+    def from_segment_ids(cls, values: Any, segment_ids: Any,
+                         num_segments: int | None = None) -> Jagged:
+        """Build from values and sorted segment ids (one id per value).
+
+        Parameters
+        ----------
+        values
+            Values array (or a :class:`Jagged`).
+        segment_ids
+            Sorted, non-negative row id of each value.
+        num_segments
+            Number of rows; default ``max(segment_ids) + 1`` (more adds empty rows).
+
+        Returns
+        -------
+        Jagged
+            With int64 offsets; values are not copied.
+
+        Raises
+        ------
+        ValueError
+            Unsorted ids, or ids not one per value.
+        IndexError
+            A negative id or one ``>= num_segments``.
+
+        Examples
+        --------
+        >>> asp.Jagged.from_segment_ids(np.array([1, 2, 3, 2, 4, 6, 7, 3, 6]),
+        ...                             [0, 0, 0, 1, 1, 1, 1, 2, 2])
+        Jagged([[1, 2, 3], [2, 4, 6, 7], [3, 6]], dtype=int64, offsets=int64)
+        """
+        func = "Jagged.from_segment_ids"
+        vals = values if isinstance(values, Jagged) else v.as_values_array(func, "values", values)
+        ids, n = v.check_sorted_segment_ids(func, "segment_ids", segment_ids, len(vals),
+                                            num_segments)
+        offsets = np.searchsorted(ids, np.arange(n + 1), side="left").astype(np.int64)
+        return cls(vals, offsets, validate=False)
+
+    @classmethod
+    def from_padded(cls, dense: Any, lengths: Any) -> Jagged:
+        """Build from padded rows ``dense[rows, L, ...]`` and the true row lengths.
+
+        Parameters
+        ----------
+        dense
+            Padded array, one row per jagged row; axes past the second are kept.
+        lengths
+            Row lengths, each at most ``dense.shape[1]``.
+
+        Returns
+        -------
+        Jagged
+            New values (a copy of the unpadded elements) and int64 offsets.
+
+        Raises
+        ------
+        ValueError
+            A length above ``dense.shape[1]``, or a row count mismatch.
+
+        See Also
+        --------
+        Jagged.to_padded : The inverse.
+
+        Examples
+        --------
+        >>> dense = np.array([[1, 2, 3, -1], [2, 4, 6, 7], [3, 6, -1, -1]])
+        >>> asp.Jagged.from_padded(dense, [3, 4, 2])
+        Jagged([[1, 2, 3], [2, 4, 6, 7], [3, 6]], dtype=int64, offsets=int64)
+        """
+        func = "Jagged.from_padded"
+        arr = v.as_values_array(func, "dense", dense, min_ndim=2)
+        lens = v.check_lengths(func, "lengths", lengths)
+        if len(lens) != arr.shape[0]:
+            msg = f"{func}: lengths has {len(lens)} entries but dense has {arr.shape[0]} rows"
+            raise ArrowSparseValueError(msg)
+        too_long = lens > arr.shape[1]
+        if too_long.any():
+            pos = v.first_true(too_long)
+            v.fail_value(func, "lengths", f"must be <= the padded length {arr.shape[1]}",
+                         pos, lens[pos])
+        offsets = np.zeros(len(lens) + 1, dtype=np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        return cls(dense_to_jagged(arr, [offsets]), offsets, validate=False)
+
+    @classmethod
+    def from_list(cls, rows: list[Any], dtype: Any = None) -> Jagged:
+        """Build from nested Python lists (``None`` = null row or null element).
+
+        Parameters
+        ----------
+        rows
+            A list of rows; each row a list (of numbers, or of lists for nesting) or None.
+        dtype
+            numpy dtype of the leaf values; default inferred (int64 or float64).
+
+        Returns
+        -------
+        Jagged
+            Freshly allocated, with int32 offsets (Arrow ``list``).
+
+        Raises
+        ------
+        TypeError
+            Rows that are not lists of numbers.
+
+        Examples
+        --------
+        >>> asp.Jagged.from_list([[1, 2, 3], [], None, [3, 6]])
+        Jagged([[1, 2, 3], [], None, [3, 6]], dtype=int64, offsets=int32)
+        >>> asp.Jagged.from_list([[[1], [2, 3]], [[4]]], dtype=np.float32).to_list()
+        [[[1.0], [2.0, 3.0]], [[4.0]]]
+        """
+        func = "Jagged.from_list"
+        if not isinstance(rows, (list, tuple)):
+            msg = f"{func}: rows must be a list of lists, got {type(rows).__name__}"
+            raise ArrowSparseTypeError(msg)
+        try:
+            arr = pa.array(rows)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            msg = f"{func}: rows could not be read as lists of numbers ({exc})"
+            raise ArrowSparseTypeError(msg) from None
+        if pa.types.is_null(arr.type):
+            arr = pa.array(rows, type=pa.list_(pa.float64() if dtype is None
+                                               else _arrow.arrow_type_of(np.dtype(dtype))))
+        if not _arrow.is_list_type(arr.type):
+            msg = f"{func}: rows must be lists, got elements of Arrow type {arr.type}"
+            raise ArrowSparseTypeError(msg)
+        if dtype is not None:
+            arr = arr.cast(_with_leaf_type(arr.type, _arrow.arrow_type_of(np.dtype(dtype))))
+        return cls.from_arrow(arr)
+
+    @classmethod
+    def from_arrow(cls, array: pa.Array | pa.ChunkedArray) -> Jagged:
+        """Wrap an Arrow list array's buffers (zero-copy).
+
+        Parameters
+        ----------
+        array
+            ``list``/``large_list`` (int32/int64 offsets kept), ``list_view`` /
+            ``large_list_view`` (converted: one copy), nested lists (-> nested Jagged),
+            lists of ``fixed_size_list<T>[D]`` (-> 2-D values ``[N, D]``), or a
+            ChunkedArray of those (one chunk: zero-copy; several: concatenated, one copy).
+
+        Returns
+        -------
+        Jagged
+            Offsets and values are numpy views of the Arrow buffers. A sliced array
+            keeps its slice: ``offsets[0]`` may be above zero. Null rows become
+            ``validity``; null elements ``values_validity``. Boolean values and
+            validity bitmaps are unpacked to bytes (a copy of one bit per element).
+
+        Raises
+        ------
+        TypeError
+            Not a list array, or leaf values that are not numbers or booleans.
+
+        See Also
+        --------
+        Jagged.to_arrow : The inverse; gives back the same buffers.
+
+        Examples
+        --------
+        >>> arr = pa.array([[1, 2, 3], [2, 4, 6, 7], None, [3, 6]])
+        >>> j = asp.Jagged.from_arrow(arr.slice(1))
+        >>> j
+        Jagged([[2, 4, 6, 7], None, [3, 6]], dtype=int64, offsets=int32)
+        >>> j.offsets
+        array([3, 7, 7, 9], dtype=int32)
+        """
+        func = "Jagged.from_arrow"
+        if isinstance(array, pa.ChunkedArray):
+            if array.num_chunks == 0:
+                array = pa.array([], type=array.type)
+            elif array.num_chunks == 1:
+                array = array.chunk(0)
+            else:
+                array = pa.concat_arrays(array.chunks)
+        if not isinstance(array, pa.Array) or not _arrow.is_list_type(array.type):
+            got = array.type if isinstance(array, pa.Array) else type(array).__name__
+            msg = f"{func}: expected an Arrow list or large_list array, got {got}"
+            raise ArrowSparseTypeError(msg)
+        return _jagged_from_list_array(func, array)
+
+    # ------------------------------------------------------------------- properties
+    @property
+    def values(self) -> Values:
+        """The values buffer (all of it: rows address ``values[offsets[0]:offsets[-1]]``)."""
+        return self._values
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """Row offsets, ``num_rows + 1`` long (may start above zero)."""
+        return self._offsets
+
+    @property
+    def validity(self) -> np.ndarray | None:
+        """Bool row mask (False = null row), or None when no row is null."""
+        return self._validity
+
+    @property
+    def values_validity(self) -> np.ndarray | None:
+        """Bool mask of array values (False = null element), or None."""
+        return self._values_validity
+
+    @property
+    def num_rows(self) -> int:
+        """Number of rows."""
+        return len(self._offsets) - 1
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Row lengths (a new array of the offsets dtype). Null rows report their range.
+
+        Examples
+        --------
+        >>> asp.Jagged.from_list([[1, 2, 3], [], [3, 6]]).lengths
+        array([3, 0, 2], dtype=int32)
+        """
+        return np.diff(self._offsets)
+
+    @property
+    def segment_ids(self) -> np.ndarray:
+        """Row id of each value in ``values[offsets[0]:offsets[-1]]`` (int64).
+
+        Examples
+        --------
+        >>> asp.Jagged.from_list([[1, 2, 3], [], [3, 6]]).segment_ids
+        array([0, 0, 0, 2, 2])
+        """
+        return offsets_to_segment_ids(self._offsets)  # type: ignore[no-any-return]
+
+    @property
+    def max_length(self) -> int:
+        """Length of the longest row (0 when there are no rows).
+
+        Examples
+        --------
+        >>> asp.Jagged.from_list([[1, 2, 3], [], [3, 6]]).max_length
+        3
+        """
+        return int(self.lengths.max()) if self.num_rows else 0
+
+    @property
+    def null_count(self) -> int:
+        """Number of null rows."""
+        return 0 if self._validity is None else int(self.num_rows - self._validity.sum())
+
+    @property
+    def num_levels(self) -> int:
+        """Number of jagged levels (1 for a list of scalars, 2 for a list of lists, ...)."""
+        return 1 + (self._values.num_levels if isinstance(self._values, Jagged) else 0)
+
+    @property
+    def leaf_values(self) -> np.ndarray:
+        """The innermost values array (``values`` unless nested)."""
+        values = self._values
+        return values.leaf_values if isinstance(values, Jagged) else values
+
+    @property
+    def dtype(self) -> np.dtype:
+        """dtype of the leaf values."""
+        return self.leaf_values.dtype
+
+    @property
+    def xp(self) -> ModuleType:
+        """Array module of the buffers (numpy)."""
+        return np
+
+    def flat_values(self) -> Values:
+        """The values the rows address, ``values[offsets[0]:offsets[-1]]`` (a view).
+
+        Examples
+        --------
+        >>> j = asp.Jagged.from_arrow(pa.array([[1, 2], [3], [4, 5]]).slice(1, 1))
+        >>> j.flat_values()
+        array([3])
+        """
+        start, stop = int(self._offsets[0]), int(self._offsets[-1])
+        values = self._values
+        if isinstance(values, Jagged):
+            return values[start:stop]
+        return values[start:stop]
+
+    # ------------------------------------------------------------------ row access
+    def __len__(self) -> int:
+        return self.num_rows
+
+    def __iter__(self) -> Iterator[Any]:
+        for i in range(self.num_rows):
+            yield self[i]
+
+    def __getitem__(self, key: Any) -> Any:
+        """Row ``key`` (a values view, a nested Jagged, or None when null) or rows ``a:b``."""
+        if isinstance(key, slice):
+            start, stop, step = key.indices(self.num_rows)
+            if step != 1:
+                msg = "Jagged: slices must have step 1; use index_select for other row orders"
+                raise ArrowSparseValueError(msg)
+            stop = max(start, stop)
+            validity = None if self._validity is None else self._validity[start:stop]
+            return Jagged(self._values, self._offsets[start:stop + 1], validity,
+                          values_validity=self._values_validity, validate=False)
+        if isinstance(key, (bool, np.bool_)) or not isinstance(key, (int, np.integer)):
+            msg = f"Jagged: rows are indexed by an int or a slice, got {type(key).__name__}"
+            raise ArrowSparseTypeError(msg)
+        i = int(key)
+        if not -self.num_rows <= i < self.num_rows:
+            msg = f"Jagged: row {i} out of range for {self.num_rows} rows"
+            raise ArrowSparseIndexError(msg)
+        i %= self.num_rows
+        if self._validity is not None and not self._validity[i]:
+            return None
+        start, stop = int(self._offsets[i]), int(self._offsets[i + 1])
+        return self._values[start:stop]
+
+    # ------------------------------------------------------------------- exporters
+    def to_arrow(self) -> pa.Array:
+        """This Jagged as an Arrow list array, over the same buffers (zero-copy).
+
+        int32 offsets give ``list``, int64 give ``large_list``; N-D values give
+        ``fixed_size_list`` elements; nested Jagged gives nested lists. Validity masks
+        are packed back into bitmaps (a copy of one bit per row); boolean and
+        non-contiguous values are copied.
+
+        Returns
+        -------
+        pyarrow.Array
+            ``ListArray`` or ``LargeListArray``.
+
+        Examples
+        --------
+        >>> asp.Jagged.from_lengths(np.array([1, 2, 3], dtype=np.int32), [1, 2]).to_arrow().type
+        LargeListType(large_list<item: int32>)
+        """
+        values = self._values
+        child = values.to_arrow() if isinstance(values, Jagged) else \
+            _arrow.array_from_numpy(values, self._values_validity)
+        offsets = self._offsets
+        if offsets.dtype == np.int32:
+            list_type: pa.DataType = pa.list_(child.type)
+        else:
+            offsets = offsets.astype(np.int64, copy=False)
+            list_type = pa.large_list(child.type)
+        buffers = [_arrow.validity_buffer(self._validity),
+                   pa.py_buffer(np.ascontiguousarray(offsets))]
+        return pa.Array.from_buffers(list_type, self.num_rows, buffers, children=[child],
+                                     null_count=self.null_count)
+
+    def to_list(self) -> list[Any]:
+        """Rows as Python lists (``None`` for null rows and null elements).
+
+        Examples
+        --------
+        >>> asp.Jagged.from_list([[1, 2], None, []]).to_list()
+        [[1, 2], None, []]
+        """
+        return self.to_arrow().to_pylist()  # type: ignore[no-any-return]
+
+    def to_padded(self, max_length: int | list[int] | None = None,
+                  pad_value: Any = 0) -> np.ndarray:
+        """Pad rows to a dense array, truncating rows longer than ``max_length``.
+
+        Parameters
+        ----------
+        max_length
+            Padded length (a list of lengths, one per level, for nested rows);
+            default: the longest row of each level.
+        pad_value
+            Fill value; must fit the values dtype exactly. Null rows are all padding.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``[num_rows, L, *inner]`` (``[num_rows, L0, L1, ...]`` when nested).
+
+        See Also
+        --------
+        jagged_to_padded_dense : The same on raw values and offsets.
+        Jagged.from_padded : The inverse.
+
+        Examples
+        --------
+        >>> asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], None, [3, 6]]).to_padded(pad_value=-1)
+        array([[ 1,  2,  3, -1],
+               [ 2,  4,  6,  7],
+               [-1, -1, -1, -1],
+               [ 3,  6, -1, -1]])
+        """
+        func = "Jagged.to_padded"
+        levels: list[Jagged] = [self]
+        while isinstance(levels[-1].values, Jagged):
+            levels.append(levels[-1].values)  # type: ignore[arg-type]
+        offsets = [level.offsets for level in levels]
+        if max_length is None:
+            lengths = [int(np.diff(o).max()) if len(o) > 1 else 0 for o in offsets]
+        elif isinstance(max_length, (int, np.integer)) and len(levels) == 1:
+            lengths = [v.check_count(func, "max_length", max_length)]
+        else:
+            given = list(max_length) if not isinstance(max_length, (int, np.integer)) else []
+            if len(given) != len(levels):
+                msg = (f"{func}: max_length needs one length per level ({len(levels)}), "
+                       f"got {max_length!r}")
+                raise ArrowSparseValueError(msg)
+            lengths = [v.check_count(func, f"max_length[{i}]", m) for i, m in enumerate(given)]
+        leaf = levels[-1].values
+        assert isinstance(leaf, np.ndarray)
+        pad = _fill_value(func, pad_value, leaf.dtype)
+        return pad_levels(leaf, offsets, [level.validity for level in levels], lengths, pad)
+
+    def to_csr(self, num_columns: int, weights: Any = None) -> SparseCSR:
+        """Rows of ids as a multi-hot CSR matrix ``[num_rows, num_columns]``.
+
+        Parameters
+        ----------
+        num_columns
+            Number of columns (the id vocabulary size); every id must be below it.
+        weights
+            Optional values, one per element (``values`` layout); default ones (float32).
+
+        Returns
+        -------
+        SparseCSR
+            ``indptr`` starts at zero; ``indices`` is a view of the ids when they are
+            int32/int64 and the rows start at value 0. Repeated ids in a row are kept as
+            repeated entries (their values add up on densifying). Null rows are empty.
+
+        Raises
+        ------
+        TypeError
+            Non-integer ids, or nested rows.
+        IndexError
+            An id that is negative or ``>= num_columns``.
+
+        Examples
+        --------
+        >>> j = asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], [3, 6]])
+        >>> j.to_csr(8).to_dense()
+        array([[0., 1., 1., 1., 0., 0., 0., 0.],
+               [0., 0., 1., 0., 1., 0., 1., 1.],
+               [0., 0., 0., 1., 0., 0., 1., 0.]], dtype=float32)
+        """
+        from .sparse import SparseCSR
+
+        func = "Jagged.to_csr"
+        if isinstance(self._values, Jagged) or self._values.ndim != 1:
+            msg = f"{func}: rows must hold scalar ids, not nested lists or vectors"
+            raise ArrowSparseTypeError(msg)
+        num_columns = v.check_count(func, "num_columns", num_columns)
+        start, stop = int(self._offsets[0]), int(self._offsets[-1])
+        lengths = self.lengths
+        if self._validity is not None:
+            lengths = np.where(self._validity, lengths, 0)
+        keep = np.repeat(self._validity, np.diff(self._offsets)) \
+            if self._validity is not None else None
+        ids = self._values[start:stop]
+        if keep is not None:
+            ids = ids[keep]
+        ids = v.check_indices(func, "ids", ids, num_columns)
+        if weights is None:
+            data = np.ones(len(ids), dtype=np.float32)
+        else:
+            data = v.as_values_array(func, "weights", weights)
+            if len(data) != len(self.leaf_values):
+                msg = (f"{func}: weights has {len(data)} entries but there are "
+                       f"{len(self.leaf_values)} values")
+                raise ArrowSparseValueError(msg)
+            data = data[start:stop] if keep is None else data[start:stop][keep]
+        indptr = np.zeros(self.num_rows + 1, dtype=np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        return SparseCSR(indptr, ids, data, (self.num_rows, num_columns))
+
+    def validate(self) -> Jagged:
+        """Check every invariant in full (O(size)); return self.
+
+        Checks offsets (non-negative, non-decreasing, within the values), the
+        lengths of the masks, and nested levels recursively.
+
+        Returns
+        -------
+        Jagged
+            ``self``, so calls chain.
+
+        Raises
+        ------
+        ValueError
+            The first broken invariant.
+
+        Examples
+        --------
+        >>> asp.Jagged.from_list([[1], [2, 3]]).validate().num_rows
+        2
+        """
+        func = "Jagged.validate"
+        v.check_offsets(func, "offsets", self._offsets, len(self._values))
+        _check_mask(func, "validity", self._validity, self.num_rows)
+        _check_mask(func, "values_validity", self._values_validity, len(self._values))
+        if isinstance(self._values, Jagged):
+            self._values.validate()
+        return self
+
+    def __repr__(self) -> str:
+        rows = self.num_rows
+        shown = range(rows) if rows <= _REPR_ROWS else \
+            list(range(_REPR_ROWS - 2)) + [-1] + list(range(rows - 2, rows))
+        parts = ["..." if i == -1 else repr(_row_to_list(self, i)) for i in shown]
+        extra = f", num_rows={rows}" if rows > _REPR_ROWS else ""
+        return (f"Jagged([{', '.join(parts)}], dtype={self.dtype}, "
+                f"offsets={self._offsets.dtype}{extra})")
+
+
+def _row_to_list(j: Jagged, i: int) -> Any:
+    row = j[i]
+    if row is None:
+        return None
+    if isinstance(row, Jagged):
+        return [_row_to_list(row, k) for k in range(len(row))]
+    items = row.tolist()
+    if j.values_validity is not None:
+        start = int(j.offsets[i])
+        mask = j.values_validity[start:start + len(items)]
+        items = [item if ok else None for item, ok in zip(items, mask)]
+    return items
+
+
+def _check_mask(func: str, arg: str, mask: Any, length: int) -> np.ndarray | None:
+    if mask is None:
+        return None
+    arr = np.asarray(mask)
+    if arr.dtype != bool:
+        msg = f"{func}: {arg} must be a bool mask, got dtype {arr.dtype}"
+        raise ArrowSparseTypeError(msg)
+    if arr.shape != (length,):
+        msg = f"{func}: {arg} has shape {arr.shape} but {length} entries are needed"
+        raise ArrowSparseValueError(msg)
+    return arr
+
+
+def _with_leaf_type(t: pa.DataType, leaf: pa.DataType) -> pa.DataType:
+    if _arrow.is_list_type(t) or isinstance(t, pa.FixedSizeListType):
+        inner = _with_leaf_type(t.value_type, leaf)
+        if isinstance(t, pa.FixedSizeListType):
+            return pa.list_(inner, t.list_size)
+        return pa.large_list(inner) if isinstance(t, pa.LargeListType) else pa.list_(inner)
+    return leaf
+
+
+def _jagged_from_list_array(func: str, array: pa.Array) -> Jagged:
+    if isinstance(array.type, _arrow.LIST_VIEW_TYPES):
+        large = isinstance(array.type, pa.LargeListViewType)
+        target = pa.large_list(array.type.value_type) if large else pa.list_(array.type.value_type)
+        array = array.cast(target)
+    offsets = _arrow.offsets_view(array)
+    validity = _arrow.validity_of(array)
+    child = array.values
+    values: Values
+    values_validity = None
+    if _arrow.is_list_type(child.type):
+        values = _jagged_from_list_array(func, child)
+    elif isinstance(child.type, pa.FixedSizeListType):
+        values = _arrow.fixed_size_values(func, child)
+        values_validity = _arrow.validity_of(child)
+    else:
+        values = _arrow.primitive_values(func, child)
+        values_validity = _arrow.validity_of(child)
+    return Jagged(values, offsets, validity, values_validity=values_validity)

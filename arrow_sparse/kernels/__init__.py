@@ -1,0 +1,1 @@
+"""Compiled kernels: ``cpu/`` (Numba) and ``cuda/`` (CUDA C++ for CuPy). Private."""

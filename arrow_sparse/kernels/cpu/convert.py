@@ -1,0 +1,111 @@
+"""CPU kernels for representation conversions: jagged <-> padded dense.
+
+Values are always passed as 2-D ``[num_values, D]`` (1-D values are viewed with
+``D == 1``); offsets are int32 or int64 and may start above zero. A *row index*
+array maps each output row to a jagged row (``-1`` = padding); an empty row index
+means the identity. A *valid* array is a uint8 row mask; empty means all rows valid.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from ._jit import parallel_kernel, pick
+
+
+def _pad_rows(values, row_index, offsets, valid, max_length, pad, out):  # pragma: no cover
+    # out: [P, max_length, D]. Output row p copies jagged row r = row_index[p]
+    # (or p), truncated to max_length, and pads the rest.
+    num_out = out.shape[0]
+    width = out.shape[2]
+    identity = row_index.shape[0] == 0
+    all_valid = valid.shape[0] == 0
+    for p in prange(num_out):
+        r = p if identity else row_index[p]
+        n = 0
+        if r >= 0 and (all_valid or valid[r]):
+            start = offsets[r]
+            n = min(offsets[r + 1] - start, max_length)
+            for j in range(n):
+                for d in range(width):
+                    out[p, j, d] = values[start + j, d]
+        for j in range(n, max_length):
+            for d in range(width):
+                out[p, j, d] = pad
+
+
+def _expand_level(row_index, offsets, valid, max_length, num_out, out):  # pragma: no cover
+    # out[p * max_length + j] = index of the j-th child of row r = row_index[p]
+    # (or p), or -1 past the row's end, for a null row or a padding row.
+    identity = row_index.shape[0] == 0
+    all_valid = valid.shape[0] == 0
+    for p in prange(num_out):
+        r = p if identity else row_index[p]
+        n = 0
+        start = 0
+        if r >= 0 and (all_valid or valid[r]):
+            start = offsets[r]
+            n = min(offsets[r + 1] - start, max_length)
+        base = p * max_length
+        for j in range(n):
+            out[base + j] = start + j
+        for j in range(n, max_length):
+            out[base + j] = -1
+
+
+def _unpad_rows(dense, dense_row_of, offsets, pad, out):  # pragma: no cover
+    # dense: [P, L, D]; jagged row r is read from dense row dense_row_of[r] (or r;
+    # -1 = not present in dense). Positions past the dense extent read ``pad``.
+    num_rows = offsets.shape[0] - 1
+    dense_rows = dense.shape[0]
+    dense_len = dense.shape[1]
+    width = dense.shape[2]
+    identity = dense_row_of.shape[0] == 0
+    for r in prange(num_rows):
+        p = r if identity else dense_row_of[r]
+        if p >= dense_rows:
+            p = -1
+        start = offsets[r]
+        n = offsets[r + 1] - start
+        for j in range(n):
+            if p >= 0 and j < dense_len:
+                for d in range(width):
+                    out[start + j, d] = dense[p, j, d]
+            else:
+                for d in range(width):
+                    out[start + j, d] = pad
+
+
+_PAD_ROWS = parallel_kernel(_pad_rows)
+_EXPAND_LEVEL = parallel_kernel(_expand_level)
+_UNPAD_ROWS = parallel_kernel(_unpad_rows)
+
+_EMPTY_INDEX = np.empty(0, dtype=np.int64)
+_EMPTY_MASK = np.empty(0, dtype=np.uint8)
+
+
+def pad_rows(values: np.ndarray, row_index: np.ndarray | None, offsets: np.ndarray,
+             valid: np.ndarray | None, max_length: int, pad: np.generic,
+             out: np.ndarray) -> None:
+    """Fill ``out[P, max_length, D]`` from jagged rows (see module docstring)."""
+    kernel = pick(_PAD_ROWS, out.size)
+    kernel(values, _EMPTY_INDEX if row_index is None else row_index, offsets,
+           _EMPTY_MASK if valid is None else valid, max_length, pad, out)
+
+
+def expand_level(row_index: np.ndarray | None, offsets: np.ndarray, valid: np.ndarray | None,
+                 max_length: int, num_out: int) -> np.ndarray:
+    """Row index of the next jagged level, ``num_out * max_length`` long."""
+    out = np.empty(num_out * max_length, dtype=np.int64)
+    kernel = pick(_EXPAND_LEVEL, out.size)
+    kernel(_EMPTY_INDEX if row_index is None else row_index, offsets,
+           _EMPTY_MASK if valid is None else valid, max_length, num_out, out)
+    return out
+
+
+def unpad_rows(dense: np.ndarray, dense_row_of: np.ndarray | None, offsets: np.ndarray,
+               pad: np.generic, out: np.ndarray) -> None:
+    """Fill jagged values ``out[N, D]`` from ``dense[P, L, D]`` (see module docstring)."""
+    kernel = pick(_UNPAD_ROWS, out.size)
+    kernel(dense, _EMPTY_INDEX if dense_row_of is None else dense_row_of, offsets, pad, out)
