@@ -72,6 +72,35 @@ def offsets_view(arr: pa.Array) -> np.ndarray:
     return np.frombuffer(buf, dtype=dtype)[arr.offset:arr.offset + len(arr) + 1]
 
 
+def list_view_to_list(arr: pa.Array) -> pa.Array:
+    """Copy a ``list_view``/``large_list_view`` array into a ``list``/``large_list`` one.
+
+    Rows of a list view may overlap or come in any order, so the values are gathered
+    (one copy). Done here rather than by ``cast``, which builds a short offsets buffer
+    in some pyarrow releases.
+    """
+    large = isinstance(arr.type, pa.LargeListViewType)
+    dtype = np.int64 if large else np.int32
+    n = len(arr)
+    buffers = arr.buffers()
+    if n == 0 or buffers[1] is None:
+        starts = sizes = np.zeros(n, dtype=dtype)
+    else:
+        starts = np.frombuffer(buffers[1], dtype=dtype)[arr.offset:arr.offset + n]
+        sizes = np.frombuffer(buffers[2], dtype=dtype)[arr.offset:arr.offset + n]
+    valid = validity_of(arr)
+    if valid is not None:
+        sizes = np.where(valid, sizes, 0)
+    offsets = np.zeros(n + 1, dtype=dtype)
+    np.cumsum(sizes, out=offsets[1:])
+    rows = np.repeat(np.arange(n), sizes)
+    gather = starts[rows].astype(np.int64) + np.arange(offsets[-1]) - offsets[rows]
+    values = arr.values.take(pa.array(gather, type=pa.int64()))
+    cls = pa.LargeListArray if large else pa.ListArray
+    mask = None if valid is None else pa.array(~valid)
+    return cls.from_arrays(pa.array(offsets), values, mask=mask)
+
+
 def fixed_size_values(func: str, arr: pa.FixedSizeListArray) -> np.ndarray:
     """``fixed_size_list<T>[D]`` as a ``[len, D]`` numpy view (nested ones add axes)."""
     size = arr.type.list_size

@@ -18,7 +18,11 @@ from .errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValu
 __all__ = [
     "as_index_array",
     "as_values_array",
+    "check_bool",
     "check_count",
+    "check_dtype",
+    "empty",
+    "check_mask",
     "check_exactly_one",
     "check_indices",
     "check_lengths",
@@ -26,6 +30,7 @@ __all__ = [
     "check_segment_ids",
     "check_sorted_segment_ids",
     "first_true",
+    "message",
     "fail_value",
 ]
 
@@ -40,10 +45,12 @@ def first_true(mask: np.ndarray) -> int:
 def fail_value(func: str, arg: str, problem: str, position: int | None = None,
                value: Any = None) -> NoReturn:
     """Raise an :class:`ArrowSparseValueError` in the project's message form."""
-    raise ArrowSparseValueError(_message(func, arg, problem, position, value))
+    raise ArrowSparseValueError(message(func, arg, problem, position, value))
 
 
-def _message(func: str, arg: str, problem: str, position: int | None, value: Any) -> str:
+def message(func: str, arg: str, problem: str, position: int | None = None,
+            value: Any = None) -> str:
+    """Build an error message in the project's form."""
     text = f"{func}: {arg} {problem}"
     if position is not None:
         text += f" (first at position {position}: {_scalar(value)})"
@@ -74,7 +81,7 @@ def _to_numpy(func: str, arg: str, x: Any) -> np.ndarray:
     if isinstance(x, (list, tuple, range)) or np.isscalar(x) or hasattr(x, "__array__"):
         try:
             arr = np.asarray(x)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, OverflowError) as exc:
             msg = f"{func}: {arg} could not be read as an array ({exc})"
             raise ArrowSparseTypeError(msg) from None
         if arr.dtype == object:
@@ -167,7 +174,7 @@ def check_segment_ids(func: str, arg: str, x: Any, num_values: int | None = None
     negative = ids < 0
     if negative.any():
         pos = first_true(negative)
-        msg = _message(func, arg, "must be non-negative", pos, ids[pos])
+        msg = message(func, arg, "must be non-negative", pos, ids[pos])
         raise ArrowSparseIndexError(msg)
     if num_segments is None:
         num_segments = int(ids.max()) + 1 if len(ids) else 0
@@ -176,7 +183,7 @@ def check_segment_ids(func: str, arg: str, x: Any, num_values: int | None = None
         too_big = ids >= num_segments
         if too_big.any():
             pos = first_true(too_big)
-            msg = _message(func, arg, f"must be < num_segments={num_segments}", pos, ids[pos])
+            msg = message(func, arg, f"must be < num_segments={num_segments}", pos, ids[pos])
             raise ArrowSparseIndexError(msg)
     return ids, num_segments
 
@@ -198,7 +205,7 @@ def check_indices(func: str, arg: str, x: Any, bound: int, *, ndim: int = 1) -> 
     bad = (idx < 0) | (idx >= bound)
     if bad.any():
         pos = first_true(bad.ravel())
-        msg = _message(func, arg, f"out of range [0, {bound})", pos, idx.ravel()[pos])
+        msg = message(func, arg, f"out of range [0, {bound})", pos, idx.ravel()[pos])
         raise ArrowSparseIndexError(msg)
     return idx
 
@@ -212,6 +219,53 @@ def check_count(func: str, arg: str, x: Any) -> int:
         msg = f"{func}: {arg} must be non-negative, got {x}"
         raise ArrowSparseValueError(msg)
     return int(x)
+
+
+def check_bool(func: str, arg: str, x: Any) -> bool:
+    """Check a boolean flag."""
+    if not isinstance(x, (bool, np.bool_)):
+        msg = f"{func}: {arg} must be True or False, got {type(x).__name__}"
+        raise ArrowSparseTypeError(msg)
+    return bool(x)
+
+
+def check_mask(func: str, arg: str, x: Any, length: int) -> np.ndarray | None:
+    """Check an optional bool mask of ``length`` entries (None passes through)."""
+    if x is None:
+        return None
+    mask = _to_numpy(func, arg, x)
+    if mask.dtype != bool:
+        msg = f"{func}: {arg} must be a bool mask, got dtype {mask.dtype}"
+        raise ArrowSparseTypeError(msg)
+    if mask.shape != (length,):
+        msg = f"{func}: {arg} has shape {mask.shape} but {length} entries are needed"
+        raise ArrowSparseValueError(msg)
+    return mask
+
+
+def check_dtype(func: str, arg: str, x: Any, kinds: str = "biuf") -> np.dtype:
+    """Parse a numpy dtype whose kind is one of ``kinds`` (b: bool, i/u: integer, f: float)."""
+    if isinstance(x, (np.ndarray, pa.Array, list, tuple, range)):
+        msg = f"{func}: {arg} must be a dtype, got {type(x).__name__}"
+        raise ArrowSparseTypeError(msg)
+    try:
+        dtype = np.dtype(x)
+    except (TypeError, ValueError):
+        msg = f"{func}: {arg} must be a dtype, got {x!r}"
+        raise ArrowSparseTypeError(msg) from None
+    if dtype.kind not in kinds:
+        msg = f"{func}: {arg} must be a numeric dtype, got {dtype}"
+        raise ArrowSparseTypeError(msg)
+    return dtype
+
+
+def empty(func: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """``np.empty`` that reports an impossible result size as a ValueError of ``func``."""
+    try:
+        return np.empty(shape, dtype=dtype)
+    except ValueError:
+        msg = f"{func}: the result of shape {shape} is too large to allocate"
+        raise ArrowSparseValueError(msg) from None
 
 
 def check_exactly_one(func: str, **kwargs: Any) -> str:

@@ -323,7 +323,7 @@ def _fill_value(func: str, value: Any, dtype: np.dtype) -> np.generic:
     return scalar  # type: ignore[no-any-return]
 
 
-def pad_levels(values: np.ndarray, offsets: list[np.ndarray],
+def pad_levels(func: str, values: np.ndarray, offsets: list[np.ndarray],
                validity: list[np.ndarray | None], max_lengths: list[int],
                pad: np.generic) -> np.ndarray:
     """Padded dense of a checked multi-level jagged (shared with ``Jagged.to_padded``)."""
@@ -338,7 +338,7 @@ def pad_levels(values: np.ndarray, offsets: list[np.ndarray],
         row_index = expand(row_index, offsets[level], _mask(validity[level]),
                            max_lengths[level], num_out)
         num_out *= max_lengths[level]
-    out = np.empty((num_out, max_lengths[-1], width), dtype=values.dtype)
+    out = v.empty(func, (num_out, max_lengths[-1], width), values.dtype)
     get_kernel("convert", "pad_rows")(values2d, row_index, offsets[-1], _mask(validity[-1]),
                                       max_lengths[-1], pad, out)
     return out.reshape((num_rows, *max_lengths, *inner_shape))
@@ -408,7 +408,7 @@ def jagged_to_padded_dense(values: Any, offsets: Any, max_lengths: Any = None,
     offs = _offsets_list(func, offsets, len(vals))
     lens = _max_lengths(func, max_lengths, offs)
     pad = _fill_value(func, padding_value, vals.dtype)
-    return pad_levels(vals, offs, [None] * len(offs), lens, pad)
+    return pad_levels(func, vals, offs, [None] * len(offs), lens, pad)
 
 
 def dense_to_jagged(dense: Any, offsets: Any, padding_value: Any = 0) -> np.ndarray:
@@ -487,7 +487,7 @@ def dense_to_jagged(dense: Any, offsets: Any, padding_value: Any = 0) -> np.ndar
         present = row_index >= 0
         dense_row_of[row_index[present]] = np.flatnonzero(present)
     dense3d = np.ascontiguousarray(dense_arr).reshape(num_out, dense_arr.shape[num_levels], width)
-    out = np.empty((total, width), dtype=dense_arr.dtype)
+    out = v.empty(func, (total, width), dense_arr.dtype)
     out[:int(offs[-1][0])] = pad
     get_kernel("convert", "unpad_rows")(dense3d, dense_row_of, offs[-1], pad, out)
     return out.reshape((total, *inner_shape))

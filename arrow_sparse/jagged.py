@@ -93,14 +93,14 @@ class Jagged:
         else:
             values = v.as_values_array(func, "values", values)
             num_values = len(values)
-        if validate:
+        if v.check_bool(func, "validate", validate):
             offsets = v.check_offsets(func, "offsets", offsets, num_values)
         else:
             offsets = np.asarray(offsets)
         self._values: Values = values
         self._offsets: np.ndarray = offsets
-        self._validity = _check_mask(func, "validity", validity, len(offsets) - 1)
-        self._values_validity = _check_mask(func, "values_validity", values_validity, num_values)
+        self._validity = v.check_mask(func, "validity", validity, len(offsets) - 1)
+        self._values_validity = v.check_mask(func, "values_validity", values_validity, num_values)
 
     # ----------------------------------------------------------------- constructors
     @classmethod
@@ -285,14 +285,14 @@ class Jagged:
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             msg = f"{func}: rows could not be read as lists of numbers ({exc})"
             raise ArrowSparseTypeError(msg) from None
+        leaf = None if dtype is None else _arrow.arrow_type_of(v.check_dtype(func, "dtype", dtype))
         if pa.types.is_null(arr.type):
-            arr = pa.array(rows, type=pa.list_(pa.float64() if dtype is None
-                                               else _arrow.arrow_type_of(np.dtype(dtype))))
+            arr = pa.array(rows, type=pa.list_(pa.float64() if leaf is None else leaf))
         if not _arrow.is_list_type(arr.type):
             msg = f"{func}: rows must be lists, got elements of Arrow type {arr.type}"
             raise ArrowSparseTypeError(msg)
-        if dtype is not None:
-            arr = arr.cast(_with_leaf_type(arr.type, _arrow.arrow_type_of(np.dtype(dtype))))
+        if leaf is not None:
+            arr = arr.cast(_with_leaf_type(arr.type, leaf))
         return cls.from_arrow(arr)
 
     @classmethod
@@ -561,17 +561,16 @@ class Jagged:
             lengths = [int(np.diff(o).max()) if len(o) > 1 else 0 for o in offsets]
         elif isinstance(max_length, (int, np.integer)) and len(levels) == 1:
             lengths = [v.check_count(func, "max_length", max_length)]
+        elif isinstance(max_length, (list, tuple)) and len(max_length) == len(levels):
+            lengths = [v.check_count(func, f"max_length[{i}]", m) for i, m in enumerate(max_length)]
         else:
-            given = list(max_length) if not isinstance(max_length, (int, np.integer)) else []
-            if len(given) != len(levels):
-                msg = (f"{func}: max_length needs one length per level ({len(levels)}), "
-                       f"got {max_length!r}")
-                raise ArrowSparseValueError(msg)
-            lengths = [v.check_count(func, f"max_length[{i}]", m) for i, m in enumerate(given)]
+            msg = (f"{func}: max_length must be an int or a list of one int per level "
+                   f"({len(levels)}), got {max_length!r}")
+            raise ArrowSparseTypeError(msg)
         leaf = levels[-1].values
         assert isinstance(leaf, np.ndarray)
         pad = _fill_value(func, pad_value, leaf.dtype)
-        return pad_levels(leaf, offsets, [level.validity for level in levels], lengths, pad)
+        return pad_levels(func, leaf, offsets, [level.validity for level in levels], lengths, pad)
 
     def to_csr(self, num_columns: int, weights: Any = None) -> SparseCSR:
         """Rows of ids as a multi-hot CSR matrix ``[num_rows, num_columns]``.
@@ -618,10 +617,15 @@ class Jagged:
             lengths = np.where(self._validity, lengths, 0)
         keep = np.repeat(self._validity, np.diff(self._offsets)) \
             if self._validity is not None else None
-        ids = self._values[start:stop]
+        ids = v.as_index_array(func, "ids", self._values[start:stop])
+        bad = (ids < 0) | (ids >= num_columns)
         if keep is not None:
+            bad &= keep
             ids = ids[keep]
-        ids = v.check_indices(func, "ids", ids, num_columns)
+        if bad.any():
+            pos = start + v.first_true(bad)
+            msg = v.message(func, "ids", f"out of range [0, {num_columns})", pos, self._values[pos])
+            raise ArrowSparseIndexError(msg)
         if weights is None:
             data = np.ones(len(ids), dtype=np.float32)
         else:
@@ -658,8 +662,8 @@ class Jagged:
         """
         func = "Jagged.validate"
         v.check_offsets(func, "offsets", self._offsets, len(self._values))
-        _check_mask(func, "validity", self._validity, self.num_rows)
-        _check_mask(func, "values_validity", self._values_validity, len(self._values))
+        v.check_mask(func, "validity", self._validity, self.num_rows)
+        v.check_mask(func, "values_validity", self._values_validity, len(self._values))
         if isinstance(self._values, Jagged):
             self._values.validate()
         return self
@@ -688,19 +692,6 @@ def _row_to_list(j: Jagged, i: int) -> Any:
     return items
 
 
-def _check_mask(func: str, arg: str, mask: Any, length: int) -> np.ndarray | None:
-    if mask is None:
-        return None
-    arr = np.asarray(mask)
-    if arr.dtype != bool:
-        msg = f"{func}: {arg} must be a bool mask, got dtype {arr.dtype}"
-        raise ArrowSparseTypeError(msg)
-    if arr.shape != (length,):
-        msg = f"{func}: {arg} has shape {arr.shape} but {length} entries are needed"
-        raise ArrowSparseValueError(msg)
-    return arr
-
-
 def _with_leaf_type(t: pa.DataType, leaf: pa.DataType) -> pa.DataType:
     if _arrow.is_list_type(t) or isinstance(t, pa.FixedSizeListType):
         inner = _with_leaf_type(t.value_type, leaf)
@@ -712,9 +703,7 @@ def _with_leaf_type(t: pa.DataType, leaf: pa.DataType) -> pa.DataType:
 
 def _jagged_from_list_array(func: str, array: pa.Array) -> Jagged:
     if isinstance(array.type, _arrow.LIST_VIEW_TYPES):
-        large = isinstance(array.type, pa.LargeListViewType)
-        target = pa.large_list(array.type.value_type) if large else pa.list_(array.type.value_type)
-        array = array.cast(target)
+        array = _arrow.list_view_to_list(array)
     offsets = _arrow.offsets_view(array)
     validity = _arrow.validity_of(array)
     child = array.values

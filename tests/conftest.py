@@ -1,0 +1,38 @@
+"""Test configuration: Hypothesis profiles and shared fixtures.
+
+Profiles: ``ci`` (the default: deterministic, few examples, used by ``.ci/run``),
+``dev`` (more examples, random) and ``thorough`` (run by hand before a release):
+``HYPOTHESIS_PROFILE=thorough pytest -m hypothesis``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci", max_examples=40, derandomize=True, deadline=None, print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile("dev", max_examples=200, deadline=None)
+settings.register_profile("thorough", max_examples=2000, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+INT_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+FLOAT_DTYPES = [np.float32, np.float64]
+NUMERIC_DTYPES = INT_DTYPES + FLOAT_DTYPES
+
+
+@pytest.fixture(params=[np.int32, np.int64], ids=["int32", "int64"])
+def offsets_dtype(request: pytest.FixtureRequest) -> np.dtype:
+    """Both Arrow offsets widths: ``list`` (int32) and ``large_list`` (int64)."""
+    return np.dtype(request.param)
+
+
+@pytest.fixture(params=NUMERIC_DTYPES, ids=lambda d: np.dtype(d).name)
+def values_dtype(request: pytest.FixtureRequest) -> np.dtype:
+    """Every integer and float values dtype."""
+    return np.dtype(request.param)

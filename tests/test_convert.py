@@ -1,0 +1,205 @@
+"""Tests of representation conversions against the plain-Python reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import arrow_sparse as asp
+
+from . import _reference as ref
+from ._strategies import lengths, offsets
+
+# FBGEMM's two-level example: 3 rows of [rows of 4-wide values]. The doc prints
+# Offsets[0] as [0, 4, 6, 8], but its own table (7 groups; row 2 holds only group 7)
+# and Offsets[1] (8 entries = 7 groups) need [0, 4, 6, 7].
+FBGEMM_OFFSETS = [np.array([0, 4, 6, 7]), np.array([0, 2, 3, 3, 5, 6, 7, 9])]
+FBGEMM_VALUES = np.array([[1, 2, 3, 4], [5, 6, 7, 8],  # group 1
+                          [1, 2, 3, 4],                # group 2
+                          [1, 2, 3, 4], [5, 6, 7, 8],  # group 4 (group 3 is empty)
+                          [1, 2, 3, 4],                # group 5
+                          [1, 2, 7, 9],                # group 6
+                          [1, 2, 3, 4], [8, 8, 9, 6]], dtype=np.float32)
+
+
+# ------------------------------------------------------ offsets, lengths, segment ids
+def test_caffe2_representations() -> None:
+    np.testing.assert_array_equal(asp.lengths_to_offsets([3, 4, 2]), [0, 3, 7, 9])
+    np.testing.assert_array_equal(asp.offsets_to_lengths([0, 3, 7, 9]), [3, 4, 2])
+    ids = [0, 0, 0, 1, 1, 1, 1, 2, 2]
+    np.testing.assert_array_equal(asp.lengths_to_segment_ids([3, 4, 2]), ids)
+    np.testing.assert_array_equal(asp.segment_ids_to_lengths(ids), [3, 4, 2])
+    np.testing.assert_array_equal(asp.offsets_to_segment_ids([0, 3, 7, 9]), ids)
+    np.testing.assert_array_equal(asp.segment_ids_to_offsets(ids), [0, 3, 7, 9])
+
+
+def test_arrow_in_arrow_out() -> None:
+    out = asp.lengths_to_offsets(pa.array([3, 4, 2], pa.int32()), dtype=np.int32)
+    assert isinstance(out, pa.Array) and out.type == pa.int32()
+    assert out.to_pylist() == [0, 3, 7, 9]
+    chunked = pa.chunked_array([pa.array([0, 3]), pa.array([7, 9])])
+    assert asp.offsets_to_lengths(chunked).to_pylist() == [3, 4, 2]
+    assert asp.segment_ids_to_lengths(pa.array([0, 0, 2])).to_pylist() == [2, 0, 1]
+
+
+def test_dtypes() -> None:
+    assert asp.lengths_to_offsets([1, 2]).dtype == np.int64
+    assert asp.lengths_to_offsets([1, 2], dtype=np.int32).dtype == np.int32
+    assert asp.offsets_to_lengths(np.array([0, 1], dtype=np.int32)).dtype == np.int32
+    assert asp.lengths_to_segment_ids([2], dtype=np.int32).dtype == np.int32
+    assert asp.offsets_to_lengths(np.array([0, 4], dtype=np.uint16)).tolist() == [4]
+    assert asp.lengths_to_offsets([]).tolist() == [0]
+    assert asp.segment_ids_to_lengths([]).tolist() == []
+    assert asp.segment_ids_to_offsets([], num_segments=2).tolist() == [0, 0, 0]
+
+
+@given(lengths(max_rows=30, max_len=20))
+def test_round_trips(lens: list[int]) -> None:
+    offs = asp.lengths_to_offsets(lens)
+    assert offs.tolist() == ref.lengths_to_offsets(lens)
+    assert asp.offsets_to_lengths(offs).tolist() == lens
+    ids = asp.lengths_to_segment_ids(lens)
+    assert ids.tolist() == ref.offsets_to_segment_ids(ref.lengths_to_offsets(lens))
+    assert asp.segment_ids_to_lengths(ids, num_segments=len(lens)).tolist() == lens
+    assert asp.segment_ids_to_offsets(ids, num_segments=len(lens)).tolist() == offs.tolist()
+    assert asp.offsets_to_segment_ids(offs).tolist() == ids.tolist()
+
+
+@given(offsets())
+def test_offsets_above_zero(offs: np.ndarray) -> None:
+    ids = asp.offsets_to_segment_ids(offs)
+    rebased = (offs - offs[0]).tolist()
+    assert ids.tolist() == ref.offsets_to_segment_ids(rebased)
+    assert asp.offsets_to_lengths(offs).dtype == offs.dtype
+
+
+def test_conversion_errors() -> None:
+    with pytest.raises(ValueError, match=r"lengths_to_offsets: lengths must be non-negative \(first at position 1: -1\)"):
+        asp.lengths_to_offsets([2, -1])
+    with pytest.raises(TypeError, match="lengths_to_offsets: lengths must have an integer dtype, got float64"):
+        asp.lengths_to_offsets([1.5])
+    with pytest.raises(TypeError, match="lengths_to_offsets: lengths must have an integer dtype, got bool"):
+        asp.lengths_to_offsets([True])
+    with pytest.raises(TypeError, match="dtype must be int32 or int64, got int16"):
+        asp.lengths_to_offsets([1], dtype=np.int16)
+    with pytest.raises(ValueError, match=r"lengths sum beyond the int32 range; use dtype=np.int64 \(first at position 1: 2147483647\)"):
+        asp.lengths_to_offsets([1, 2**31 - 1], dtype=np.int32)
+    with pytest.raises(ValueError, match=r"offsets_to_lengths: offsets must be non-decreasing \(first at position 1: 2\)"):
+        asp.offsets_to_lengths([3, 2])
+    with pytest.raises(ValueError, match="offsets_to_lengths: offsets must not contain nulls"):
+        asp.offsets_to_lengths(pa.array([0, None]))
+    with pytest.raises(TypeError, match="offsets must be a numeric array, got Arrow type string"):
+        asp.offsets_to_lengths(pa.array(["a"]))
+    with pytest.raises(ValueError, match=r"segment_ids_to_lengths: segment_ids must be sorted \(non-decreasing\) \(first at position 1: 0\)"):
+        asp.segment_ids_to_lengths([1, 0])
+    with pytest.raises(IndexError, match=r"segment_ids must be < num_segments=1 \(first at position 1: 1\)"):
+        asp.segment_ids_to_offsets([0, 1], num_segments=1)
+    with pytest.raises(TypeError, match="num_segments must be an integer, got float"):
+        asp.segment_ids_to_lengths([0], num_segments=1.0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="num_segments must be non-negative, got -1"):
+        asp.segment_ids_to_lengths([], num_segments=-1)
+    with pytest.raises(ValueError, match="lengths_to_segment_ids: lengths must be 1-dimensional"):
+        asp.lengths_to_segment_ids(np.ones((2, 2), dtype=np.int64))
+    with pytest.raises(ValueError, match=r"offsets_to_segment_ids: offsets exceed|must be non-negative \(first at position 0: -2\)"):
+        asp.offsets_to_segment_ids([-2, 0])
+    with pytest.raises(ValueError, match="exceeds the int64 range"):
+        asp.offsets_to_lengths(np.array([0, 2**63], dtype=np.uint64))
+
+
+# ------------------------------------------------------------- jagged <-> padded dense
+def test_fbgemm_two_level_example() -> None:
+    dense = asp.jagged_to_padded_dense(FBGEMM_VALUES, FBGEMM_OFFSETS, [4, 2])
+    assert dense.shape == (3, 4, 2, 4) and dense.dtype == np.float32
+    rows = ref.rows_of(FBGEMM_VALUES.tolist(), [o.tolist() for o in FBGEMM_OFFSETS])
+    np.testing.assert_array_equal(dense, ref.pad(rows, [4, 2], 0, [0.0] * 4))
+    # The table of the FBGEMM doc: row 1 holds groups 5 and 6, row 2 group 7.
+    np.testing.assert_array_equal(dense[1, 1, 0], [1, 2, 7, 9])
+    np.testing.assert_array_equal(dense[2, 0], [[1, 2, 3, 4], [8, 8, 9, 6]])
+    np.testing.assert_array_equal(dense[2, 1:], 0)
+    np.testing.assert_array_equal(dense[0, 2], 0)  # group 3 is empty
+    back = asp.dense_to_jagged(dense, FBGEMM_OFFSETS)
+    np.testing.assert_array_equal(back, FBGEMM_VALUES)
+    # Default max_lengths are the longest rows: [4, 2].
+    np.testing.assert_array_equal(asp.jagged_to_padded_dense(FBGEMM_VALUES, FBGEMM_OFFSETS), dense)
+
+
+def test_fbgemm_truncation_and_padding_read_back() -> None:
+    dense = asp.jagged_to_padded_dense(FBGEMM_VALUES, FBGEMM_OFFSETS, [3, 1], padding_value=-1)
+    rows = ref.rows_of(FBGEMM_VALUES.tolist(), [o.tolist() for o in FBGEMM_OFFSETS])
+    np.testing.assert_array_equal(dense, ref.pad(rows, [3, 1], -1, [-1.0] * 4))
+    # A dense smaller than the jagged shape: elements outside it read the padding value.
+    back = asp.dense_to_jagged(dense, FBGEMM_OFFSETS, padding_value=-5)
+    expected = ref.dense_to_jagged(dense.tolist(), [o.tolist() for o in FBGEMM_OFFSETS], -5,
+                                   [-5.0] * 4)
+    np.testing.assert_array_equal(back, expected)
+
+
+def test_one_level_1d_and_2d() -> None:
+    values = np.array([1, 2, 3, 2, 4, 6, 7, 3, 6])
+    dense = asp.jagged_to_padded_dense(values, np.array([0, 3, 7, 9]), 4, padding_value=-1)
+    np.testing.assert_array_equal(dense, [[1, 2, 3, -1], [2, 4, 6, 7], [3, 6, -1, -1]])
+    np.testing.assert_array_equal(asp.dense_to_jagged(dense, np.array([0, 3, 7, 9])), values)
+    emb = np.arange(12, dtype=np.float64).reshape(6, 2)
+    dense2 = asp.jagged_to_padded_dense(emb, [[0, 2, 2, 6]], [3])
+    assert dense2.shape == (3, 3, 2)
+    np.testing.assert_array_equal(dense2[2], emb[2:5])
+    np.testing.assert_array_equal(asp.dense_to_jagged(dense2, [[0, 2, 2, 6]])[:5], emb[:5])
+
+
+def test_offsets_above_zero_and_arrow_inputs() -> None:
+    dense = asp.jagged_to_padded_dense(pa.array([9, 9, 1, 2, 3]), [pa.array([2, 3, 5])], [2])
+    np.testing.assert_array_equal(dense, [[1, 0], [2, 3]])
+    values = asp.dense_to_jagged(dense, [[2, 3, 5]], padding_value=7)
+    np.testing.assert_array_equal(values, [7, 7, 1, 2, 3])
+
+
+@given(st.data())
+def test_padded_matches_reference_two_levels(data: st.DataObject) -> None:
+    outer = data.draw(lengths(max_rows=6, max_len=4))
+    inner = data.draw(st.lists(st.integers(0, 4), min_size=sum(outer), max_size=sum(outer)))
+    offs = [ref.lengths_to_offsets(outer), ref.lengths_to_offsets(inner)]
+    total = offs[1][-1]
+    width = data.draw(st.integers(1, 3))
+    values = np.arange(total * width, dtype=np.int32).reshape(total, width)
+    l0, l1 = data.draw(st.integers(0, 5)), data.draw(st.integers(0, 5))
+    dense = asp.jagged_to_padded_dense(values, [np.array(o) for o in offs], [l0, l1], -1)
+    rows = ref.rows_of(values.tolist(), offs)
+    assert dense.tolist() == ref.pad(rows, [l0, l1], -1, [-1] * width)
+    back = asp.dense_to_jagged(dense, offs, padding_value=-2)
+    assert back.tolist() == ref.dense_to_jagged(dense.tolist(), offs, -2, [-2] * width)
+
+
+@given(st.data())
+def test_three_levels(data: st.DataObject) -> None:
+    l0 = data.draw(lengths(max_rows=4, max_len=3))
+    l1 = data.draw(st.lists(st.integers(0, 3), min_size=sum(l0), max_size=sum(l0)))
+    l2 = data.draw(st.lists(st.integers(0, 3), min_size=sum(l1), max_size=sum(l1)))
+    offs = [ref.lengths_to_offsets(x) for x in (l0, l1, l2)]
+    values = np.arange(offs[2][-1], dtype=np.float64)
+    maxes = [data.draw(st.integers(0, 3)) for _ in range(3)]
+    dense = asp.jagged_to_padded_dense(values, offs, maxes, padding_value=0.5)
+    assert dense.tolist() == ref.pad(ref.rows_of(values.tolist(), offs), maxes, 0.5, 0.5)
+
+
+def test_padded_errors() -> None:
+    with pytest.raises(ValueError, match="jagged_to_padded_dense: max_lengths has 1 entries but there are 2 offsets levels"):
+        asp.jagged_to_padded_dense(FBGEMM_VALUES, FBGEMM_OFFSETS, [4])
+    with pytest.raises(ValueError, match=r"offsets\[0\] exceed the number of values 6 \(first at position 3: 7\)"):
+        asp.jagged_to_padded_dense(FBGEMM_VALUES, [FBGEMM_OFFSETS[0], FBGEMM_OFFSETS[1][:-1]], [4, 2])
+    with pytest.raises(ValueError, match=r"offsets\[1\] exceed the number of values 9"):
+        asp.jagged_to_padded_dense(FBGEMM_VALUES, [np.array([0, 1]), np.array([0, 10])], [1, 1])
+    with pytest.raises(TypeError, match="offsets must be a non-empty list of offsets arrays"):
+        asp.jagged_to_padded_dense(FBGEMM_VALUES, [], [])
+    with pytest.raises(TypeError, match="values must have a numeric dtype"):
+        asp.jagged_to_padded_dense(np.array(["x"]), [[0, 1]], [1])
+    with pytest.raises(ValueError, match=r"max_lengths\[0\] must be non-negative, got -1"):
+        asp.jagged_to_padded_dense(np.arange(3), [[0, 3]], [-1])
+    with pytest.raises(ValueError, match="padding_value nan does not fit the values dtype int64"):
+        asp.jagged_to_padded_dense(np.arange(3), [[0, 3]], [3], padding_value=float("nan"))
+    with pytest.raises(ValueError, match=r"dense_to_jagged: dense must have at least 3 axes for 2 offsets levels, got shape \(3, 4\)"):
+        asp.dense_to_jagged(np.zeros((3, 4)), FBGEMM_OFFSETS)
+    with pytest.raises(ValueError, match="dense_to_jagged: dense has 2 rows but offsets\\[0\\] describes 3"):
+        asp.dense_to_jagged(np.zeros((2, 4)), [[0, 1, 2, 3]])
