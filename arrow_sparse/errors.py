@@ -21,6 +21,7 @@ from __future__ import annotations
 __all__ = [
     "ArrowSparseError",
     "ArrowSparseIndexError",
+    "ArrowSparseKeyError",
     "ArrowSparseTypeError",
     "ArrowSparseValueError",
 ]
@@ -40,3 +41,10 @@ class ArrowSparseIndexError(ArrowSparseError, IndexError):
 
 class ArrowSparseTypeError(ArrowSparseError, TypeError):
     """A wrong dtype or a wrong kind of object."""
+
+
+class ArrowSparseKeyError(ArrowSparseIndexError, KeyError):
+    """An unknown feature key (also a ``KeyError``, as a dict lookup raises)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""

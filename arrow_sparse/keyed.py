@@ -1,1 +1,1304 @@
-class KeyedJagged: pass
+"""``KeyedJagged``: several named jagged features of one batch.
+
+TorchRec's ``KeyedJaggedTensor`` and Caffe2's ``LIST<MAP<INT, LIST<INT>>>``: ``num_keys``
+features over the same ``batch_size`` rows, stored *key-major* as one values array, the
+values of key 0 for every row first, then those of key 1, and so on. ``lengths`` has
+``num_keys * batch_size`` entries in the same order. ``docs/keyed-arrow-mapping.md``
+gives the mapping to and from Arrow in full.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any, NamedTuple, NoReturn
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import _arrow
+from . import _validate as v
+from .errors import (
+    ArrowSparseIndexError,
+    ArrowSparseKeyError,
+    ArrowSparseTypeError,
+    ArrowSparseValueError,
+)
+from .jagged import Jagged
+
+__all__ = ["KeyedJagged"]
+
+_REPR_ROWS = 6
+_REPR_KEYS = 10
+_INT32_MAX = int(np.iinfo(np.int32).max)
+
+
+class _Part(NamedTuple):
+    """One key's rows, normalised: null rows are empty, values exactly the rows' values."""
+
+    lengths: np.ndarray          # int32 or int64, one per row, 0 for null rows
+    values: np.ndarray           # 1-D, ``lengths.sum()`` long
+    validity: np.ndarray | None  # bool per row (False = null row), None when none is null
+
+
+class KeyedJagged:
+    """Several named jagged features over the same batch rows, stored key-major.
+
+    Key ``k``'s row ``r`` is ``values[offsets[k * batch_size + r]:offsets[k * batch_size
+    + r + 1]]``: the values of the first key for every row come first, then those of the
+    second key, and so on (TorchRec's ``KeyedJaggedTensor`` layout).
+
+    Parameters
+    ----------
+    keys
+        Key names (feature names), unique and hashable: strings, or the integer keys
+        of a Caffe2 ``MAP<INT, LIST<INT>>``.
+    values
+        1-D numeric values of every key, key-major.
+    lengths
+        Non-negative lengths, ``num_keys * batch_size`` of them, key-major, summing to
+        ``len(values)``. int32 and int64 are kept; other integer dtypes become int64.
+        Give exactly one of ``lengths`` and ``offsets``.
+    weights
+        Optional per-value weights, one per value (``len(values)`` long), e.g. the
+        scores of a bag of ids.
+    offsets
+        Instead of ``lengths``: ``num_keys * batch_size + 1`` non-decreasing offsets
+        into ``values`` (they may start above zero and end before the last value, as
+        a sliced Arrow array does; ``values`` and ``weights`` are then sliced, no copy).
+    validity
+        Optional bool mask, ``num_keys * batch_size`` long, key-major (False = the
+        row of that key was null). A null row must have length 0.
+    batch_size
+        Number of rows; needed only when there are no keys (default 0 then),
+        otherwise ``len(lengths) // num_keys`` and checked against it.
+
+    Raises
+    ------
+    ValueError
+        Repeated keys, negative lengths, lengths not summing to the number of values,
+        a number of lengths that is not ``num_keys * batch_size``, weights or validity
+        of the wrong length, or a null row with values.
+    TypeError
+        Non-numeric values, non-integer lengths, unhashable keys.
+
+    See Also
+    --------
+    KeyedJagged.from_arrow : From a RecordBatch of list columns or a map column.
+    KeyedJagged.from_dict : From ``{key: Jagged or rows}``.
+    Jagged : One feature.
+
+    Notes
+    -----
+    The constructor copies neither ``values`` nor ``lengths``; it computes the int64
+    ``offsets``. Null rows are empty rows (``lengths`` 0); ``validity`` remembers them,
+    and ``kj[key]`` and :meth:`to_arrow` give them back as nulls.
+
+    Examples
+    --------
+    Caffe2's ``LIST<MAP<INT, LIST<INT>>>`` example: two examples, ``{1: [10, 11], 3:
+    [101]}`` and ``{1: [11], 2: [50], 3: [102, 103]}``, as a map column:
+
+    >>> m = pa.array([[(1, [10, 11]), (3, [101])],
+    ...               [(1, [11]), (2, [50]), (3, [102, 103])]],
+    ...              type=pa.map_(pa.int64(), pa.list_(pa.int64())))
+    >>> kj = asp.KeyedJagged.from_arrow(m)
+    >>> kj
+    KeyedJagged(num_keys=3, batch_size=2, dtype=int64, lengths=int32, weights=None)
+      1: [[10, 11], [11]]
+      2: [[], [50]]
+      3: [[101], [102, 103]]
+
+    The per-example values ``[10, 11, 101, 11, 50, 102, 103]`` become key-major:
+
+    >>> kj.values
+    array([ 10,  11,  11,  50, 101, 102, 103])
+    >>> kj.lengths
+    array([2, 1, 0, 1, 1, 2], dtype=int32)
+    >>> kj[3]
+    Jagged([[101], [102, 103]], dtype=int64, offsets=int32)
+
+    The same batch built directly:
+
+    >>> asp.KeyedJagged([1, 2, 3], np.array([10, 11, 11, 50, 101, 102, 103]),
+    ...                 [2, 1, 0, 1, 1, 2]).offset_per_key()
+    array([0, 3, 4, 7])
+    """
+
+    __slots__ = ("_batch_size", "_index", "_keys", "_lengths", "_offsets", "_validity",
+                 "_values", "_weights")
+
+    __iter__ = None  # rows or keys would both surprise: use keys() or to_dict()
+
+    def __init__(self, keys: Sequence[Hashable] | np.ndarray, values: Any, lengths: Any = None,
+                 weights: Any = None, *, offsets: Any = None, validity: Any = None,
+                 batch_size: int | None = None) -> None:
+        func = "KeyedJagged"
+        key_tuple = _check_keys(func, "keys", keys)
+        vals = _as_1d_values(func, "values", values)
+        wts = None if weights is None else _as_1d_values(func, "weights", weights)
+        if wts is not None and len(wts) != len(vals):
+            msg = f"{func}: weights has {len(wts)} entries but there are {len(vals)} values"
+            raise ArrowSparseValueError(msg)
+        if v.check_exactly_one(func, lengths=lengths, offsets=offsets) == "offsets":
+            offs = v.check_offsets(func, "offsets", offsets, len(vals))
+            lens = np.diff(offs)
+            start, stop = int(offs[0]), int(offs[-1])
+            vals = vals[start:stop]
+            wts = None if wts is None else wts[start:stop]
+            arg = "offsets"
+        else:
+            lens = v.check_lengths(func, "lengths", lengths, len(vals))
+            arg = "lengths"
+        if lens.dtype not in v.OFFSET_DTYPES:
+            lens = lens.astype(np.int64)
+        num_rows = _batch_size_of(func, arg, len(lens), len(key_tuple), batch_size)
+        valid = _check_validity(func, validity, lens)
+        self._init(key_tuple, vals, lens, wts, valid, num_rows)
+
+    def _init(self, keys: tuple[Hashable, ...], values: np.ndarray, lengths: np.ndarray,
+              weights: np.ndarray | None, validity: np.ndarray | None,
+              batch_size: int) -> None:
+        self._keys = keys
+        self._index = {key: i for i, key in enumerate(keys)}
+        self._values = values
+        self._lengths = lengths
+        self._weights = weights
+        self._validity = None if validity is None or validity.all() else validity
+        self._batch_size = batch_size
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, dtype=np.int64, out=offsets[1:])
+        self._offsets = offsets
+
+    @classmethod
+    def _new(cls, keys: tuple[Hashable, ...], values: np.ndarray, lengths: np.ndarray,
+             weights: np.ndarray | None, validity: np.ndarray | None,
+             batch_size: int) -> KeyedJagged:
+        """Build from parts already checked (no validation)."""
+        kj = cls.__new__(cls)
+        kj._init(keys, values, lengths, weights, validity, batch_size)
+        return kj
+
+    # ----------------------------------------------------------------- constructors
+    @classmethod
+    def from_arrow(cls, batch_or_map_array: Any, keys: Sequence[Hashable] | None = None,
+                   weights: Any = None) -> KeyedJagged:
+        """Build from a RecordBatch/Table of list columns or a ``map<key, list<value>>`` array.
+
+        Parameters
+        ----------
+        batch_or_map_array
+            A ``pyarrow.RecordBatch`` or ``pyarrow.Table`` whose columns are
+            ``list``/``large_list`` (or list view) arrays of numbers, one feature per
+            column (a Table's chunks are handled); or a ``map<key, list<value>>``
+            ``MapArray`` / ``ChunkedArray`` (Caffe2's ``LIST<MAP<KEY, LIST<VALUE>>>``),
+            one example per map.
+        keys
+            Which features, in which order. For a batch: column names (default every
+            column that is not a weights column, in schema order). For a map: map keys
+            (default every distinct key found in a non-null map, sorted); a key found
+            in no row gives all-empty rows, and entries of other keys are dropped.
+        weights
+            Optional per-value weights. For a batch: a ``{key: column name}`` mapping of
+            ``list<float>`` columns aligned with the key's column (keys left out get
+            weight 1), or one column name when exactly one key is selected. For a map:
+            a parallel map array with the same keys and list lengths in every row.
+
+        Returns
+        -------
+        KeyedJagged
+            With ``lengths`` int32 when every source list has int32 offsets (``list``,
+            ``map``), else int64.
+
+        Raises
+        ------
+        TypeError
+            Input that is not a batch or a map array, a column that is not a list of
+            numbers, columns whose values mix integers, floats and booleans, map keys
+            of the wrong type.
+        IndexError
+            A key that is not a column of the batch.
+        ValueError
+            Repeated keys, a column name used twice, null values inside a list,
+            weights whose row lengths, entries or keys differ from the values'.
+
+        See Also
+        --------
+        KeyedJagged.to_arrow : Back to a RecordBatch of list columns.
+        Jagged.from_arrow : One list column.
+
+        Notes
+        -----
+        A null row (or a null map, or a key whose only entries in a row are null lists)
+        becomes an empty row and is marked False in :attr:`validity`. A key missing from
+        a map is an empty, valid row. Repeated keys in one map are concatenated in
+        entry order. Values and weights are gathered into the key-major buffer: one
+        copy, except for a batch with a single selected key without non-empty null
+        rows, whose values are a view of the column's buffer (zero-copy).
+
+        Examples
+        --------
+        A RecordBatch of two id columns, one row null:
+
+        >>> batch = pa.record_batch({"a": pa.array([[1, 2, 3], None, [3, 6]]),
+        ...                          "b": pa.array([[7], [8, 9], []])})
+        >>> kj = asp.KeyedJagged.from_arrow(batch, keys=["b", "a"])
+        >>> kj
+        KeyedJagged(num_keys=2, batch_size=3, dtype=int64, lengths=int32, weights=None)
+          'b': [[7], [8, 9], []]
+          'a': [[1, 2, 3], None, [3, 6]]
+        >>> kj.lengths
+        array([1, 2, 0, 3, 0, 2], dtype=int32)
+
+        Ids with a column of scores:
+
+        >>> batch = pa.record_batch({"ids": pa.array([[1, 2], [3]]),
+        ...                          "w": pa.array([[0.5, 1.0], [2.0]], pa.list_(pa.float32()))})
+        >>> kj = asp.KeyedJagged.from_arrow(batch, weights="w")
+        >>> kj.keys(), kj.weights
+        (['ids'], array([0.5, 1. , 2. ], dtype=float32))
+        """
+        func = "KeyedJagged.from_arrow"
+        data = batch_or_map_array
+        if isinstance(data, (pa.RecordBatch, pa.Table)):
+            return _from_batch(func, data, keys, weights)
+        if isinstance(data, (pa.Array, pa.ChunkedArray)) and isinstance(data.type, pa.MapType):
+            return _from_map(func, data, keys, weights)
+        got = data.type if isinstance(data, (pa.Array, pa.ChunkedArray)) else \
+            type(data).__name__
+        msg = (f"{func}: batch_or_map_array must be a RecordBatch or Table of list columns, "
+               f"or a map<key, list<value>> array, got {got}")
+        raise ArrowSparseTypeError(msg)
+
+    @classmethod
+    def from_jagged_dict(cls, jagged: Mapping[Hashable, Jagged],
+                         weights: Mapping[Hashable, Jagged] | None = None) -> KeyedJagged:
+        """Build from ``{key: Jagged}`` (TorchRec's ``from_jt_dict``), keys in dict order.
+
+        Parameters
+        ----------
+        jagged
+            One :class:`Jagged` of 1-D numeric values per key, all with the same number
+            of rows.
+        weights
+            Optional ``{key: Jagged}`` of weights with the same row lengths as the
+            key's values; keys left out get weight 1.
+
+        Returns
+        -------
+        KeyedJagged
+            Values gathered key-major (a copy; a single key without non-empty null rows
+            keeps a view). ``lengths`` are int32 when every Jagged has int32 offsets.
+
+        Raises
+        ------
+        TypeError
+            A value that is not a Jagged of 1-D numbers, values mixing integers,
+            floats and booleans.
+        ValueError
+            Different numbers of rows, null values inside rows, weights whose row
+            lengths differ from the values'.
+        IndexError
+            A weights key that is not a key.
+
+        See Also
+        --------
+        KeyedJagged.to_dict : The inverse.
+        KeyedJagged.from_dict : Also takes Arrow arrays and Python lists.
+
+        Examples
+        --------
+        >>> a = asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], [3, 6]])
+        >>> b = asp.Jagged.from_list([[5], [], [8, 9]])
+        >>> kj = asp.KeyedJagged.from_jagged_dict({"a": a, "b": b})
+        >>> kj.lengths
+        array([3, 4, 2, 1, 0, 2], dtype=int32)
+        >>> kj.length_per_key()
+        array([9, 3])
+        """
+        func = "KeyedJagged.from_jagged_dict"
+        columns = _check_mapping(func, "jagged", jagged)
+        for key, value in columns.items():
+            if not isinstance(value, Jagged):
+                msg = (f"{func}: jagged[{key!r}] must be a Jagged, got {type(value).__name__}; "
+                       "use from_dict for Arrow arrays and lists")
+                raise ArrowSparseTypeError(msg)
+        wmap = {} if weights is None else _check_mapping(func, "weights", weights)
+        for key, value in wmap.items():
+            if not isinstance(value, Jagged):
+                msg = f"{func}: weights[{key!r}] must be a Jagged, got {type(value).__name__}"
+                raise ArrowSparseTypeError(msg)
+        return _from_columns(func, {k: [j] for k, j in columns.items()},
+                             {k: [j] for k, j in wmap.items()}, None)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[Hashable, Any],
+                  weights: Mapping[Hashable, Any] | None = None) -> KeyedJagged:
+        """Build from ``{key: rows}``, keys in dict order.
+
+        Parameters
+        ----------
+        data
+            Per key: a :class:`Jagged`, an Arrow ``list``/``large_list`` array or
+            ChunkedArray, or a Python list of rows (``None`` = null row). Every key
+            has the same number of rows.
+        weights
+            Optional ``{key: rows}`` of weights in the same forms, with the same row
+            lengths as the key's values; keys left out get weight 1.
+
+        Returns
+        -------
+        KeyedJagged
+            Values gathered key-major (a copy).
+
+        Raises
+        ------
+        TypeError
+            Rows that are not lists of numbers, values mixing integers, floats and
+            booleans.
+        ValueError
+            Different numbers of rows, null values inside rows, weights whose row
+            lengths differ from the values'.
+        IndexError
+            A weights key that is not a key.
+
+        See Also
+        --------
+        KeyedJagged.from_jagged_dict : The same for Jagged values only.
+
+        Examples
+        --------
+        >>> kj = asp.KeyedJagged.from_dict({"a": [[1, 2], None], "b": [[3], [4, 5]]},
+        ...                                weights={"b": [[0.5], [1.0, 2.0]]})
+        >>> kj
+        KeyedJagged(num_keys=2, batch_size=2, dtype=int64, lengths=int32, weights=float64)
+          'a': [[1, 2], None]
+          'b': [[3], [4, 5]]
+        >>> kj.weights
+        array([1. , 1. , 0.5, 1. , 2. ])
+        """
+        func = "KeyedJagged.from_dict"
+        columns = _check_mapping(func, "data", data)
+        wmap = {} if weights is None else _check_mapping(func, "weights", weights)
+        return _from_columns(func, {k: _as_jagged_chunks(func, f"data[{k!r}]", x)
+                                    for k, x in columns.items()},
+                             {k: _as_jagged_chunks(func, f"weights[{k!r}]", x)
+                              for k, x in wmap.items()}, None)
+
+    # ------------------------------------------------------------------- properties
+    def keys(self) -> list[Hashable]:
+        """Key names, in layout order (TorchRec's ``keys()``).
+
+        Returns
+        -------
+        list
+            A new list; changing it does not change this KeyedJagged.
+
+        Examples
+        --------
+        >>> asp.KeyedJagged.from_dict({"a": [[1]], "b": [[2]]}).keys()
+        ['a', 'b']
+        """
+        return list(self._keys)
+
+    @property
+    def num_keys(self) -> int:
+        """Number of keys."""
+        return len(self._keys)
+
+    @property
+    def batch_size(self) -> int:
+        """Number of rows of every key (TorchRec's ``stride``)."""
+        return self._batch_size
+
+    @property
+    def values(self) -> np.ndarray:
+        """Values of every key, key-major, exactly ``offsets[-1]`` long.
+
+        Examples
+        --------
+        >>> asp.KeyedJagged.from_dict({"a": [[1], [2, 3]], "b": [[4], []]}).values
+        array([1, 2, 3, 4])
+        """
+        return self._values
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Row lengths, key-major (``num_keys * batch_size``; null rows have length 0).
+
+        Examples
+        --------
+        >>> asp.KeyedJagged.from_dict({"a": [[1], [2, 3]], "b": [[4], []]}).lengths
+        array([1, 2, 1, 0], dtype=int32)
+        """
+        return self._lengths
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """int64 offsets over every key and row (``num_keys * batch_size + 1``, from 0).
+
+        Examples
+        --------
+        >>> asp.KeyedJagged.from_dict({"a": [[1], [2, 3]], "b": [[4], []]}).offsets
+        array([0, 1, 3, 4, 4])
+        """
+        return self._offsets
+
+    @property
+    def weights(self) -> np.ndarray | None:
+        """Per-value weights aligned with :attr:`values`, or None."""
+        return self._weights
+
+    @property
+    def validity(self) -> np.ndarray | None:
+        """Bool mask of rows, key-major (False = the row was null), or None if none was."""
+        return self._validity
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The values' dtype."""
+        return self._values.dtype
+
+    def length_per_key(self) -> np.ndarray:
+        """Count the values of each key (TorchRec's ``length_per_key``).
+
+        Returns
+        -------
+        numpy.ndarray
+            int64, ``num_keys`` long.
+
+        See Also
+        --------
+        KeyedJagged.offset_per_key : Its running sum.
+
+        Examples
+        --------
+        >>> kj = asp.KeyedJagged(["a", "b"], np.arange(5), [1, 2, 0, 2])
+        >>> kj.length_per_key()
+        array([3, 2])
+        """
+        per_key = self.offset_per_key()
+        return np.diff(per_key)
+
+    def offset_per_key(self) -> np.ndarray:
+        """Where each key's values start in :attr:`values`, then the total.
+
+        Returns
+        -------
+        numpy.ndarray
+            int64, ``num_keys + 1`` long, from 0 to ``len(values)``.
+
+        See Also
+        --------
+        KeyedJagged.length_per_key : The per-key counts.
+
+        Examples
+        --------
+        >>> kj = asp.KeyedJagged(["a", "b"], np.arange(5), [1, 2, 0, 2])
+        >>> kj.offset_per_key()
+        array([0, 3, 5])
+        """
+        positions = np.arange(self.num_keys + 1, dtype=np.int64) * self._batch_size
+        return self._offsets[positions]
+
+    def __len__(self) -> int:
+        return self._batch_size
+
+    def __contains__(self, key: Any) -> bool:
+        try:
+            return key in self._index
+        except TypeError:
+            return False
+
+    def _position(self, func: str, key: Any) -> int:
+        try:
+            return self._index[key]
+        except KeyError:
+            msg = f"{func}: {key!r} is not a key; keys are {_keys_text(self._keys)}"
+            raise ArrowSparseKeyError(msg) from None
+        except TypeError:
+            msg = f"{func}: keys are hashable names, got {type(key).__name__}"
+            raise ArrowSparseTypeError(msg) from None
+
+    def __getitem__(self, key: Hashable) -> Jagged:
+        """Rows of one key as a :class:`Jagged` (values are a view, nothing copied).
+
+        Offsets are rebuilt from zero (int32 when :attr:`lengths` are int32); null
+        rows come back as null rows.
+        """
+        return self._jagged(self._position("KeyedJagged[]", key), self._values)
+
+    def weights_of(self, key: Hashable) -> Jagged:
+        """Weights of one key as a :class:`Jagged` with the rows of ``kj[key]``.
+
+        Parameters
+        ----------
+        key
+            A key name.
+
+        Returns
+        -------
+        Jagged
+            A view of :attr:`weights`.
+
+        Raises
+        ------
+        ValueError
+            This KeyedJagged has no weights.
+        IndexError
+            ``key`` is not a key.
+
+        Examples
+        --------
+        >>> kj = asp.KeyedJagged(["a"], np.array([7, 8]), [2], weights=np.array([0.5, 2.0]))
+        >>> kj.weights_of("a")
+        Jagged([[0.5, 2.0]], dtype=float64, offsets=int64)
+        """
+        func = "KeyedJagged.weights_of"
+        pos = self._position(func, key)
+        if self._weights is None:
+            msg = f"{func}: this KeyedJagged has no weights"
+            raise ArrowSparseValueError(msg)
+        return self._jagged(pos, self._weights)
+
+    def _jagged(self, pos: int, buffer: np.ndarray) -> Jagged:
+        rows = self._batch_size
+        offsets = self._offsets[pos * rows:(pos + 1) * rows + 1]
+        start, stop = int(offsets[0]), int(offsets[-1])
+        dtype = np.int32 if self._lengths.dtype == np.int32 and stop - start <= _INT32_MAX \
+            else np.int64
+        validity = None if self._validity is None else self._validity[pos * rows:(pos + 1) * rows]
+        return Jagged(buffer[start:stop], (offsets - start).astype(dtype), validity,
+                      validate=False)
+
+    # ------------------------------------------------------------------- reshaping
+    def permute(self, keys_or_indices: Any) -> KeyedJagged:
+        """Reorder or select keys (TorchRec's ``permute``).
+
+        Parameters
+        ----------
+        keys_or_indices
+            A sequence of key names or key positions, each key at most once. Integers
+            are positions unless the keys themselves are integers (a map's keys): then
+            they are key names (write ``[kj.keys()[i] for i in positions]``).
+
+        Returns
+        -------
+        KeyedJagged
+            With the keys in the given order. Values, weights, lengths and validity
+            are gathered (a copy), except when the selection is a run of consecutive
+            keys in their order: then they are views.
+
+        Raises
+        ------
+        IndexError
+            A name that is not a key, or a position outside ``[0, num_keys)``.
+        ValueError
+            A key given twice.
+        TypeError
+            A string or another non-sequence instead of a sequence.
+
+        See Also
+        --------
+        KeyedJagged.split : Split into groups of consecutive keys.
+
+        Examples
+        --------
+        >>> kj = asp.KeyedJagged.from_dict({"a": [[1], [2]], "b": [[3], []], "c": [[4, 5], [6]]})
+        >>> kj.permute(["c", "a"]).values
+        array([4, 5, 6, 1, 2])
+        >>> kj.permute([2, 0]).keys()
+        ['c', 'a']
+        """
+        func = "KeyedJagged.permute"
+        order = self._resolve_keys(func, "keys_or_indices", keys_or_indices)
+        return self._select(order)
+
+    def _resolve_keys(self, func: str, arg: str, given: Any) -> list[int]:
+        if isinstance(given, np.ndarray):
+            given = given.tolist()
+        if isinstance(given, (str, bytes)) or not isinstance(given, (Sequence, range)):
+            msg = (f"{func}: {arg} must be a sequence of keys or positions, "
+                   f"got {type(given).__name__}")
+            raise ArrowSparseTypeError(msg)
+        int_keys = any(_is_int(k) for k in self._keys)
+        order: list[int] = []
+        seen: set[int] = set()
+        for i, item in enumerate(given):  # a loop over keys, not rows
+            if _is_int(item) and not int_keys:
+                pos = int(item)
+                if not 0 <= pos < self.num_keys:
+                    msg = v.message(func, arg, f"out of range [0, {self.num_keys})", i, pos)
+                    raise ArrowSparseIndexError(msg)
+            else:
+                try:
+                    pos = self._index[item]
+                except (KeyError, TypeError):
+                    msg = v.message(func, arg, "is not a key", i, repr(item))
+                    raise ArrowSparseKeyError(msg) from None
+            if pos in seen:
+                v.fail_value(func, arg, "must not repeat a key", i, repr(self._keys[pos]))
+            seen.add(pos)
+            order.append(pos)
+        return order
+
+    def _select(self, order: list[int]) -> KeyedJagged:
+        rows = self._batch_size
+        keys = tuple(self._keys[k] for k in order)
+        first = order[0] if order else 0
+        if order == list(range(first, first + len(order))):  # consecutive keys: views
+            lo, hi = first * rows, (first + len(order)) * rows
+            start, stop = int(self._offsets[lo]), int(self._offsets[hi])
+            return KeyedJagged._new(
+                keys, self._values[start:stop], self._lengths[lo:hi],
+                None if self._weights is None else self._weights[start:stop],
+                None if self._validity is None else self._validity[lo:hi], rows)
+        idx = np.asarray(order, dtype=np.int64)
+        per_key = self.offset_per_key()
+        starts, counts = per_key[idx], np.diff(per_key)[idx]
+        lengths = self._lengths.reshape(self.num_keys, rows)[idx].ravel()
+        validity = None if self._validity is None else \
+            self._validity.reshape(self.num_keys, rows)[idx].ravel()
+        return KeyedJagged._new(
+            keys, _take_ranges(self._values, starts, counts), lengths,
+            None if self._weights is None else _take_ranges(self._weights, starts, counts),
+            validity, rows)
+
+    def split(self, sizes: Sequence[int]) -> list[KeyedJagged]:
+        """Split into consecutive groups of keys (TorchRec's ``split``).
+
+        Parameters
+        ----------
+        sizes
+            Number of keys in each part; non-negative, summing to ``num_keys``.
+
+        Returns
+        -------
+        list of KeyedJagged
+            ``len(sizes)`` parts with the same batch size; their values, weights,
+            lengths and validity are views of this one's (nothing copied).
+
+        Raises
+        ------
+        ValueError
+            Sizes not summing to ``num_keys``, or negative.
+        TypeError
+            A size that is not an integer.
+
+        See Also
+        --------
+        KeyedJagged.permute : Reorder keys first to split by any grouping.
+
+        Examples
+        --------
+        >>> kj = asp.KeyedJagged.from_dict({"a": [[1], [2]], "b": [[3], []], "c": [[4, 5], [6]]})
+        >>> [part.keys() for part in kj.split([1, 2])]
+        [['a'], ['b', 'c']]
+        >>> kj.split([1, 2])[1].values
+        array([3, 4, 5, 6])
+        """
+        func = "KeyedJagged.split"
+        if isinstance(sizes, (str, bytes)) or not isinstance(sizes, (Sequence, range, np.ndarray)):
+            msg = f"{func}: sizes must be a sequence of integers, got {type(sizes).__name__}"
+            raise ArrowSparseTypeError(msg)
+        counts = [v.check_count(func, f"sizes[{i}]", s) for i, s in enumerate(sizes)]
+        if sum(counts) != self.num_keys:
+            msg = f"{func}: sizes sum to {sum(counts)} but there are {self.num_keys} keys"
+            raise ArrowSparseValueError(msg)
+        parts = []
+        start = 0
+        for count in counts:  # a loop over parts
+            parts.append(self._select(list(range(start, start + count))))
+            start += count
+        return parts
+
+    # ------------------------------------------------------------------- exporters
+    def to_dict(self) -> dict[Hashable, Jagged]:
+        """``{key: Jagged}`` in key order; each Jagged's values are a view (``kj[key]``).
+
+        Returns
+        -------
+        dict
+            One :class:`Jagged` per key.
+
+        See Also
+        --------
+        KeyedJagged.from_jagged_dict : The inverse.
+
+        Examples
+        --------
+        >>> kj = asp.KeyedJagged.from_dict({"a": [[1], [2, 3]], "b": [[4], []]})
+        >>> kj.to_dict()
+        {'a': Jagged([[1], [2, 3]], dtype=int64, offsets=int32),
+         'b': Jagged([[4], []], dtype=int64, offsets=int32)}
+        """
+        return {key: self._jagged(pos, self._values) for pos, key in enumerate(self._keys)}
+
+    def to_arrow(self, weights_suffix: str = "_weights") -> pa.RecordBatch:
+        """One list column per key, as a RecordBatch.
+
+        Parameters
+        ----------
+        weights_suffix
+            When there are weights, each key's weights follow every key column as a
+            column named ``str(key) + weights_suffix``.
+
+        Returns
+        -------
+        pyarrow.RecordBatch
+            ``batch_size`` rows; column ``str(key)`` is ``list<T>`` (int32 offsets)
+            when :attr:`lengths` are int32, else ``large_list<T>``. Null rows are null
+            again. Values and weights buffers are views of :attr:`values` and
+            :attr:`weights` (no copy, except booleans, which Arrow packs into bits);
+            offsets are rebuilt from zero per key. With no keys the batch has no
+            columns but still ``batch_size`` rows.
+
+        Raises
+        ------
+        ValueError
+            Two keys, or a key and a weights column, with the same column name.
+
+        See Also
+        --------
+        KeyedJagged.from_arrow : The inverse
+            (``weights={key: str(key) + weights_suffix}``).
+
+        Examples
+        --------
+        >>> kj = asp.KeyedJagged.from_dict({"a": [[1], None], "b": [[3], [4, 5]]})
+        >>> kj.to_arrow().to_pydict()
+        {'a': [[1], None], 'b': [[3], [4, 5]]}
+        """
+        func = "KeyedJagged.to_arrow"
+        if not isinstance(weights_suffix, str):
+            msg = f"{func}: weights_suffix must be a str, got {type(weights_suffix).__name__}"
+            raise ArrowSparseTypeError(msg)
+        if not self._keys:
+            return pa.RecordBatch.from_struct_array(
+                pa.array([{}] * self._batch_size, pa.struct([])))
+        names = [k if isinstance(k, str) else str(k) for k in self._keys]
+        arrays = [self._jagged(pos, self._values).to_arrow() for pos in range(self.num_keys)]
+        if self._weights is not None:
+            names += [name + weights_suffix for name in names]
+            arrays += [self._jagged(pos, self._weights).to_arrow()
+                       for pos in range(self.num_keys)]
+        seen: dict[str, int] = {}
+        for i, name in enumerate(names):
+            if name in seen:
+                v.fail_value(func, "column names", "must be unique", i, repr(name))
+            seen[name] = i
+        return pa.RecordBatch.from_arrays(arrays, names=names)
+
+    def validate(self) -> KeyedJagged:
+        """Check every invariant in full (O(size)); return self.
+
+        Checks that the keys are unique, that ``lengths`` are non-negative, sum to
+        ``len(values)`` and number ``num_keys * batch_size``, that ``offsets`` are
+        their running sum, and the lengths of ``weights`` and ``validity`` (null
+        rows empty).
+
+        Returns
+        -------
+        KeyedJagged
+            ``self``, so calls chain.
+
+        Raises
+        ------
+        ValueError
+            The first broken invariant.
+
+        Examples
+        --------
+        >>> asp.KeyedJagged.from_dict({"a": [[1], [2, 3]]}).validate().batch_size
+        2
+        """
+        func = "KeyedJagged.validate"
+        _check_keys(func, "keys", self._keys)
+        lens = v.check_lengths(func, "lengths", self._lengths, len(self._values))
+        if len(lens) != self.num_keys * self._batch_size:
+            msg = (f"{func}: lengths has {len(lens)} entries but num_keys * batch_size is "
+                   f"{self.num_keys * self._batch_size}")
+            raise ArrowSparseValueError(msg)
+        expected = np.zeros(len(lens) + 1, dtype=np.int64)
+        np.cumsum(lens, out=expected[1:])
+        wrong = self._offsets != expected if len(self._offsets) == len(expected) else None
+        if wrong is None or wrong.any():
+            pos = 0 if wrong is None else v.first_true(wrong)
+            v.fail_value(func, "offsets", "differ from the running sum of lengths", pos,
+                         self._offsets[pos] if len(self._offsets) > pos else None)
+        if self._weights is not None and len(self._weights) != len(self._values):
+            msg = (f"{func}: weights has {len(self._weights)} entries but there are "
+                   f"{len(self._values)} values")
+            raise ArrowSparseValueError(msg)
+        _check_validity(func, self._validity, lens)
+        return self
+
+    def __repr__(self) -> str:
+        weights = "None" if self._weights is None else str(self._weights.dtype)
+        lines = [f"KeyedJagged(num_keys={self.num_keys}, batch_size={self._batch_size}, "
+                 f"dtype={self.dtype}, lengths={self._lengths.dtype}, weights={weights})"]
+        shown = self._keys if self.num_keys <= _REPR_KEYS else self._keys[:_REPR_KEYS - 2]
+        for pos, key in enumerate(shown):
+            lines.append(f"  {key!r}: {_rows_text(self._jagged(pos, self._values))}")
+        if len(shown) < self.num_keys:
+            lines.append(f"  ... ({self.num_keys - len(shown)} more keys)")
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------------- helpers
+def _is_int(x: Any) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _keys_text(keys: tuple[Hashable, ...]) -> str:
+    shown = ", ".join(repr(k) for k in keys[:_REPR_KEYS])
+    return f"[{shown}{', ...' if len(keys) > _REPR_KEYS else ''}]"
+
+
+def _rows_text(j: Jagged) -> str:
+    rows = len(j)
+    if rows <= _REPR_ROWS:
+        return repr(j.to_list())
+    head = j[:_REPR_ROWS - 2].to_list()
+    tail = j[rows - 2:].to_list()
+    return f"[{', '.join(repr(r) for r in head)}, ..., {', '.join(repr(r) for r in tail)}]"
+
+
+def _check_keys(func: str, arg: str, keys: Any) -> tuple[Hashable, ...]:
+    """Keys as a tuple of unique hashables (numpy scalars become Python scalars)."""
+    if isinstance(keys, np.ndarray):
+        keys = keys.tolist()
+    if isinstance(keys, (str, bytes)) or not isinstance(keys, (Sequence, range)):
+        msg = f"{func}: {arg} must be a sequence of key names, got {type(keys).__name__}"
+        raise ArrowSparseTypeError(msg)
+    out = tuple(k.item() if isinstance(k, np.generic) else k for k in keys)
+    seen: dict[Hashable, int] = {}
+    for i, key in enumerate(out):  # a loop over keys
+        try:
+            if key in seen:
+                v.fail_value(func, arg, "must be unique", i, repr(key))
+            seen[key] = i
+        except TypeError:
+            msg = v.message(func, arg, "must be hashable", i, repr(key))
+            raise ArrowSparseTypeError(msg) from None
+    return out
+
+
+def _check_mapping(func: str, arg: str, data: Any) -> dict[Hashable, Any]:
+    if not isinstance(data, Mapping):
+        msg = f"{func}: {arg} must be a mapping of key -> rows, got {type(data).__name__}"
+        raise ArrowSparseTypeError(msg)
+    return dict(data)
+
+
+def _as_1d_values(func: str, arg: str, x: Any) -> np.ndarray:
+    arr = v.as_values_array(func, arg, x)
+    if arr.ndim != 1:
+        msg = f"{func}: {arg} must be 1-dimensional, got shape {arr.shape}"
+        raise ArrowSparseValueError(msg)
+    return arr
+
+
+def _batch_size_of(func: str, arg: str, num_lengths: int, num_keys: int,
+                   batch_size: int | None) -> int:
+    if batch_size is not None:
+        rows = v.check_count(func, "batch_size", batch_size)
+        if num_lengths != num_keys * rows:
+            msg = (f"{func}: {arg} describes {num_lengths} rows but num_keys * batch_size is "
+                   f"{num_keys} * {rows} = {num_keys * rows}")
+            raise ArrowSparseValueError(msg)
+        return rows
+    if num_keys == 0:
+        if num_lengths:
+            msg = f"{func}: {arg} describes {num_lengths} rows but there are no keys"
+            raise ArrowSparseValueError(msg)
+        return 0
+    if num_lengths % num_keys:
+        msg = (f"{func}: {arg} describes {num_lengths} rows, not a multiple of the "
+               f"{num_keys} keys (lengths are key-major: num_keys * batch_size)")
+        raise ArrowSparseValueError(msg)
+    return num_lengths // num_keys
+
+
+def _check_validity(func: str, validity: Any, lengths: np.ndarray) -> np.ndarray | None:
+    """Check a key-major row mask; a null row must be empty."""
+    mask = v.check_mask(func, "validity", validity, len(lengths))
+    if mask is not None:
+        bad = ~mask & (lengths != 0)
+        if bad.any():
+            pos = v.first_true(bad)
+            v.fail_value(func, "validity", "marks a row with values as null (null rows are "
+                         "empty)", pos, lengths[pos])
+    return mask
+
+
+def _take_ranges(values: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Concatenate ``values[starts[i]:starts[i] + counts[i]]`` for every i (vectorised)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    total = int(counts.sum())
+    out: np.ndarray
+    if total == 0:
+        out = values[:0].copy()
+    else:
+        out_starts = np.cumsum(counts) - counts
+        shift = np.asarray(starts, dtype=np.int64) - out_starts
+        out = values[np.arange(total, dtype=np.int64) + np.repeat(shift, counts)]
+    return out
+
+
+def _fail_nested(func: str, arg: str, what: Any) -> NoReturn:
+    msg = (f"{func}: {arg} must hold lists of numbers (integers, floats or booleans), "
+           f"got {what}")
+    raise ArrowSparseTypeError(msg)
+
+
+def _check_list_type(func: str, arg: str, t: pa.DataType) -> None:
+    if not _arrow.is_list_type(t):
+        hint = "; pass a map column itself, not a batch holding it" \
+            if isinstance(t, pa.MapType) else ""
+        msg = f"{func}: {arg} must be a list or large_list column, got {t}{hint}"
+        raise ArrowSparseTypeError(msg)
+    vt = t.value_type
+    if not (pa.types.is_integer(vt) or pa.types.is_floating(vt) or pa.types.is_boolean(vt)):
+        _fail_nested(func, arg, t)
+
+
+def _part_of(func: str, arg: str, j: Jagged) -> _Part:
+    """One Jagged as a part: null rows emptied, values gathered to exactly its rows."""
+    values = j.values
+    if isinstance(values, Jagged) or values.ndim != 1:
+        _fail_nested(func, arg, "nested lists" if isinstance(values, Jagged)
+                     else f"values of shape {values.shape}")
+    offsets = j.offsets
+    raw = np.diff(offsets)
+    valid = j.validity
+    lengths = raw if valid is None else np.where(valid, raw, 0).astype(raw.dtype, copy=False)
+    start, stop = int(offsets[0]), int(offsets[-1])
+    contiguous = valid is None or not (raw[~valid] > 0).any()
+    vv = j.values_validity
+    if contiguous:
+        taken = values[start:stop]
+        taken_vv = None if vv is None else vv[start:stop]
+    else:
+        taken = _take_ranges(values, offsets[:-1], lengths)
+        taken_vv = None if vv is None else _take_ranges(vv, offsets[:-1], lengths)
+    if taken_vv is not None and not taken_vv.all():
+        pos = v.first_true(~taken_vv)
+        v.fail_value(func, arg, "has null values inside its lists; fill them first "
+                     "(pyarrow.compute.fill_null)", pos, None)
+    if valid is not None and valid.all():
+        valid = None
+    return _Part(lengths, taken, valid)
+
+
+def _join(parts: list[_Part]) -> _Part:
+    """Concatenate the parts of one key (chunks) or of several keys (key-major)."""
+    if len(parts) == 1:
+        return parts[0]
+    int32 = all(p.lengths.dtype == np.int32 for p in parts)
+    lengths = np.concatenate([p.lengths for p in parts]).astype(
+        np.int32 if int32 else np.int64, copy=False)
+    values = np.concatenate([p.values for p in parts])
+    validity = None
+    if any(p.validity is not None for p in parts):
+        validity = np.concatenate([np.ones(len(p.lengths), dtype=bool) if p.validity is None
+                                   else p.validity for p in parts])
+    return _Part(lengths, values, validity)
+
+
+def _kind(dtype: np.dtype) -> str:
+    return {"b": "boolean", "i": "integer", "u": "integer", "f": "float"}[dtype.kind]
+
+
+def _common_dtype(func: str, arg: str, named: list[tuple[Hashable, np.dtype]]) -> np.dtype:
+    """Return numpy's common dtype of the keys' values; integers, floats and bools may not mix."""
+    if not named:
+        return np.dtype(np.int64)
+    first_key, first_dt = named[0]
+    for key, dt in named:
+        if _kind(dt) != _kind(first_dt):
+            msg = (f"{func}: {arg} of every key must be all integers, all floats or all "
+                   f"booleans; key {first_key!r} has {first_dt} but key {key!r} has {dt}")
+            raise ArrowSparseTypeError(msg)
+    common = np.result_type(*[dt for _, dt in named])
+    if _kind(common) != _kind(first_dt):  # uint64 with int64 gives float64
+        msg = (f"{func}: {arg} dtypes {', '.join(sorted({str(dt) for _, dt in named}))} "
+               f"have no common {_kind(first_dt)} dtype; cast them first")
+        raise ArrowSparseTypeError(msg)
+    return common
+
+
+def _dtypes(keys: tuple[Hashable, ...], parts: list[_Part]) -> list[tuple[Hashable, np.dtype]]:
+    """Pair each key with its values dtype, leaving out keys with no values.
+
+    An all-empty key (e.g. ``[[], []]`` read as float64) does not constrain the dtype;
+    when no key has values, every key counts.
+    """
+    named = [(k, p.values.dtype) for k, p in zip(keys, parts, strict=True)]
+    non_empty = [kd for kd, p in zip(named, parts, strict=True) if len(p.values)]
+    return non_empty or named
+
+
+def _as_jagged_chunks(func: str, arg: str, x: Any) -> list[Jagged]:
+    if isinstance(x, Jagged):
+        return [x]
+    if isinstance(x, pa.ChunkedArray):
+        _check_list_type(func, arg, x.type)
+        return [Jagged.from_arrow(chunk) for chunk in x.chunks] or \
+            [Jagged.from_arrow(pa.array([], type=x.type))]
+    if isinstance(x, pa.Array):
+        _check_list_type(func, arg, x.type)
+        return [Jagged.from_arrow(x)]
+    if isinstance(x, (list, tuple)):
+        return [Jagged.from_list(list(x))]
+    msg = (f"{func}: {arg} must be a Jagged, an Arrow list array or a list of rows, "
+           f"got {type(x).__name__}")
+    raise ArrowSparseTypeError(msg)
+
+
+def _from_columns(func: str, columns: dict[Hashable, list[Jagged]],
+                  weights: dict[Hashable, list[Jagged]], batch_size: int | None) -> KeyedJagged:
+    """Assemble a KeyedJagged from the chunks of each key (and of each key's weights)."""
+    keys = _check_keys(func, "keys", list(columns))
+    for i, key in enumerate(weights):
+        if key not in columns:
+            msg = v.message(func, "weights", "names a key that is not selected", i, repr(key))
+            raise ArrowSparseKeyError(msg)
+    parts: list[_Part] = []
+    weight_parts: dict[Hashable, _Part] = {}
+    rows = batch_size
+    rows_of = "the batch has"
+    for key, chunks in columns.items():  # a loop over keys (and their chunks)
+        part = _join([_part_of(func, f"column {key!r}", j) for j in chunks])
+        if rows is None:
+            rows, rows_of = len(part.lengths), f"key {key!r} has"
+        elif len(part.lengths) != rows:
+            msg = f"{func}: key {key!r} has {len(part.lengths)} rows but {rows_of} {rows}"
+            raise ArrowSparseValueError(msg)
+        parts.append(part)
+        if key in weights:
+            wpart = _join([_part_of(func, f"weights of key {key!r}", j) for j in weights[key]])
+            if len(wpart.lengths) != rows:
+                msg = (f"{func}: weights of key {key!r} has {len(wpart.lengths)} rows "
+                       f"but the values have {rows}")
+                raise ArrowSparseValueError(msg)
+            differ = wpart.lengths != part.lengths
+            if differ.any():
+                pos = v.first_true(differ)
+                v.fail_value(func, f"weights of key {key!r}",
+                             f"row lengths differ from the values' ({part.lengths[pos]})",
+                             pos, wpart.lengths[pos])
+            weight_parts[key] = wpart
+    dtype = _common_dtype(func, "values", _dtypes(keys, parts))
+    parts = [p if p.values.dtype == dtype else p._replace(values=p.values.astype(dtype))
+             for p in parts]
+    joined = _join(parts) if parts else _Part(np.zeros(0, np.int32), np.zeros(0, dtype), None)
+    weights_values = None
+    if weight_parts:
+        wdtype = _common_dtype(func, "weights",
+                               _dtypes(tuple(weight_parts), list(weight_parts.values())))
+        weights_values = np.concatenate([
+            weight_parts[k].values.astype(wdtype, copy=False) if k in weight_parts
+            else np.ones(len(p.values), dtype=wdtype) for k, p in zip(keys, parts, strict=True)])
+    return KeyedJagged._new(keys, joined.values, joined.lengths, weights_values,
+                            joined.validity, rows or 0)
+
+
+def _from_batch(func: str, batch: pa.RecordBatch | pa.Table, keys: Any,
+                weights: Any) -> KeyedJagged:
+    names = batch.schema.names
+    one_column = weights if isinstance(weights, str) else None
+    if weights is None or one_column is not None:
+        wmap: dict[Hashable, Any] = {}
+    elif isinstance(weights, Mapping):
+        wmap = dict(weights)
+    else:
+        msg = (f"{func}: weights for a batch must be a column name or a {{key: column name}} "
+               f"mapping, got {type(weights).__name__}")
+        raise ArrowSparseTypeError(msg)
+    for key, col in wmap.items():
+        if not isinstance(col, str):
+            msg = f"{func}: weights[{key!r}] must be a column name, got {type(col).__name__}"
+            raise ArrowSparseTypeError(msg)
+    if keys is None:
+        used = set(wmap.values()) | {one_column}
+        key_tuple = _check_keys(func, "column names", [n for n in names if n not in used])
+    else:
+        key_tuple = _check_keys(func, "keys", keys)
+    if one_column is not None:
+        if len(key_tuple) != 1:
+            msg = (f"{func}: weights={one_column!r} names one column but {len(key_tuple)} keys "
+                   f"are selected; pass weights={{key: column name}}")
+            raise ArrowSparseValueError(msg)
+        wmap = {key_tuple[0]: one_column}
+    columns = {key: _column_chunks(func, batch, "keys", i, key)
+               for i, key in enumerate(key_tuple)}
+    wcols = {key: _column_chunks(func, batch, "weights", i, col)
+             for i, (key, col) in enumerate(wmap.items())}
+    return _from_columns(func, columns, wcols, batch.num_rows)
+
+
+def _column_chunks(func: str, batch: pa.RecordBatch | pa.Table, arg: str, i: int,
+                   name: Any) -> list[Jagged]:
+    """Return the chunks of column ``name`` as Jagged views (zero-copy)."""
+    found = batch.schema.get_all_field_indices(name) if isinstance(name, str) else []
+    if not found:
+        msg = v.message(func, arg, "names a column not in the batch", i, repr(name))
+        raise ArrowSparseKeyError(msg)
+    if len(found) > 1:
+        v.fail_value(func, arg, f"names a column that appears {len(found)} times", i,
+                     repr(name))
+    column = batch.column(found[0])
+    _check_list_type(func, f"column {name!r}", column.type)
+    if isinstance(column, pa.ChunkedArray):
+        chunks = column.chunks or [pa.array([], type=column.type)]
+    else:
+        chunks = [column]
+    return [Jagged.from_arrow(chunk) for chunk in chunks]
+
+
+def _map_parts(func: str, arg: str, arr: Any) -> tuple[pa.MapArray, np.ndarray, np.ndarray,
+                                                        pa.Array, Jagged]:
+    """Unpack a map array: (array, entries-per-row counts, valid entry positions, keys, items).
+
+    Entries are relative to the first entry the map addresses; entries of null maps
+    are left out of the valid positions. ``items`` is a Jagged view of the lists.
+    """
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.chunk(0) if arr.num_chunks == 1 else \
+            (pa.concat_arrays(arr.chunks) if arr.num_chunks else pa.array([], type=arr.type))
+    if not isinstance(arr, pa.Array) or not isinstance(arr.type, pa.MapType):
+        got = arr.type if isinstance(arr, pa.Array) else type(arr).__name__
+        msg = f"{func}: {arg} must be a map<key, list<value>> array, got {got}"
+        raise ArrowSparseTypeError(msg)
+    _check_list_type(func, f"{arg} items", arr.type.item_type)
+    struct = arr.values
+    map_offsets = v.check_offsets(func, f"{arg} offsets", _arrow.offsets_view(arr), len(struct))
+    raw = np.diff(map_offsets).astype(np.int64)
+    valid = _arrow.validity_of(arr)
+    counts = raw if valid is None else np.where(valid, raw, 0)
+    first, num_entries = int(map_offsets[0]), int(map_offsets[-1] - map_offsets[0])
+    entry_row = np.repeat(np.arange(len(arr), dtype=np.int64), raw)
+    entries = np.arange(num_entries, dtype=np.int64) if valid is None else \
+        np.flatnonzero(valid[entry_row])
+    keys = struct.field(0).slice(first, num_entries)
+    items = Jagged.from_arrow(struct.field(1).slice(first, num_entries))
+    return arr, counts, entries, keys, items
+
+
+def _item_lengths(items: Jagged) -> np.ndarray:
+    raw = np.diff(items.offsets).astype(np.int64)
+    return raw if items.validity is None else np.where(items.validity, raw, 0)
+
+
+def _from_map(func: str, data: Any, keys: Any, weights: Any) -> KeyedJagged:
+    arr, counts, entries, key_arr, items = _map_parts(func, "batch_or_map_array", data)
+    rows = len(arr)
+    entry_row = np.repeat(np.arange(rows, dtype=np.int64), counts)  # row of each valid entry
+    if keys is None:
+        present = key_arr if len(entries) == len(key_arr) else key_arr.take(pa.array(entries))
+        unique = pc.unique(present)
+        key_set = unique.take(pc.sort_indices(unique))
+    else:
+        wanted = _check_keys(func, "keys", keys)
+        try:
+            key_set = pa.array(list(wanted), type=key_arr.type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+            msg = (f"{func}: keys must be map keys of type {key_arr.type}, "
+                   f"got {_keys_text(wanted)}")
+            raise ArrowSparseTypeError(msg) from None
+    num_keys = len(key_set)
+    key_pos = pc.fill_null(pc.index_in(key_arr, value_set=key_set), -1).to_numpy()
+    key_pos = key_pos[entries].astype(np.int64)
+    found = key_pos >= 0
+    sel, row_of = entries[found], entry_row[found]
+    segment = key_pos[found] * rows + row_of
+    order = np.argsort(segment, kind="stable")
+    ent, segment = sel[order], segment[order]
+    item_len = _item_lengths(items)
+    lengths_sorted = item_len[ent]
+    # sum of list lengths per (key, row); float64 weights are exact below 2**53 values
+    lengths = np.bincount(segment, weights=lengths_sorted, minlength=num_keys * rows)
+    lengths = lengths.astype(np.int32 if items.offsets.dtype == np.int32 else np.int64)
+    starts = items.offsets[:-1][ent]
+    leaf = items.values
+    if isinstance(leaf, Jagged) or leaf.ndim != 1:
+        _fail_nested(func, "batch_or_map_array items", arr.type.item_type)
+    values = _take_ranges(leaf, starts, lengths_sorted)
+    if items.values_validity is not None:
+        vv = _take_ranges(items.values_validity, starts, lengths_sorted)
+        if not vv.all():
+            pos = v.first_true(~vv)
+            v.fail_value(func, "batch_or_map_array", "has null values inside its lists; fill "
+                         "them first (pyarrow.compute.fill_null)", pos, None)
+    validity = _map_validity(arr, items, ent, segment, num_keys, rows)
+    wvalues = None
+    if weights is not None:
+        wvalues = _map_weights(func, weights, rows, counts, entries, key_arr, item_len,
+                               ent, lengths_sorted)
+    return KeyedJagged._new(tuple(key_set.to_pylist()), values, lengths, wvalues, validity,
+                            rows)
+
+
+def _map_validity(arr: pa.MapArray, items: Jagged, ent: np.ndarray, segment: np.ndarray,
+                  num_keys: int, rows: int) -> np.ndarray | None:
+    """Null maps null every key of the row; a key whose entries are all null lists is null."""
+    map_valid = _arrow.validity_of(arr)
+    if map_valid is None and items.validity is None:
+        return None
+    validity: np.ndarray = np.ones(num_keys * rows, dtype=bool)
+    if map_valid is not None:
+        validity.reshape(num_keys, rows)[:, ~map_valid] = False  # a view: writes through
+    if items.validity is not None:
+        per_segment = np.bincount(segment, minlength=num_keys * rows)
+        null_entries = np.bincount(segment[~items.validity[ent]], minlength=num_keys * rows)
+        validity[(per_segment > 0) & (null_entries == per_segment)] = False
+    return None if validity.all() else validity
+
+
+def _map_weights(func: str, weights: Any, rows: int, counts: np.ndarray, entries: np.ndarray,
+                 key_arr: pa.Array, item_len: np.ndarray, ent: np.ndarray,
+                 lengths_sorted: np.ndarray) -> np.ndarray:
+    """Gather a parallel weights map with the same order as the values."""
+    if not isinstance(weights, (pa.Array, pa.ChunkedArray)):
+        msg = (f"{func}: weights for a map must be a parallel map<key, list<float>> array, "
+               f"got {type(weights).__name__}")
+        raise ArrowSparseTypeError(msg)
+    warr, wcounts, wentries, wkeys, witems = _map_parts(func, "weights", weights)
+    if len(warr) != rows:
+        msg = f"{func}: weights has {len(warr)} maps but batch_or_map_array has {rows}"
+        raise ArrowSparseValueError(msg)
+    differ = wcounts != counts
+    if differ.any():
+        pos = v.first_true(differ)
+        v.fail_value(func, "weights", f"has a different number of entries than the values "
+                     f"map ({counts[pos]})", pos, wcounts[pos])
+    entry_row = np.repeat(np.arange(rows, dtype=np.int64), counts)
+    if len(entries):
+        same = pc.equal(key_arr.take(pa.array(entries)), wkeys.take(pa.array(wentries)))
+        mismatch = ~np.asarray(same.to_numpy(zero_copy_only=False), dtype=bool)
+        if mismatch.any():
+            i = v.first_true(mismatch)
+            v.fail_value(func, "weights", "keys differ from the values map's (by row; the "
+                         f"values map has {key_arr[int(entries[i])].as_py()!r})",
+                         int(entry_row[i]), repr(wkeys[int(wentries[i])].as_py()))
+    wlen = _item_lengths(witems)
+    differ = wlen[wentries] != item_len[entries]
+    if differ.any():
+        i = v.first_true(differ)
+        v.fail_value(func, "weights", "list lengths differ from the values map's (by row; "
+                     f"key {key_arr[int(entries[i])].as_py()!r} has {item_len[entries[i]]})",
+                     int(entry_row[i]), wlen[wentries[i]])
+    wleaf = witems.values
+    if isinstance(wleaf, Jagged) or wleaf.ndim != 1:
+        _fail_nested(func, "weights items", warr.type.item_type)
+    if witems.values_validity is not None:
+        vv = _take_ranges(witems.values_validity, witems.offsets[:-1][wentries], wlen[wentries])
+        if not vv.all():
+            pos = v.first_true(~vv)
+            v.fail_value(func, "weights", "has null values inside its lists; fill them first "
+                         "(pyarrow.compute.fill_null)", pos, None)
+    # valid entries line up one to one: the k-th valid entry of each map
+    wpos = np.empty(len(item_len), dtype=np.int64)
+    wpos[entries] = wentries
+    return _take_ranges(wleaf, witems.offsets[:-1][wpos[ent]], lengths_sorted)
