@@ -60,7 +60,8 @@ def primitive_values(func: str, arr: pa.Array) -> np.ndarray:
     data = arr.buffers()[1]
     if data is None:
         return np.empty(0, dtype=dtype)
-    return np.frombuffer(data, dtype=dtype)[arr.offset:arr.offset + len(arr)]
+    # An empty array may carry a buffer shorter than one element: read only what is used.
+    return np.frombuffer(data, dtype=dtype, count=arr.offset + len(arr))[arr.offset:]
 
 
 def offsets_view(arr: pa.Array) -> np.ndarray:
@@ -69,7 +70,7 @@ def offsets_view(arr: pa.Array) -> np.ndarray:
     buf = arr.buffers()[1]
     if buf is None or buf.size == 0:
         return np.zeros(len(arr) + 1, dtype=dtype)
-    return np.frombuffer(buf, dtype=dtype)[arr.offset:arr.offset + len(arr) + 1]
+    return np.frombuffer(buf, dtype=dtype, count=arr.offset + len(arr) + 1)[arr.offset:]
 
 
 def list_view_to_list(arr: pa.Array) -> pa.Array:

@@ -394,3 +394,10 @@ def test_properties_match_reference(case: tuple[pa.Array, list]) -> None:
 def test_errors_are_arrow_sparse_errors() -> None:
     with pytest.raises(ArrowSparseError):
         asp.Jagged(np.arange(3), [0, 5])
+
+
+def test_empty_arrays_with_short_buffers() -> None:
+    # pyarrow gives an empty child a 4-byte buffer: valid Arrow, shorter than an int64.
+    j = asp.Jagged.from_arrow(pa.nulls(0, pa.list_(pa.int64())))
+    assert j.num_rows == 0 and j.dtype == np.int64
+    assert asp.Jagged.from_arrow(pa.nulls(3, pa.list_(pa.float64()))).to_list() == [None] * 3
