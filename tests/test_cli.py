@@ -24,6 +24,7 @@ import pytest
 
 import arrow_sparse
 from arrow_sparse import _progress, cli
+from arrow_sparse import stats as stats_module
 from arrow_sparse._progress import Progress
 
 REPO = Path(__file__).resolve().parent.parent
@@ -330,17 +331,17 @@ def test_inspect_batches_sliced_with_garbage_under_nulls() -> None:
     for start in (0, 1, 2, 3):
         sliced = batch.slice(start, 6 - start - 1)
         assert sliced.column("ids").offset == start
-        stats = cli.inspect_batches([sliced], batch.schema)
+        stats = stats_module.inspect_batches([sliced], batch.schema)
         check_against_oracle([s.to_dict() for s in stats], oracle(sliced))
     # the garbage under the null rows is never counted
-    whole = {s.name: s for s in cli.inspect_batches([batch], batch.schema)}
+    whole = {s.name: s for s in stats_module.inspect_batches([batch], batch.schema)}
     assert whole["ids"].value_max == 99 and whole["ids"].value_min == 1
     assert whole["nested"].value_max == 7
 
 
 def test_inspect_batches_merges_batches(table: pa.Table) -> None:
     batches = table.to_batches(max_chunksize=113)
-    stats = cli.inspect_batches(batches, table.schema)
+    stats = stats_module.inspect_batches(batches, table.schema)
     check_against_oracle([s.to_dict() for s in stats], oracle(table))
 
 
@@ -358,7 +359,7 @@ def test_inspect_batches_other_leaves() -> None:
                          pa.list_(pa.map_(pa.int8(), pa.float32()))),
     })
     empty = batch.slice(0, 0)
-    stats = {s.name: s for s in cli.inspect_batches([empty, batch, empty], batch.schema)}
+    stats = {s.name: s for s in stats_module.inspect_batches([empty, batch, empty], batch.schema)}
     assert list(stats) == ["emb", "flags", "named", "named.values", "view", "words",
                            "words.values", "maps"]
     words, inner = stats["words"], stats["words.values"]
@@ -373,7 +374,7 @@ def test_inspect_batches_other_leaves() -> None:
     assert stats["emb"].value_min is None
     ok = pa.record_batch({"emb": pa.array([[[1.5, -2.0]], None, [[3.0, 4.0]]],
                                           pa.list_(pa.list_(pa.float64(), 2)))})
-    [emb] = cli.inspect_batches([ok], ok.schema)
+    [emb] = stats_module.inspect_batches([ok], ok.schema)
     assert (emb.value_min, emb.value_max, emb.quantile(50)) == (-2.0, 4.0, 1)
     assert stats["flags"].value_min is None and stats["flags"].total_values == 3
     assert (stats["named"].rows, stats["named"].null_rows, stats["named"].empty_rows) == (4, 1, 1)
@@ -388,7 +389,7 @@ def test_length_percentiles_exact_with_long_rows() -> None:
     rng = np.random.default_rng(3)
     parts = [rng.geometric(0.05, size=1000), np.array([0, 0, 70_000, 1 << 20, 65_536]),
              rng.integers(0, 300, size=77)]
-    stats = cli.LevelStats("x", "list<int64>", "list")
+    stats = stats_module.LevelStats("x", "list<int64>", "list")
     for part in parts:
         stats.rows += len(part)
         stats.add_lengths(part)
@@ -401,7 +402,7 @@ def test_length_percentiles_exact_with_long_rows() -> None:
 @pytest.mark.parametrize("n", [1, 2, 3, 10, 99, 100, 101, 1000, 12_345])
 def test_nearest_rank_agrees_with_numpy(n: int) -> None:
     lengths = np.random.default_rng(n).integers(0, 50, size=n)
-    stats = cli.LevelStats("x", "list<int64>", "list", rows=n)
+    stats = stats_module.LevelStats("x", "list<int64>", "list", rows=n)
     stats.add_lengths(lengths)
     for p in (0, 50, 90, 99, 100):
         want = int(np.percentile(lengths, p, method="inverted_cdf"))
