@@ -6,7 +6,7 @@ Importing it loads numpy and pyarrow only; kernels compile on first use.
 
 from __future__ import annotations
 
-from . import errors
+from . import errors, io
 from .convert import (
     dense_to_jagged,
     jagged_to_padded_dense,
@@ -30,6 +30,7 @@ __all__ = [
     "__version__",
     "dense_to_jagged",
     "errors",
+    "io",
     "jagged_to_padded_dense",
     "lengths_to_offsets",
     "lengths_to_segment_ids",

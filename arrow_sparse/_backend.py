@@ -8,14 +8,16 @@ so ``import arrow_sparse`` compiles nothing and does not import Numba.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from .errors import ArrowSparseTypeError
 
-__all__ = ["array_module", "get_kernel", "is_cupy_array", "KERNEL_FAMILIES"]
+__all__ = ["array_module", "get_kernel", "is_cupy_array", "KERNEL_FAMILIES",
+           "set_cuda_module_factory"]
 
 #: Every kernel family; each has a module in ``kernels/cpu``.
 KERNEL_FAMILIES = ("convert",)
@@ -38,14 +40,36 @@ def array_module(func: str, *arrays: Any) -> ModuleType:
     return np
 
 
+#: Test hook, see :func:`set_cuda_module_factory`; None in normal use.
+_cuda_module_factory: Callable[[str, str, list[str]], Any] | None = None
+
+
+def set_cuda_module_factory(factory: Callable[[str, str, list[str]], Any] | None) -> None:
+    """Test hook: compile CUDA kernel families with ``factory`` instead of CuPy.
+
+    ``factory(family, code, name_expressions)`` returns an object with
+    ``get_function(name_expression)`` like ``cupy.RawModule``. While one is set,
+    :func:`get_kernel` also sends host (numpy) arrays to the CUDA launchers of every
+    family that has a ``.cu`` file, so the real launch code runs on the CPU emulator
+    (``tests/cuda_emu``). ``None`` restores normal dispatch.
+    """
+    global _cuda_module_factory
+    _cuda_module_factory = factory
+    importlib.import_module("arrow_sparse.kernels.cuda").clear_cache()
+
+
 def get_kernel(family: str, name: str, xp: ModuleType = np) -> Callable[..., Any]:
     """Return kernel ``name`` of ``family`` for the array module ``xp``."""
     if family not in KERNEL_FAMILIES:
         msg = f"unknown kernel family {family!r}; known: {', '.join(KERNEL_FAMILIES)}"
         raise KeyError(msg)
-    if xp is not np:
-        msg = f"{name}: no {xp.__name__} kernel in family {family!r}"
-        raise NotImplementedError(msg)
+    if xp is not np or _cuda_module_factory is not None:
+        cuda = importlib.import_module("arrow_sparse.kernels.cuda")
+        if cuda.has_family(family):
+            return cuda.get_launcher(family, name)  # type: ignore[no-any-return]
+        if xp is not np:
+            msg = f"{name}: no {xp.__name__} kernel in family {family!r}"
+            raise NotImplementedError(msg)
     module = importlib.import_module(f"arrow_sparse.kernels.cpu.{family}")
     try:
         return getattr(module, name)  # type: ignore[no-any-return]

@@ -36,6 +36,10 @@ __all__ = [
 
 OFFSET_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 
+#: Largest size or count accepted: anything above cannot be allocated, and staying
+#: far below 2**63 keeps every size computation inside int64.
+MAX_COUNT = 1 << 59
+
 
 def first_true(mask: np.ndarray) -> int:
     """Position of the first True of a boolean array (the caller knows one exists)."""
@@ -156,6 +160,9 @@ def check_lengths(func: str, arg: str, x: Any, num_values: int | None = None) ->
     if negative.any():
         pos = first_true(negative)
         fail_value(func, arg, "must be non-negative", pos, lengths[pos])
+    if len(lengths) and lengths.sum(dtype=np.float64) > MAX_COUNT:
+        msg = f"{func}: {arg} sum to more than 2**59 values"
+        raise ArrowSparseValueError(msg)
     if num_values is not None:
         total = int(lengths.sum(dtype=np.int64))
         if total != num_values:
@@ -177,7 +184,7 @@ def check_segment_ids(func: str, arg: str, x: Any, num_values: int | None = None
         msg = message(func, arg, "must be non-negative", pos, ids[pos])
         raise ArrowSparseIndexError(msg)
     if num_segments is None:
-        num_segments = int(ids.max()) + 1 if len(ids) else 0
+        num_segments = check_count(func, f"max({arg}) + 1", int(ids.max()) + 1 if len(ids) else 0)
     else:
         num_segments = check_count(func, "num_segments", num_segments)
         too_big = ids >= num_segments
@@ -217,6 +224,9 @@ def check_count(func: str, arg: str, x: Any) -> int:
         raise ArrowSparseTypeError(msg)
     if x < 0:
         msg = f"{func}: {arg} must be non-negative, got {x}"
+        raise ArrowSparseValueError(msg)
+    if x > MAX_COUNT:
+        msg = f"{func}: {arg} must be at most 2**59, got {x}"
         raise ArrowSparseValueError(msg)
     return int(x)
 

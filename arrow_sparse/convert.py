@@ -80,7 +80,7 @@ def lengths_to_offsets(lengths: Any, *, dtype: Any = np.int64) -> Any:
     """
     func = "lengths_to_offsets"
     lens = v.check_lengths(func, "lengths", lengths)
-    dtype = np.dtype(dtype)
+    dtype = v.check_dtype(func, "dtype", dtype, kinds="iu")
     if dtype not in v.OFFSET_DTYPES:
         msg = f"{func}: dtype must be int32 or int64, got {dtype}"
         raise ArrowSparseTypeError(msg)
@@ -157,8 +157,9 @@ def lengths_to_segment_ids(lengths: Any, *, dtype: Any = np.int64) -> Any:
     >>> asp.lengths_to_segment_ids([1, 0, 2])
     array([0, 2, 2])
     """
-    lens = v.check_lengths("lengths_to_segment_ids", "lengths", lengths)
-    ids = np.repeat(np.arange(len(lens), dtype=dtype), lens)
+    func = "lengths_to_segment_ids"
+    lens = v.check_lengths(func, "lengths", lengths)
+    ids = np.repeat(np.arange(len(lens), dtype=v.check_dtype(func, "dtype", dtype, "iu")), lens)
     return _like_input(ids, lengths)
 
 
@@ -196,8 +197,10 @@ def offsets_to_segment_ids(offsets: Any, *, dtype: Any = np.int64) -> Any:
     >>> asp.offsets_to_segment_ids([4, 5, 5, 7])
     array([0, 2, 2])
     """
-    offs = v.check_offsets("offsets_to_segment_ids", "offsets", offsets)
-    ids = np.repeat(np.arange(len(offs) - 1, dtype=dtype), np.diff(offs))
+    func = "offsets_to_segment_ids"
+    offs = v.check_offsets(func, "offsets", offsets)
+    ids = np.repeat(np.arange(len(offs) - 1, dtype=v.check_dtype(func, "dtype", dtype, "iu")),
+                    np.diff(offs))
     return _like_input(ids, offsets)
 
 
@@ -274,25 +277,33 @@ def segment_ids_to_offsets(segment_ids: Any, num_segments: int | None = None, *,
     >>> asp.segment_ids_to_offsets([0, 0, 0, 1, 1, 1, 1, 2, 2])
     array([0, 3, 7, 9])
     """
-    ids, n = v.check_sorted_segment_ids("segment_ids_to_offsets", "segment_ids", segment_ids,
+    func = "segment_ids_to_offsets"
+    ids, n = v.check_sorted_segment_ids(func, "segment_ids", segment_ids,
                                         num_segments=num_segments)
+    dtype = v.check_dtype(func, "dtype", dtype, kinds="iu")
     offsets = np.searchsorted(ids, np.arange(n + 1), side="left").astype(dtype)
     return _like_input(offsets, segment_ids)
 
 
+def _offsets_levels(func: str, offsets: Any) -> list[Any]:
+    """Normalise ``offsets`` to a list of levels: one array means one level."""
+    if isinstance(offsets, (np.ndarray, pa.Array, pa.ChunkedArray)):
+        return [offsets]
+    if isinstance(offsets, (list, tuple)) and offsets:
+        if all(isinstance(o, (int, np.integer)) for o in offsets):
+            return [offsets]
+        return list(offsets)
+    msg = f"{func}: offsets must be a non-empty list of offsets arrays, outermost first"
+    raise ArrowSparseTypeError(msg)
+
+
 def _offsets_list(func: str, offsets: Any, num_values: int) -> list[np.ndarray]:
     """Check a list of offsets (outermost first); each must fit inside the next level."""
-    if isinstance(offsets, np.ndarray) or isinstance(offsets, (pa.Array, pa.ChunkedArray)):
-        offsets = [offsets]
-    if not isinstance(offsets, Sequence) or len(offsets) == 0:
-        msg = f"{func}: offsets must be a non-empty list of offsets arrays, outermost first"
-        raise ArrowSparseTypeError(msg)
-    if all(isinstance(o, (int, np.integer)) for o in offsets):
-        offsets = [offsets]
-    checked = []
-    for level, offs in enumerate(offsets):
-        size = (num_values if level == len(offsets) - 1 else len(offsets[level + 1]) - 1)
-        checked.append(v.check_offsets(func, f"offsets[{level}]", offs, size))
+    levels = _offsets_levels(func, offsets)
+    checked = [v.check_offsets(func, f"offsets[{k}]", o) for k, o in enumerate(levels)]
+    for level, offs in enumerate(checked):
+        size = num_values if level == len(checked) - 1 else len(checked[level + 1]) - 1
+        v.check_offsets(func, f"offsets[{level}]", offs, size)
     return checked
 
 
@@ -301,6 +312,9 @@ def _max_lengths(func: str, max_lengths: Any, offsets: list[np.ndarray]) -> list
         return [int(np.diff(o).max()) if len(o) > 1 else 0 for o in offsets]
     if isinstance(max_lengths, (int, np.integer)):
         max_lengths = [max_lengths]
+    if not isinstance(max_lengths, (list, tuple, np.ndarray)):
+        msg = f"{func}: max_lengths must be an int or a list of ints, got {type(max_lengths).__name__}"
+        raise ArrowSparseTypeError(msg)
     max_lengths = list(max_lengths)
     if len(max_lengths) != len(offsets):
         msg = (f"{func}: max_lengths has {len(max_lengths)} entries but there are "
@@ -455,16 +469,15 @@ def dense_to_jagged(dense: Any, offsets: Any, padding_value: Any = 0) -> np.ndar
     """
     func = "dense_to_jagged"
     dense_arr = v.as_values_array(func, "dense", dense)
-    if isinstance(offsets, (np.ndarray, pa.Array, pa.ChunkedArray)):
-        offsets = [offsets]
-    num_levels = len(offsets) if isinstance(offsets, Sequence) else 1
+    levels = _offsets_levels(func, offsets)
+    num_levels = len(levels)
     if dense_arr.ndim < num_levels + 1:
         msg = (f"{func}: dense must have at least {num_levels + 1} axes for {num_levels} "
                f"offsets levels, got shape {dense_arr.shape}")
         raise ArrowSparseValueError(msg)
-    first = v.as_index_array(func, "offsets[-1]", offsets[-1]) if num_levels else None
-    total = int(first[-1]) if first is not None and len(first) else 0
-    offs = _offsets_list(func, offsets, total)
+    last = v.check_offsets(func, f"offsets[{num_levels - 1}]", levels[-1])
+    total = int(last[-1])
+    offs = _offsets_list(func, levels, total)
     if len(offs[0]) - 1 != dense_arr.shape[0]:
         msg = (f"{func}: dense has {dense_arr.shape[0]} rows but offsets[0] describes "
                f"{len(offs[0]) - 1}")

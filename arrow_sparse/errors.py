@@ -20,6 +20,7 @@ from __future__ import annotations
 
 __all__ = [
     "ArrowSparseError",
+    "ArrowSparseIOError",
     "ArrowSparseIndexError",
     "ArrowSparseKeyError",
     "ArrowSparseTypeError",
@@ -48,3 +49,11 @@ class ArrowSparseKeyError(ArrowSparseIndexError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""
+
+
+class ArrowSparseIOError(ArrowSparseError, OSError):
+    """A file that cannot be opened: missing, a directory where a file is needed, no permission.
+
+    Corrupt or truncated content is an :class:`ArrowSparseValueError`
+    instead: the file opened, but its bytes are not valid Parquet or Arrow IPC.
+    """

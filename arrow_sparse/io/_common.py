@@ -1,0 +1,188 @@
+"""Helpers shared by the Parquet and IPC readers and writers.
+
+Turning the accepted kinds of input into one schema and a stream of record batches,
+stamping the ``arrow_sparse`` schema metadata, describing sources in error messages,
+and writing a file atomically (a temporary name, renamed when complete).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import (
+    ArrowSparseIOError,
+    ArrowSparseTypeError,
+    ArrowSparseValueError,
+)
+
+__all__ = [
+    "ArrowSparseIOError",
+    "METADATA_KEY",
+    "PYARROW_ERRORS",
+    "as_batches",
+    "atomic_path",
+    "check_path",
+    "corrupt",
+    "stamp_schema",
+]
+
+#: Schema-metadata key under which arrow_sparse records that it wrote a file.
+METADATA_KEY = b"arrow_sparse"
+
+#: What pyarrow raises for unreadable input: ``ArrowInvalid`` and friends, and plain
+#: ``OSError`` (a Parquet footer that fails to deserialize, a failed page checksum).
+PYARROW_ERRORS = (pa.ArrowException, OSError)
+
+
+
+
+def check_path(func: str, arg: str, path: Any, *, directory_ok: bool = False) -> str:
+    """Return ``path`` as a string after checking that it names an existing, readable file."""
+    if not isinstance(path, (str, os.PathLike)):
+        msg = f"{func}: {arg} must be a path (str or os.PathLike), got {type(path).__name__}"
+        raise ArrowSparseTypeError(msg)
+    text = os.fspath(path)
+    if not isinstance(text, str):
+        text = os.fsdecode(text)
+    if not os.path.exists(text):
+        msg = f"{func}: {arg} {text!r} does not exist"
+        raise ArrowSparseIOError(msg)
+    if os.path.isdir(text) and not directory_ok:
+        msg = f"{func}: {arg} {text!r} is a directory, not a file"
+        raise ArrowSparseIOError(msg)
+    if not os.access(text, os.R_OK):
+        msg = f"{func}: {arg} {text!r} is not readable (permission denied)"
+        raise ArrowSparseIOError(msg)
+    return text
+
+
+def corrupt(func: str, what: str, path: str, exc: BaseException,
+            row_group: int | None = None) -> ArrowSparseValueError:
+    """Build the error for a file whose bytes are not valid ``what`` (Parquet, Arrow IPC)."""
+    where = f" (row group {row_group})" if row_group is not None else ""
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    msg = (f"{func}: file {path!r} is not valid {what}{where}; it is corrupt or truncated "
+           f"(pyarrow: {detail})")
+    return ArrowSparseValueError(msg)
+
+
+def _version() -> str:
+    from .. import __version__  # late: the package imports io before defining it
+
+    return __version__
+
+
+def stamp_schema(schema: pa.Schema) -> pa.Schema:
+    """Add ``{b"arrow_sparse": b'{"version": ...}'}`` to the schema metadata, keeping the rest."""
+    metadata = dict(schema.metadata or {})
+    metadata[METADATA_KEY] = json.dumps({"version": _version()}).encode()
+    return schema.with_metadata(metadata)
+
+
+def _as_batch_list(func: str, item: Any, position: int | None) -> list[pa.RecordBatch]:
+    from ..keyed import KeyedJagged
+
+    if isinstance(item, pa.RecordBatch):
+        return [item]
+    if isinstance(item, pa.Table):
+        return list(item.to_batches())
+    if isinstance(item, KeyedJagged):
+        return [item.to_arrow()]
+    where = "" if position is None else f" (first at position {position})"
+    msg = (f"{func}: data must be a Table, RecordBatch, RecordBatchReader, KeyedJagged or an "
+           f"iterable of them, got {type(item).__name__}{where}")
+    raise ArrowSparseTypeError(msg)
+
+
+def as_batches(func: str, data: Any) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """Return the schema and a lazy stream of record batches of ``data``.
+
+    ``data`` is a Table, a RecordBatch, a RecordBatchReader, a KeyedJagged, an object
+    exporting the Arrow C stream interface (a Polars DataFrame, a DuckDB relation), or
+    an iterable of Tables / RecordBatches / KeyedJaggeds. Only the first item is read
+    here (to learn the schema); the rest stay unread until the stream is consumed.
+    Every batch is checked against the first one's schema (metadata ignored).
+    """
+    if isinstance(data, pa.RecordBatchReader):
+        return data.schema, _checked(func, data.schema, iter(data), 0)
+    if isinstance(data, (pa.RecordBatch, pa.Table)) or type(data).__name__ == "KeyedJagged":
+        batches = _as_batch_list(func, data, None)
+        schema = data.schema if isinstance(data, (pa.RecordBatch, pa.Table)) \
+            else batches[0].schema
+        return schema, iter(batches)
+    if hasattr(data, "__arrow_c_stream__"):
+        reader = pa.RecordBatchReader.from_stream(data)
+        return reader.schema, iter(reader)
+    if isinstance(data, (str, bytes, dict)) or not isinstance(data, Iterable):
+        _as_batch_list(func, data, None)  # raises the TypeError
+    items = iter(data)
+    for position, item in enumerate(items):
+        first = _as_batch_list(func, item, position)
+        schema = item.schema if isinstance(item, pa.Table) else \
+            first[0].schema if first else None
+        if schema is None:  # pragma: no cover - _as_batch_list never returns []
+            continue
+        return schema, _chain(func, schema, first, items, position + 1)
+    msg = (f"{func}: data is an empty iterable; there is nothing to write and no schema "
+           "to write it with (pass an empty Table to write an empty file)")
+    raise ArrowSparseValueError(msg)
+
+
+def _chain(func: str, schema: pa.Schema, first: list[pa.RecordBatch], rest: Iterator[Any],
+           start: int) -> Iterator[pa.RecordBatch]:
+    yield from first
+    for position, item in enumerate(rest, start):
+        yield from _checked(func, schema, iter(_as_batch_list(func, item, position)), position)
+
+
+def _checked(func: str, schema: pa.Schema, batches: Iterator[pa.RecordBatch],
+             position: int) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        if not batch.schema.equals(schema, check_metadata=False):
+            msg = (f"{func}: data has a batch whose schema differs from the first batch's "
+                   f"(first at position {position}: {_schema_text(batch.schema)} instead of "
+                   f"{_schema_text(schema)})")
+            raise ArrowSparseTypeError(msg)
+        yield batch
+
+
+def _schema_text(schema: pa.Schema) -> str:
+    return "{" + ", ".join(f"{f.name}: {f.type}" for f in schema) + "}"
+
+
+@contextmanager
+def atomic_path(func: str, path: Any) -> Iterator[str]:
+    """Yield a temporary path beside ``path``; rename it to ``path`` only on success.
+
+    A failed or interrupted write leaves no partial file behind (and leaves an older
+    file at ``path`` untouched).
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        msg = f"{func}: path must be a path (str or os.PathLike), got {type(path).__name__}"
+        raise ArrowSparseTypeError(msg)
+    target = os.fsdecode(os.fspath(path))
+    directory = os.path.dirname(os.path.abspath(target))
+    if not os.path.isdir(directory):
+        msg = f"{func}: path {target!r} is in a directory that does not exist"
+        raise ArrowSparseIOError(msg)
+    if os.path.isdir(target):
+        msg = f"{func}: path {target!r} is a directory, not a file"
+        raise ArrowSparseIOError(msg)
+    if not os.access(directory, os.W_OK):
+        msg = f"{func}: cannot write to {target!r} (permission denied)"
+        raise ArrowSparseIOError(msg)
+    # Not mkstemp: that creates the file 0600, and the renamed result would keep it.
+    tmp = os.path.join(directory, f".{os.path.basename(target)}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

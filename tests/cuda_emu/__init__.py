@@ -1,0 +1,1 @@
+"""CPU emulator of the CUDA kernels (see ``docs/gpu.md``); use ``emu.emulated()``."""

@@ -1,0 +1,135 @@
+"""Tests of the emulator itself: thread indexing, atomics, argument checks, caching."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.cuda_emu.emu import CXX, EmuModule, build_library
+
+pytestmark = pytest.mark.skipif(shutil.which(CXX) is None, reason="needs a C++ compiler")
+
+SOURCE = r"""
+// Every thread records its global id; atomics build a histogram, a max, a min and a
+// compare-and-swap counter.
+template <typename T>
+__global__ void probe(long long n, long long* ids, T* hist, int* hi, long long* lo,
+                      unsigned int* cas, const T* __restrict__ w, T scale) {
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x
+                  + (long long)blockIdx.y * gridDim.x * blockDim.x;
+    if (t >= n) return;
+    ids[t] = threadIdx.x + 1000LL * blockIdx.x + 1000000LL * blockIdx.y;
+    atomicAdd(hist + (t % 4), __ldg(w + t) * scale);
+    atomicMax(hi, (int)t);
+    atomicMin(lo, (long long)-t);
+    unsigned int old = *cas;
+    while (atomicCAS(cas, old, old + 1) != old) old = *cas;
+    atomicExch((unsigned int*)hi + 0, (unsigned int)*hi);
+}
+"""
+NAMES = ["probe<float>", "probe<double>"]
+
+
+@pytest.fixture(scope="module")
+def module() -> EmuModule:
+    return EmuModule(SOURCE, NAMES, [])
+
+
+def run(module: EmuModule, name: str, dtype: type, n: int, grid: tuple[int, ...],
+        block: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    ids = np.full(n, -1, np.int64)
+    hist: np.ndarray = np.zeros(4, dtype)
+    hi, lo, cas = np.zeros(1, np.int32), np.zeros(1, np.int64), np.zeros(1, np.uint32)
+    w: np.ndarray = np.arange(n, dtype=dtype)
+    module.get_function(name)(grid, block, (np.int64(n), ids, hist, hi, lo, cas, w,
+                                            dtype(2)))
+    return ids, hist, hi, lo, cas
+
+
+@pytest.mark.parametrize(("name", "dtype"), [("probe<float>", np.float32),
+                                             ("probe<double>", np.float64)])
+def test_every_thread_of_every_block_runs_once(module: EmuModule, name: str, dtype: type) -> None:
+    ids, hist, hi, lo, cas = run(module, name, dtype, 70, (3, 2), (16,))
+    t = np.arange(70)
+    x, b = t % 48, t // 48
+    np.testing.assert_array_equal(ids, x % 16 + 1000 * (x // 16) + 1000000 * b)
+    np.testing.assert_array_equal(hist, [2 * t[t % 4 == k].sum() for k in range(4)])
+    assert (hi[0], lo[0], cas[0]) == (69, -69, 70)
+
+
+def test_signature_is_read_from_the_kernel(module: EmuModule) -> None:
+    fn = module.get_function("probe<float>")
+    assert fn.signature == ["si8", "pi8", "pf4", "pi4", "pi8", "pu4", "Pf4", "sf4"]
+
+
+@pytest.mark.parametrize(("args", "match"), [
+    ((np.int64(1),), "takes 8 arguments, got 1"),
+    ((1,) + (None,) * 7, "pass numpy arrays or numpy scalars with an explicit dtype, got int"),
+    ((np.int32(1),) + (None,) * 7, "argument 0 is i8 but got a int32 scalar"),
+    ((np.zeros(1, np.int64),) + (None,) * 7, r"argument 0 is a scalar \(si8\) but got an array"),
+])
+def test_argument_packing_is_checked(module: EmuModule, args: tuple[object, ...],
+                                     match: str) -> None:
+    with pytest.raises(TypeError, match=match):
+        module.get_function("probe<float>")((1,), (1,), args)
+
+
+def test_pointer_arguments_are_checked(module: EmuModule) -> None:
+    fn = module.get_function("probe<float>")
+    good = [np.int64(1), np.zeros(1, np.int64), np.zeros(4, np.float32), np.zeros(1, np.int32),
+            np.zeros(1, np.int64), np.zeros(1, np.uint32), np.zeros(1, np.float32),
+            np.float32(1)]
+    bad = list(good)
+    bad[2] = np.zeros(4, np.float64)
+    with pytest.raises(TypeError, match="argument 2 points to f4 but got a float64 array"):
+        fn((1,), (1,), bad)
+    bad = list(good)
+    bad[2] = np.zeros(8, np.float32)[::2]
+    with pytest.raises(TypeError, match="argument 2: array is not C-contiguous"):
+        fn((1,), (1,), bad)
+    bad = list(good)
+    bad[2] = np.zeros(4, np.float32)
+    bad[2].flags.writeable = False
+    with pytest.raises(TypeError, match="argument 2: the kernel may write it"):
+        fn((1,), (1,), bad)
+    bad = list(good)
+    bad[6].flags.writeable = False  # const T* may be read-only
+    fn((1,), (1,), bad)
+
+
+@pytest.mark.parametrize(("grid", "block"), [((0,), (32,)), ((1,), (2048,)), ((1,), (0,)),
+                                             ((1, 70000), (1,))])
+def test_invalid_launch_configuration(module: EmuModule, grid: tuple[int, ...],
+                                      block: tuple[int, ...]) -> None:
+    with pytest.raises(ValueError, match="invalid configuration argument"):
+        run(module, "probe<float>", np.float32, 1, grid, block)
+
+
+def test_unknown_name_expression(module: EmuModule) -> None:
+    with pytest.raises(KeyError, match="'probe<int>' is not one of the module's name"):
+        module.get_function("probe<int>")
+
+
+def test_library_is_cached_by_content() -> None:
+    first = build_library(SOURCE, NAMES)
+    assert build_library(SOURCE, NAMES) == first
+    assert build_library(SOURCE + "\n", NAMES) != first
+
+
+def test_barriers_and_shared_memory_do_not_build() -> None:
+    src = "__global__ void k(int* x) { __shared__ int s; s = 1; __syncthreads(); x[0] = s; }"
+    with pytest.raises(RuntimeError, match="g\\+\\+ failed to build"):
+        build_library(src, ["k"])
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_the_probe_kernel_also_builds_with_nvcc(tmp_path: Path) -> None:
+    src = tmp_path / "probe.cu"
+    src.write_text(SOURCE + "".join(f"static void* const r{i} = (void*)&{n};\n"
+                                    for i, n in enumerate(NAMES)))
+    subprocess.run(["nvcc", "--ptx", "-arch=sm_80", "-std=c++17", str(src), "-o",
+                    str(tmp_path / "probe.ptx")], check=True, capture_output=True)

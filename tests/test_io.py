@@ -1,0 +1,657 @@
+"""Tests of arrow_sparse.io: Parquet streaming and writing, Arrow IPC memory-mapping."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+
+import arrow_sparse as asp
+from arrow_sparse.errors import (
+    ArrowSparseError,
+    ArrowSparseKeyError,
+    ArrowSparseTypeError,
+    ArrowSparseValueError,
+)
+from arrow_sparse.io import ArrowSparseIOError
+
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample_clicks.parquet"
+SAMPLE_ROWS = 100_000
+SAMPLE_ROW_GROUP = 16_384
+
+
+@pytest.fixture(scope="module")
+def sample_table() -> pa.Table:
+    return pq.read_table(SAMPLE)
+
+
+def small_table(offsets: Any = pa.int32) -> pa.Table:
+    list_type = pa.list_ if offsets is pa.int32 else pa.large_list
+    return pa.table({
+        "user": pa.array([7, 8, 9, 10], pa.int64()),
+        "ids": pa.array([[1, 2, 3], [2, 4, 6, 7], [3, 6], None], list_type(pa.int64())),
+        "scores": pa.array([[0.5, 1, 2], [1, 1, 1, 1], [2, 3], None], list_type(pa.float32())),
+        "label": pa.array([1, 0, 1, 0], pa.int8()),
+    })
+
+
+def run_python(code: str, **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          timeout=300, check=False, **kwargs)
+
+
+# --------------------------------------------------------------------------- read_parquet
+
+
+def test_read_parquet_streams_the_sample_by_row_group(sample_table: pa.Table) -> None:
+    batches = asp.io.read_parquet(SAMPLE)
+    assert batches.num_rows == SAMPLE_ROWS
+    assert batches.schema.names == sample_table.schema.names
+    assert batches.files == [str(SAMPLE)]
+    sizes = []
+    for batch in batches:
+        assert isinstance(batch, pa.RecordBatch)
+        sizes.append(batch.num_rows)
+    # A batch never spans row groups: 16,384-row groups give 16,384-row batches.
+    assert sizes == [SAMPLE_ROW_GROUP] * 6 + [SAMPLE_ROWS - 6 * SAMPLE_ROW_GROUP]
+    assert pa.Table.from_batches(list(batches)).equals(sample_table)
+
+
+def test_read_parquet_batch_rows_caps_each_batch() -> None:
+    sizes = [b.num_rows for b in asp.io.read_parquet(SAMPLE, batch_rows=10_000)]
+    assert max(sizes) == 10_000
+    assert sum(sizes) == SAMPLE_ROWS
+
+
+def test_read_parquet_holds_about_one_row_group(sample_table: pa.Table) -> None:
+    columns = ["item_ids", "item_scores"]
+    full = sample_table.select(columns).nbytes
+    start = pa.total_allocated_bytes()
+    peak = 0
+    for batch in asp.io.read_parquet(SAMPLE, columns=columns):
+        peak = max(peak, pa.total_allocated_bytes() - start)
+        del batch
+    assert peak < full / 2, (peak, full)
+
+
+def test_read_parquet_columns_are_projected_in_order() -> None:
+    batches = asp.io.read_parquet(SAMPLE, columns=["label", "item_ids"])
+    assert batches.schema.names == ["label", "item_ids"]
+    first = next(iter(batches))
+    assert first.schema.names == ["label", "item_ids"]
+    assert first.schema.field("item_ids").type == pa.list_(pa.int64())
+
+
+def test_read_parquet_filter_and_unknown_num_rows(sample_table: pa.Table) -> None:
+    batches = asp.io.read_parquet(SAMPLE, columns=["label"], filter=pc.field("label") == 1)
+    assert batches.num_rows is None
+    got = pa.Table.from_batches(list(batches))
+    expected = int(pc.sum(sample_table.column("label")).as_py())
+    assert got.num_rows == expected
+    assert pc.all(pc.equal(got.column("label"), 1)).as_py()
+    assert "unknown (filtered)" in repr(batches)
+
+
+def test_read_parquet_is_reiterable() -> None:
+    batches = asp.io.read_parquet(SAMPLE, columns=["user_id"])
+    assert sum(b.num_rows for b in batches) == sum(b.num_rows for b in batches) == SAMPLE_ROWS
+
+
+def test_read_parquet_list_of_files_directory_and_dataset(tmp_path: Path) -> None:
+    table = small_table()
+    paths = []
+    for i in range(3):
+        path = tmp_path / f"part-{i}.parquet"
+        asp.io.write_parquet(table, path)
+        paths.append(str(path))
+    from_list = asp.io.read_parquet(paths)
+    assert from_list.num_rows == 12
+    assert from_list.files == paths
+    from_dir = asp.io.read_parquet(tmp_path)
+    assert sum(b.num_rows for b in from_dir) == 12
+    from_dataset = asp.io.read_parquet(ds.dataset(paths, format="parquet"))
+    assert pa.Table.from_batches(list(from_dataset)).column("user").to_pylist() == \
+        [7, 8, 9, 10] * 3
+
+
+def test_read_parquet_hive_partitions_become_columns_and_prune(tmp_path: Path) -> None:
+    table = small_table().append_column("day", pa.array(["mon", "mon", "tue", "wed"]))
+    pq.write_to_dataset(table, tmp_path, partition_cols=["day"])
+    batches = asp.io.read_parquet(tmp_path, columns=["user", "day"])
+    got = pa.Table.from_batches(list(batches)).sort_by("user")
+    assert got.column("day").to_pylist() == ["mon", "mon", "tue", "wed"]
+    filtered = asp.io.read_parquet(tmp_path, columns=["user"], filter=pc.field("day") == "tue")
+    assert [b.column("user").to_pylist() for b in filtered] == [[9]]
+
+
+def test_read_parquet_keyed_true_takes_the_integer_list_columns(tmp_path: Path,
+                                                                sample_table: pa.Table) -> None:
+    table = sample_table.append_column("clicked", sample_table.column("item_ids"))
+    path = tmp_path / "two.parquet"
+    asp.io.write_parquet(table, path, row_group_rows=SAMPLE_ROW_GROUP)
+    batches = asp.io.read_parquet(path, keyed=True)
+    # item_scores (floats) and the map column are left out
+    assert batches.schema.names == ["item_ids", "clicked"]
+    first = next(iter(batches))
+    assert isinstance(first, asp.KeyedJagged)
+    assert first.keys() == ["item_ids", "clicked"]
+    assert first.batch_size == SAMPLE_ROW_GROUP
+    expected = asp.KeyedJagged.from_arrow(table.slice(0, SAMPLE_ROW_GROUP),
+                                          keys=["item_ids", "clicked"])
+    np.testing.assert_array_equal(first.lengths, expected.lengths)
+    np.testing.assert_array_equal(first.values, expected.values)
+    np.testing.assert_array_equal(first.validity, expected.validity)
+
+
+def test_read_parquet_keyed_with_weights(sample_table: pa.Table) -> None:
+    batches = asp.io.read_parquet(SAMPLE, keyed=["item_ids"], weights="item_scores",
+                                  batch_rows=1000)
+    total = 0
+    for kj in batches:
+        assert kj.keys() == ["item_ids"]
+        assert kj.weights is not None and len(kj.weights) == len(kj.values)
+        total += kj.batch_size
+    assert total == SAMPLE_ROWS
+    last = pa.Table.from_batches([sample_table.to_batches()[0]]).slice(0, 1000)
+    first = next(iter(batches))
+    np.testing.assert_array_equal(
+        first.weights, pc.list_flatten(last.column("item_scores")).to_numpy())
+
+
+@pytest.mark.parametrize("offsets", [pa.int32, pa.int64], ids=["list", "large_list"])
+def test_read_parquet_keyed_keeps_offsets_width(tmp_path: Path, offsets: Any) -> None:
+    path = tmp_path / "t.parquet"
+    asp.io.write_parquet(small_table(offsets), path)
+    kj = next(iter(asp.io.read_parquet(path, keyed=["ids"])))
+    assert kj.lengths.dtype == np.dtype(offsets().to_pandas_dtype())
+    assert kj["ids"].to_list() == [[1, 2, 3], [2, 4, 6, 7], [3, 6], None]
+
+
+# ----------------------------------------------------------------- read_parquet: errors
+
+
+def test_read_parquet_missing_file_is_an_io_error(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.parquet"
+    with pytest.raises(ArrowSparseIOError, match="read_parquet: paths_or_dataset .*nope.parquet"
+                       ".* does not exist") as info:
+        asp.io.read_parquet(missing)
+    assert isinstance(info.value, OSError) and isinstance(info.value, ArrowSparseError)
+    with pytest.raises(ArrowSparseIOError, match=r"paths_or_dataset\[1\]"):
+        asp.io.read_parquet([SAMPLE, missing])
+
+
+def test_read_parquet_truncated_file(tmp_path: Path) -> None:
+    path = tmp_path / "truncated.parquet"
+    path.write_bytes(SAMPLE.read_bytes()[: SAMPLE.stat().st_size // 2])
+    with pytest.raises(ArrowSparseValueError,
+                       match=r"read_parquet: file '.*truncated\.parquet' is not valid Parquet; "
+                             r"it is corrupt or truncated \(pyarrow: .*magic bytes"):
+        asp.io.read_parquet(path)
+
+
+def test_read_parquet_flipped_footer(tmp_path: Path) -> None:
+    data = bytearray(SAMPLE.read_bytes())
+    footer_length = int.from_bytes(data[-8:-4], "little")
+    footer_start = len(data) - 8 - footer_length
+    for i in range(footer_start + 10, footer_start + 60):
+        data[i] ^= 0xFF
+    path = tmp_path / "flipped.parquet"
+    path.write_bytes(bytes(data))
+    with pytest.raises(ArrowSparseValueError, match=r"file '.*flipped\.parquet' is not valid "
+                                                    r"Parquet; it is corrupt or truncated"):
+        asp.io.read_parquet(path)
+
+
+def test_read_parquet_names_the_bad_file_of_a_directory(tmp_path: Path) -> None:
+    asp.io.write_parquet(small_table(), tmp_path / "a.parquet")
+    (tmp_path / "b.parquet").write_bytes(b"not parquet at all")
+    with pytest.raises(ArrowSparseValueError, match=r"b\.parquet' is not valid Parquet"):
+        list(asp.io.read_parquet(tmp_path))
+
+
+def test_read_parquet_damaged_page_names_the_row_group(tmp_path: Path,
+                                                       sample_table: pa.Table) -> None:
+    path = tmp_path / "damaged.parquet"
+    asp.io.write_parquet(sample_table, path, row_group_rows=SAMPLE_ROW_GROUP)
+    column = pq.read_metadata(path).row_group(2).column(1)  # item_ids of row group 2
+    data = bytearray(path.read_bytes())
+    for i in range(column.data_page_offset + 200, column.data_page_offset + 220):
+        data[i] ^= 0x55
+    path.write_bytes(bytes(data))
+    batches = iter(asp.io.read_parquet(path, columns=["item_ids"]))
+    # Streaming: the two good row groups come out before the damage is reached.
+    assert [next(batches).num_rows for _ in range(2)] == [SAMPLE_ROW_GROUP] * 2
+    with pytest.raises(ArrowSparseValueError,
+                       match=r"damaged\.parquet' is not valid Parquet \(row group 2\); it is "
+                             r"corrupt or truncated \(pyarrow: .*checksum"):
+        next(batches)
+
+
+def test_read_parquet_missing_column() -> None:
+    with pytest.raises(ArrowSparseKeyError,
+                       match=r"read_parquet: columns names a column not in the data \(first at "
+                             r"position 1: 'nope'\); '.*sample_clicks\.parquet' has columns "
+                             r"user_id, item_ids"):
+        asp.io.read_parquet(SAMPLE, columns=["label", "nope"])
+    with pytest.raises(ArrowSparseKeyError, match=r"keyed names a column not in the data"):
+        asp.io.read_parquet(SAMPLE, keyed=["item_ids", "missing"])
+    with pytest.raises(ArrowSparseKeyError, match=r"weights names a column not in the data"):
+        asp.io.read_parquet(SAMPLE, keyed=["item_ids"], weights="w")
+
+
+def test_read_parquet_keyed_on_a_non_list_column() -> None:
+    with pytest.raises(ArrowSparseTypeError,
+                       match=r"read_parquet: keyed names a column that is not a list of numbers "
+                             r"\(first at position 1: 'user_id' of type int64\)"):
+        asp.io.read_parquet(SAMPLE, keyed=["item_ids", "user_id"])
+    with pytest.raises(ArrowSparseTypeError, match=r"keyed=True but no column is a list of "
+                                                   r"integers \(columns: user_id: int64\)"):
+        asp.io.read_parquet(SAMPLE, columns=["user_id"], keyed=True)
+    with pytest.raises(ArrowSparseTypeError,
+                       match=r"keyed mixes list value kinds: 'item_ids' holds integers but a "
+                             r"later column does not \(first at position 1: 'item_scores' of "
+                             r"type list<element: float>\); a KeyedJagged has one values dtype "
+                             r"\(give float columns as weights=\)"):
+        asp.io.read_parquet(SAMPLE, keyed=["item_ids", "item_scores"])
+
+
+def test_read_parquet_argument_errors() -> None:
+    with pytest.raises(ArrowSparseValueError, match="keyed names a column left out of columns"):
+        asp.io.read_parquet(SAMPLE, columns=["label"], keyed=["item_ids"])
+    with pytest.raises(ArrowSparseTypeError, match="filter must be a pyarrow.compute expression"):
+        asp.io.read_parquet(SAMPLE, filter="label == 1")
+    with pytest.raises(ArrowSparseValueError, match="batch_rows must be positive"):
+        asp.io.read_parquet(SAMPLE, batch_rows=0)
+    with pytest.raises(ArrowSparseTypeError, match="batch_rows must be an integer"):
+        asp.io.read_parquet(SAMPLE, batch_rows=1.5)  # type: ignore[arg-type]
+    with pytest.raises(ArrowSparseTypeError, match="paths_or_dataset must be a path"):
+        asp.io.read_parquet(object())
+    with pytest.raises(ArrowSparseTypeError, match="columns must be a list of column names"):
+        asp.io.read_parquet(SAMPLE, columns="label")
+    with pytest.raises(ArrowSparseValueError, match="weights is only used with keyed="):
+        asp.io.read_parquet(SAMPLE, weights="item_scores")
+
+
+# --------------------------------------------------------------------------- write_parquet
+
+
+@pytest.mark.parametrize("offsets", [pa.int32, pa.int64], ids=["list", "large_list"])
+def test_write_parquet_keeps_offsets_width(tmp_path: Path, offsets: Any) -> None:
+    path = tmp_path / "t.parquet"
+    table = small_table(offsets)
+    assert asp.io.write_parquet(table, path) == 4
+    list_type = pa.list_ if offsets is pa.int32 else pa.large_list
+    assert pq.read_schema(path).field("ids").type == list_type(pa.int64())
+    assert asp.io.read_parquet(path).schema.field("scores").type == list_type(pa.float32())
+    back = pa.Table.from_batches(list(asp.io.read_parquet(path)))
+    assert back.to_pylist() == table.to_pylist()
+    assert asp.Jagged.from_arrow(back.column("ids")).offsets.dtype == \
+        np.dtype(offsets().to_pandas_dtype())
+
+
+def test_write_parquet_row_groups_from_a_stream_of_small_batches(tmp_path: Path) -> None:
+    path = tmp_path / "t.parquet"
+
+    def batches() -> Any:
+        for start in range(0, 1000, 7):
+            yield pa.record_batch({"x": np.arange(start, min(start + 7, 1000))})
+
+    assert asp.io.write_parquet(batches(), path, row_group_rows=300) == 1000
+    meta = pq.read_metadata(path)
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == \
+        [300, 300, 300, 100]
+    assert pq.read_table(path).column("x").to_pylist() == list(range(1000))
+
+
+def test_write_parquet_default_row_group_and_compression(tmp_path: Path,
+                                                         sample_table: pa.Table) -> None:
+    path = tmp_path / "t.parquet"
+    asp.io.write_parquet(sample_table, path)
+    meta = pq.read_metadata(path)
+    assert asp.io.DEFAULT_ROW_GROUP_ROWS == 65_536
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == \
+        [65_536, SAMPLE_ROWS - 65_536]
+    assert meta.row_group(0).column(0).compression == "ZSTD"
+    assert [b.num_rows for b in asp.io.read_parquet(path)] == [65_536, SAMPLE_ROWS - 65_536]
+    asp.io.write_parquet(sample_table, path, compression=None)
+    assert pq.read_metadata(path).row_group(0).column(0).compression == "UNCOMPRESSED"
+    asp.io.write_parquet(sample_table, path, compression="snappy")
+    assert pq.read_table(path).equals(sample_table)
+
+
+def test_write_parquet_keeps_metadata_and_stamps_version(tmp_path: Path) -> None:
+    path = tmp_path / "t.parquet"
+    table = small_table().replace_schema_metadata({b"owner": b"team-recs"})
+    asp.io.write_parquet(table, path)
+    metadata = pq.read_schema(path).metadata
+    assert metadata[b"owner"] == b"team-recs"
+    assert json.loads(metadata[b"arrow_sparse"]) == {"version": asp.__version__}
+    assert asp.io.read_parquet(path).schema.metadata[b"owner"] == b"team-recs"
+
+
+class _TagType(pa.ExtensionType):  # type: ignore[misc]
+    """A stand-in for arrow_sparse's extension types: list<int64> storage plus metadata."""
+
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
+        super().__init__(pa.list_(pa.int64()), "arrow_sparse.test_tag")
+
+    def __arrow_ext_serialize__(self) -> bytes:
+        return self.tag.encode()
+
+    @classmethod
+    def __arrow_ext_deserialize__(cls, storage_type: Any, serialized: bytes) -> _TagType:
+        return cls(serialized.decode())
+
+
+@pytest.fixture
+def tag_type() -> Any:
+    pa.register_extension_type(_TagType("x"))
+    yield _TagType
+    pa.unregister_extension_type("arrow_sparse.test_tag")
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "ipc"])
+def test_extension_types_survive(tmp_path: Path, tag_type: Any, fmt: str) -> None:
+    storage = pa.array([[1, 2], [], [3]], pa.list_(pa.int64()))
+    table = pa.table({"t": pa.ExtensionArray.from_storage(tag_type("shape=3x4"), storage)})
+    path = tmp_path / f"t.{fmt}"
+    if fmt == "parquet":
+        asp.io.write_parquet(table, path)
+        back = pa.Table.from_batches(list(asp.io.read_parquet(path)))
+    else:
+        asp.io.write_ipc(table, path)
+        back = asp.io.read_ipc(path)
+    field_type = back.schema.field("t").type
+    assert isinstance(field_type, tag_type) and field_type.tag == "shape=3x4"
+    assert back.column("t").chunk(0).storage.to_pylist() == [[1, 2], [], [3]]
+
+
+def test_write_parquet_accepts_keyed_jagged_and_readers(tmp_path: Path) -> None:
+    kj = asp.KeyedJagged.from_arrow(small_table(), keys=["ids"])
+    path = tmp_path / "kj.parquet"
+    assert asp.io.write_parquet([kj, kj], path) == 8
+    assert pq.read_table(path).column("ids").to_pylist()[:4] == [[1, 2, 3], [2, 4, 6, 7],
+                                                                [3, 6], None]
+    copy = tmp_path / "copy.parquet"
+    assert asp.io.write_parquet(asp.io.read_parquet(SAMPLE, batch_rows=5000), copy) == \
+        SAMPLE_ROWS
+    reader = pa.RecordBatchReader.from_batches(small_table().schema, small_table().to_batches())
+    assert asp.io.write_parquet(reader, path) == 4
+
+
+def test_write_parquet_errors(tmp_path: Path) -> None:
+    path = tmp_path / "t.parquet"
+    with pytest.raises(ArrowSparseTypeError, match="write_parquet: data must be a Table"):
+        asp.io.write_parquet(object(), path)
+    with pytest.raises(ArrowSparseTypeError, match=r"data must be .* got int \(first at "
+                                                   r"position 1\)"):
+        asp.io.write_parquet([small_table(), 3], path)
+    with pytest.raises(ArrowSparseValueError, match="data is an empty iterable"):
+        asp.io.write_parquet([], path)
+    other = pa.record_batch({"x": [1.0]})
+    with pytest.raises(ArrowSparseTypeError,
+                       match=r"data has a batch whose schema differs from the first batch's "
+                             r"\(first at position 1: \{x: double\} instead of \{x: int64\}\)"):
+        asp.io.write_parquet([pa.record_batch({"x": [1]}), other], path)
+    with pytest.raises(ArrowSparseIOError, match="directory that does not exist"):
+        asp.io.write_parquet(small_table(), tmp_path / "no" / "t.parquet")
+    with pytest.raises(ArrowSparseValueError, match="row_group_rows must be positive"):
+        asp.io.write_parquet(small_table(), path, row_group_rows=0)
+    with pytest.raises(ArrowSparseValueError, match="compression 'zip' is not an available"):
+        asp.io.write_parquet(small_table(), path, compression="zip")
+
+
+def test_write_parquet_failure_leaves_no_partial_file(tmp_path: Path) -> None:
+    path = tmp_path / "t.parquet"
+    asp.io.write_parquet(small_table(), path)
+    before = path.read_bytes()
+
+    def failing() -> Any:
+        yield pa.record_batch({"x": np.arange(10)})
+        msg = "upstream broke"
+        raise RuntimeError(msg)
+
+    with pytest.raises(RuntimeError, match="upstream broke"):
+        asp.io.write_parquet(failing(), path, row_group_rows=5)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.parquet"]
+
+
+# -------------------------------------------------------------------------------- IPC
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["file", "stream"])
+@pytest.mark.parametrize("offsets", [pa.int32, pa.int64], ids=["list", "large_list"])
+def test_ipc_round_trip(tmp_path: Path, stream: bool, offsets: Any) -> None:
+    table = small_table(offsets).replace_schema_metadata({b"owner": b"me"})
+    path = tmp_path / "t.arrow"
+    assert asp.io.write_ipc(table, path, stream=stream) == 4
+    for memory_map in (True, False):
+        back = asp.io.read_ipc(path, memory_map=memory_map)
+        assert back.equals(table)  # types: list vs large_list, item names and all
+        assert back.schema.metadata[b"owner"] == b"me"
+        assert json.loads(back.schema.metadata[b"arrow_sparse"])["version"] == asp.__version__
+
+
+def _mappings_of(path: Path) -> list[tuple[int, int]]:
+    ranges = []
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            if line.rstrip().endswith(str(path)):
+                start, stop = line.split()[0].split("-")
+                ranges.append((int(start, 16), int(stop, 16)))
+    return ranges
+
+
+def _buffers(table: pa.Table) -> list[pa.Buffer]:
+    # Array.buffers() lists the children's buffers too (a list's values).
+    return [b for column in table.columns for chunk in column.chunks
+            for b in chunk.buffers() if b is not None and b.size]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs /proc (Linux)")
+def test_read_ipc_buffers_lie_inside_the_mapping(tmp_path: Path) -> None:
+    path = tmp_path / "big.arrow"
+    table = pa.table({"ids": pa.array([list(range(i % 50)) for i in range(20_000)]),
+                      "w": np.random.default_rng(0).random(20_000)})
+    asp.io.write_ipc(table, path)
+    mapped = asp.io.read_ipc(path)
+    ranges = _mappings_of(path)
+    assert ranges, "the file is not mapped"
+    buffers = _buffers(mapped)
+    assert len(buffers) == 3  # offsets and values of ids, data of w
+    for buf in buffers:
+        assert any(lo <= buf.address and buf.address + buf.size <= hi for lo, hi in ranges)
+    jagged = asp.Jagged.from_arrow(mapped.column("ids"))  # zero-copy on top of zero-copy
+    assert any(lo <= np.asarray(jagged.values).ctypes.data < hi for lo, hi in ranges)
+    del mapped, jagged, buffers
+
+    loaded = asp.io.read_ipc(path, memory_map=False)
+    ranges = _mappings_of(path)
+    for buf in _buffers(loaded):
+        assert not any(lo <= buf.address < hi for lo, hi in ranges)
+
+
+RSS_SCRIPT = """
+import os, sys, json
+import arrow_sparse as asp
+
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+path = sys.argv[1]
+before = rss()
+table = asp.io.read_ipc(path)
+opened = rss()
+total = int(table.column("x").chunk(0).sum().as_py())
+touched = rss()
+print(json.dumps({"before": before, "opened": opened, "touched": touched,
+                  "nbytes": table.nbytes, "file": os.path.getsize(path), "total": total}))
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc (Linux)")
+def test_read_ipc_rss_does_not_grow_with_file_size(tmp_path: Path) -> None:
+    path = tmp_path / "400mb.arrow"
+    chunk = 5_000_000  # 40 MB of int64 per batch, 10 batches: 400 MB
+
+    def batches() -> Any:
+        for i in range(10):
+            yield pa.record_batch({"x": np.full(chunk, i, dtype=np.int64)})
+
+    asp.io.write_ipc(batches(), path)
+    result = subprocess.run([sys.executable, "-c", RSS_SCRIPT, str(path)], capture_output=True,
+                            text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    got = json.loads(result.stdout)
+    assert got["file"] > 400_000_000 and got["nbytes"] == 400_000_000
+    grown = got["opened"] - got["before"]
+    print(f"\nRSS on opening a {got['file'] / 1e6:.0f} MB IPC file: +{grown / 1e6:.2f} MB; "
+          f"after reading the first batch: +{(got['touched'] - got['before']) / 1e6:.1f} MB")
+    assert grown < got["file"] / 50, got  # under 8 MB for 400 MB
+    assert got["total"] == 0  # the first batch (all zeros) was read through the mapping
+
+
+def test_write_ipc_to_bytesio_file_and_stream() -> None:
+    table = small_table()
+    for stream, opener in ((False, pa.ipc.open_file), (True, pa.ipc.open_stream)):
+        sink = io.BytesIO()
+        assert asp.io.write_ipc(table, sink, stream=stream) == 4
+        assert not sink.closed
+        assert opener(sink.getvalue()).read_all().equals(table)
+        sink.seek(0)
+        if stream:
+            assert asp.io.read_ipc(sink).equals(table)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["file", "stream"])
+def test_write_ipc_to_a_socket(stream: bool) -> None:
+    left, right = socket.socketpair()
+    table = small_table()
+
+    def send() -> None:
+        with left:
+            asp.io.write_ipc((table.slice(i, 1) for i in range(4)), left, stream=stream)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    with right, right.makefile("rb") as reader:
+        if stream:
+            received = asp.io.read_ipc(reader)
+        else:
+            received = pa.ipc.open_file(pa.py_buffer(reader.read())).read_all()
+    sender.join()
+    assert received.equals(table)
+    assert len(received.to_batches()) == 4  # written batch by batch, not buffered
+
+
+def test_write_ipc_to_stdout_and_read_ipc_from_stdin(tmp_path: Path) -> None:
+    writer = run_python("""
+        import pyarrow as pa, arrow_sparse as asp
+        print("not part of the stream", end="")
+        asp.io.write_ipc(pa.table({"ids": [[1, 2, 3], [2, 4, 6, 7], [3, 6]]}), "-", stream=True)
+    """)
+    assert writer.returncode == 0, writer.stderr
+    prefix = b"not part of the stream"
+    assert writer.stdout.startswith(prefix)
+    payload = writer.stdout[len(prefix):]
+    assert pa.ipc.open_stream(payload).read_all().column("ids").to_pylist() == \
+        [[1, 2, 3], [2, 4, 6, 7], [3, 6]]
+    reader = run_python("""
+        import arrow_sparse as asp
+        print(asp.io.read_ipc("-").column("ids").to_pylist())
+    """, input=payload)
+    assert reader.returncode == 0, reader.stderr
+    assert reader.stdout.decode().strip() == "[[1, 2, 3], [2, 4, 6, 7], [3, 6]]"
+
+
+def test_write_ipc_compression_and_keyed_jagged(tmp_path: Path) -> None:
+    path = tmp_path / "t.arrow"
+    kj = asp.KeyedJagged.from_arrow(small_table(), keys=["ids"], weights="scores")
+    assert asp.io.write_ipc(kj, path, compression="zstd") == 4
+    back = asp.io.read_ipc(path)
+    assert back.schema.names == ["ids", "ids_weights"]
+    assert back.column("ids").to_pylist() == [[1, 2, 3], [2, 4, 6, 7], [3, 6], None]
+
+
+# ------------------------------------------------------------------------- IPC: errors
+
+
+def test_read_ipc_missing_file_and_directory(tmp_path: Path) -> None:
+    with pytest.raises(ArrowSparseIOError, match=r"read_ipc: path '.*nope\.arrow' does not "
+                                                 r"exist"):
+        asp.io.read_ipc(tmp_path / "nope.arrow")
+    with pytest.raises(ArrowSparseIOError, match="is a directory, not a file"):
+        asp.io.read_ipc(tmp_path)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["file", "stream"])
+def test_read_ipc_truncated(tmp_path: Path, stream: bool) -> None:
+    path = tmp_path / "t.arrow"
+    asp.io.write_ipc(small_table(), path, stream=stream)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) * 2 // 3])
+    with pytest.raises(ArrowSparseValueError, match=r"read_ipc: file '.*t\.arrow' is not valid "
+                                                    r"Arrow IPC; it is corrupt or truncated"):
+        asp.io.read_ipc(path)
+
+
+def test_read_ipc_flipped_footer(tmp_path: Path) -> None:
+    path = tmp_path / "t.arrow"
+    asp.io.write_ipc(small_table(), path)
+    data = bytearray(path.read_bytes())
+    footer_length = int.from_bytes(data[-10:-6], "little")
+    footer_start = len(data) - 10 - footer_length
+    for i in range(footer_start, footer_start + footer_length):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(ArrowSparseValueError, match=r"t\.arrow' is not valid Arrow IPC"):
+        asp.io.read_ipc(path)
+
+
+def test_read_ipc_of_other_content(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.arrow"
+    empty.write_bytes(b"")
+    with pytest.raises(ArrowSparseValueError, match="is empty; it holds no Arrow IPC schema"):
+        asp.io.read_ipc(empty)
+    with pytest.raises(ArrowSparseValueError, match="sample_clicks.parquet' is not valid Arrow"):
+        asp.io.read_ipc(SAMPLE)
+    with pytest.raises(ArrowSparseValueError, match=r"<BytesIO>' is not valid Arrow IPC stream"):
+        asp.io.read_ipc(io.BytesIO(b"garbage bytes"))
+
+
+def test_ipc_argument_errors(tmp_path: Path) -> None:
+    with pytest.raises(ArrowSparseTypeError, match="read_ipc: path must be a path"):
+        asp.io.read_ipc(3)
+    with pytest.raises(ArrowSparseTypeError, match="memory_map must be True or False"):
+        asp.io.read_ipc(SAMPLE, memory_map="yes")  # type: ignore[arg-type]
+    with pytest.raises(ArrowSparseTypeError, match="write_ipc: path_or_sink must be a path"):
+        asp.io.write_ipc(small_table(), 3)
+    with pytest.raises(ArrowSparseValueError, match="compression must be None, 'lz4' or"):
+        asp.io.write_ipc(small_table(), tmp_path / "t.arrow", compression="gzip")
+    with pytest.raises(ArrowSparseTypeError, match="write_ipc: data must be a Table"):
+        asp.io.write_ipc("abc", tmp_path / "t.arrow")
+    with pytest.raises(ArrowSparseIOError, match="directory that does not exist"):
+        asp.io.write_ipc(small_table(), tmp_path / "no" / "t.arrow")
+
+
+def test_io_is_in_the_namespace() -> None:
+    assert "io" in asp.__all__
+    assert issubclass(ArrowSparseIOError, OSError)
+    assert issubclass(ArrowSparseIOError, ArrowSparseError)
