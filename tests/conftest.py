@@ -8,6 +8,7 @@ Profiles: ``ci`` (the default: deterministic, few examples, used by ``.ci/run``)
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -36,3 +37,19 @@ def offsets_dtype(request: pytest.FixtureRequest) -> np.dtype:
 def values_dtype(request: pytest.FixtureRequest) -> np.dtype:
     """Every integer and float values dtype."""
     return np.dtype(request.param)
+
+
+@pytest.fixture(params=["cpu", "cuda_emu"])
+def backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Run a test on the CPU kernels, then on the CUDA kernels through the CPU emulator.
+
+    The emulator runs the real CUDA dispatch and launch code; families without a
+    ``.cu`` file stay on the CPU.
+    """
+    if request.param == "cpu":
+        yield "cpu"
+        return
+    from tests.cuda_emu.emu import emulated
+
+    with emulated():
+        yield "cuda_emu"

@@ -110,7 +110,7 @@ def test_conversion_errors() -> None:
 
 
 # ------------------------------------------------------------- jagged <-> padded dense
-def test_fbgemm_two_level_example() -> None:
+def test_fbgemm_two_level_example(backend: str) -> None:
     dense = asp.jagged_to_padded_dense(FBGEMM_VALUES, FBGEMM_OFFSETS, [4, 2])
     assert dense.shape == (3, 4, 2, 4) and dense.dtype == np.float32
     rows = ref.rows_of(FBGEMM_VALUES.tolist(), [o.tolist() for o in FBGEMM_OFFSETS])
@@ -126,7 +126,7 @@ def test_fbgemm_two_level_example() -> None:
     np.testing.assert_array_equal(asp.jagged_to_padded_dense(FBGEMM_VALUES, FBGEMM_OFFSETS), dense)
 
 
-def test_fbgemm_truncation_and_padding_read_back() -> None:
+def test_fbgemm_truncation_and_padding_read_back(backend: str) -> None:
     dense = asp.jagged_to_padded_dense(FBGEMM_VALUES, FBGEMM_OFFSETS, [3, 1], padding_value=-1)
     rows = ref.rows_of(FBGEMM_VALUES.tolist(), [o.tolist() for o in FBGEMM_OFFSETS])
     np.testing.assert_array_equal(dense, ref.pad(rows, [3, 1], -1, [-1.0] * 4))
@@ -137,7 +137,7 @@ def test_fbgemm_truncation_and_padding_read_back() -> None:
     np.testing.assert_array_equal(back, expected)
 
 
-def test_one_level_1d_and_2d() -> None:
+def test_one_level_1d_and_2d(backend: str) -> None:
     values = np.array([1, 2, 3, 2, 4, 6, 7, 3, 6])
     dense = asp.jagged_to_padded_dense(values, np.array([0, 3, 7, 9]), 4, padding_value=-1)
     np.testing.assert_array_equal(dense, [[1, 2, 3, -1], [2, 4, 6, 7], [3, 6, -1, -1]])
@@ -149,7 +149,7 @@ def test_one_level_1d_and_2d() -> None:
     np.testing.assert_array_equal(asp.dense_to_jagged(dense2, [[0, 2, 2, 6]])[:5], emb[:5])
 
 
-def test_offsets_above_zero_and_arrow_inputs() -> None:
+def test_offsets_above_zero_and_arrow_inputs(backend: str) -> None:
     dense = asp.jagged_to_padded_dense(pa.array([9, 9, 1, 2, 3]), [pa.array([2, 3, 5])], [2])
     np.testing.assert_array_equal(dense, [[1, 0], [2, 3]])
     values = asp.dense_to_jagged(dense, [[2, 3, 5]], padding_value=7)

@@ -162,7 +162,7 @@ def test_list_view_is_converted() -> None:
     assert asp.Jagged.from_arrow(large_view).offsets.dtype == np.int64
 
 
-def test_fixed_size_list_values_become_2d() -> None:
+def test_fixed_size_list_values_become_2d(backend: str) -> None:
     emb = pa.array([[1, 2], [3, 4], [5, 6]], type=pa.list_(pa.float32(), 2))
     arr = pa.ListArray.from_arrays(pa.array([0, 1, 3], pa.int32()), emb)
     j = asp.Jagged.from_arrow(arr)
@@ -264,6 +264,17 @@ def test_nested_round_trip(case: tuple[pa.Array, list]) -> None:
 
 
 # ------------------------------------------------------------------------ row views
+def test_to_padded_every_dtype(values_dtype: np.dtype, offsets_dtype: np.dtype,
+                               backend: str) -> None:
+    rows = [[1, 2, 3], None, [], [4]]
+    arr = pa.array(rows, type=pa.list_(pa.from_numpy_dtype(values_dtype)))
+    if offsets_dtype == np.int64:
+        arr = arr.cast(pa.large_list(arr.type.value_type))
+    got = asp.Jagged.from_arrow(arr.slice(1)).to_padded(2, pad_value=7)
+    assert got.dtype == values_dtype
+    assert got.tolist() == [[7, 7], [7, 7], [4, 7]]
+
+
 def test_row_indexing_and_slicing() -> None:
     j = asp.Jagged.from_list([[1, 2, 3], None, [], [3, 6]])
     np.testing.assert_array_equal(j[0], [1, 2, 3])
@@ -331,7 +342,7 @@ def test_padded_round_trip(data: st.DataObject) -> None:
     assert back.dtype == dtype
 
 
-def test_to_padded_2d_values_and_errors() -> None:
+def test_to_padded_2d_values_and_errors(backend: str) -> None:
     j = asp.Jagged.from_lengths(np.arange(6).reshape(3, 2), [2, 0, 1])
     np.testing.assert_array_equal(j.to_padded(), [[[0, 1], [2, 3]], [[0, 0], [0, 0]],
                                                   [[4, 5], [0, 0]]])
