@@ -20,7 +20,8 @@ __all__ = ["array_module", "get_kernel", "is_cupy_array", "KERNEL_FAMILIES",
            "set_cuda_module_factory"]
 
 #: Every kernel family; each has a module in ``kernels/cpu``.
-KERNEL_FAMILIES = ("convert",)
+KERNEL_FAMILIES = ("convert", "sparse", "segment", "transforms", "elementwise", "embedding",
+                   "masked")
 
 
 def is_cupy_array(x: Any) -> bool:

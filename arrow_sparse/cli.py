@@ -49,6 +49,8 @@ examples:
   arrow-sparse inspect data/sample_clicks.parquet
   arrow-sparse inspect clicks.parquet --columns item_ids,categories --json
   arrow-sparse --debug inspect broken.parquet      # show the traceback of an error
+  arrow-sparse run data/example_pipeline.toml      # run a feature pipeline
+  arrow-sparse schema data/sample_clicks.parquet --pipeline data/example_pipeline.toml
 
 exit codes: 0 ok, 1 the work failed, 2 bad command line, 130 interrupted.
 Run 'arrow-sparse COMMAND --help' for a command's options.
@@ -236,8 +238,86 @@ def _run_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-# Each entry adds one subcommand (``run`` and ``schema`` go here as they arrive).
-_COMMANDS: tuple[Callable[[Any, argparse.ArgumentParser], None], ...] = (_add_inspect,)
+# =================================================================== run
+_RUN_EPILOG = """\
+Streams the input Parquet batch by batch through the pipeline's steps (fitting
+stateful steps such as categorify first, in extra passes) and writes the output.
+Output format by name: .parquet, .arrow/.ipc/.feather (IPC file), .arrows (IPC
+stream), or flight://HOST:PORT to serve the output over Arrow Flight until Ctrl-C.
+Relative paths inside the spec are resolved against the spec file's directory;
+--input/--output against the current directory.
+
+examples:
+  arrow-sparse run data/example_pipeline.toml
+  arrow-sparse run spec.toml --input clicks.parquet --output features.parquet
+  arrow-sparse run spec.toml --output flight://0.0.0.0:8815
+  arrow-sparse run spec.toml --save-pipeline fitted.toml --json
+"""
+
+
+def _add_run(commands: Any, common: argparse.ArgumentParser) -> None:
+    p = commands.add_parser(
+        "run", parents=[common], help="run a feature pipeline spec (TOML) over Parquet",
+        description="Run a feature pipeline (a TOML spec) over a Parquet input.",
+        epilog=_RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("spec", metavar="SPEC.toml", help="pipeline spec (see docs/pipeline.md)")
+    p.add_argument("--input", metavar="PATH", help="Parquet file or directory "
+                   "(default: the spec's input)")
+    p.add_argument("--output", metavar="PATH|flight://HOST:PORT",
+                   help="output file or Flight location (default: the spec's output)")
+    p.add_argument("--engine", choices=["local"], default="local",
+                   help="where to run (only 'local' today)")
+    p.add_argument("--batch-rows", metavar="N", type=_positive_int,
+                   help="rows per batch (default: the spec's batch_rows, else 65,536)")
+    p.add_argument("--save-pipeline", metavar="PATH",
+                   help="write the fitted pipeline (spec + vocabularies) to PATH")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--no-progress", action="store_true", help="never draw the progress bar")
+    p.set_defaults(handler=_run_run)
+
+
+def _run_run(args: argparse.Namespace) -> int:
+    from .pipeline import run
+
+    summary = run(args.spec, args.input, args.output, batch_rows=args.batch_rows,
+                  progress=False if args.no_progress else True,
+                  save_pipeline=args.save_pipeline)
+    print(json.dumps(summary.to_dict(), indent=2) if args.json else str(summary))
+    return 0
+
+
+# ================================================================ schema
+_SCHEMA_EPILOG = """\
+examples:
+  arrow-sparse schema data/sample_clicks.parquet
+  arrow-sparse schema data/sample_clicks.parquet --pipeline data/example_pipeline.toml
+"""
+
+
+def _add_schema(commands: Any, common: argparse.ArgumentParser) -> None:
+    p = commands.add_parser(
+        "schema", parents=[common], help="print the Arrow schema of a Parquet file",
+        description="Print the Arrow schema of a Parquet file, or with --pipeline the\n"
+                    "schema a pipeline would output for it (no data is read).",
+        epilog=_SCHEMA_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("file", metavar="FILE", help="Parquet file")
+    p.add_argument("--pipeline", metavar="SPEC.toml", help="print this pipeline's output schema")
+    p.set_defaults(handler=_run_schema)
+
+
+def _run_schema(args: argparse.Namespace) -> int:
+    from .pipeline import Pipeline
+
+    schema = _open_parquet(args.file).schema_arrow
+    if args.pipeline is not None:
+        schema = Pipeline.load(args.pipeline).output_schema(schema)
+    print(schema.remove_metadata().to_string(show_field_metadata=False))
+    return 0
+
+
+# Each entry adds one subcommand.
+_COMMANDS: tuple[Callable[[Any, argparse.ArgumentParser], None], ...] = (
+    _add_inspect, _add_run, _add_schema)
 
 
 def _column_list(text: str) -> list[str]:

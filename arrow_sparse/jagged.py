@@ -558,7 +558,7 @@ class Jagged:
             levels.append(levels[-1].values)  # type: ignore[arg-type]
         offsets = [level.offsets for level in levels]
         if max_length is None:
-            lengths = [int(np.diff(o).max()) if len(o) > 1 else 0 for o in offsets]
+            lengths = _longest_rows(offsets)
         elif isinstance(max_length, (int, np.integer)) and len(levels) == 1:
             lengths = [v.check_count(func, "max_length", max_length)]
         elif isinstance(max_length, (list, tuple)) and len(max_length) == len(levels):
@@ -668,6 +668,163 @@ class Jagged:
             self._values.validate()
         return self
 
+    # --- arithmetic (arrow_sparse.elementwise) ---
+    # Operators and numpy ufuncs act on the values and keep the offsets (shared, not
+    # copied) and the validity (ANDed across Jagged operands). See docs/jagged-arithmetic.md.
+    __hash__ = None  # type: ignore[assignment]  # == is elementwise, so no hash
+
+    def __bool__(self) -> bool:
+        # ``j == k`` is elementwise, so ``if j == k`` must not silently mean "non-empty".
+        msg = ("Jagged: the truth value of a Jagged is ambiguous; use len(j) for the row "
+               "count or reduce a comparison first (e.g. (j == k).values.all())")
+        raise ArrowSparseValueError(msg)
+
+    def map_values(self, func: Any) -> Jagged:
+        """Apply an elementwise function to the values, keeping offsets and validity.
+
+        Parameters
+        ----------
+        func
+            Called with the values the rows address; returns as many values.
+
+        Returns
+        -------
+        Jagged
+            The same offsets arrays (zero-copy) and validity, new values.
+
+        See Also
+        --------
+        arrow_sparse.map_values : The function this calls.
+
+        Examples
+        --------
+        >>> asp.Jagged.from_list([[1.0, 4.0], None, [9.0]]).map_values(np.sqrt)
+        Jagged([[1.0, 2.0], None, [3.0]], dtype=float64, offsets=int32)
+        """
+        from .elementwise import map_values
+        return map_values(self, func)  # type: ignore[no-any-return]
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """Elementwise numpy ufuncs (``np.exp(j)``, ``arr * j``) apply to the values."""
+        from .elementwise import array_ufunc
+        return array_ufunc(self, ufunc, method, *inputs, **kwargs)
+
+    def __add__(self, other: Any) -> Jagged:
+        """``self + other``: a Jagged of the same rows, scalar, per-row or padded array."""
+        from .elementwise import jagged_ufunc
+        return jagged_ufunc(np.add, self, other)
+
+    def __radd__(self, other: Any) -> Jagged:
+        """``other + self``."""
+        from .elementwise import jagged_ufunc
+        return jagged_ufunc(np.add, other, self)
+
+    def __sub__(self, other: Any) -> Jagged:
+        """``self - other``."""
+        from .elementwise import jagged_ufunc
+        return jagged_ufunc(np.subtract, self, other)
+
+    def __rsub__(self, other: Any) -> Jagged:
+        """``other - self``."""
+        from .elementwise import jagged_ufunc
+        return jagged_ufunc(np.subtract, other, self)
+
+    def __mul__(self, other: Any) -> Jagged:
+        """``self * other``."""
+        from .elementwise import jagged_ufunc
+        return jagged_ufunc(np.multiply, self, other)
+
+    def __rmul__(self, other: Any) -> Jagged:
+        """``other * self``."""
+        from .elementwise import jagged_ufunc
+        return jagged_ufunc(np.multiply, other, self)
+
+    def __truediv__(self, other: Any) -> Jagged:
+        """``self / other`` (integers give floats, as in numpy)."""
+        from .elementwise import jagged_ufunc
+        return jagged_ufunc(np.true_divide, self, other)
+
+    def __rtruediv__(self, other: Any) -> Jagged:
+        """``other / self``."""
+        from .elementwise import jagged_ufunc
+        return jagged_ufunc(np.true_divide, other, self)
+
+    def __floordiv__(self, other: Any) -> Jagged:
+        """``self // other``."""
+        from .elementwise import jagged_ufunc
+        return jagged_ufunc(np.floor_divide, self, other)
+
+    def __rfloordiv__(self, other: Any) -> Jagged:
+        """``other // self``."""
+        from .elementwise import jagged_ufunc
+        return jagged_ufunc(np.floor_divide, other, self)
+
+    def __mod__(self, other: Any) -> Jagged:
+        """``self % other``."""
+        from .elementwise import jagged_ufunc
+        return jagged_ufunc(np.remainder, self, other)
+
+    def __rmod__(self, other: Any) -> Jagged:
+        """``other % self``."""
+        from .elementwise import jagged_ufunc
+        return jagged_ufunc(np.remainder, other, self)
+
+    def __pow__(self, other: Any) -> Jagged:
+        """``self ** other``."""
+        from .elementwise import jagged_ufunc
+        return jagged_ufunc(np.power, self, other)
+
+    def __rpow__(self, other: Any) -> Jagged:
+        """``other ** self``."""
+        from .elementwise import jagged_ufunc
+        return jagged_ufunc(np.power, other, self)
+
+    def __neg__(self) -> Jagged:
+        """``-self``."""
+        from .elementwise import jagged_ufunc
+        return jagged_ufunc(np.negative, self)
+
+    def __pos__(self) -> Jagged:
+        """``+self`` (new values, same offsets)."""
+        from .elementwise import jagged_ufunc
+        return jagged_ufunc(np.positive, self)
+
+    def __abs__(self) -> Jagged:
+        """``abs(self)``."""
+        from .elementwise import jagged_ufunc
+        return jagged_ufunc(np.absolute, self)
+
+    def __eq__(self, other: Any) -> Jagged:  # type: ignore[override]
+        """``self == other`` elementwise: a bool Jagged (so Jagged is unhashable)."""
+        from .elementwise import jagged_ufunc
+        return jagged_ufunc(np.equal, self, other)
+
+    def __ne__(self, other: Any) -> Jagged:  # type: ignore[override]
+        """``self != other`` elementwise: a bool Jagged."""
+        from .elementwise import jagged_ufunc
+        return jagged_ufunc(np.not_equal, self, other)
+
+    def __lt__(self, other: Any) -> Jagged:
+        """``self < other`` elementwise: a bool Jagged."""
+        from .elementwise import jagged_ufunc
+        return jagged_ufunc(np.less, self, other)
+
+    def __le__(self, other: Any) -> Jagged:
+        """``self <= other`` elementwise: a bool Jagged."""
+        from .elementwise import jagged_ufunc
+        return jagged_ufunc(np.less_equal, self, other)
+
+    def __gt__(self, other: Any) -> Jagged:
+        """``self > other`` elementwise: a bool Jagged."""
+        from .elementwise import jagged_ufunc
+        return jagged_ufunc(np.greater, self, other)
+
+    def __ge__(self, other: Any) -> Jagged:
+        """``self >= other`` elementwise: a bool Jagged."""
+        from .elementwise import jagged_ufunc
+        return jagged_ufunc(np.greater_equal, self, other)
+    # --- end arithmetic ---
+
     def __repr__(self) -> str:
         rows = self.num_rows
         shown = range(rows) if rows <= _REPR_ROWS else \
@@ -690,6 +847,17 @@ def _row_to_list(j: Jagged, i: int) -> Any:
         mask = j.values_validity[start:start + len(items)]
         items = [item if ok else None for item, ok in zip(items, mask)]
     return items
+
+
+def _longest_rows(offsets: list[np.ndarray]) -> list[int]:
+    """Longest row of each level, counting only the rows the level above addresses."""
+    longest = []
+    start, stop = 0, len(offsets[0]) - 1
+    for offs in offsets:
+        used = offs[start:stop + 1]
+        longest.append(int(np.diff(used).max()) if len(used) > 1 else 0)
+        start, stop = int(used[0]), int(used[-1])
+    return longest
 
 
 def _with_leaf_type(t: pa.DataType, leaf: pa.DataType) -> pa.DataType:

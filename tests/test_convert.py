@@ -203,3 +203,20 @@ def test_padded_errors() -> None:
         asp.dense_to_jagged(np.zeros((3, 4)), FBGEMM_OFFSETS)
     with pytest.raises(ValueError, match="dense_to_jagged: dense has 2 rows but offsets\\[0\\] describes 3"):
         asp.dense_to_jagged(np.zeros((2, 4)), [[0, 1, 2, 3]])
+
+
+def test_large_inputs_take_the_parallel_kernels() -> None:
+    # Above the parallel threshold (65,536 elements) the prange twins run.
+    rng = np.random.default_rng(3)
+    lens = rng.integers(0, 9, size=30_000)
+    offs = np.concatenate([[0], np.cumsum(lens)])
+    values = rng.random(int(offs[-1])).astype(np.float32)
+    dense = asp.jagged_to_padded_dense(values, [offs], [8])
+    mask = np.arange(8) < lens[:, None]
+    np.testing.assert_array_equal(dense[mask], values)
+    assert (dense[~mask] == 0).all()
+    np.testing.assert_array_equal(asp.dense_to_jagged(dense, [offs]), values)
+    inner = rng.integers(0, 4, size=int(offs[-1]))
+    inner_offs = np.concatenate([[0], np.cumsum(inner)])
+    two = asp.jagged_to_padded_dense(np.ones(int(inner_offs[-1])), [offs, inner_offs], [8, 3])
+    assert two.sum() == inner.sum()

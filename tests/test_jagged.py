@@ -414,3 +414,14 @@ def test_empty_arrays_with_short_buffers() -> None:
     j = asp.Jagged.from_arrow(pa.nulls(0, pa.list_(pa.int64())))
     assert j.num_rows == 0 and j.dtype == np.int64
     assert asp.Jagged.from_arrow(pa.nulls(3, pa.list_(pa.float64()))).to_list() == [None] * 3
+
+
+def test_nested_default_padding_counts_only_addressed_rows() -> None:
+    arr = pa.array([[[1, 2, 3, 4]], [[]]]).slice(1)
+    assert asp.Jagged.from_arrow(arr).to_padded().shape == (1, 1, 0)
+
+
+def test_truth_value_is_ambiguous() -> None:
+    j = asp.Jagged.from_list([[1], [2, 3]])
+    with pytest.raises(ValueError, match="the truth value of a Jagged is ambiguous"):
+        bool(j == j)

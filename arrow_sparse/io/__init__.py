@@ -21,6 +21,14 @@ Examples
 from __future__ import annotations
 
 from ._common import METADATA_KEY, ArrowSparseIOError
+from .flight import (
+    ArrowSparseFlightError,
+    FlightBatches,
+    FlightServer,
+    flight_batches,
+    serve_flight,
+    shard_ticket,
+)
 from .ipc import read_ipc, write_ipc
 from .parquet import (
     DEFAULT_BATCH_ROWS,
@@ -34,10 +42,16 @@ __all__ = [
     "DEFAULT_BATCH_ROWS",
     "DEFAULT_ROW_GROUP_ROWS",
     "METADATA_KEY",
+    "ArrowSparseFlightError",
     "ArrowSparseIOError",
+    "FlightBatches",
+    "FlightServer",
     "ParquetBatches",
+    "flight_batches",
     "read_ipc",
     "read_parquet",
+    "serve_flight",
+    "shard_ticket",
     "write_ipc",
     "write_parquet",
 ]

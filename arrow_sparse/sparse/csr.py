@@ -1,30 +1,751 @@
-"""``SparseCSR``: a compressed sparse row matrix over numpy buffers."""
+"""``SparseCSR`` and the shared implementation of the compressed matrices (CSR and CSC).
+
+Both store a *major* axis (rows for CSR, columns for CSC) compressed into ``indptr``
+and the *minor* coordinate of every entry in ``indices``. ``indptr`` is used like
+Arrow list offsets: it may start above zero, and the entries of major line ``i`` are
+``indices/values[indptr[i]:indptr[i + 1]]`` of the whole buffers, so a range of rows
+is a view (``csr[a:b]``).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from .. import _validate as v
-from ..errors import ArrowSparseValueError
+from .._backend import get_kernel
+from ..errors import ArrowSparseTypeError, ArrowSparseValueError
+from . import _base as b
+from . import _interop
+from ._base import SparseTensor
+
+if TYPE_CHECKING:
+    from ..jagged import Jagged
+    from .coo import SparseCOO
+    from .csc import SparseCSC
+    from .csf import SparseCSF
 
 __all__ = ["SparseCSR"]
 
 
-class SparseCSR:
+class _Compressed(SparseTensor):
+    """Shared implementation of :class:`SparseCSR` (major axis 0) and :class:`SparseCSC` (1)."""
+
+    __slots__ = ("_canonical", "indices", "indptr", "shape", "values")
+    _major: ClassVar[int] = 0
+
+    def __init__(self, indptr: Any, indices: Any, values: Any, shape: Any, *,
+                 validate: bool = True) -> None:
+        func = type(self).__name__
+        validate = b.check_flag(func, "validate", validate)
+        dims = b.check_shape(func, shape, ndim=2)
+        num_major = dims[self._major]
+        if validate:
+            ptr = v.check_offsets(func, "indptr", indptr)
+        else:
+            ptr = b.index_array(func, "indptr", indptr)
+            if len(ptr) == 0:
+                msg = f"{func}: indptr must have at least one element (number of rows + 1)"
+                raise ArrowSparseValueError(msg)
+        if len(ptr) != num_major + 1:
+            msg = f"{func}: indptr has {len(ptr)} entries but shape needs {num_major + 1}"
+            raise ArrowSparseValueError(msg)
+        idx = b.index_array(func, "indices", indices)
+        vals = b.values_array(func, values)
+        if not (len(idx) == len(vals) >= ptr[-1]):
+            msg = (f"{func}: indices ({len(idx)}) and values ({len(vals)}) "
+                   f"must have the same length, at least indptr[-1] = {ptr[-1]}")
+            raise ArrowSparseValueError(msg)
+        self.indptr: np.ndarray = ptr
+        self.indices: np.ndarray = idx
+        self.values: np.ndarray = vals
+        self.shape: tuple[int, ...] = dims
+        self._canonical: bool | None = None
+        if validate:
+            self.validate()
+
+    @classmethod
+    def _new(cls, indptr: np.ndarray, indices: np.ndarray, values: np.ndarray,
+             shape: tuple[int, ...], canonical: bool | None = None) -> Any:
+        out = cls.__new__(cls)
+        out.indptr = indptr
+        out.indices = indices if indices.dtype in b.INDEX_DTYPES else indices.astype(np.int64)
+        out.values = values
+        out.shape = tuple(shape)
+        out._canonical = canonical
+        return out
+
+    # ----------------------------------------------------------------- internals
+    @property
+    def _num_major(self) -> int:
+        return self.shape[self._major]
+
+    @property
+    def _num_minor(self) -> int:
+        return self.shape[1 - self._major]
+
+    def _range(self) -> tuple[int, int]:
+        return int(self.indptr[0]), int(self.indptr[-1])
+
+    def _compact(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(indptr, indices, values)`` with ``indptr`` starting at zero (views if it does)."""
+        start, stop = self._range()
+        ptr = self.indptr if start == 0 else self.indptr - start
+        return ptr, self.indices[start:stop], self.values[start:stop]
+
+    def _major_ids(self) -> np.ndarray:
+        return np.repeat(np.arange(self._num_major, dtype=np.int64), np.diff(self.indptr))
+
+    # ----------------------------------------------------------------- properties
+    @property
+    def nnz(self) -> int:
+        """Number of stored entries (``indptr[-1] - indptr[0]``).
+
+        Examples
+        --------
+        >>> asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([1.0, 2.0, 3.0]), (2, 3)).nnz
+        3
+        """
+        return int(self.indptr[-1] - self.indptr[0])
+
+    @property
+    def is_canonical(self) -> bool:
+        """Whether every major line has strictly increasing indices (sorted, no duplicates).
+
+        Examples
+        --------
+        >>> asp.SparseCSR([0, 2], [2, 0], np.array([1, 2]), (1, 3)).is_canonical
+        False
+        """
+        if self._canonical is None:
+            self._canonical = _lines_strictly_increasing(self.indptr, self.indices)
+        return self._canonical
+
+    def validate(self) -> Any:
+        """Check ``indptr`` and every addressed index in full (O(nnz)); return self.
+
+        Returns
+        -------
+        SparseCSR or SparseCSC
+            ``self``, so calls chain.
+
+        Raises
+        ------
+        ValueError
+            ``indptr`` decreasing or past the end of ``indices``.
+        IndexError
+            An index outside ``[0, shape[1])`` (CSR) or ``[0, shape[0])`` (CSC).
+
+        Examples
+        --------
+        >>> asp.SparseCSR([0, 1], [2], np.array([5.0]), (1, 3)).validate().nnz
+        1
+        """
+        func = type(self).__name__
+        v.check_offsets(func, "indptr", self.indptr, len(self.indices))
+        start, stop = self._range()
+        b.check_in_range(func, "indices", self.indices[start:stop], self._num_minor, start)
+        return self
+
+    # --------------------------------------------------------------- constructors
+    @classmethod
+    def from_dense(cls, dense: Any) -> Any:
+        """Canonical compressed matrix of the nonzero entries of a 2-d array.
+
+        Parameters
+        ----------
+        dense
+            A 2-d numeric array (NaN counts as nonzero).
+
+        Returns
+        -------
+        SparseCSR or SparseCSC
+            New int64 arrays, canonical.
+
+        Raises
+        ------
+        ValueError
+            Not 2-d.
+        TypeError
+            Non-numeric input.
+
+        Examples
+        --------
+        >>> dense = np.array([[10, 20, 0, 0, 0, 0], [0, 30, 0, 40, 0, 0],
+        ...                   [0, 0, 50, 60, 70, 0], [0, 0, 0, 0, 0, 80]])
+        >>> csr = asp.SparseCSR.from_dense(dense)
+        >>> csr.values
+        array([10, 20, 30, 40, 50, 60, 70, 80])
+        >>> csr.indices, csr.indptr
+        (array([0, 1, 1, 3, 2, 3, 4, 5]), array([0, 2, 4, 7, 8]))
+        >>> asp.SparseCSC.from_dense(dense).indptr
+        array([0, 1, 3, 4, 6, 7, 8])
+        """
+        func = f"{cls.__name__}.from_dense"
+        arr = b.dense_operand(func, "dense", dense)
+        shape = b.check_shape(func, arr.shape, ndim=2)
+        oriented = arr if cls._major == 0 else arr.T
+        major, minor = np.nonzero(oriented)
+        indptr = np.zeros(oriented.shape[0] + 1, dtype=np.int64)
+        np.cumsum(np.bincount(major, minlength=oriented.shape[0]), out=indptr[1:])
+        return cls._new(indptr, np.ascontiguousarray(minor, dtype=np.int64), oriented[major, minor],
+                        shape, canonical=True)
+
+    @classmethod
+    def from_arrow(cls, tensor: Any) -> Any:
+        """Wrap a pyarrow ``SparseCSRMatrix``/``SparseCSCMatrix`` (zero-copy), or convert.
+
+        Parameters
+        ----------
+        tensor
+            ``pyarrow.SparseCSRMatrix`` (wrapped by :class:`SparseCSR`),
+            ``SparseCSCMatrix`` (wrapped by :class:`SparseCSC`), or any other pyarrow
+            sparse tensor or dense ``pyarrow.Tensor`` (converted).
+
+        Returns
+        -------
+        SparseCSR or SparseCSC
+            ``indptr``, ``indices`` and ``values`` are views of pyarrow's buffers when
+            the format matches; a conversion (copies) otherwise.
+
+        Raises
+        ------
+        TypeError
+            Not a pyarrow tensor.
+        ValueError, IndexError
+            A malformed structure (pyarrow does not check it).
+
+        Examples
+        --------
+        >>> t = pa.SparseCSRMatrix.from_dense_numpy(np.array([[0.0, 1.0], [2.0, 0.0]]))
+        >>> csr = asp.SparseCSR.from_arrow(t)
+        >>> csr.indptr, csr.indices, csr.values
+        (array([0, 1, 2]), array([1, 0]), array([1., 2.]))
+        """
+        func = f"{cls.__name__}.from_arrow"
+        return cls._from_any(func, _interop.from_arrow(func, tensor))
+
+    @classmethod
+    def from_scipy(cls, matrix: Any) -> Any:
+        """Wrap a scipy.sparse CSR/CSC array or matrix (zero-copy), or convert another format.
+
+        Parameters
+        ----------
+        matrix
+            Any ``scipy.sparse`` array or matrix.
+
+        Returns
+        -------
+        SparseCSR or SparseCSC
+            Views of ``indptr``, ``indices`` and ``data`` when the format matches
+            (checked in full); a conversion otherwise.
+
+        Raises
+        ------
+        TypeError
+            Not a scipy sparse object.
+
+        Examples
+        --------
+        >>> import scipy.sparse
+        >>> m = scipy.sparse.csr_array(np.array([[0.0, 1.0], [2.0, 0.0]]))
+        >>> asp.SparseCSR.from_scipy(m)
+        SparseCSR(shape=(2, 2), nnz=2, dtype=float64)
+        """
+        func = f"{cls.__name__}.from_scipy"
+        return cls._from_any(func, _interop.from_scipy(func, matrix))
+
+    @classmethod
+    def from_pydata_sparse(cls, array: Any) -> Any:
+        """Read a pydata ``sparse`` array (2-d ``GCXS`` of the matching axis: zero-copy).
+
+        Parameters
+        ----------
+        array
+            ``sparse.GCXS`` with ``compressed_axes=(0,)`` (CSR) or ``(1,)`` (CSC) is
+            wrapped; ``sparse.COO`` and other GCXS are converted.
+
+        Returns
+        -------
+        SparseCSR or SparseCSC
+            Views of the GCXS buffers when the compressed axis matches.
+
+        Raises
+        ------
+        TypeError
+            Not a pydata sparse array.
+        ValueError
+            A fill value other than zero.
+
+        Examples
+        --------
+        >>> import sparse  # doctest: +SKIP
+        >>> g = sparse.GCXS.from_numpy(np.eye(2), compressed_axes=(0,))  # doctest: +SKIP
+        >>> asp.SparseCSR.from_pydata_sparse(g).indptr  # doctest: +SKIP
+        array([0, 1, 2])
+        """
+        func = f"{cls.__name__}.from_pydata_sparse"
+        return cls._from_any(func, _interop.from_pydata(func, array))
+
+    @classmethod
+    def from_torch(cls, tensor: Any) -> Any:
+        """Read a CPU torch tensor (``sparse_csr``/``sparse_csc`` of the matching kind: zero-copy).
+
+        Parameters
+        ----------
+        tensor
+            A ``torch.Tensor`` on the CPU: sparse CSR, CSC or COO, or strided (dense).
+
+        Returns
+        -------
+        SparseCSR or SparseCSC
+            Views of the compressed indices, plain indices and values when the layout
+            matches; a conversion otherwise.
+
+        Raises
+        ------
+        TypeError
+            Not a CPU torch tensor, or bfloat16 values.
+        ValueError
+            Hybrid or batched sparse tensors.
+
+        Examples
+        --------
+        >>> import torch  # doctest: +SKIP
+        >>> asp.SparseCSR.from_torch(torch.eye(2).to_sparse_csr()).indptr  # doctest: +SKIP
+        array([0, 1, 2])
+        """
+        func = f"{cls.__name__}.from_torch"
+        return cls._from_any(func, _interop.from_torch(func, tensor))
+
+    # ------------------------------------------------------------------ exporters
+    def to_dense(self) -> np.ndarray:
+        """Dense ``[rows, columns]`` array; repeated entries add up (bools: logical or).
+
+        Returns
+        -------
+        numpy.ndarray
+            A new C-ordered array of the values dtype.
+
+        Examples
+        --------
+        >>> asp.SparseCSR([0, 2], [1, 1], np.array([1, 2]), (1, 3)).to_dense()
+        array([[0, 3, 0]])
+        >>> asp.SparseCSC([0, 0, 2, 2], [0, 0], np.array([1, 2]), (1, 3)).to_dense()
+        array([[0, 3, 0]])
+        """
+        if self.dtype.kind == "b":
+            return self.to_coo().to_dense()
+        out = np.zeros(self.shape, dtype=self.dtype)
+        get_kernel("sparse", "compressed_to_dense")(self.indptr, self.indices, self.values,
+                                                    out, self._major == 1)
+        return out
+
+    def to_coo(self) -> SparseCOO:
+        """Coordinate lists ``[[rows], [columns]]`` in stored order.
+
+        Returns
+        -------
+        SparseCOO
+            Shares ``values`` (the addressed range); ``indices`` is a new int64 array
+            (the compressed axis is expanded).
+
+        Examples
+        --------
+        >>> csr = asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([1.0, 2.0, 3.0]), (2, 3))
+        >>> csr.to_coo().indices
+        array([[0, 0, 1],
+               [0, 2, 1]])
+        """
+        from .coo import SparseCOO
+
+        start, stop = self._range()
+        coords = np.empty((2, stop - start), dtype=np.int64)
+        coords[self._major] = self._major_ids()
+        coords[1 - self._major] = self.indices[start:stop]
+        canonical = True if self._major == 0 and self._canonical else None
+        return SparseCOO._new(coords, self.values[start:stop], self.shape, canonical)
+
+    def _transposed_layout(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return get_kernel("sparse", "compressed_transpose")(  # type: ignore[no-any-return]
+            self.indptr, self.indices, self.values, self._num_minor)
+
+    def to_csr(self) -> SparseCSR:
+        """Convert to CSR: itself for a :class:`SparseCSR`; a counting sort from CSC.
+
+        Returns
+        -------
+        SparseCSR
+            From CSC: new arrays, columns sorted within each row (duplicates kept).
+
+        Examples
+        --------
+        >>> csc = asp.SparseCSC([0, 1, 1, 2], [1, 0], np.array([2.0, 1.0]), (2, 3))
+        >>> csc.to_csr().indices
+        array([2, 0])
+        """
+        if isinstance(self, SparseCSR):
+            return self
+        ptr, idx, vals = self._transposed_layout()
+        csr: SparseCSR = SparseCSR._new(ptr, idx, vals, self.shape, self._canonical or None)
+        return csr
+
+    def to_csc(self) -> SparseCSC:
+        """Convert to CSC: itself for a :class:`SparseCSC`; a counting sort from CSR.
+
+        Returns
+        -------
+        SparseCSC
+            From CSR: new arrays, rows sorted within each column (duplicates kept);
+            O(nnz + rows + columns), like scipy's ``tocsc``.
+
+        Examples
+        --------
+        >>> csr = asp.SparseCSR([0, 2, 4, 7, 8], [0, 1, 1, 3, 2, 3, 4, 5],
+        ...                     np.arange(10, 90, 10), (4, 6))
+        >>> csc = csr.to_csc()
+        >>> csc.indptr, csc.indices
+        (array([0, 1, 3, 4, 6, 7, 8]), array([0, 0, 1, 2, 1, 2, 2, 3]))
+        """
+        from .csc import SparseCSC
+
+        if isinstance(self, SparseCSC):
+            return self
+        ptr, idx, vals = self._transposed_layout()
+        csc: SparseCSC = SparseCSC._new(ptr, idx, vals, self.shape, self._canonical or None)
+        return csc
+
+    def to_csf(self, axis_order: Sequence[int] | None = None) -> SparseCSF:
+        """Compressed sparse fibres (``axis_order`` default ``(0, 1)``).
+
+        Parameters
+        ----------
+        axis_order
+            ``(0, 1)`` (rows outermost) or ``(1, 0)``.
+
+        Returns
+        -------
+        SparseCSF
+            When the order's outer axis is this matrix's compressed axis, the leaf
+            indices and values are the same buffers (zero-copy); level 0 lists the
+            non-empty lines (its ``indptr`` is this ``indptr`` when no line is empty).
+            The other order goes through :meth:`to_csc`/:meth:`to_csr` (a counting sort).
+
+        Raises
+        ------
+        ValueError
+            ``axis_order`` is not a permutation of ``(0, 1)``.
+
+        Examples
+        --------
+        >>> csr = asp.SparseCSR([0, 2, 2, 3], [0, 1, 1], np.array([1, 2, 3]), (3, 2))
+        >>> csf = csr.to_csf()
+        >>> csf.indptr, csf.indices
+        ((array([0, 2, 3]),), (array([0, 2]), array([0, 1, 1])))
+        """
+        from .csf import SparseCSF
+
+        order = b.check_axis_order(f"{type(self).__name__}.to_csf", axis_order, 2)
+        if order[0] != self._major:
+            other = self.to_csc() if self._major == 0 else self.to_csr()
+            return other.to_csf(order)
+        lengths = np.diff(self.indptr)
+        nonempty = np.flatnonzero(lengths)
+        if len(nonempty) == self._num_major:
+            ptr0 = self.indptr
+        else:
+            ptr0 = np.concatenate([self.indptr[nonempty], self.indptr[-1:]])
+        return SparseCSF._new((ptr0,), (nonempty, self.indices), self.values, self.shape,
+                              order, self._canonical or None)
+
+    def to_jagged(self) -> tuple[Jagged, Jagged]:
+        """Major lines as two :class:`Jagged` sharing ``indptr``: ``(ids, weights)``.
+
+        For CSR, row ``i`` of ``ids`` holds the column ids of row ``i`` and row ``i`` of
+        ``weights`` their values; for CSC, one row per column, holding row ids.
+
+        Returns
+        -------
+        tuple of Jagged
+            ``(ids, weights)``: views of ``indices`` and ``values`` split by ``indptr``
+            (nothing is copied).
+
+        See Also
+        --------
+        Jagged.to_csr : The inverse: ``ids.to_csr(num_columns, weights=weights.values)``.
+
+        Examples
+        --------
+        >>> j = asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], [3, 6]])
+        >>> ids, weights = j.to_csr(8).to_jagged()
+        >>> ids
+        Jagged([[1, 2, 3], [2, 4, 6, 7], [3, 6]], dtype=int64, offsets=int64)
+        >>> weights.to_list()
+        [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0], [1.0, 1.0]]
+        """
+        from ..jagged import Jagged
+
+        return (Jagged(self.indices, self.indptr, validate=False),
+                Jagged(self.values, self.indptr, validate=False))
+
+    # ------------------------------------------------------------------ operations
+    def canonical(self) -> Any:
+        """Sort the indices within every line and sum duplicates (explicit zeros kept).
+
+        Returns
+        -------
+        SparseCSR or SparseCSC
+            ``self`` when already canonical; else new arrays.
+
+        Examples
+        --------
+        >>> csr = asp.SparseCSR([0, 3], [2, 0, 2], np.array([1, 2, 3]), (1, 3)).canonical()
+        >>> csr.indices, csr.values
+        (array([0, 2]), array([2, 4]))
+        """
+        if self.is_canonical:
+            return self
+        coo = self.to_coo().canonical()
+        return coo.to_csr() if self._major == 0 else coo.to_csc()
+
+    def sum(self, axis: int | None = None) -> Any:
+        """Sum of all entries, or along one axis (a dense vector).
+
+        Parameters
+        ----------
+        axis
+            None, 0 (sum over rows: one value per column) or 1 (one value per row);
+            negative values count from the end.
+
+        Returns
+        -------
+        numpy scalar or numpy.ndarray
+            numpy's sum dtype (int64 for smaller ints and bools).
+
+        Raises
+        ------
+        IndexError
+            ``axis`` out of range.
+
+        See Also
+        --------
+        numpy.sum : The dense equivalent.
+
+        Examples
+        --------
+        >>> csr = asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([1, 2, 3]), (2, 3))
+        >>> csr.sum(), csr.sum(axis=0), csr.sum(axis=1)
+        (np.int64(6), array([1, 3, 2]), array([3, 3]))
+        """
+        func = f"{type(self).__name__}.sum"
+        total_dtype = b.sum_dtype(self.dtype)
+        ptr, idx, vals = self._compact()
+        if axis is None:
+            return vals.sum(dtype=total_dtype)
+        ax = b.check_axis(func, axis, 2)
+        vals = vals.astype(total_dtype, copy=False)
+        if ax == 1 - self._major:  # reduce the minor axis: one value per major line
+            out = np.zeros(self._num_major, dtype=total_dtype)
+            get_kernel("sparse", "major_sums")(ptr, vals, out)
+        else:
+            out = np.zeros(self._num_minor, dtype=total_dtype)
+            get_kernel("sparse", "scatter_add")(out, idx, vals)
+        return out
+
+    def multiply(self, other: Any) -> Any:
+        """Elementwise product with a scalar or a dense array broadcast to ``shape``.
+
+        Parameters
+        ----------
+        other
+            A number, or an array broadcasting to ``shape`` (e.g. a row ``[1, cols]``
+            or a column ``[rows, 1]`` of scales).
+
+        Returns
+        -------
+        SparseCSR or SparseCSC
+            Same structure with new values (``indices`` shared; ``indptr`` shared
+            unless a slice had to be rebased to start at zero). Only stored entries
+            are multiplied.
+
+        Raises
+        ------
+        ValueError
+            ``other`` does not broadcast to ``shape``.
+        TypeError
+            ``other`` is not numeric, or is sparse.
+
+        Examples
+        --------
+        >>> csr = asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([1.0, 2.0, 3.0]), (2, 3))
+        >>> csr.multiply(np.array([[10.0], [100.0]])).values
+        array([ 10.,  20., 300.])
+        """
+        func = f"{type(self).__name__}.multiply"
+        arr = b.dense_operand(func, "other", other)
+        ptr, idx, vals = self._compact()
+        if arr.ndim == 0:
+            new = vals * (other if np.isscalar(other) else arr)
+        else:
+            coords: list[np.ndarray] = [np.empty(0)] * 2
+            coords[self._major] = np.repeat(np.arange(self._num_major), np.diff(ptr))
+            coords[1 - self._major] = idx
+            new = vals * b.broadcast_gather(func, arr, self.shape, coords)
+        return self._new(ptr, idx, np.asarray(new), self.shape, self._canonical)
+
+    def matmul(self, other: Any) -> np.ndarray:
+        """Matrix product with a dense matrix or vector: ``self @ other``.
+
+        Parameters
+        ----------
+        other
+            Dense ``[columns, k]`` matrix or ``[columns]`` vector.
+
+        Returns
+        -------
+        numpy.ndarray
+            Dense ``[rows, k]`` (or ``[rows]``) of numpy's result dtype. CSR runs a
+            Numba kernel with ``prange`` over chunks of rows of about equal numbers
+            of entries; CSC runs a serial scatter kernel.
+
+        Raises
+        ------
+        ValueError
+            ``other`` is not 1-d or 2-d, or its first dimension is not ``columns``.
+        TypeError
+            ``other`` is not numeric, or is sparse.
+
+        Notes
+        -----
+        ``other`` is copied when it is not C-contiguous or not of the result dtype
+        (the values are then converted too).
+
+        Examples
+        --------
+        >>> csr = asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([1.0, 2.0, 3.0]), (2, 3))
+        >>> csr @ np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+        array([[3., 2.],
+               [0., 3.]])
+        >>> csr.matmul(np.ones(3))
+        array([3., 3.])
+        """
+        func = f"{type(self).__name__}.matmul"
+        dense = _matmul_operand(func, other, self.shape[1], "first")
+        dtype, work, vals = _matmul_dtypes(self.values, dense)
+        rhs = np.ascontiguousarray(dense, dtype=work)
+        if self._major == 0 and (rhs.ndim == 1 or rhs.shape[1] == 1):
+            out = np.zeros(self.shape[0], dtype=work)
+            get_kernel("sparse", "csr_spmv")(self.indptr, self.indices, vals,
+                                             rhs.reshape(self.shape[1]), out)
+            if rhs.ndim == 2:
+                out = out.reshape(self.shape[0], 1)
+        else:
+            rhs2 = rhs if rhs.ndim == 2 else rhs[:, None]
+            out = np.zeros((self.shape[0], rhs2.shape[1]), dtype=work)
+            name = "csr_spmm" if self._major == 0 else "csc_spmm"
+            get_kernel("sparse", name)(self.indptr, self.indices, vals, rhs2, out)
+            if rhs.ndim == 1:
+                out = out.reshape(self.shape[0])
+        return out != 0 if dtype.kind == "b" else out
+
+    def __matmul__(self, other: Any) -> np.ndarray:
+        return self.matmul(other)
+
+    def __rmatmul__(self, other: Any) -> np.ndarray:
+        func = f"{type(self).__name__}.__rmatmul__"
+        dense = _matmul_operand(func, other, self.shape[0], "last")
+        dtype, work, vals = _matmul_dtypes(self.values, dense)
+        if self._major == 1:  # dense @ csc == (csc.T @ dense.T).T, and csc.T is a CSR
+            transposed = SparseCSR._new(self.indptr, self.indices, vals, self.shape[::-1])
+            out = transposed.matmul(dense.T).T
+            return np.ascontiguousarray(out != 0 if dtype.kind == "b" else out)
+        lhs = np.ascontiguousarray(dense if dense.ndim == 2 else dense[None, :], dtype=work)
+        out = np.zeros((lhs.shape[0], self.shape[1]), dtype=work)
+        get_kernel("sparse", "dense_csr")(lhs, self.indptr, self.indices, vals, out)
+        if dense.ndim == 1:
+            out = out.reshape(self.shape[1])
+        return out != 0 if dtype.kind == "b" else out
+
+    def transpose(self, axes: Sequence[int] | None = None) -> Any:
+        """Return the transpose as the other compressed format, sharing every buffer.
+
+        Parameters
+        ----------
+        axes
+            None or ``(1, 0)`` to transpose; ``(0, 1)`` returns ``self``.
+
+        Returns
+        -------
+        SparseCSC or SparseCSR
+            ``csr.transpose()`` is a :class:`SparseCSC` over the same three arrays
+            (and the other way round): zero-copy.
+
+        Raises
+        ------
+        ValueError
+            ``axes`` is not a permutation of ``(0, 1)``.
+
+        Examples
+        --------
+        >>> csr = asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([1, 2, 3]), (2, 3))
+        >>> csr.T
+        SparseCSC(shape=(3, 2), nnz=3, dtype=int64)
+        >>> csr.T.indices is csr.indices
+        True
+        """
+        if axes is not None and b.check_axis_order(
+                f"{type(self).__name__}.transpose", axes, 2) == (0, 1):
+            return self
+        from .csc import SparseCSC
+
+        other = SparseCSC if self._major == 0 else SparseCSR
+        return other._new(self.indptr, self.indices, self.values, self.shape[::-1],
+                          self._canonical)
+
+    @property
+    def T(self) -> Any:  # noqa: N802 - numpy's name
+        """The transpose: a :class:`SparseCSC` for a CSR and the other way round (zero-copy).
+
+        Examples
+        --------
+        >>> asp.SparseCSC([0, 1], [0], np.array([1.0]), (2, 1)).T
+        SparseCSR(shape=(1, 2), nnz=1, dtype=float64)
+        """
+        return self.transpose()
+
+    def _major_slice(self, key: slice) -> Any:
+        name = type(self).__name__
+        start, stop, step = key.indices(self._num_major)
+        if step != 1:
+            msg = f"{name}: slices must have step 1; convert with to_coo() for other orders"
+            raise ArrowSparseValueError(msg)
+        stop = max(start, stop)
+        shape = list(self.shape)
+        shape[self._major] = stop - start
+        return self._new(self.indptr[start:stop + 1], self.indices, self.values, tuple(shape),
+                         self._canonical or None)
+
+
+class SparseCSR(_Compressed):
     """Compressed sparse row matrix: row ``i`` holds ``indices/values[indptr[i]:indptr[i+1]]``.
 
     Parameters
     ----------
     indptr
-        Row pointers, ``rows + 1`` long, non-decreasing.
+        Row pointers, ``rows + 1`` long, non-decreasing; may start above zero (the
+        entries before ``indptr[0]`` are not part of the matrix).
     indices
-        Column index of each stored value, each in ``[0, shape[1])``.
+        Column index of each stored value, each in ``[0, shape[1])`` (only the range
+        ``indptr[0]:indptr[-1]`` is read).
     values
         Stored values, one per index.
     shape
         ``(rows, columns)``.
+    validate
+        Check ``indptr`` and every addressed column index (O(nnz)). Leave True
+        unless the arrays are known good.
 
     Raises
     ------
@@ -32,11 +753,20 @@ class SparseCSR:
         Malformed ``indptr`` or length mismatches.
     IndexError
         A column index out of range.
+    TypeError
+        Non-integer ``indptr``/``indices`` or non-numeric values.
+
+    See Also
+    --------
+    SparseCSC : The column-compressed twin (``csr.T`` is one, zero-copy).
+    Jagged.to_csr : A Jagged of ids as a multi-hot CSR matrix.
 
     Notes
     -----
-    Repeated column indices in a row are allowed (not canonical); they add up when
-    densified, as in scipy.
+    The constructor copies nothing (index dtypes other than int32/int64 are widened
+    to int64). Repeated column indices in a row are allowed (not canonical); they add
+    up when densified, as in scipy. ``csr[a:b]`` selects rows ``a`` to ``b`` as a
+    view: only ``indptr`` is sliced.
 
     Examples
     --------
@@ -46,68 +776,151 @@ class SparseCSR:
     >>> m.to_dense()
     array([[1., 0., 2.],
            [0., 3., 0.]])
+
+    The post's 4x6 matrix, and its rows 1 to 2 as a view:
+
+    >>> csr = asp.SparseCSR([0, 2, 4, 7, 8], [0, 1, 1, 3, 2, 3, 4, 5],
+    ...                     np.arange(10, 90, 10), (4, 6))
+    >>> csr[1:3].to_dense()
+    array([[ 0, 30,  0, 40,  0,  0],
+           [ 0,  0, 50, 60, 70,  0]])
+    >>> csr[1:3].values is csr.values
+    True
     """
 
-    __slots__ = ("indices", "indptr", "shape", "values")
+    __slots__ = ()
+    format = "csr"
+    _major = 0
 
-    def __init__(self, indptr: Any, indices: Any, values: Any, shape: tuple[int, int]) -> None:
-        func = "SparseCSR"
-        rows = v.check_count(func, "shape[0]", shape[0])
-        cols = v.check_count(func, "shape[1]", shape[1])
-        self.indptr = v.check_offsets(func, "indptr", indptr)
-        if len(self.indptr) != rows + 1:
-            msg = f"{func}: indptr has {len(self.indptr)} entries but shape needs {rows + 1}"
-            raise ArrowSparseValueError(msg)
-        self.indices = v.check_indices(func, "indices", indices, cols)
-        self.values = v.as_values_array(func, "values", values)
-        if not (len(self.indices) == len(self.values) >= self.indptr[-1]):
-            msg = (f"{func}: indices ({len(self.indices)}) and values ({len(self.values)}) "
-                   f"must have the same length, at least indptr[-1] = {self.indptr[-1]}")
-            raise ArrowSparseValueError(msg)
-        self.shape = (rows, cols)
+    def __getitem__(self, key: Any) -> SparseCSR:
+        """Rows ``a:b`` (``csr[a:b]`` or ``csr[a:b, :]``) as a view sharing every buffer."""
+        if isinstance(key, tuple) and len(key) == 2 and key[1] == slice(None):
+            key = key[0]
+        if not isinstance(key, slice):
+            msg = ("SparseCSR: rows are selected with a slice, csr[a:b] or csr[a:b, :]; "
+                   "convert with to_coo() or to_dense() for other indexing")
+            raise ArrowSparseTypeError(msg)
+        return self._major_slice(key)  # type: ignore[no-any-return]
 
-    @property
-    def nnz(self) -> int:
-        """Number of stored entries."""
-        return int(self.indptr[-1] - self.indptr[0])
-
-    @property
-    def dtype(self) -> np.dtype:
-        """dtype of the stored values."""
-        return self.values.dtype
-
-    def to_dense(self) -> np.ndarray:
-        """Dense ``[rows, columns]`` array; repeated entries add up.
+    def to_arrow(self) -> Any:
+        """Convert to a ``pyarrow.SparseCSRMatrix``.
 
         Returns
         -------
-        numpy.ndarray
-            A new array of the values dtype.
+        pyarrow.SparseCSRMatrix
+            Shares the buffers when ``indptr`` and ``indices`` are int64 and ``indptr``
+            starts at zero. Otherwise pyarrow gets int64 copies of them (rebased to
+            zero for a slice); ``values`` is always shared (bools as uint8).
 
         Examples
         --------
-        >>> asp.SparseCSR([0, 2], [1, 1], np.array([1, 2]), (1, 3)).to_dense()
-        array([[0, 3, 0]])
+        >>> csr = asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([1.0, 2.0, 3.0]), (2, 3))
+        >>> csr.to_arrow().to_tensor().to_numpy()
+        array([[1., 0., 2.],
+               [0., 3., 0.]])
         """
-        out = np.zeros(self.shape, dtype=self.values.dtype)
-        start, stop = int(self.indptr[0]), int(self.indptr[-1])
-        rows = np.repeat(np.arange(self.shape[0]), np.diff(self.indptr))
-        np.add.at(out, (rows, self.indices[start:stop]), self.values[start:stop])
-        return out
+        return _interop.compressed_to_arrow(self)
 
-    def to_scipy(self) -> Any:
-        """This matrix as a ``scipy.sparse.csr_array`` (shares the buffers when it can).
+    def to_scipy(self, *, matrix: bool = False) -> Any:
+        """Convert to a ``scipy.sparse.csr_array`` (or ``csr_matrix``).
+
+        Parameters
+        ----------
+        matrix
+            Return a ``csr_matrix`` instead of a ``csr_array``.
+
+        Returns
+        -------
+        scipy.sparse.csr_array or scipy.sparse.csr_matrix
+            Shares the buffers when ``indptr`` starts at zero and ``indptr`` and
+            ``indices`` have one dtype; otherwise scipy copies (and ``indptr`` of a
+            slice is rebased: a copy).
+
+        Raises
+        ------
+        ModuleNotFoundError
+            scipy is not installed.
 
         Examples
         --------
         >>> asp.SparseCSR([0, 1], [2], np.array([5.0]), (1, 3)).to_scipy().toarray()
         array([[0., 0., 5.]])
         """
-        import scipy.sparse
+        return _interop.to_scipy(self, matrix)
 
-        start = int(self.indptr[0])
-        return scipy.sparse.csr_array(
-            (self.values[start:], self.indices[start:], self.indptr - start), shape=self.shape)
+    def to_pydata_sparse(self) -> Any:
+        """Convert to a pydata ``sparse.GCXS`` with ``compressed_axes=(0,)``.
 
-    def __repr__(self) -> str:
-        return f"SparseCSR(shape={self.shape}, nnz={self.nnz}, dtype={self.dtype})"
+        Returns
+        -------
+        sparse.GCXS
+            Shares the buffers (``indptr`` of a slice is rebased: a copy).
+
+        Raises
+        ------
+        ModuleNotFoundError
+            pydata sparse is not installed.
+
+        Examples
+        --------
+        >>> csr = asp.SparseCSR([0, 1], [2], np.array([5.0]), (1, 3))
+        >>> csr.to_pydata_sparse().todense()  # doctest: +SKIP
+        array([[0., 0., 5.]])
+        """
+        return _interop.to_pydata(self)
+
+    def to_torch(self) -> Any:
+        """Convert to a ``torch.sparse_csr_tensor`` (on the CPU).
+
+        Returns
+        -------
+        torch.Tensor
+            Shares the buffers when ``indptr`` and ``indices`` have one dtype, are
+            writable and ``indptr`` starts at zero; copies otherwise.
+
+        Raises
+        ------
+        ModuleNotFoundError
+            torch is not installed.
+
+        Examples
+        --------
+        >>> csr = asp.SparseCSR([0, 1], [2], np.array([5.0]), (1, 3))
+        >>> csr.to_torch().to_dense()  # doctest: +SKIP
+        tensor([[0., 0., 5.]], dtype=torch.float64)
+        """
+        return _interop.to_torch(self)
+
+
+# ------------------------------------------------------------------------ helpers
+def _lines_strictly_increasing(indptr: np.ndarray, indices: np.ndarray) -> bool:
+    start, stop = int(indptr[0]), int(indptr[-1])
+    idx = indices[start:stop]
+    n = len(idx)
+    if n < 2:
+        return True
+    ok = idx[1:] > idx[:-1]
+    line_starts = indptr[1:-1] - start
+    line_starts = line_starts[(line_starts > 0) & (line_starts < n)]
+    ok[line_starts - 1] = True
+    return bool(ok.all())
+
+
+def _matmul_operand(func: str, other: Any, size: int, which: str) -> np.ndarray:
+    dense = b.dense_operand(func, "other", other)
+    if dense.ndim not in (1, 2):
+        msg = f"{func}: other must be a 1-d or 2-d dense array, got shape {dense.shape}"
+        raise ArrowSparseValueError(msg)
+    got = dense.shape[0] if which == "first" else dense.shape[-1]
+    if got != size:
+        msg = (f"{func}: other has shape {dense.shape} but its {which} dimension must be "
+               f"{size} to match the matrix")
+        raise ArrowSparseValueError(msg)
+    return dense
+
+
+def _matmul_dtypes(values: np.ndarray, dense: np.ndarray) -> tuple[np.dtype, np.dtype,
+                                                                    np.ndarray]:
+    dtype = np.result_type(values.dtype, dense.dtype)
+    work = np.dtype(np.int64) if dtype.kind == "b" else dtype
+    return dtype, work, values.astype(work, copy=False)

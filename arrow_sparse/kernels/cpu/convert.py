@@ -15,6 +15,7 @@ from ._jit import parallel_kernel, pick
 
 
 def _pad_rows(values, row_index, offsets, valid, max_length, pad, out):  # pragma: no cover
+    # Loop indices are cast to int64: prange counters are unsigned in parallel mode.
     # out: [P, max_length, D]. Output row p copies jagged row r = row_index[p]
     # (or p), truncated to max_length, and pads the rest.
     num_out = out.shape[0]
@@ -22,7 +23,7 @@ def _pad_rows(values, row_index, offsets, valid, max_length, pad, out):  # pragm
     identity = row_index.shape[0] == 0
     all_valid = valid.shape[0] == 0
     for p in prange(num_out):
-        r = p if identity else row_index[p]
+        r = np.int64(p) if identity else row_index[p]
         n = 0
         if r >= 0 and (all_valid or valid[r]):
             start = offsets[r]
@@ -41,7 +42,7 @@ def _expand_level(row_index, offsets, valid, max_length, num_out, out):  # pragm
     identity = row_index.shape[0] == 0
     all_valid = valid.shape[0] == 0
     for p in prange(num_out):
-        r = p if identity else row_index[p]
+        r = np.int64(p) if identity else row_index[p]
         n = 0
         start = 0
         if r >= 0 and (all_valid or valid[r]):
@@ -63,7 +64,7 @@ def _unpad_rows(dense, dense_row_of, offsets, pad, out):  # pragma: no cover
     width = dense.shape[2]
     identity = dense_row_of.shape[0] == 0
     for r in prange(num_rows):
-        p = r if identity else dense_row_of[r]
+        p = np.int64(r) if identity else dense_row_of[r]
         if p >= dense_rows:
             p = -1
         start = offsets[r]

@@ -1,0 +1,22 @@
+"""Conversions to and from pandas, Polars and PyTorch (each an optional dependency).
+
+One module per library; none is imported by ``import arrow_sparse``:
+
+- :mod:`arrow_sparse.interop.pandas`: :func:`to_pandas` / :func:`from_pandas`
+  (``pd.ArrowDtype`` list columns) and the ``sparse_lists`` accessor on
+  ``pandas.Series`` and ``pandas.DataFrame``, registered when that module is imported.
+- :mod:`arrow_sparse.interop.polars`: :func:`to_polars` / :func:`from_polars`.
+- :mod:`arrow_sparse.interop.torch`: :func:`to_torch` / :func:`from_torch` (DLPack),
+  :func:`to_torch_nested` and :func:`keyed_to_torchrec`.
+
+The conversion functions are also ``arrow_sparse.to_pandas`` and so on; they import
+their library on first call and raise ``ModuleNotFoundError`` naming the extra to
+install (``pip install 'arrow-sparse[pandas]'``) when it is missing. See
+``docs/interop.md`` for what each conversion copies and how it treats null rows.
+"""
+
+from __future__ import annotations
+
+from ._optional import import_optional
+
+__all__ = ["import_optional"]

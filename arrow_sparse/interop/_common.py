@@ -1,0 +1,87 @@
+"""Checks and helpers shared by the interop modules (no optional import here)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Hashable, Mapping
+from types import ModuleType
+from typing import Any
+
+import pyarrow as pa
+
+from .. import _arrow
+from ..errors import ArrowSparseTypeError, ArrowSparseValueError
+from ..keyed import KeyedJagged
+
+
+def loaded(name: str) -> ModuleType | None:
+    """Return the module ``name`` if something already imported it, else None.
+
+    An object can only be a pandas / Polars / torch object if that library is already
+    imported, so a type check needs no import (and raises no ``ModuleNotFoundError``).
+    """
+    return sys.modules.get(name)
+
+
+def type_name(x: Any) -> str:
+    """``module.Class`` of ``x`` for error messages (just ``Class`` for builtins)."""
+    cls = type(x)
+    module = cls.__module__.partition(".")[0]
+    return cls.__name__ if module == "builtins" else f"{module}.{cls.__name__}"
+
+
+def check_label(func: str, arg: str, x: Any) -> Hashable:
+    """Check a column label or name: anything hashable."""
+    try:
+        hash(x)
+    except TypeError:
+        msg = f"{func}: {arg} must be a hashable column label, got {type_name(x)}"
+        raise ArrowSparseTypeError(msg) from None
+    label: Hashable = x
+    return label
+
+
+def check_list_array(func: str, what: str, arr: pa.Array | pa.ChunkedArray) -> None:
+    """Raise ``TypeError`` unless ``arr`` is an Arrow list / large_list / list_view array."""
+    if not _arrow.is_list_type(arr.type):
+        msg = f"{func}: {what} must hold lists, got Arrow type {arr.type}"
+        raise ArrowSparseTypeError(msg)
+
+
+def select_columns(func: str, labels: list[Hashable], column: Any,
+                   weights: Any) -> tuple[list[Hashable], dict[Hashable, Hashable]]:
+    """Resolve ``column=None | [labels]`` and ``weights={key: label}`` against ``labels``.
+
+    Returns the key columns (in order) and the weights mapping. Every label must be
+    present exactly once in ``labels``; ``None`` selects every column that is not a
+    weights column.
+    """
+    if weights is None:
+        wmap: dict[Hashable, Hashable] = {}
+    elif isinstance(weights, Mapping):
+        wmap = {check_label(func, "weights key", k): check_label(func, f"weights[{k!r}]", w)
+                for k, w in weights.items()}
+    else:
+        msg = (f"{func}: weights must be a mapping {{key column: weights column}}, "
+               f"got {type_name(weights)}")
+        raise ArrowSparseTypeError(msg)
+    if column is None:
+        taken = set(wmap.values())
+        keys = [label for label in labels if label not in taken]
+    else:
+        keys = [check_label(func, "column", c) for c in column]
+    for i, key in enumerate(keys):
+        if key in keys[:i]:
+            msg = f"{func}: column {key!r} is selected twice"
+            raise ArrowSparseValueError(msg)
+    for key in wmap:
+        if key not in keys:
+            msg = f"{func}: weights names {key!r}, which is not a selected column"
+            raise ArrowSparseValueError(msg)
+    return keys, wmap
+
+
+def keyed_from_arrow_columns(columns: dict[Hashable, pa.Array | pa.ChunkedArray],
+                             weights: dict[Hashable, pa.Array | pa.ChunkedArray]) -> KeyedJagged:
+    """Build a KeyedJagged keyed by the column labels (kept as they are, not made strings)."""
+    return KeyedJagged.from_dict(columns, weights=weights or None)

@@ -1,0 +1,57 @@
+"""Import optional dependencies on first use, with an install hint when they are missing.
+
+``import arrow_sparse`` imports numpy and pyarrow only. pandas, Polars and PyTorch are
+imported by the interop function that needs them, through :func:`import_optional`,
+which turns a missing package into a ``ModuleNotFoundError`` that says which extra to
+install.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+__all__ = ["import_optional"]
+
+
+def import_optional(name: str, extra: str) -> ModuleType:
+    """Import module ``name``; if it is not installed, say how to install it.
+
+    Parameters
+    ----------
+    name
+        Module to import, e.g. ``"pandas"`` or ``"torch"``.
+    extra
+        The arrow-sparse extra that installs it (``pip install 'arrow-sparse[extra]'``).
+
+    Returns
+    -------
+    types.ModuleType
+        The imported module.
+
+    Raises
+    ------
+    ModuleNotFoundError
+        ``name`` (its top-level package) is not installed. A package that is
+        installed but fails to import one of its own dependencies re-raises that
+        original error unchanged.
+
+    Examples
+    --------
+    >>> from arrow_sparse.interop import import_optional
+    >>> import_optional("json", extra="none").__name__
+    'json'
+    >>> import_optional("no_such_module_xyz", extra="demo")
+    Traceback (most recent call last):
+    ...
+    ModuleNotFoundError: no_such_module_xyz is required ... pip install 'arrow-sparse[demo]'
+    """
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        top = name.partition(".")[0]
+        if exc.name is not None and exc.name.partition(".")[0] != top:
+            raise  # installed, but broken: its own missing dependency is the real news
+        msg = (f"{name} is required for this but is not installed; "
+               f"install it with: pip install 'arrow-sparse[{extra}]'")
+        raise ModuleNotFoundError(msg, name=name) from exc

@@ -1,0 +1,383 @@
+"""CPU kernels for jagged arithmetic.
+
+Softmax, cumsum, row gathers, unique, jagged-dense elementwise and the jagged bmm ops.
+
+Conventions (as in ``convert``): values are 2-D ``[num_values, D]`` (1-D values are
+viewed with ``D == 1``); offsets are int64 (the wrappers widen int32 offsets) and may
+start above zero; a *valid* array is a uint8 mask (empty = all valid). Kernels write
+only the positions the rows address; the wrappers allocate ``out`` with zeros.
+Copy-only kernels (gather, repeat) see the values as machine words (uint8..uint64), so
+one compiled variant serves every dtype of that width.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from ._jit import parallel_kernel, pick
+
+# ----------------------------------------------------------------- per-row scans
+
+
+def _softmax(values, offsets, row_valid, elem_valid, max_length, out):  # pragma: no cover
+    # Per row and column: exp(x - max) / sum, over the first max_length elements
+    # (the rest stay 0). Null rows and null elements are skipped (stay 0). exp runs in
+    # the values dtype (as FBGEMM does); the sum accumulates in float64.
+    num_rows = offsets.shape[0] - 1
+    width = values.shape[1]
+    all_rows = row_valid.shape[0] == 0
+    all_elems = elem_valid.shape[0] == 0
+    for r in prange(num_rows):
+        if not (all_rows or row_valid[r]):
+            continue
+        start = offsets[r]
+        stop = start + min(offsets[r + 1] - start, max_length)
+        if stop == start:
+            continue
+        for d in range(width):
+            if all_elems:
+                top = values[start, d]
+                for k in range(start + 1, stop):
+                    x = values[k, d]
+                    if x > top:
+                        top = x
+                total = 0.0
+                for k in range(start, stop):
+                    e = np.exp(values[k, d] - top)
+                    out[k, d] = e
+                    total += e
+                inv = 1.0 / total
+                for k in range(start, stop):
+                    out[k, d] = out[k, d] * inv
+            else:
+                top = -np.inf
+                for k in range(start, stop):
+                    if elem_valid[k] and values[k, d] > top:
+                        top = values[k, d]
+                total = 0.0
+                for k in range(start, stop):
+                    if elem_valid[k]:
+                        e = np.exp(values[k, d] - top)
+                        out[k, d] = e
+                        total += e
+                if total == 0.0:  # no element of the row is valid
+                    continue
+                inv = 1.0 / total
+                for k in range(start, stop):
+                    if elem_valid[k]:
+                        out[k, d] = out[k, d] * inv
+
+
+def _cumsum(values, offsets, row_valid, elem_valid, exclusive, zero, out):  # pragma: no cover
+    # Running sum along each row, per column; null elements add nothing (output 0).
+    num_rows = offsets.shape[0] - 1
+    width = values.shape[1]
+    all_rows = row_valid.shape[0] == 0
+    all_elems = elem_valid.shape[0] == 0
+    for r in prange(num_rows):
+        if not (all_rows or row_valid[r]):
+            continue
+        start = offsets[r]
+        stop = offsets[r + 1]
+        for d in range(width):
+            acc = zero
+            for k in range(start, stop):
+                if all_elems or elem_valid[k]:
+                    x = values[k, d]
+                    if exclusive:
+                        out[k, d] = acc
+                        acc += x
+                    else:
+                        acc += x
+                        out[k, d] = acc
+
+
+# ------------------------------------------------------------------ row gathers
+
+
+def _gather_ranges(src, starts, out_offsets, out):  # pragma: no cover
+    # out rows i = src[starts[i] : starts[i] + len_i], len_i from out_offsets.
+    n = starts.shape[0]
+    width = src.shape[1]
+    for i in prange(n):
+        s = starts[i]
+        o = out_offsets[i]
+        for j in range(out_offsets[i + 1] - o):
+            for d in range(width):
+                out[o + j, d] = src[s + j, d]
+
+
+def _ranges_to_indices(starts, out_offsets, out):  # pragma: no cover
+    # out[out_offsets[i] + j] = starts[i] + j: the element ids the ranges cover.
+    n = starts.shape[0]
+    for i in prange(n):
+        s = starts[i]
+        o = out_offsets[i]
+        for j in range(out_offsets[i + 1] - o):
+            out[o + j] = s + j
+
+
+def _repeat_rows(src, offsets, base, out):  # pragma: no cover
+    # out[k - base] = src[r] for every position k of row r.
+    num_rows = offsets.shape[0] - 1
+    width = src.shape[1]
+    for r in prange(num_rows):
+        for k in range(offsets[r], offsets[r + 1]):
+            for d in range(width):
+                out[k - base, d] = src[r, d]
+
+
+# ------------------------------------------------------------------------ unique
+
+
+def _sort_rows(values, offsets, row_valid, elem_valid, buf, num_valid,
+               num_unique):  # pragma: no cover
+    # Copy each row's non-null elements to buf (row r at offsets[r] - offsets[0]),
+    # sort them, and count the distinct ones (NaNs count once).
+    num_rows = offsets.shape[0] - 1
+    base = offsets[0]
+    all_rows = row_valid.shape[0] == 0
+    all_elems = elem_valid.shape[0] == 0
+    for r in prange(num_rows):
+        num_valid[r] = 0
+        num_unique[r] = 0
+        if not (all_rows or row_valid[r]):
+            continue
+        b = offsets[r] - base
+        n = 0
+        for k in range(offsets[r], offsets[r + 1]):
+            if all_elems or elem_valid[k]:
+                buf[b + n] = values[k]
+                n += 1
+        if n == 0:
+            continue
+        row = buf[b:b + n]
+        row.sort()
+        count = 1
+        for k in range(1, n):
+            prev = row[k - 1]
+            x = row[k]
+            if x != prev and not (x != x and prev != prev):
+                count += 1
+        num_valid[r] = n
+        num_unique[r] = count
+
+
+def _write_unique(buf, offsets, num_valid, out_offsets, out):  # pragma: no cover
+    num_rows = offsets.shape[0] - 1
+    base = offsets[0]
+    for r in prange(num_rows):
+        n = num_valid[r]
+        if n == 0:
+            continue
+        b = offsets[r] - base
+        o = out_offsets[r]
+        out[o] = buf[b]
+        w = 1
+        for k in range(1, n):
+            prev = buf[b + k - 1]
+            x = buf[b + k]
+            if x != prev and not (x != x and prev != prev):
+                out[o + w] = x
+                w += 1
+
+
+# ------------------------------------------------------------ jagged x dense
+
+
+def _jagged_dense_jagged_out(x, dense, dense_row_of, offsets, op, zero, out):  # pragma: no cover
+    # out[k] = x[k] op dense[p, j] for element j of jagged row r (dense row p =
+    # dense_row_of[r], or r); elements outside the dense combine with 0.
+    # op: 0 add, 1 multiply, 2 read (out = the dense value or 0; x unused).
+    num_rows = offsets.shape[0] - 1
+    dense_len = dense.shape[1]
+    width = x.shape[1]
+    identity = dense_row_of.shape[0] == 0
+    for r in prange(num_rows):
+        p = np.int64(r) if identity else dense_row_of[r]  # prange's index is unsigned
+        start = offsets[r]
+        n = offsets[r + 1] - start
+        inside = 0 if p < 0 else min(n, dense_len)
+        for j in range(inside):
+            for d in range(width):
+                if op == 0:
+                    out[start + j, d] = x[start + j, d] + dense[p, j, d]
+                elif op == 1:
+                    out[start + j, d] = x[start + j, d] * dense[p, j, d]
+                else:
+                    out[start + j, d] = dense[p, j, d]
+        for j in range(inside, n):
+            for d in range(width):
+                if op == 0:
+                    out[start + j, d] = x[start + j, d] + zero
+                elif op == 1:
+                    out[start + j, d] = x[start + j, d] * zero
+                else:
+                    out[start + j, d] = zero
+
+
+def _jagged_dense_dense_out(x, row_index, offsets, valid, dense, out):  # pragma: no cover
+    # out[p, j] = dense[p, j] + x[element j of row r = row_index[p] (or p)], or
+    # dense[p, j] where row r has no element j (padding, null row, truncated).
+    num_out = out.shape[0]
+    dense_len = out.shape[1]
+    width = out.shape[2]
+    identity = row_index.shape[0] == 0
+    all_valid = valid.shape[0] == 0
+    for p in prange(num_out):
+        r = np.int64(p) if identity else row_index[p]  # prange's index is unsigned
+        n = 0
+        start = 0
+        if r >= 0 and (all_valid or valid[r]):
+            start = offsets[r]
+            n = min(offsets[r + 1] - start, dense_len)
+        for j in range(n):
+            for d in range(width):
+                out[p, j, d] = x[start + j, d] + dense[p, j, d]
+        for j in range(n, dense_len):
+            for d in range(width):
+                out[p, j, d] = dense[p, j, d]
+
+
+# ------------------------------------------------------------------------- bmm
+
+
+def _jagged_dense_bmm(x, offsets, valid, dense, max_length, out):  # pragma: no cover
+    # out[row b's element l] = x[l, :] @ dense[b] for l < max_length; out pre-zeroed.
+    num_rows = offsets.shape[0] - 1
+    depth = x.shape[1]
+    width = out.shape[1]
+    all_valid = valid.shape[0] == 0
+    for b in prange(num_rows):
+        if not (all_valid or valid[b]):
+            continue
+        start = offsets[b]
+        n = min(offsets[b + 1] - start, max_length)
+        for e in range(start, start + n):
+            for k in range(depth):
+                xv = x[e, k]
+                for m in range(width):
+                    out[e, m] += xv * dense[b, k, m]
+
+
+def _jagged_jagged_bmm(x, x_offsets, y, y_offsets, valid, max_length, out):  # pragma: no cover
+    # out[b] = x_b^T @ y_b over the first max_length elements of row b; out pre-zeroed.
+    num_rows = x_offsets.shape[0] - 1
+    rows_m = x.shape[1]
+    cols_n = y.shape[1]
+    all_valid = valid.shape[0] == 0
+    for b in prange(num_rows):
+        if not (all_valid or valid[b]):
+            continue
+        xs = x_offsets[b]
+        ys = y_offsets[b]
+        n = min(x_offsets[b + 1] - xs, max_length)
+        for e in range(n):
+            for m in range(rows_m):
+                xv = x[xs + e, m]
+                for c in range(cols_n):
+                    out[b, m, c] += xv * y[ys + e, c]
+
+
+_SOFTMAX = parallel_kernel(_softmax)
+_CUMSUM = parallel_kernel(_cumsum)
+_GATHER_RANGES = parallel_kernel(_gather_ranges)
+_RANGES_TO_INDICES = parallel_kernel(_ranges_to_indices)
+_REPEAT_ROWS = parallel_kernel(_repeat_rows)
+_SORT_ROWS = parallel_kernel(_sort_rows)
+_WRITE_UNIQUE = parallel_kernel(_write_unique)
+_JAGGED_DENSE_JAGGED_OUT = parallel_kernel(_jagged_dense_jagged_out)
+_JAGGED_DENSE_DENSE_OUT = parallel_kernel(_jagged_dense_dense_out)
+_JAGGED_DENSE_BMM = parallel_kernel(_jagged_dense_bmm)
+_JAGGED_JAGGED_BMM = parallel_kernel(_jagged_jagged_bmm)
+
+_EMPTY_INDEX = np.empty(0, dtype=np.int64)
+_EMPTY_MASK = np.empty(0, dtype=np.uint8)
+
+
+def _mask(valid: np.ndarray | None) -> np.ndarray:
+    return _EMPTY_MASK if valid is None else valid
+
+
+def _index(index: np.ndarray | None) -> np.ndarray:
+    return _EMPTY_INDEX if index is None else index
+
+
+def softmax(values: np.ndarray, offsets: np.ndarray, row_valid: np.ndarray | None,
+            elem_valid: np.ndarray | None, max_length: int, out: np.ndarray) -> None:
+    """Per-row softmax of float ``values[N, D]`` into ``out`` (same shape, zeros)."""
+    pick(_SOFTMAX, out.size)(values, offsets, _mask(row_valid), _mask(elem_valid),
+                             max_length, out)
+
+
+def cumsum(values: np.ndarray, offsets: np.ndarray, row_valid: np.ndarray | None,
+           elem_valid: np.ndarray | None, exclusive: bool, out: np.ndarray) -> None:
+    """Per-row running sum of ``values[N, D]`` into ``out`` (its dtype accumulates)."""
+    pick(_CUMSUM, out.size)(values, offsets, _mask(row_valid), _mask(elem_valid),
+                            exclusive, out.dtype.type(0), out)
+
+
+def gather_ranges(src: np.ndarray, starts: np.ndarray, out_offsets: np.ndarray,
+                  out: np.ndarray) -> None:
+    """Copy ``src[starts[i]:...]`` (2-D words) to row ``i`` of ``out`` at ``out_offsets``."""
+    pick(_GATHER_RANGES, out.size)(src, starts, out_offsets, out)
+
+
+def ranges_to_indices(starts: np.ndarray, out_offsets: np.ndarray) -> np.ndarray:
+    """List the element ids ``starts[i] + j`` of every range, concatenated (int64)."""
+    out = np.empty(int(out_offsets[-1]), dtype=np.int64)
+    pick(_RANGES_TO_INDICES, out.size)(starts, out_offsets, out)
+    return out
+
+
+def repeat_rows(src: np.ndarray, offsets: np.ndarray, base: int, out: np.ndarray) -> None:
+    """``out[k - base] = src[r]`` for every position ``k`` of row ``r`` (2-D words)."""
+    pick(_REPEAT_ROWS, out.size)(src, offsets, base, out)
+
+
+def unique_rows(values: np.ndarray, offsets: np.ndarray, row_valid: np.ndarray | None,
+                elem_valid: np.ndarray | None,
+                out_dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct non-null values of each row of 1-D ``values``: (values, lengths)."""
+    num_rows = len(offsets) - 1
+    work = int(offsets[-1] - offsets[0])
+    buf = np.empty(work, dtype=values.dtype)
+    num_valid = np.empty(num_rows, dtype=np.int64)
+    num_unique = np.empty(num_rows, dtype=np.int64)
+    pick(_SORT_ROWS, work)(values, offsets, _mask(row_valid), _mask(elem_valid), buf,
+                           num_valid, num_unique)
+    out_offsets = np.zeros(num_rows + 1, dtype=np.int64)
+    np.cumsum(num_unique, out=out_offsets[1:])
+    out = np.empty(int(out_offsets[-1]), dtype=values.dtype)
+    pick(_WRITE_UNIQUE, work)(buf, offsets, num_valid, out_offsets, out)
+    return out, num_unique
+
+
+def jagged_dense_jagged_out(x: np.ndarray, dense: np.ndarray, dense_row_of: np.ndarray | None,
+                            offsets: np.ndarray, op: int, out: np.ndarray) -> None:
+    """``out = x op dense`` at each element's padded position (0: add, 1: mul, 2: read)."""
+    pick(_JAGGED_DENSE_JAGGED_OUT, out.size)(x, dense, _index(dense_row_of), offsets, op,
+                                             out.dtype.type(0), out)
+
+
+def jagged_dense_dense_out(x: np.ndarray, row_index: np.ndarray | None, offsets: np.ndarray,
+                           valid: np.ndarray | None, dense: np.ndarray, out: np.ndarray) -> None:
+    """``out[P, L, D] = padded(x) + dense``."""
+    pick(_JAGGED_DENSE_DENSE_OUT, out.size)(x, _index(row_index), offsets, _mask(valid),
+                                            dense, out)
+
+
+def jagged_dense_bmm(x: np.ndarray, offsets: np.ndarray, valid: np.ndarray | None,
+                     dense: np.ndarray, max_length: int, out: np.ndarray) -> None:
+    """Per row ``[L_b, K] @ dense[b] ([K, M])`` into ``out[N, M]`` (zeros)."""
+    pick(_JAGGED_DENSE_BMM, x.size * max(out.shape[1], 1))(x, offsets, _mask(valid), dense,
+                                                           max_length, out)
+
+
+def jagged_jagged_bmm(x: np.ndarray, x_offsets: np.ndarray, y: np.ndarray,
+                      y_offsets: np.ndarray, valid: np.ndarray | None, max_length: int,
+                      out: np.ndarray) -> None:
+    """Per row ``x_b^T @ y_b`` into ``out[B, M, N]`` (zeros)."""
+    pick(_JAGGED_JAGGED_BMM, x.size * max(y.shape[1], 1))(x, x_offsets, y, y_offsets,
+                                                          _mask(valid), max_length, out)

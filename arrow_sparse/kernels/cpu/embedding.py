@@ -1,0 +1,205 @@
+"""CPU kernels for embedding tables: lookups, the sparse backward and fused optimizer steps.
+
+Conventions (the public module ``arrow_sparse.embedding`` checks all of it first):
+
+- ``table`` is ``[V, D]`` and writable where it is updated; ``out`` may be a strided
+  view (a column block of a wider matrix, for ``maplookup(strategy="concat")``).
+- ``ids`` are int64 and already bounds-checked.
+- The optimizer kernels take a *coalesced* gradient: ``rows`` unique (sorted) int64
+  and ``values[len(rows), D]`` of the table's dtype. Since every row is written by one
+  iteration only, the ``prange`` over rows is race-free and the result does not depend
+  on the number of threads.
+- ``coalesce_sorted`` sums gradient rows in the order of a stable sort, so duplicates are
+  added in input order: deterministic, whatever the thread count.
+
+Every kernel is a :func:`~._jit.parallel_kernel` pair; the caller picks the twin with
+:func:`~._jit.pick` (or the serial one inside its own thread pool).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import prange
+
+from ._jit import kernel, parallel_kernel, pick
+
+__all__ = [
+    "adagrad_rows",
+    "coalesce_sorted",
+    "ftrl_rows",
+    "lookup_rows",
+    "lookup_sum",
+    "rowwise_adagrad_rows",
+    "sgd_rows",
+]
+
+
+# ------------------------------------------------------------------------------ forward
+def _lookup_rows(table, ids, out):  # pragma: no cover
+    """``out[i] = table[ids[i]]``."""
+    dim = table.shape[1]
+    for i in prange(len(ids)):
+        r = ids[i]
+        for d in range(dim):
+            out[i, d] = table[r, d]
+
+
+def _lookup_sum(table, ids, zero, out):  # pragma: no cover
+    """``out[i] = sum_j table[ids[i, j]]``, accumulated from the scalar ``zero``'s dtype."""
+    dim = table.shape[1]
+    k = ids.shape[1]
+    for i in prange(ids.shape[0]):
+        for d in range(dim):
+            acc = zero
+            for j in range(k):
+                acc += table[ids[i, j], d]
+            out[i, d] = acc
+
+
+# ----------------------------------------------------------------------------- backward
+def _coalesce_sorted(grad_out, order, bag, scale, starts, out):  # pragma: no cover
+    """Sum the gradient rows of each run of equal ids.
+
+    ``order`` is a stable argsort of the ids; run ``u`` is ``order[starts[u]:starts[u + 1]]``.
+    Id ``p`` contributes ``scale[p] * grad_out[bag[p]]`` (``scale`` empty means 1).
+    """
+    dim = grad_out.shape[1]
+    weighted = len(scale) > 0
+    for u in prange(len(starts) - 1):
+        for d in range(dim):
+            out[u, d] = 0
+        for q in range(starts[u], starts[u + 1]):
+            p = order[q]
+            b = bag[p]
+            if weighted:
+                s = scale[p]
+                for d in range(dim):
+                    out[u, d] += s * grad_out[b, d]
+            else:
+                for d in range(dim):
+                    out[u, d] += grad_out[b, d]
+
+
+# --------------------------------------------------------------------------- optimizers
+def _sgd_rows(table, rows, values, lr):  # pragma: no cover
+    """``table[r] -= lr * g``."""
+    dim = table.shape[1]
+    for u in prange(len(rows)):
+        r = rows[u]
+        for d in range(dim):
+            table[r, d] -= lr * values[u, d]
+
+
+def _adagrad_rows(table, state, rows, values, lr, eps):  # pragma: no cover
+    """``state[r] += g**2; table[r] -= lr * g / (sqrt(state[r]) + eps)``."""
+    dim = table.shape[1]
+    for u in prange(len(rows)):
+        r = rows[u]
+        for d in range(dim):
+            g = values[u, d]
+            s = state[r, d] + g * g
+            state[r, d] = s
+            table[r, d] -= lr * g / (math.sqrt(s) + eps)
+
+
+def _rowwise_adagrad_rows(table, state, rows, values, lr, eps):  # pragma: no cover
+    """``state[r] += mean(g**2); table[r] -= lr * g / (sqrt(state[r]) + eps)``."""
+    dim = table.shape[1]
+    for u in prange(len(rows)):
+        r = rows[u]
+        sq = 0.0
+        for d in range(dim):
+            g = values[u, d]
+            sq += g * g
+        s = state[r] + (sq / dim if dim else 0.0)
+        state[r] = s
+        step = lr / (math.sqrt(s) + eps)
+        for d in range(dim):
+            table[r, d] -= step * values[u, d]
+
+
+@kernel
+def _sign(x):  # pragma: no cover
+    return 0.0 if x == 0 else (-1.0 if x < 0 else 1.0)
+
+
+def _ftrl_rows(table, z, n, rows, values, alpha, beta, l1, l2):  # pragma: no cover
+    """Caffe2's ``SparseFtrl`` (``ftrl_compute`` of ``caffe2/sgd/ftrl_op.cc``) per element."""
+    dim = table.shape[1]
+    inv_alpha = 1.0 / alpha
+    for u in prange(len(rows)):
+        r = rows[u]
+        for d in range(dim):
+            g = values[u, d]
+            w = table[r, d]
+            n_old = n[r, d]
+            n_new = n_old + g * g
+            sigma = (math.sqrt(n_new) - math.sqrt(n_old)) * inv_alpha
+            zz = z[r, d] + g - sigma * w
+            n[r, d] = n_new
+            z[r, d] = zz
+            if abs(zz) > l1:
+                table[r, d] = (l1 * _sign(zz) - zz) / ((beta + math.sqrt(n_new)) * inv_alpha + l2)
+            else:
+                table[r, d] = 0.0
+
+
+# ------------------------------------------------------------------ public kernels
+_PAIRS = {name: parallel_kernel(fn) for name, fn in (
+    ("lookup_rows", _lookup_rows), ("lookup_sum", _lookup_sum),
+    ("coalesce_sorted", _coalesce_sorted), ("sgd_rows", _sgd_rows),
+    ("adagrad_rows", _adagrad_rows), ("rowwise_adagrad_rows", _rowwise_adagrad_rows),
+    ("ftrl_rows", _ftrl_rows))}
+
+
+def _run(name: str, work: int, serial: bool, *args: object) -> None:
+    pair = _PAIRS[name]
+    (pair[0] if serial else pick(pair, work))(*args)
+
+
+def lookup_rows(table: np.ndarray, ids: np.ndarray, out: np.ndarray,
+                serial: bool = False) -> None:
+    """``out[i] = table[ids[i]]``."""
+    _run("lookup_rows", out.size, serial, table, ids, out)
+
+
+def lookup_sum(table: np.ndarray, ids: np.ndarray, zero: np.generic, out: np.ndarray,
+               serial: bool = False) -> None:
+    """``out[i] = sum_j table[ids[i, j]]``, accumulated in ``zero``'s dtype."""
+    _run("lookup_sum", ids.size * table.shape[1], serial, table, ids, zero, out)
+
+
+def coalesce_sorted(grad_out: np.ndarray, order: np.ndarray, bag: np.ndarray,
+                    scale: np.ndarray, starts: np.ndarray, out: np.ndarray,
+                    serial: bool = False) -> None:
+    """Sum ``scale[p] * grad_out[bag[p]]`` over each run ``order[starts[u]:starts[u+1]]``."""
+    _run("coalesce_sorted", len(order) * grad_out.shape[1], serial,
+         grad_out, order, bag, scale, starts, out)
+
+
+def sgd_rows(table: np.ndarray, rows: np.ndarray, values: np.ndarray, lr: float,
+             serial: bool = False) -> None:
+    """In place SGD on the rows of a coalesced gradient."""
+    _run("sgd_rows", values.size, serial, table, rows, values, lr)
+
+
+def adagrad_rows(table: np.ndarray, state: np.ndarray, rows: np.ndarray, values: np.ndarray,
+                 lr: float, eps: float, serial: bool = False) -> None:
+    """In place Adagrad (``torch.optim.Adagrad``) on the rows of a coalesced gradient."""
+    _run("adagrad_rows", values.size, serial, table, state, rows, values, lr, eps)
+
+
+def rowwise_adagrad_rows(table: np.ndarray, state: np.ndarray, rows: np.ndarray,
+                         values: np.ndarray, lr: float, eps: float,
+                         serial: bool = False) -> None:
+    """In place row-wise Adagrad (FBGEMM) on the rows of a coalesced gradient."""
+    _run("rowwise_adagrad_rows", values.size, serial, table, state, rows, values, lr, eps)
+
+
+def ftrl_rows(table: np.ndarray, z: np.ndarray, n: np.ndarray, rows: np.ndarray,
+              values: np.ndarray, alpha: float, beta: float, l1: float, l2: float,
+              serial: bool = False) -> None:
+    """In place Caffe2 ``SparseFtrl`` on the rows of a coalesced gradient."""
+    _run("ftrl_rows", values.size, serial, table, z, n, rows, values, alpha, beta, l1, l2)

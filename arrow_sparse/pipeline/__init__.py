@@ -1,0 +1,45 @@
+"""Declarative feature pipelines: named steps over columns, a TOML spec, and runners.
+
+>>> from arrow_sparse.pipeline import Pipeline, run
+>>> pipe = Pipeline([{"type": "hash_bucket", "column": "ids", "num_buckets": 8}])
+>>> pipe.transform_table(pa.table({"ids": pa.array([[1], None])}))["ids"].null_count
+1
+"""
+
+from __future__ import annotations
+
+from .core import Pipeline
+from .runner import DEFAULT_BATCH_ROWS, RunSummary, run
+from .steps import (
+    STEP_TYPES,
+    Categorify,
+    EmbeddingBag,
+    Filter,
+    HashBucket,
+    PadOrTruncate,
+    Reduce,
+    Rename,
+    Select,
+    Step,
+    Truncate,
+    step_from_dict,
+)
+
+__all__ = [
+    "DEFAULT_BATCH_ROWS",
+    "STEP_TYPES",
+    "Categorify",
+    "EmbeddingBag",
+    "Filter",
+    "HashBucket",
+    "PadOrTruncate",
+    "Pipeline",
+    "Reduce",
+    "Rename",
+    "RunSummary",
+    "Select",
+    "Step",
+    "Truncate",
+    "run",
+    "step_from_dict",
+]

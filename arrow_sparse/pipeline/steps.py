@@ -1,0 +1,689 @@
+"""Pipeline steps: one small class per transform, each over named columns.
+
+Every step has ``transform(table) -> table``, ``output_schema(input_schema)``,
+``to_dict()`` / :func:`step_from_dict` (its TOML form), and stateful steps
+(:class:`Categorify`) also ``fit_batch(table) -> state``, ``merge_states(a, b)`` and
+``set_state(state)``: the partial states of batches merge into the state of their
+concatenation, so fitting can stream and run in parallel.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import ArrowSparseKeyError, ArrowSparseTypeError, ArrowSparseValueError
+from ..segment import embedding_bag, segment_max, segment_mean, segment_min, segment_sum
+from ..transforms import Vocabulary, categorify, fit_vocabulary, hash_bucket, pad_or_truncate
+from . import _filter
+
+__all__ = [
+    "STEP_TYPES",
+    "Categorify",
+    "EmbeddingBag",
+    "Filter",
+    "HashBucket",
+    "PadOrTruncate",
+    "Reduce",
+    "Rename",
+    "Select",
+    "Step",
+    "Truncate",
+    "step_from_dict",
+]
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+class Step:
+    """Base class of pipeline steps.
+
+    Parameters
+    ----------
+    name
+        Unique name of the step in its pipeline (letters, digits, ``_``, ``-``);
+        :class:`~arrow_sparse.Pipeline` names unnamed steps ``<type>_<position>``.
+    """
+
+    type: ClassVar[str] = ""
+    stateful: ClassVar[bool] = False
+    _keys: ClassVar[tuple[str, ...]] = ()
+    _required: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, name: str | None = None) -> None:
+        if name is not None and (not isinstance(name, str) or not _NAME.match(name)):
+            msg = (f"{self.type}: step name must be letters, digits, '_' or '-', "
+                   f"got {name!r}")
+            raise ArrowSparseValueError(msg)
+        self.name = name
+        #: Directory against which relative paths of the step are resolved.
+        self.base_dir: str | None = None
+
+    # ------------------------------------------------------------ describe
+    @property
+    def label(self) -> str:
+        """``"step 'NAME' (TYPE)"``, the prefix of this step's error messages."""
+        return f"step {self.name!r} ({self.type})" if self.name else f"step {self.type}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the step's spec entry: ``type``, ``name`` and its keys (Nones left out)."""
+        out: dict[str, Any] = {"type": self.type}
+        if self.name is not None:
+            out["name"] = self.name
+        for key in self._keys:
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = list(value) if isinstance(value, tuple) else value
+        return out
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.to_dict().items() if k != "type")
+        return f"{type(self).__name__}({args})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self.to_dict() == other.to_dict()  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # --------------------------------------------------------------- state
+    @property
+    def fitted(self) -> bool:
+        """True when the step can transform (stateless steps always can)."""
+        return True
+
+    def fit_batch(self, table: pa.Table) -> Any:
+        """Partial state of one batch (None for stateless steps)."""
+        return None
+
+    def merge_states(self, a: Any, b: Any) -> Any:
+        """Merge two partial states (associative; the state of both batches)."""
+        return None
+
+    def set_state(self, state: Any) -> None:
+        """Finish fitting from the merged partial state of every batch."""
+
+    # ----------------------------------------------------------- transform
+    def transform(self, table: pa.Table) -> pa.Table:
+        """Apply the step to a table, returning a new table."""
+        raise NotImplementedError
+
+    def output_schema(self, schema: pa.Schema) -> pa.Schema:
+        """Return the schema of ``transform``'s output for input of ``schema``."""
+        raise NotImplementedError
+
+    def input_columns(self) -> list[str]:
+        """Columns the step reads."""
+        return []
+
+    def _need(self, schema: pa.Schema, column: str) -> pa.Field:
+        idx = schema.get_field_index(column)
+        if idx < 0:
+            names = ", ".join(schema.names)
+            msg = f"{self.label}: no column {column!r}; the columns are: {names}"
+            raise ArrowSparseKeyError(msg)
+        return schema.field(idx)
+
+    def _resolve(self, path: str) -> str:
+        path = os.path.expanduser(path)
+        if os.path.isabs(path) or self.base_dir is None:
+            return path
+        return os.path.join(self.base_dir, path)
+
+
+def _column(table: pa.Table, name: str) -> pa.ChunkedArray:
+    col = table.column(name)
+    if col.num_chunks == 0:  # an empty table: give the kernels one empty chunk
+        col = pa.chunked_array([pa.array([], type=col.type)], type=col.type)
+    return col
+
+
+def _check_str(step: str, key: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        msg = f"{step}: {key!r} must be a non-empty string, got {value!r}"
+        raise ArrowSparseTypeError(msg)
+    return value
+
+
+def _check_int(step: str, key: str, value: Any, lo: int, hi: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        msg = f"{step}: {key!r} must be an integer, got {value!r}"
+        raise ArrowSparseTypeError(msg)
+    if value < lo or (hi is not None and value > hi):
+        rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+        msg = f"{step}: {key!r} must be {rng}, got {value}"
+        raise ArrowSparseValueError(msg)
+    return int(value)
+
+
+def _is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+
+
+class ColumnStep(Step):
+    """A step computing one column from one column.
+
+    ``output`` None (or equal to ``column``) replaces the column in place; another
+    name replaces that column if it exists, else appends a new column at the end.
+    """
+
+    _keys: ClassVar[tuple[str, ...]] = ("column", "output")
+
+    def __init__(self, column: str, output: str | None = None, *,
+                 name: str | None = None) -> None:
+        super().__init__(name)
+        self.column = _check_str(self.type, "column", column)
+        self.output = None if output is None else _check_str(self.type, "output", output)
+
+    def input_columns(self) -> list[str]:  # noqa: D102
+        return [self.column]
+
+    @property
+    def target(self) -> str:
+        """Name of the column the step writes."""
+        return self.output or self.column
+
+    def compute(self, column: pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
+        """Compute the new column from the input column."""
+        raise NotImplementedError
+
+    def output_type(self, field: pa.Field) -> pa.DataType:
+        """Type of the new column for an input column ``field``."""
+        raise NotImplementedError
+
+    def transform(self, table: pa.Table) -> pa.Table:  # noqa: D102
+        self._need(table.schema, self.column)
+        result = self.compute(_column(table, self.column))
+        return _place(table, self.target, self.column, result)
+
+    def output_schema(self, schema: pa.Schema) -> pa.Schema:  # noqa: D102
+        field = self._need(schema, self.column)
+        new = pa.field(self.target, self.output_type(field))
+        idx = schema.get_field_index(self.target)
+        if idx >= 0:
+            return schema.set(idx, new)
+        return schema.append(new)
+
+
+def _place(table: pa.Table, target: str, column: str, result: Any) -> pa.Table:
+    field = pa.field(target, result.type)
+    idx = table.schema.get_field_index(target)
+    if idx >= 0:
+        return table.set_column(idx, field, result)
+    return table.append_column(field, result)
+
+
+class PadOrTruncate(ColumnStep):
+    """Pad or truncate a list column to ``fixed_size_list[length]`` (``pad`` / ``truncate``).
+
+    Parameters
+    ----------
+    column, output
+        Input column and output column (default: replace the input).
+    length
+        The fixed row length.
+    pad_value
+        Value of padding positions (default 0).
+    side
+        ``"right"`` (keep the first ``length`` values) or ``"left"`` (keep the last).
+
+    Examples
+    --------
+    >>> t = pa.table({"ids": pa.array([[1, 2, 3], [], None])})
+    >>> PadOrTruncate("ids", length=2).transform(t)["ids"].to_pylist()
+    [[1, 2], [0, 0], None]
+    """
+
+    type = "pad"
+    _keys = ("column", "output", "length", "pad_value", "side")
+
+    def __init__(self, column: str, length: int, pad_value: Any = 0, side: str = "right",
+                 output: str | None = None, *, name: str | None = None) -> None:
+        super().__init__(column, output, name=name)
+        self.length = _check_int(self.type, "length", length, 0)
+        self.pad_value = pad_value
+        if side not in ("left", "right"):
+            msg = f"{self.type}: 'side' must be 'left' or 'right', got {side!r}"
+            raise ArrowSparseValueError(msg)
+        self.side = side
+
+    def compute(self, column: pa.ChunkedArray) -> Any:  # noqa: D102
+        return pad_or_truncate(column, self.length, self.pad_value, self.side)
+
+    def output_type(self, field: pa.Field) -> pa.DataType:  # noqa: D102
+        if not (pa.types.is_list(field.type) or pa.types.is_large_list(field.type)):
+            msg = f"{self.label}: column {field.name!r} must be a list, got {field.type}"
+            raise ArrowSparseTypeError(msg)
+        return pa.list_(field.type.value_field, self.length)
+
+
+class Truncate(PadOrTruncate):
+    """The ``truncate`` spelling of :class:`PadOrTruncate` (same behaviour)."""
+
+    type = "truncate"
+
+
+class HashBucket(ColumnStep):
+    """Hash integers or strings into ``num_buckets`` buckets (:func:`~arrow_sparse.hash_bucket`).
+
+    Examples
+    --------
+    >>> t = pa.table({"ids": pa.array([[1, 2], None])})
+    >>> HashBucket("ids", num_buckets=4, output="b").transform(t).column_names
+    ['ids', 'b']
+    """
+
+    type = "hash_bucket"
+    _keys = ("column", "output", "num_buckets", "seed")
+
+    def __init__(self, column: str, num_buckets: int, seed: int = 0,
+                 output: str | None = None, *, name: str | None = None) -> None:
+        super().__init__(column, output, name=name)
+        self.num_buckets = _check_int(self.type, "num_buckets", num_buckets, 1, 2**63 - 1)
+        self.seed = _check_int(self.type, "seed", seed, 0, 2**64 - 1)
+
+    def compute(self, column: pa.ChunkedArray) -> Any:  # noqa: D102
+        return hash_bucket(column, self.num_buckets, self.seed)
+
+    def output_type(self, field: pa.Field) -> pa.DataType:  # noqa: D102
+        return _int64_leaf(field.type)
+
+
+def _int64_leaf(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_list(t):
+        return pa.list_(pa.field(t.value_field.name, _int64_leaf(t.value_type)))
+    if pa.types.is_large_list(t):
+        return pa.large_list(pa.field(t.value_field.name, _int64_leaf(t.value_type)))
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(pa.field(t.value_field.name, _int64_leaf(t.value_type)), t.list_size)
+    return pa.int64()
+
+
+class Categorify(ColumnStep):
+    """Encode integers or strings as vocabulary ids; the vocabulary is fitted on the data.
+
+    Parameters
+    ----------
+    column, output
+        Input and output column.
+    freq_threshold, max_size
+        Pruning of the fitted vocabulary, as in :func:`~arrow_sparse.fit_vocabulary`.
+    vocabulary
+        A fitted :class:`~arrow_sparse.Vocabulary`, or None to fit one.
+
+    Examples
+    --------
+    >>> t = pa.table({"ids": pa.array([[7, 7, 9], [], None])})
+    >>> step = Categorify("ids")
+    >>> step.set_state(step.fit_batch(t))
+    >>> step.transform(t)["ids"].to_pylist()
+    [[2, 2, 3], [], None]
+    """
+
+    type = "categorify"
+    stateful = True
+    _keys = ("column", "output", "freq_threshold", "max_size")
+
+    def __init__(self, column: str, freq_threshold: int = 1, max_size: int | None = None,
+                 output: str | None = None, *, vocabulary: Vocabulary | None = None,
+                 name: str | None = None) -> None:
+        super().__init__(column, output, name=name)
+        self.freq_threshold = _check_int(self.type, "freq_threshold", freq_threshold, 0)
+        self.max_size = (None if max_size is None
+                         else _check_int(self.type, "max_size", max_size, 0))
+        if vocabulary is not None and not isinstance(vocabulary, Vocabulary):
+            msg = f"{self.type}: vocabulary must be a Vocabulary, got {type(vocabulary)}"
+            raise ArrowSparseTypeError(msg)
+        self.vocabulary = vocabulary
+
+    @property
+    def fitted(self) -> bool:  # noqa: D102
+        return self.vocabulary is not None
+
+    def fit_batch(self, table: pa.Table) -> Vocabulary:  # noqa: D102
+        self._need(table.schema, self.column)
+        return fit_vocabulary(_column(table, self.column))
+
+    def merge_states(self, a: Vocabulary, b: Vocabulary) -> Vocabulary:  # noqa: D102
+        return a.merge(b)
+
+    def set_state(self, state: Vocabulary) -> None:  # noqa: D102
+        self.vocabulary = state.merge(freq_threshold=self.freq_threshold,
+                                      max_size=self.max_size)
+
+    def compute(self, column: pa.ChunkedArray) -> Any:  # noqa: D102
+        if self.vocabulary is None:
+            msg = f"{self.label}: not fitted; call Pipeline.fit first"
+            raise ArrowSparseValueError(msg)
+        return categorify(column, self.vocabulary)
+
+    def output_type(self, field: pa.Field) -> pa.DataType:  # noqa: D102
+        return _int64_leaf(field.type)
+
+
+_REDUCERS = {"sum": segment_sum, "mean": segment_mean, "max": segment_max,
+             "min": segment_min}
+
+
+class Reduce(ColumnStep):
+    """Reduce each row of a list column to a scalar: sum, mean, max, min or length.
+
+    Null rows give null; empty rows give 0 (sum, length) or null (mean, max, min);
+    null values are skipped. ``sum`` of integers is int64, ``mean`` of integers
+    float64, the others keep the value type; ``length`` is int32 (int64 for
+    ``large_list``).
+
+    Examples
+    --------
+    >>> t = pa.table({"s": pa.array([[1.0, 3.0], [], None])})
+    >>> Reduce("s", "mean", output="m").transform(t)["m"].to_pylist()
+    [2.0, None, None]
+    """
+
+    type = "reduce"
+    _keys = ("column", "op", "output")
+
+    def __init__(self, column: str, op: str, output: str | None = None, *,
+                 name: str | None = None) -> None:
+        super().__init__(column, output, name=name)
+        if op not in (*_REDUCERS, "length"):
+            msg = (f"{self.type}: 'op' must be one of 'sum', 'mean', 'max', 'min', "
+                   f"'length', got {op!r}")
+            raise ArrowSparseValueError(msg)
+        self.op = op
+
+    def compute(self, column: pa.ChunkedArray) -> Any:  # noqa: D102
+        if self.op == "length":
+            return pc.list_value_length(column)
+        return _REDUCERS[self.op](column)
+
+    def output_type(self, field: pa.Field) -> pa.DataType:  # noqa: D102
+        t = field.type
+        if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
+            msg = f"{self.label}: column {field.name!r} must be a list, got {t}"
+            raise ArrowSparseTypeError(msg)
+        if self.op == "length":
+            return pa.int64() if pa.types.is_large_list(t) else pa.int32()
+        v = t.value_type
+        if not (pa.types.is_integer(v) or pa.types.is_floating(v)):
+            msg = f"{self.label}: column {field.name!r} must hold numbers, got {t}"
+            raise ArrowSparseTypeError(msg)
+        if pa.types.is_integer(v) and self.op == "sum":
+            return pa.int64()
+        if pa.types.is_integer(v) and self.op == "mean":
+            return pa.float64()
+        return v
+
+
+class EmbeddingBag(ColumnStep):
+    """Pool each row's ids against an embedding table into ``fixed_size_list<float>[dim]``.
+
+    Parameters
+    ----------
+    column, output
+        Column of id lists and the output column.
+    table
+        Path of the table ``[num_embeddings, dim]``: a ``.npy`` file (memory-mapped),
+        or an Arrow IPC (``.arrow``, ``.ipc``, ``.feather``) or Parquet file whose
+        first ``fixed_size_list`` column (or ``table_column``) holds the rows.
+        Relative paths are resolved against the spec file's directory.
+    mode
+        ``"sum"``, ``"mean"`` or ``"max"``.
+    table_column
+        Column of an IPC / Parquet table file to use.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "emb.npy")
+    >>> np.save(path, np.arange(6, dtype=np.float32).reshape(3, 2))
+    >>> t = pa.table({"ids": pa.array([[0, 2], []])})
+    >>> EmbeddingBag("ids", table=path, output="e").transform(t)["e"].to_pylist()
+    [[4.0, 6.0], [0.0, 0.0]]
+    """
+
+    type = "embedding_bag"
+    _keys = ("column", "output", "table", "mode", "table_column")
+
+    def __init__(self, column: str, table: str, mode: str = "sum",
+                 output: str | None = None, table_column: str | None = None, *,
+                 name: str | None = None) -> None:
+        super().__init__(column, output, name=name)
+        self.table = _check_str(self.type, "table", table)
+        if mode not in ("sum", "mean", "max"):
+            msg = f"{self.type}: 'mode' must be 'sum', 'mean' or 'max', got {mode!r}"
+            raise ArrowSparseValueError(msg)
+        self.mode = mode
+        self.table_column = table_column
+        self._weights: np.ndarray | None = None
+
+    def weights(self) -> np.ndarray:
+        """Return the embedding table as a 2-D numpy array (loaded once)."""
+        if self._weights is None:
+            self._weights = _load_table(self.label, self._resolve(self.table),
+                                        self.table_column)
+        return self._weights
+
+    def compute(self, column: pa.ChunkedArray) -> Any:  # noqa: D102
+        return embedding_bag(self.weights(), column, mode=self.mode)
+
+    def output_type(self, field: pa.Field) -> pa.DataType:  # noqa: D102
+        if not (pa.types.is_list(field.type) or pa.types.is_large_list(field.type)):
+            msg = f"{self.label}: column {field.name!r} must be a list, got {field.type}"
+            raise ArrowSparseTypeError(msg)
+        w = self.weights()
+        return pa.list_(pa.from_numpy_dtype(w.dtype), w.shape[1])
+
+
+def _load_table(label: str, path: str, column: str | None) -> np.ndarray:
+    if not os.path.isfile(path):
+        msg = f"{label}: embedding table file not found: {path}"
+        raise ArrowSparseValueError(msg)
+    lower = path.lower()
+    if lower.endswith(".npy"):
+        arr = np.load(path, mmap_mode="r")
+    else:
+        if lower.endswith(".parquet") or lower.endswith(".pq"):
+            import pyarrow.parquet as pq
+            tab = pq.read_table(path)
+        else:
+            import pyarrow.feather as feather
+            tab = feather.read_table(path, memory_map=True)
+        names = [f.name for f in tab.schema if pa.types.is_fixed_size_list(f.type)]
+        if column is None and not names:
+            msg = f"{label}: {path} has no fixed_size_list column to use as the table"
+            raise ArrowSparseValueError(msg)
+        col = tab.column(column or names[0]).combine_chunks()
+        arr = col.flatten().to_numpy(zero_copy_only=False).reshape(len(col), col.type.list_size)
+    if arr.ndim != 2 or not np.issubdtype(arr.dtype, np.floating):
+        msg = f"{label}: table {path} must be a 2-D float array, got {arr.dtype}{arr.shape}"
+        raise ArrowSparseValueError(msg)
+    return arr
+
+
+class Filter(Step):
+    """Keep the rows where a condition is true (null counts as false).
+
+    Either ``expr``, a string such as ``"label >= 0 and user_id != 3"`` (parsed
+    safely; see :mod:`arrow_sparse.pipeline._filter`), or ``column``, ``op``
+    (``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=``, ``in``, ``not in``, ``is null``,
+    ``is not null``) and ``value``.
+
+    Examples
+    --------
+    >>> t = pa.table({"label": [1, 0, None]})
+    >>> Filter(expr="label >= 1").transform(t)["label"].to_pylist()
+    [1]
+    >>> Filter(column="label", op="is null").transform(t).num_rows
+    1
+    """
+
+    type = "filter"
+    _keys = ("expr", "column", "op", "value")
+
+    def __init__(self, expr: str | None = None, *, column: str | None = None,
+                 op: str | None = None, value: Any = None, name: str | None = None) -> None:
+        super().__init__(name)
+        if (expr is None) == (column is None):
+            msg = f"{self.type}: give either 'expr' or 'column' with 'op' and 'value'"
+            raise ArrowSparseValueError(msg)
+        self.expr, self.column, self.op, self.value = expr, column, op, value
+        if expr is not None:
+            self._expression, self._columns = _filter.parse(expr)
+        else:
+            if op is None:
+                msg = f"{self.type}: 'column' needs 'op' (and 'value')"
+                raise ArrowSparseValueError(msg)
+            self._expression = _filter.comparison(_check_str(self.type, "column", column),
+                                                  op, value)
+            self._columns = [column]
+
+    def input_columns(self) -> list[str]:  # noqa: D102
+        return list(self._columns)
+
+    def transform(self, table: pa.Table) -> pa.Table:  # noqa: D102
+        self.output_schema(table.schema)
+        try:
+            return table.filter(self._expression)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+            msg = f"{self.label}: cannot evaluate {self._expression}: {exc}"
+            raise ArrowSparseTypeError(msg) from exc
+
+    def output_schema(self, schema: pa.Schema) -> pa.Schema:  # noqa: D102
+        for col in self._columns:
+            self._need(schema, col)
+        return schema
+
+
+class Select(Step):
+    """Keep only ``columns``, in that order.
+
+    Examples
+    --------
+    >>> Select(["b", "a"]).transform(pa.table({"a": [1], "b": [2], "c": [3]})).column_names
+    ['b', 'a']
+    """
+
+    type = "select"
+    _keys = ("columns",)
+
+    def __init__(self, columns: list[str], *, name: str | None = None) -> None:
+        super().__init__(name)
+        if isinstance(columns, str) or not columns:
+            msg = f"{self.type}: 'columns' must be a non-empty list of names, got {columns!r}"
+            raise ArrowSparseTypeError(msg)
+        self.columns = [_check_str(self.type, "columns", c) for c in columns]
+        if len(set(self.columns)) != len(self.columns):
+            msg = f"{self.type}: 'columns' repeats a name: {self.columns}"
+            raise ArrowSparseValueError(msg)
+
+    def input_columns(self) -> list[str]:  # noqa: D102
+        return list(self.columns)
+
+    def transform(self, table: pa.Table) -> pa.Table:  # noqa: D102
+        self.output_schema(table.schema)
+        return table.select(self.columns)
+
+    def output_schema(self, schema: pa.Schema) -> pa.Schema:  # noqa: D102
+        fields = [self._need(schema, c) for c in self.columns]
+        return pa.schema(fields, metadata=schema.metadata)
+
+
+class Rename(Step):
+    """Rename columns: ``columns = {old = "new", ...}``.
+
+    Examples
+    --------
+    >>> Rename({"a": "x"}).transform(pa.table({"a": [1], "b": [2]})).column_names
+    ['x', 'b']
+    """
+
+    type = "rename"
+    _keys = ("columns",)
+
+    def __init__(self, columns: Mapping[str, str], *, name: str | None = None) -> None:
+        super().__init__(name)
+        if not isinstance(columns, Mapping) or not columns:
+            msg = f"{self.type}: 'columns' must be a non-empty table {{old = \"new\"}}"
+            raise ArrowSparseTypeError(msg)
+        self.columns = {_check_str(self.type, "columns", k): _check_str(self.type, "columns", v)
+                        for k, v in columns.items()}
+
+    def input_columns(self) -> list[str]:  # noqa: D102
+        return list(self.columns)
+
+    def transform(self, table: pa.Table) -> pa.Table:  # noqa: D102
+        schema = self.output_schema(table.schema)
+        return table.rename_columns(schema.names)
+
+    def output_schema(self, schema: pa.Schema) -> pa.Schema:  # noqa: D102
+        for c in self.columns:
+            self._need(schema, c)
+        names = [self.columns.get(n, n) for n in schema.names]
+        if len(set(names)) != len(names):
+            msg = f"{self.label}: renaming gives repeated column names: {names}"
+            raise ArrowSparseValueError(msg)
+        return pa.schema([f.with_name(n) for f, n in zip(schema, names, strict=True)],
+                         metadata=schema.metadata)
+
+
+STEP_TYPES: dict[str, type[Step]] = {
+    cls.type: cls for cls in (PadOrTruncate, Truncate, HashBucket, Categorify, Reduce,
+                              EmbeddingBag, Filter, Select, Rename)
+}
+
+
+def step_from_dict(spec: Mapping[str, Any], where: str = "step") -> Step:
+    """Build a step from its spec entry (``type`` plus the step's keys).
+
+    Parameters
+    ----------
+    spec
+        The entry, e.g. ``{"type": "hash_bucket", "column": "ids", "num_buckets": 8}``.
+    where
+        Name of the entry in error messages.
+
+    Returns
+    -------
+    Step
+
+    Raises
+    ------
+    ValueError
+        No or an unknown ``type``, unknown or missing keys, bad values.
+
+    Examples
+    --------
+    >>> step_from_dict({"type": "reduce", "column": "s", "op": "sum"})
+    Reduce(column='s', op='sum')
+    """
+    if not isinstance(spec, Mapping):
+        msg = f"{where}: expected a table of keys, got {spec!r}"
+        raise ArrowSparseTypeError(msg)
+    kind = spec.get("type")
+    if kind not in STEP_TYPES:
+        choices = ", ".join(sorted(STEP_TYPES))
+        msg = f"{where}: unknown or missing 'type' {kind!r}; expected one of {choices}"
+        raise ArrowSparseValueError(msg)
+    cls = STEP_TYPES[kind]
+    allowed = set(cls._keys) | {"type", "name"}
+    if cls is Categorify:
+        allowed.add("vocabulary")
+    unknown = sorted(set(spec) - allowed)
+    if unknown:
+        msg = (f"{where} ({kind}): unknown key(s) {', '.join(map(repr, unknown))}; "
+               f"allowed: {', '.join(sorted(allowed))}")
+        raise ArrowSparseValueError(msg)
+    kwargs = {k: v for k, v in spec.items() if k != "type"}
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:
+        if isinstance(exc, ArrowSparseTypeError):
+            raise
+        msg = f"{where} ({kind}): {exc}"
+        raise ArrowSparseValueError(msg) from exc

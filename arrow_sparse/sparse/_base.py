@@ -1,0 +1,479 @@
+"""The base class of the sparse formats and the checks and sorting helpers they share."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from .. import _validate as v
+from .._backend import get_kernel
+from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
+
+if TYPE_CHECKING:
+    from .coo import SparseCOO
+    from .csc import SparseCSC
+    from .csf import SparseCSF
+    from .csr import SparseCSR
+
+__all__ = ["SparseTensor"]
+
+INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
+_INT64_MAX = int(np.iinfo(np.int64).max)
+#: A counting-sort pass is used for a key whose range is at most this many times the
+#: number of entries (plus a constant); wider keys are sorted with numpy's argsort.
+_RADIX_FACTOR = 4
+
+
+class SparseTensor:
+    """Base class of :class:`SparseCOO`, :class:`SparseCSR`, :class:`SparseCSC`, :class:`SparseCSF`.
+
+    Holds what every format shares: ``shape``, ``ndim``, ``dtype``, ``nnz``, the
+    conversions between formats, and the operators defined on top of them.
+    Subclasses store numpy arrays and never modify them in place: every operation
+    returns a new object, which may share buffers with its input (said per method).
+    """
+
+    __slots__ = ()
+    #: numpy defers binary operators to us (``dense @ m``, ``dense * m`` call ``__r*__``).
+    __array_ufunc__ = None
+    #: ``"coo"``, ``"csr"``, ``"csc"`` or ``"csf"``.
+    format: ClassVar[str] = ""
+    shape: tuple[int, ...]
+    values: np.ndarray
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions (``len(shape)``)."""
+        return len(self.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """Dtype of the stored values."""
+        return self.values.dtype
+
+    @property
+    def nnz(self) -> int:
+        """Number of stored entries (explicit zeros and duplicates included)."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(shape={self.shape}, nnz={self.nnz}, dtype={self.dtype})"
+
+    # -------------------------------------------------------------- conversions
+    def to_dense(self) -> np.ndarray:  # pragma: no cover - every subclass overrides
+        """Dense numpy array of ``shape``; repeated entries add up."""
+        raise NotImplementedError
+
+    def to_coo(self) -> SparseCOO:  # pragma: no cover - every subclass overrides
+        """Convert to a :class:`SparseCOO`."""
+        raise NotImplementedError
+
+    def to_csr(self) -> SparseCSR:  # pragma: no cover - every subclass overrides
+        """Convert to a :class:`SparseCSR`."""
+        raise NotImplementedError
+
+    def to_csc(self) -> SparseCSC:  # pragma: no cover - every subclass overrides
+        """Convert to a :class:`SparseCSC`."""
+        raise NotImplementedError
+
+    def to_csf(self, axis_order: Sequence[int] | None = None) -> SparseCSF:  # pragma: no cover
+        """Convert to a :class:`SparseCSF`."""
+        raise NotImplementedError
+
+    def canonical(self) -> SparseTensor:  # pragma: no cover - every subclass overrides
+        """Sorted, duplicates summed."""
+        raise NotImplementedError
+
+    @property
+    def is_canonical(self) -> bool:  # pragma: no cover - every subclass overrides
+        """Whether the entries are sorted and distinct."""
+        raise NotImplementedError
+
+    def validate(self) -> SparseTensor:  # pragma: no cover - every subclass overrides
+        """Check the structure in full; return self."""
+        raise NotImplementedError
+
+    def sum(self, axis: int | None = None) -> Any:  # pragma: no cover - overridden
+        """Sum of all entries, or along one axis (dense)."""
+        raise NotImplementedError
+
+    def transpose(self, axes: Sequence[int] | None = None) -> SparseTensor:  # pragma: no cover
+        """Permute the dimensions."""
+        raise NotImplementedError
+
+    @property
+    def T(self) -> SparseTensor:  # noqa: N802 - numpy's name
+        """The transpose (dimensions reversed)."""
+        return self.transpose()
+
+    def sum_duplicates(self) -> SparseTensor:
+        """Alias of :meth:`canonical` (scipy's name): sorted, with duplicates summed.
+
+        Returns
+        -------
+        SparseTensor
+            The canonical form, of the same format (``self`` when already canonical).
+
+        Examples
+        --------
+        >>> coo = asp.SparseCOO([[1, 0, 1], [2, 0, 2]], np.array([1.0, 2.0, 3.0]), (2, 3))
+        >>> coo.sum_duplicates().values
+        array([2., 4.])
+        """
+        return self.canonical()
+
+    def _convert(self, fmt: str) -> SparseTensor:
+        if fmt == "coo":
+            return self.to_coo()
+        if fmt == "csr":
+            return self.to_csr()
+        if fmt == "csc":
+            return self.to_csc()
+        return self.to_csf()
+
+    @classmethod
+    def _from_any(cls, func: str, x: Any) -> Any:
+        if not isinstance(x, SparseTensor):
+            msg = f"{func}: expected a sparse tensor, got {type(x).__name__}"
+            raise ArrowSparseTypeError(msg)
+        return x if isinstance(x, cls) else x._convert(cls.format)
+
+    @classmethod
+    def _from_format(cls, func: str, x: Any, fmt: type) -> Any:
+        if not isinstance(x, fmt):
+            msg = f"{func}: expected a {fmt.__name__}, got {type(x).__name__}"
+            raise ArrowSparseTypeError(msg)
+        return cls._from_any(func, x)
+
+    @classmethod
+    def from_coo(cls, coo: SparseCOO) -> Any:
+        """Build this format from a :class:`SparseCOO` (``coo.to_<format>()``).
+
+        Parameters
+        ----------
+        coo
+            The tensor to convert.
+
+        Returns
+        -------
+        SparseTensor
+            An instance of the class it is called on.
+
+        Raises
+        ------
+        TypeError
+            ``coo`` is not a :class:`SparseCOO`.
+
+        Examples
+        --------
+        >>> coo = asp.SparseCOO([[0, 1], [2, 0]], np.array([1.0, 2.0]), (2, 3))
+        >>> asp.SparseCSR.from_coo(coo)
+        SparseCSR(shape=(2, 3), nnz=2, dtype=float64)
+        """
+        from .coo import SparseCOO
+
+        return cls._from_format(f"{cls.__name__}.from_coo", coo, SparseCOO)
+
+    @classmethod
+    def from_csr(cls, csr: SparseCSR) -> Any:
+        """Build this format from a :class:`SparseCSR` (``csr.to_<format>()``).
+
+        Parameters
+        ----------
+        csr
+            The matrix to convert.
+
+        Returns
+        -------
+        SparseTensor
+            An instance of the class it is called on.
+
+        Raises
+        ------
+        TypeError
+            ``csr`` is not a :class:`SparseCSR`.
+
+        Examples
+        --------
+        >>> csr = asp.SparseCSR([0, 1, 2], [2, 0], np.array([1.0, 2.0]), (2, 3))
+        >>> asp.SparseCOO.from_csr(csr).indices
+        array([[0, 1],
+               [2, 0]])
+        """
+        from .csr import SparseCSR
+
+        return cls._from_format(f"{cls.__name__}.from_csr", csr, SparseCSR)
+
+    @classmethod
+    def from_csc(cls, csc: SparseCSC) -> Any:
+        """Build this format from a :class:`SparseCSC` (``csc.to_<format>()``).
+
+        Parameters
+        ----------
+        csc
+            The matrix to convert.
+
+        Returns
+        -------
+        SparseTensor
+            An instance of the class it is called on.
+
+        Raises
+        ------
+        TypeError
+            ``csc`` is not a :class:`SparseCSC`.
+
+        Examples
+        --------
+        >>> csc = asp.SparseCSC([0, 1, 1, 2], [1, 0], np.array([2.0, 1.0]), (2, 3))
+        >>> asp.SparseCSR.from_csc(csc).to_dense()
+        array([[0., 0., 1.],
+               [2., 0., 0.]])
+        """
+        from .csc import SparseCSC
+
+        return cls._from_format(f"{cls.__name__}.from_csc", csc, SparseCSC)
+
+    @classmethod
+    def from_csf(cls, csf: SparseCSF) -> Any:
+        """Build this format from a :class:`SparseCSF` (``csf.to_<format>()``).
+
+        Parameters
+        ----------
+        csf
+            The tensor to convert.
+
+        Returns
+        -------
+        SparseTensor
+            An instance of the class it is called on.
+
+        Raises
+        ------
+        TypeError
+            ``csf`` is not a :class:`SparseCSF`.
+
+        Examples
+        --------
+        >>> csf = asp.SparseCSF.from_dense(np.array([[0.0, 1.0], [2.0, 0.0]]))
+        >>> asp.SparseCOO.from_csf(csf).indices
+        array([[0, 1],
+               [1, 0]])
+        """
+        from .csf import SparseCSF
+
+        return cls._from_format(f"{cls.__name__}.from_csf", csf, SparseCSF)
+
+    # --------------------------------------------------------------- operators
+    def multiply(self, other: Any) -> SparseTensor:  # pragma: no cover - overridden
+        """Elementwise product with a scalar or a dense array broadcast to ``shape``."""
+        raise NotImplementedError
+
+    def __mul__(self, other: Any) -> SparseTensor:
+        if isinstance(other, SparseTensor):
+            return NotImplemented
+        return self.multiply(other)
+
+    def __rmul__(self, other: Any) -> SparseTensor:
+        return self.__mul__(other)
+
+
+# ------------------------------------------------------------------- checks
+def check_shape(func: str, shape: Any, ndim: int | None = None) -> tuple[int, ...]:
+    """Check a shape: a sequence of non-negative ints (``ndim`` of them when given)."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, (bool, np.bool_)):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list)):
+        msg = f"{func}: shape must be a tuple of ints, got {type(shape).__name__}"
+        raise ArrowSparseTypeError(msg)
+    dims = tuple(v.check_count(func, f"shape[{i}]", s) for i, s in enumerate(shape))
+    if ndim is not None and len(dims) != ndim:
+        msg = f"{func}: shape must have {ndim} dimensions, got {dims}"
+        raise ArrowSparseValueError(msg)
+    if not dims:
+        msg = f"{func}: shape must have at least one dimension"
+        raise ArrowSparseValueError(msg)
+    for i, s in enumerate(dims):
+        if s > _INT64_MAX:
+            msg = f"{func}: shape[{i}] = {s} exceeds the int64 range"
+            raise ArrowSparseValueError(msg)
+    return dims
+
+
+def check_axis_order(func: str, axis_order: Any, ndim: int) -> tuple[int, ...]:
+    """Check a permutation of ``range(ndim)``; None means ``(0, 1, ..., ndim - 1)``."""
+    if axis_order is None:
+        return tuple(range(ndim))
+    if isinstance(axis_order, np.ndarray):
+        axis_order = axis_order.tolist()
+    if not isinstance(axis_order, (tuple, list)) or not all(
+            isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_))
+            for a in axis_order):
+        msg = f"{func}: axis_order must be a sequence of ints, got {axis_order!r}"
+        raise ArrowSparseTypeError(msg)
+    order = tuple(int(a) for a in axis_order)
+    if sorted(order) != list(range(ndim)):
+        msg = f"{func}: axis_order must be a permutation of 0..{ndim - 1}, got {order}"
+        raise ArrowSparseValueError(msg)
+    return order
+
+
+def check_flag(func: str, arg: str, x: Any) -> bool:
+    """Check a boolean flag (numpy bools accepted)."""
+    if not isinstance(x, (bool, np.bool_)):
+        msg = f"{func}: {arg} must be True or False, got {type(x).__name__}"
+        raise ArrowSparseTypeError(msg)
+    return bool(x)
+
+
+def check_axis(func: str, axis: Any, ndim: int) -> int:
+    """Check an axis in ``[-ndim, ndim)``; return it non-negative."""
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+        msg = f"{func}: axis must be None or an int, got {type(axis).__name__}"
+        raise ArrowSparseTypeError(msg)
+    if not -ndim <= axis < ndim:
+        msg = f"{func}: axis {axis} out of range for {ndim} dimensions"
+        raise ArrowSparseIndexError(msg)
+    return int(axis) % ndim
+
+
+def index_array(func: str, arg: str, x: Any, *, ndim: int = 1) -> np.ndarray:
+    """Return an int32 or int64 index array (other integer dtypes are widened to int64)."""
+    arr = v.as_index_array(func, arg, x, ndim=ndim)
+    if arr.dtype not in INDEX_DTYPES:
+        arr = arr.astype(np.int64)
+    return arr
+
+
+def values_array(func: str, x: Any) -> np.ndarray:
+    """Return a 1-D bool, integer, float32 or float64 values array."""
+    arr = v.as_values_array(func, "values", x)
+    if arr.dtype == np.float16:
+        msg = f"{func}: values of dtype float16 are not supported; cast them to float32"
+        raise ArrowSparseTypeError(msg)
+    if arr.ndim != 1:
+        msg = f"{func}: values must be 1-dimensional, got shape {arr.shape}"
+        raise ArrowSparseValueError(msg)
+    return arr
+
+
+def check_in_range(func: str, arg: str, idx: np.ndarray, bound: int, offset: int = 0) -> None:
+    """Raise IndexError when an index lies outside ``[0, bound)``; positions add ``offset``."""
+    bad = (idx < 0) | (idx >= bound)
+    if bad.any():
+        pos = v.first_true(bad)
+        msg = (f"{func}: {arg} out of range [0, {bound}) "
+               f"(first at position {pos + offset}: {idx[pos].item()})")
+        raise ArrowSparseIndexError(msg)
+
+
+def check_length(func: str, arg: str, arr: np.ndarray, length: int, what: str) -> None:
+    """Raise ValueError unless ``len(arr) == length``."""
+    if len(arr) != length:
+        msg = f"{func}: {arg} has {len(arr)} entries but {what} needs {length}"
+        raise ArrowSparseValueError(msg)
+
+
+def sum_dtype(dtype: np.dtype) -> np.dtype:
+    """Return the dtype numpy's ``sum`` returns for an array of ``dtype``."""
+    out: np.dtype = np.add.reduce(np.zeros(1, dtype=dtype)).dtype
+    return out
+
+
+def index_dtype_for(*bounds: int) -> np.dtype:
+    """int32 when every bound fits, else int64."""
+    return np.dtype(np.int32) if max(bounds, default=0) <= np.iinfo(np.int32).max \
+        else np.dtype(np.int64)
+
+
+# ----------------------------------------------------------- lexicographic order
+def lex_order(keys: Sequence[np.ndarray]) -> tuple[bool, bool]:
+    """Whether the rows ``(keys[0][i], keys[1][i], ...)`` are sorted, and strictly so."""
+    n = len(keys[0]) if len(keys) else 0
+    if n < 2:
+        return True, True
+    decided = np.zeros(n - 1, dtype=bool)
+    for key in keys:
+        before, after = key[:-1], key[1:]
+        if (~decided & (after < before)).any():
+            return False, False
+        decided |= after > before
+    return True, bool(decided.all())
+
+
+def sort_permutation(keys: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray | None:
+    """Stable permutation sorting rows by ``keys[0]``, then ``keys[1]``, ...; None if sorted.
+
+    An LSD radix sort: one stable pass per key from the last, a counting sort when the
+    key's range (``sizes[k]``) is small next to the number of rows, numpy's stable
+    argsort otherwise. O(nnz) per pass for the usual shapes.
+    """
+    if lex_order(keys)[0]:
+        return None
+    n = len(keys[0])
+    limit = _RADIX_FACTOR * n + (1 << 16)
+    if all(size <= limit for size in sizes):
+        radix = get_kernel("sparse", "radix_argsort")
+        return radix(list(keys), [int(s) for s in sizes])  # type: ignore[no-any-return]
+    perm = np.arange(n, dtype=np.int64)
+    counting = get_kernel("sparse", "radix_argsort")
+    for key, size in zip(reversed(keys), reversed(sizes), strict=True):
+        gathered = key[perm]
+        if size <= limit:
+            order = counting([gathered], [int(size)])
+        else:
+            order = np.argsort(gathered, kind="stable")
+        perm = perm[order]
+    return perm
+
+
+def group_starts(sorted_keys: Sequence[np.ndarray]) -> np.ndarray | None:
+    """Start of each run of equal rows of lexicographically sorted keys; None if all distinct."""
+    n = len(sorted_keys[0]) if len(sorted_keys) else 0
+    if n < 2:
+        return None
+    same = np.ones(n - 1, dtype=bool)
+    for key in sorted_keys:
+        same &= key[1:] == key[:-1]
+    if not same.any():
+        return None
+    starts = np.empty(n - int(same.sum()), dtype=np.int64)
+    starts[0] = 0
+    starts[1:] = np.flatnonzero(~same) + 1
+    return starts
+
+
+def sum_runs(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Sum of each run ``values[starts[i]:starts[i + 1]]`` (bools: logical or)."""
+    if len(values) == 0:
+        return np.empty(0, dtype=values.dtype)
+    op = np.logical_or if values.dtype.kind == "b" else np.add
+    return np.asarray(op.reduceat(values, starts, dtype=values.dtype))
+
+
+def dense_operand(func: str, arg: str, x: Any) -> np.ndarray:
+    """Return a numeric numpy array (Arrow arrays and sequences accepted); sparse inputs refused."""
+    if isinstance(x, SparseTensor):
+        msg = (f"{func}: {arg} must be dense here, got a {type(x).__name__}; "
+               "densify one operand with .to_dense()")
+        raise ArrowSparseTypeError(msg)
+    arr = np.asarray(x) if np.isscalar(x) else v.as_values_array(func, arg, x, min_ndim=0)
+    if arr.dtype.kind not in "biuf" or arr.dtype == np.float16:
+        msg = f"{func}: {arg} must be a bool, integer, float32 or float64 array, got {arr.dtype}"
+        raise ArrowSparseTypeError(msg)
+    return arr
+
+
+def broadcast_gather(func: str, other: np.ndarray, shape: tuple[int, ...],
+                     coords: Sequence[np.ndarray]) -> np.ndarray:
+    """``broadcast_to(other, shape)[coords]`` without materialising the broadcast."""
+    try:
+        full = np.broadcast_to(other, shape)
+    except ValueError:
+        msg = f"{func}: other of shape {other.shape} does not broadcast to the shape {shape}"
+        raise ArrowSparseValueError(msg) from None
+    gathered: np.ndarray = full[tuple(coords)]
+    return gathered

@@ -1,0 +1,299 @@
+"""Interop of the sparse formats with pyarrow, scipy.sparse, pydata ``sparse`` and torch.
+
+Each ``from_*`` reads a foreign object into the arrow_sparse format closest to it
+(zero-copy where the layouts agree) and the class methods convert from there. scipy,
+pydata ``sparse`` and torch are imported lazily: a foreign object is recognised by
+its module name first, so a wrong argument raises ``TypeError`` without importing
+anything, and a missing library raises ``ModuleNotFoundError`` with a pip hint.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from collections.abc import Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import ArrowSparseTypeError, ArrowSparseValueError
+from . import _base as b
+
+if TYPE_CHECKING:
+    from ._base import SparseTensor
+    from .coo import SparseCOO
+    from .csf import SparseCSF
+    from .csr import _Compressed
+
+__all__ = [
+    "coo_to_arrow",
+    "compressed_to_arrow",
+    "csf_to_arrow",
+    "from_arrow",
+    "from_pydata",
+    "from_scipy",
+    "from_torch",
+    "import_optional",
+    "to_pydata",
+    "to_scipy",
+    "to_torch",
+]
+
+_PIP_NAMES = {"scipy": "scipy", "sparse": "sparse", "torch": "'arrow-sparse[torch]'"}
+
+
+def import_optional(func: str, name: str) -> ModuleType:
+    """Import an optional dependency or raise ModuleNotFoundError with the pip command."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError:
+        pip_name = _PIP_NAMES[name.split(".")[0]]
+        msg = f"{func}: needs the optional dependency {name!r}; pip install {pip_name}"
+        raise ModuleNotFoundError(msg) from None
+
+
+def _top_module(x: Any) -> str:
+    return type(x).__module__.split(".")[0]
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return tuple(int(s) for s in x.shape)
+
+
+# ------------------------------------------------------------------------ pyarrow
+def from_arrow(func: str, tensor: Any, axis_order: Sequence[int] | None = None) -> SparseTensor:
+    """Read any pyarrow sparse tensor (or dense ``pa.Tensor``) into its own format."""
+    from .coo import SparseCOO
+    from .csc import SparseCSC
+    from .csf import SparseCSF
+    from .csr import SparseCSR
+
+    if isinstance(tensor, pa.SparseCOOTensor):
+        data, coords = tensor.to_numpy()
+        return SparseCOO(coords.T, data.reshape(-1), _shape(tensor))
+    if isinstance(tensor, pa.SparseCSRMatrix):
+        data, indptr, indices = tensor.to_numpy()
+        return SparseCSR(indptr, indices, data.reshape(-1), _shape(tensor))
+    if isinstance(tensor, pa.SparseCSCMatrix):
+        data, indptr, indices = tensor.to_numpy()
+        return SparseCSC(indptr, indices, data.reshape(-1), _shape(tensor))
+    if isinstance(tensor, pa.SparseCSFTensor):
+        shape = _shape(tensor)
+        if axis_order is None:  # pyarrow's default: dimensions sorted by size, stably
+            axis_order = [int(a) for a in np.argsort(shape, kind="stable")]
+        data, indptr, indices = tensor.to_numpy()
+        return SparseCSF(list(indptr), list(indices), data.reshape(-1), shape, axis_order)
+    if isinstance(tensor, pa.Tensor):
+        return SparseCOO.from_dense(tensor.to_numpy())
+    msg = (f"{func}: expected a pyarrow SparseCOOTensor, SparseCSRMatrix, SparseCSCMatrix, "
+           f"SparseCSFTensor or Tensor, got {type(tensor).__name__}")
+    raise ArrowSparseTypeError(msg)
+
+
+def _arrow_values(values: np.ndarray) -> np.ndarray:
+    values = np.ascontiguousarray(values)
+    return values.view(np.uint8) if values.dtype.kind == "b" else values
+
+
+def _int64(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype=np.int64)
+
+
+def coo_to_arrow(coo: SparseCOO) -> pa.SparseCOOTensor:
+    """``pa.SparseCOOTensor``: values shared; coordinates shared when int64 ``[nnz, ndim]``."""
+    coords = _int64(coo.indices.T)
+    if coords.size == 0:
+        # pyarrow rejects an empty [0, ndim] array unless its strides are (8, 8).
+        coords = np.lib.stride_tricks.as_strided(np.zeros(1, dtype=np.int64),
+                                                 shape=(0, coo.ndim), strides=(8, 8))
+    return pa.SparseCOOTensor.from_numpy(_arrow_values(coo.values), coords, coo.shape)
+
+
+def compressed_to_arrow(m: _Compressed) -> Any:
+    """``pa.SparseCSRMatrix`` / ``SparseCSCMatrix`` (int64 pointers starting at zero)."""
+    indptr, indices, values = m._compact()
+    cls = pa.SparseCSRMatrix if m.format == "csr" else pa.SparseCSCMatrix
+    return cls.from_numpy(_arrow_values(values), _int64(indptr), _int64(indices), m.shape)
+
+
+def csf_to_arrow(csf: SparseCSF) -> pa.SparseCSFTensor:
+    """``pa.SparseCSFTensor`` of a compact CSF, with its axis order."""
+    if csf.ndim < 2:
+        msg = ("SparseCSF.to_arrow: pyarrow's SparseCSFTensor needs at least 2 dimensions; "
+               "use to_coo().to_arrow() for a 1-d tensor")
+        raise ArrowSparseValueError(msg)
+    return pa.SparseCSFTensor.from_numpy(
+        _arrow_values(csf.values), [_int64(p) for p in csf.indptr],
+        [_int64(i) for i in csf.indices], csf.shape, axis_order=list(csf.axis_order))
+
+
+# -------------------------------------------------------------------------- scipy
+def from_scipy(func: str, matrix: Any) -> SparseTensor:
+    """Read a scipy sparse array or matrix as COO/CSR/CSC (other scipy formats via ``tocsr``)."""
+    from .coo import SparseCOO
+    from .csc import SparseCSC
+    from .csr import SparseCSR
+
+    if _top_module(matrix) != "scipy":
+        msg = f"{func}: expected a scipy.sparse array or matrix, got {type(matrix).__name__}"
+        raise ArrowSparseTypeError(msg)
+    sp = import_optional(func, "scipy.sparse")
+    if not sp.issparse(matrix):
+        msg = f"{func}: expected a scipy.sparse array or matrix, got {type(matrix).__name__}"
+        raise ArrowSparseTypeError(msg)
+    fmt = matrix.format
+    if fmt == "coo":
+        coords = getattr(matrix, "coords", None) or (matrix.row, matrix.col)
+        return SparseCOO(np.stack(coords), matrix.data, _shape(matrix))
+    if fmt not in ("csr", "csc"):
+        matrix, fmt = matrix.tocsr(), "csr"
+    cls = SparseCSR if fmt == "csr" else SparseCSC
+    return cls(matrix.indptr, matrix.indices, matrix.data, _shape(matrix))
+
+
+def to_scipy(x: SparseTensor, matrix: bool) -> Any:
+    """Scipy ``coo``/``csr``/``csc`` array (or matrix) over the same buffers where possible."""
+    func = f"{type(x).__name__}.to_scipy"
+    matrix = b.check_flag(func, "matrix", matrix)
+    sp = import_optional(func, "scipy.sparse")
+    if matrix and x.ndim != 2:
+        msg = f"{func}: matrix=True needs a 2-d tensor, got shape {x.shape}"
+        raise ArrowSparseValueError(msg)
+    if x.format == "coo":
+        cls = sp.coo_matrix if matrix else sp.coo_array
+        coo: Any = x
+        out = cls((coo.values, tuple(coo.indices)), shape=x.shape)
+        if coo._canonical:
+            out.has_canonical_format = True
+        return out
+    comp: Any = x
+    indptr, indices, values = comp._compact()
+    if x.format == "csr":
+        cls = sp.csr_matrix if matrix else sp.csr_array
+    else:
+        cls = sp.csc_matrix if matrix else sp.csc_array
+    return cls((values, indices, indptr), shape=x.shape)
+
+
+# ------------------------------------------------------------------ pydata sparse
+def from_pydata(func: str, array: Any) -> SparseTensor:
+    """Pydata ``sparse.COO`` -> COO (views); 2-d ``GCXS`` -> CSR/CSC (views); else converted."""
+    from .coo import SparseCOO
+    from .csc import SparseCSC
+    from .csr import SparseCSR
+
+    if _top_module(array) != "sparse":
+        msg = f"{func}: expected a pydata sparse array, got {type(array).__name__}"
+        raise ArrowSparseTypeError(msg)
+    sparse = import_optional(func, "sparse")
+    if not isinstance(array, sparse.SparseArray):
+        msg = f"{func}: expected a pydata sparse array, got {type(array).__name__}"
+        raise ArrowSparseTypeError(msg)
+    if array.fill_value != 0:
+        msg = f"{func}: the fill value must be 0, got {array.fill_value!r}"
+        raise ArrowSparseValueError(msg)
+    shape = _shape(array)
+    if isinstance(array, sparse.GCXS) and array.ndim == 2:
+        cls = SparseCSR if tuple(array.compressed_axes) == (0,) else SparseCSC
+        return cls(array.indptr, array.indices, array.data, shape)
+    if not isinstance(array, sparse.COO):
+        array = array.asformat("coo")
+    return SparseCOO(array.coords, array.data, shape)
+
+
+def to_pydata(x: SparseTensor) -> Any:
+    """Pydata ``sparse.COO`` (COO) or ``sparse.GCXS`` (CSR/CSC)."""
+    func = f"{type(x).__name__}.to_pydata_sparse"
+    sparse = import_optional(func, "sparse")
+    if x.format == "coo":
+        coo: Any = x
+        canonical = coo.is_canonical
+        return sparse.COO(coo.indices, coo.values, shape=x.shape,
+                          has_duplicates=not canonical, sorted=canonical)
+    comp: Any = x
+    indptr, indices, values = comp._compact()
+    axis = (0,) if x.format == "csr" else (1,)
+    return sparse.GCXS((values, indices, indptr), shape=x.shape, compressed_axes=axis)
+
+
+# -------------------------------------------------------------------------- torch
+def _torch_numpy(func: str, t: Any) -> np.ndarray:
+    try:
+        return t.detach().numpy()  # type: ignore[no-any-return]
+    except TypeError as exc:
+        msg = f"{func}: torch tensor of dtype {t.dtype} has no numpy equivalent ({exc})"
+        raise ArrowSparseTypeError(msg) from None
+
+
+def from_torch(func: str, tensor: Any) -> SparseTensor:
+    """Read a CPU torch tensor: sparse COO/CSR/CSC layouts as views; strided densified."""
+    from .coo import SparseCOO
+    from .csc import SparseCSC
+    from .csr import SparseCSR
+
+    if _top_module(tensor) != "torch":
+        msg = f"{func}: expected a torch.Tensor, got {type(tensor).__name__}"
+        raise ArrowSparseTypeError(msg)
+    torch = import_optional(func, "torch")
+    if not isinstance(tensor, torch.Tensor):
+        msg = f"{func}: expected a torch.Tensor, got {type(tensor).__name__}"
+        raise ArrowSparseTypeError(msg)
+    if tensor.device.type != "cpu":
+        msg = f"{func}: the tensor is on {tensor.device}; move it to the CPU first (t.cpu())"
+        raise ArrowSparseTypeError(msg)
+    shape = _shape(tensor)
+    layout = tensor.layout
+    if layout == torch.strided:
+        return SparseCOO.from_dense(_torch_numpy(func, tensor))
+    if tensor.dense_dim() != 0 or (layout != torch.sparse_coo and tensor.ndim != 2):
+        msg = (f"{func}: hybrid (dense value dimensions) and batched sparse tensors are not "
+               f"supported, got {tensor.sparse_dim()} sparse + {tensor.dense_dim()} dense dims")
+        raise ArrowSparseValueError(msg)
+    if layout == torch.sparse_coo:
+        return SparseCOO(_torch_numpy(func, tensor._indices()),
+                         _torch_numpy(func, tensor._values()), shape)
+    if layout == torch.sparse_csr:
+        return SparseCSR(_torch_numpy(func, tensor.crow_indices()),
+                         _torch_numpy(func, tensor.col_indices()),
+                         _torch_numpy(func, tensor.values()), shape)
+    if layout == torch.sparse_csc:
+        return SparseCSC(_torch_numpy(func, tensor.ccol_indices()),
+                         _torch_numpy(func, tensor.row_indices()),
+                         _torch_numpy(func, tensor.values()), shape)
+    msg = f"{func}: torch layout {layout} is not supported; convert it with to_sparse_csr()"
+    raise ArrowSparseValueError(msg)
+
+
+def _writable(x: np.ndarray, dtype: Any = None) -> np.ndarray:
+    """C-contiguous and writable (torch.from_numpy warns on read-only arrays): copy if not."""
+    out = np.ascontiguousarray(x, dtype=dtype)
+    return out if out.flags.writeable else out.copy()
+
+
+def to_torch(x: SparseTensor) -> Any:
+    """Torch sparse COO/CSR/CSC tensor over the same buffers where possible."""
+    func = f"{type(x).__name__}.to_torch"
+    torch = import_optional(func, "torch")
+    size = x.shape
+    # The arrays were checked on construction: torch's own invariant checks are skipped.
+    if x.format == "coo":
+        coo: Any = x
+        return torch.sparse_coo_tensor(
+            torch.from_numpy(_writable(coo.indices, np.int64)),
+            torch.from_numpy(_writable(coo.values)), size,
+            is_coalesced=bool(coo._canonical), check_invariants=False)
+    comp: Any = x
+    indptr, indices, values = comp._compact()
+    if indptr.dtype != indices.dtype:
+        indptr, indices = indptr.astype(np.int64), indices.astype(np.int64)
+    ptr_t = torch.from_numpy(_writable(indptr))
+    idx_t = torch.from_numpy(_writable(indices))
+    val_t = torch.from_numpy(_writable(values))
+    make = torch.sparse_csr_tensor if x.format == "csr" else torch.sparse_csc_tensor
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta",
+                                category=UserWarning)
+        return make(ptr_t, idx_t, val_t, size, check_invariants=False)
+

@@ -1,0 +1,782 @@
+"""``SparseCOO``: an N-d sparse tensor as coordinate lists (``indices[ndim, nnz]``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._backend import get_kernel
+from ..errors import ArrowSparseValueError
+from . import _base as b
+from . import _interop
+from ._base import SparseTensor
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from .csc import SparseCSC
+    from .csf import SparseCSF
+    from .csr import SparseCSR
+
+__all__ = ["SparseCOO"]
+
+
+class SparseCOO(SparseTensor):
+    """Sparse tensor of any number of dimensions as coordinate lists.
+
+    Entry ``p`` holds ``values[p]`` at coordinates ``indices[:, p]``: one row of
+    ``indices`` per dimension, one column per stored entry (scipy, pydata ``sparse``
+    and torch use this layout; pyarrow stores its transpose).
+
+    Parameters
+    ----------
+    indices
+        Integer coordinates ``[ndim, nnz]``; row ``k`` must lie in ``[0, shape[k])``.
+        int32 and int64 are kept as given; other integer dtypes are widened to int64.
+    values
+        1-D bool, integer or float values, ``nnz`` long.
+    shape
+        The dense shape (at least one dimension).
+    validate
+        Check every coordinate against ``shape`` (O(nnz)). Leave True unless the
+        coordinates are known good.
+
+    Raises
+    ------
+    ValueError
+        ``indices`` not 2-D, a row count other than ``len(shape)``, or a length mismatch.
+    IndexError
+        A coordinate outside the shape.
+    TypeError
+        Non-integer indices, or non-numeric values.
+
+    See Also
+    --------
+    SparseCSR, SparseCSC, SparseCSF : The compressed formats.
+    SparseCOO.canonical : Sort and sum duplicates.
+
+    Notes
+    -----
+    The constructor copies nothing. Coordinates may be in any order and repeat (their
+    values add up, as in scipy); the *canonical* form is sorted lexicographically
+    (row-major) without duplicates. Explicit zeros are kept.
+
+    Examples
+    --------
+    The 4-d tensor of the Compressed Sparse Fibers post (its coordinates start at 1,
+    kept as they are, so index 0 of every dimension is empty):
+
+    >>> indices = np.array([[1, 1, 1, 1, 1, 2, 2, 2],
+    ...                     [1, 1, 2, 2, 2, 2, 2, 2],
+    ...                     [1, 1, 1, 1, 2, 2, 2, 2],
+    ...                     [2, 3, 1, 3, 1, 1, 3, 2]])
+    >>> coo = asp.SparseCOO(indices, np.arange(1.0, 9.0), (3, 3, 3, 4))
+    >>> coo
+    SparseCOO(shape=(3, 3, 3, 4), nnz=8, dtype=float64)
+    >>> coo.is_canonical  # the last three entries are not sorted
+    False
+    >>> coo.to_dense()[2, 2, 2]
+    array([0., 6., 8., 7.])
+    """
+
+    __slots__ = ("_canonical", "indices", "shape", "values")
+    format = "coo"
+
+    def __init__(self, indices: Any, values: Any, shape: Any, *, validate: bool = True) -> None:
+        func = "SparseCOO"
+        validate = b.check_flag(func, "validate", validate)
+        dims = b.check_shape(func, shape)
+        idx = b.index_array(func, "indices", indices, ndim=2)
+        vals = b.values_array(func, values)
+        if idx.shape[0] != len(dims):
+            msg = (f"{func}: indices has {idx.shape[0]} rows but shape {dims} has "
+                   f"{len(dims)} dimensions")
+            raise ArrowSparseValueError(msg)
+        if idx.shape[1] != len(vals):
+            msg = f"{func}: indices has {idx.shape[1]} columns but there are {len(vals)} values"
+            raise ArrowSparseValueError(msg)
+        self.indices: np.ndarray = idx
+        self.values: np.ndarray = vals
+        self.shape: tuple[int, ...] = dims
+        self._canonical: bool | None = None
+        if validate:
+            self.validate()
+
+    @classmethod
+    def _new(cls, indices: np.ndarray, values: np.ndarray, shape: tuple[int, ...],
+             canonical: bool | None = None) -> SparseCOO:
+        out = cls.__new__(cls)
+        out.indices = indices if indices.dtype in b.INDEX_DTYPES else indices.astype(np.int64)
+        out.values = values
+        out.shape = shape
+        out._canonical = canonical
+        return out
+
+    # ----------------------------------------------------------------- properties
+    @property
+    def nnz(self) -> int:
+        """Number of stored entries (explicit zeros and duplicates included).
+
+        Examples
+        --------
+        >>> asp.SparseCOO([[0, 0]], np.array([1, 2]), (3,)).nnz
+        2
+        """
+        return int(self.indices.shape[1])
+
+    @property
+    def is_canonical(self) -> bool:
+        """Whether the coordinates are sorted row-major and distinct (O(nnz), cached).
+
+        Examples
+        --------
+        >>> asp.SparseCOO([[0, 2]], np.array([1, 2]), (3,)).is_canonical
+        True
+        >>> asp.SparseCOO([[2, 0]], np.array([1, 2]), (3,)).is_canonical
+        False
+        """
+        if self._canonical is None:
+            self._canonical = b.lex_order(list(self.indices))[1]
+        return self._canonical
+
+    def validate(self) -> SparseCOO:
+        """Check every coordinate against the shape (O(nnz)); return self.
+
+        Returns
+        -------
+        SparseCOO
+            ``self``, so calls chain.
+
+        Raises
+        ------
+        IndexError
+            The first coordinate outside the shape, by dimension then position.
+
+        Examples
+        --------
+        >>> coo = asp.SparseCOO([[0, 5]], np.array([1.0, 2.0]), (6,))
+        >>> coo.validate().nnz
+        2
+        """
+        for axis, size in enumerate(self.shape):
+            b.check_in_range("SparseCOO", f"indices[{axis}]", self.indices[axis], size)
+        return self
+
+    # --------------------------------------------------------------- constructors
+    @classmethod
+    def from_dense(cls, dense: Any) -> SparseCOO:
+        """Canonical COO of the nonzero entries of a dense array.
+
+        Parameters
+        ----------
+        dense
+            Numeric array of at least one dimension (NaN counts as nonzero).
+
+        Returns
+        -------
+        SparseCOO
+            Canonical (row-major, distinct); int64 indices; new arrays.
+
+        Raises
+        ------
+        ValueError
+            A 0-d input.
+        TypeError
+            Non-numeric input.
+
+        See Also
+        --------
+        numpy.nonzero : The coordinates it stores.
+
+        Examples
+        --------
+        >>> coo = asp.SparseCOO.from_dense(np.array([[10, 20, 0], [0, 30, 0]]))
+        >>> coo.indices
+        array([[0, 0, 1],
+               [0, 1, 1]])
+        >>> coo.values
+        array([10, 20, 30])
+        """
+        func = "SparseCOO.from_dense"
+        arr = b.dense_operand(func, "dense", dense)
+        shape = b.check_shape(func, arr.shape)
+        nz = np.nonzero(arr)
+        indices = np.array(nz, dtype=np.int64).reshape(len(shape), -1)
+        return cls._new(indices, arr[nz], shape, canonical=True)
+
+    @classmethod
+    def from_arrow(cls, tensor: Any) -> SparseCOO:
+        """Wrap a pyarrow ``SparseCOOTensor`` (zero-copy), or convert another pyarrow tensor.
+
+        Parameters
+        ----------
+        tensor
+            ``pyarrow.SparseCOOTensor`` (wrapped), ``SparseCSRMatrix``,
+            ``SparseCSCMatrix``, ``SparseCSFTensor`` (read with pyarrow's default axis
+            order: dimensions sorted by size) or a dense ``pyarrow.Tensor``.
+
+        Returns
+        -------
+        SparseCOO
+            From a ``SparseCOOTensor``: ``values`` and ``indices`` are views of its
+            buffers (``indices`` is the transposed ``[ndim, nnz]`` view of pyarrow's
+            row-major ``[nnz, ndim]`` coordinates). Other inputs are converted (copies).
+
+        Raises
+        ------
+        TypeError
+            Not a pyarrow tensor.
+        IndexError
+            A coordinate outside the shape (pyarrow does not check).
+
+        See Also
+        --------
+        SparseCOO.to_arrow : The inverse.
+
+        Examples
+        --------
+        >>> t = pa.SparseCOOTensor.from_dense_numpy(np.array([[0.0, 1.0], [2.0, 0.0]]))
+        >>> asp.SparseCOO.from_arrow(t).indices
+        array([[0, 1],
+               [1, 0]])
+        """
+        return cls._from_any("SparseCOO.from_arrow",  # type: ignore[no-any-return]
+                             _interop.from_arrow("SparseCOO.from_arrow", tensor))
+
+    @classmethod
+    def from_scipy(cls, matrix: Any) -> SparseCOO:
+        """Read a scipy.sparse array or matrix (any format).
+
+        Parameters
+        ----------
+        matrix
+            A ``scipy.sparse`` array or matrix; COO ones (also n-d) are read directly,
+            other formats are converted.
+
+        Returns
+        -------
+        SparseCOO
+            ``values`` is a view of ``matrix.data`` for COO input; ``indices`` is a new
+            ``[ndim, nnz]`` array (scipy keeps one array per dimension).
+
+        Raises
+        ------
+        TypeError
+            Not a scipy sparse object.
+
+        See Also
+        --------
+        SparseCOO.to_scipy : The inverse.
+
+        Examples
+        --------
+        >>> import scipy.sparse
+        >>> m = scipy.sparse.coo_array((np.array([1.0, 2.0]), ([0, 1], [2, 0])), shape=(2, 3))
+        >>> asp.SparseCOO.from_scipy(m).to_dense()
+        array([[0., 0., 1.],
+               [2., 0., 0.]])
+        """
+        return cls._from_any("SparseCOO.from_scipy",  # type: ignore[no-any-return]
+                             _interop.from_scipy("SparseCOO.from_scipy", matrix))
+
+    @classmethod
+    def from_pydata_sparse(cls, array: Any) -> SparseCOO:
+        """Read a pydata ``sparse`` array (``COO`` zero-copy; ``GCXS``/``DOK`` converted).
+
+        Parameters
+        ----------
+        array
+            A ``sparse.COO``, ``sparse.GCXS`` or ``sparse.DOK`` with fill value 0.
+
+        Returns
+        -------
+        SparseCOO
+            For ``sparse.COO``: views of its ``coords`` and ``data``.
+
+        Raises
+        ------
+        TypeError
+            Not a pydata sparse array.
+        ValueError
+            A fill value other than zero.
+
+        Examples
+        --------
+        >>> import sparse  # doctest: +SKIP
+        >>> asp.SparseCOO.from_pydata_sparse(sparse.COO.from_numpy(np.eye(2))).nnz  # doctest: +SKIP
+        2
+        """
+        return cls._from_any("SparseCOO.from_pydata_sparse",  # type: ignore[no-any-return]
+                             _interop.from_pydata("SparseCOO.from_pydata_sparse", array))
+
+    @classmethod
+    def from_torch(cls, tensor: Any) -> SparseCOO:
+        """Read a CPU torch tensor (sparse COO zero-copy; CSR/CSC/strided converted).
+
+        Parameters
+        ----------
+        tensor
+            A ``torch.Tensor`` on the CPU with layout ``sparse_coo``, ``sparse_csr``,
+            ``sparse_csc`` or ``strided`` (dense), without dense (hybrid) value dimensions.
+
+        Returns
+        -------
+        SparseCOO
+            For ``sparse_coo``: views of its (possibly uncoalesced) indices and values.
+
+        Raises
+        ------
+        TypeError
+            Not a CPU torch tensor, or a dtype numpy cannot hold (bfloat16).
+        ValueError
+            Hybrid or batched sparse tensors.
+
+        Examples
+        --------
+        >>> import torch  # doctest: +SKIP
+        >>> asp.SparseCOO.from_torch(torch.eye(2).to_sparse()).nnz  # doctest: +SKIP
+        2
+        """
+        return cls._from_any("SparseCOO.from_torch",  # type: ignore[no-any-return]
+                             _interop.from_torch("SparseCOO.from_torch", tensor))
+
+    # ---------------------------------------------------------------- exporters
+    def to_dense(self) -> np.ndarray:
+        """Dense array of ``shape``; repeated coordinates add up (bools: logical or).
+
+        Returns
+        -------
+        numpy.ndarray
+            A new C-ordered array of the values dtype.
+
+        Examples
+        --------
+        >>> asp.SparseCOO([[0, 2, 0]], np.array([1, 2, 3]), (3,)).to_dense()
+        array([4, 0, 2])
+        """
+        out = np.zeros(self.shape, dtype=self.dtype)
+        if self.nnz == 0:
+            return out
+        if self.dtype.kind == "b":
+            out[tuple(self.indices[:, self.values])] = True
+            return out
+        flat = np.ravel_multi_index(tuple(self.indices), self.shape)
+        get_kernel("sparse", "scatter_add")(out.reshape(-1), flat, self.values)
+        return out
+
+    def to_coo(self) -> SparseCOO:
+        """Return self (already COO).
+
+        Examples
+        --------
+        >>> coo = asp.SparseCOO([[1]], np.array([1.0]), (2,))
+        >>> coo.to_coo() is coo
+        True
+        """
+        return self
+
+    def _sorted(self, order: Sequence[int]) -> tuple[list[np.ndarray], np.ndarray]:
+        """Coordinates (in ``order``) and values sorted lexicographically; views if sorted."""
+        keys = [self.indices[a] for a in order]
+        perm = b.sort_permutation(keys, [self.shape[a] for a in order])
+        if perm is None:
+            return keys, self.values
+        return [k[perm] for k in keys], self.values[perm]
+
+    def _compressed(self, major: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(indptr, minor, values)`` of a 2-d COO sorted by (major, minor), stably.
+
+        Views of the minor row and the values when already sorted; otherwise a
+        counting sort by major index and a parallel sort of every line (copies).
+        """
+        keys = [self.indices[major], self.indices[1 - major]]
+        if b.lex_order(keys)[0]:
+            return _counts_to_indptr(keys[0], self.shape[major]), keys[1], self.values
+        return get_kernel("sparse", "coo_to_compressed")(  # type: ignore[no-any-return]
+            keys[0], keys[1], self.values, self.shape[major])
+
+    def _check_2d(self, func: str) -> None:
+        if self.ndim != 2:
+            msg = f"{func}: needs a 2-d tensor, got shape {self.shape}"
+            raise ArrowSparseValueError(msg)
+
+    def to_csr(self) -> SparseCSR:
+        """Compressed sparse row matrix (2-d only): entries sorted by (row, column).
+
+        Returns
+        -------
+        SparseCSR
+            Duplicates are kept as repeated entries (use :meth:`canonical` to sum them).
+            When the COO is already sorted the column indices and values are views;
+            otherwise they are copied by a counting sort on rows, then every row's
+            columns are sorted (in parallel), as scipy's ``tocsr`` + ``sort_indices``.
+
+        Raises
+        ------
+        ValueError
+            The tensor is not 2-d.
+
+        Examples
+        --------
+        Row ``i`` of the post's 4x6 matrix:
+
+        >>> coo = asp.SparseCOO([[0, 0, 1, 1, 2, 2, 2, 3], [0, 1, 1, 3, 2, 3, 4, 5]],
+        ...                     np.arange(10, 90, 10), (4, 6))
+        >>> csr = coo.to_csr()
+        >>> csr.indptr, csr.indices
+        (array([0, 2, 4, 7, 8]), array([0, 1, 1, 3, 2, 3, 4, 5]))
+        """
+        from .csr import SparseCSR
+
+        self._check_2d("SparseCOO.to_csr")
+        indptr, cols, vals = self._compressed(0)
+        csr: SparseCSR = SparseCSR._new(indptr, cols, vals, self.shape, self._canonical or None)
+        return csr
+
+    def to_csc(self) -> SparseCSC:
+        """Compressed sparse column matrix (2-d only): entries sorted by (column, row).
+
+        Returns
+        -------
+        SparseCSC
+            Duplicates kept; row indices and values are views when already in
+            column-major order, else gathered copies.
+
+        Raises
+        ------
+        ValueError
+            The tensor is not 2-d.
+
+        Examples
+        --------
+        >>> coo = asp.SparseCOO([[0, 0, 1], [0, 2, 0]], np.array([1, 2, 3]), (2, 3))
+        >>> csc = coo.to_csc()
+        >>> csc.indptr, csc.indices, csc.values
+        (array([0, 2, 2, 3]), array([0, 1, 0]), array([1, 3, 2]))
+        """
+        from .csc import SparseCSC
+
+        self._check_2d("SparseCOO.to_csc")
+        indptr, rows, vals = self._compressed(1)
+        csc: SparseCSC = SparseCSC._new(indptr, rows, vals, self.shape, self._canonical or None)
+        return csc
+
+    def to_csf(self, axis_order: Sequence[int] | None = None) -> SparseCSF:
+        """Compressed sparse fibres in ``axis_order`` (default ``0, 1, ..., ndim - 1``).
+
+        Built as in the Compressed Sparse Fibers post: sort the coordinate tuples in
+        the chosen order, then compress each level into ``(indptr, indices)``.
+
+        Parameters
+        ----------
+        axis_order
+            Which dimension each level stores, outermost first.
+
+        Returns
+        -------
+        SparseCSF
+            Repeated coordinates become repeated leaves of one fibre (not summed); the
+            leaf indices and values are views when the COO is already in that order.
+
+        Raises
+        ------
+        ValueError
+            ``axis_order`` is not a permutation of the dimensions.
+
+        See Also
+        --------
+        SparseCSF.to_coo : The inverse.
+
+        Examples
+        --------
+        >>> indices = np.array([[1, 1, 1, 1, 1, 2, 2, 2],
+        ...                     [1, 1, 2, 2, 2, 2, 2, 2],
+        ...                     [1, 1, 1, 1, 2, 2, 2, 2],
+        ...                     [2, 3, 1, 3, 1, 1, 3, 2]])
+        >>> csf = asp.SparseCOO(indices, np.arange(1.0, 9.0), (3, 3, 3, 4)).to_csf()
+        >>> csf.indptr
+        (array([0, 2, 3]), array([0, 1, 3, 4]), array([0, 2, 4, 5, 8]))
+        >>> csf.indices
+        (array([1, 2]), array([1, 2, 2]), array([1, 1, 2, 2]), array([2, 3, 1, 3, 1, 1, 2, 3]))
+        >>> csf.values
+        array([1., 2., 3., 4., 5., 6., 8., 7.])
+        """
+        from ._levels import build_levels
+        from .csf import SparseCSF
+
+        order = b.check_axis_order("SparseCOO.to_csf", axis_order, self.ndim)
+        keys, vals = self._sorted(order)
+        indptr, indices = build_levels(keys)
+        canonical = True if self._canonical and order == tuple(range(self.ndim)) else None
+        return SparseCSF._new(indptr, indices, vals, self.shape, order, canonical)
+
+    def to_arrow(self) -> pa.SparseCOOTensor:
+        """Convert to a ``pyarrow.SparseCOOTensor``.
+
+        Returns
+        -------
+        pyarrow.SparseCOOTensor
+            Shares ``values`` (bools are viewed as uint8, pyarrow's choice). pyarrow wants
+            int64 coordinates laid out ``[nnz, ndim]`` row-major: the indices are shared
+            when they are the transpose of such an array (as :meth:`from_arrow` gives
+            them) and copied otherwise (the usual ``[ndim, nnz]`` C-ordered array).
+
+        Examples
+        --------
+        >>> coo = asp.SparseCOO([[0, 1], [1, 0]], np.array([1.0, 2.0]), (2, 2))
+        >>> coo.to_arrow().to_tensor().to_numpy()
+        array([[0., 1.],
+               [2., 0.]])
+        """
+        return _interop.coo_to_arrow(self)
+
+    def to_scipy(self, *, matrix: bool = False) -> Any:
+        """Convert to a ``scipy.sparse.coo_array`` (or ``coo_matrix``).
+
+        Parameters
+        ----------
+        matrix
+            Return a ``coo_matrix`` (2-d only) instead of a ``coo_array``.
+
+        Returns
+        -------
+        scipy.sparse.coo_array or scipy.sparse.coo_matrix
+            Shares the values and one index row per dimension (views, no copy).
+
+        Raises
+        ------
+        ValueError
+            ``matrix=True`` for a tensor that is not 2-d.
+        ModuleNotFoundError
+            scipy is not installed.
+
+        Examples
+        --------
+        >>> coo = asp.SparseCOO([[0, 1], [1, 0]], np.array([1.0, 2.0]), (2, 2))
+        >>> coo.to_scipy().toarray()
+        array([[0., 1.],
+               [2., 0.]])
+        """
+        return _interop.to_scipy(self, matrix)
+
+    def to_pydata_sparse(self) -> Any:
+        """Convert to a pydata ``sparse.COO``.
+
+        Returns
+        -------
+        sparse.COO
+            Shares indices and values when canonical; otherwise pydata sorts and sums
+            them (copies).
+
+        Raises
+        ------
+        ModuleNotFoundError
+            pydata sparse is not installed.
+
+        Examples
+        --------
+        >>> coo = asp.SparseCOO([[0, 1]], np.array([1.0, 2.0]), (3,))
+        >>> coo.to_pydata_sparse().todense()  # doctest: +SKIP
+        array([1., 2., 0.])
+        """
+        return _interop.to_pydata(self)
+
+    def to_torch(self) -> Any:
+        """Convert to a ``torch.sparse_coo_tensor`` (on the CPU).
+
+        Returns
+        -------
+        torch.Tensor
+            Shares the values; the indices are shared when they are C-ordered int64 and
+            copied otherwise (torch wants int64). Read-only buffers (from Arrow) are
+            copied, since torch tensors are writable. Marked coalesced when canonical.
+
+        Raises
+        ------
+        ModuleNotFoundError
+            torch is not installed.
+
+        Examples
+        --------
+        >>> coo = asp.SparseCOO([[0, 1]], np.array([1.0, 2.0]), (3,))
+        >>> coo.to_torch().to_dense()  # doctest: +SKIP
+        tensor([1., 2., 0.], dtype=torch.float64)
+        """
+        return _interop.to_torch(self)
+
+    # --------------------------------------------------------------- operations
+    def canonical(self) -> SparseCOO:
+        """Sorted row-major with duplicates summed (explicit zeros are kept).
+
+        Returns
+        -------
+        SparseCOO
+            ``self`` when already canonical; else new arrays (an O(nnz) radix sort
+            for the usual shapes, then one sum per run of equal coordinates).
+
+        See Also
+        --------
+        SparseCOO.sum_duplicates : The same, by scipy's name.
+
+        Examples
+        --------
+        >>> coo = asp.SparseCOO([[2, 0, 2]], np.array([1, 2, 3]), (3,)).canonical()
+        >>> coo.indices, coo.values
+        (array([[0, 2]]), array([2, 4]))
+        """
+        if self.is_canonical:
+            return self
+        if self.ndim == 2:
+            indptr, cols, vals = self._compressed(0)
+            rows = np.repeat(np.arange(self.shape[0], dtype=cols.dtype), np.diff(indptr))
+            keys = [rows, cols]
+        else:
+            keys, vals = self._sorted(range(self.ndim))
+        starts = b.group_starts(keys)
+        if starts is not None:
+            keys = [k[starts] for k in keys]
+            vals = b.sum_runs(vals, starts)
+        indices = np.stack(keys) if keys else self.indices[:, :0]
+        return SparseCOO._new(indices, vals, self.shape, canonical=True)
+
+    def sum(self, axis: int | None = None) -> Any:
+        """Sum of all entries, or along one axis (a dense result).
+
+        Parameters
+        ----------
+        axis
+            None for the total, else the dimension to sum over (negative counts from
+            the end).
+
+        Returns
+        -------
+        numpy scalar or numpy.ndarray
+            numpy's sum dtype (int64 for smaller ints and bools). With ``axis``, a new
+            dense array of the shape without that axis.
+
+        Raises
+        ------
+        IndexError
+            ``axis`` out of range.
+
+        See Also
+        --------
+        numpy.sum : The dense equivalent.
+
+        Examples
+        --------
+        >>> coo = asp.SparseCOO([[0, 0, 1], [0, 2, 0]], np.array([1, 2, 3]), (2, 3))
+        >>> coo.sum()
+        np.int64(6)
+        >>> coo.sum(axis=0)
+        array([4, 0, 2])
+        """
+        func = "SparseCOO.sum"
+        total_dtype = b.sum_dtype(self.dtype)
+        if axis is None:
+            return self.values.sum(dtype=total_dtype)
+        ax = b.check_axis(func, axis, self.ndim)
+        keep = [k for k in range(self.ndim) if k != ax]
+        out = np.zeros([self.shape[k] for k in keep], dtype=total_dtype)
+        if not keep:
+            return self.values.sum(dtype=total_dtype)
+        if self.nnz and out.size:
+            flat = np.ravel_multi_index(tuple(self.indices[keep]), out.shape)
+            get_kernel("sparse", "scatter_add")(out.reshape(-1), flat,
+                                                self.values.astype(total_dtype, copy=False))
+        return out
+
+    def multiply(self, other: Any) -> SparseCOO:
+        """Elementwise product with a scalar or a dense array broadcast to ``shape``.
+
+        Parameters
+        ----------
+        other
+            A number, or an array that broadcasts to ``shape`` (the result keeps
+            ``shape``: broadcasting may not grow it).
+
+        Returns
+        -------
+        SparseCOO
+            The same coordinates (``indices`` shared, not copied) with new values of
+            numpy's result dtype. Only stored entries are multiplied, so zeros times
+            ``inf``/``nan`` in ``other`` stay zero, and stored entries stay stored.
+
+        Raises
+        ------
+        ValueError
+            ``other`` does not broadcast to ``shape``.
+        TypeError
+            ``other`` is not numeric, or is sparse.
+
+        Examples
+        --------
+        >>> coo = asp.SparseCOO([[0, 1], [1, 0]], np.array([1.0, 2.0]), (2, 2))
+        >>> (coo * 10).values
+        array([10., 20.])
+        >>> coo.multiply(np.array([1.0, -1.0])).values
+        array([-1.,  2.])
+        """
+        func = "SparseCOO.multiply"
+        arr = b.dense_operand(func, "other", other)
+        if arr.ndim == 0:
+            vals = self.values * (other if np.isscalar(other) else arr)
+        else:
+            vals = self.values * b.broadcast_gather(func, arr, self.shape, list(self.indices))
+        return SparseCOO._new(self.indices, np.asarray(vals), self.shape, self._canonical)
+
+    def transpose(self, axes: Sequence[int] | None = None) -> SparseCOO:
+        """Permute the dimensions (default: reverse them).
+
+        Parameters
+        ----------
+        axes
+            New order of the dimensions, as in :func:`numpy.transpose`.
+
+        Returns
+        -------
+        SparseCOO
+            Shares the values; ``indices`` is a view with its rows reversed for the
+            default, a copy of the permuted rows otherwise.
+
+        Raises
+        ------
+        ValueError
+            ``axes`` is not a permutation of the dimensions.
+
+        Examples
+        --------
+        >>> coo = asp.SparseCOO([[0], [2]], np.array([5]), (1, 3))
+        >>> coo.T.indices, coo.T.shape
+        (array([[2],
+               [0]]), (3, 1))
+        """
+        if axes is None:
+            indices = self.indices[::-1]
+            order: tuple[int, ...] = tuple(reversed(range(self.ndim)))
+        else:
+            order = b.check_axis_order("SparseCOO.transpose", axes, self.ndim)
+            indices = self.indices[list(order)]
+        shape = tuple(self.shape[a] for a in order)
+        canonical = self._canonical if order == tuple(range(self.ndim)) else None
+        return SparseCOO._new(indices, self.values, shape, canonical)
+
+    @property
+    def T(self) -> SparseCOO:  # noqa: N802 - numpy's name
+        """The transpose (dimensions reversed): a zero-copy view.
+
+        Examples
+        --------
+        >>> asp.SparseCOO([[0], [1], [2]], np.array([1]), (1, 2, 3)).T.shape
+        (3, 2, 1)
+        """
+        return self.transpose()
+
+
+def _counts_to_indptr(sorted_major: np.ndarray, num_major: int) -> np.ndarray:
+    indptr = np.zeros(num_major + 1, dtype=np.int64)
+    if len(sorted_major):
+        np.cumsum(np.bincount(sorted_major, minlength=num_major), out=indptr[1:])
+    return indptr

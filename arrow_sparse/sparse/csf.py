@@ -1,0 +1,1048 @@
+"""``SparseCSF``: compressed sparse fibres, a tree of coordinate prefixes packed into arrays.
+
+Level ``k`` stores coordinates along dimension ``axis_order[k]``: ``indices[k]`` holds
+one coordinate per node and ``indptr[k]`` (for ``k < ndim - 1``) gives each node's
+children ``indices[k + 1][indptr[k][p]:indptr[k][p + 1]]``; the leaves' values are
+``values``. This is Arrow's ``SparseCSFIndex``. Pointers are absolute positions in
+the next level's buffer and may start above zero, like list offsets, so a sub-tree
+(a sub-fibre) is a view of the same buffers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import _validate as v
+from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
+from . import _base as b
+from . import _interop
+from . import _levels as lv
+from ._base import SparseTensor
+
+if TYPE_CHECKING:
+    from ..jagged import Jagged
+    from .coo import SparseCOO
+    from .csc import SparseCSC
+    from .csr import SparseCSR
+
+__all__ = ["SparseCSF"]
+
+
+class SparseCSF(SparseTensor):
+    """Compressed sparse fibre tensor of any number of dimensions, in any axis order.
+
+    Parameters
+    ----------
+    indptr
+        ``ndim - 1`` pointer arrays: node ``p`` of level ``k`` has the children
+        ``indptr[k][p]:indptr[k][p + 1]`` in level ``k + 1``. Each is
+        ``len(indices[k]) + 1`` long and non-decreasing (it may start above zero).
+    indices
+        ``ndim`` coordinate arrays: ``indices[k]`` holds coordinates along dimension
+        ``axis_order[k]``.
+    values
+        One value per leaf (``len(indices[-1])`` of them).
+    shape
+        The dense shape, in the tensor's own dimension order.
+    axis_order
+        The dimension stored at each level, outermost first (default
+        ``0, 1, ..., ndim - 1``).
+    validate
+        Check every pointer array and every reachable coordinate (O(size)).
+
+    Raises
+    ------
+    ValueError
+        Wrong numbers of arrays, lengths, malformed pointers, or a bad ``axis_order``.
+    IndexError
+        A coordinate outside the shape.
+    TypeError
+        Non-integer index arrays, non-numeric values, or ``indptr``/``indices`` not
+        sequences of arrays.
+
+    See Also
+    --------
+    SparseCOO.to_csf : Build one from coordinates, in any axis order.
+    SparseCSF.from_jagged : A nested Jagged as a CSF whose pointers are its offsets.
+
+    Notes
+    -----
+    The constructor copies nothing. Only nodes reachable from level 0 are read: level
+    ``k + 1`` uses the positions ``indptr[k][0]:indptr[k][-1]`` of its buffers. In
+    the *canonical* form the coordinates of every fibre's children are strictly
+    increasing and no node is childless (what :meth:`SparseCOO.to_csf` builds from a
+    canonical COO); repeated leaves add up when densified. ``csf[i]`` is the sub-fibre
+    at coordinate ``i`` of the outermost level and ``csf[a:b]`` a range of them; both
+    are views.
+
+    Examples
+    --------
+    The 4-d example of the Compressed Sparse Fibers post, as a tree of prefixes
+    (coordinates 1-based as in the post, so the shape is ``(3, 3, 3, 4)``):
+
+    >>> indices = np.array([[1, 1, 1, 1, 1, 2, 2, 2],
+    ...                     [1, 1, 2, 2, 2, 2, 2, 2],
+    ...                     [1, 1, 1, 1, 2, 2, 2, 2],
+    ...                     [2, 3, 1, 3, 1, 1, 3, 2]])
+    >>> csf = asp.SparseCOO(indices, np.arange(1.0, 9.0), (3, 3, 3, 4)).to_csf()
+    >>> csf
+    SparseCSF(shape=(3, 3, 3, 4), nnz=8, dtype=float64, axis_order=(0, 1, 2, 3))
+    >>> csf.indices[0], csf.indptr[0]  # i = 1 has children 0:2 of level 1, i = 2 has 2:3
+    (array([1, 2]), array([0, 2, 3]))
+    >>> sub = csf[2]  # the i = 2 sub-tensor of the post, over (j, k, l)
+    >>> sub.to_coo().indices
+    array([[2, 2, 2],
+           [2, 2, 2],
+           [1, 2, 3]])
+    >>> sub.to_coo().values  # in canonical (sorted) order
+    array([6., 8., 7.])
+    >>> sub.values is csf.values  # a view: no buffer is copied
+    True
+
+    The same tensor with the last dimension outermost:
+
+    >>> asp.SparseCOO(indices, np.arange(1.0, 9.0), (3, 3, 3, 4)).to_csf([3, 0, 1, 2]).indices[0]
+    array([1, 2, 3])
+    """
+
+    __slots__ = ("_canonical", "axis_order", "indices", "indptr", "shape", "values")
+    format = "csf"
+
+    def __init__(self, indptr: Any, indices: Any, values: Any, shape: Any,
+                 axis_order: Sequence[int] | None = None, *, validate: bool = True) -> None:
+        func = "SparseCSF"
+        validate = b.check_flag(func, "validate", validate)
+        dims = b.check_shape(func, shape)
+        order = b.check_axis_order(func, axis_order, len(dims))
+        ptrs = lv.array_list(func, "indptr", indptr, len(dims) - 1)
+        idxs = lv.array_list(func, "indices", indices, len(dims))
+        vals = b.values_array(func, values)
+        b.check_length(func, "values", vals, len(idxs[-1]), "the last level of indices")
+        for k, ptr in enumerate(ptrs):
+            b.check_length(func, f"indptr[{k}]", ptr, len(idxs[k]) + 1, f"indices[{k}]")
+        self.indptr: tuple[np.ndarray, ...] = ptrs
+        self.indices: tuple[np.ndarray, ...] = idxs
+        self.values: np.ndarray = vals
+        self.shape: tuple[int, ...] = dims
+        self.axis_order: tuple[int, ...] = order
+        self._canonical: bool | None = None
+        if validate:
+            self.validate()
+
+    @classmethod
+    def _new(cls, indptr: Sequence[np.ndarray], indices: Sequence[np.ndarray],
+             values: np.ndarray, shape: tuple[int, ...], axis_order: tuple[int, ...],
+             canonical: bool | None = None) -> SparseCSF:
+        out = cls.__new__(cls)
+        out.indptr = tuple(p if p.dtype in b.INDEX_DTYPES else p.astype(np.int64)
+                           for p in indptr)
+        out.indices = tuple(i if i.dtype in b.INDEX_DTYPES else i.astype(np.int64)
+                            for i in indices)
+        out.values = values
+        out.shape = tuple(shape)
+        out.axis_order = tuple(axis_order)
+        out._canonical = canonical
+        return out
+
+    def __repr__(self) -> str:
+        return (f"SparseCSF(shape={self.shape}, nnz={self.nnz}, dtype={self.dtype}, "
+                f"axis_order={self.axis_order})")
+
+    # ----------------------------------------------------------------- internals
+    def _ranges(self) -> list[tuple[int, int]]:
+        """Return the reachable ``[lo, hi)`` positions of every level (the last one: the leaves)."""
+        lo, hi = 0, len(self.indices[0])
+        ranges = [(lo, hi)]
+        for ptr in self.indptr:
+            lo, hi = int(ptr[lo]), int(ptr[hi])
+            ranges.append((lo, hi))
+        return ranges
+
+    def _compact(self) -> SparseCSF:
+        """Return this tensor with every level cut to its reachable part (pointers rebased)."""
+        ranges = self._ranges()
+        levels = list(zip(ranges, self.indices, strict=True))
+        if all(lo == 0 and hi == len(idx) for (lo, hi), idx in levels):
+            return self
+        indices = [idx[lo:hi] for (lo, hi), idx in levels]
+        indptr = []
+        for k, ptr in enumerate(self.indptr):
+            lo, hi = ranges[k]
+            part = ptr[lo:hi + 1]
+            child_lo = ranges[k + 1][0]
+            indptr.append(part - child_lo if child_lo else part)
+        lo, hi = ranges[-1]
+        return SparseCSF._new(indptr, indices, self.values[lo:hi], self.shape, self.axis_order,
+                              self._canonical)
+
+    def _level_coords(self) -> list[np.ndarray]:
+        """Coordinates of every leaf, one array per level (in storage order)."""
+        ranges = self._ranges()
+        lo, hi = ranges[0]
+        coords = [self.indices[0][lo:hi]]
+        for k, ptr in enumerate(self.indptr):
+            lo, hi = ranges[k]
+            counts = np.diff(ptr[lo:hi + 1])
+            coords = [np.repeat(c, counts) for c in coords]
+            child_lo, child_hi = ranges[k + 1]
+            coords.append(self.indices[k + 1][child_lo:child_hi])
+        return coords
+
+    # ----------------------------------------------------------------- properties
+    @property
+    def nnz(self) -> int:
+        """Number of stored leaves (repeated leaves and explicit zeros included).
+
+        Examples
+        --------
+        >>> asp.SparseCSF.from_dense(np.array([[0, 1], [2, 3]])).nnz
+        3
+        """
+        lo, hi = self._ranges()[-1]
+        return hi - lo
+
+    @property
+    def is_canonical(self) -> bool:
+        """Whether every fibre's children are strictly increasing and no node is childless.
+
+        Examples
+        --------
+        >>> asp.SparseCSF([[0, 2]], [[0], [1, 1]], np.array([1, 2]), (1, 2)).is_canonical
+        False
+        """
+        if self._canonical is None:
+            self._canonical = self._check_canonical()
+        return self._canonical
+
+    def _check_canonical(self) -> bool:
+        ranges = self._ranges()
+        lo, hi = ranges[0]
+        first = self.indices[0][lo:hi]
+        if (first[1:] <= first[:-1]).any():
+            return False
+        for k, ptr in enumerate(self.indptr):
+            lo, hi = ranges[k]
+            if (np.diff(ptr[lo:hi + 1]) <= 0).any():
+                return False
+            child_lo, child_hi = ranges[k + 1]
+            sub = ptr[lo:hi + 1] - child_lo
+            if not lv.fibres_strictly_increasing(sub, self.indices[k + 1][child_lo:child_hi]):
+                return False
+        return True
+
+    def validate(self) -> SparseCSF:
+        """Check every pointer array and every reachable coordinate (O(size)); return self.
+
+        Returns
+        -------
+        SparseCSF
+            ``self``, so calls chain.
+
+        Raises
+        ------
+        ValueError
+            A pointer array that decreases or points past the next level.
+        IndexError
+            A coordinate outside the shape.
+
+        Examples
+        --------
+        >>> csf = asp.SparseCSF([[0, 1]], [[1], [0]], np.array([1.0]), (2, 2))
+        >>> csf.validate().nnz
+        1
+        """
+        func = "SparseCSF"
+        for k, ptr in enumerate(self.indptr):
+            v.check_offsets(func, f"indptr[{k}]", ptr, len(self.indices[k + 1]))
+        for k, (lo, hi) in enumerate(self._ranges()):
+            b.check_in_range(func, f"indices[{k}]", self.indices[k][lo:hi],
+                             self.shape[self.axis_order[k]], lo)
+        return self
+
+    # --------------------------------------------------------------- constructors
+    @classmethod
+    def from_dense(cls, dense: Any, axis_order: Sequence[int] | None = None) -> SparseCSF:
+        """Canonical CSF of the nonzero entries of a dense array.
+
+        Parameters
+        ----------
+        dense
+            Numeric array of at least one dimension (NaN counts as nonzero).
+        axis_order
+            Level order (default ``0, 1, ..., ndim - 1``; pyarrow's
+            ``from_dense_numpy`` instead sorts the dimensions by size).
+
+        Returns
+        -------
+        SparseCSF
+            New int64 arrays.
+
+        Raises
+        ------
+        ValueError
+            A 0-d input or a bad ``axis_order``.
+        TypeError
+            Non-numeric input.
+
+        Examples
+        --------
+        >>> dense = np.zeros((2, 3))
+        >>> dense[0, 2], dense[1, 0], dense[1, 2] = 1.0, 2.0, 3.0
+        >>> csf = asp.SparseCSF.from_dense(dense, axis_order=[1, 0])
+        >>> csf.indices, csf.values
+        ((array([0, 2]), array([1, 0, 1])), array([2., 1., 3.]))
+        """
+        func = "SparseCSF.from_dense"
+        arr = b.dense_operand(func, "dense", dense)
+        shape = b.check_shape(func, arr.shape)
+        order = b.check_axis_order(func, axis_order, len(shape))
+        moved = np.transpose(arr, order)
+        nz = np.nonzero(moved)
+        keys = [np.ascontiguousarray(k, dtype=np.int64) for k in nz]  # nonzero gives strided views
+        indptr, indices = lv.build_levels(keys)
+        return cls._new(indptr, indices, moved[nz], shape, order, canonical=True)
+
+    @classmethod
+    def from_arrow(cls, tensor: Any, axis_order: Sequence[int] | None = None) -> SparseCSF:
+        """Wrap a pyarrow ``SparseCSFTensor`` (zero-copy), or convert another pyarrow tensor.
+
+        Parameters
+        ----------
+        tensor
+            ``pyarrow.SparseCSFTensor`` (wrapped), or a COO/CSR/CSC sparse or dense
+            pyarrow tensor (converted).
+        axis_order
+            The axis order the ``SparseCSFTensor`` was built with. pyarrow does not
+            expose it to Python, so None means pyarrow's own default: dimensions
+            sorted by size, stably (what ``SparseCSFTensor.from_dense_numpy`` and
+            ``from_tensor`` use). Pass the order when the tensor was built with
+            another. For other inputs, the order of the result (default
+            ``0, 1, ..., ndim - 1``).
+
+        Returns
+        -------
+        SparseCSF
+            From a ``SparseCSFTensor``: every pointer, index and value array is a view
+            of pyarrow's buffers.
+
+        Raises
+        ------
+        TypeError
+            Not a pyarrow tensor.
+        ValueError, IndexError
+            A malformed structure, e.g. from a wrong ``axis_order`` (pyarrow does
+            not check).
+
+        Examples
+        --------
+        >>> dense = np.zeros((3, 2))
+        >>> dense[0, 1], dense[2, 0] = 1.0, 2.0
+        >>> t = pa.SparseCSFTensor.from_dense_numpy(dense)  # levels: axis 1, then 0
+        >>> csf = asp.SparseCSF.from_arrow(t)
+        >>> csf.axis_order
+        (1, 0)
+        >>> np.array_equal(csf.to_dense(), dense)
+        True
+        """
+        func = "SparseCSF.from_arrow"
+        got = _interop.from_arrow(func, tensor, axis_order=axis_order)
+        if isinstance(got, SparseCSF):
+            return got
+        return got.to_csf(axis_order)
+
+    @classmethod
+    def from_scipy(cls, matrix: Any, axis_order: Sequence[int] | None = None) -> SparseCSF:
+        """Read a scipy.sparse array or matrix (converted: scipy has no CSF).
+
+        Parameters
+        ----------
+        matrix
+            Any ``scipy.sparse`` array or matrix.
+        axis_order
+            Level order of the result (default ``0, 1, ...``).
+
+        Returns
+        -------
+        SparseCSF
+            From CSR with ``(0, 1)`` or CSC with ``(1, 0)``, the leaf indices and
+            values are views of scipy's buffers; otherwise new arrays.
+
+        Raises
+        ------
+        TypeError
+            Not a scipy sparse object.
+
+        Examples
+        --------
+        >>> import scipy.sparse
+        >>> m = scipy.sparse.csr_array(np.array([[0.0, 1.0], [2.0, 0.0]]))
+        >>> asp.SparseCSF.from_scipy(m).indices
+        (array([0, 1]), array([1, 0], dtype=int32))
+        """
+        got = _interop.from_scipy("SparseCSF.from_scipy", matrix)
+        return got.to_csf(axis_order)
+
+    @classmethod
+    def from_pydata_sparse(cls, array: Any,
+                           axis_order: Sequence[int] | None = None) -> SparseCSF:
+        """Read a pydata ``sparse`` array (converted through COO or GCXS).
+
+        Parameters
+        ----------
+        array
+            ``sparse.COO``, ``sparse.GCXS`` or ``sparse.DOK`` with fill value 0.
+        axis_order
+            Level order of the result (default ``0, 1, ...``).
+
+        Returns
+        -------
+        SparseCSF
+            New arrays (the leaf arrays are views for a canonical ``sparse.COO`` in
+            the default order).
+
+        Raises
+        ------
+        TypeError
+            Not a pydata sparse array.
+
+        Examples
+        --------
+        >>> import sparse  # doctest: +SKIP
+        >>> asp.SparseCSF.from_pydata_sparse(sparse.COO.from_numpy(np.eye(2))).nnz  # doctest: +SKIP
+        2
+        """
+        got = _interop.from_pydata("SparseCSF.from_pydata_sparse", array)
+        return got.to_csf(axis_order)
+
+    @classmethod
+    def from_torch(cls, tensor: Any, axis_order: Sequence[int] | None = None) -> SparseCSF:
+        """Read a CPU torch tensor (converted: torch has no CSF).
+
+        Parameters
+        ----------
+        tensor
+            ``torch.Tensor`` on the CPU: sparse COO, CSR, CSC or strided.
+        axis_order
+            Level order of the result (default ``0, 1, ...``).
+
+        Returns
+        -------
+        SparseCSF
+            New arrays (views where a conversion allows, as for the other formats).
+
+        Raises
+        ------
+        TypeError
+            Not a CPU torch tensor.
+
+        Examples
+        --------
+        >>> import torch  # doctest: +SKIP
+        >>> asp.SparseCSF.from_torch(torch.eye(2).to_sparse()).nnz  # doctest: +SKIP
+        2
+        """
+        got = _interop.from_torch("SparseCSF.from_torch", tensor)
+        return got.to_csf(axis_order)
+
+    @classmethod
+    def from_jagged(cls, jagged: Jagged, shape: Sequence[int] | None = None) -> SparseCSF:
+        """Read a nested :class:`Jagged` as a CSF tensor whose pointer levels are its offsets.
+
+        The element at list positions ``(r, p1, ..., pd)`` of a Jagged with ``d``
+        levels (``jagged[r][p1]...[pd]``) becomes the entry at coordinates
+        ``(r, p1, ..., pd)`` of a ``d + 1``-dimensional tensor, in axis order
+        ``0, 1, ..., d``:
+
+        * ``indptr[k]`` **is** the offsets of level ``k`` (``jagged.offsets``,
+          ``jagged.values.offsets``, ...) and ``values`` the leaf values: views;
+        * ``indices[0] = arange(num_rows)`` and ``indices[k]`` is each element's
+          position in its list (computed).
+
+        Parameters
+        ----------
+        jagged
+            A Jagged of scalar numeric values, nested to any depth.
+        shape
+            The dense shape; default ``(num_rows, longest list of level 1, ...)``.
+            Each dimension must hold the longest list of its level.
+
+        Returns
+        -------
+        SparseCSF
+            Zero-copy pointers and values. Rows with no elements are childless nodes,
+            so the result is canonical only when no list is empty. Null rows and null
+            elements are left out (not stored); that case is converted (copies).
+
+        Raises
+        ------
+        TypeError
+            Not a Jagged, or vector (2-d) values.
+        ValueError
+            A ``shape`` of the wrong length or too small for a list.
+
+        See Also
+        --------
+        SparseCSF.to_jagged : The inverse.
+        Jagged.to_padded : The dense equivalent.
+
+        Examples
+        --------
+        >>> j = asp.Jagged.from_list([[[1.0, 2.0], [3.0]], [], [[4.0, 5.0, 6.0]]])
+        >>> csf = asp.SparseCSF.from_jagged(j)
+        >>> csf
+        SparseCSF(shape=(3, 2, 3), nnz=6, dtype=float64, axis_order=(0, 1, 2))
+        >>> csf.indptr[0] is j.offsets, csf.indptr[1] is j.values.offsets
+        (True, True)
+        >>> csf.indices
+        (array([0, 1, 2]), array([0, 1, 0]), array([0, 1, 0, 0, 1, 2]))
+        >>> np.array_equal(csf.to_dense(), j.to_padded(pad_value=0.0))
+        True
+        """
+        from ..jagged import Jagged
+
+        func = "SparseCSF.from_jagged"
+        if not isinstance(jagged, Jagged):
+            msg = f"{func}: expected a Jagged, got {type(jagged).__name__}"
+            raise ArrowSparseTypeError(msg)
+        levels = [jagged]
+        while isinstance(levels[-1].values, Jagged):
+            levels.append(levels[-1].values)
+        leaf = levels[-1].values
+        assert isinstance(leaf, np.ndarray)
+        if leaf.ndim != 1:
+            msg = f"{func}: the leaf values must be scalars, got shape {leaf.shape}"
+            raise ArrowSparseTypeError(msg)
+        b.values_array(func, leaf)
+        nulls = any(level.validity is not None and not level.validity.all()
+                    or level.values_validity is not None and not level.values_validity.all()
+                    for level in levels)
+        if nulls:
+            return lv.from_jagged_with_nulls(func, levels, shape)
+        return lv.from_jagged_levels(func, levels, shape)
+
+    # ------------------------------------------------------------------ exporters
+    def to_jagged(self) -> Jagged:
+        """Return the fibres as a nested :class:`Jagged` of the values (offsets = pointers).
+
+        Row ``r`` of the result is the fibre of node ``r`` of level 0, the
+        coordinate ``indices[0][r]`` along ``axis_order[0]``; the element at list
+        positions ``(r, p1, ..., pd)`` is the leaf whose coordinate at level ``k``
+        is ``indices[k][indptr[k - 1][...] + pk]``. For a CSF built by
+        :meth:`from_jagged` (coordinates equal to list positions) this is the
+        original Jagged.
+
+        Returns
+        -------
+        Jagged
+            ``ndim - 1`` levels; every offsets array is an ``indptr`` array and the
+            leaf values are ``values`` (views, nothing copied). The coordinates
+            stay in :attr:`indices`.
+
+        Raises
+        ------
+        ValueError
+            A 1-d tensor (it has no pointer level).
+
+        See Also
+        --------
+        SparseCSF.from_jagged : The inverse.
+
+        Examples
+        --------
+        >>> j = asp.Jagged.from_list([[[1.0, 2.0], [3.0]], [], [[4.0, 5.0, 6.0]]])
+        >>> asp.SparseCSF.from_jagged(j).to_jagged().to_list()
+        [[[1.0, 2.0], [3.0]], [], [[4.0, 5.0, 6.0]]]
+        """
+        from ..jagged import Jagged
+
+        if self.ndim < 2:
+            msg = "SparseCSF.to_jagged: a 1-d tensor has no pointer level to use as offsets"
+            raise ArrowSparseValueError(msg)
+        out: Any = self.values
+        for ptr in reversed(self.indptr):
+            out = Jagged(out, ptr, validate=False)
+        return out  # type: ignore[no-any-return]
+
+    def to_dense(self) -> np.ndarray:
+        """Dense array of ``shape``; repeated leaves add up.
+
+        Returns
+        -------
+        numpy.ndarray
+            A new C-ordered array of the values dtype.
+
+        Examples
+        --------
+        >>> csf = asp.SparseCSF([[0, 1, 3]], [[0, 2], [1, 0, 1]], np.array([1, 2, 3]), (3, 2))
+        >>> csf.to_dense()
+        array([[0, 1],
+               [0, 0],
+               [2, 3]])
+        """
+        return self.to_coo().to_dense()
+
+    def to_coo(self) -> SparseCOO:
+        """Coordinate lists in stored order (sorted by ``axis_order`` when canonical).
+
+        Returns
+        -------
+        SparseCOO
+            Shares ``values`` (the reachable range); ``indices`` is new (each level
+            is expanded to one coordinate per leaf). Canonical when this CSF is and
+            ``axis_order`` is ``0, 1, ...``.
+
+        Examples
+        --------
+        >>> csf = asp.SparseCSF([[0, 1, 3]], [[0, 2], [1, 0, 1]], np.array([1, 2, 3]), (3, 2))
+        >>> csf.to_coo().indices
+        array([[0, 2, 2],
+               [1, 0, 1]])
+        """
+        from .coo import SparseCOO
+
+        coords = self._level_coords()
+        lo, hi = self._ranges()[-1]
+        dtype = np.result_type(*[c.dtype for c in coords])
+        indices = np.empty((self.ndim, hi - lo), dtype=dtype)
+        for k, axis in enumerate(self.axis_order):
+            indices[axis] = coords[k]
+        identity = self.axis_order == tuple(range(self.ndim))
+        canonical = True if identity and self._canonical else None
+        return SparseCOO._new(indices, self.values[lo:hi], self.shape, canonical)
+
+    def _as_compressed(self, major: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Return CSR (major 0) / CSC (1) arrays sharing the leaf buffers, or None.
+
+        Possible when level 0 stores ``major`` in non-decreasing order.
+        """
+        if self.ndim != 2 or self.axis_order[0] != major:
+            return None
+        top = self.indices[0]
+        if (top[1:] < top[:-1]).any():
+            return None
+        ptr0 = self.indptr[0]
+        lengths = np.zeros(self.shape[major], dtype=np.int64)
+        np.add.at(lengths, top, np.diff(ptr0))
+        indptr = np.empty(self.shape[major] + 1, dtype=np.int64)
+        indptr[0] = ptr0[0]
+        np.cumsum(lengths, out=indptr[1:])
+        indptr[1:] += ptr0[0]
+        return indptr, self.indices[1], self.values
+
+    def to_csr(self) -> SparseCSR:
+        """Convert this 2-d tensor to a :class:`SparseCSR`.
+
+        Returns
+        -------
+        SparseCSR
+            With ``axis_order=(0, 1)`` the column indices and values are the leaf
+            buffers (zero-copy; only ``indptr`` is built); otherwise converted.
+
+        Raises
+        ------
+        ValueError
+            The tensor is not 2-d.
+
+        Examples
+        --------
+        >>> csf = asp.SparseCSF([[0, 1, 3]], [[0, 2], [1, 0, 1]], np.array([1, 2, 3]), (3, 2))
+        >>> csf.to_csr().indptr
+        array([0, 1, 1, 3])
+        """
+        from .csr import SparseCSR
+
+        self._check_2d("SparseCSF.to_csr")
+        parts = self._as_compressed(0)
+        if parts is None:
+            return self.to_coo().to_csr()
+        csr: SparseCSR = SparseCSR._new(*parts, self.shape, self._canonical or None)
+        return csr
+
+    def to_csc(self) -> SparseCSC:
+        """Convert this 2-d tensor to a :class:`SparseCSC`.
+
+        Returns
+        -------
+        SparseCSC
+            With ``axis_order=(1, 0)`` the row indices and values are the leaf
+            buffers (zero-copy); otherwise converted.
+
+        Raises
+        ------
+        ValueError
+            The tensor is not 2-d.
+
+        Examples
+        --------
+        >>> csf = asp.SparseCSF([[0, 1, 3]], [[0, 2], [1, 0, 1]], np.array([1, 2, 3]), (3, 2))
+        >>> csf.to_csc().indptr
+        array([0, 1, 3])
+        """
+        from .csc import SparseCSC
+
+        self._check_2d("SparseCSF.to_csc")
+        parts = self._as_compressed(1)
+        if parts is None:
+            return self.to_coo().to_csc()
+        csc: SparseCSC = SparseCSC._new(*parts, self.shape, self._canonical or None)
+        return csc
+
+    def to_csf(self, axis_order: Sequence[int] | None = None) -> SparseCSF:
+        """Convert to another axis order (None keeps the current one).
+
+        Parameters
+        ----------
+        axis_order
+            The new level order; None or the current order returns ``self``.
+
+        Returns
+        -------
+        SparseCSF
+            Re-sorted through COO (copies) when the order changes.
+
+        Raises
+        ------
+        ValueError
+            Not a permutation of the dimensions.
+
+        Examples
+        --------
+        >>> csf = asp.SparseCSF([[0, 1, 3]], [[0, 2], [1, 0, 1]], np.array([1, 2, 3]), (3, 2))
+        >>> csf.to_csf([1, 0]).indices
+        (array([0, 1]), array([2, 0, 2]))
+        """
+        if axis_order is None:
+            return self
+        order = b.check_axis_order("SparseCSF.to_csf", axis_order, self.ndim)
+        if order == self.axis_order:
+            return self
+        return self.to_coo().to_csf(order)
+
+    def to_arrow(self) -> Any:
+        """Convert to a ``pyarrow.SparseCSFTensor`` (with its ``axis_order``).
+
+        Returns
+        -------
+        pyarrow.SparseCSFTensor
+            Shares every buffer when the index arrays are int64 and the tensor is
+            compact (not a sub-fibre). Otherwise pyarrow gets int64 copies of the
+            index arrays, and the pointer arrays of a sub-fibre are rebased to start
+            at zero (copies); the values are always shared (bools as uint8). Read it
+            back with ``SparseCSF.from_arrow(t, axis_order=csf.axis_order)``.
+
+        Raises
+        ------
+        ValueError
+            A 1-d tensor (pyarrow's CSF needs two dimensions or more).
+
+        Examples
+        --------
+        >>> csf = asp.SparseCSF([[0, 1, 3]], [[0, 2], [1, 0, 1]], np.array([1, 2, 3]), (3, 2))
+        >>> csf.to_arrow().to_tensor().to_numpy()
+        array([[0, 1],
+               [0, 0],
+               [2, 3]])
+        """
+        return _interop.csf_to_arrow(self._compact())
+
+    def to_scipy(self, *, matrix: bool = False) -> Any:
+        """Convert to a scipy ``coo_array`` (``coo_matrix`` with ``matrix=True``).
+
+        Parameters
+        ----------
+        matrix
+            Return a ``coo_matrix`` (2-d only).
+
+        Returns
+        -------
+        scipy.sparse.coo_array or scipy.sparse.coo_matrix
+            Through :meth:`to_coo`: new coordinates, shared values.
+
+        Raises
+        ------
+        ModuleNotFoundError
+            scipy is not installed.
+
+        Examples
+        --------
+        >>> csf = asp.SparseCSF([[0, 1]], [[1], [0]], np.array([1.0]), (2, 2))
+        >>> csf.to_scipy().toarray()
+        array([[0., 0.],
+               [1., 0.]])
+        """
+        return _interop.to_scipy(self.to_coo(), matrix)
+
+    def to_pydata_sparse(self) -> Any:
+        """Convert to a pydata ``sparse.COO`` (through :meth:`to_coo`).
+
+        Returns
+        -------
+        sparse.COO
+            New coordinates, shared values when canonical in the default order.
+
+        Raises
+        ------
+        ModuleNotFoundError
+            pydata sparse is not installed.
+
+        Examples
+        --------
+        >>> csf = asp.SparseCSF([[0, 1]], [[1], [0]], np.array([1.0]), (2, 2))
+        >>> csf.to_pydata_sparse().nnz  # doctest: +SKIP
+        1
+        """
+        return _interop.to_pydata(self.to_coo())
+
+    def to_torch(self) -> Any:
+        """Convert to a ``torch.sparse_coo_tensor`` (through :meth:`to_coo`).
+
+        Returns
+        -------
+        torch.Tensor
+            New coordinates; values shared when writable.
+
+        Raises
+        ------
+        ModuleNotFoundError
+            torch is not installed.
+
+        Examples
+        --------
+        >>> csf = asp.SparseCSF([[0, 1]], [[1], [0]], np.array([1.0]), (2, 2))
+        >>> csf.to_torch().to_dense()  # doctest: +SKIP
+        tensor([[0., 0.],
+                [1., 0.]], dtype=torch.float64)
+        """
+        return _interop.to_torch(self.to_coo())
+
+    # ------------------------------------------------------------------ operations
+    def _check_2d(self, func: str) -> None:
+        if self.ndim != 2:
+            msg = f"{func}: needs a 2-d tensor, got shape {self.shape}"
+            raise ArrowSparseValueError(msg)
+
+    def canonical(self) -> SparseCSF:
+        """Fibres sorted, duplicates summed, childless nodes dropped (same axis order).
+
+        Returns
+        -------
+        SparseCSF
+            ``self`` when already canonical; else rebuilt through COO (new arrays).
+
+        Examples
+        --------
+        >>> csf = asp.SparseCSF([[0, 2]], [[0], [1, 1]], np.array([1, 2]), (1, 2))
+        >>> fixed = csf.canonical()
+        >>> fixed.indices, fixed.values
+        ((array([0]), array([1])), array([3]))
+        """
+        if self.is_canonical:
+            return self
+        return self.to_coo().canonical().to_csf(self.axis_order)
+
+    def sum(self, axis: int | None = None) -> Any:
+        """Sum of all entries, or along one axis (a dense result, through COO).
+
+        Parameters
+        ----------
+        axis
+            None for the total, else the dimension (of ``shape``) to sum over.
+
+        Returns
+        -------
+        numpy scalar or numpy.ndarray
+            numpy's sum dtype; with ``axis``, a new dense array without that axis.
+
+        Raises
+        ------
+        IndexError
+            ``axis`` out of range.
+
+        See Also
+        --------
+        numpy.sum : The dense equivalent.
+
+        Examples
+        --------
+        >>> csf = asp.SparseCSF([[0, 1, 3]], [[0, 2], [1, 0, 1]], np.array([1, 2, 3]), (3, 2))
+        >>> csf.sum(), csf.sum(axis=1)
+        (np.int64(6), array([1, 0, 5]))
+        """
+        if axis is None:
+            lo, hi = self._ranges()[-1]
+            return self.values[lo:hi].sum(dtype=b.sum_dtype(self.dtype))
+        b.check_axis("SparseCSF.sum", axis, self.ndim)
+        return self.to_coo().sum(axis)
+
+    def multiply(self, other: Any) -> SparseCSF:
+        """Elementwise product with a scalar or a dense array broadcast to ``shape``.
+
+        Parameters
+        ----------
+        other
+            A number, or an array broadcasting to ``shape``.
+
+        Returns
+        -------
+        SparseCSF
+            Same structure (index and pointer arrays shared; a sub-fibre is compacted
+            first, rebasing its pointers) with new values. Only stored entries are
+            multiplied.
+
+        Raises
+        ------
+        ValueError
+            ``other`` does not broadcast to ``shape``.
+        TypeError
+            ``other`` is not numeric, or is sparse.
+
+        Examples
+        --------
+        >>> csf = asp.SparseCSF([[0, 1, 3]], [[0, 2], [1, 0, 1]], np.array([1, 2, 3]), (3, 2))
+        >>> (csf * 2).values
+        array([2, 4, 6])
+        >>> csf.multiply(np.array([[1], [10], [100]])).values
+        array([  1, 200, 300])
+        """
+        func = "SparseCSF.multiply"
+        arr = b.dense_operand(func, "other", other)
+        compact = self._compact()
+        if arr.ndim == 0:
+            new = compact.values * (other if np.isscalar(other) else arr)
+        else:
+            coords = compact._level_coords()
+            ordered = [coords[self.axis_order.index(d)] for d in range(self.ndim)]
+            new = compact.values * b.broadcast_gather(func, arr, self.shape, ordered)
+        return SparseCSF._new(compact.indptr, compact.indices, np.asarray(new), self.shape,
+                              self.axis_order, self._canonical)
+
+    def transpose(self, axes: Sequence[int] | None = None) -> SparseCSF:
+        """Permute the dimensions by relabelling the levels (zero-copy).
+
+        Parameters
+        ----------
+        axes
+            New order of the dimensions, as in :func:`numpy.transpose` (default:
+            reversed).
+
+        Returns
+        -------
+        SparseCSF
+            The same buffers; only ``shape`` and ``axis_order`` change (level ``k``
+            now stores the new dimension that old dimension ``axis_order[k]`` became).
+
+        Raises
+        ------
+        ValueError
+            ``axes`` is not a permutation of the dimensions.
+
+        Examples
+        --------
+        >>> csf = asp.SparseCSF([[0, 1, 3]], [[0, 2], [1, 0, 1]], np.array([1, 2, 3]), (3, 2))
+        >>> csf.T
+        SparseCSF(shape=(2, 3), nnz=3, dtype=int64, axis_order=(1, 0))
+        >>> np.array_equal(csf.T.to_dense(), csf.to_dense().T)
+        True
+        """
+        if axes is None:
+            perm: tuple[int, ...] = tuple(reversed(range(self.ndim)))
+        else:
+            perm = b.check_axis_order("SparseCSF.transpose", axes, self.ndim)
+        new_of_old = {old: new for new, old in enumerate(perm)}
+        order = tuple(new_of_old[a] for a in self.axis_order)
+        shape = tuple(self.shape[a] for a in perm)
+        # Canonical form depends on the structure only, which relabelling keeps.
+        return SparseCSF._new(self.indptr, self.indices, self.values, shape, order,
+                              self._canonical)
+
+    @property
+    def T(self) -> SparseCSF:  # noqa: N802 - numpy's name
+        """The transpose (dimensions reversed): the same buffers, relabelled.
+
+        Examples
+        --------
+        >>> asp.SparseCSF.from_dense(np.ones((2, 3, 4))).T.axis_order
+        (2, 1, 0)
+        """
+        return self.transpose()
+
+    def __getitem__(self, key: Any) -> Any:
+        """Sub-fibre(s) along the outermost stored dimension ``axis_order[0]`` (views).
+
+        ``csf[i]`` drops that dimension; ``csf[a:b]`` keeps it with size ``b - a``.
+        """
+        func = "SparseCSF"
+        top = self.indices[0]
+        size = self.shape[self.axis_order[0]]
+        if isinstance(key, slice):
+            start, stop, step = key.indices(size)
+            if step != 1:
+                msg = f"{func}: slices must have step 1; convert with to_coo() for other orders"
+                raise ArrowSparseValueError(msg)
+            stop = max(start, stop)
+            positions = np.flatnonzero((top >= start) & (top < stop))
+            return self._select(positions, start, stop, drop=False)
+        if isinstance(key, (bool, np.bool_)) or not isinstance(key, (int, np.integer)):
+            msg = (f"{func}: sub-fibres are selected with an int or a slice along the "
+                   f"outermost stored dimension, got {type(key).__name__}")
+            raise ArrowSparseTypeError(msg)
+        i = int(key)
+        if not -size <= i < size:
+            msg = (f"{func}: index {i} out of range for dimension {self.axis_order[0]} "
+                   f"of size {size}")
+            raise ArrowSparseIndexError(msg)
+        i %= size
+        positions = np.flatnonzero(top == i)
+        return self._select(positions, i, i + 1, drop=True)
+
+    def _select(self, positions: np.ndarray, start: int, stop: int, drop: bool) -> Any:
+        a0 = self.axis_order[0]
+        contiguous = len(positions) == 0 or positions[-1] - positions[0] + 1 == len(positions)
+        if not contiguous:  # unsorted outer level: gather through COO (copies)
+            coo = self.to_coo()
+            keep = (coo.indices[a0] >= start) & (coo.indices[a0] < stop)
+            idx = coo.indices[:, keep].copy()
+            idx[a0] -= start
+            dims = list(self.shape)
+            dims[a0] = stop - start
+            sub = type(self)._from_coo_parts(idx, coo.values[keep], tuple(dims), self.axis_order)
+            return sub._drop_outer() if drop else sub
+        p, q = (int(positions[0]), int(positions[-1]) + 1) if len(positions) else (0, 0)
+        if drop:
+            if self.ndim == 1:
+                lo, hi = p, q
+                return self.values[lo:hi].sum(dtype=self.dtype)
+            shape = tuple(s for d, s in enumerate(self.shape) if d != a0)
+            order = tuple(a - (a > a0) for a in self.axis_order[1:])
+            ptr0 = self.indptr[0]
+            if len(positions) == 0:
+                lo = hi = int(ptr0[0])
+            else:
+                lo, hi = int(ptr0[p]), int(ptr0[q])
+            indices = (self.indices[1][lo:hi],) + self.indices[2:]
+            indptr = (self.indptr[1][lo:hi + 1],) + self.indptr[2:] if self.ndim > 2 else ()
+            values = self.values[lo:hi] if self.ndim == 2 else self.values
+            return SparseCSF._new(indptr, indices, values, shape, order,
+                                  self._canonical or None)
+        shape_list = list(self.shape)
+        shape_list[a0] = stop - start
+        top = self.indices[0][p:q]
+        top = top - start if start else top
+        indptr = (self.indptr[0][p:q + 1],) + self.indptr[1:] if self.ndim > 1 else ()
+        values = self.values[p:q] if self.ndim == 1 else self.values
+        return SparseCSF._new(indptr, (top,) + self.indices[1:], values, tuple(shape_list),
+                              self.axis_order, self._canonical or None)
+
+    @classmethod
+    def _from_coo_parts(cls, indices: np.ndarray, values: np.ndarray, shape: tuple[int, ...],
+                        order: tuple[int, ...]) -> SparseCSF:
+        from .coo import SparseCOO
+
+        return SparseCOO._new(indices, values, shape).to_csf(order)
+
+    def _drop_outer(self) -> Any:
+        """Return the sub-tensor under outer coordinate 0, the only one (or the scalar)."""
+        return self[0]

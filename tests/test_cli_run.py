@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from arrow_sparse.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "data" / "sample_clicks.parquet"
+SPEC = REPO / "data" / "example_pipeline.toml"
+
+
+def test_run_sample(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "f.parquet"
+    assert main(["run", str(SPEC), "--output", str(out), "--no-progress", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["rows_in"] == summary["rows_out"] == 100_000
+    assert pq.read_metadata(out).num_rows == 100_000
+
+
+def test_run_text_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(SPEC), "--input", str(SAMPLE), "--output",
+                 str(tmp_path / "f.arrow"), "--batch-rows", "50000"]) == 0
+    assert "100,000 rows in, 100,000 rows out" in capsys.readouterr().out
+
+
+def test_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema", str(SAMPLE)]) == 0
+    assert "item_ids: list<element: int64>" in capsys.readouterr().out
+    assert main(["schema", str(SAMPLE), "--pipeline", str(SPEC)]) == 0
+    text = capsys.readouterr().out
+    assert "item_buckets: fixed_size_list<element: int64>[50]" in text
+    assert "categories" not in text
+
+
+@pytest.mark.parametrize(("argv", "code", "match"), [
+    (["run", "missing.toml"], 1, "pipeline spec not found"),
+    (["run", str(SPEC), "--engine", "ray"], 2, "invalid choice"),
+    (["run", str(SPEC), "--output", "x.csv"], 1, "output format"),
+    (["schema", "missing.parquet"], 1, "missing.parquet"),
+])
+def test_errors(argv: list[str], code: int, match: str,
+                capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == code
+    err = capsys.readouterr().err
+    assert err.startswith("arrow-sparse: error:") and match in err
+    assert err.count("\n") == 1
+
+
+def test_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--help"]) == 0
+    assert "arrow-sparse run data/example_pipeline.toml" in capsys.readouterr().out

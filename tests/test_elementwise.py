@@ -1,0 +1,886 @@
+"""Tests of jagged arithmetic (arrow_sparse.elementwise and the Jagged operators) against
+the plain-Python oracles in ``_reference.py``."""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import arrow_sparse as asp
+from arrow_sparse.errors import ArrowSparseTypeError
+
+from . import _reference as ref
+from ._strategies import list_arrays, offsets, pylists
+
+CAFFE2_VALUES = np.array([1, 2, 3, 2, 4, 6, 7, 3, 6])
+CAFFE2_OFFSETS = np.array([0, 3, 7, 9])
+CAFFE2_ROWS = [[1, 2, 3], [2, 4, 6, 7], [3, 6]]
+
+
+def caffe2() -> asp.Jagged:
+    return asp.Jagged(CAFFE2_VALUES, CAFFE2_OFFSETS)
+
+
+def close_rows(actual: Any, expected: Any, rel: float = 1e-9) -> None:
+    """Nested lists equal, floats within ``rel`` (None and NaN matched exactly)."""
+    if isinstance(expected, list):
+        assert isinstance(actual, list) and len(actual) == len(expected), (actual, expected)
+        for a, e in zip(actual, expected, strict=True):
+            close_rows(a, e, rel)
+    elif expected is None or actual is None:
+        assert actual is None and expected is None, (actual, expected)
+    elif isinstance(expected, float) and math.isnan(expected):
+        assert math.isnan(actual)
+    else:
+        assert actual == pytest.approx(expected, rel=rel, abs=1e-12), (actual, expected)
+
+
+def shares_offsets(result: asp.Jagged, source: asp.Jagged) -> None:
+    assert result.offsets is source.offsets
+    assert np.shares_memory(result.offsets, source.offsets)
+
+
+# ============================================================================ operators
+BINARY = {"+": operator.add, "-": operator.sub, "*": operator.mul}
+
+
+@given(list_arrays(np.dtype(np.int64), null_values=True), st.sampled_from(sorted(BINARY)),
+       st.integers(-50, 50))
+def test_operators_with_a_scalar(case: tuple[pa.Array, list], op: str, scalar: int) -> None:
+    arr, rows = case
+    j = asp.Jagged.from_arrow(arr)
+    fn = BINARY[op]
+    got = fn(j, scalar)
+    assert got.to_list() == ref.map_rows(lambda a: fn(a, scalar), rows)
+    shares_offsets(got, j)
+    assert got.validity is j.validity
+    assert fn(scalar, j).to_list() == ref.map_rows(lambda a: fn(scalar, a), rows)
+
+
+@given(list_arrays(np.dtype(np.float64), null_values=True), st.sampled_from(sorted(BINARY)))
+def test_operators_between_jaggeds(case: tuple[pa.Array, list], op: str) -> None:
+    arr, rows = case
+    j = asp.Jagged.from_arrow(arr)
+    # The other operand: the same row lengths, its own buffer with one value before the
+    # rows (so its offsets start at 1), and null rows where a row has one element.
+    other_rows = [None if row is None or len(row) == 1 else [2.5 * i - 1 for i in range(len(row))]
+                  for row in rows]
+    lengths = [0 if row is None else len(row) for row in rows]
+    flat = [0.0] + [x for row, n in zip(other_rows, lengths, strict=True)
+                    for x in (row if row is not None else [7.0] * n)]
+    offs = np.concatenate([[1], 1 + np.cumsum(lengths, dtype=np.int64)]).astype(np.int32)
+    k = asp.Jagged(np.array(flat), offs, np.array([r is not None for r in other_rows], bool))
+    fn = BINARY[op]
+    got = fn(j, k)
+    close_rows(got.to_list(), ref.map_rows(fn, rows, other_rows))
+    shares_offsets(got, j)
+    close_rows((k * j).to_list(), ref.map_rows(lambda a, b: b * a, rows, other_rows))
+
+
+@given(list_arrays(np.dtype(np.int64)), st.data())
+def test_per_row_and_padded_operands(case: tuple[pa.Array, list], data: st.DataObject) -> None:
+    arr, rows = case
+    j = asp.Jagged.from_arrow(arr)
+    per_row = np.array(data.draw(st.lists(st.integers(-9, 9), min_size=len(rows),
+                                          max_size=len(rows))), dtype=np.int64)
+    got = j * per_row
+    expected = [None if row is None else [x * int(per_row[i]) for x in row]
+                for i, row in enumerate(rows)]
+    assert got.to_list() == expected
+    longest = max([len(r) for r in rows if r is not None], default=0)
+    width = longest + data.draw(st.integers(0, 2))
+    dense = np.arange(len(rows) * width, dtype=np.int64).reshape(len(rows), width)
+    expected = [None if row is None else [x - int(dense[i, p]) for p, x in enumerate(row)]
+                for i, row in enumerate(rows)]
+    assert (j - dense).to_list() == expected
+    assert (dense - j).to_list() == ref.map_rows(operator.neg, expected)
+
+
+def test_caffe2_operators() -> None:
+    j = caffe2()
+    assert (j + 1).to_list() == [[2, 3, 4], [3, 5, 7, 8], [4, 7]]
+    assert (10 - j).to_list() == [[9, 8, 7], [8, 6, 4, 3], [7, 4]]
+    assert (j * j).to_list() == [[1, 4, 9], [4, 16, 36, 49], [9, 36]]
+    assert (j / 2).to_list() == [[0.5, 1.0, 1.5], [1.0, 2.0, 3.0, 3.5], [1.5, 3.0]]
+    assert (j // 2).to_list() == [[0, 1, 1], [1, 2, 3, 3], [1, 3]]
+    assert (j % 2).to_list() == [[1, 0, 1], [0, 0, 0, 1], [1, 0]]
+    assert (j ** 2).to_list() == (j * j).to_list()
+    assert (2 ** j).to_list()[0] == [2, 4, 8]
+    assert (-j).to_list() == [[-1, -2, -3], [-2, -4, -6, -7], [-3, -6]]
+    assert abs(-j).to_list() == CAFFE2_ROWS
+    assert (+j).to_list() == CAFFE2_ROWS
+    assert (j * np.array([1, 10, 100])).to_list() == [[1, 2, 3], [20, 40, 60, 70], [300, 600]]
+    assert (np.array([1, 10, 100]) * j).to_list() == [[1, 2, 3], [20, 40, 60, 70], [300, 600]]
+    assert (pa.array([1, 10, 100]) + j).to_list() == [[2, 3, 4], [12, 14, 16, 17], [103, 106]]
+    assert (j + pa.array(CAFFE2_ROWS)).to_list() == (j * 2).to_list()
+
+
+def test_comparisons_give_bool_jaggeds_and_jagged_is_unhashable() -> None:
+    j = asp.Jagged.from_list([[1, 2, 3], None, [3, 6]])
+    eq = j == 3
+    assert eq.dtype == np.bool_ and eq.to_list() == [[False, False, True], None, [True, False]]
+    assert (j != 3).to_list() == [[True, True, False], None, [False, True]]
+    assert (j < 3).to_list() == [[True, True, False], None, [False, False]]
+    assert (j <= 3).to_list() == [[True, True, True], None, [True, False]]
+    assert (j > 3).to_list() == [[False, False, False], None, [False, True]]
+    assert (j >= 3).to_list() == [[False, False, True], None, [True, True]]
+    assert (3 < j).to_list() == (j > 3).to_list()
+    assert (j == j).to_list() == [[True] * 3, None, [True] * 2]
+    assert asp.Jagged.__hash__ is None
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(j)
+
+
+def test_numpy_ufuncs_apply_to_values() -> None:
+    j = asp.Jagged.from_list([[1.0, 4.0], [], None, [9.0]])
+    close_rows(np.sqrt(j).to_list(), [[1.0, 2.0], [], None, [3.0]])
+    close_rows(np.exp(j).to_list(), [[math.e, math.exp(4)], [], None, [math.exp(9)]])
+    assert np.add(j, 1).to_list() == [[2.0, 5.0], [], None, [10.0]]
+    assert np.maximum(j, np.array([2.0, 0.0, 0.0, 10.0])).to_list() == \
+        [[2.0, 4.0], [], None, [10.0]]
+    assert np.isnan(j).to_list() == [[False, False], [], None, [False]]
+    assert np.add(j, 1, dtype=np.float32).dtype == np.float32
+    shares_offsets(np.log(j), j)
+
+
+def test_dtypes_follow_numpy() -> None:
+    j8 = asp.Jagged.from_list([[1, 2], [3]], dtype=np.int8)
+    assert (j8 + 1).dtype == np.int8  # Python scalars are weak, as in numpy
+    assert (j8 / 2).dtype == np.float64
+    assert (j8 + np.int16(1)).dtype == np.int16
+    f32 = asp.Jagged.from_list([[1.0]], dtype=np.float32)
+    assert (f32 * 2.5).dtype == np.float32
+    assert (f32 * np.float64(2.5)).dtype == np.float64
+
+
+def test_offsets_are_shared_and_sliced_input_keeps_them() -> None:
+    base = pa.array([[100, 100], [1, 2, 3], [], None, [3, 6], [100]])
+    sliced = base.slice(1, 4)
+    j = asp.Jagged.from_arrow(sliced)
+    assert j.offsets[0] == 2
+    for result in ((j + 1), (j * j), j.map_values(np.negative), np.square(j)):
+        shares_offsets(result, j)
+        assert result.validity is j.validity or np.array_equal(result.validity, j.validity)
+        result.validate()
+    assert (j + 1).to_list() == [[2, 3, 4], [], None, [4, 7]]
+    out = (j + 1).to_arrow()
+    assert out.type == sliced.type and out.to_pylist() == [[2, 3, 4], [], None, [4, 7]]
+    assert asp.Jagged.from_arrow(out).offsets.tolist() == j.offsets.tolist()
+
+
+def test_nested_and_vector_values() -> None:
+    nested = asp.Jagged.from_list([[[1, 2], [3]], None, [[], [4, 5, 6]]])
+    assert (nested * 10).to_list() == [[[10, 20], [30]], None, [[], [40, 50, 60]]]
+    assert (nested + nested).to_list() == [[[2, 4], [6]], None, [[], [8, 10, 12]]]
+    assert (nested - np.array([1, 2, 3])).to_list() == [[[0, 1], [2]], None, [[], [1, 2, 3]]]
+    dense = np.arange(3 * 2 * 3).reshape(3, 2, 3)
+    assert (nested + dense).to_list() == [[[1, 3], [6]], None, [[], [19, 21, 23]]]
+    outer_sliced = nested[2:]
+    assert (outer_sliced * 2).to_list() == [[[], [8, 10, 12]]]
+    emb = asp.Jagged(np.arange(10, dtype=np.float64).reshape(5, 2), [0, 2, 5])
+    scaled = emb * np.array([1.0, 10.0])  # per-row scalars broadcast over the vector
+    np.testing.assert_array_equal(scaled.values[2:], np.arange(4, 10).reshape(3, 2) * 10)
+    by_vector = emb * np.array([[1.0, -1.0], [2.0, 0.0]])  # one vector per row
+    np.testing.assert_array_equal(by_vector.values[:2], [[0.0, -1.0], [2.0, -3.0]])
+    padded = np.ones((2, 3, 2))
+    np.testing.assert_array_equal((emb + padded).values, emb.values + 1)
+
+
+def test_validities_combine_with_and() -> None:
+    # Rows must have the same lengths, null or not (here the null rows hold garbage).
+    a = asp.Jagged(np.array([1, 2, 99, 3, 4]), [0, 2, 3, 4, 5], [True, False, True, True])
+    b = asp.Jagged(np.array([1, 0, 5, 77, 6]), [0, 2, 3, 4, 5], [True, True, False, True],
+                   values_validity=[True, False, True, True, True])
+    assert (a + b).to_list() == [[2, None], None, None, [10]]
+    assert (b * a).to_list() == [[1, None], None, None, [24]]
+    assert a.validity is not None and a.validity.tolist() == [True, False, True, True]
+    with pytest.raises(ValueError, match=r"Jagged.add: other offsets differ .*"
+                                         r"\(first at position 2: 3 != 2\)"):
+        asp.Jagged.from_list([[1, 2], None, [3]]) + asp.Jagged.from_list([[1, 2], [5], [3]])
+
+
+def test_hidden_values_are_never_computed() -> None:
+    # Arrow allows anything under a null row or a null element: here a NaN and a huge
+    # value, which would raise floating-point warnings (errors in this test suite).
+    values = pa.array([1.0, np.nan, 1e300, 2.0])
+    arr = pa.ListArray.from_arrays(pa.array([0, 1, 3, 4], pa.int32()), values,
+                                   mask=pa.array([False, True, False]))
+    j = asp.Jagged.from_arrow(arr)
+    assert (j * 1e10).to_list() == [[1e10], None, [2e10]]
+    assert j.map_values(lambda x: x * 1e300).to_list() == [[1e300], None, [2e300]]
+    with_null = asp.Jagged.from_list([[1.0, None, 0.5]])  # 0.0 under the null
+    assert (1 / with_null).to_list() == [[1.0, None, 2.0]]
+
+
+def test_operator_errors() -> None:
+    j = caffe2()
+    other = asp.Jagged(CAFFE2_VALUES, np.array([0, 3, 6, 9]))
+    with pytest.raises(ValueError, match=r"Jagged.add: other offsets differ from the Jagged's, "
+                                         r"counted from each one's first offset "
+                                         r"\(first at position 2: 6 != 7\)"):
+        j + other
+    with pytest.raises(ValueError, match="Jagged.multiply: other has 2 rows but the Jagged has 3"):
+        j * j[:2]
+    with pytest.raises(ValueError, match=r"other offsets \(level 1\) differ"):
+        asp.Jagged.from_list([[[1], [2]]]) + asp.Jagged.from_list([[[1, 2], []]])
+    with pytest.raises(ValueError, match="other has 2 jagged levels but the Jagged has 1"):
+        asp.Jagged.from_list([[1]]) + asp.Jagged.from_list([[[1]]])
+    with pytest.raises(ValueError, match="Jagged.subtract: other has 2 rows but the Jagged has 3"):
+        j - np.array([1, 2])
+    with pytest.raises(ValueError, match=r"other axis 1 \(length 3\) is shorter than a row "
+                                         r"of the Jagged \(first at position 1: 4\)"):
+        j * np.ones((3, 3))
+    with pytest.raises(ValueError, match=r"other of shape \(3, 1, 1, 1\) does not broadcast"):
+        j * np.ones((3, 1, 1, 1))
+    with pytest.raises(ValueError, match="Jagged.add: .*out of bounds for int8"):
+        asp.Jagged.from_list([[1]], dtype=np.int8) + 1000
+    with pytest.raises(ValueError, match="Jagged.power: Integers to negative integer powers"):
+        j ** -1
+    with pytest.raises(TypeError, match="Jagged.subtract: numpy boolean subtract"):
+        (j > 1) - (j > 2)
+    with pytest.raises(TypeError, match="Jagged.add: other must have a numeric dtype"):
+        j + "a"
+    with pytest.raises(TypeError, match="Jagged.equal: other could not be read|Jagged.equal: "
+                                        "other must"):
+        assert j == None  # noqa: E711
+    with pytest.raises(TypeError, match="Jagged.add: other must have a numeric dtype, got complex"):
+        j + np.array([1j, 2j, 3j])
+    with pytest.raises(TypeError, match=r"numpy's add.reduce is not supported on a Jagged; "
+                                        r"use the segment reductions"):
+        np.add.reduce(j)
+    with pytest.raises(TypeError, match=r"Jagged.add: the out= argument is not supported"):
+        np.add(j, 1, out=np.empty(9))
+    with pytest.raises(TypeError, match="Jagged.matmul: only elementwise numpy ufuncs"):
+        np.matmul(j, j)
+    with pytest.raises(TypeError, match="Jagged.divmod: only elementwise numpy ufuncs"):
+        np.divmod(j, 2)
+
+
+# =========================================================================== map_values
+def test_map_values_zero_copy_offsets_and_arrow() -> None:
+    j = asp.Jagged.from_list([[1, 2, 3], [], None, [3, 6]])
+    squared = j.map_values(np.square)
+    assert squared.to_list() == [[1, 4, 9], [], None, [9, 36]]
+    shares_offsets(squared, j)
+    assert squared.validity is j.validity
+    assert j.map_values(lambda x: x.astype(np.float32)).dtype == np.float32
+    out = asp.map_values(pa.array([[1, 2], None]), lambda x: x * 2)
+    assert isinstance(out, pa.ListArray) and out.to_pylist() == [[2, 4], None]
+    vectors = asp.Jagged(np.ones((3, 4)), [0, 1, 3])
+    assert j.map_values(np.abs).offsets is j.offsets
+    assert vectors.map_values(lambda x: x[:, :2]).values.shape == (3, 2)
+
+
+@given(list_arrays(np.dtype(np.float64), levels=2, null_values=True))
+def test_map_values_nested_matches_reference(case: tuple[pa.Array, list]) -> None:
+    arr, rows = case
+    got = asp.map_values(arr, lambda x: 2 * x + 1)
+    assert got.type == arr.type
+    close_rows(got.to_pylist(), ref.map_rows(lambda a: 2 * a + 1, rows))
+
+
+def test_map_values_errors() -> None:
+    j = caffe2()
+    with pytest.raises(TypeError, match="map_values: func must be callable, got int"):
+        j.map_values(3)
+    with pytest.raises(ValueError, match="map_values: func returned 1 values for 9; it must "
+                                         "map the values one to one"):
+        j.map_values(lambda x: x[:1])
+    with pytest.raises(TypeError, match=r"map_values: func\(values\) must have a numeric dtype"):
+        j.map_values(lambda x: x.astype(str))
+    with pytest.raises(TypeError, match="map_values: data must be a Jagged or an Arrow list"):
+        asp.map_values(np.arange(3), np.abs)
+
+
+# ====================================================== FBGEMM jagged x dense elementwise
+def test_jagged_dense_matches_fbgemm_example() -> None:
+    # Computed with fbgemm-gpu-cpu 1.8.0 (torch.ops.fbgemm.*): x rows [1, 2, 3] and
+    # [4, 5], dense [[10, 20], [30, 40]]; the third element of row 0 lies outside it.
+    x = np.array([[1.0], [2.0], [3.0], [4.0], [5.0]])
+    offs = [np.array([0, 3, 5])]
+    y = np.array([[[10.0], [20.0]], [[30.0], [40.0]]])
+    np.testing.assert_array_equal(asp.jagged_dense_elementwise_add(x, offs, y, output="dense")[..., 0],
+                                  [[11, 22], [34, 45]])
+    np.testing.assert_array_equal(asp.jagged_dense_elementwise_mul(x, offs, y)[:, 0],
+                                  [10, 40, 0, 120, 200])
+    np.testing.assert_array_equal(
+        asp.jagged_dense_elementwise_add_jagged_output(x, offs, y)[:, 0], [11, 22, 3, 34, 45])
+
+
+@given(st.data())
+def test_jagged_dense_matches_reference(data: st.DataObject) -> None:
+    levels = data.draw(st.integers(1, 3))
+    lens = [data.draw(st.lists(st.integers(0, 3), max_size=5))]
+    for _ in range(levels - 1):
+        lens.append(data.draw(st.lists(st.integers(0, 3), min_size=sum(lens[-1]),
+                                       max_size=sum(lens[-1]))))
+    offs = [ref.lengths_to_offsets(x) for x in lens]
+    start = data.draw(st.integers(0, 2))  # values before the first row
+    offs[-1] = [start + o for o in offs[-1]]
+    extra = data.draw(st.integers(0, 2))  # values after the last row
+    inner = data.draw(st.sampled_from([(), (2,)]))
+    total = offs[-1][-1] + extra
+    values = np.arange(1, 1 + total * int(np.prod(inner)), dtype=np.int64).reshape(
+        (total,) + inner)
+    extents = [data.draw(st.integers(0, 4)) for _ in range(levels)]
+    dense_shape = (len(lens[0]),) + tuple(extents) + inner
+    dense = (np.arange(int(np.prod(dense_shape)), dtype=np.int64) * 3 - 7).reshape(dense_shape)
+    np_offs = [np.array(o, dtype=np.int32) for o in offs]
+    zero = [0] * inner[0] if inner else 0
+    for fn, op in ((asp.jagged_dense_elementwise_mul, operator.mul),
+                   (asp.jagged_dense_elementwise_add_jagged_output, operator.add)):
+        got = fn(values, np_offs, dense)
+        assert got.shape == values.shape
+        assert got.tolist() == ref.jagged_dense_elementwise(values.tolist(), offs,
+                                                            dense.tolist(), op, zero)
+    got = asp.jagged_dense_elementwise_add(values, np_offs, dense, output="dense")
+    padded = ref.pad(ref.rows_of(values.tolist(), offs), extents, 0, zero)
+    assert got.tolist() == (np.array(padded, dtype=np.int64).reshape(dense.shape)
+                            + dense).tolist()
+
+
+def test_jagged_dense_jagged_and_arrow_inputs() -> None:
+    j = asp.Jagged.from_list([[1.0, 2.0, 3.0], None, [4.0]])
+    dense = np.array([[1.0, 10.0], [5.0, 5.0], [2.0, 2.0]])
+    got = asp.jagged_dense_elementwise_mul(j, None, dense)
+    assert isinstance(got, asp.Jagged) and got.to_list() == [[1.0, 20.0, 0.0], None, [8.0]]
+    shares_offsets(got, j)
+    arr = j.to_arrow()
+    out = asp.jagged_dense_elementwise_add_jagged_output(arr, None, dense)
+    assert out.type == arr.type and out.to_pylist() == [[2.0, 12.0, 3.0], None, [6.0]]
+    # A null row counts as padding in the dense sum.
+    np.testing.assert_array_equal(asp.jagged_dense_elementwise_add(j, None, dense, output="dense"),
+                                  [[2.0, 12.0], [5.0, 5.0], [6.0, 2.0]])
+    flat = asp.jagged_dense_elementwise_mul(pa.array([1, 2, 3]), [pa.array([0, 1, 3])],
+                                            np.array([[2, 0], [3, 4]]))
+    assert isinstance(flat, pa.Array) and flat.to_pylist() == [2, 6, 12]
+    mixed = asp.jagged_dense_elementwise_mul(np.array([1, 2], np.int32), [[0, 2]],
+                                             np.array([[0.5, 0.25]], np.float32))
+    assert mixed.dtype == np.float64 and mixed.tolist() == [0.5, 0.5]
+
+
+def test_jagged_dense_against_fbgemm() -> None:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("fbgemm_gpu")
+    rng = np.random.default_rng(0)
+    outer, inner = np.array([0, 2, 2, 5]), np.array([0, 1, 4, 4, 6, 9])
+    values = rng.standard_normal((9, 3)).astype(np.float32)
+    dense = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    t_off = [torch.from_numpy(outer), torch.from_numpy(inner)]
+    tv, td = torch.from_numpy(values), torch.from_numpy(dense)
+    fb = torch.ops.fbgemm
+    np.testing.assert_allclose(asp.jagged_dense_elementwise_add(values, [outer, inner], dense,
+                                                                output="dense"),
+                               fb.jagged_dense_elementwise_add(tv, t_off, td).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(asp.jagged_dense_elementwise_mul(values, [outer, inner], dense),
+                               fb.jagged_dense_elementwise_mul(tv, t_off, td)[0].numpy(),
+                               rtol=1e-6)
+    np.testing.assert_allclose(
+        asp.jagged_dense_elementwise_add_jagged_output(values, [outer, inner], dense),
+        fb.jagged_dense_elementwise_add_jagged_output(tv, t_off, td)[0].numpy(), rtol=1e-6)
+    one = [torch.from_numpy(inner)]
+    # FBGEMM leaves the elements past max_L unset (torch.empty_like); ours are 0.
+    first_two = (np.arange(9) - np.repeat(inner[:-1], np.diff(inner))) < 2
+    ours = asp.jagged_softmax(values, inner, max_length=2)
+    np.testing.assert_allclose(ours[first_two],
+                               fb.jagged_softmax(tv, one[0], 2)[0].numpy()[first_two], rtol=1e-5)
+    assert not ours[~first_two].any()
+    y = rng.standard_normal((9, 4)).astype(np.float32)
+    np.testing.assert_allclose(asp.jagged_jagged_bmm(values, y, inner, max_length=2),
+                               fb.jagged_jagged_bmm(tv, torch.from_numpy(y), one[0], 2).numpy(),
+                               rtol=1e-5, atol=1e-6)
+    w = rng.standard_normal((5, 3, 5)).astype(np.float32)
+    np.testing.assert_allclose(asp.jagged_dense_bmm(values, inner, w, max_length=2),
+                               fb.jagged_dense_bmm(tv, one[0], torch.from_numpy(w), 2)[0].numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_jagged_dense_errors() -> None:
+    with pytest.raises(ValueError, match=r"jagged_dense_elementwise_mul: dense must have shape "
+                                         r"\[3, L0\] for 1 jagged level\(s\) and values of shape "
+                                         r"\(9,\), got \(3, 2, 2\)"):
+        asp.jagged_dense_elementwise_mul(CAFFE2_VALUES, [CAFFE2_OFFSETS], np.ones((3, 2, 2)))
+    with pytest.raises(ValueError, match=r"dense must have shape \[3, L0\].* got \(2, 4\)"):
+        asp.jagged_dense_elementwise_add(CAFFE2_VALUES, [CAFFE2_OFFSETS], np.ones((2, 4)))
+    with pytest.raises(ValueError, match="jagged_dense_elementwise_add: output must be 'jagged' or 'dense', got 'x'"):
+        asp.jagged_dense_elementwise_add(CAFFE2_VALUES, [CAFFE2_OFFSETS], np.ones((3, 4)), output="x")
+    with pytest.raises(TypeError, match="jagged_dense_elementwise_add_jagged_output: values must "
+                                        "be integers or floats, got bool and bool"):
+        asp.jagged_dense_elementwise_add_jagged_output(np.ones(9, bool), [CAFFE2_OFFSETS],
+                                                       np.ones((3, 4), bool))
+    with pytest.raises(TypeError, match="jagged_dense_elementwise_mul: offsets must be None when "
+                                        "values is a Jagged"):
+        asp.jagged_dense_elementwise_mul(caffe2(), [CAFFE2_OFFSETS], np.ones((3, 4)))
+    with pytest.raises(TypeError, match="jagged_dense_elementwise_mul: offsets are needed"):
+        asp.jagged_dense_elementwise_mul(CAFFE2_VALUES, None, np.ones((3, 4)))
+    with pytest.raises(ValueError, match=r"offsets\[0\] exceed the number of values 9"):
+        asp.jagged_dense_elementwise_mul(CAFFE2_VALUES, [[0, 10]], np.ones((1, 4)))
+
+
+# ============================================================================== softmax
+@given(list_arrays(np.dtype(np.float64), null_values=True))
+def test_segment_softmax_matches_reference(case: tuple[pa.Array, list]) -> None:
+    arr, rows = case
+    got = asp.segment_softmax(arr)
+    assert got.type == arr.type
+    close_rows(got.to_pylist(), ref.softmax_rows(rows))
+    j = asp.Jagged.from_arrow(arr)
+    res = asp.segment_softmax(j)
+    shares_offsets(res, j)
+    close_rows(res.to_list(), ref.softmax_rows(rows))
+
+
+@given(st.data())
+def test_softmax_values_forms_and_max_length(data: st.DataObject) -> None:
+    offs = data.draw(offsets(max_rows=8, max_len=5, max_start=3))
+    extra = data.draw(st.integers(0, 2))
+    width = data.draw(st.sampled_from([None, 1, 3]))
+    n = int(offs[-1]) + extra
+    shape = (n,) if width is None else (n, width)
+    values = data.draw(st.lists(st.floats(-50, 50), min_size=int(np.prod(shape)),
+                                max_size=int(np.prod(shape))))
+    values = np.array(values, dtype=np.float64).reshape(shape)
+    max_length = data.draw(st.one_of(st.none(), st.integers(0, 6)))
+    got = asp.jagged_softmax(values, offs, max_length)
+    assert got.shape == values.shape and got.dtype == np.float64
+    rows = [values[offs[i]:offs[i + 1]].tolist() for i in range(len(offs) - 1)]
+    expected = ref.softmax_rows(rows, max_length)
+    for i, row in enumerate(expected):
+        close_rows(got[offs[i]:offs[i + 1]].tolist(), row)
+    outside = np.r_[0:offs[0], offs[-1]:n]
+    assert not got[outside].any()
+    if max_length is None:
+        lengths = np.diff(offs)
+        ids = np.repeat(np.arange(len(lengths)), lengths)
+        for kw in ({"offsets": offs}, {"lengths": lengths}, {"segment_ids": ids}):
+            sub = values[offs[0]:offs[-1]] if "offsets" not in kw else values
+            want = got[offs[0]:offs[-1]] if "offsets" not in kw else got
+            np.testing.assert_allclose(asp.segment_softmax(sub, **kw), want, rtol=1e-12)
+
+
+def test_softmax_is_stable_and_keeps_float32() -> None:
+    got = asp.segment_softmax(np.array([1000.0, 1000.0, -1000.0, 0.0]), lengths=[2, 2])
+    np.testing.assert_allclose(got, [0.5, 0.5, 0.0, 1.0])
+    f32 = asp.segment_softmax(pa.array([[1.0, 2.0]], pa.list_(pa.float32())))
+    assert f32.type == pa.list_(pa.float32())
+    assert asp.segment_softmax(pa.array([[1, 1]])).to_pylist() == [[0.5, 0.5]]
+    empty = asp.segment_softmax(pa.array([[], None, [None, None]], pa.list_(pa.float64())))
+    assert empty.to_pylist() == [[], None, [None, None]]
+    nested = asp.segment_softmax(asp.Jagged.from_list([[[0.0, 0.0], []], None]))
+    assert nested.to_list() == [[[0.5, 0.5], []], None]
+    with np.errstate(invalid="ignore"):
+        nan_row = asp.segment_softmax(np.array([-np.inf, -np.inf, 1.0]), lengths=[2, 1])
+    assert np.isnan(nan_row[:2]).all() and nan_row[2] == 1.0
+
+
+def test_softmax_errors() -> None:
+    with pytest.raises(ValueError, match="segment_softmax: pass exactly one of offsets=, "
+                                         "lengths=, segment_ids= \\(got none\\)"):
+        asp.segment_softmax(np.ones(3))
+    with pytest.raises(ValueError, match="segment_softmax: lengths sum to 2 but there are 3"):
+        asp.segment_softmax(np.ones(3), lengths=[1, 1])
+    with pytest.raises(ValueError, match=r"segment_ids must be sorted \(non-decreasing\) "
+                                         r"\(first at position 1: 0\)"):
+        asp.segment_softmax(np.ones(2), segment_ids=[1, 0])
+    with pytest.raises(TypeError, match="segment_softmax: lengths= must be None when data "
+                                        "carries its own rows"):
+        asp.segment_softmax(caffe2(), lengths=[3, 4, 2])
+    with pytest.raises(TypeError, match="segment_softmax: data must have a numeric dtype"):
+        asp.segment_softmax(np.array(["a"]), lengths=[1])
+    with pytest.raises(ValueError, match="jagged_softmax: max_length must be non-negative"):
+        asp.jagged_softmax(np.ones(3), np.array([0, 3]), -1)
+    with pytest.raises(TypeError, match="jagged_softmax: offsets must be None when values is a "
+                                        "Jagged"):
+        asp.jagged_softmax(caffe2(), CAFFE2_OFFSETS)
+
+
+# =============================================================================== cumsum
+@given(list_arrays(np.dtype(np.int64), null_values=True), st.booleans())
+def test_segment_cumsum_matches_reference(case: tuple[pa.Array, list], exclusive: bool) -> None:
+    arr, rows = case
+    got = asp.segment_cumsum(arr, exclusive=exclusive)
+    assert got.type == arr.type
+    assert got.to_pylist() == ref.cumsum_rows(rows, exclusive)
+
+
+@pytest.mark.parametrize("dtype,expected", [
+    (np.int8, np.int64), (np.int32, np.int64), (np.uint16, np.uint64), (np.bool_, np.int64),
+    (np.float32, np.float32), (np.float64, np.float64), (np.float16, np.float32)])
+def test_cumsum_dtypes_follow_numpy(dtype: Any, expected: Any) -> None:
+    values = np.array([1, 1, 0, 1], dtype=dtype)
+    got = asp.segment_cumsum(values, lengths=[2, 2])
+    assert got.dtype == expected
+    assert got.tolist() == [1, 2, 0, 1]
+
+
+def test_cumsum_vectors_nested_and_sliced() -> None:
+    values = np.arange(8).reshape(4, 2)
+    got = asp.segment_cumsum(values, offsets=[1, 3, 4])
+    np.testing.assert_array_equal(got, [[0, 0], [2, 3], [6, 8], [6, 7]])
+    nested = asp.Jagged.from_list([[[1, 2], [3]], None, [[4, 5, 6]]])
+    assert asp.segment_cumsum(nested).to_list() == [[[1, 3], [3]], None, [[4, 9, 15]]]
+    sliced = pa.array([[9], [1, 2, 3], [4]]).slice(1)
+    assert asp.segment_cumsum(sliced, exclusive=True).to_pylist() == [[0, 1, 3], [0]]
+
+
+def test_cumsum_errors() -> None:
+    with pytest.raises(TypeError, match="segment_cumsum: exclusive must be True or False"):
+        asp.segment_cumsum(caffe2(), exclusive=1)
+    with pytest.raises(ValueError, match=r"segment_cumsum: offsets exceed the number of values 9"):
+        asp.segment_cumsum(CAFFE2_VALUES, offsets=[0, 10])
+    with pytest.raises(TypeError, match="segment_cumsum: offsets= must be None"):
+        asp.segment_cumsum(pa.array([[1]]), offsets=[0, 1])
+
+
+# ================================================================================== bmm
+@given(st.data())
+def test_bmm_match_reference(data: st.DataObject) -> None:
+    lens = data.draw(st.lists(st.integers(0, 4), max_size=6))
+    offs = np.array(ref.lengths_to_offsets(lens))
+    k, m, n = data.draw(st.integers(1, 3)), data.draw(st.integers(0, 3)), \
+        data.draw(st.integers(0, 3))
+    total = int(offs[-1])
+    x = np.arange(total * k, dtype=np.int64).reshape(total, k) % 7 - 3
+    y = np.arange(total * n, dtype=np.int64).reshape(total, n) % 5 - 2
+    w = np.arange(len(lens) * k * m, dtype=np.int64).reshape(len(lens), k, m) % 3 - 1
+    max_length = data.draw(st.one_of(st.none(), st.integers(0, 4)))
+    rows_x = [x[offs[i]:offs[i + 1]].tolist() for i in range(len(lens))]
+    rows_y = [y[offs[i]:offs[i + 1]].tolist() for i in range(len(lens))]
+    got = asp.jagged_dense_bmm(x, offs, w, max_length)
+    expected = ref.jagged_dense_bmm(rows_x, w.tolist(), max_length)
+    assert got.shape == (total, m)
+    assert [got[offs[i]:offs[i + 1]].tolist() for i in range(len(lens))] == expected
+    got2 = asp.jagged_jagged_bmm(x, y, offs, max_length)
+    assert got2.shape == (len(lens), k, n)
+    assert got2.tolist() == ref.jagged_jagged_bmm(rows_x, rows_y, k, n, max_length)
+
+
+def test_bmm_jagged_inputs_and_nulls() -> None:
+    x = asp.Jagged(np.ones((4, 2)), [0, 1, 1, 4], validity=[True, True, False])
+    w = np.stack([np.eye(2), np.eye(2), np.eye(2) * 5])
+    got = asp.jagged_dense_bmm(x, None, w)
+    assert isinstance(got, asp.Jagged) and got.validity is x.validity
+    np.testing.assert_array_equal(got.values, [[1, 1], [0, 0], [0, 0], [0, 0]])
+    y = asp.Jagged(np.ones((6, 3)), [2, 3, 3, 6])  # same rows, offsets start at 2
+    out = asp.jagged_jagged_bmm(x, y)
+    np.testing.assert_array_equal(out, [np.ones((2, 3)), np.zeros((2, 3)), np.zeros((2, 3))])
+    arr = pa.array([[[1.0, 2.0]], [[3.0, 4.0], [5.0, 6.0]]], pa.list_(pa.list_(pa.float64(), 2)))
+    res = asp.jagged_dense_bmm(arr, None, np.stack([np.eye(2), 2 * np.eye(2)]))
+    assert res.type == arr.type and res.to_pylist() == [[[1, 2]], [[6, 8], [10, 12]]]
+
+
+def test_bmm_errors() -> None:
+    x = np.ones((3, 2))
+    with pytest.raises(ValueError, match=r"jagged_dense_bmm: dense must have shape \[2, 2, N\], "
+                                         r"got \(2, 3, 4\)"):
+        asp.jagged_dense_bmm(x, [0, 1, 3], np.ones((2, 3, 4)))
+    with pytest.raises(ValueError, match=r"jagged_dense_bmm: values must be 2-D \[total, K\]"):
+        asp.jagged_dense_bmm(np.ones(3), [0, 3], np.ones((1, 1, 1)))
+    with pytest.raises(TypeError, match="jagged_dense_bmm: values must be one jagged level"):
+        asp.jagged_dense_bmm(asp.Jagged.from_list([[[1.0]]]), None, np.ones((1, 1, 1)))
+    with pytest.raises(ValueError, match="jagged_jagged_bmm: y has 2 values but x has 3"):
+        asp.jagged_jagged_bmm(x, np.ones((2, 2)), [0, 3])
+    with pytest.raises(ValueError, match=r"jagged_jagged_bmm: y offsets differ from the "
+                                         r"Jagged's.*\(first at position 1: 2 != 1\)"):
+        asp.jagged_jagged_bmm(asp.Jagged(x, [0, 1, 3]), asp.Jagged(x, [0, 2, 3]))
+    with pytest.raises(TypeError, match="jagged_jagged_bmm: values must be integers or floats, "
+                                        "got bool and bool"):
+        asp.jagged_jagged_bmm(np.ones((3, 2), bool), np.ones((3, 2), bool), [0, 3])
+    with pytest.raises(ValueError, match="jagged_jagged_bmm: x and y values must be 2-D"):
+        asp.jagged_jagged_bmm(np.ones(3), np.ones(3), [0, 3])
+
+
+# ==================================================================== gathers and slices
+@given(list_arrays(levels=1, null_values=True), st.data())
+def test_index_select_matches_reference(case: tuple[pa.Array, list], data: st.DataObject) -> None:
+    arr, rows = case
+    n = len(rows)
+    ids = data.draw(st.lists(st.integers(-n, n - 1), max_size=8)) if n else []
+    got = asp.index_select(arr, np.array(ids, dtype=np.int64))
+    assert got.type == arr.type
+    assert got.to_pylist() == ref.index_select_rows(rows, ids)
+    j = asp.Jagged.from_arrow(arr)
+    res = asp.index_select(j, ids)
+    assert res.offsets.dtype == j.offsets.dtype and res.offsets[0] == 0
+    res.validate()
+
+
+@given(list_arrays(np.dtype(np.int32), levels=2, null_values=True), st.data())
+def test_index_select_nested(case: tuple[pa.Array, list], data: st.DataObject) -> None:
+    arr, rows = case
+    n = len(rows)
+    ids = data.draw(st.lists(st.integers(-n, n - 1), max_size=6)) if n else []
+    got = asp.index_select(arr, ids)
+    assert got.type == arr.type and got.to_pylist() == ref.index_select_rows(rows, ids)
+
+
+@given(list_arrays(levels=1, null_values=True),
+       st.one_of(st.none(), st.integers(-6, 6)), st.one_of(st.none(), st.integers(-6, 6)))
+def test_list_slice_matches_python(case: tuple[pa.Array, list], start: int | None,
+                                   stop: int | None) -> None:
+    arr, rows = case
+    got = asp.list_slice(arr, start, stop)
+    assert got.type == arr.type
+    assert got.to_pylist() == ref.slice_rows(rows, start, stop)
+    if stop is not None:
+        assert asp.truncate(arr, stop).to_pylist() == ref.slice_rows(rows, None, stop)
+
+
+@given(list_arrays(np.dtype(np.float64), levels=2), st.integers(-3, 3))
+def test_list_slice_nested(case: tuple[pa.Array, list], start: int) -> None:
+    arr, rows = case
+    assert asp.list_slice(arr, start).to_pylist() == ref.slice_rows(rows, start, None)
+
+
+def test_gathers_values_forms_vectors_and_chunks() -> None:
+    values, offs = asp.index_select(pa.array(CAFFE2_VALUES), [0, 2], offsets=pa.array([0, 3, 7, 9]))
+    assert values.to_pylist() == [1, 2, 3, 3, 6] and offs.to_pylist() == [0, 3, 5]
+    values, offs = asp.list_slice(CAFFE2_VALUES, 1, offsets=CAFFE2_OFFSETS)
+    assert values.tolist() == [2, 3, 4, 6, 7, 6] and offs.tolist() == [0, 2, 5, 6]
+    emb = asp.Jagged(np.arange(12, dtype=np.float32).reshape(6, 2), [0, 2, 2, 5])
+    picked = asp.index_select(emb, [2, 0])
+    np.testing.assert_array_equal(picked.values, [[4, 5], [6, 7], [8, 9], [0, 1], [2, 3]])
+    odd = asp.Jagged(np.arange(9, dtype=np.int8).reshape(3, 3), [0, 1, 3])  # 3-byte rows
+    assert asp.index_select(odd, [1]).values.tolist() == [[3, 4, 5], [6, 7, 8]]
+    flags = asp.truncate(pa.array([[True, False, True], None]), 2)
+    assert flags.to_pylist() == [[True, False], None]
+    chunked = pa.chunked_array([pa.array([[1, 2, 3]]), pa.array([[4], []])])
+    sliced = asp.list_slice(chunked, 1)
+    assert isinstance(sliced, pa.ChunkedArray) and sliced.num_chunks == 2
+    assert sliced.to_pylist() == [[2, 3], [], []]
+    picked_chunks = asp.index_select(chunked, [2, 0])
+    assert isinstance(picked_chunks, pa.ChunkedArray)
+    assert picked_chunks.to_pylist() == [[], [1, 2, 3]]
+    none = pa.chunked_array([], pa.list_(pa.int64()))
+    assert asp.truncate(none, 1).to_pylist() == []
+    values, lengths = asp.jagged_index_select(pa.array(CAFFE2_VALUES), pa.array([3, 4, 2]),
+                                              pa.array([1, -3]))
+    assert values.to_pylist() == [2, 4, 6, 7, 1, 2, 3] and lengths.to_pylist() == [4, 3]
+
+
+def test_gather_errors() -> None:
+    j = caffe2()
+    with pytest.raises(IndexError, match=r"index_select: rows out of range \[-3, 3\) "
+                                         r"\(first at position 1: 3\)"):
+        asp.index_select(j, [0, 3])
+    with pytest.raises(IndexError, match=r"index_select: rows out of range \[-3, 3\) "
+                                         r"\(first at position 0: -4\)"):
+        asp.index_select(j, [-4])
+    with pytest.raises(IndexError, match=r"jagged_index_select: indices out of range \[-3, 3\)"):
+        asp.jagged_index_select(CAFFE2_VALUES, [3, 4, 2], [5])
+    with pytest.raises(ValueError, match="jagged_index_select: lengths sum to 8 but there are 9"):
+        asp.jagged_index_select(CAFFE2_VALUES, [3, 4, 1], [0])
+    with pytest.raises(TypeError, match="index_select: rows must have an integer dtype"):
+        asp.index_select(j, [0.5])
+    with pytest.raises(TypeError, match="list_slice: start must be an integer or None, got float"):
+        asp.list_slice(j, 1.0)
+    with pytest.raises(TypeError, match="truncate: length must be an integer, got NoneType"):
+        asp.truncate(j, None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="list_slice: stop must be an integer or None, got bool"):
+        asp.list_slice(j, 0, True)
+    with pytest.raises(TypeError, match="index_select: data must be a Jagged or an Arrow list "
+                                        "array, or a values array with offsets, got ndarray"):
+        asp.index_select(CAFFE2_VALUES, [0])
+
+
+def test_int32_offsets_overflow_is_refused() -> None:
+    j = asp.Jagged(np.zeros(1 << 16, np.int8), np.array([0, 1 << 16], np.int32))
+    with pytest.raises(ValueError, match="index_select: the result holds 4295032832 elements, "
+                                         "too many for int32 offsets"):
+        asp.index_select(j, np.zeros((1 << 16) + 1, np.int64))
+
+
+# =============================================================================== unique
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8, np.float64, np.float32])
+@given(data=st.data())
+def test_jagged_unique_matches_reference(dtype: Any, data: st.DataObject) -> None:
+    arr, rows = data.draw(list_arrays(np.dtype(dtype), null_values=True))
+    got = asp.jagged_unique(arr)
+    assert got.type == arr.type
+    assert got.to_pylist() == ref.unique_rows(rows)
+
+
+def test_jagged_unique_nan_bool_nested_and_values() -> None:
+    nan = float("nan")
+    got = asp.jagged_unique(pa.array([[nan, 1.0, nan, -0.5, 1.0]])).to_pylist()[0]
+    assert got[:2] == [-0.5, 1.0] and math.isnan(got[2]) and len(got) == 3
+    assert asp.jagged_unique(pa.array([[True, False, True], []])).to_pylist() == \
+        [[False, True], []]
+    nested = asp.jagged_unique(asp.Jagged.from_list([[[3, 3, 1], None], [[2]]]))
+    assert nested.to_list() == [[[1, 3], None], [[2]]]
+    values, offs = asp.jagged_unique(np.array([5, 5, 1, 2, 2]), offsets=[0, 3, 5])
+    assert values.tolist() == [1, 5, 2] and offs.tolist() == [0, 2, 3]
+    f16 = asp.jagged_unique(asp.Jagged.from_list([[1.5, 1.5]], dtype=np.float16))
+    assert f16.dtype == np.float16 and f16.to_list() == [[1.5]]
+
+
+def test_jagged_unique_errors() -> None:
+    with pytest.raises(TypeError, match=r"jagged_unique: rows must hold scalars, got values of "
+                                        r"shape \(2, 2\)"):
+        asp.jagged_unique(asp.Jagged(np.ones((2, 2)), [0, 2]))
+    with pytest.raises(TypeError, match="jagged_unique: offsets must be None when data is an "
+                                        "Arrow list array"):
+        asp.jagged_unique(pa.array([[1]]), offsets=[0, 1])
+
+
+# =============================================================================== repeat
+@given(list_arrays(np.dtype(np.int16), null_values=True), st.data())
+def test_repeat_matches_reference(case: tuple[pa.Array, list], data: st.DataObject) -> None:
+    arr, rows = case
+    x = data.draw(st.lists(st.floats(-5, 5), min_size=len(rows), max_size=len(rows)))
+    got = asp.repeat(np.array(x), arr)
+    assert got.to_pylist() == ref.repeat_rows(x, rows)
+    j = asp.Jagged.from_arrow(arr)
+    shares_offsets(asp.repeat(np.array(x), j), j)
+
+
+def test_repeat_nested_vectors_and_expand_into_jagged() -> None:
+    like = asp.Jagged.from_list([[[1, 2], []], None, [[3]]])
+    assert asp.repeat(pa.array([7, 8, 9]), like).to_list() == [[[7, 7], []], None, [[9]]]
+    vecs = asp.repeat(np.array([[1, 2], [3, 4], [5, 6]]), caffe2())
+    np.testing.assert_array_equal(vecs.values[6:], [[3, 4], [5, 6], [5, 6]])
+    got = asp.expand_into_jagged(np.array([10, 20, 30]), CAFFE2_OFFSETS)
+    assert got.tolist() == [10, 10, 10, 20, 20, 20, 20, 30, 30]
+    two = asp.expand_into_jagged(np.array([1, 2]), [np.array([0, 2, 3]), np.array([1, 2, 2, 4])])
+    assert two.tolist() == [0, 1, 2, 2]
+    arrow = asp.expand_into_jagged(pa.array([1.5]), pa.array([0, 2]))
+    assert isinstance(arrow, pa.Array) and arrow.to_pylist() == [1.5, 1.5]
+
+
+def test_repeat_errors() -> None:
+    with pytest.raises(ValueError, match="repeat: x has 2 rows but like has 3"):
+        asp.repeat(np.array([1, 2]), caffe2())
+    with pytest.raises(TypeError, match="repeat: like must be a Jagged or an Arrow list array"):
+        asp.repeat(np.array([1]), np.array([1]))
+    with pytest.raises(ValueError, match=r"expand_into_jagged: x has 2 rows but offsets\[0\] "
+                                         r"describes 3"):
+        asp.expand_into_jagged(np.array([1, 2]), CAFFE2_OFFSETS)
+    with pytest.raises(ValueError, match=r"expand_into_jagged: offsets\[0\] must be "
+                                         r"non-decreasing"):
+        asp.expand_into_jagged(np.array([1, 2]), np.array([0, 3, 1]))
+
+
+# ======================================================== the registry-wide contract
+SAMPLE_CALLS: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
+    "expand_into_jagged": ((np.arange(3), CAFFE2_OFFSETS), {}),
+    "index_select": ((caffe2(), [0]), {}),
+    "jagged_dense_bmm": ((np.ones((9, 2)), CAFFE2_OFFSETS, np.ones((3, 2, 2))), {}),
+    "jagged_dense_elementwise_add": ((CAFFE2_VALUES, [CAFFE2_OFFSETS], np.ones((3, 4))), {}),
+    "jagged_dense_elementwise_add_jagged_output":
+        ((CAFFE2_VALUES, [CAFFE2_OFFSETS], np.ones((3, 4))), {}),
+    "jagged_dense_elementwise_mul": ((CAFFE2_VALUES, [CAFFE2_OFFSETS], np.ones((3, 4))), {}),
+    "jagged_index_select": ((CAFFE2_VALUES, [3, 4, 2], [0]), {}),
+    "jagged_jagged_bmm": ((np.ones((9, 2)), np.ones((9, 2)), CAFFE2_OFFSETS), {}),
+    "jagged_softmax": ((np.ones(9), CAFFE2_OFFSETS), {}),
+    "jagged_unique": ((caffe2(),), {}),
+    "list_slice": ((caffe2(), 1), {}),
+    "map_values": ((caffe2(), np.negative), {}),
+    "repeat": ((np.arange(3), caffe2()), {}),
+    "segment_cumsum": ((CAFFE2_VALUES,), {"lengths": [3, 4, 2]}),
+    "segment_softmax": ((np.ones(9),), {"offsets": CAFFE2_OFFSETS}),
+    "truncate": ((caffe2(), 2), {}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLE_CALLS))
+def test_object_argument_raises_type_error(name: str) -> None:
+    func: Callable[..., Any] = getattr(asp, name)
+    args, kwargs = SAMPLE_CALLS[name]
+    func(*args, **kwargs)
+    with pytest.raises(ArrowSparseTypeError, match=f"^{name}: "):
+        func(object(), *args[1:], **kwargs)
+
+
+def test_add_defaults_to_jagged_output() -> None:
+    y = np.arange(12).reshape(3, 4)
+    np.testing.assert_array_equal(
+        asp.jagged_dense_elementwise_add(CAFFE2_VALUES, [CAFFE2_OFFSETS], y),
+        asp.jagged_dense_elementwise_add_jagged_output(CAFFE2_VALUES, [CAFFE2_OFFSETS], y))
+
+
+def test_every_elementwise_function_is_exported_and_sampled() -> None:
+    public = set(asp.elementwise.__all__) - {"array_ufunc", "jagged_ufunc"}
+    assert public == set(SAMPLE_CALLS)
+    assert public <= set(asp.__all__)
+
+
+@given(pylists(np.dtype(np.int64), levels=1))
+def test_operators_round_trip_through_arrow(rows: list) -> None:
+    arr = pa.array(rows, pa.large_list(pa.int64()))
+    out = (asp.Jagged.from_arrow(arr) * 3).to_arrow()
+    assert out.type == arr.type
+    assert out.to_pylist() == ref.map_rows(lambda a: 3 * a, rows)
+
+
+# ================================================== large inputs (the parallel twins)
+def test_parallel_paths_match_numpy() -> None:
+    rng = np.random.default_rng(5)
+    lengths = rng.integers(0, 12, size=12_000)
+    offs = np.concatenate([[0], np.cumsum(lengths)])
+    n = int(offs[-1])
+    values = rng.standard_normal(n)
+    rows = np.repeat(np.arange(len(lengths)), lengths)
+    pos = np.arange(n) - offs[rows]
+    # softmax against the padded route
+    dense = np.full((len(lengths), int(lengths.max())), -np.inf)
+    dense[rows, pos] = values
+    top = dense.max(axis=1, initial=-np.inf, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(dense - np.where(np.isfinite(top), top, 0))
+        want = (e / e.sum(axis=1, keepdims=True))[rows, pos]
+    np.testing.assert_allclose(asp.segment_softmax(values, offsets=offs), want, rtol=1e-12)
+    # cumsum
+    csum = np.cumsum(values)
+    base = np.concatenate([[0.0], csum])[offs[:-1]][rows]
+    np.testing.assert_allclose(asp.segment_cumsum(values, lengths=lengths), csum - base,
+                               rtol=1e-9, atol=1e-9)
+    # gathers
+    j = asp.Jagged(values, offs)
+    pick = rng.integers(-len(lengths), len(lengths), size=15_000)
+    got = asp.index_select(j, pick)
+    idx = np.where(pick < 0, pick + len(lengths), pick)
+    np.testing.assert_array_equal(got.lengths, lengths[idx])
+    np.testing.assert_array_equal(got.values, np.concatenate([values[offs[i]:offs[i + 1]]
+                                                              for i in idx[:50]] +
+                                                             [got.values[got.offsets[50]:]]))
+    sliced = asp.list_slice(j, 1, -1)
+    np.testing.assert_array_equal(sliced.values, values[(pos >= 1) & (pos < lengths[rows] - 1)])
+    np.testing.assert_array_equal(asp.repeat(np.arange(len(lengths)), j).values, rows)
+    # unique on small integers
+    ints = rng.integers(0, 5, size=n)
+    uniq = asp.jagged_unique(asp.Jagged(ints, offs))
+    pairs = np.unique(np.stack([rows, ints]), axis=1)
+    np.testing.assert_array_equal(uniq.values, pairs[1])
+    np.testing.assert_array_equal(uniq.lengths, np.bincount(pairs[0], minlength=len(lengths)))
+    # jagged x dense and bmm
+    y = rng.standard_normal((len(lengths), 8))
+    padded_x = np.zeros((len(lengths), 8))
+    padded_x[rows[pos < 8], pos[pos < 8]] = values[pos < 8]
+    got_mul = asp.jagged_dense_elementwise_mul(values, [offs], y)
+    np.testing.assert_array_equal(got_mul, np.where(pos < 8, values * y[rows, np.minimum(pos, 7)],
+                                                    0.0))
+    np.testing.assert_array_equal(asp.jagged_dense_elementwise_add(values, [offs], y, output="dense"),
+                                  padded_x + y)
+    x2 = rng.standard_normal((n, 4))
+    w = rng.standard_normal((len(lengths), 4, 3))
+    np.testing.assert_allclose(asp.jagged_dense_bmm(x2, offs, w),
+                               np.einsum("nk,nkm->nm", x2, w[rows]), rtol=1e-10, atol=1e-12)
+    y2 = rng.standard_normal((n, 2))
+    want_jj = np.zeros((len(lengths), 4, 2))
+    np.add.at(want_jj, rows, np.einsum("nm,nc->nmc", x2, y2))
+    np.testing.assert_allclose(asp.jagged_jagged_bmm(x2, y2, offs), want_jj, rtol=1e-9,
+                               atol=1e-12)
+    # the operators read a padded operand with the same kernel (sliced: offsets[0] > 0)
+    tail = j[100:]
+    wide = np.arange(len(tail) * 12, dtype=np.float64).reshape(len(tail), 12)
+    got_op = (tail * wide).values[tail.offsets[0]:]
+    tail_rows, tail_pos = rows[offs[100]:] - 100, pos[offs[100]:]
+    np.testing.assert_array_equal(got_op, values[offs[100]:] * wide[tail_rows, tail_pos])

@@ -1,0 +1,584 @@
+"""Tests of arrow_sparse.embedding: lookups, backward, optimizers, storage.
+
+Every op is checked against a plain-numpy loop reference written here, and (when
+torch is installed) against PyTorch's EmbeddingBag / optimizers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import pathlib
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import arrow_sparse as asp
+from arrow_sparse import embedding as emb
+from arrow_sparse.errors import ArrowSparseError
+
+CAFFE2 = [[1, 2, 3], [2, 4, 6, 7], [3, 6]]
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+# ========================================================================= references
+def ref_lookup(table, bags, mode="sum", weights=None):
+    out = np.zeros((len(bags), table.shape[1]), np.float64)
+    for b, bag in enumerate(bags):
+        rows = [table[i] * (1.0 if weights is None else weights[b][j])
+                for j, i in enumerate(bag)]
+        if rows:
+            out[b] = {"sum": np.sum, "mean": np.mean, "max": np.max}[mode](rows, axis=0)
+    return out
+
+
+def ref_backward(grad_out, bags, num_embeddings, mode="sum", weights=None):
+    dense = np.zeros((num_embeddings, grad_out.shape[1]), np.float64)
+    for b, bag in enumerate(bags):
+        for j, i in enumerate(bag):
+            s = 1.0 if weights is None else weights[b][j]
+            if mode == "mean":
+                s /= len(bag)
+            dense[i] += s * grad_out[b]
+    rows = np.array(sorted({i for bag in bags for i in bag}), dtype=np.int64)
+    return rows, dense[rows] if len(rows) else np.zeros((0, grad_out.shape[1]))
+
+
+def ref_sgd(table, rows, values, lr):
+    for r, g in zip(rows, values, strict=True):
+        table[r] -= lr * g
+
+
+def ref_adagrad(table, state, rows, values, lr, eps):
+    for r, g in zip(rows, values, strict=True):
+        state[r] += g * g
+        table[r] -= lr * g / (np.sqrt(state[r]) + eps)
+
+
+def ref_rowwise_adagrad(table, state, rows, values, lr, eps):
+    for r, g in zip(rows, values, strict=True):
+        state[r] += np.mean(g * g)
+        table[r] -= lr * g / (np.sqrt(state[r]) + eps)
+
+
+def ref_ftrl(w, z, n, rows, values, alpha, beta, l1, l2):
+    for r, grow in zip(rows, values, strict=True):
+        for d, g in enumerate(grow):
+            n_new = n[r, d] + g * g
+            sigma = (math.sqrt(n_new) - math.sqrt(n[r, d])) / alpha
+            z[r, d] += g - sigma * w[r, d]
+            n[r, d] = n_new
+            zz = z[r, d]
+            w[r, d] = ((l1 * np.sign(zz) - zz) / ((beta + math.sqrt(n_new)) / alpha + l2)
+                       if abs(zz) > l1 else 0.0)
+
+
+def random_bags(rng, num_bags, num_embeddings, max_len=6):
+    return [list(rng.integers(0, num_embeddings, rng.integers(0, max_len + 1)))
+            for _ in range(num_bags)]
+
+
+# ============================================================================= lookup
+def test_lookup_embeddingtables_jl_examples() -> None:
+    # Julia: data = [j for _ in 1:5, j in 1:5] (column j holds j); rows here.
+    table = np.repeat(np.arange(1, 6), 5).reshape(5, 5)
+    inds = np.array([1, 3, 4, 4, 2, 5]) - 1
+    np.testing.assert_array_equal(emb.lookup(table, inds), np.tile([1, 3, 4, 4, 2, 5], (5, 1)).T)
+    # Reducing lookup: inds = [1 4; 2 5] -> columns 1 and 2 of O sum A[:, [1, 2]], A[:, [4, 5]]
+    inds2 = (np.array([[1, 4], [2, 5]]) - 1).T
+    np.testing.assert_array_equal(emb.lookup(table, inds2), np.tile([3, 9], (5, 1)).T)
+    # maplookup
+    a = np.repeat(np.arange(1, 4), 2).reshape(3, 2)
+    b = 10 * a
+    ia, ib = np.array([1, 2, 1]) - 1, np.array([2, 1, 1]) - 1
+    res = emb.maplookup([a, b], [ia, ib])
+    np.testing.assert_array_equal(res[0], [[1, 1], [2, 2], [1, 1]])
+    np.testing.assert_array_equal(res[1], [[20, 20], [10, 10], [10, 10]])
+    combined = emb.maplookup([a, b], np.stack([ia, ib], axis=1))
+    for x, y in zip(res, combined, strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_embeddingtables_jl_pullback_and_update() -> None:
+    table = np.zeros((4, 4), np.float32)
+    inds = np.array([1, 3, 4]) - 1
+    np.testing.assert_array_equal(emb.lookup(table, inds), np.zeros((3, 4)))
+    adjoint = np.array([[1, 5, 9], [2, 6, 10], [3, 7, 11], [4, 8, 12]], np.float32).T
+    grad = emb.lookup_backward(adjoint, inds, num_embeddings=4)
+    np.testing.assert_array_equal(grad.rows, inds)
+    np.testing.assert_array_equal(grad.values, adjoint)
+    emb.sgd(table, grad, 0.1)
+    expected = np.array([[-0.1, 0.0, -0.5, -0.9], [-0.2, 0.0, -0.6, -1.0],
+                         [-0.3, 0.0, -0.7, -1.1], [-0.4, 0.0, -0.8, -1.2]], np.float32).T
+    np.testing.assert_allclose(table, expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+def test_lookup_rows_and_sum(dtype) -> None:
+    rng = np.random.default_rng(0)
+    table = rng.integers(-5, 5, (10, 3)).astype(dtype)
+    ids = rng.integers(0, 10, 7)
+    out = emb.lookup(table, ids)
+    assert out.dtype == table.dtype
+    np.testing.assert_array_equal(out, table[ids])
+    ids2 = rng.integers(0, 10, (7, 4))
+    out2 = emb.lookup(table, ids2)
+    np.testing.assert_array_equal(out2, table[ids2].sum(axis=1))
+    np.testing.assert_allclose(emb.lookup(table, ids2, mode="mean"), table[ids2].mean(axis=1))
+    np.testing.assert_array_equal(emb.lookup(table, ids2, mode="max"), table[ids2].max(axis=1))
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_lookup_bags_all_forms(mode) -> None:
+    table = np.arange(16.0).reshape(8, 2)
+    expected = ref_lookup(table, CAFFE2, mode)
+    flat = np.array([i for bag in CAFFE2 for i in bag])
+    np.testing.assert_allclose(emb.lookup(table, asp.Jagged.from_list(CAFFE2), mode=mode),
+                               expected)
+    np.testing.assert_allclose(emb.lookup(table, flat, offsets=[0, 3, 7, 9], mode=mode),
+                               expected)
+    arrow = emb.lookup(table, pa.array(CAFFE2), mode=mode)
+    assert isinstance(arrow, pa.Array)
+    np.testing.assert_allclose(np.array(arrow.to_pylist()), expected)
+
+
+def test_lookup_out_in_place() -> None:
+    table = np.arange(16.0).reshape(8, 2)
+    out = np.full((3, 2), -1.0)
+    assert emb.lookup(table, [1, 2, 3], out=out) is out
+    np.testing.assert_array_equal(out, table[[1, 2, 3]])
+    wide = np.zeros((3, 5))
+    emb.lookup(table, pa.array([[1, 2], None, []]), out=wide[:, 1:3])
+    np.testing.assert_array_equal(wide, [[0, 6, 8, 0, 0], [0] * 5, [0] * 5])
+    with pytest.raises(ValueError, match=r"lookup: out must have shape \(3, 2\)"):
+        emb.lookup(table, [1, 2, 3], out=np.zeros((2, 2)))
+    with pytest.raises(TypeError, match="lookup: out must have dtype float64"):
+        emb.lookup(table, [1, 2, 3], out=np.zeros((3, 2), np.float32))
+
+
+def test_lookup_matches_torch_embedding_bag() -> None:
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    table = rng.standard_normal((50, 8)).astype(np.float32)
+    bags = random_bags(rng, 20, 50)
+    flat = np.array([i for bag in bags for i in bag], np.int64)
+    offsets = np.cumsum([0] + [len(b) for b in bags])
+    w = rng.random(len(flat)).astype(np.float32)
+    for mode in ("sum", "mean", "max"):
+        ref = torch.nn.functional.embedding_bag(
+            torch.from_numpy(flat), torch.from_numpy(table), torch.from_numpy(offsets[:-1]),
+            mode=mode).numpy()
+        got = emb.lookup(table, flat, offsets=offsets, mode=mode)
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+    ref = torch.nn.functional.embedding_bag(
+        torch.from_numpy(flat), torch.from_numpy(table), torch.from_numpy(offsets[:-1]),
+        mode="sum", per_sample_weights=torch.from_numpy(w)).numpy()
+    got = emb.lookup(table, flat, offsets=offsets, per_sample_weights=w)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_lookup_errors() -> None:
+    table = np.zeros((4, 2))
+    with pytest.raises(IndexError, match=r"lookup: ids out of range \[0, 4\) "
+                                         r"\(first at position 1: 4\)"):
+        emb.lookup(table, [0, 4])
+    with pytest.raises(IndexError, match="out of range"):
+        emb.lookup(table, [0, -1])
+    with pytest.raises(TypeError, match="lookup: table must be a numpy array"):
+        emb.lookup(object(), [0])
+    with pytest.raises(TypeError, match="lookup: ids must have an integer dtype"):
+        emb.lookup(table, [0.5])
+    with pytest.raises(ValueError, match="lookup: table must be 2-dimensional"):
+        emb.lookup(np.zeros(4), [0])
+    with pytest.raises(ValueError, match="lookup: mode must be 'sum', 'mean' or 'max'"):
+        emb.lookup(table, [[0]], mode="min")
+    with pytest.raises(ValueError, match="per_sample_weights needs bags"):
+        emb.lookup(table, [0], per_sample_weights=[1.0])
+    with pytest.raises(ArrowSparseError):
+        emb.lookup(table, [0, 1], offsets=[0, 3])
+
+
+# ========================================================================== maplookup
+@pytest.mark.parametrize("strategy", ["sequential", "parallel", "concat"])
+def test_maplookup_strategies(strategy) -> None:
+    rng = np.random.default_rng(2)
+    tables = [rng.standard_normal((20 + t, 2 + t)).astype(np.float32) for t in range(4)]
+    indices = [rng.integers(0, 20, 6), rng.integers(0, 20, (6, 3)),
+               asp.Jagged.from_list(random_bags(rng, 6, 20)),
+               pa.array([b or None for b in random_bags(rng, 6, 20)])]
+    expected = [np.asarray(emb.lookup(t, i, out=np.empty((6, t.shape[1]), np.float32)))
+                for t, i in zip(tables, indices, strict=True)]
+    res = emb.maplookup(tables, indices, strategy, prepend=3 if strategy == "concat" else 0)
+    if strategy == "concat":
+        assert res.shape == (6, 3 + sum(t.shape[1] for t in tables))
+        np.testing.assert_array_equal(res[:, :3], 0)
+        np.testing.assert_allclose(res[:, 3:], np.concatenate(expected, axis=1), rtol=1e-6)
+    else:
+        for got, want in zip(res[:2], expected[:2], strict=True):
+            np.testing.assert_array_equal(got, want)
+        np.testing.assert_allclose(res[2], expected[2], rtol=1e-6)
+
+
+def test_maplookup_errors() -> None:
+    a = np.zeros((3, 2))
+    with pytest.raises(ValueError, match="maplookup: strategy must be"):
+        emb.maplookup([a], [[0]], "fast")
+    with pytest.raises(ValueError, match="indices must hold one ids per table"):
+        emb.maplookup([a, a], [[0]])
+    with pytest.raises(ValueError, match="prepend needs strategy='concat'"):
+        emb.maplookup([a], [[0]], prepend=2)
+    with pytest.raises(ValueError, match="same number of rows per lookup"):
+        emb.maplookup([a, a], [[0], [0, 1]], "concat")
+    with pytest.raises(IndexError, match=r"maplookup: ids out of range \[0, 3\)"):
+        emb.maplookup([a], [[3]], "parallel")
+    with pytest.raises(TypeError, match=r"maplookup: tables\[0\] must be a numpy array"):
+        emb.maplookup([object()], [[0]])
+
+
+def test_kernels_release_the_gil() -> None:
+    from arrow_sparse.kernels.cpu import embedding as k
+
+    for serial, parallel in k._PAIRS.values():
+        assert serial.targetoptions["nogil"] and parallel.targetoptions["nogil"]
+
+
+# =========================================================================== backward
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_lookup_backward_matches_reference(mode) -> None:
+    rng = np.random.default_rng(3)
+    bags = random_bags(rng, 30, 12)
+    dy = rng.standard_normal((30, 4))
+    flat = np.array([i for bag in bags for i in bag], np.int64)
+    offsets = np.cumsum([0] + [len(b) for b in bags])
+    rows, values = ref_backward(dy, bags, 12, mode)
+    for ids, kw in ((flat, {"offsets": offsets}), (asp.Jagged.from_list(bags), {}),
+                    (pa.array(bags, pa.list_(pa.int64())), {})):
+        g = emb.lookup_backward(dy, ids, mode=mode, num_embeddings=12, **kw)
+        np.testing.assert_array_equal(g.rows, rows)
+        np.testing.assert_allclose(g.values, values, rtol=1e-12)
+        assert g.is_coalesced and g.values.dtype == dy.dtype
+
+
+def test_lookup_backward_2d_and_weights() -> None:
+    rng = np.random.default_rng(4)
+    ids = rng.integers(0, 6, (5, 3))
+    dy = rng.standard_normal((5, 2))
+    w = rng.random((5, 3))
+    bags = ids.tolist()
+    rows, values = ref_backward(dy, bags, 6, "sum", w.tolist())
+    g = emb.lookup_backward(dy, ids, per_sample_weights=w, num_embeddings=6)
+    np.testing.assert_array_equal(g.rows, rows)
+    np.testing.assert_allclose(g.values, values)
+    rows, values = ref_backward(dy, bags, 6, "mean")
+    g = emb.lookup_backward(dy, ids, mode="mean", num_embeddings=6)
+    np.testing.assert_allclose(g.values, values)
+    # Arrow weights next to Arrow ids (the item_scores column next to item_ids)
+    g = emb.lookup_backward(dy, pa.array(bags), per_sample_weights=pa.array(w.tolist()),
+                            num_embeddings=6)
+    np.testing.assert_allclose(g.values, ref_backward(dy, bags, 6, "sum", w.tolist())[1])
+
+
+def test_lookup_backward_nulls_are_skipped() -> None:
+    ids = pa.array([[1, None, 1], None, [2]])
+    dy = np.array([[1.0], [100.0], [10.0]])
+    g = emb.lookup_backward(dy, ids, mode="mean", num_embeddings=3)
+    np.testing.assert_array_equal(g.rows, [1, 2])
+    np.testing.assert_allclose(g.values.ravel(), [1.0, 10.0])
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_lookup_backward_matches_torch(mode) -> None:
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    num, dim = 40, 6
+    bags = random_bags(rng, 25, num, max_len=8)
+    flat = np.array([i for bag in bags for i in bag], np.int64)
+    offsets = np.cumsum([0] + [len(b) for b in bags])
+    dy = rng.standard_normal((25, dim)).astype(np.float32)
+    bag_mod = torch.nn.EmbeddingBag(num, dim, mode=mode, sparse=True)
+    out = bag_mod(torch.from_numpy(flat), torch.from_numpy(offsets[:-1]))
+    out.backward(torch.from_numpy(dy))
+    ref = bag_mod.weight.grad.coalesce()
+    g = emb.lookup_backward(dy, flat, offsets=offsets, mode=mode, num_embeddings=num)
+    np.testing.assert_array_equal(g.rows, ref.indices()[0].numpy())
+    np.testing.assert_allclose(g.values, ref.values().numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.hypothesis
+@given(st.lists(st.lists(st.integers(0, 7), max_size=6), max_size=10),
+       st.sampled_from(["sum", "mean"]), st.integers(1, 3))
+def test_lookup_backward_property(bags, mode, dim) -> None:
+    dy = np.arange(len(bags) * dim, dtype=np.float64).reshape(len(bags), dim) - 3.5
+    rows, values = ref_backward(dy, bags, 8, mode)
+    g = emb.lookup_backward(dy, asp.Jagged.from_list(bags) if bags else
+                            np.zeros(0, np.int64), offsets=None if bags else [0],
+                            mode=mode, num_embeddings=8)
+    np.testing.assert_array_equal(g.rows, rows)
+    np.testing.assert_allclose(g.values, values.reshape(len(rows), dim), atol=1e-12)
+    # mass conservation: each bag hands out len(bag) (sum) or 1 (mean) copies of dy[b]
+    share = [len(bag) if mode == "sum" else float(bool(bag)) for bag in bags]
+    np.testing.assert_allclose(g.values.sum(axis=0),
+                               (np.array(share)[:, None] * dy).sum(axis=0) if bags
+                               else np.zeros(dim), atol=1e-9)
+
+
+def test_lookup_backward_errors() -> None:
+    dy = np.zeros((3, 2))
+    ids = asp.Jagged.from_list(CAFFE2)
+    with pytest.raises(ValueError, match="mode='max' is not supported: its gradient needs"):
+        emb.lookup_backward(dy, ids, mode="max", num_embeddings=8)
+    with pytest.raises(IndexError, match=r"lookup_backward: ids out of range \[0, 7\)"):
+        emb.lookup_backward(dy, ids, num_embeddings=7)
+    with pytest.raises(ValueError, match=r"grad_out must have one row per lookup output \(3\)"):
+        emb.lookup_backward(np.zeros((2, 2)), ids, num_embeddings=8)
+    with pytest.raises(TypeError, match="grad_out must be a 2-D float array"):
+        emb.lookup_backward(np.zeros((3, 2), np.int64), ids, num_embeddings=8)
+    with pytest.raises(ValueError, match="offsets must not be given with list ids"):
+        emb.lookup_backward(dy, ids, offsets=[0, 1], num_embeddings=8)
+    with pytest.raises(ValueError, match="per_sample_weights must hold one weight per id"):
+        emb.lookup_backward(dy, ids, per_sample_weights=[1.0], num_embeddings=8)
+
+
+# ========================================================================= SparseGrad
+def test_sparse_grad_coalesce_and_arrow() -> None:
+    g = emb.SparseGrad(np.array([3, 1, 3, 0]), np.array([[1.0, 2], [3, 4], [5, 6], [7, 8]],
+                                                         np.float32))
+    assert not g.is_coalesced
+    c = g.coalesce()
+    np.testing.assert_array_equal(c.rows, [0, 1, 3])
+    np.testing.assert_array_equal(c.values, [[7, 8], [3, 4], [6, 8]])
+    assert c.coalesce() is c
+    batch = c.to_arrow()
+    assert batch.schema.field("row").type == pa.int64()
+    assert batch.schema.field("grad").type == pa.list_(pa.float32(), 2)
+    back = emb.SparseGrad.from_arrow(batch)
+    np.testing.assert_array_equal(back.rows, c.rows)
+    np.testing.assert_array_equal(back.values, c.values)
+    assert back.values.ctypes.data == c.values.ctypes.data  # zero-copy both ways
+    with pytest.raises(AttributeError):
+        c.rows = np.array([1])  # type: ignore[misc]
+    with pytest.raises(ValueError, match=r"SparseGrad: values must have shape \(2, dim\)"):
+        emb.SparseGrad(np.array([0, 1]), np.zeros((3, 2)))
+    with pytest.raises(TypeError, match="values must have a float dtype"):
+        emb.SparseGrad(np.array([0]), np.zeros((1, 2), np.int64))
+    with pytest.raises(ValueError, match="batch has no 'grad' column"):
+        emb.SparseGrad.from_arrow(pa.record_batch({"row": [1]}))
+
+
+# ========================================================================= optimizers
+def _grads(rng, steps, num, dim, dtype=np.float32):
+    out = []
+    for _ in range(steps):
+        bags = random_bags(rng, 8, num)
+        flat = np.array([i for bag in bags for i in bag], np.int64)
+        offsets = np.cumsum([0] + [len(b) for b in bags])
+        dy = rng.standard_normal((8, dim)).astype(dtype)
+        out.append((flat, offsets, dy))
+    return out
+
+
+def test_sgd_and_adagrad_match_numpy_reference() -> None:
+    rng = np.random.default_rng(6)
+    table = rng.standard_normal((15, 3))
+    t_sgd, t_ada, state, r_sgd, r_ada, r_state = (table.copy(), table.copy(),
+                                                  np.zeros_like(table), table.copy(),
+                                                  table.copy(), np.zeros_like(table))
+    t_row, s_row, r_row, rs_row = table.copy(), np.zeros(15), table.copy(), np.zeros(15)
+    for flat, offsets, dy in _grads(rng, 5, 15, 3, np.float64):
+        g = emb.lookup_backward(dy, flat, offsets=offsets, num_embeddings=15)
+        emb.sgd(t_sgd, g, 0.1)
+        ref_sgd(r_sgd, g.rows, g.values, 0.1)
+        emb.adagrad(t_ada, state, g, 0.1, 1e-8)
+        ref_adagrad(r_ada, r_state, g.rows, g.values, 0.1, 1e-8)
+        emb.rowwise_adagrad(t_row, s_row, g, 0.1, 1e-8)
+        ref_rowwise_adagrad(r_row, rs_row, g.rows, g.values, 0.1, 1e-8)
+    np.testing.assert_allclose(t_sgd, r_sgd, rtol=1e-12)
+    np.testing.assert_allclose(t_ada, r_ada, rtol=1e-12)
+    np.testing.assert_allclose(state, r_state, rtol=1e-12)
+    np.testing.assert_allclose(t_row, r_row, rtol=1e-12)
+    np.testing.assert_allclose(s_row, rs_row, rtol=1e-12)
+
+
+def test_ftrl_matches_caffe2_reference() -> None:
+    rng = np.random.default_rng(7)
+    w, z, n = np.zeros((10, 2)), np.zeros((10, 2)), np.zeros((10, 2))
+    rw, rz, rn = w.copy(), z.copy(), n.copy()
+    hyper = {"alpha": 0.1, "beta": 1.0, "l1": 1.0, "l2": 0.01}
+    for flat, offsets, dy in _grads(rng, 6, 10, 2, np.float64):
+        g = emb.lookup_backward(dy, flat, offsets=offsets, num_embeddings=10)
+        emb.ftrl(w, z, n, g, **hyper)
+        ref_ftrl(rw, rz, rn, g.rows, g.values, **hyper)
+    np.testing.assert_allclose(w, rw, rtol=1e-12)
+    np.testing.assert_allclose(z, rz, rtol=1e-12)
+    np.testing.assert_allclose(n, rn, rtol=1e-12)
+    assert (w == 0).any() and (w != 0).any()  # l1 makes some weights exactly zero
+
+
+@pytest.mark.filterwarnings("ignore:Sparse invariant checks:UserWarning")
+@pytest.mark.parametrize("opt", ["sgd", "adagrad"])
+def test_optimizers_match_torch(opt) -> None:
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(8)
+    num, dim, lr = 30, 4, 0.3
+    init = rng.standard_normal((num, dim)).astype(np.float32)
+    table, state = init.copy(), np.zeros_like(init)
+    bag_mod = torch.nn.EmbeddingBag(num, dim, mode="mean", sparse=True)
+    with torch.no_grad():
+        bag_mod.weight.copy_(torch.from_numpy(init))
+    optim = (torch.optim.SGD if opt == "sgd" else torch.optim.Adagrad)(
+        bag_mod.parameters(), lr=lr)
+    for flat, offsets, dy in _grads(rng, 6, num, dim):
+        optim.zero_grad()
+        bag_mod(torch.from_numpy(flat), torch.from_numpy(offsets[:-1])).backward(
+            torch.from_numpy(dy))
+        optim.step()
+        g = emb.lookup_backward(dy, flat, offsets=offsets, mode="mean", num_embeddings=num)
+        if opt == "sgd":
+            emb.sgd(table, g, lr)
+        else:
+            emb.adagrad(table, state, g, lr)  # torch's default eps=1e-10
+    np.testing.assert_allclose(table, bag_mod.weight.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("opt", ["sgd", "adagrad", "rowwise_adagrad", "ftrl"])
+def test_update_many_tables_equals_one_by_one(opt) -> None:
+    rng = np.random.default_rng(9)
+    tables = [rng.standard_normal((12, 2 + t)) for t in range(3)]
+    grads = [emb.SparseGrad(rng.integers(0, 12, 9), rng.standard_normal((9, 2 + t)))
+             for t in range(3)]
+
+    def states(ts):
+        if opt == "sgd":
+            return None
+        if opt == "adagrad":
+            return [np.zeros_like(t) for t in ts]
+        if opt == "rowwise_adagrad":
+            return [np.zeros(len(t)) for t in ts]
+        return [(np.zeros_like(t), np.zeros_like(t)) for t in ts]
+
+    hyper = {"lr": 0.1} if opt != "ftrl" else {"alpha": 0.2}
+    one = [t.copy() for t in tables]
+    st_one = states(one)
+    for i, (t, g) in enumerate(zip(one, grads, strict=True)):
+        if opt == "sgd":
+            emb.sgd(t, g, **hyper)
+        elif opt == "ftrl":
+            emb.ftrl(t, *st_one[i], g, **hyper)
+        else:
+            getattr(emb, opt)(t, st_one[i], g, **hyper)
+    many = [t.copy() for t in tables]
+    emb.update(opt, many, grads, states=states(many), **hyper)
+    for a, b in zip(one, many, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_optimizer_errors() -> None:
+    table = np.zeros((4, 2), np.float32)
+    g = emb.SparseGrad(np.array([1]), np.ones((1, 2), np.float32))
+    with pytest.raises(TypeError, match="sgd: grad must be a SparseGrad"):
+        emb.sgd(table, np.ones((1, 2)), 0.1)
+    with pytest.raises(IndexError, match=r"sgd: grad.rows out of range \[0, 1\)"):
+        emb.sgd(table[:1], g, 0.1)
+    with pytest.raises(ValueError, match="sgd: grad has dim 2 but the table has dim 3"):
+        emb.sgd(np.zeros((4, 3)), g, 0.1)
+    with pytest.raises(ValueError, match="sgd: lr must be a finite non-negative number"):
+        emb.sgd(table, g, float("nan"))
+    with pytest.raises(TypeError, match="sgd: lr must be a real number"):
+        emb.sgd(table, g, "0.1")
+    ro = table.copy()
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="sgd: table must be a writable, C-contiguous"):
+        emb.sgd(ro, g, 0.1)
+    with pytest.raises(ValueError, match=r"adagrad: state must have shape \(4, 2\)"):
+        emb.adagrad(table, np.zeros((4, 3), np.float32), g, 0.1)
+    with pytest.raises(ValueError, match=r"rowwise_adagrad: state must have shape \(4,\)"):
+        emb.rowwise_adagrad(table, np.zeros((4, 2), np.float32), g, 0.1)
+    with pytest.raises(TypeError, match="ftrl: z must have dtype float32"):
+        emb.ftrl(table, np.zeros((4, 2)), np.zeros((4, 2), np.float32), g)
+    with pytest.raises(ValueError, match="ftrl: alpha must be a finite positive number"):
+        emb.ftrl(table, np.zeros_like(table), np.zeros_like(table), g, alpha=0.0)
+    with pytest.raises(ValueError, match="update: opt must be 'sgd'"):
+        emb.update("adam", [table], [g], lr=0.1)
+    with pytest.raises(ValueError, match="update: tables 0 and 1 share memory"):
+        emb.update("sgd", [table, table[:2]], [g, g], lr=0.1)
+    with pytest.raises(ValueError, match="needs one state per table"):
+        emb.update("adagrad", [table], [g], lr=0.1)
+    with pytest.raises(TypeError, match="update: missing hyper-parameter 'lr'"):
+        emb.update("sgd", [table], [g])
+    with pytest.raises(TypeError, match=r"sgd: unexpected hyper-parameters \['eps'\]"):
+        emb.update("sgd", [table], [g], lr=0.1, eps=1.0)
+
+
+def test_updates_are_deterministic_with_duplicates() -> None:
+    rng = np.random.default_rng(10)
+    ids = rng.integers(0, 5, 5000)  # heavy duplication
+    dy = rng.standard_normal((5000, 3)).astype(np.float32)
+    a = emb.lookup_backward(dy, ids, num_embeddings=5)
+    b = emb.lookup_backward(dy, ids, num_embeddings=5)
+    np.testing.assert_array_equal(a.values, b.values)
+    expected = np.zeros((5, 3), np.float32)
+    for i, row in zip(ids, dy, strict=True):  # sequential float32 sums, input order
+        expected[i] += row
+    np.testing.assert_array_equal(a.values, expected)
+
+
+# ============================================================================ storage
+def test_save_load_table_roundtrip_and_mmap(tmp_path) -> None:
+    rng = np.random.default_rng(11)
+    table = rng.standard_normal((1000, 16)).astype(np.float32)
+    path = tmp_path / "t.arrow"
+    emb.save_table(table, path)
+    import pyarrow.ipc as ipc
+
+    with pa.memory_map(str(path)) as src:
+        schema = ipc.open_file(src).schema
+    assert schema.field(0).type == pa.list_(pa.float32(), 16)
+    view = emb.load_table(path)
+    np.testing.assert_array_equal(view, table)
+    assert not view.flags.writeable and not view.flags.owndata
+    if sys.platform.startswith("linux"):
+        addr = view.ctypes.data
+        inside = False
+        for line in pathlib.Path("/proc/self/maps").read_text().splitlines():
+            if line.endswith(str(path)):
+                lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+                inside |= lo <= addr < hi and addr + view.nbytes <= hi
+        assert inside, "the table's buffer is not inside the file's memory mapping"
+    copy = emb.load_table(path, mmap=False)
+    assert copy.flags.writeable and copy.flags.owndata
+    np.testing.assert_array_equal(copy, table)
+    with pytest.raises(ValueError, match="read-only memory map"):
+        emb.sgd(view, emb.SparseGrad(np.array([0]), np.ones((1, 16), np.float32)), 0.1)
+    emb.save_table(np.zeros((0, 3)), tmp_path / "empty.arrow")
+    assert emb.load_table(tmp_path / "empty.arrow").shape == (0, 3)
+
+
+def test_save_load_table_errors(tmp_path) -> None:
+    with pytest.raises(OSError, match="load_table: cannot open"):
+        emb.load_table(tmp_path / "missing.arrow")
+    bad = tmp_path / "bad.arrow"
+    bad.write_bytes(b"not arrow at all")
+    with pytest.raises(ValueError, match="is not an Arrow IPC file"):
+        emb.load_table(bad)
+    other = tmp_path / "other.arrow"
+    batch = pa.record_batch({"x": pa.array([[1.0]])})
+    with pa.OSFile(str(other), "wb") as sink, pa.ipc.new_file(sink, batch.schema) as w:
+        w.write_batch(batch)
+    with pytest.raises(TypeError, match=r"must be fixed_size_list<float32\|float64>\[dim\]"):
+        emb.load_table(other)
+    with pytest.raises(TypeError, match="save_table: table must be float32 or float64"):
+        emb.save_table(np.zeros((2, 2), np.int64), tmp_path / "i.arrow")
+
+
+# ============================================================================ example
+def test_train_logreg_example_loss_decreases() -> None:
+    spec = importlib.util.spec_from_file_location(
+        "train_logreg", ROOT / "docs" / "examples" / "train_logreg.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    losses = module.main(["--steps", "30", "--log-every", "5", "--dim", "4"])
+    assert losses[-1] < losses[0] - 0.05
