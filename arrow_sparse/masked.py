@@ -15,8 +15,9 @@ the dense shape). Results are dense numpy arrays. See docs/masked-reductions.md.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -160,12 +161,12 @@ class _Problem:
     @property
     def zeros_in(self) -> np.ndarray:
         """Unspecified masked-in elements (zeros) per cell."""
-        return self.count_in - self.stored_in
+        return np.asarray(self.count_in - self.stored_in)
 
     @property
     def out_in(self) -> np.ndarray:
         """Unspecified masked-out elements per cell."""
-        return self.slice_size - self.stored - self.zeros_in
+        return np.asarray(self.slice_size - self.stored - self.zeros_in)
 
     def finish(self, flat: np.ndarray, keepdim: bool) -> np.ndarray:
         kept = [n if i not in self.dims else 1 for i, n in enumerate(self.shape)]
@@ -198,7 +199,7 @@ def _problem(func: str, x: Any, dim: Any, mask: Any) -> _Problem:
     def cells_of(cs: list[np.ndarray]) -> np.ndarray:
         m = len(cs[0])
         c = _ravel([cs[i] for i in kept], kshape, m)
-        return c * slice_size + _ravel([cs[i] for i in dims], rshape, m)
+        return np.asarray(c * slice_size + _ravel([cs[i] for i in dims], rshape, m))
 
     if kind == "none":
         inm = np.ones(n, dtype=bool)
@@ -260,7 +261,7 @@ def _total(p: _Problem, dtype: np.dtype) -> np.ndarray:
 
 def _mean(p: _Problem) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
-        return _total(p, np.dtype(np.float64)) / p.count_in
+        return np.asarray(_total(p, np.dtype(np.float64)) / p.count_in)
 
 
 # --------------------------------------------------------------------------- reductions
@@ -617,7 +618,7 @@ def var(input: Any, dim: Any = None, *, unbiased: bool | None = None, keepdim: b
 
 def std(input: Any, dim: Any = None, *, unbiased: bool | None = None, keepdim: bool = False,
         correction: float | None = None, mask: Any = None) -> np.ndarray:
-    """Standard deviation of the masked-in elements: the square root of :func:`var`.
+    """Return the standard deviation of the masked-in elements, the root of :func:`var`.
 
     Parameters
     ----------
@@ -743,14 +744,14 @@ def logsumexp(input: Any, dim: Any = None, *, keepdim: bool = False,
     total = np.zeros(p.num_cells, dtype=np.float64)
     _k("masked_sum_exp")(p.cell, vals, p.inm, shift, total)
     with np.errstate(divide="ignore", over="ignore"):
-        total += zeros * np.exp(-shift)
+        total += zeros * np.exp(-np.maximum(shift, 0.0))  # shift >= 0 where zeros > 0
         out = np.log(total) + shift
     return p.finish(out.astype(_float_dtype(p.vals.dtype)), keepdim)
 
 
 # --------------------------------------------------------------------------- normalizations
 def _dense_masked(func: str, input: Any, dim: Any, mask: Any) -> tuple[np.ndarray, int, np.dtype]:
-    if dim is None or isinstance(dim, (bool, tuple, list)) or not isinstance(dim, (int, np.integer)):
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
         msg = f"{func}: dim must be an int, got {dim!r}"
         raise ArrowSparseTypeError(msg)
     shape, coords, vals = _entries(func, "input", input)
@@ -806,8 +807,8 @@ def softmax(input: Any, dim: int, *, mask: Any = None) -> np.ndarray:
     """
     x, d, dt = _dense_masked("masked.softmax", input, dim, mask)
     with np.errstate(invalid="ignore"):
-        e = np.exp(x - np.max(x, axis=d, keepdims=True))
-        return (e / e.sum(axis=d, keepdims=True)).astype(dt)
+        e = np.exp(x - np.max(x, axis=d, keepdims=True, initial=-np.inf))
+        return np.asarray(e / e.sum(axis=d, keepdims=True)).astype(dt)
 
 
 def log_softmax(input: Any, dim: int, *, mask: Any = None) -> np.ndarray:
@@ -837,6 +838,6 @@ def log_softmax(input: Any, dim: int, *, mask: Any = None) -> np.ndarray:
     """
     x, d, dt = _dense_masked("masked.log_softmax", input, dim, mask)
     with np.errstate(invalid="ignore", divide="ignore"):
-        shifted = x - np.max(x, axis=d, keepdims=True)
-        return (shifted - np.log(np.exp(shifted).sum(axis=d, keepdims=True))).astype(dt)
+        shifted = x - np.max(x, axis=d, keepdims=True, initial=-np.inf)
+        return np.asarray(shifted - np.log(np.exp(shifted).sum(axis=d, keepdims=True))).astype(dt)
 

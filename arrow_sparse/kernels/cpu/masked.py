@@ -56,7 +56,7 @@ def masked_prod(cell, vals, inm, out):  # type: ignore[no-untyped-def]
 
 @kernel
 def masked_max(cell, vals, inm, out):  # type: ignore[no-untyped-def]
-    """Running maximum over masked-in entries; a NaN sticks, as in ``numpy.max``."""
+    """Take the running maximum over masked-in entries; a NaN sticks, as in ``numpy.max``."""
     for i in range(len(cell)):
         if inm[i]:
             c = cell[i]
@@ -68,7 +68,7 @@ def masked_max(cell, vals, inm, out):  # type: ignore[no-untyped-def]
 
 @kernel
 def masked_min(cell, vals, inm, out):  # type: ignore[no-untyped-def]
-    """Running minimum over masked-in entries; a NaN sticks, as in ``numpy.min``."""
+    """Take the running minimum over masked-in entries; a NaN sticks, as in ``numpy.min``."""
     for i in range(len(cell)):
         if inm[i]:
             c = cell[i]
@@ -88,6 +88,8 @@ def masked_sum_abs_pow(cell, vals, inm, p, out):  # type: ignore[no-untyped-def]
                 out[cell[i]] += a * a
             elif p == 1.0:
                 out[cell[i]] += a
+            elif a == 0.0 and p < 0.0:
+                out[cell[i]] = np.inf
             else:
                 out[cell[i]] += a ** p
 

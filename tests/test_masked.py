@@ -1,0 +1,363 @@
+"""Tests of ``arrow_sparse.masked``: every op on every layout against a dense numpy oracle."""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import arrow_sparse as asp
+from arrow_sparse import masked
+from arrow_sparse.errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
+
+REDUCTIONS = ["sum", "prod", "amax", "amin", "argmax", "argmin", "mean", "norm", "var", "std",
+              "logsumexp"]
+NORMALIZATIONS = ["softmax", "log_softmax"]
+LAYOUTS = ["dense", "coo", "csr", "jagged"]
+MASK_LAYOUTS = ["none", "dense", "broadcast", "coo", "csr", "jagged"]
+
+
+# --------------------------------------------------------------------------- the oracle
+def reference(op: str, x: np.ndarray, m: np.ndarray, dim: Any, keepdim: bool = False,
+              **kw: Any) -> Any:
+    """``op`` on ``where(m, x, identity)`` in plain numpy (torch.masked's definitions)."""
+    x = x.astype(np.float64)
+    axis = None if dim is None or dim == () else dim
+    red: dict[str, Any] = {"axis": axis, "keepdims": keepdim}
+    with np.errstate(all="ignore"):
+        if op == "sum":
+            return np.sum(np.where(m, x, 0.0), **red)
+        if op == "prod":
+            return np.prod(np.where(m, x, 1.0), **red)
+        if op == "amax":
+            return np.max(np.where(m, x, -np.inf), **red)
+        if op == "amin":
+            return np.min(np.where(m, x, np.inf), **red)
+        if op == "argmax":
+            return np.argmax(np.where(m, x, -np.inf), **red)
+        if op == "argmin":
+            return np.argmin(np.where(m, x, np.inf), **red)
+        count = np.sum(m, **red)
+        if op == "mean":
+            return np.sum(np.where(m, x, 0.0), **red) / count
+        if op in ("var", "std"):
+            corr = kw.get("correction", 1.0 if kw.get("unbiased", True) else 0.0)
+            mu = np.sum(np.where(m, x, 0.0), axis=axis, keepdims=True) / np.sum(
+                m, axis=axis, keepdims=True)
+            ssd = np.sum(np.where(m, (x - mu) ** 2, 0.0), **red)
+            out = ssd / np.maximum(count - corr, 0.0)
+            return np.sqrt(out) if op == "std" else out
+        if op == "norm":
+            p = kw.get("ord", 2.0)
+            a = np.abs(np.where(m, x, np.inf if p == -np.inf else 0.0))
+            if p == np.inf:
+                return np.max(a, **red)
+            if p == -np.inf:
+                return np.min(a, **red)
+            if p == 0:
+                return np.sum(a != 0, **red).astype(np.float64)
+            return np.sum(a ** p, **red) ** (1.0 / p)
+        if op == "logsumexp":
+            a = np.where(m, x, -np.inf)
+            mx = np.max(a, axis=axis, keepdims=True)
+            mx = np.where(np.isfinite(mx), mx, 0.0)
+            out = np.log(np.sum(np.exp(a - mx), axis=axis, keepdims=True)) + mx
+            return out if keepdim else np.squeeze(out, axis=axis)
+        a = np.where(m, x, -np.inf)
+        shifted = a - np.max(a, axis=dim, keepdims=True)
+        lse = np.log(np.sum(np.exp(shifted), axis=dim, keepdims=True))
+        return np.exp(shifted - lse) if op == "softmax" else shifted - lse
+    raise AssertionError(op)  # pragma: no cover
+
+
+# --------------------------------------------------------------------------- layouts
+def to_layout(layout: str, dense: np.ndarray, stored: np.ndarray, lengths: np.ndarray | None,
+              rng: np.random.Generator) -> Any:
+    """``dense`` (zero where not stored) in ``layout``; explicit zeros are kept as stored."""
+    if layout == "dense":
+        return dense
+    if layout == "jagged":
+        assert lengths is not None
+        rows = [dense[i, :n] for i, n in enumerate(lengths)]
+        return asp.Jagged.from_lengths(np.concatenate(rows), lengths)
+    coords = np.nonzero(stored)
+    order = rng.permutation(len(coords[0]))
+    indices = np.array([c[order] for c in coords], dtype=np.int64).reshape(dense.ndim, -1)
+    coo = asp.SparseCOO(indices, dense[coords][order], dense.shape)
+    return coo if layout == "coo" else coo.to_csr()
+
+
+def mask_layout(layout: str, m: np.ndarray, shape: tuple[int, ...],
+                rng: np.random.Generator) -> tuple[Any, np.ndarray]:
+    """A mask in ``layout`` and its dense view (unspecified = False)."""
+    if layout == "none":
+        return None, np.ones(shape, dtype=bool)
+    if layout == "dense":
+        return m, m
+    if layout == "broadcast":
+        row = m[:1]
+        return row, np.broadcast_to(row, shape)
+    if layout == "csr" and len(shape) != 2 or layout == "jagged" and len(shape) < 2:
+        layout = "coo"
+    if layout == "jagged":
+        # the mask's rows need not have the input's lengths: its tail is False
+        lengths = rng.integers(0, shape[1] + 1, size=shape[0])
+        view = m.copy()
+        for i, n in enumerate(lengths):
+            view[i, n:] = False
+        rows = [m[i, :n] for i, n in enumerate(lengths)]
+        return asp.Jagged.from_lengths(np.concatenate(rows), lengths), view
+    # sparse masks store some False values too, and leave some True-looking places out
+    stored = rng.random(shape) < 0.7
+    view = m & stored
+    coords = np.nonzero(stored)
+    coo = asp.SparseCOO(np.array(coords, dtype=np.int64).reshape(len(shape), -1), m[coords], shape)
+    return (coo if layout == "coo" else coo.to_csr()), view
+
+
+@st.composite
+def cases(draw: st.DrawFn, layout: str) -> tuple[Any, np.ndarray, np.ndarray | None, np.ndarray,
+                                                  np.random.Generator]:
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    if layout == "csr":
+        shape: tuple[int, ...] = (draw(st.integers(1, 5)), draw(st.integers(1, 5)))
+    elif layout == "jagged":
+        shape = (draw(st.integers(1, 5)), draw(st.integers(1, 4)),
+                 *draw(st.lists(st.integers(1, 3), max_size=1)))
+    else:
+        shape = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+    # small integers as floats: exact sums and products, and plenty of ties for argmax
+    dense = rng.integers(-3, 4, size=shape).astype(np.float64)
+    lengths = None
+    if layout == "jagged":
+        lengths = rng.integers(0, shape[1] + 1, size=shape[0])
+        lengths[rng.integers(shape[0])] = shape[1]
+        stored = np.arange(shape[1])[None, :] < lengths[:, None]
+        stored = stored.reshape(stored.shape + (1,) * (len(shape) - 2))
+        stored = np.broadcast_to(stored, shape)
+    elif layout == "dense":
+        stored = np.ones(shape, dtype=bool)
+    else:
+        stored = rng.random(shape) < draw(st.sampled_from([0.0, 0.3, 0.8]))
+    dense = np.where(stored, dense, 0.0)
+    m = rng.random(shape) < draw(st.sampled_from([0.0, 0.5, 0.9]))
+    x = to_layout(layout, dense, stored, lengths, rng)
+    return x, dense, lengths, m, rng
+
+
+def dims_for(ndim: int, data: st.DataObject, tuples: bool = True) -> Any:
+    single = st.integers(-ndim, ndim - 1)
+    if not tuples:
+        return data.draw(st.one_of(st.none(), single))
+    subsets = st.lists(st.integers(0, ndim - 1), min_size=1, max_size=ndim, unique=True)
+    return data.draw(st.one_of(st.none(), single, subsets.map(tuple)))
+
+
+def check(got: np.ndarray, want: np.ndarray) -> None:
+    assert isinstance(got, np.ndarray)
+    assert got.shape == np.shape(want), (got.shape, np.shape(want))
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12, equal_nan=True)
+
+
+# --------------------------------------------------------------------------- properties
+@pytest.mark.hypothesis
+@pytest.mark.parametrize("mask_kind", MASK_LAYOUTS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("op", REDUCTIONS)
+@given(data=st.data())
+def test_reduction_matches_dense_reference(op: str, layout: str, mask_kind: str,
+                                           data: st.DataObject) -> None:
+    x, dense, _lengths, m, rng = data.draw(cases(layout))
+    mask, view = mask_layout(mask_kind, m, dense.shape, rng)
+    dim = dims_for(dense.ndim, data, tuples=not op.startswith("arg"))
+    keepdim = data.draw(st.booleans())
+    kw: dict[str, Any] = {}
+    if op == "norm":
+        kw["ord"] = data.draw(st.sampled_from([2.0, 1.0, 3.0, 0.0, -1.0, np.inf, -np.inf]))
+    if op in ("var", "std"):
+        kw = data.draw(st.sampled_from([{}, {"unbiased": False}, {"correction": 2}]))
+    got = getattr(masked, op)(x, dim=dim, keepdim=keepdim, mask=mask, **kw)
+    check(got, reference(op, dense, view, dim, keepdim, **kw))
+
+
+@pytest.mark.hypothesis
+@pytest.mark.parametrize("mask_kind", MASK_LAYOUTS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("op", NORMALIZATIONS)
+@given(data=st.data())
+def test_normalization_matches_dense_reference(op: str, layout: str, mask_kind: str,
+                                               data: st.DataObject) -> None:
+    x, dense, _lengths, m, rng = data.draw(cases(layout))
+    mask, view = mask_layout(mask_kind, m, dense.shape, rng)
+    dim = data.draw(st.integers(-dense.ndim, dense.ndim - 1))
+    check(getattr(masked, op)(x, dim, mask=mask), reference(op, dense, view, dim))
+
+
+@pytest.mark.hypothesis
+@pytest.mark.parametrize("op", REDUCTIONS)
+@given(data=st.data())
+def test_layout_invariance(op: str, data: st.DataObject) -> None:
+    x, dense, _lengths, m, rng = data.draw(cases("coo"))
+    dim = dims_for(dense.ndim, data, tuples=False)
+    want = getattr(masked, op)(dense, dim=dim, mask=m)
+    check(getattr(masked, op)(x, dim=dim, mask=m), want)
+    if dense.ndim == 2:
+        check(getattr(masked, op)(x.to_csr(), dim=dim, mask=m), want)
+        check(getattr(masked, op)(x.to_csc(), dim=dim, mask=m), want)
+
+
+# --------------------------------------------------------------------------- torch.masked
+TORCH_KW: dict[str, dict[str, Any]] = {"norm": {"ord": 2.0}, "var": {}, "std": {}}
+
+
+@pytest.mark.hypothesis
+@pytest.mark.parametrize("op", REDUCTIONS + NORMALIZATIONS)
+@given(data=st.data())
+def test_matches_torch_masked(op: str, data: st.DataObject) -> None:
+    torch = pytest.importorskip("torch")
+    x, dense, _lengths, m, _rng = data.draw(cases("dense"))
+    arg = op.startswith("arg") or op in NORMALIZATIONS
+    dim = data.draw(st.integers(0, dense.ndim - 1)) if arg else dims_for(dense.ndim, data)
+    t, tm = torch.from_numpy(dense), torch.from_numpy(m)
+    if op == "norm":
+        want = torch.masked.norm(t, 2.0, dim, mask=tm)
+    else:
+        want = getattr(torch.masked, op)(t, dim, mask=tm)
+    got = masked.norm(x, 2.0, dim, mask=m) if op == "norm" else getattr(masked, op)(x, dim, mask=m)
+    check(got, want.numpy())
+
+
+def test_fully_masked_slices_follow_torch() -> None:
+    x = asp.SparseCSR.from_dense(np.array([[1.0, 0.0], [2.0, -3.0]]))
+    mask = np.array([[False, False], [True, True]])
+    nan = np.nan
+    expected = {"sum": [0.0, -1.0], "prod": [1.0, -6.0], "amax": [-np.inf, 2.0],
+                "amin": [np.inf, -3.0], "argmax": [0, 0], "argmin": [0, 1], "mean": [nan, -0.5],
+                "norm": [0.0, np.sqrt(13.0)], "var": [nan, 12.5], "std": [nan, np.sqrt(12.5)],
+                "logsumexp": [-np.inf, np.log(np.exp(2.0) + np.exp(-3.0))]}
+    for op, want in expected.items():
+        check(getattr(masked, op)(x, dim=1, mask=mask), np.array(want))
+    check(masked.norm(x, -np.inf, 1, mask=mask), np.array([np.inf, 2.0]))
+    assert np.isnan(masked.softmax(x, 1, mask=mask)[0]).all()
+
+
+# --------------------------------------------------------------------------- semantics
+def test_default_mask_counts_unspecified_elements_as_zeros() -> None:
+    coo = asp.SparseCOO([[0, 0], [0, 2]], np.array([2.0, 3.0]), (2, 3))
+    check(masked.prod(coo, 1), np.array([0.0, 0.0]))
+    check(masked.mean(coo, 1), np.array([5.0 / 3.0, 0.0]))
+    check(masked.amin(coo, 1), np.array([0.0, 0.0]))
+    pattern = asp.SparseCOO(coo.indices, np.ones(2, dtype=bool), (2, 3))
+    check(masked.prod(coo, 1, mask=pattern), np.array([6.0, 1.0]))
+    check(masked.mean(coo, 1, mask=pattern), np.array([2.5, np.nan]))
+
+
+def test_coo_duplicates_add_up() -> None:
+    coo = asp.SparseCOO([[0, 0, 1]], np.array([1.0, 2.0, 5.0]), (2,))
+    check(masked.amax(coo), np.array(5.0))
+    check(masked.amin(coo, 0, mask=np.array([True, False])), np.array(3.0))
+
+
+def test_jagged_dense_view_and_null_rows() -> None:
+    j = asp.Jagged.from_list([[1.0, 2.0, 3.0], None, [3.0, 6.0]])
+    check(masked.sum(j, 1), np.array([6.0, 0.0, 9.0]))
+    check(masked.amin(j, 1), np.array([1.0, 0.0, 0.0]))
+    valid = asp.Jagged.from_list([[True] * 3, [], [True] * 2])
+    check(masked.amin(j, 1, mask=valid), np.array([1.0, np.inf, 3.0]))
+    check(masked.mean(j, 0, mask=valid), np.array([2.0, 4.0, 3.0]))
+
+
+def test_jagged_with_inner_dimension() -> None:
+    j = asp.Jagged(np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), np.array([0, 2, 3]))
+    check(masked.sum(j, 1), np.array([[4.0, 6.0], [5.0, 6.0]]))
+    check(masked.amax(j, (0, 1)), np.array([5.0, 6.0]))
+
+
+def test_dtypes() -> None:
+    x = np.array([[1, 2], [3, 4]], dtype=np.int32)
+    assert masked.sum(x, 0).dtype == np.int64
+    assert masked.amax(x, 0).dtype == np.int32
+    check(masked.amax(x, 0, mask=np.zeros((2, 2), bool)), np.full(2, np.iinfo(np.int32).min))
+    assert masked.mean(x).dtype == np.float64
+    f = np.ones((2, 2), dtype=np.float32)
+    for op in ("sum", "prod", "amax", "mean", "var", "norm", "logsumexp"):
+        assert getattr(masked, op)(f, 0).dtype == np.float32, op
+    assert masked.softmax(f, 0).dtype == np.float32
+    check(masked.sum(np.array([True, True, False])), np.array(2))
+
+
+def test_keepdim_shape() -> None:
+    x = asp.SparseCOO.from_dense(np.arange(24.0).reshape(2, 3, 4))
+    assert masked.sum(x, (0, 2), keepdim=True).shape == (1, 3, 1)
+    assert masked.argmax(x, 1, keepdim=True).shape == (2, 1, 4)
+    assert masked.mean(x).shape == ()
+
+
+def test_argmax_prefers_first_unspecified_zero() -> None:
+    csr = asp.SparseCSR([0, 2, 2], [1, 3], np.array([-1.0, -2.0]), (2, 4))
+    check(masked.argmax(csr, 1), np.array([0, 0]))
+    mask = asp.SparseCSR([0, 2, 3], [1, 2, 3], np.array([True, True, True]), (2, 4))
+    check(masked.argmax(csr, 1, mask=mask), np.array([2, 3]))
+    check(masked.argmax(csr, None, mask=mask), np.array(2))
+
+
+# --------------------------------------------------------------------------- errors
+def test_errors() -> None:
+    x = np.ones((2, 3))
+    with pytest.raises(ArrowSparseIndexError, match=r"^masked.sum: dim 2 is out of range"):
+        masked.sum(x, 2)
+    with pytest.raises(ArrowSparseValueError, match="appears more than once"):
+        masked.sum(x, (0, -2))
+    with pytest.raises(ArrowSparseTypeError, match=r"^masked.sum: dim must be None"):
+        masked.sum(x, 1.5)
+    with pytest.raises(ArrowSparseValueError, match="does not broadcast"):
+        masked.sum(x, mask=np.ones(2, dtype=bool))
+    with pytest.raises(ArrowSparseValueError, match="mask has dense shape"):
+        masked.sum(x, mask=asp.SparseCOO.from_dense(np.ones((3, 3), dtype=bool)))
+    with pytest.raises(ArrowSparseTypeError, match=r"^masked.argmax: dim must be None or an int"):
+        masked.argmax(x, (0, 1))
+    with pytest.raises(ArrowSparseValueError, match="empty slice"):
+        masked.argmax(np.ones((2, 0)), 1)
+    with pytest.raises(ArrowSparseValueError, match="only one of unbiased and correction"):
+        masked.var(x, unbiased=True, correction=1)
+    with pytest.raises(ArrowSparseTypeError, match=r"^masked.softmax: dim must be an int"):
+        masked.softmax(x, None)  # type: ignore[arg-type]
+    with pytest.raises(ArrowSparseTypeError, match="nested Jagged"):
+        masked.sum(asp.Jagged.from_list([[[1.0]], [[2.0, 3.0]]]))
+    with pytest.raises(ArrowSparseTypeError, match=r"^masked.sum: input must be an array"):
+        masked.sum(object())
+    with pytest.raises(ArrowSparseTypeError, match=r"^masked.norm: ord must be a number"):
+        masked.norm(x, "fro")  # type: ignore[arg-type]
+    with pytest.raises(ArrowSparseValueError, match="at least 1-dimensional"):
+        masked.sum(np.float64(1.0))
+
+
+# --------------------------------------------------------------------------- scale
+@pytest.mark.parametrize("dim", [0, 1])
+def test_huge_csr_reduces_without_densifying(dim: int) -> None:
+    n = 10**6
+    rng = np.random.default_rng(0)
+    indptr = np.sort(rng.integers(0, n, size=n + 1))
+    indptr[0], indptr[-1] = 0, n
+    indices = rng.integers(0, n, size=n)
+    csr = asp.SparseCSR(indptr, indices, rng.random(n), (n, n))
+    masked.sum(asp.SparseCSR([0, 1], [0], np.ones(1), (1, 1)), dim)  # compile first
+    for op in ("sum", "amax", "mean"):
+        tracemalloc.start()
+        start = time.perf_counter()
+        out = getattr(masked, op)(csr, dim)
+        elapsed = time.perf_counter() - start
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        print(f"masked.{op} of a 10^6 x 10^6 CSR (10^6 nnz) along dim {dim}: "
+              f"{elapsed:.3f} s, peak {peak / 2**20:.0f} MiB")
+        assert out.shape == (n,)
+        assert peak < 2**30  # the dense shape would be 8 TB
+    check(masked.sum(csr, dim), np.bincount(indices if dim == 0 else np.repeat(
+        np.arange(n), np.diff(indptr)), weights=csr.values, minlength=n))
