@@ -152,6 +152,14 @@ def test_lookup_out_in_place() -> None:
     assert emb.lookup(table, [1, 2, 3], out=out) is out
     np.testing.assert_array_equal(out, table[[1, 2, 3]])
     wide = np.zeros((3, 5))
+    emb.lookup(table, [1, 2, 3], out=wide[:, 2:4])  # a column block: written in place
+    np.testing.assert_array_equal(wide[:, 2:4], table[[1, 2, 3]])
+    assert not wide[:, [0, 1, 4]].any()
+    strided = np.zeros((6, 2))
+    emb.lookup(table, [1, 2, 3], out=strided[::2])
+    np.testing.assert_array_equal(strided[::2], table[[1, 2, 3]])
+    assert not strided[1::2].any()
+    wide = np.zeros((3, 5))
     emb.lookup(table, pa.array([[1, 2], None, []]), out=wide[:, 1:3])
     np.testing.assert_array_equal(wide, [[0, 6, 8, 0, 0], [0] * 5, [0] * 5])
     with pytest.raises(ValueError, match=r"lookup: out must have shape \(3, 2\)"):
@@ -214,6 +222,9 @@ def test_maplookup_strategies(strategy) -> None:
                 for t, i in zip(tables, indices, strict=True)]
     res = emb.maplookup(tables, indices, strategy, prepend=3 if strategy == "concat" else 0)
     if strategy == "concat":
+        again = np.full_like(res, 7.0)
+        assert emb.maplookup(tables, indices, strategy, prepend=3, out=again) is again
+        np.testing.assert_array_equal(again, res)
         assert res.shape == (6, 3 + sum(t.shape[1] for t in tables))
         np.testing.assert_array_equal(res[:, :3], 0)
         np.testing.assert_allclose(res[:, 3:], np.concatenate(expected, axis=1), rtol=1e-6)
@@ -229,7 +240,7 @@ def test_maplookup_errors() -> None:
         emb.maplookup([a], [[0]], "fast")
     with pytest.raises(ValueError, match="indices must hold one ids per table"):
         emb.maplookup([a, a], [[0]])
-    with pytest.raises(ValueError, match="prepend needs strategy='concat'"):
+    with pytest.raises(ValueError, match="prepend and out need strategy='concat'"):
         emb.maplookup([a], [[0]], prepend=2)
     with pytest.raises(ValueError, match="same number of rows per lookup"):
         emb.maplookup([a, a], [[0], [0, 1]], "concat")
@@ -324,6 +335,17 @@ def test_lookup_backward_property(bags, mode, dim) -> None:
     np.testing.assert_allclose(g.values.sum(axis=0),
                                (np.array(share)[:, None] * dy).sum(axis=0) if bags
                                else np.zeros(dim), atol=1e-9)
+
+
+@pytest.mark.hypothesis
+@given(st.lists(st.lists(st.integers(0, 5), max_size=5), min_size=1, max_size=8),
+       st.sampled_from(["sum", "mean", "max"]))
+def test_lookup_bags_property(bags, mode) -> None:
+    table = np.arange(12.0).reshape(6, 2) - 5
+    got = emb.lookup(table, asp.Jagged.from_list(bags) if any(bags) else
+                     np.zeros(0, np.int64), offsets=None if any(bags) else
+                     np.zeros(len(bags) + 1, np.int64), mode=mode)
+    np.testing.assert_allclose(got, ref_lookup(table, bags, mode), atol=1e-12)
 
 
 def test_lookup_backward_errors() -> None:

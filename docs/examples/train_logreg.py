@@ -29,6 +29,7 @@ NUM_EMBEDDINGS = 1_000_000  # item ids lie in [0, 1_000_000)
 
 
 def bce(p: np.ndarray, y: np.ndarray) -> float:
+    """Mean binary cross-entropy."""
     p = np.clip(p, 1e-7, 1 - 1e-7)
     return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
 
@@ -81,8 +82,9 @@ def main(argv: list[str] | None = None) -> list[float]:
                 print(f"epoch {epoch} step {step:4d}  loss {losses[-1]:.4f}")
     if window:
         losses.append(float(np.mean(window)))
+    base = bce(np.full_like(labels, labels.mean()), labels)
     print(f"{step} steps in {time.perf_counter() - start:.1f} s; "
-          f"loss {losses[0]:.4f} -> {losses[-1]:.4f}")
+          f"loss {losses[0]:.4f} -> {losses[-1]:.4f} (constant predictor: {base:.4f})")
     return losses
 
 

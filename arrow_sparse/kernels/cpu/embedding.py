@@ -37,17 +37,15 @@ __all__ = [
 
 
 # ------------------------------------------------------------------------------ forward
-def _lookup_rows(table, ids, out):  # pragma: no cover
-    """``out[i] = table[ids[i]]``."""
+def _lookup_rows(table, ids, out, col):  # pragma: no cover
+    """``out[i, col:col + dim] = table[ids[i]]``."""
     dim = table.shape[1]
     for i in prange(len(ids)):
-        r = ids[i]
-        for d in range(dim):
-            out[i, d] = table[r, d]
+        out[i, col:col + dim] = table[ids[i]]
 
 
-def _lookup_sum(table, ids, zero, out):  # pragma: no cover
-    """``out[i] = sum_j table[ids[i, j]]``, accumulated from the scalar ``zero``'s dtype."""
+def _lookup_sum(table, ids, zero, out, col):  # pragma: no cover
+    """``out[i, col:col + dim] = sum_j table[ids[i, j]]``, accumulated in ``zero``'s dtype."""
     dim = table.shape[1]
     k = ids.shape[1]
     for i in prange(ids.shape[0]):
@@ -55,7 +53,7 @@ def _lookup_sum(table, ids, zero, out):  # pragma: no cover
             acc = zero
             for j in range(k):
                 acc += table[ids[i, j], d]
-            out[i, d] = acc
+            out[i, col + d] = acc
 
 
 # ----------------------------------------------------------------------------- backward
@@ -159,16 +157,16 @@ def _run(name: str, work: int, serial: bool, *args: object) -> None:
     (pair[0] if serial else pick(pair, work))(*args)
 
 
-def lookup_rows(table: np.ndarray, ids: np.ndarray, out: np.ndarray,
+def lookup_rows(table: np.ndarray, ids: np.ndarray, out: np.ndarray, col: int = 0,
                 serial: bool = False) -> None:
-    """``out[i] = table[ids[i]]``."""
-    _run("lookup_rows", out.size, serial, table, ids, out)
+    """``out[i, col:col + dim] = table[ids[i]]`` (``out`` may be wider than the table)."""
+    _run("lookup_rows", ids.size * table.shape[1], serial, table, ids, out, col)
 
 
 def lookup_sum(table: np.ndarray, ids: np.ndarray, zero: np.generic, out: np.ndarray,
-               serial: bool = False) -> None:
-    """``out[i] = sum_j table[ids[i, j]]``, accumulated in ``zero``'s dtype."""
-    _run("lookup_sum", ids.size * table.shape[1], serial, table, ids, zero, out)
+               col: int = 0, serial: bool = False) -> None:
+    """``out[i, col:col + dim] = sum_j table[ids[i, j]]``, accumulated in ``zero``'s dtype."""
+    _run("lookup_sum", ids.size * table.shape[1], serial, table, ids, zero, out, col)
 
 
 def coalesce_sorted(grad_out: np.ndarray, order: np.ndarray, bag: np.ndarray,
