@@ -748,9 +748,9 @@ def jagged_dense_elementwise_add(values: Any, offsets: Any, dense: Any, *,
            [103, 106, 100]])
     """
     func = "jagged_dense_elementwise_add"
-    if output == "jagged":
+    if isinstance(output, str) and output == "jagged":
         return _jagged_dense_jagged(func, values, offsets, dense, 0)
-    if output != "dense":
+    if not (isinstance(output, str) and output == "dense"):
         msg = f"{func}: output must be 'jagged' or 'dense', got {output!r}"
         raise ArrowSparseValueError(msg)
     vals, offs, valids, arr, _, _, dtype = _jagged_dense_inputs(func, values, offsets, dense)

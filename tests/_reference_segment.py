@@ -10,7 +10,8 @@ Arrow null or the numpy ``empty_value``. Floats are Python floats (float64).
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 Row = list[Any] | None
 
@@ -159,7 +160,7 @@ def rows_from_offsets(values: list[Any], offsets: list[int]) -> list[Row]:
 def rows_from_segment_ids(values: list[Any], ids: list[int], num_segments: int) -> list[Row]:
     """Rows of values grouped by segment id, in input order (sorted or not)."""
     rows: list[Row] = [[] for _ in range(num_segments)]
-    for x, s in zip(values, ids):
+    for x, s in zip(values, ids, strict=True):
         rows[s].append(x)  # type: ignore[union-attr]
     return rows
 
@@ -190,7 +191,7 @@ def scatter_weighted_sum(data: list[Any], w0: float, indices: list[int], slices:
     data = list(data)
     for k, i in enumerate(indices):
         if isinstance(data[i], list):
-            data[i] = [w0 * a + w1 * b for a, b in zip(data[i], slices[k])]
+            data[i] = [w0 * a + w1 * b for a, b in zip(data[i], slices[k], strict=True)]
         else:
             data[i] = w0 * data[i] + w1 * slices[k]
     return data

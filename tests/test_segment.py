@@ -367,14 +367,14 @@ def test_nan_propagates_like_numpy(dtype: Any) -> None:
     np.testing.assert_array_equal(asp.segment_sum(values, lengths=lengths),
                                   np.add.reduceat(values, starts))
     for fn, np_fn in ((asp.segment_argmax, np.argmax), (asp.segment_argmin, np.argmin)):
-        expected = [np_fn(values[s:s + n]) for s, n in zip(starts, lengths)]
+        expected = [np_fn(values[s:s + n]) for s, n in zip(starts, lengths, strict=True)]
         np.testing.assert_array_equal(fn(values, lengths=lengths), expected)
     wide = np.stack([values, values[::-1]], axis=1)
     np.testing.assert_array_equal(asp.segment_max(wide, lengths=lengths),
                                   np.maximum.reduceat(wide, starts, axis=0))
     np.testing.assert_array_equal(asp.segment_argmax(wide, lengths=lengths),
                                   [np.argmax(wide[s:s + n], axis=0)
-                                   for s, n in zip(starts, lengths)])
+                                   for s, n in zip(starts, lengths, strict=True)])
     table = np.array([[1.0, np.nan], [2.0, 0.0]], dtype=dtype)
     np.testing.assert_array_equal(asp.sparse_segment_max(table, [0, 1], lengths=[2]),
                                   [[2.0, np.nan]])
@@ -770,8 +770,8 @@ def vector_list_arrays(draw: st.DrawFn) -> tuple[pa.Array, list[Any], int]:
 
 def _chunk(arr: pa.Array, cuts: list[int]) -> pa.ChunkedArray:
     bounds = sorted({0, len(arr), *[c % (len(arr) + 1) for c in cuts]})
-    return pa.chunked_array([arr.slice(a, b - a) for a, b in zip(bounds, bounds[1:])],
-                            type=arr.type)
+    pieces = [arr.slice(a, b - a) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    return pa.chunked_array(pieces, type=arr.type)
 
 
 @pytest.mark.hypothesis
@@ -863,3 +863,78 @@ def test_sparse_property(op: str, data: st.DataObject) -> None:
     expected = ref.segment_reduce(ref.sparse_rows(table, id_rows), op)
     got = SPARSE[op](np.array(table), arr)
     assert_arrow(got, expected, np.dtype(np.float64), (width,))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("width", [7, 8, 16, 37, 64, 100])
+def test_fused_widths_and_null_rows(dtype: Any, width: int) -> None:
+    # Widths around the vector and group sizes of the float fast path.
+    rng = np.random.default_rng(width)
+    table = rng.normal(size=(40, width)).astype(dtype)
+    id_rows = [list(rng.integers(0, 40, size=n)) for n in rng.integers(0, 20, size=30)]
+    id_rows[3] = None
+    arr = pa.array(id_rows, type=pa.list_(pa.int32()))
+    for op, fn in SPARSE.items():
+        expected = ref.segment_reduce(ref.sparse_rows(table.astype(np.float64).tolist(),
+                                                      id_rows), op)
+        assert_arrow(fn(table, arr), expected, np.dtype(dtype), (width,))
+        got = fn(table, asp.Jagged.from_arrow(arr))
+        as_empty = ref.segment_reduce(
+            ref.sparse_rows(table.astype(np.float64).tolist(),
+                            [[] if r is None else r for r in id_rows]), op)
+        assert_close(got, expected_array(as_empty, 0, (width,)), np.dtype(dtype))
+
+
+def test_fused_float32_precision_on_a_long_bag() -> None:
+    # The float fast path sums up to 4 rows in float32, then accumulates in float64.
+    rng = np.random.default_rng(8)
+    table = (rng.random((1000, 16), dtype=np.float32) * 2 - 0.5)
+    ids = rng.integers(0, 1000, size=1_000_000)
+    exact = np.array([math.fsum(c) for c in table.astype(np.float64)[ids].T.tolist()])
+    got = asp.sparse_segment_sum(table, ids, lengths=[len(ids)])[0].astype(np.float64)
+    assert np.all(np.abs(got - exact) <= np.abs(exact) * 2.0**-22)
+
+
+def test_integer_sums_are_exact_beyond_float64() -> None:
+    # Regression: the unweighted 1-D kernel once unified its int64 accumulator with a
+    # float64 weights placeholder and rounded sums above 2**53.
+    big = np.array([3, -(2**63) + 10, -1], dtype=np.int64)
+    assert asp.segment_sum(big, lengths=[3]).tolist() == [12 - 2**63]
+    assert asp.segment_sum(big.reshape(3, 1), lengths=[3]).tolist() == [[12 - 2**63]]
+    assert asp.sparse_segment_sum(big, [0, 1, 2], lengths=[3]).tolist() == [12 - 2**63]
+    assert asp.unsorted_segment_sum(big, [0, 0, 0]).tolist() == [12 - 2**63]
+    huge = np.array([2**62, 2**62 - 1, 1], dtype=np.uint64)
+    assert asp.segment_sum(huge, lengths=[3]).tolist() == [2**63]
+    assert asp.segment_prod(np.array([2**31, 2**31 + 1]), lengths=[2]).tolist() == \
+        [2**62 + 2**31]
+
+
+def _lane_order_sum(row: np.ndarray) -> float:
+    """The documented order of a 1-D float row sum (docs/segment-reductions.md)."""
+    lanes = 64 // row.dtype.itemsize
+    acc = [0.0] * lanes
+    for k, x in enumerate(row.tolist()):
+        acc[k % lanes] += x
+    while lanes > 1:
+        lanes //= 2
+        acc = [acc[j] + acc[j + lanes] for j in range(lanes)]
+    return acc[0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_row_sum_order_is_fixed(dtype: Any) -> None:
+    # Bit-for-bit the documented lane order: reproducible on any machine (and what the
+    # CUDA twin must repeat to compare exactly).
+    rng = np.random.default_rng(12)
+    lengths = rng.integers(0, 70, size=200)
+    offsets = np.concatenate([[3], 3 + np.cumsum(lengths)])
+    values = (rng.normal(size=offsets[-1] + 4) * 10.0 ** rng.uniform(-3, 6, offsets[-1] + 4))
+    values = values.astype(dtype)
+    expected = [_lane_order_sum(values[a:b]) for a, b in zip(offsets[:-1], offsets[1:],
+                                                              strict=True)]
+    got = asp.segment_sum(values, offsets=offsets)
+    np.testing.assert_array_equal(got, np.array(expected).astype(dtype))
+    mean = asp.segment_mean(values, offsets=offsets)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        expected_mean = np.where(lengths > 0, np.array(expected) / np.maximum(lengths, 1), 0)
+    np.testing.assert_array_equal(mean, expected_mean.astype(dtype))
