@@ -19,6 +19,30 @@ LIST_TYPES = (pa.ListType, pa.LargeListType)
 LIST_VIEW_TYPES = (pa.ListViewType, pa.LargeListViewType)
 
 
+#: numpy dtype of each primitive Arrow type arrow_sparse reads. ``DataType.to_pandas_dtype``
+#: is not used: before pyarrow 26 it imports pandas.
+_NUMPY_DTYPES = {t: np.dtype(d) for t, d in [
+    (pa.bool_(), np.bool_), (pa.int8(), np.int8), (pa.int16(), np.int16),
+    (pa.int32(), np.int32), (pa.int64(), np.int64), (pa.uint8(), np.uint8),
+    (pa.uint16(), np.uint16), (pa.uint32(), np.uint32), (pa.uint64(), np.uint64),
+    (pa.float16(), np.float16), (pa.float32(), np.float32), (pa.float64(), np.float64)]}
+
+
+def numpy_dtype(t: pa.DataType) -> np.dtype:
+    """The numpy dtype of a boolean, integer or floating-point Arrow type.
+
+    Raises
+    ------
+    TypeError
+        Any other Arrow type (callers check the type first and name themselves).
+    """
+    try:
+        return _NUMPY_DTYPES[t]
+    except KeyError:
+        msg = f"Arrow type {t} has no numeric numpy dtype"
+        raise ArrowSparseTypeError(msg) from None
+
+
 def is_list_type(t: pa.DataType) -> bool:
     """Whether ``t`` is a variable-size list type (list, large_list or a list view)."""
     return isinstance(t, LIST_TYPES + LIST_VIEW_TYPES)
@@ -56,7 +80,7 @@ def primitive_values(func: str, arr: pa.Array) -> np.ndarray:
         msg = (f"{func}: list values of Arrow type {t} are not supported; "
                "values must be integers, floats, booleans or nested lists")
         raise ArrowSparseTypeError(msg)
-    dtype = np.dtype(t.to_pandas_dtype())
+    dtype = numpy_dtype(t)
     data = arr.buffers()[1]
     if data is None:
         return np.empty(0, dtype=dtype)

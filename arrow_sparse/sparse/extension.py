@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pyarrow as pa
 
+from .._arrow import numpy_dtype
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from ._base import SparseTensor
 from .coo import SparseCOO
@@ -124,7 +125,7 @@ class SparseTensorType(pa.ExtensionType):
     @property
     def value_dtype(self) -> np.dtype:
         """Numpy dtype of the values of the decoded tensors."""
-        return np.dtype(self._value_type.to_pandas_dtype())
+        return numpy_dtype(self._value_type)
 
     def __arrow_ext_serialize__(self) -> bytes:
         meta = {"ndim": self._ndim, "value_type": self.value_dtype.name,
@@ -336,7 +337,7 @@ def _large_list(counts: Sequence[int], parts: Sequence[np.ndarray], item: pa.Dat
 
 
 def _fixed(rows: Sequence[Sequence[int]], width: int, item: pa.DataType) -> pa.Array:
-    flat = np.asarray(rows, dtype=item.to_pandas_dtype()).reshape(-1)
+    flat = np.asarray(rows, dtype=numpy_dtype(item)).reshape(-1)
     return pa.FixedSizeListArray.from_arrays(pa.array(flat, type=item), width)
 
 
