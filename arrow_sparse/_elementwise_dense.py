@@ -1,0 +1,416 @@
+"""FBGEMM's jagged x padded-dense elementwise operators and the per-row matrix products.
+
+Re-exported by :mod:`arrow_sparse.elementwise`, whose docstring describes the input forms.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from . import _validate as v
+from ._backend import get_kernel
+from ._elementwise_common import (
+    _VALUES_KINDS,
+    _and_mask,
+    _arith_dtype,
+    _as_jagged,
+    _dense_row_of,
+    _finish,
+    _i64,
+    _is_list_array,
+    _kernel,
+    _max_length,
+    _rebuild,
+    _same_structure,
+    _u8,
+    _windows,
+    _zeros,
+)
+from .convert import _offsets_list
+from .errors import ArrowSparseTypeError, ArrowSparseValueError
+from .jagged import Jagged
+
+__all__ = [
+    "jagged_dense_bmm",
+    "jagged_dense_elementwise_add",
+    "jagged_dense_elementwise_add_jagged_output",
+    "jagged_dense_elementwise_mul",
+    "jagged_jagged_bmm",
+]
+
+
+# ============================================================ FBGEMM jagged x dense
+def _jagged_dense_inputs(func: str, values: Any, offsets: Any, dense: Any
+                         ) -> tuple[np.ndarray, list[np.ndarray], list[Any], np.ndarray, str,
+                                    Jagged | None, np.dtype]:
+    j = None
+    if isinstance(values, Jagged) or _is_list_array(values):
+        j, kind = _as_jagged(func, values, offsets, "values")
+        wins, _ = _windows(j)
+        vals = wins[-1][0].values
+        assert isinstance(vals, np.ndarray)
+        offs = [node.offsets for node, _, _ in wins]
+        valids = [node.validity for node, _, _ in wins]
+    else:
+        vals = v.as_values_array(func, "values", values)
+        if offsets is None:
+            msg = f"{func}: offsets are needed with a values array (a list, outermost first)"
+            raise ArrowSparseTypeError(msg)
+        offs = _offsets_list(func, offsets, len(vals))
+        valids = [None] * len(offs)
+        kind = "arrow_values" if isinstance(values, (pa.Array, pa.ChunkedArray)) else "values"
+    arr = v.as_values_array(func, "dense", dense)
+    levels, inner = len(offs), vals.shape[1:]
+    rows = len(offs[0]) - 1
+    if arr.ndim != 1 + levels + len(inner) or arr.shape[1 + levels:] != inner \
+            or arr.shape[0] != rows:
+        axes = ", ".join([str(rows)] + [f"L{i}" for i in range(levels)] + [str(d) for d in inner])
+        msg = (f"{func}: dense must have shape [{axes}] for {levels} jagged level(s) and "
+               f"values of shape {vals.shape}, got {arr.shape}")
+        raise ArrowSparseValueError(msg)
+    return vals, offs, valids, arr, kind, j, _arith_dtype(func, vals.dtype, arr.dtype)
+
+
+
+
+def _jagged_dense_jagged(func: str, values: Any, offsets: Any, dense: Any, op: int) -> Any:
+    vals, offs, _, arr, kind, j, dtype = _jagged_dense_inputs(func, values, offsets, dense)
+    width = int(np.prod(vals.shape[1:], dtype=np.int64))
+    x = vals.astype(dtype, copy=False).reshape(len(vals), width)
+    dense_row_of, num_out = _dense_row_of(offs, arr.shape)
+    dense3 = np.ascontiguousarray(arr, dtype=dtype).reshape(num_out, arr.shape[len(offs)], width)
+    first, last = int(offs[-1][0]), int(offs[-1][-1])
+    if kind in _VALUES_KINDS:
+        out = v.empty(func, x.shape, dtype)
+        ufunc = np.add if op == 0 else np.multiply
+        with np.errstate(all="ignore"):  # x * 0 where x is inf: nan, as FBGEMM gives
+            ufunc(x[:first], dtype.type(0), out=out[:first])
+            ufunc(x[last:], dtype.type(0), out=out[last:])
+    else:
+        out = _zeros(func, x.shape, dtype)
+    _kernel("jagged_dense_jagged_out")(x, dense3, dense_row_of, _i64(offs[-1]), op, out)
+    result = out.reshape(vals.shape)
+    if j is None:
+        return pa.array(result) if kind == "arrow_values" else result
+    wins, _ = _windows(j)
+    validities = [node.validity for node, _, _ in wins]
+    return _finish(_rebuild(wins, result, 0, validities, wins[-1][0].values_validity,
+                            len(result)), kind)
+
+
+def jagged_dense_elementwise_add(values: Any, offsets: Any, dense: Any, *,
+                                 output: str = "jagged") -> Any:
+    """Add a padded dense tensor to a jagged one: jagged values, or FBGEMM's dense sum.
+
+    With ``output="jagged"`` (the default) each element adds the dense value at its
+    padded position, exactly as :func:`jagged_dense_elementwise_add_jagged_output`.
+    With ``output="dense"`` the result is FBGEMM's ``jagged_dense_elementwise_add``:
+    ``dense + jagged_to_padded_dense(values, offsets, dense's jagged axes)``, where
+    positions with no element keep the dense value and elements outside the dense are
+    dropped.
+
+    Parameters
+    ----------
+    values
+        Jagged values ``[N, *inner]``, or a :class:`Jagged` / Arrow list array (then
+        ``offsets=None``; null rows count as padding).
+    offsets
+        List of offsets arrays, outermost first (one array means one level).
+    dense
+        ``[rows, L_0, ..., L_{k-1}, *inner]``, one axis per jagged level.
+    output
+        ``"jagged"`` (values shaped like ``values``) or ``"dense"`` (``dense``'s shape).
+
+    Returns
+    -------
+    numpy.ndarray, pyarrow.Array or Jagged
+        Jagged output: as :func:`jagged_dense_elementwise_add_jagged_output`. Dense
+        output: a numpy array of ``dense``'s shape, of the dtype both promote to.
+
+    Raises
+    ------
+    ValueError
+        Malformed offsets, ``dense`` of the wrong shape, or an unknown ``output``.
+    TypeError
+        Non-numeric or boolean inputs.
+
+    See Also
+    --------
+    jagged_dense_elementwise_add_jagged_output : The jagged-output sum.
+    jagged_to_padded_dense : The padding the dense output applies.
+
+    Notes
+    -----
+    FBGEMM's operator of this name returns the dense sum and has a separate
+    jagged-output variant; arrow_sparse's public contract is jagged values in and
+    out, so the dense form is asked for with ``output="dense"``.
+
+    Examples
+    --------
+    >>> values = np.array([1, 2, 3, 2, 4, 6, 7, 3, 6])
+    >>> dense = np.full((3, 3), 100)
+    >>> asp.jagged_dense_elementwise_add(values, [np.array([0, 3, 7, 9])], dense)
+    array([101, 102, 103, 102, 104, 106,   7, 103, 106])
+    >>> asp.jagged_dense_elementwise_add(values, [np.array([0, 3, 7, 9])], dense,
+    ...                                  output="dense")
+    array([[101, 102, 103],
+           [102, 104, 106],
+           [103, 106, 100]])
+    """
+    func = "jagged_dense_elementwise_add"
+    if isinstance(output, str) and output == "jagged":
+        return _jagged_dense_jagged(func, values, offsets, dense, 0)
+    if not (isinstance(output, str) and output == "dense"):
+        msg = f"{func}: output must be 'jagged' or 'dense', got {output!r}"
+        raise ArrowSparseValueError(msg)
+    vals, offs, valids, arr, _, _, dtype = _jagged_dense_inputs(func, values, offsets, dense)
+    width = int(np.prod(vals.shape[1:], dtype=np.int64))
+    x = vals.astype(dtype, copy=False).reshape(len(vals), width)
+    expand = get_kernel("convert", "expand_level")
+    row_index = None
+    num_out = arr.shape[0]
+    for level in range(len(offs) - 1):
+        extent = arr.shape[1 + level]
+        row_index = expand(row_index, offs[level], _u8(valids[level]), extent, num_out)
+        num_out *= extent
+    dense3 = np.ascontiguousarray(arr, dtype=dtype).reshape(num_out, arr.shape[len(offs)], width)
+    out = v.empty(func, dense3.shape, dtype)
+    _kernel("jagged_dense_dense_out")(x, row_index, _i64(offs[-1]), _u8(valids[-1]), dense3, out)
+    return out.reshape(arr.shape)
+
+
+def jagged_dense_elementwise_add_jagged_output(values: Any, offsets: Any, dense: Any) -> Any:
+    """Add a padded dense tensor to a jagged one, giving jagged values (FBGEMM).
+
+    Each element adds the dense value at its padded position; an element outside the
+    dense (a row longer than the dense axis) adds 0 and keeps its value.
+
+    Parameters
+    ----------
+    values
+        Jagged values ``[N, *inner]``, or a :class:`Jagged` / Arrow list array (then
+        ``offsets=None``).
+    offsets
+        List of offsets arrays, outermost first (one array means one level).
+    dense
+        ``[rows, L_0, ..., L_{k-1}, *inner]``, one axis per jagged level.
+
+    Returns
+    -------
+    numpy.ndarray, pyarrow.Array or Jagged
+        Values shaped like ``values`` (positions no row addresses: ``values + 0``), or
+        the same kind of jagged input with its offsets and validity.
+
+    Raises
+    ------
+    ValueError
+        Malformed offsets, or ``dense`` of the wrong shape.
+    TypeError
+        Non-numeric or boolean inputs.
+
+    See Also
+    --------
+    jagged_dense_elementwise_mul : The product.
+    dense_to_jagged : How the dense is read.
+
+    Examples
+    --------
+    >>> values = np.array([1, 2, 3, 2, 4, 6, 7, 3, 6])
+    >>> dense = np.full((3, 3), 100)
+    >>> asp.jagged_dense_elementwise_add_jagged_output(values, [np.array([0, 3, 7, 9])], dense)
+    array([101, 102, 103, 102, 104, 106,   7, 103, 106])
+    """
+    return _jagged_dense_jagged("jagged_dense_elementwise_add_jagged_output", values, offsets,
+                                dense, 0)
+
+
+def jagged_dense_elementwise_mul(values: Any, offsets: Any, dense: Any) -> Any:
+    """Multiply a jagged tensor by a padded dense one, giving jagged values (FBGEMM).
+
+    Each element is multiplied by the dense value at its padded position; an element
+    outside the dense (a row longer than the dense axis) is multiplied by 0, as FBGEMM
+    does (it reads the dense with ``dense_to_jagged``, which pads with 0).
+
+    Parameters
+    ----------
+    values
+        Jagged values ``[N, *inner]``, or a :class:`Jagged` / Arrow list array (then
+        ``offsets=None``).
+    offsets
+        List of offsets arrays, outermost first (one array means one level).
+    dense
+        ``[rows, L_0, ..., L_{k-1}, *inner]``, one axis per jagged level.
+
+    Returns
+    -------
+    numpy.ndarray, pyarrow.Array or Jagged
+        Values shaped like ``values`` (positions no row addresses: ``values * 0``), or
+        the same kind of jagged input with its offsets and validity.
+
+    Raises
+    ------
+    ValueError
+        Malformed offsets, or ``dense`` of the wrong shape.
+    TypeError
+        Non-numeric or boolean inputs.
+
+    See Also
+    --------
+    jagged_dense_elementwise_add_jagged_output : The sum.
+    Jagged.__mul__ : ``j * dense`` refuses a dense shorter than a row instead.
+
+    Examples
+    --------
+    >>> values = np.array([1, 2, 3, 2, 4, 6, 7, 3, 6])
+    >>> dense = np.array([[1, 1, 1], [10, 10, 10], [2, 2, 2]])
+    >>> asp.jagged_dense_elementwise_mul(values, [np.array([0, 3, 7, 9])], dense)
+    array([ 1,  2,  3, 20, 40, 60,  0,  6, 12])
+    >>> j = asp.Jagged.from_list([[1.0, 2.0], [], None])
+    >>> asp.jagged_dense_elementwise_mul(j, None, np.full((3, 2), 0.5))
+    Jagged([[0.5, 1.0], [], None], dtype=float64, offsets=int32)
+    """
+    return _jagged_dense_jagged("jagged_dense_elementwise_mul", values, offsets, dense, 1)
+
+
+# ======================================================================== bmm
+def jagged_dense_bmm(values: Any, offsets: Any, dense: Any, max_length: int | None = None) -> Any:
+    """Multiply each row's ``[L_b, K]`` matrix by ``dense[b]`` (``[K, N]``) (FBGEMM).
+
+    Parameters
+    ----------
+    values
+        Jagged values ``[total, K]``, or a :class:`Jagged` / Arrow list array of
+        ``fixed_size_list`` vectors (then ``offsets=None``).
+    offsets
+        Row offsets, ``B + 1`` long.
+    dense
+        ``[B, K, N]``, one matrix per row.
+    max_length
+        Only each row's first ``max_length`` elements are multiplied; the rest give
+        zeros. Default: every element.
+
+    Returns
+    -------
+    numpy.ndarray, pyarrow.Array or Jagged
+        Jagged ``[total, N]`` with the rows of the input (same offsets, validity; null
+        rows and positions no row addresses are zeros), dtype both promote to.
+
+    Raises
+    ------
+    ValueError
+        Values that are not 2-D, ``dense`` not ``[B, K, N]``, or malformed offsets.
+    TypeError
+        Non-numeric or boolean inputs, or nested rows.
+
+    See Also
+    --------
+    jagged_jagged_bmm : ``x_b^T @ y_b`` per row, giving a dense tensor.
+
+    Examples
+    --------
+    >>> x = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    >>> dense = np.array([[[1.0, 2.0], [3.0, 4.0]], [[10.0, 0.0], [0.0, 10.0]]])
+    >>> asp.jagged_dense_bmm(x, np.array([0, 2, 3]), dense)
+    array([[ 1.,  2.],
+           [ 3.,  4.],
+           [10., 10.]])
+    """
+    func = "jagged_dense_bmm"
+    j, kind = _as_jagged(func, values, offsets, "values")
+    x = j.values
+    if isinstance(x, Jagged):
+        msg = f"{func}: values must be one jagged level of [total, K] rows, not nested lists"
+        raise ArrowSparseTypeError(msg)
+    arr = v.as_values_array(func, "dense", dense)
+    if x.ndim != 2:
+        msg = f"{func}: values must be 2-D [total, K], got shape {x.shape}"
+        raise ArrowSparseValueError(msg)
+    if arr.ndim != 3 or arr.shape[:2] != (j.num_rows, x.shape[1]):
+        msg = f"{func}: dense must have shape [{j.num_rows}, {x.shape[1]}, N], got {arr.shape}"
+        raise ArrowSparseValueError(msg)
+    dtype = _arith_dtype(func, x.dtype, arr.dtype)
+    limit = _max_length(func, max_length)
+    total = len(x) if kind in _VALUES_KINDS else int(j.offsets[-1])
+    out = _zeros(func, (total, arr.shape[2]), dtype)
+    _kernel("jagged_dense_bmm")(x[:total].astype(dtype, copy=False), _i64(j.offsets),
+                                _u8(j.validity), np.ascontiguousarray(arr, dtype=dtype),
+                                limit, out)
+    return _finish(Jagged(out, j.offsets, j.validity, validate=False), kind)
+
+
+def jagged_jagged_bmm(x: Any, y: Any, offsets: Any = None,
+                      max_length: int | None = None) -> np.ndarray:
+    """Per row ``x_b^T @ y_b``: ``[L_b, M]^T x [L_b, N] -> [M, N]`` (FBGEMM).
+
+    Parameters
+    ----------
+    x
+        Jagged values ``[total, M]``, or a :class:`Jagged` / Arrow list array of vectors
+        (then ``offsets=None``).
+    y
+        Jagged values ``[total, N]`` with the same rows as ``x``: a values array sharing
+        ``offsets``, or a Jagged with the same row lengths.
+    offsets
+        Row offsets shared by ``x`` and ``y`` (``B + 1`` long), or None for Jaggeds.
+    max_length
+        Only each row's first ``max_length`` elements take part. Default: all.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``[B, M, N]``; empty and null rows give zeros.
+
+    Raises
+    ------
+    ValueError
+        Values that are not 2-D, rows that differ (naming the first differing offset),
+        or malformed offsets.
+    TypeError
+        Non-numeric or boolean inputs, or nested rows.
+
+    See Also
+    --------
+    jagged_dense_bmm : A jagged matrix per row times a dense one.
+
+    Examples
+    --------
+    >>> x = np.array([[1.0], [2.0], [3.0]])
+    >>> y = np.array([[1.0, 1.0], [1.0, 0.0], [2.0, 2.0]])
+    >>> asp.jagged_jagged_bmm(x, y, np.array([0, 2, 3]))
+    array([[[3., 1.]],
+    <BLANKLINE>
+           [[6., 6.]]])
+    """
+    func = "jagged_jagged_bmm"
+    if offsets is None:
+        jx, _ = _as_jagged(func, x, None, "x")
+        jy, _ = _as_jagged(func, y, None, "y")
+        if isinstance(jx.values, Jagged) or isinstance(jy.values, Jagged):
+            msg = f"{func}: x and y must be one jagged level of vectors, not nested lists"
+            raise ArrowSparseTypeError(msg)
+        wins, _ = _windows(jx)
+        _same_structure(func, "y", wins, jy)
+        xv, yv, xo, yo = jx.values, jy.values, jx.offsets, jy.offsets
+        valid = _and_mask(jx.validity, jx.num_rows, 0, jx.num_rows, jy.validity, 0)
+    else:
+        xv = v.as_values_array(func, "x", x)
+        yv = v.as_values_array(func, "y", y)
+        if len(xv) != len(yv):
+            msg = f"{func}: y has {len(yv)} values but x has {len(xv)}; they share the offsets"
+            raise ArrowSparseValueError(msg)
+        xo = yo = v.check_offsets(func, "offsets", offsets, len(xv))
+        valid = None
+    if xv.ndim != 2 or yv.ndim != 2:
+        msg = f"{func}: x and y values must be 2-D, got shapes {xv.shape} and {yv.shape}"
+        raise ArrowSparseValueError(msg)
+    dtype = _arith_dtype(func, xv.dtype, yv.dtype)
+    limit = _max_length(func, max_length)
+    out = _zeros(func, (len(xo) - 1, xv.shape[1], yv.shape[1]), dtype)
+    _kernel("jagged_jagged_bmm")(xv.astype(dtype, copy=False), _i64(xo),
+                                 yv.astype(dtype, copy=False), _i64(yo), _u8(valid), limit, out)
+    return out
+
+

@@ -1,0 +1,465 @@
+"""Per-row selection: gathers, slices, per-row unique values, repeats.
+
+Re-exported by :mod:`arrow_sparse.elementwise`, whose docstring describes the input forms.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from . import _validate as v
+from ._backend import get_kernel
+from ._elementwise_common import (
+    _INT32_MAX,
+    _INT64_MAX,
+    _as_jagged,
+    _as_words,
+    _chunkwise,
+    _finish,
+    _finish_rows,
+    _from_words,
+    _i64,
+    _is_chunked_list,
+    _kernel,
+    _leaf_offsets,
+    _map_innermost,
+    _rebuild,
+    _repeat,
+    _u8,
+    _windows,
+    _zeros,
+)
+from .convert import _offsets_list
+from .errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
+from .jagged import Jagged
+
+__all__ = [
+    "expand_into_jagged",
+    "index_select",
+    "jagged_index_select",
+    "jagged_unique",
+    "list_slice",
+    "repeat",
+    "truncate",
+]
+
+
+# ================================================================ gathers and slices
+def _gather(values: np.ndarray, starts: np.ndarray, out_offsets: np.ndarray) -> np.ndarray:
+    words = _as_words(values)
+    out = np.empty((int(out_offsets[-1]), words.shape[1]), dtype=words.dtype)
+    _kernel("gather_ranges")(words, starts, out_offsets, out)
+    return _from_words(out, values.dtype, values.shape[1:])
+
+
+def _take_ranges(func: str, j: Jagged, starts: np.ndarray, lengths: np.ndarray,
+                 validity: np.ndarray | None) -> Jagged:
+    """Row ``i`` of the result: elements ``[starts[i], starts[i] + lengths[i])`` of ``j``."""
+    out_offsets = np.zeros(len(starts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=out_offsets[1:])
+    total = int(out_offsets[-1])
+    if j.offsets.dtype == np.int32 and total > _INT32_MAX:
+        msg = (f"{func}: the result holds {total} elements, too many for int32 offsets "
+               "(Arrow list); use large_list (int64 offsets)")
+        raise ArrowSparseValueError(msg)
+    starts = _i64(starts)
+    values = j.values
+    vv = None
+    if isinstance(values, Jagged):
+        elements = _kernel("ranges_to_indices")(starts, out_offsets)
+        new_values: Any = _take_rows(func, values, elements)
+    else:
+        new_values = _gather(values, starts, out_offsets)
+        if j.values_validity is not None:
+            vv = _gather(j.values_validity, starts, out_offsets)
+    return Jagged(new_values, out_offsets.astype(j.offsets.dtype, copy=False), validity,
+                  values_validity=vv, validate=False)
+
+
+def _take_rows(func: str, j: Jagged, rows: np.ndarray) -> Jagged:
+    """Rows ``rows`` (checked, non-negative) of ``j``; null rows become empty nulls."""
+    starts = j.offsets[rows]
+    lengths = j.offsets[rows + 1] - starts
+    validity = None if j.validity is None else j.validity[rows]
+    if validity is not None:
+        lengths = np.where(validity, lengths, 0)
+    return _take_ranges(func, j, starts, lengths, validity)
+
+
+def _check_rows(func: str, arg: str, rows: Any, num_rows: int) -> np.ndarray:
+    idx = v.as_index_array(func, arg, rows)
+    bad = (idx < -num_rows) | (idx >= num_rows)
+    if bad.any():
+        pos = v.first_true(bad)
+        msg = v.message(func, arg, f"out of range [-{num_rows}, {num_rows})", pos, idx[pos])
+        raise ArrowSparseIndexError(msg)
+    return np.where(idx < 0, idx + num_rows, idx).astype(np.int64, copy=False)
+
+
+def index_select(data: Any, rows: Any, *, offsets: Any = None) -> Any:
+    """Gather rows by index: row ``i`` of the result is row ``rows[i]`` of ``data``.
+
+    Parameters
+    ----------
+    data
+        A :class:`Jagged` (nested too), an Arrow list array, or values with ``offsets=``.
+    rows
+        Integer row ids, in any order, repeats allowed. Negative ids count from the end,
+        as in Python (``-1`` is the last row): the range is ``[-num_rows, num_rows)``.
+    offsets
+        Row offsets of ``data`` when it is a values array.
+
+    Returns
+    -------
+    Jagged, pyarrow.Array or tuple
+        The form of ``data``: a Jagged, an Arrow list array of the same type, or
+        ``(values, offsets)``. New values (a copy), offsets from 0 of the input's
+        dtype; null rows stay null (and empty).
+
+    Raises
+    ------
+    IndexError
+        A row id out of range.
+    ValueError
+        A result too big for int32 offsets (use large_list input).
+    TypeError
+        Non-integer row ids.
+
+    See Also
+    --------
+    jagged_index_select : FBGEMM's signature (values, lengths, indices).
+
+    Examples
+    --------
+    >>> j = asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], [3, 6]])
+    >>> asp.index_select(j, [2, 0, -1])
+    Jagged([[3, 6], [1, 2, 3], [3, 6]], dtype=int64, offsets=int32)
+    >>> asp.index_select(np.array([1, 2, 3, 2, 4, 6, 7, 3, 6]), [1], offsets=[0, 3, 7, 9])
+    (array([2, 4, 6, 7]), array([0, 4]))
+    """
+    func = "index_select"
+    j, kind = _as_jagged(func, data, offsets)
+    return _finish_rows(_take_rows(func, j, _check_rows(func, "rows", rows, j.num_rows)), kind)
+
+
+def jagged_index_select(values: Any, lengths: Any, indices: Any) -> Any:
+    """Gather rows of a values + lengths jagged tensor (FBGEMM's ``jagged_index_select``).
+
+    Parameters
+    ----------
+    values
+        Jagged values ``[total, *inner]`` (numpy or Arrow).
+    lengths
+        Row lengths summing to exactly ``total``.
+    indices
+        Row ids to gather; negative ids count from the end, as in :func:`index_select`.
+
+    Returns
+    -------
+    tuple
+        ``(values, lengths)`` of the gathered rows (Arrow arrays when ``values`` is one).
+
+    Raises
+    ------
+    IndexError
+        A row id out of range.
+    ValueError
+        Lengths that do not sum to the number of values.
+    TypeError
+        Non-numeric values or non-integer lengths or indices.
+
+    See Also
+    --------
+    index_select : The same on a Jagged or an Arrow list array.
+
+    Examples
+    --------
+    >>> asp.jagged_index_select(np.array([1, 2, 3, 2, 4, 6, 7, 3, 6]), [3, 4, 2], [2, 2, 0])
+    (array([3, 6, 3, 6, 1, 2, 3]), array([2, 2, 3]))
+    """
+    func = "jagged_index_select"
+    vals = v.as_values_array(func, "values", values)
+    lens = v.check_lengths(func, "lengths", lengths, len(vals))
+    offs = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(lens, out=offs[1:])
+    j = Jagged(vals, offs, validate=False)
+    res = _take_rows(func, j, _check_rows(func, "indices", indices, j.num_rows))
+    out_lengths = np.diff(res.offsets).astype(lens.dtype, copy=False)
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return pa.array(res.values), pa.array(out_lengths)
+    return res.values, out_lengths
+
+
+def _slice_bound(func: str, arg: str, x: Any) -> int | None:
+    if x is None:
+        return None
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        msg = f"{func}: {arg} must be an integer or None, got {type(x).__name__}"
+        raise ArrowSparseTypeError(msg)
+    return max(min(int(x), _INT64_MAX // 2), -(_INT64_MAX // 2))
+
+
+def _list_slice(func: str, j: Jagged, start: int | None, stop: int | None) -> Jagged:
+    lens = np.diff(_i64(j.offsets))
+
+    def bound(i: int | None, default: Any) -> Any:
+        if i is None:
+            return default
+        return np.maximum(lens + i, 0) if i < 0 else np.minimum(lens, i)
+
+    first = bound(start, 0)
+    new_lengths = np.maximum(bound(stop, lens) - first, 0)
+    if j.validity is not None:
+        new_lengths = np.where(j.validity, new_lengths, 0)
+    return _take_ranges(func, j, _i64(j.offsets[:-1]) + first, new_lengths, j.validity)
+
+
+def list_slice(data: Any, start: int | None = None, stop: int | None = None, *,
+               offsets: Any = None) -> Any:
+    """Slice every row like a Python list: row ``r`` becomes ``row[start:stop]``.
+
+    Parameters
+    ----------
+    data
+        A :class:`Jagged` (nested: slices the outer lists), an Arrow list array, or
+        values with ``offsets=``.
+    start
+        First element kept; negative counts from each row's end; None = 0.
+    stop
+        Element after the last kept; negative counts from each row's end; None = the end.
+    offsets
+        Row offsets of ``data`` when it is a values array.
+
+    Returns
+    -------
+    Jagged, pyarrow.Array or tuple
+        The form of ``data`` (``(values, offsets)`` for a values array), a copy; null
+        rows stay null.
+
+    Raises
+    ------
+    TypeError
+        ``start`` or ``stop`` not an integer or None.
+
+    See Also
+    --------
+    truncate : ``list_slice(data, 0, length)``.
+
+    Examples
+    --------
+    >>> j = asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], [3, 6]])
+    >>> asp.list_slice(j, 1)
+    Jagged([[2, 3], [4, 6, 7], [6]], dtype=int64, offsets=int32)
+    >>> asp.list_slice(j, -2, -1)
+    Jagged([[2], [6], [3]], dtype=int64, offsets=int32)
+    >>> asp.list_slice(pa.array([[1, 2, 3], None]), 0, 2).to_pylist()
+    [[1, 2], None]
+    """
+    func = "list_slice"
+    first = _slice_bound(func, "start", start)
+    last = _slice_bound(func, "stop", stop)
+    if _is_chunked_list(data) and offsets is None:
+        return _chunkwise(data, lambda c: list_slice(c, first, last))
+    j, kind = _as_jagged(func, data, offsets)
+    return _finish_rows(_list_slice(func, j, first, last), kind)
+
+
+def truncate(data: Any, length: int, *, offsets: Any = None) -> Any:
+    """Keep the first ``length`` elements of every row (``row[:length]``).
+
+    Parameters
+    ----------
+    data
+        A :class:`Jagged`, an Arrow list array, or values with ``offsets=``.
+    length
+        Elements to keep; negative drops that many from each row's end, as in Python.
+    offsets
+        Row offsets of ``data`` when it is a values array.
+
+    Returns
+    -------
+    Jagged, pyarrow.Array or tuple
+        As :func:`list_slice`.
+
+    Raises
+    ------
+    TypeError
+        ``length`` not an integer.
+
+    See Also
+    --------
+    list_slice : Any ``[start:stop]``.
+
+    Examples
+    --------
+    >>> asp.truncate(asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], [3, 6]]), 2)
+    Jagged([[1, 2], [2, 4], [3, 6]], dtype=int64, offsets=int32)
+    """
+    func = "truncate"
+    if length is None:
+        msg = f"{func}: length must be an integer, got NoneType"
+        raise ArrowSparseTypeError(msg)
+    stop = _slice_bound(func, "length", length)
+    if _is_chunked_list(data) and offsets is None:
+        return _chunkwise(data, lambda c: truncate(c, length))
+    j, kind = _as_jagged(func, data, offsets)
+    return _finish_rows(_list_slice(func, j, 0, stop), kind)
+
+
+# ======================================================================== unique
+def _unique(func: str, j: Jagged) -> Jagged:
+    vals = j.values
+    assert isinstance(vals, np.ndarray)
+    if vals.ndim != 1:
+        msg = f"{func}: rows must hold scalars, got values of shape {vals.shape}"
+        raise ArrowSparseTypeError(msg)
+    work = vals.view(np.uint8) if vals.dtype == bool else \
+        vals.astype(np.float32) if vals.dtype == np.float16 else vals
+    out, counts = get_kernel("elementwise", "unique_rows")(
+        work, _i64(j.offsets), _u8(j.validity), _u8(j.values_validity), work.dtype)
+    out = out.view(bool) if vals.dtype == bool else out.astype(vals.dtype, copy=False)
+    offsets = np.zeros(len(counts) + 1, dtype=j.offsets.dtype)
+    np.cumsum(counts, out=offsets[1:])
+    return Jagged(out, offsets, j.validity, validate=False)
+
+
+def jagged_unique(data: Any, *, offsets: Any = None) -> Any:
+    """Sort and deduplicate every row: its distinct values, ascending.
+
+    Parameters
+    ----------
+    data
+        A :class:`Jagged` (nested: per innermost list), an Arrow list array, or 1-D
+        values with ``offsets=``.
+    offsets
+        Row offsets of ``data`` when it is a values array.
+
+    Returns
+    -------
+    Jagged, pyarrow.Array or tuple
+        The form of ``data`` (``(values, offsets)`` for a values array): each row sorted
+        ascending without repeats. NaNs count as one value (sorted last, like
+        ``numpy.unique``); null elements are dropped; null rows stay null.
+
+    Raises
+    ------
+    TypeError
+        Rows of vectors (2-D values), or non-numeric values.
+
+    See Also
+    --------
+    numpy.unique : The same on one array.
+
+    Examples
+    --------
+    >>> asp.jagged_unique(asp.Jagged.from_list([[3, 1, 3, 2], [], None, [7, 7]]))
+    Jagged([[1, 2, 3], [], None, [7]], dtype=int64, offsets=int32)
+    """
+    func = "jagged_unique"
+    if _is_chunked_list(data) and offsets is None:
+        return _chunkwise(data, lambda c: jagged_unique(c))
+    j, kind = _as_jagged(func, data, offsets)
+    return _finish_rows(_map_innermost(j, lambda lvl: _unique(func, lvl)), kind)
+
+
+# ======================================================================== repeat
+def repeat(x: Any, like: Any) -> Any:
+    """Fill every row of ``like`` with that row's value of ``x`` (broadcast per row).
+
+    Parameters
+    ----------
+    x
+        One value or vector per row: ``[rows]`` or ``[rows, *inner]`` (numpy or Arrow).
+    like
+        A :class:`Jagged` (nested: down to the leaves) or Arrow list array giving the rows.
+
+    Returns
+    -------
+    Jagged or pyarrow.Array
+        The kind of ``like`` with its offsets (zero-copy) and validity; element ``k`` of
+        row ``r`` is ``x[r]``.
+
+    Raises
+    ------
+    ValueError
+        ``x`` with a number of rows other than ``like``'s.
+    TypeError
+        Non-numeric ``x``, or ``like`` not jagged.
+
+    See Also
+    --------
+    expand_into_jagged : The same with offsets, giving values.
+
+    Examples
+    --------
+    >>> like = asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], [3, 6]])
+    >>> asp.repeat(np.array([0.5, 1.0, 2.0]), like)
+    Jagged([[0.5, 0.5, 0.5], [1.0, 1.0, 1.0, 1.0], [2.0, 2.0]], dtype=float64, offsets=int32)
+    """
+    func = "repeat"
+    arr = v.as_values_array(func, "x", x)
+    j, kind = _as_jagged(func, like, None, "like")
+    if len(arr) != j.num_rows:
+        msg = f"{func}: x has {len(arr)} rows but like has {j.num_rows}"
+        raise ArrowSparseValueError(msg)
+    wins, (start, stop) = _windows(j)
+    window = _repeat(arr, _leaf_offsets(wins), start, stop)
+    return _finish(_rebuild(wins, window, start, [n.validity for n, _, _ in wins], None), kind)
+
+
+def expand_into_jagged(x: Any, offsets: Any) -> Any:
+    """Repeat each row's value or vector over its elements, giving jagged values.
+
+    Parameters
+    ----------
+    x
+        One value or vector per row: ``[rows]`` or ``[rows, *inner]`` (numpy or Arrow).
+    offsets
+        Row offsets (``rows + 1`` long), or a list of offsets, outermost first, to
+        repeat down several jagged levels.
+
+    Returns
+    -------
+    numpy.ndarray or pyarrow.Array
+        Values ``[offsets[-1][-1], *inner]``: position ``k`` of row ``r`` holds ``x[r]``;
+        positions before the first row hold 0.
+
+    Raises
+    ------
+    ValueError
+        Malformed offsets, or ``x`` with the wrong number of rows.
+    TypeError
+        Non-numeric ``x`` or non-integer offsets.
+
+    See Also
+    --------
+    repeat : The same shaped like a Jagged.
+
+    Examples
+    --------
+    >>> asp.expand_into_jagged(np.array([10, 20, 30]), np.array([0, 3, 7, 9]))
+    array([10, 10, 10, 20, 20, 20, 20, 30, 30])
+    """
+    func = "expand_into_jagged"
+    arr = v.as_values_array(func, "x", x)
+    if isinstance(offsets, (np.ndarray, pa.Array, pa.ChunkedArray)):
+        offsets = [offsets]
+    last = offsets[-1] if isinstance(offsets, (list, tuple)) and offsets else offsets
+    first = v.as_index_array(func, "offsets[-1]", last)
+    offs = _offsets_list(func, offsets, int(first[-1]) if len(first) else 0)
+    rows = len(offs[0]) - 1
+    if len(arr) != rows:
+        msg = f"{func}: x has {len(arr)} rows but offsets[0] describes {rows}"
+        raise ArrowSparseValueError(msg)
+    comp = _i64(offs[0])
+    for o in offs[1:]:
+        comp = _i64(o[comp])
+    start, stop = int(comp[0]), int(comp[-1])
+    total = int(offs[-1][-1])
+    out = _zeros(func, (total,) + arr.shape[1:], arr.dtype)
+    out[start:stop] = _repeat(arr, comp, start, stop)
+    return pa.array(out) if isinstance(x, (pa.Array, pa.ChunkedArray)) else out
+
