@@ -195,6 +195,25 @@ def _rebuild(wins: list[Window], window: np.ndarray, start: int,
     return node
 
 
+def _visible_rows(wins: list[Window], validities: list[np.ndarray | None]
+                  ) -> list[np.ndarray | None]:
+    """Per level, which rows of its window are visible (None: all of them).
+
+    A row is visible when it is valid and every row above it is: Arrow allows a null
+    row to cover a non-empty range, whose rows and values are then never read.
+    """
+    masks: list[np.ndarray | None] = []
+    inherited: np.ndarray | None = None
+    for (node, lo, hi), valid in zip(wins, validities, strict=True):
+        mask = inherited
+        if valid is not None and not valid[lo:hi].all():
+            mask = valid[lo:hi] if mask is None else mask & valid[lo:hi]
+        masks.append(mask)
+        if mask is not None:
+            inherited = np.repeat(mask, np.diff(_i64(node.offsets[lo:hi + 1])))
+    return masks
+
+
 def _hidden_mask(wins: list[Window], validities: list[np.ndarray | None],
                  values_validity: np.ndarray | None, start: int, stop: int
                  ) -> np.ndarray | None:
@@ -202,21 +221,13 @@ def _hidden_mask(wins: list[Window], validities: list[np.ndarray | None],
 
     Hidden: values under a null row at any level, and null values.
     """
+    last = _visible_rows(wins, validities)[-1]
     keep = None
-    for level, ((node, lo, hi), valid) in enumerate(zip(wins, validities, strict=True)):
-        if valid is None:
-            continue
-        part = valid[lo:hi]
-        if part.all():
-            continue
-        comp = _i64(node.offsets[lo:hi + 1])
-        for deeper, _, _ in wins[level + 1:]:
-            comp = _i64(deeper.offsets[comp])
-        counts = np.diff(comp)
-        if not counts[~part].any():  # the null rows are empty: nothing under them
-            continue
-        mask = np.repeat(part, counts)
-        keep = mask if keep is None else keep & mask
+    if last is not None:
+        node, lo, hi = wins[-1]
+        keep = np.repeat(last, np.diff(_i64(node.offsets[lo:hi + 1])))
+        if keep.all():
+            keep = None
     if values_validity is not None:
         part = values_validity[start:stop]
         if not part.all():

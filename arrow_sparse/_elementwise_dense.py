@@ -5,7 +5,7 @@ Re-exported by :mod:`arrow_sparse.elementwise`, whose docstring describes the in
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -43,10 +43,22 @@ __all__ = [
 
 
 # ============================================================ FBGEMM jagged x dense
-def _jagged_dense_inputs(func: str, values: Any, offsets: Any, dense: Any
-                         ) -> tuple[np.ndarray, list[np.ndarray], list[Any], np.ndarray, str,
-                                    Jagged | None, np.dtype]:
+class _Inputs(NamedTuple):
+    """The checked operands of a jagged x dense operator."""
+
+    values: np.ndarray  # the leaf values, [N, *inner]
+    offsets: list[np.ndarray]  # outermost first
+    validity: list[np.ndarray | None]  # row validity of each level
+    elem_validity: np.ndarray | None  # validity of the leaf values
+    dense: np.ndarray
+    kind: str  # the form to answer in (see _as_jagged)
+    jagged: Jagged | None  # the Jagged read, None for a values array
+    dtype: np.dtype  # the dtype both operands promote to
+
+
+def _jagged_dense_inputs(func: str, values: Any, offsets: Any, dense: Any) -> _Inputs:
     j = None
+    elem_valid = None
     if isinstance(values, Jagged) or _is_list_array(values):
         j, kind = _as_jagged(func, values, offsets, "values")
         wins, _ = _windows(j)
@@ -54,6 +66,7 @@ def _jagged_dense_inputs(func: str, values: Any, offsets: Any, dense: Any
         assert isinstance(vals, np.ndarray)
         offs = [node.offsets for node, _, _ in wins]
         valids = [node.validity for node, _, _ in wins]
+        elem_valid = wins[-1][0].values_validity
     else:
         vals = v.as_values_array(func, "values", values)
         if offsets is None:
@@ -71,13 +84,12 @@ def _jagged_dense_inputs(func: str, values: Any, offsets: Any, dense: Any
         msg = (f"{func}: dense must have shape [{axes}] for {levels} jagged level(s) and "
                f"values of shape {vals.shape}, got {arr.shape}")
         raise ArrowSparseValueError(msg)
-    return vals, offs, valids, arr, kind, j, _arith_dtype(func, vals.dtype, arr.dtype)
-
-
+    return _Inputs(vals, offs, valids, elem_valid, arr, kind, j,
+                   _arith_dtype(func, vals.dtype, arr.dtype))
 
 
 def _jagged_dense_jagged(func: str, values: Any, offsets: Any, dense: Any, op: int) -> Any:
-    vals, offs, _, arr, kind, j, dtype = _jagged_dense_inputs(func, values, offsets, dense)
+    vals, offs, _, _, arr, kind, j, dtype = _jagged_dense_inputs(func, values, offsets, dense)
     width = int(np.prod(vals.shape[1:], dtype=np.int64))
     x = vals.astype(dtype, copy=False).reshape(len(vals), width)
     dense_row_of, num_out = _dense_row_of(offs, arr.shape)
@@ -166,7 +178,8 @@ def jagged_dense_elementwise_add(values: Any, offsets: Any, dense: Any, *,
     if not (isinstance(output, str) and output == "dense"):
         msg = f"{func}: output must be 'jagged' or 'dense', got {output!r}"
         raise ArrowSparseValueError(msg)
-    vals, offs, valids, arr, _, _, dtype = _jagged_dense_inputs(func, values, offsets, dense)
+    vals, offs, valids, elem_valid, arr, _, _, dtype = _jagged_dense_inputs(func, values,
+                                                                             offsets, dense)
     width = int(np.prod(vals.shape[1:], dtype=np.int64))
     x = vals.astype(dtype, copy=False).reshape(len(vals), width)
     expand = get_kernel("convert", "expand_level")
@@ -178,7 +191,8 @@ def jagged_dense_elementwise_add(values: Any, offsets: Any, dense: Any, *,
         num_out *= extent
     dense3 = np.ascontiguousarray(arr, dtype=dtype).reshape(num_out, arr.shape[len(offs)], width)
     out = v.empty(func, dense3.shape, dtype)
-    _kernel("jagged_dense_dense_out")(x, row_index, _i64(offs[-1]), _u8(valids[-1]), dense3, out)
+    _kernel("jagged_dense_dense_out")(x, row_index, _i64(offs[-1]), _u8(valids[-1]),
+                                      _u8(elem_valid), dense3, out)
     return out.reshape(arr.shape)
 
 
@@ -335,10 +349,11 @@ def jagged_dense_bmm(values: Any, offsets: Any, dense: Any, max_length: int | No
     limit = _max_length(func, max_length)
     total = len(x) if kind in _VALUES_KINDS else int(j.offsets[-1])
     out = _zeros(func, (total, arr.shape[2]), dtype)
+    vv = None if j.values_validity is None else j.values_validity[:total]
     _kernel("jagged_dense_bmm")(x[:total].astype(dtype, copy=False), _i64(j.offsets),
-                                _u8(j.validity), np.ascontiguousarray(arr, dtype=dtype),
+                                _u8(j.validity), _u8(vv), np.ascontiguousarray(arr, dtype=dtype),
                                 limit, out)
-    return _finish(Jagged(out, j.offsets, j.validity, validate=False), kind)
+    return _finish(Jagged(out, j.offsets, j.validity, values_validity=vv, validate=False), kind)
 
 
 def jagged_jagged_bmm(x: Any, y: Any, offsets: Any = None,
@@ -395,6 +410,7 @@ def jagged_jagged_bmm(x: Any, y: Any, offsets: Any = None,
         _same_structure(func, "y", wins, jy)
         xv, yv, xo, yo = jx.values, jy.values, jx.offsets, jy.offsets
         valid = _and_mask(jx.validity, jx.num_rows, 0, jx.num_rows, jy.validity, 0)
+        x_valid, y_valid = jx.values_validity, jy.values_validity
     else:
         xv = v.as_values_array(func, "x", x)
         yv = v.as_values_array(func, "y", y)
@@ -402,15 +418,16 @@ def jagged_jagged_bmm(x: Any, y: Any, offsets: Any = None,
             msg = f"{func}: y has {len(yv)} values but x has {len(xv)}; they share the offsets"
             raise ArrowSparseValueError(msg)
         xo = yo = v.check_offsets(func, "offsets", offsets, len(xv))
-        valid = None
+        valid = x_valid = y_valid = None
     if xv.ndim != 2 or yv.ndim != 2:
         msg = f"{func}: x and y values must be 2-D, got shapes {xv.shape} and {yv.shape}"
         raise ArrowSparseValueError(msg)
     dtype = _arith_dtype(func, xv.dtype, yv.dtype)
     limit = _max_length(func, max_length)
     out = _zeros(func, (len(xo) - 1, xv.shape[1], yv.shape[1]), dtype)
-    _kernel("jagged_jagged_bmm")(xv.astype(dtype, copy=False), _i64(xo),
-                                 yv.astype(dtype, copy=False), _i64(yo), _u8(valid), limit, out)
+    _kernel("jagged_jagged_bmm")(xv.astype(dtype, copy=False), _i64(xo), _u8(x_valid),
+                                 yv.astype(dtype, copy=False), _i64(yo), _u8(y_valid),
+                                 _u8(valid), limit, out)
     return out
 
 

@@ -47,6 +47,7 @@ from ._elementwise_common import (
     _segments_input,
     _u8,
     _visible,
+    _visible_rows,
     _window_as,
     _windows,
 )
@@ -159,10 +160,10 @@ def jagged_ufunc(ufunc: np.ufunc, *operands: Any, **kwargs: Any) -> Jagged:
     assert isinstance(leaf, np.ndarray)
     validities = [node.validity for node, _, _ in wins]
     values_validity = wins[-1][0].values_validity
-    args: list[Any] = []
-    for op in ops:
+    args: list[Any] = [None] * len(ops)
+    for i, op in enumerate(ops):  # the Jaggeds first: their validity decides what is read
         if op is base:
-            args.append(leaf[start:stop])
+            args[i] = leaf[start:stop]
         elif isinstance(op, Jagged):
             owins, (ostart, ostop) = _same_structure(func, "other", wins, op)
             pairs = zip(wins, owins, strict=True)
@@ -171,11 +172,15 @@ def jagged_ufunc(ufunc: np.ufunc, *operands: Any, **kwargs: Any) -> Jagged:
                                               onode.validity, olo)
             values_validity = _and_mask(values_validity, len(leaf), start, stop,
                                         owins[-1][0].values_validity, ostart)
-            args.append(owins[-1][0].values[ostart:ostop])
-        elif _scalar_operand(op):
-            args.append(op)
+            args[i] = owins[-1][0].values[ostart:ostop]
+    for i, op in enumerate(ops):
+        if isinstance(op, Jagged):
+            continue
+        if _scalar_operand(op):
+            args[i] = op
         else:
-            args.append(_broadcast(func, "other", op, wins, start, stop))
+            args[i] = _broadcast(func, "other", op, wins, validities, start, stop)
+    args = _align_elements(func, args)
     keep = _hidden_mask(wins, validities, values_validity, start, stop)
     try:
         result = _visible(lambda *a: ufunc(*a, **kwargs), args, keep)
@@ -191,8 +196,8 @@ def jagged_ufunc(ufunc: np.ufunc, *operands: Any, **kwargs: Any) -> Jagged:
     return _rebuild(wins, result, start, validities, values_validity)
 
 
-def _broadcast(func: str, arg: str, op: Any, wins: list[Window], start: int,
-               stop: int) -> np.ndarray:
+def _broadcast(func: str, arg: str, op: Any, wins: list[Window],
+               validities: list[np.ndarray | None], start: int, stop: int) -> np.ndarray:
     """Read a per-row or padded operand at every leaf position of ``[start, stop)``."""
     arr = v.as_values_array(func, arg, op, min_ndim=0)
     if arr.ndim == 0:
@@ -209,21 +214,49 @@ def _broadcast(func: str, arg: str, op: Any, wins: list[Window], start: int,
         out = _repeat(arr, _leaf_offsets(wins), start, stop)
         return out.reshape(out.shape + (1,) * len(inner)) if arr.ndim == 1 else out
     if arr.ndim == 1 + len(wins) + len(inner):
-        for level, (node, lo, hi) in enumerate(wins):
-            lens = np.diff(node.offsets[lo:hi + 1])
-            if level == 0 and node.validity is not None:
-                lens = np.where(node.validity, lens, 0)
+        visible = _visible_rows(wins, validities)
+        for level, ((node, lo, hi), shown) in enumerate(zip(wins, visible, strict=True)):
+            lens = np.diff(_i64(node.offsets[lo:hi + 1]))
+            if shown is not None:  # hidden rows are never read: their length is free
+                lens = np.where(shown, lens, 0)
             extent = arr.shape[1 + level]
             too_long = lens > extent
             if too_long.any():
                 pos = v.first_true(too_long)
+                where = "" if level == 0 else f" (level {level})"
                 v.fail_value(func, arg, f"axis {1 + level} (length {extent}) is shorter than "
-                             "a row of the Jagged", pos, lens[pos])
+                             f"a row of the Jagged{where}", pos, lens[pos])
         return _read_dense(arr, [node.offsets for node, _, _ in wins])[start:stop]
     msg = (f"{func}: {arg} of shape {arr.shape} does not broadcast against a Jagged of "
            f"{rows} rows with values of shape {leaf.shape}: use a scalar, a per-row array "
            f"[rows] or [rows, *inner], or a padded array [rows, L, ..., *inner]")
     raise ArrowSparseValueError(msg)
+
+
+def _align_elements(func: str, args: list[Any]) -> list[Any]:
+    """Line the operands' element axes up from the left, as numpy does for the jagged axis.
+
+    Every array operand is ``[n, *element]``. A scalar element (``[n]``) meets a vector
+    or matrix element (``[n, D]``) as ``[n, 1]``: element ``k`` of each operand pairs
+    with element ``k`` of the other, never with a column.
+    """
+    shapes = [a.shape[1:] for a in args if isinstance(a, np.ndarray) and a.ndim]
+    depth = max((len(s) for s in shapes), default=0)
+    if depth == 0:
+        return args
+    lined = [a.reshape(a.shape + (1,) * depth)
+             if isinstance(a, np.ndarray) and a.ndim == 1 else a for a in args]
+    elements = [s for s in shapes if s]
+    try:
+        if any(len(s) != depth for s in elements):
+            raise ValueError
+        np.broadcast_shapes(*elements)
+    except ValueError:
+        listed = " and ".join(str(s) for s in elements)
+        msg = (f"{func}: other elements of shapes {listed} do not broadcast: the element "
+               "shapes must be equal (or 1 along an axis), or one operand must hold scalars")
+        raise ArrowSparseValueError(msg) from None
+    return lined
 
 
 def array_ufunc(j: Jagged, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:

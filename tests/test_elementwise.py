@@ -264,6 +264,41 @@ def test_operator_errors() -> None:
         np.divmod(j, 2)
 
 
+def test_issue4_scalar_elements_pair_with_vector_elements_not_columns() -> None:
+    # Jagged[N, D] op Jagged[N]: element k of the scalar Jagged meets element k (a whole
+    # vector) of the other, as a per-row array does; never column k of every element.
+    vectors = asp.Jagged(np.ones((3, 3)), [0, 3])
+    scalars = asp.Jagged(np.array([10.0, 20.0, 30.0]), [0, 3])
+    expected = [[[11.0] * 3, [21.0] * 3, [31.0] * 3]]
+    assert (vectors + scalars).to_list() == expected
+    assert (scalars + vectors).to_list() == expected
+    wide = asp.Jagged(np.ones((4, 3)), [0, 4]) * asp.Jagged(np.arange(4.0), [0, 4])
+    np.testing.assert_array_equal(wide.values, np.repeat(np.arange(4.0)[:, None], 3, axis=1))
+    ones = asp.Jagged(np.ones((2, 1)), [0, 2]) + asp.Jagged(np.ones((2, 3)), [0, 2])
+    assert ones.values.shape == (2, 3)
+    with pytest.raises(ValueError, match=r"Jagged.add: other elements of shapes \(3,\) and "
+                                         r"\(2,\) do not broadcast"):
+        asp.Jagged(np.ones((4, 3)), [0, 4]) + asp.Jagged(np.ones((4, 2)), [0, 4])
+    with pytest.raises(ValueError, match=r"other elements of shapes \(2, 3\) and \(3,\)"):
+        asp.Jagged(np.ones((1, 2, 3)), [0, 1]) + asp.Jagged(np.ones((1, 3)), [0, 1])
+
+
+def test_issue4_padded_operand_ignores_null_rows_at_every_level() -> None:
+    # Arrow lets a null row cover a range; that range is never read, so its length
+    # does not have to fit the padded operand.
+    inner = pa.ListArray.from_arrays(pa.array([0, 1, 3], pa.int32()), pa.array([1.0, 2.0, 3.0]),
+                                     mask=pa.array([False, True]))
+    outer = pa.ListArray.from_arrays(pa.array([0, 2], pa.int32()), inner)  # [[[1.0], None]]
+    assert (asp.Jagged.from_arrow(outer) * np.full((1, 2, 1), 2.0)).to_list() == [[[2.0], None]]
+    null_outer = pa.ListArray.from_arrays(pa.array([0, 2], pa.int32()), inner,
+                                          mask=pa.array([True]))  # [None]
+    assert (asp.Jagged.from_arrow(null_outer) * np.ones((1, 1, 1))).to_list() == [None]
+    with pytest.raises(ValueError, match=r"Jagged.multiply: other axis 2 \(length 0\) is "
+                                         r"shorter than a row of the Jagged \(level 1\) "
+                                         r"\(first at position 0: 1\)"):
+        asp.Jagged.from_arrow(outer) * np.ones((1, 2, 0))
+
+
 # =========================================================================== map_values
 def test_map_values_zero_copy_offsets_and_arrow() -> None:
     j = asp.Jagged.from_list([[1, 2, 3], [], None, [3, 6]])
@@ -299,130 +334,6 @@ def test_map_values_errors() -> None:
     with pytest.raises(TypeError, match="map_values: data must be a Jagged or an Arrow list"):
         asp.map_values(np.arange(3), np.abs)
 
-
-# ====================================================== FBGEMM jagged x dense elementwise
-def test_jagged_dense_matches_fbgemm_example() -> None:
-    # Computed with fbgemm-gpu-cpu 1.8.0 (torch.ops.fbgemm.*): x rows [1, 2, 3] and
-    # [4, 5], dense [[10, 20], [30, 40]]; the third element of row 0 lies outside it.
-    x = np.array([[1.0], [2.0], [3.0], [4.0], [5.0]])
-    offs = [np.array([0, 3, 5])]
-    y = np.array([[[10.0], [20.0]], [[30.0], [40.0]]])
-    np.testing.assert_array_equal(asp.jagged_dense_elementwise_add(x, offs, y, output="dense")[..., 0],
-                                  [[11, 22], [34, 45]])
-    np.testing.assert_array_equal(asp.jagged_dense_elementwise_mul(x, offs, y)[:, 0],
-                                  [10, 40, 0, 120, 200])
-    np.testing.assert_array_equal(
-        asp.jagged_dense_elementwise_add_jagged_output(x, offs, y)[:, 0], [11, 22, 3, 34, 45])
-
-
-@given(st.data())
-def test_jagged_dense_matches_reference(data: st.DataObject) -> None:
-    levels = data.draw(st.integers(1, 3))
-    lens = [data.draw(st.lists(st.integers(0, 3), max_size=5))]
-    for _ in range(levels - 1):
-        lens.append(data.draw(st.lists(st.integers(0, 3), min_size=sum(lens[-1]),
-                                       max_size=sum(lens[-1]))))
-    offs = [ref.lengths_to_offsets(x) for x in lens]
-    start = data.draw(st.integers(0, 2))  # values before the first row
-    offs[-1] = [start + o for o in offs[-1]]
-    extra = data.draw(st.integers(0, 2))  # values after the last row
-    inner = data.draw(st.sampled_from([(), (2,)]))
-    total = offs[-1][-1] + extra
-    values = np.arange(1, 1 + total * int(np.prod(inner)), dtype=np.int64).reshape(
-        (total,) + inner)
-    extents = [data.draw(st.integers(0, 4)) for _ in range(levels)]
-    dense_shape = (len(lens[0]),) + tuple(extents) + inner
-    dense = (np.arange(int(np.prod(dense_shape)), dtype=np.int64) * 3 - 7).reshape(dense_shape)
-    np_offs = [np.array(o, dtype=np.int32) for o in offs]
-    zero = [0] * inner[0] if inner else 0
-    for fn, op in ((asp.jagged_dense_elementwise_mul, operator.mul),
-                   (asp.jagged_dense_elementwise_add_jagged_output, operator.add)):
-        got = fn(values, np_offs, dense)
-        assert got.shape == values.shape
-        assert got.tolist() == ref.jagged_dense_elementwise(values.tolist(), offs,
-                                                            dense.tolist(), op, zero)
-    got = asp.jagged_dense_elementwise_add(values, np_offs, dense, output="dense")
-    padded = ref.pad(ref.rows_of(values.tolist(), offs), extents, 0, zero)
-    assert got.tolist() == (np.array(padded, dtype=np.int64).reshape(dense.shape)
-                            + dense).tolist()
-
-
-def test_jagged_dense_jagged_and_arrow_inputs() -> None:
-    j = asp.Jagged.from_list([[1.0, 2.0, 3.0], None, [4.0]])
-    dense = np.array([[1.0, 10.0], [5.0, 5.0], [2.0, 2.0]])
-    got = asp.jagged_dense_elementwise_mul(j, None, dense)
-    assert isinstance(got, asp.Jagged) and got.to_list() == [[1.0, 20.0, 0.0], None, [8.0]]
-    shares_offsets(got, j)
-    arr = j.to_arrow()
-    out = asp.jagged_dense_elementwise_add_jagged_output(arr, None, dense)
-    assert out.type == arr.type and out.to_pylist() == [[2.0, 12.0, 3.0], None, [6.0]]
-    # A null row counts as padding in the dense sum.
-    np.testing.assert_array_equal(asp.jagged_dense_elementwise_add(j, None, dense, output="dense"),
-                                  [[2.0, 12.0], [5.0, 5.0], [6.0, 2.0]])
-    flat = asp.jagged_dense_elementwise_mul(pa.array([1, 2, 3]), [pa.array([0, 1, 3])],
-                                            np.array([[2, 0], [3, 4]]))
-    assert isinstance(flat, pa.Array) and flat.to_pylist() == [2, 6, 12]
-    mixed = asp.jagged_dense_elementwise_mul(np.array([1, 2], np.int32), [[0, 2]],
-                                             np.array([[0.5, 0.25]], np.float32))
-    assert mixed.dtype == np.float64 and mixed.tolist() == [0.5, 0.5]
-
-
-def test_jagged_dense_against_fbgemm() -> None:
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("fbgemm_gpu")
-    rng = np.random.default_rng(0)
-    outer, inner = np.array([0, 2, 2, 5]), np.array([0, 1, 4, 4, 6, 9])
-    values = rng.standard_normal((9, 3)).astype(np.float32)
-    dense = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
-    t_off = [torch.from_numpy(outer), torch.from_numpy(inner)]
-    tv, td = torch.from_numpy(values), torch.from_numpy(dense)
-    fb = torch.ops.fbgemm
-    np.testing.assert_allclose(asp.jagged_dense_elementwise_add(values, [outer, inner], dense,
-                                                                output="dense"),
-                               fb.jagged_dense_elementwise_add(tv, t_off, td).numpy(), rtol=1e-6)
-    np.testing.assert_allclose(asp.jagged_dense_elementwise_mul(values, [outer, inner], dense),
-                               fb.jagged_dense_elementwise_mul(tv, t_off, td)[0].numpy(),
-                               rtol=1e-6)
-    np.testing.assert_allclose(
-        asp.jagged_dense_elementwise_add_jagged_output(values, [outer, inner], dense),
-        fb.jagged_dense_elementwise_add_jagged_output(tv, t_off, td)[0].numpy(), rtol=1e-6)
-    one = [torch.from_numpy(inner)]
-    # FBGEMM leaves the elements past max_L unset (torch.empty_like); ours are 0.
-    first_two = (np.arange(9) - np.repeat(inner[:-1], np.diff(inner))) < 2
-    ours = asp.jagged_softmax(values, inner, max_length=2)
-    np.testing.assert_allclose(ours[first_two],
-                               fb.jagged_softmax(tv, one[0], 2)[0].numpy()[first_two], rtol=1e-5)
-    assert not ours[~first_two].any()
-    y = rng.standard_normal((9, 4)).astype(np.float32)
-    np.testing.assert_allclose(asp.jagged_jagged_bmm(values, y, inner, max_length=2),
-                               fb.jagged_jagged_bmm(tv, torch.from_numpy(y), one[0], 2).numpy(),
-                               rtol=1e-5, atol=1e-6)
-    w = rng.standard_normal((5, 3, 5)).astype(np.float32)
-    np.testing.assert_allclose(asp.jagged_dense_bmm(values, inner, w, max_length=2),
-                               fb.jagged_dense_bmm(tv, one[0], torch.from_numpy(w), 2)[0].numpy(),
-                               rtol=1e-5, atol=1e-6)
-
-
-def test_jagged_dense_errors() -> None:
-    with pytest.raises(ValueError, match=r"jagged_dense_elementwise_mul: dense must have shape "
-                                         r"\[3, L0\] for 1 jagged level\(s\) and values of shape "
-                                         r"\(9,\), got \(3, 2, 2\)"):
-        asp.jagged_dense_elementwise_mul(CAFFE2_VALUES, [CAFFE2_OFFSETS], np.ones((3, 2, 2)))
-    with pytest.raises(ValueError, match=r"dense must have shape \[3, L0\].* got \(2, 4\)"):
-        asp.jagged_dense_elementwise_add(CAFFE2_VALUES, [CAFFE2_OFFSETS], np.ones((2, 4)))
-    with pytest.raises(ValueError, match="jagged_dense_elementwise_add: output must be 'jagged' or 'dense', got 'x'"):
-        asp.jagged_dense_elementwise_add(CAFFE2_VALUES, [CAFFE2_OFFSETS], np.ones((3, 4)), output="x")
-    with pytest.raises(TypeError, match="jagged_dense_elementwise_add_jagged_output: values must "
-                                        "be integers or floats, got bool and bool"):
-        asp.jagged_dense_elementwise_add_jagged_output(np.ones(9, bool), [CAFFE2_OFFSETS],
-                                                       np.ones((3, 4), bool))
-    with pytest.raises(TypeError, match="jagged_dense_elementwise_mul: offsets must be None when "
-                                        "values is a Jagged"):
-        asp.jagged_dense_elementwise_mul(caffe2(), [CAFFE2_OFFSETS], np.ones((3, 4)))
-    with pytest.raises(TypeError, match="jagged_dense_elementwise_mul: offsets are needed"):
-        asp.jagged_dense_elementwise_mul(CAFFE2_VALUES, None, np.ones((3, 4)))
-    with pytest.raises(ValueError, match=r"offsets\[0\] exceed the number of values 9"):
-        asp.jagged_dense_elementwise_mul(CAFFE2_VALUES, [[0, 10]], np.ones((1, 4)))
 
 
 # ============================================================================== softmax
@@ -540,234 +451,6 @@ def test_cumsum_errors() -> None:
         asp.segment_cumsum(pa.array([[1]]), offsets=[0, 1])
 
 
-# ================================================================================== bmm
-@given(st.data())
-def test_bmm_match_reference(data: st.DataObject) -> None:
-    lens = data.draw(st.lists(st.integers(0, 4), max_size=6))
-    offs = np.array(ref.lengths_to_offsets(lens))
-    k, m, n = data.draw(st.integers(1, 3)), data.draw(st.integers(0, 3)), \
-        data.draw(st.integers(0, 3))
-    total = int(offs[-1])
-    x = np.arange(total * k, dtype=np.int64).reshape(total, k) % 7 - 3
-    y = np.arange(total * n, dtype=np.int64).reshape(total, n) % 5 - 2
-    w = np.arange(len(lens) * k * m, dtype=np.int64).reshape(len(lens), k, m) % 3 - 1
-    max_length = data.draw(st.one_of(st.none(), st.integers(0, 4)))
-    rows_x = [x[offs[i]:offs[i + 1]].tolist() for i in range(len(lens))]
-    rows_y = [y[offs[i]:offs[i + 1]].tolist() for i in range(len(lens))]
-    got = asp.jagged_dense_bmm(x, offs, w, max_length)
-    expected = ref.jagged_dense_bmm(rows_x, w.tolist(), max_length)
-    assert got.shape == (total, m)
-    assert [got[offs[i]:offs[i + 1]].tolist() for i in range(len(lens))] == expected
-    got2 = asp.jagged_jagged_bmm(x, y, offs, max_length)
-    assert got2.shape == (len(lens), k, n)
-    assert got2.tolist() == ref.jagged_jagged_bmm(rows_x, rows_y, k, n, max_length)
-
-
-def test_bmm_jagged_inputs_and_nulls() -> None:
-    x = asp.Jagged(np.ones((4, 2)), [0, 1, 1, 4], validity=[True, True, False])
-    w = np.stack([np.eye(2), np.eye(2), np.eye(2) * 5])
-    got = asp.jagged_dense_bmm(x, None, w)
-    assert isinstance(got, asp.Jagged) and got.validity is x.validity
-    np.testing.assert_array_equal(got.values, [[1, 1], [0, 0], [0, 0], [0, 0]])
-    y = asp.Jagged(np.ones((6, 3)), [2, 3, 3, 6])  # same rows, offsets start at 2
-    out = asp.jagged_jagged_bmm(x, y)
-    np.testing.assert_array_equal(out, [np.ones((2, 3)), np.zeros((2, 3)), np.zeros((2, 3))])
-    arr = pa.array([[[1.0, 2.0]], [[3.0, 4.0], [5.0, 6.0]]], pa.list_(pa.list_(pa.float64(), 2)))
-    res = asp.jagged_dense_bmm(arr, None, np.stack([np.eye(2), 2 * np.eye(2)]))
-    assert res.type == arr.type and res.to_pylist() == [[[1, 2]], [[6, 8], [10, 12]]]
-
-
-def test_bmm_errors() -> None:
-    x = np.ones((3, 2))
-    with pytest.raises(ValueError, match=r"jagged_dense_bmm: dense must have shape \[2, 2, N\], "
-                                         r"got \(2, 3, 4\)"):
-        asp.jagged_dense_bmm(x, [0, 1, 3], np.ones((2, 3, 4)))
-    with pytest.raises(ValueError, match=r"jagged_dense_bmm: values must be 2-D \[total, K\]"):
-        asp.jagged_dense_bmm(np.ones(3), [0, 3], np.ones((1, 1, 1)))
-    with pytest.raises(TypeError, match="jagged_dense_bmm: values must be one jagged level"):
-        asp.jagged_dense_bmm(asp.Jagged.from_list([[[1.0]]]), None, np.ones((1, 1, 1)))
-    with pytest.raises(ValueError, match="jagged_jagged_bmm: y has 2 values but x has 3"):
-        asp.jagged_jagged_bmm(x, np.ones((2, 2)), [0, 3])
-    with pytest.raises(ValueError, match=r"jagged_jagged_bmm: y offsets differ from the "
-                                         r"Jagged's.*\(first at position 1: 2 != 1\)"):
-        asp.jagged_jagged_bmm(asp.Jagged(x, [0, 1, 3]), asp.Jagged(x, [0, 2, 3]))
-    with pytest.raises(TypeError, match="jagged_jagged_bmm: values must be integers or floats, "
-                                        "got bool and bool"):
-        asp.jagged_jagged_bmm(np.ones((3, 2), bool), np.ones((3, 2), bool), [0, 3])
-    with pytest.raises(ValueError, match="jagged_jagged_bmm: x and y values must be 2-D"):
-        asp.jagged_jagged_bmm(np.ones(3), np.ones(3), [0, 3])
-
-
-# ==================================================================== gathers and slices
-@given(list_arrays(levels=1, null_values=True), st.data())
-def test_index_select_matches_reference(case: tuple[pa.Array, list], data: st.DataObject) -> None:
-    arr, rows = case
-    n = len(rows)
-    ids = data.draw(st.lists(st.integers(-n, n - 1), max_size=8)) if n else []
-    got = asp.index_select(arr, np.array(ids, dtype=np.int64))
-    assert got.type == arr.type
-    assert got.to_pylist() == ref.index_select_rows(rows, ids)
-    j = asp.Jagged.from_arrow(arr)
-    res = asp.index_select(j, ids)
-    assert res.offsets.dtype == j.offsets.dtype and res.offsets[0] == 0
-    res.validate()
-
-
-@given(list_arrays(np.dtype(np.int32), levels=2, null_values=True), st.data())
-def test_index_select_nested(case: tuple[pa.Array, list], data: st.DataObject) -> None:
-    arr, rows = case
-    n = len(rows)
-    ids = data.draw(st.lists(st.integers(-n, n - 1), max_size=6)) if n else []
-    got = asp.index_select(arr, ids)
-    assert got.type == arr.type and got.to_pylist() == ref.index_select_rows(rows, ids)
-
-
-@given(list_arrays(levels=1, null_values=True),
-       st.one_of(st.none(), st.integers(-6, 6)), st.one_of(st.none(), st.integers(-6, 6)))
-def test_list_slice_matches_python(case: tuple[pa.Array, list], start: int | None,
-                                   stop: int | None) -> None:
-    arr, rows = case
-    got = asp.list_slice(arr, start, stop)
-    assert got.type == arr.type
-    assert got.to_pylist() == ref.slice_rows(rows, start, stop)
-    if stop is not None:
-        assert asp.truncate(arr, stop).to_pylist() == ref.slice_rows(rows, None, stop)
-
-
-@given(list_arrays(np.dtype(np.float64), levels=2), st.integers(-3, 3))
-def test_list_slice_nested(case: tuple[pa.Array, list], start: int) -> None:
-    arr, rows = case
-    assert asp.list_slice(arr, start).to_pylist() == ref.slice_rows(rows, start, None)
-
-
-def test_gathers_values_forms_vectors_and_chunks() -> None:
-    values, offs = asp.index_select(pa.array(CAFFE2_VALUES), [0, 2], offsets=pa.array([0, 3, 7, 9]))
-    assert values.to_pylist() == [1, 2, 3, 3, 6] and offs.to_pylist() == [0, 3, 5]
-    values, offs = asp.list_slice(CAFFE2_VALUES, 1, offsets=CAFFE2_OFFSETS)
-    assert values.tolist() == [2, 3, 4, 6, 7, 6] and offs.tolist() == [0, 2, 5, 6]
-    emb = asp.Jagged(np.arange(12, dtype=np.float32).reshape(6, 2), [0, 2, 2, 5])
-    picked = asp.index_select(emb, [2, 0])
-    np.testing.assert_array_equal(picked.values, [[4, 5], [6, 7], [8, 9], [0, 1], [2, 3]])
-    odd = asp.Jagged(np.arange(9, dtype=np.int8).reshape(3, 3), [0, 1, 3])  # 3-byte rows
-    assert asp.index_select(odd, [1]).values.tolist() == [[3, 4, 5], [6, 7, 8]]
-    flags = asp.truncate(pa.array([[True, False, True], None]), 2)
-    assert flags.to_pylist() == [[True, False], None]
-    chunked = pa.chunked_array([pa.array([[1, 2, 3]]), pa.array([[4], []])])
-    sliced = asp.list_slice(chunked, 1)
-    assert isinstance(sliced, pa.ChunkedArray) and sliced.num_chunks == 2
-    assert sliced.to_pylist() == [[2, 3], [], []]
-    picked_chunks = asp.index_select(chunked, [2, 0])
-    assert isinstance(picked_chunks, pa.ChunkedArray)
-    assert picked_chunks.to_pylist() == [[], [1, 2, 3]]
-    none = pa.chunked_array([], pa.list_(pa.int64()))
-    assert asp.truncate(none, 1).to_pylist() == []
-    values, lengths = asp.jagged_index_select(pa.array(CAFFE2_VALUES), pa.array([3, 4, 2]),
-                                              pa.array([1, -3]))
-    assert values.to_pylist() == [2, 4, 6, 7, 1, 2, 3] and lengths.to_pylist() == [4, 3]
-
-
-def test_gather_errors() -> None:
-    j = caffe2()
-    with pytest.raises(IndexError, match=r"index_select: rows out of range \[-3, 3\) "
-                                         r"\(first at position 1: 3\)"):
-        asp.index_select(j, [0, 3])
-    with pytest.raises(IndexError, match=r"index_select: rows out of range \[-3, 3\) "
-                                         r"\(first at position 0: -4\)"):
-        asp.index_select(j, [-4])
-    with pytest.raises(IndexError, match=r"jagged_index_select: indices out of range \[-3, 3\)"):
-        asp.jagged_index_select(CAFFE2_VALUES, [3, 4, 2], [5])
-    with pytest.raises(ValueError, match="jagged_index_select: lengths sum to 8 but there are 9"):
-        asp.jagged_index_select(CAFFE2_VALUES, [3, 4, 1], [0])
-    with pytest.raises(TypeError, match="index_select: rows must have an integer dtype"):
-        asp.index_select(j, [0.5])
-    with pytest.raises(TypeError, match="list_slice: start must be an integer or None, got float"):
-        asp.list_slice(j, 1.0)
-    with pytest.raises(TypeError, match="truncate: length must be an integer, got NoneType"):
-        asp.truncate(j, None)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="list_slice: stop must be an integer or None, got bool"):
-        asp.list_slice(j, 0, True)
-    with pytest.raises(TypeError, match="index_select: data must be a Jagged or an Arrow list "
-                                        "array, or a values array with offsets, got ndarray"):
-        asp.index_select(CAFFE2_VALUES, [0])
-
-
-def test_int32_offsets_overflow_is_refused() -> None:
-    j = asp.Jagged(np.zeros(1 << 16, np.int8), np.array([0, 1 << 16], np.int32))
-    with pytest.raises(ValueError, match="index_select: the result holds 4295032832 elements, "
-                                         "too many for int32 offsets"):
-        asp.index_select(j, np.zeros((1 << 16) + 1, np.int64))
-
-
-# =============================================================================== unique
-@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8, np.float64, np.float32])
-@given(data=st.data())
-def test_jagged_unique_matches_reference(dtype: Any, data: st.DataObject) -> None:
-    arr, rows = data.draw(list_arrays(np.dtype(dtype), null_values=True))
-    got = asp.jagged_unique(arr)
-    assert got.type == arr.type
-    assert got.to_pylist() == ref.unique_rows(rows)
-
-
-def test_jagged_unique_nan_bool_nested_and_values() -> None:
-    nan = float("nan")
-    got = asp.jagged_unique(pa.array([[nan, 1.0, nan, -0.5, 1.0]])).to_pylist()[0]
-    assert got[:2] == [-0.5, 1.0] and math.isnan(got[2]) and len(got) == 3
-    assert asp.jagged_unique(pa.array([[True, False, True], []])).to_pylist() == \
-        [[False, True], []]
-    nested = asp.jagged_unique(asp.Jagged.from_list([[[3, 3, 1], None], [[2]]]))
-    assert nested.to_list() == [[[1, 3], None], [[2]]]
-    values, offs = asp.jagged_unique(np.array([5, 5, 1, 2, 2]), offsets=[0, 3, 5])
-    assert values.tolist() == [1, 5, 2] and offs.tolist() == [0, 2, 3]
-    f16 = asp.jagged_unique(asp.Jagged.from_list([[1.5, 1.5]], dtype=np.float16))
-    assert f16.dtype == np.float16 and f16.to_list() == [[1.5]]
-
-
-def test_jagged_unique_errors() -> None:
-    with pytest.raises(TypeError, match=r"jagged_unique: rows must hold scalars, got values of "
-                                        r"shape \(2, 2\)"):
-        asp.jagged_unique(asp.Jagged(np.ones((2, 2)), [0, 2]))
-    with pytest.raises(TypeError, match="jagged_unique: offsets must be None when data is an "
-                                        "Arrow list array"):
-        asp.jagged_unique(pa.array([[1]]), offsets=[0, 1])
-
-
-# =============================================================================== repeat
-@given(list_arrays(np.dtype(np.int16), null_values=True), st.data())
-def test_repeat_matches_reference(case: tuple[pa.Array, list], data: st.DataObject) -> None:
-    arr, rows = case
-    x = data.draw(st.lists(st.floats(-5, 5), min_size=len(rows), max_size=len(rows)))
-    got = asp.repeat(np.array(x), arr)
-    assert got.to_pylist() == ref.repeat_rows(x, rows)
-    j = asp.Jagged.from_arrow(arr)
-    shares_offsets(asp.repeat(np.array(x), j), j)
-
-
-def test_repeat_nested_vectors_and_expand_into_jagged() -> None:
-    like = asp.Jagged.from_list([[[1, 2], []], None, [[3]]])
-    assert asp.repeat(pa.array([7, 8, 9]), like).to_list() == [[[7, 7], []], None, [[9]]]
-    vecs = asp.repeat(np.array([[1, 2], [3, 4], [5, 6]]), caffe2())
-    np.testing.assert_array_equal(vecs.values[6:], [[3, 4], [5, 6], [5, 6]])
-    got = asp.expand_into_jagged(np.array([10, 20, 30]), CAFFE2_OFFSETS)
-    assert got.tolist() == [10, 10, 10, 20, 20, 20, 20, 30, 30]
-    two = asp.expand_into_jagged(np.array([1, 2]), [np.array([0, 2, 3]), np.array([1, 2, 2, 4])])
-    assert two.tolist() == [0, 1, 2, 2]
-    arrow = asp.expand_into_jagged(pa.array([1.5]), pa.array([0, 2]))
-    assert isinstance(arrow, pa.Array) and arrow.to_pylist() == [1.5, 1.5]
-
-
-def test_repeat_errors() -> None:
-    with pytest.raises(ValueError, match="repeat: x has 2 rows but like has 3"):
-        asp.repeat(np.array([1, 2]), caffe2())
-    with pytest.raises(TypeError, match="repeat: like must be a Jagged or an Arrow list array"):
-        asp.repeat(np.array([1]), np.array([1]))
-    with pytest.raises(ValueError, match=r"expand_into_jagged: x has 2 rows but offsets\[0\] "
-                                         r"describes 3"):
-        asp.expand_into_jagged(np.array([1, 2]), CAFFE2_OFFSETS)
-    with pytest.raises(ValueError, match=r"expand_into_jagged: offsets\[0\] must be "
-                                         r"non-decreasing"):
-        asp.expand_into_jagged(np.array([1, 2]), np.array([0, 3, 1]))
-
-
 # ======================================================== the registry-wide contract
 SAMPLE_CALLS: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "expand_into_jagged": ((np.arange(3), CAFFE2_OFFSETS), {}),
@@ -797,13 +480,6 @@ def test_object_argument_raises_type_error(name: str) -> None:
     func(*args, **kwargs)
     with pytest.raises(ArrowSparseTypeError, match=f"^{name}: "):
         func(object(), *args[1:], **kwargs)
-
-
-def test_add_defaults_to_jagged_output() -> None:
-    y = np.arange(12).reshape(3, 4)
-    np.testing.assert_array_equal(
-        asp.jagged_dense_elementwise_add(CAFFE2_VALUES, [CAFFE2_OFFSETS], y),
-        asp.jagged_dense_elementwise_add_jagged_output(CAFFE2_VALUES, [CAFFE2_OFFSETS], y))
 
 
 def test_every_elementwise_function_is_exported_and_sampled() -> None:

@@ -217,14 +217,17 @@ def _jagged_dense_jagged_out(x, dense, dense_row_of, offsets, op, zero, out):  #
                     out[start + j, d] = zero
 
 
-def _jagged_dense_dense_out(x, row_index, offsets, valid, dense, out):  # pragma: no cover
+def _jagged_dense_dense_out(x, row_index, offsets, valid, elem_valid, dense,
+                            out):  # pragma: no cover
     # out[p, j] = dense[p, j] + x[element j of row r = row_index[p] (or p)], or
-    # dense[p, j] where row r has no element j (padding, null row, truncated).
+    # dense[p, j] where row r has no element j (padding, null row, truncated) or
+    # that element is null.
     num_out = out.shape[0]
     dense_len = out.shape[1]
     width = out.shape[2]
     identity = row_index.shape[0] == 0
     all_valid = valid.shape[0] == 0
+    all_elems = elem_valid.shape[0] == 0
     for p in prange(num_out):
         r = np.int64(p) if identity else row_index[p]  # prange's index is unsigned
         n = 0
@@ -233,8 +236,12 @@ def _jagged_dense_dense_out(x, row_index, offsets, valid, dense, out):  # pragma
             start = offsets[r]
             n = min(offsets[r + 1] - start, dense_len)
         for j in range(n):
-            for d in range(width):
-                out[p, j, d] = x[start + j, d] + dense[p, j, d]
+            if all_elems or elem_valid[start + j]:
+                for d in range(width):
+                    out[p, j, d] = x[start + j, d] + dense[p, j, d]
+            else:
+                for d in range(width):
+                    out[p, j, d] = dense[p, j, d]
         for j in range(n, dense_len):
             for d in range(width):
                 out[p, j, d] = dense[p, j, d]
@@ -243,30 +250,39 @@ def _jagged_dense_dense_out(x, row_index, offsets, valid, dense, out):  # pragma
 # ------------------------------------------------------------------------- bmm
 
 
-def _jagged_dense_bmm(x, offsets, valid, dense, max_length, out):  # pragma: no cover
+def _jagged_dense_bmm(x, offsets, valid, elem_valid, dense, max_length,
+                      out):  # pragma: no cover
     # out[row b's element l] = x[l, :] @ dense[b] for l < max_length; out pre-zeroed.
+    # Null rows and null elements are skipped (stay 0).
     num_rows = offsets.shape[0] - 1
     depth = x.shape[1]
     width = out.shape[1]
     all_valid = valid.shape[0] == 0
+    all_elems = elem_valid.shape[0] == 0
     for b in prange(num_rows):
         if not (all_valid or valid[b]):
             continue
         start = offsets[b]
         n = min(offsets[b + 1] - start, max_length)
         for e in range(start, start + n):
+            if not (all_elems or elem_valid[e]):
+                continue
             for k in range(depth):
                 xv = x[e, k]
                 for m in range(width):
                     out[e, m] += xv * dense[b, k, m]
 
 
-def _jagged_jagged_bmm(x, x_offsets, y, y_offsets, valid, max_length, out):  # pragma: no cover
+def _jagged_jagged_bmm(x, x_offsets, x_valid, y, y_offsets, y_valid, valid, max_length,
+                       out):  # pragma: no cover
     # out[b] = x_b^T @ y_b over the first max_length elements of row b; out pre-zeroed.
+    # Null rows and the elements null in x or in y are skipped.
     num_rows = x_offsets.shape[0] - 1
     rows_m = x.shape[1]
     cols_n = y.shape[1]
     all_valid = valid.shape[0] == 0
+    all_x = x_valid.shape[0] == 0
+    all_y = y_valid.shape[0] == 0
     for b in prange(num_rows):
         if not (all_valid or valid[b]):
             continue
@@ -274,6 +290,8 @@ def _jagged_jagged_bmm(x, x_offsets, y, y_offsets, valid, max_length, out):  # p
         ys = y_offsets[b]
         n = min(x_offsets[b + 1] - xs, max_length)
         for e in range(n):
+            if not ((all_x or x_valid[xs + e]) and (all_y or y_valid[ys + e])):
+                continue
             for m in range(rows_m):
                 xv = x[xs + e, m]
                 for c in range(cols_n):
@@ -362,22 +380,26 @@ def jagged_dense_jagged_out(x: np.ndarray, dense: np.ndarray, dense_row_of: np.n
 
 
 def jagged_dense_dense_out(x: np.ndarray, row_index: np.ndarray | None, offsets: np.ndarray,
-                           valid: np.ndarray | None, dense: np.ndarray, out: np.ndarray) -> None:
-    """``out[P, L, D] = padded(x) + dense``."""
+                           valid: np.ndarray | None, elem_valid: np.ndarray | None,
+                           dense: np.ndarray, out: np.ndarray) -> None:
+    """``out[P, L, D] = padded(x) + dense``; null elements count as padding."""
     pick(_JAGGED_DENSE_DENSE_OUT, out.size)(x, _index(row_index), offsets, _mask(valid),
-                                            dense, out)
+                                            _mask(elem_valid), dense, out)
 
 
 def jagged_dense_bmm(x: np.ndarray, offsets: np.ndarray, valid: np.ndarray | None,
-                     dense: np.ndarray, max_length: int, out: np.ndarray) -> None:
+                     elem_valid: np.ndarray | None, dense: np.ndarray, max_length: int,
+                     out: np.ndarray) -> None:
     """Per row ``[L_b, K] @ dense[b] ([K, M])`` into ``out[N, M]`` (zeros)."""
-    pick(_JAGGED_DENSE_BMM, x.size * max(out.shape[1], 1))(x, offsets, _mask(valid), dense,
+    pick(_JAGGED_DENSE_BMM, x.size * max(out.shape[1], 1))(x, offsets, _mask(valid),
+                                                           _mask(elem_valid), dense,
                                                            max_length, out)
 
 
-def jagged_jagged_bmm(x: np.ndarray, x_offsets: np.ndarray, y: np.ndarray,
-                      y_offsets: np.ndarray, valid: np.ndarray | None, max_length: int,
-                      out: np.ndarray) -> None:
-    """Per row ``x_b^T @ y_b`` into ``out[B, M, N]`` (zeros)."""
-    pick(_JAGGED_JAGGED_BMM, x.size * max(y.shape[1], 1))(x, x_offsets, y, y_offsets,
+def jagged_jagged_bmm(x: np.ndarray, x_offsets: np.ndarray, x_valid: np.ndarray | None,
+                      y: np.ndarray, y_offsets: np.ndarray, y_valid: np.ndarray | None,
+                      valid: np.ndarray | None, max_length: int, out: np.ndarray) -> None:
+    """Per row ``x_b^T @ y_b`` into ``out[B, M, N]`` (zeros), skipping null elements."""
+    pick(_JAGGED_JAGGED_BMM, x.size * max(y.shape[1], 1))(x, x_offsets, _mask(x_valid), y,
+                                                          y_offsets, _mask(y_valid),
                                                           _mask(valid), max_length, out)

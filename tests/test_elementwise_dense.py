@@ -1,0 +1,237 @@
+"""Tests of FBGEMM's jagged x dense operators and the per-row matrix products against
+the plain-Python oracles in ``_reference.py`` (and FBGEMM itself where installed)."""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import arrow_sparse as asp
+
+from . import _reference as ref
+from .test_elementwise import CAFFE2_OFFSETS, CAFFE2_VALUES, caffe2, shares_offsets
+
+
+# ====================================================== FBGEMM jagged x dense elementwise
+def test_jagged_dense_matches_fbgemm_example() -> None:
+    # Computed with fbgemm-gpu-cpu 1.8.0 (torch.ops.fbgemm.*): x rows [1, 2, 3] and
+    # [4, 5], dense [[10, 20], [30, 40]]; the third element of row 0 lies outside it.
+    x = np.array([[1.0], [2.0], [3.0], [4.0], [5.0]])
+    offs = [np.array([0, 3, 5])]
+    y = np.array([[[10.0], [20.0]], [[30.0], [40.0]]])
+    np.testing.assert_array_equal(asp.jagged_dense_elementwise_add(x, offs, y, output="dense")[..., 0],
+                                  [[11, 22], [34, 45]])
+    np.testing.assert_array_equal(asp.jagged_dense_elementwise_mul(x, offs, y)[:, 0],
+                                  [10, 40, 0, 120, 200])
+    np.testing.assert_array_equal(
+        asp.jagged_dense_elementwise_add_jagged_output(x, offs, y)[:, 0], [11, 22, 3, 34, 45])
+
+
+@given(st.data())
+def test_jagged_dense_matches_reference(data: st.DataObject) -> None:
+    levels = data.draw(st.integers(1, 3))
+    lens = [data.draw(st.lists(st.integers(0, 3), max_size=5))]
+    for _ in range(levels - 1):
+        lens.append(data.draw(st.lists(st.integers(0, 3), min_size=sum(lens[-1]),
+                                       max_size=sum(lens[-1]))))
+    offs = [ref.lengths_to_offsets(x) for x in lens]
+    start = data.draw(st.integers(0, 2))  # values before the first row
+    offs[-1] = [start + o for o in offs[-1]]
+    extra = data.draw(st.integers(0, 2))  # values after the last row
+    inner = data.draw(st.sampled_from([(), (2,)]))
+    total = offs[-1][-1] + extra
+    values = np.arange(1, 1 + total * int(np.prod(inner)), dtype=np.int64).reshape(
+        (total,) + inner)
+    extents = [data.draw(st.integers(0, 4)) for _ in range(levels)]
+    dense_shape = (len(lens[0]),) + tuple(extents) + inner
+    dense = (np.arange(int(np.prod(dense_shape)), dtype=np.int64) * 3 - 7).reshape(dense_shape)
+    np_offs = [np.array(o, dtype=np.int32) for o in offs]
+    zero = [0] * inner[0] if inner else 0
+    for fn, op in ((asp.jagged_dense_elementwise_mul, operator.mul),
+                   (asp.jagged_dense_elementwise_add_jagged_output, operator.add)):
+        got = fn(values, np_offs, dense)
+        assert got.shape == values.shape
+        assert got.tolist() == ref.jagged_dense_elementwise(values.tolist(), offs,
+                                                            dense.tolist(), op, zero)
+    got = asp.jagged_dense_elementwise_add(values, np_offs, dense, output="dense")
+    padded = ref.pad(ref.rows_of(values.tolist(), offs), extents, 0, zero)
+    assert got.tolist() == (np.array(padded, dtype=np.int64).reshape(dense.shape)
+                            + dense).tolist()
+
+
+def test_jagged_dense_jagged_and_arrow_inputs() -> None:
+    j = asp.Jagged.from_list([[1.0, 2.0, 3.0], None, [4.0]])
+    dense = np.array([[1.0, 10.0], [5.0, 5.0], [2.0, 2.0]])
+    got = asp.jagged_dense_elementwise_mul(j, None, dense)
+    assert isinstance(got, asp.Jagged) and got.to_list() == [[1.0, 20.0, 0.0], None, [8.0]]
+    shares_offsets(got, j)
+    arr = j.to_arrow()
+    out = asp.jagged_dense_elementwise_add_jagged_output(arr, None, dense)
+    assert out.type == arr.type and out.to_pylist() == [[2.0, 12.0, 3.0], None, [6.0]]
+    # A null row counts as padding in the dense sum.
+    np.testing.assert_array_equal(asp.jagged_dense_elementwise_add(j, None, dense, output="dense"),
+                                  [[2.0, 12.0], [5.0, 5.0], [6.0, 2.0]])
+    flat = asp.jagged_dense_elementwise_mul(pa.array([1, 2, 3]), [pa.array([0, 1, 3])],
+                                            np.array([[2, 0], [3, 4]]))
+    assert isinstance(flat, pa.Array) and flat.to_pylist() == [2, 6, 12]
+    mixed = asp.jagged_dense_elementwise_mul(np.array([1, 2], np.int32), [[0, 2]],
+                                             np.array([[0.5, 0.25]], np.float32))
+    assert mixed.dtype == np.float64 and mixed.tolist() == [0.5, 0.5]
+
+
+def test_jagged_dense_against_fbgemm() -> None:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("fbgemm_gpu")
+    rng = np.random.default_rng(0)
+    outer, inner = np.array([0, 2, 2, 5]), np.array([0, 1, 4, 4, 6, 9])
+    values = rng.standard_normal((9, 3)).astype(np.float32)
+    dense = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    t_off = [torch.from_numpy(outer), torch.from_numpy(inner)]
+    tv, td = torch.from_numpy(values), torch.from_numpy(dense)
+    fb = torch.ops.fbgemm
+    np.testing.assert_allclose(asp.jagged_dense_elementwise_add(values, [outer, inner], dense,
+                                                                output="dense"),
+                               fb.jagged_dense_elementwise_add(tv, t_off, td).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(asp.jagged_dense_elementwise_mul(values, [outer, inner], dense),
+                               fb.jagged_dense_elementwise_mul(tv, t_off, td)[0].numpy(),
+                               rtol=1e-6)
+    np.testing.assert_allclose(
+        asp.jagged_dense_elementwise_add_jagged_output(values, [outer, inner], dense),
+        fb.jagged_dense_elementwise_add_jagged_output(tv, t_off, td)[0].numpy(), rtol=1e-6)
+    one = [torch.from_numpy(inner)]
+    # FBGEMM leaves the elements past max_L unset (torch.empty_like); ours are 0.
+    first_two = (np.arange(9) - np.repeat(inner[:-1], np.diff(inner))) < 2
+    ours = asp.jagged_softmax(values, inner, max_length=2)
+    np.testing.assert_allclose(ours[first_two],
+                               fb.jagged_softmax(tv, one[0], 2)[0].numpy()[first_two], rtol=1e-5)
+    assert not ours[~first_two].any()
+    y = rng.standard_normal((9, 4)).astype(np.float32)
+    np.testing.assert_allclose(asp.jagged_jagged_bmm(values, y, inner, max_length=2),
+                               fb.jagged_jagged_bmm(tv, torch.from_numpy(y), one[0], 2).numpy(),
+                               rtol=1e-5, atol=1e-6)
+    w = rng.standard_normal((5, 3, 5)).astype(np.float32)
+    np.testing.assert_allclose(asp.jagged_dense_bmm(values, inner, w, max_length=2),
+                               fb.jagged_dense_bmm(tv, one[0], torch.from_numpy(w), 2)[0].numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_jagged_dense_errors() -> None:
+    with pytest.raises(ValueError, match=r"jagged_dense_elementwise_mul: dense must have shape "
+                                         r"\[3, L0\] for 1 jagged level\(s\) and values of shape "
+                                         r"\(9,\), got \(3, 2, 2\)"):
+        asp.jagged_dense_elementwise_mul(CAFFE2_VALUES, [CAFFE2_OFFSETS], np.ones((3, 2, 2)))
+    with pytest.raises(ValueError, match=r"dense must have shape \[3, L0\].* got \(2, 4\)"):
+        asp.jagged_dense_elementwise_add(CAFFE2_VALUES, [CAFFE2_OFFSETS], np.ones((2, 4)))
+    with pytest.raises(ValueError, match="jagged_dense_elementwise_add: output must be 'jagged' or 'dense', got 'x'"):
+        asp.jagged_dense_elementwise_add(CAFFE2_VALUES, [CAFFE2_OFFSETS], np.ones((3, 4)), output="x")
+    with pytest.raises(TypeError, match="jagged_dense_elementwise_add_jagged_output: values must "
+                                        "be integers or floats, got bool and bool"):
+        asp.jagged_dense_elementwise_add_jagged_output(np.ones(9, bool), [CAFFE2_OFFSETS],
+                                                       np.ones((3, 4), bool))
+    with pytest.raises(TypeError, match="jagged_dense_elementwise_mul: offsets must be None when "
+                                        "values is a Jagged"):
+        asp.jagged_dense_elementwise_mul(caffe2(), [CAFFE2_OFFSETS], np.ones((3, 4)))
+    with pytest.raises(TypeError, match="jagged_dense_elementwise_mul: offsets are needed"):
+        asp.jagged_dense_elementwise_mul(CAFFE2_VALUES, None, np.ones((3, 4)))
+    with pytest.raises(ValueError, match=r"offsets\[0\] exceed the number of values 9"):
+        asp.jagged_dense_elementwise_mul(CAFFE2_VALUES, [[0, 10]], np.ones((1, 4)))
+
+
+
+def test_add_defaults_to_jagged_output() -> None:
+    y = np.arange(12).reshape(3, 4)
+    np.testing.assert_array_equal(
+        asp.jagged_dense_elementwise_add(CAFFE2_VALUES, [CAFFE2_OFFSETS], y),
+        asp.jagged_dense_elementwise_add_jagged_output(CAFFE2_VALUES, [CAFFE2_OFFSETS], y))
+
+
+# ================================================================================== bmm
+@given(st.data())
+def test_bmm_match_reference(data: st.DataObject) -> None:
+    lens = data.draw(st.lists(st.integers(0, 4), max_size=6))
+    offs = np.array(ref.lengths_to_offsets(lens))
+    k, m, n = data.draw(st.integers(1, 3)), data.draw(st.integers(0, 3)), \
+        data.draw(st.integers(0, 3))
+    total = int(offs[-1])
+    x = np.arange(total * k, dtype=np.int64).reshape(total, k) % 7 - 3
+    y = np.arange(total * n, dtype=np.int64).reshape(total, n) % 5 - 2
+    w = np.arange(len(lens) * k * m, dtype=np.int64).reshape(len(lens), k, m) % 3 - 1
+    max_length = data.draw(st.one_of(st.none(), st.integers(0, 4)))
+    rows_x = [x[offs[i]:offs[i + 1]].tolist() for i in range(len(lens))]
+    rows_y = [y[offs[i]:offs[i + 1]].tolist() for i in range(len(lens))]
+    got = asp.jagged_dense_bmm(x, offs, w, max_length)
+    expected = ref.jagged_dense_bmm(rows_x, w.tolist(), max_length)
+    assert got.shape == (total, m)
+    assert [got[offs[i]:offs[i + 1]].tolist() for i in range(len(lens))] == expected
+    got2 = asp.jagged_jagged_bmm(x, y, offs, max_length)
+    assert got2.shape == (len(lens), k, n)
+    assert got2.tolist() == ref.jagged_jagged_bmm(rows_x, rows_y, k, n, max_length)
+
+
+def test_bmm_jagged_inputs_and_nulls() -> None:
+    x = asp.Jagged(np.ones((4, 2)), [0, 1, 1, 4], validity=[True, True, False])
+    w = np.stack([np.eye(2), np.eye(2), np.eye(2) * 5])
+    got = asp.jagged_dense_bmm(x, None, w)
+    assert isinstance(got, asp.Jagged) and got.validity is x.validity
+    np.testing.assert_array_equal(got.values, [[1, 1], [0, 0], [0, 0], [0, 0]])
+    y = asp.Jagged(np.ones((6, 3)), [2, 3, 3, 6])  # same rows, offsets start at 2
+    out = asp.jagged_jagged_bmm(x, y)
+    np.testing.assert_array_equal(out, [np.ones((2, 3)), np.zeros((2, 3)), np.zeros((2, 3))])
+    arr = pa.array([[[1.0, 2.0]], [[3.0, 4.0], [5.0, 6.0]]], pa.list_(pa.list_(pa.float64(), 2)))
+    res = asp.jagged_dense_bmm(arr, None, np.stack([np.eye(2), 2 * np.eye(2)]))
+    assert res.type == arr.type and res.to_pylist() == [[[1, 2]], [[6, 8], [10, 12]]]
+
+
+def hidden_null_values() -> pa.Array:
+    """``[[1.0, None, 3.0]]`` whose null slot holds 999 (Arrow leaves it unspecified)."""
+    data = np.array([1.0, 999.0, 3.0])
+    valid = pa.array([True, False, True])
+    vals = pa.Array.from_buffers(pa.float64(), 3, [valid.buffers()[1], pa.py_buffer(data)])
+    return pa.ListArray.from_arrays(pa.array([0, 3], pa.int32()), vals)
+
+
+def test_issue4_null_elements_never_reach_dense_or_bmm_results() -> None:
+    arr = hidden_null_values()
+    dense = asp.jagged_dense_elementwise_add(arr, None, np.full((1, 3), 0.5), output="dense")
+    np.testing.assert_array_equal(dense, [[1.5, 0.5, 3.5]])  # the null counts as padding
+    jj = asp.Jagged(np.array([[1.0], [999.0], [3.0]]), [0, 3],
+                    values_validity=np.array([True, False, True]))
+    got = asp.jagged_dense_bmm(jj, None, np.ones((1, 1, 1)))
+    assert got.to_list() == [[[1.0], None, [3.0]]]
+    assert got.values[1, 0] == 0.0
+    ones = asp.Jagged(np.ones((3, 1)), [0, 3])
+    np.testing.assert_array_equal(asp.jagged_jagged_bmm(jj, ones), [[[4.0]]])
+    np.testing.assert_array_equal(asp.jagged_jagged_bmm(ones, jj), [[[4.0]]])
+    fsl = pa.ListArray.from_arrays(
+        pa.array([0, 3], pa.int32()),
+        pa.FixedSizeListArray.from_arrays(pa.array([1.0, 999.0, 3.0]), 1,
+                                          mask=pa.array([False, True, False])))
+    np.testing.assert_array_equal(asp.jagged_jagged_bmm(fsl, fsl), [[[10.0]]])
+    assert asp.jagged_dense_bmm(fsl, None, 2 * np.ones((1, 1, 1))).to_pylist() == \
+        [[[2.0], None, [6.0]]]
+
+
+def test_bmm_errors() -> None:
+    x = np.ones((3, 2))
+    with pytest.raises(ValueError, match=r"jagged_dense_bmm: dense must have shape \[2, 2, N\], "
+                                         r"got \(2, 3, 4\)"):
+        asp.jagged_dense_bmm(x, [0, 1, 3], np.ones((2, 3, 4)))
+    with pytest.raises(ValueError, match=r"jagged_dense_bmm: values must be 2-D \[total, K\]"):
+        asp.jagged_dense_bmm(np.ones(3), [0, 3], np.ones((1, 1, 1)))
+    with pytest.raises(TypeError, match="jagged_dense_bmm: values must be one jagged level"):
+        asp.jagged_dense_bmm(asp.Jagged.from_list([[[1.0]]]), None, np.ones((1, 1, 1)))
+    with pytest.raises(ValueError, match="jagged_jagged_bmm: y has 2 values but x has 3"):
+        asp.jagged_jagged_bmm(x, np.ones((2, 2)), [0, 3])
+    with pytest.raises(ValueError, match=r"jagged_jagged_bmm: y offsets differ from the "
+                                         r"Jagged's.*\(first at position 1: 2 != 1\)"):
+        asp.jagged_jagged_bmm(asp.Jagged(x, [0, 1, 3]), asp.Jagged(x, [0, 2, 3]))
+    with pytest.raises(TypeError, match="jagged_jagged_bmm: values must be integers or floats, "
+                                        "got bool and bool"):
+        asp.jagged_jagged_bmm(np.ones((3, 2), bool), np.ones((3, 2), bool), [0, 3])
+    with pytest.raises(ValueError, match="jagged_jagged_bmm: x and y values must be 2-D"):
+        asp.jagged_jagged_bmm(np.ones(3), np.ones(3), [0, 3])
