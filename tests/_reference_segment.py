@@ -187,11 +187,23 @@ def scatter_assign(data: list[Any], indices: list[int], slices: list[Any]) -> li
 
 def scatter_weighted_sum(data: list[Any], w0: float, indices: list[int], slices: list[Any],
                          w1: float) -> list[Any]:
-    """Caffe2's loop: for each index in order, ``data[i] = w0 * data[i] + w1 * slice``."""
+    """Caffe2's ``ScatterWeightedSumOp``, in its two loops.
+
+    First every occurrence of an index scales its row by ``w0`` (a row listed ``k`` times
+    is scaled ``k`` times), then every ``w1 * slices[k]`` is added into its row.
+    """
     data = list(data)
+
+    def scale(x: Any) -> Any:
+        return [w0 * a for a in x] if isinstance(x, list) else w0 * x
+
+    def add(x: Any, s: Any) -> Any:
+        if isinstance(x, list):
+            return [a + w1 * b for a, b in zip(x, s, strict=True)]
+        return x + w1 * s
+
+    for i in indices:
+        data[i] = scale(data[i])
     for k, i in enumerate(indices):
-        if isinstance(data[i], list):
-            data[i] = [w0 * a + w1 * b for a, b in zip(data[i], slices[k], strict=True)]
-        else:
-            data[i] = w0 * data[i] + w1 * slices[k]
+        data[i] = add(data[i], slices[k])
     return data

@@ -33,6 +33,7 @@ from arrow_sparse.kernels import cuda
 from arrow_sparse.kernels.cpu import segment as cpu_segment
 from arrow_sparse.kernels.cuda import _launch
 from arrow_sparse.kernels.cuda import segment as cuda_segment
+from tests import _reference_segment as ref
 from tests.conftest import FLOAT_DTYPES, NUMERIC_DTYPES
 from tests.cuda_emu.emu import BUILD_SECONDS, Emulator, emulated
 
@@ -442,16 +443,33 @@ def test_scatter_assign_last_write_wins_like_cpu(cuda_emu: Emulator,
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=["float32", "float64"])
-def test_scatter_weighted_sum_applies_duplicates_in_order_like_cpu(
-        cuda_emu: Emulator, dtype: Any, offsets_dtype: np.dtype) -> None:
+@pytest.mark.parametrize("w0", [0.3, 1.0])
+def test_scatter_weighted_sum_scales_then_adds_like_cpu(
+        cuda_emu: Emulator, dtype: Any, offsets_dtype: np.dtype, w0: float) -> None:
+    # Caffe2's two loops: every occurrence scales, then every slice adds, in index order.
     data, _ = sample(dtype, 3)
     idx = np.array([4, 0, 4, 7, 4, 0, 2], dtype=offsets_dtype)
     slices, _ = sample(dtype, 3, seed=9)
     slices = slices[:len(idx)]
     expected, got, launches = cpu_and_emu(
-        cuda_emu, lambda: asp.scatter_weighted_sum(data.copy(), 0.3, idx, slices, 1.7))
+        cuda_emu, lambda: asp.scatter_weighted_sum(data.copy(), w0, idx, slices, 1.7))
     assert_same(expected, got)
-    assert kernels(launches) == ["scatter_claim", "scatter_weighted_sum_rows"]
+    assert kernels(launches) == ["scatter_weighted_sum_runs"]
+    oracle = ref.scatter_weighted_sum(data.astype(np.float64).tolist(), w0, idx.tolist(),
+                                      slices.astype(np.float64).tolist(), 1.7)
+    np.testing.assert_allclose(got, oracle, rtol=1e-6 if dtype == np.float32 else 1e-14)
+
+
+def test_scatter_weighted_sum_repeats_far_apart_like_cpu(cuda_emu: Emulator) -> None:
+    # Every row listed several times, its repeats spread over the whole index array
+    # (the case a scan from each first occurrence would make quadratic).
+    rng = np.random.default_rng(5)
+    data = rng.standard_normal((50, 4))
+    idx = np.tile(rng.permutation(50), 6)
+    slices = rng.standard_normal((len(idx), 4))
+    expected, got, _ = cpu_and_emu(
+        cuda_emu, lambda: asp.scatter_weighted_sum(data.copy(), 0.9, idx, slices, -0.4))
+    assert_same(expected, got)
 
 
 # ------------------------------------------------------------ grids and edge cases

@@ -224,6 +224,16 @@ def test_empty_value_and_min_count() -> None:
         asp.segment_sum(flat, lengths=[3], min_count=1.5)
 
 
+def test_empty_value_signed_zero_is_kept_issue_3() -> None:
+    # Regression: the empty_value cache keyed -0.0 and 0.0 alike (they compare and hash
+    # equal), so the sign of an empty row depended on the previous call.
+    first = asp.segment_mean(np.ones(1), lengths=[1, 0], empty_value=-0.0)
+    second = asp.segment_mean(np.ones(1), lengths=[1, 0], empty_value=0.0)
+    third = asp.segment_mean(np.ones(1, np.float32), lengths=[1, 0],
+                             empty_value=np.float32(-0.0))
+    assert np.signbit(first[1]) and not np.signbit(second[1]) and np.signbit(third[1])
+
+
 def test_null_rows_and_null_values() -> None:
     rows = [[1.0, None, 3.0], None, [None], [], [2.0, 8.0]]
     arr = pa.array(rows)
@@ -447,6 +457,26 @@ def test_chunked_in_chunked_out() -> None:
     assert isinstance(pooled, pa.ChunkedArray) and pooled.to_pylist() == [[3.0], [2.0], [1.0]]
 
 
+def test_zero_chunk_chunked_arrays_issue_3() -> None:
+    # Regression: a ChunkedArray with no chunks crashed with pyarrow's ArrowInvalid.
+    f64 = pa.chunked_array([], pa.float64())
+    got = asp.unsorted_segment_sum(f64, [], 2)
+    assert isinstance(got, pa.ChunkedArray) and got.to_pylist() == [0.0, 0.0]
+    got = asp.segment_sum(f64, offsets=[0, 0])
+    assert isinstance(got, pa.ChunkedArray) and got.to_pylist() == [0.0]
+    lists = pa.chunked_array([], pa.list_(pa.float64()))
+    got = asp.segment_weighted_sum(lists, lists)
+    assert isinstance(got, pa.ChunkedArray) and len(got) == 0 and got.type == pa.float64()
+    got = asp.embedding_bag(np.ones((2, 2)), pa.chunked_array([], pa.int64()), offsets=[0])
+    assert isinstance(got, pa.ChunkedArray) and got.type == pa.list_(pa.float64(), 2)
+    assert len(got) == 0
+    got = asp.embedding_bag(np.ones((2, 2)), pa.chunked_array([], pa.list_(pa.int64())))
+    assert isinstance(got, pa.ChunkedArray) and len(got) == 0
+    got = asp.sparse_segment_sum(pa.chunked_array([], pa.float32()), np.array([], np.int64),
+                                 lengths=[0])
+    assert isinstance(got, np.ndarray) and got.tolist() == [0.0]
+
+
 def test_large_list_and_list_view() -> None:
     rows = [[1.5, 2.5], None, [4.0]]
     for t in (pa.large_list(pa.float64()), pa.list_view(pa.float64())):
@@ -494,6 +524,30 @@ def test_weighted_sum_forms_and_errors() -> None:
     assert asp.segment_weighted_sum(values, pa.array([[1, 1, 1], None, [1, 1]],
                                                      pa.list_(pa.int64()))).to_pylist() == \
         [6, None, 9]
+
+
+def test_num_segments_with_list_weights_issue_3() -> None:
+    # Regression: num_segments extended the values' rows before the weights were
+    # compared with them, so list-form weights were said to have too few rows.
+    vals = pa.array([[1.0, 2.0], [3.0]])
+    w = pa.array([[1.0, 1.0], [2.0]])
+    got = asp.segment_weighted_sum(vals, w, num_segments=4)
+    assert got.to_pylist() == [3.0, 6.0, 0.0, 0.0]
+    nulls = pa.array([[1.0, 2.0], None])
+    assert asp.segment_weighted_sum(nulls, pa.array([[1.0, 1.0], [5.0]]),
+                                    num_segments=3).to_pylist() == [3.0, None, 0.0]
+    j = asp.Jagged.from_arrow(vals)
+    np.testing.assert_array_equal(
+        asp.segment_weighted_sum(j, asp.Jagged.from_arrow(w), num_segments=3), [3.0, 6.0, 0.0])
+    table = np.arange(6.0).reshape(3, 2)
+    got = asp.sparse_segment_weighted_sum(table, pa.array([[0, 1], [2]]), weights=w,
+                                          num_segments=4)
+    assert got.to_pylist() == [[2.0, 4.0], [8.0, 10.0], [0.0, 0.0], [0.0, 0.0]]
+    assert asp.sparse_segment_mean(table, pa.array([[0, 1], [2]]), weights=w,
+                                   num_segments=3).to_pylist() == [[1.0, 2.0], [8.0, 10.0],
+                                                                   None]
+    with pytest.raises(ValueError, match="weights has 1 rows but the values have 2"):
+        asp.segment_weighted_sum(vals, pa.array([[1.0, 1.0]]), num_segments=4)
 
 
 # ======================================================================== unsorted
@@ -613,6 +667,38 @@ def test_embedding_bag_modes_and_offsets() -> None:
         asp.embedding_bag(table, pa.array(CAFFE2_ROWS), offsets=CAFFE2_OFFSETS)
     with pytest.raises(ValueError, match="per_sample_weights must be 1-D with one weight"):
         asp.embedding_bag(table, ids, lengths=CAFFE2_LENGTHS, per_sample_weights=[1.0])
+    with pytest.raises(TypeError, match="include_last_offset must be True or False, got int"):
+        asp.embedding_bag(table, ids, offsets=CAFFE2_OFFSETS, include_last_offset=0)
+
+
+def test_embedding_bag_bag_starts_errors_cite_the_callers_offsets_issue_3() -> None:
+    # Regression: a start beyond len(ids) was reported at the appended end offset, a
+    # position and a value the caller never passed.
+    table = np.ones((8, 2))
+    ids = np.arange(9) % 8
+    with pytest.raises(ValueError, match=r"embedding_bag: offsets exceed the number of "
+                                         r"values 9 \(first at position 1: 12\)"):
+        asp.embedding_bag(table, ids, offsets=[0, 12], include_last_offset=False)
+    with pytest.raises(ValueError, match=r"offsets must be non-decreasing "
+                                         r"\(first at position 2: 3\)"):
+        asp.embedding_bag(table, ids, offsets=[0, 5, 3], include_last_offset=False)
+    with pytest.raises(ValueError, match=r"offsets must be non-negative "
+                                         r"\(first at position 0: -1\)"):
+        asp.embedding_bag(table, ids, offsets=[-1, 3], include_last_offset=False)
+    # a start equal to len(ids) is an empty last bag; no starts at all, no bags
+    got = asp.embedding_bag(table, ids, offsets=[0, 9], include_last_offset=False)
+    assert got.tolist() == [[9.0, 9.0], [0.0, 0.0]]
+    assert asp.embedding_bag(table, ids, offsets=[], include_last_offset=False).shape == (0, 2)
+
+
+def test_embedding_bag_include_last_offset_false_needs_offsets_issue_3() -> None:
+    # Regression: the flag was silently ignored with lengths= or list ids.
+    table = np.ones((8, 2))
+    with pytest.raises(ValueError, match=r"include_last_offset=False describes offsets= "
+                                         r"\(bag starts\) and cannot be used with lengths="):
+        asp.embedding_bag(table, [1, 2, 3], lengths=[1, 2], include_last_offset=False)
+    with pytest.raises(ValueError, match="cannot be used with list ids"):
+        asp.embedding_bag(table, pa.array([[1], [2, 3]]), include_last_offset=False)
 
 
 def test_embedding_bag_matches_torch() -> None:
@@ -697,24 +783,51 @@ def test_scatter_assign_last_write_wins() -> None:
         asp.scatter_assign(readonly, [0], slices[:1])
 
 
-def test_scatter_weighted_sum_duplicates_in_order() -> None:
+def test_scatter_weighted_sum_scales_every_occurrence_then_adds() -> None:
+    # Caffe2's ScatterWeightedSumOp: first data[idx] *= w0 for every occurrence, then
+    # data[idx[i]] += w1 * slices[i] for every i.
     data = np.arange(8.0).reshape(4, 2)
     before = data.tolist()
     idx = [2, 0, 2]
     slices = np.array([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])
-    asp.scatter_weighted_sum(data, 0.5, idx, slices, np.array([2.0]))
-    expected = ref.scatter_weighted_sum(before, 0.5, idx, slices.tolist(), 2.0)
-    np.testing.assert_allclose(data, expected)
-    assert data[2].tolist() == [0.5 * (0.5 * 4 + 2) + 6, 0.5 * (0.5 * 5 + 2) + 6]
+    out = asp.scatter_weighted_sum(data, 0.5, idx, slices, np.array([2.0]))
+    assert out is data
+    assert data[2].tolist() == [9.0, 9.25]  # 0.5**2 * [4, 5] + 2 * ([1, 1] + [3, 3])
+    assert data[0].tolist() == [4.0, 4.5]
+    assert data[[1, 3]].tolist() == [before[1], before[3]]
+    np.testing.assert_array_equal(
+        data, ref.scatter_weighted_sum(before, 0.5, idx, slices.tolist(), 2.0))
     data32 = np.ones((2, 3), np.float32)
     asp.scatter_weighted_sum(data32, 1, [1, 1], np.ones((2, 3), np.float32), 1)
     assert data32.dtype == np.float32 and data32[1].tolist() == [3, 3, 3]
+    zero = np.ones((3, 1))
+    asp.scatter_weighted_sum(zero, 0.0, [0, 0], np.array([[1.0], [2.0]]), 1.0)
+    assert zero.ravel().tolist() == [3.0, 1.0, 1.0]  # w0 = 0 replaces the row by the sum
+
+
+def test_scatter_weighted_sum_errors() -> None:
+    data = np.zeros((4, 2))
+    slices = np.ones((1, 2))
     with pytest.raises(TypeError, match="data must have a float dtype, got int64"):
         asp.scatter_weighted_sum(np.zeros((2, 2), np.int64), 1.0, [0], np.zeros((1, 2)), 1.0)
     with pytest.raises(ValueError, match="w0 must be a real number"):
-        asp.scatter_weighted_sum(data, [1.0, 2.0], [0], slices[:1], 1.0)
+        asp.scatter_weighted_sum(data, [1.0, 2.0], [0], slices, 1.0)
+    with pytest.raises(ValueError, match="w1 must be a real number"):
+        asp.scatter_weighted_sum(data, 1.0, [0], slices, "2")
     with pytest.raises(IndexError, match=r"\(first at position 0: 7\)"):
-        asp.scatter_weighted_sum(data, 1.0, [7], slices[:1], 1.0)
+        asp.scatter_weighted_sum(data, 1.0, [7], slices, 1.0)
+
+
+def test_scatter_float16_data_is_a_type_error_issue_3() -> None:
+    # Regression: float16 data reached the kernel and crashed with NotImplementedError.
+    half = np.zeros((2, 2), np.float16)
+    with pytest.raises(TypeError, match="scatter_assign: data of dtype float16 are not "
+                                        "supported; cast to float32 first"):
+        asp.scatter_assign(half, [0], np.ones((1, 2), np.float16))
+    with pytest.raises(TypeError, match="scatter_weighted_sum: data of dtype float16"):
+        asp.scatter_weighted_sum(half, 1.0, [0], np.ones((1, 2), np.float16), 1.0)
+    with pytest.raises(ArrowSparseError):
+        asp.scatter_assign(half, [0], np.ones((1, 2), np.float16))
 
 
 # ================================================== large inputs (the parallel twins)

@@ -905,13 +905,20 @@ def _scatter_assign(data, indices, slices):  # pragma: no cover
 
 @kernel
 def _scatter_weighted_sum(data, w0, indices, slices, w1):  # pragma: no cover
-    # data[idx] = w0 * data[idx] + w1 * slices[i], in index order (Caffe2's loop): a
-    # repeated index is scaled by w0 once per occurrence. Computed in float64.
+    # Caffe2's ScatterWeightedSumOp, loop for loop: first every occurrence of an index
+    # scales its row by w0 (a row listed k times is scaled k times; skipped when w0 is
+    # 1, which changes nothing), then every slice adds w1 * slices[i] into its row, in
+    # index order. Each step is computed in float64 and rounded to data's dtype.
     width = data.shape[1]
+    if w0 != 1.0:
+        for i in range(indices.shape[0]):
+            row = indices[i]
+            for d in range(width):
+                data[row, d] = w0 * data[row, d]
     for i in range(indices.shape[0]):
         row = indices[i]
         for d in range(width):
-            data[row, d] = w0 * data[row, d] + w1 * slices[i, d]
+            data[row, d] = data[row, d] + w1 * slices[i, d]
 
 
 @kernel
@@ -1059,7 +1066,7 @@ def scatter_assign(data: np.ndarray, indices: np.ndarray, slices: np.ndarray) ->
 
 def scatter_weighted_sum(data: np.ndarray, w0: float, indices: np.ndarray,
                          slices: np.ndarray, w1: float) -> None:
-    """``data[idx] = w0 * data[idx] + w1 * slices[i]`` in index order; 2-D views."""
+    """Scale each listed row by ``w0`` per occurrence, then add ``w1 * slices[i]``; 2-D views."""
     _scatter_weighted_sum(data, np.float64(w0), indices, slices, np.float64(w1))
 
 

@@ -497,20 +497,16 @@ __global__ void scatter_extreme(const T* __restrict__ values, const I* __restric
     }
 }
 
-// scatter_claim: for each row index, its first and last position in `indices` and how
-// often it occurs (first/last/count start at num_indices / -1 / 0). Makes the in-order
-// scatters below deterministic without sorting.
-// Thread mapping: one thread per index, grid-stride. Memory traffic: one index read,
-// three atomics per index (scratch of 24 bytes per table row).
+// scatter_claim: the last position of each row index in `indices` (`last` starts at
+// -1), so that scatter_assign_rows writes each row once, from its last occurrence:
+// the CPU's index-order loop, deterministically, without sorting.
+// Thread mapping: one thread per index, grid-stride. Memory traffic: one index read and
+// one atomicMax per index (scratch of 8 bytes per table row).
 template <typename I>
 __global__ void scatter_claim(const I* __restrict__ indices, long long num_indices,
-                              long long* __restrict__ first, long long* __restrict__ last,
-                              long long* __restrict__ count) {
+                              long long* __restrict__ last) {
     for (ASP_GRID_STRIDE(i, num_indices)) {
-        const long long row = (long long)__ldg(indices + i);
-        atomicMin(first + row, i);
-        atomicMax(last + row, i);
-        asp_count(count, row);
+        atomicMax(last + (long long)__ldg(indices + i), i);
     }
 }
 
@@ -532,35 +528,41 @@ __global__ void scatter_assign_rows(T* __restrict__ data, const I* __restrict__ 
     }
 }
 
-// scatter_weighted_sum_rows: data[row] = w0 * data[row] + w1 * slices[i] in index order,
-// in double, rounded to T after each update (Caffe2's loop). The thread of the FIRST
-// occurrence of a row applies every occurrence in order, scanning forward until it has
-// seen count[row] of them; rows that occur once (the usual case) cost one update.
-// Thread mapping: one thread per slice element (i, d), grid-stride; only owners work.
-// Memory traffic: one read + one write of data per distinct row element, one slice read
-// per index element; a repeated row costs its owner a scan of the indices after it.
+// scatter_weighted_sum_runs: Caffe2's ScatterWeightedSumOp, whose first loop scales
+// data[indices[i]] by w0 for every i and whose second loop then adds w1 * slices[i]
+// into data[indices[i]] for every i. The host sorts the indices stably: `sorted` holds
+// them in order and `order` their positions, so each row's occurrences form one run of
+// `sorted`, in index order. The thread at the start of a run owns its row: it scales
+// the row once per occurrence, then adds the run's slices in index order, each step in
+// double and rounded to T (the CPU kernel's steps exactly; scaling is skipped when w0 is
+// 1, as there).
+// Thread mapping: one thread per (sorted position p, column d), grid-stride; only the
+// run starts work, so a row listed k times costs its owner k scalings and k additions.
+// Memory traffic: one read + one write of data per distinct row element, one slice
+// read per index element (gathered through `order`), two index reads per element.
 template <typename T, typename I>
-__global__ void scatter_weighted_sum_rows(T* __restrict__ data, double w0,
-                                          const I* __restrict__ indices,
+__global__ void scatter_weighted_sum_runs(T* __restrict__ data, double w0,
+                                          const I* __restrict__ sorted,
+                                          const long long* __restrict__ order,
                                           const T* __restrict__ slices, double w1,
-                                          const long long* __restrict__ first,
-                                          const long long* __restrict__ count,
                                           long long num_indices, long long width) {
     for (ASP_GRID_STRIDE(e, num_indices * width)) {
-        const long long i = e / width;
-        const long long d = e - i * width;
-        const long long row = (long long)__ldg(indices + i);
-        if (__ldg(first + row) != i) continue;
-        T x = data[row * width + d];
-        x = (T)asp_add(asp_mul(w0, (double)x), asp_mul(w1, (double)__ldg(slices + e)));
-        long long remaining = __ldg(count + row) - 1;
-        for (long long j = i + 1; remaining > 0 && j < num_indices; ++j) {
-            if ((long long)__ldg(indices + j) != row) continue;
-            x = (T)asp_add(asp_mul(w0, (double)x),
-                           asp_mul(w1, (double)__ldg(slices + j * width + d)));
-            --remaining;
+        const long long p = e / width;
+        const long long d = e - p * width;
+        const I row = __ldg(sorted + p);
+        if (p > 0 && __ldg(sorted + p - 1) == row) continue;
+        long long stop = p + 1;
+        while (stop < num_indices && __ldg(sorted + stop) == row) ++stop;
+        T* at = data + (long long)row * width + d;
+        T x = *at;
+        if (w0 != 1.0) {
+            for (long long q = p; q < stop; ++q) x = (T)asp_mul(w0, (double)x);
         }
-        data[row * width + d] = x;
+        for (long long q = p; q < stop; ++q) {
+            const double s = (double)__ldg(slices + __ldg(order + q) * width + d);
+            x = (T)asp_add((double)x, asp_mul(w1, s));
+        }
+        *at = x;
     }
 }
 

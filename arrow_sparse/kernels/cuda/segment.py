@@ -69,7 +69,7 @@ NAME_EXPRESSIONS: list[str] = [
       for t in VALUE_CTYPES for i in INDEX_CTYPES),
     *name_expressions("scatter_claim", INDEX_CTYPES),
     *name_expressions("scatter_assign_rows", VALUE_CTYPES, INDEX_CTYPES),
-    *name_expressions("scatter_weighted_sum_rows", _FLOATS, INDEX_CTYPES),
+    *name_expressions("scatter_weighted_sum_runs", _FLOATS, INDEX_CTYPES),
     *name_expressions("ids_to_offsets", INDEX_CTYPES),
 ]
 _NAMES = frozenset(NAME_EXPRESSIONS)
@@ -336,15 +336,12 @@ def scatter_extreme(values: Any, ids: Any, vmask: Any, is_max: bool, out: Any,
     _back(counts, cnt)
 
 
-def _claim(xp: Any, idx: Any, num_rows: int) -> tuple[Any, Any, Any]:
-    """First and last position and the number of occurrences of each row in ``idx``."""
-    num = idx.shape[0]
-    first = xp.full(num_rows, num, dtype=np.int64)
+def _claim(xp: Any, idx: Any, num_rows: int) -> Any:
+    """The last position of each row in ``idx`` (-1 for rows it does not list)."""
     last = xp.full(num_rows, -1, dtype=np.int64)
-    count = xp.zeros(num_rows, dtype=np.int64)
-    _launch(_name("scatter", "scatter_claim", idx.dtype), num,
-            (idx, _I64(num), first, last, count))
-    return first, last, count
+    _launch(_name("scatter", "scatter_claim", idx.dtype), idx.shape[0],
+            (idx, _I64(idx.shape[0]), last))
+    return last
 
 
 def scatter_assign(data: Any, indices: Any, slices: Any) -> None:
@@ -356,7 +353,7 @@ def scatter_assign(data: Any, indices: Any, slices: Any) -> None:
     num, width = idx.shape[0], _width(data)
     if num == 0 or width == 0:
         return
-    _, last, _ = _claim(xp, idx, data.shape[0])
+    last = _claim(xp, idx, data.shape[0])
     target = _into(xp, data)
     _launch(name, num * width,
             (target, idx, _arr(xp, xp.asarray(slices, dtype=data.dtype)), last, _I64(num),
@@ -365,19 +362,25 @@ def scatter_assign(data: Any, indices: Any, slices: Any) -> None:
 
 
 def scatter_weighted_sum(data: Any, w0: float, indices: Any, slices: Any, w1: float) -> None:
-    """``data[idx] = w0 * data[idx] + w1 * slices[i]`` in index order; 2-D views."""
+    """Scale each listed row by ``w0`` per occurrence, then add ``w1 * slices[i]``; 2-D views.
+
+    The indices are sorted stably on the device (``argsort``) so that each row's
+    occurrences form one run, which one thread applies in index order: linear work
+    however far apart the repeats are.
+    """
     func = "scatter_weighted_sum"
     xp = array_module(func, data, indices, slices)
     idx = _ids(xp, indices)
-    name = _name(func, "scatter_weighted_sum_rows", data.dtype, idx.dtype)
+    name = _name(func, "scatter_weighted_sum_runs", data.dtype, idx.dtype)
     num, width = idx.shape[0], _width(data)
     if num == 0 or width == 0:
         return
-    first, _, count = _claim(xp, idx, data.shape[0])
+    order = xp.argsort(idx, kind="stable").astype(np.int64, copy=False)
     target = _into(xp, data)
     _launch(name, num * width,
-            (target, np.float64(w0), idx, xp.ascontiguousarray(slices, dtype=data.dtype),
-             np.float64(w1), first, count, _I64(num), _I64(width)))
+            (target, np.float64(w0), xp.ascontiguousarray(idx[order]), order,
+             xp.ascontiguousarray(slices, dtype=data.dtype), np.float64(w1), _I64(num),
+             _I64(width)))
     _back(data, target)
 
 
