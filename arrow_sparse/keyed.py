@@ -10,30 +10,38 @@ gives the mapping to and from Arrow in full.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any, NamedTuple, NoReturn
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from . import _arrow
 from . import _validate as v
-from .errors import (
-    ArrowSparseIndexError,
-    ArrowSparseKeyError,
-    ArrowSparseTypeError,
-    ArrowSparseValueError,
+from ._keyed_build import (
+    _REPR_KEYS,
+    Built,
+    _as_1d_values,
+    _as_jagged_chunks,
+    _batch_size_of,
+    _check_keys,
+    _check_list_type,
+    _check_mapping,
+    _check_validity,
+    _from_columns,
+    _from_map,
+    _keys_text,
 )
+from ._keyed_ops import BlockBuckets, KeyedOps
+from .errors import ArrowSparseKeyError, ArrowSparseTypeError, ArrowSparseValueError
 from .jagged import Jagged
 
-__all__ = ["KeyedJagged"]
+__all__ = ["BlockBuckets", "KeyedJagged"]
 
 _REPR_ROWS = 6
-_REPR_KEYS = 10
 _INT32_MAX = int(np.iinfo(np.int32).max)
 
 
-class KeyedJagged:
+class KeyedJagged(KeyedOps):
     """Several named jagged features over the same batch rows, stored key-major.
 
     Key ``k``'s row ``r`` is ``values[offsets[k * batch_size + r]:offsets[k * batch_size
@@ -44,7 +52,8 @@ class KeyedJagged:
     ----------
     keys
         Key names (feature names), unique and hashable: strings, or the integer keys
-        of a Caffe2 ``MAP<INT, LIST<INT>>``.
+        of a Caffe2 ``MAP<INT, LIST<INT>>``. (Only :meth:`permute` and
+        :meth:`regroup` repeat a key, each copy holding the same rows.)
     values
         1-D numeric values of every key, key-major.
     lengths
@@ -152,7 +161,9 @@ class KeyedJagged:
               weights: np.ndarray | None, validity: np.ndarray | None,
               batch_size: int) -> None:
         self._keys = keys
-        self._index = {key: i for i, key in enumerate(keys)}
+        self._index: dict[Hashable, int] = {}
+        for i, key in enumerate(keys):  # a repeated key (from permute) maps to its first
+            self._index.setdefault(key, i)
         self._values = values
         self._lengths = lengths
         self._weights = weights
@@ -208,8 +219,8 @@ class KeyedJagged:
         ------
         TypeError
             Input that is not a batch or a map array, a batch with no list column, a
-            column that is not a list of numbers, columns whose values mix integers, floats and booleans, map keys
-            of the wrong type.
+            column that is not a list of numbers, columns whose values mix integers,
+            floats and booleans, map keys of the wrong type.
         IndexError
             A key that is not a column of the batch.
         ValueError
@@ -257,7 +268,7 @@ class KeyedJagged:
         if isinstance(data, (pa.RecordBatch, pa.Table)):
             return _from_batch(func, data, keys, weights)
         if isinstance(data, (pa.Array, pa.ChunkedArray)) and isinstance(data.type, pa.MapType):
-            return _from_map(func, data, keys, weights)
+            return cls._new(*_from_map(func, data, keys, weights))
         got = data.type if isinstance(data, (pa.Array, pa.ChunkedArray)) else \
             type(data).__name__
         msg = (f"{func}: batch_or_map_array must be a RecordBatch or Table of list columns, "
@@ -322,8 +333,8 @@ class KeyedJagged:
             if not isinstance(value, Jagged):
                 msg = f"{func}: weights[{key!r}] must be a Jagged, got {type(value).__name__}"
                 raise ArrowSparseTypeError(msg)
-        return _from_columns(func, {k: [j] for k, j in columns.items()},
-                             {k: [j] for k, j in wmap.items()}, None)
+        return cls._new(*_from_columns(func, {k: [j] for k, j in columns.items()},
+                                       {k: [j] for k, j in wmap.items()}, None))
 
     @classmethod
     def from_dict(cls, data: Mapping[Hashable, Any],
@@ -374,10 +385,9 @@ class KeyedJagged:
         func = "KeyedJagged.from_dict"
         columns = _check_mapping(func, "data", data)
         wmap = {} if weights is None else _check_mapping(func, "weights", weights)
-        return _from_columns(func, {k: _as_jagged_chunks(func, f"data[{k!r}]", x)
-                                    for k, x in columns.items()},
-                             {k: _as_jagged_chunks(func, f"weights[{k!r}]", x)
-                              for k, x in wmap.items()}, None)
+        chunks = {k: _as_jagged_chunks(func, f"data[{k!r}]", x) for k, x in columns.items()}
+        wchunks = {k: _as_jagged_chunks(func, f"weights[{k!r}]", x) for k, x in wmap.items()}
+        return cls._new(*_from_columns(func, chunks, wchunks, None))
 
     # ------------------------------------------------------------------- properties
     def keys(self) -> list[Hashable]:
@@ -565,147 +575,6 @@ class KeyedJagged:
         return Jagged(buffer[start:stop], (offsets - start).astype(dtype), validity,
                       validate=False)
 
-    # ------------------------------------------------------------------- reshaping
-    def permute(self, keys_or_indices: Any) -> KeyedJagged:
-        """Reorder or select keys (TorchRec's ``permute``).
-
-        Parameters
-        ----------
-        keys_or_indices
-            A sequence of key names or key positions, each key at most once. Integers
-            are positions unless the keys themselves are integers (a map's keys): then
-            they are key names (write ``[kj.keys()[i] for i in positions]``).
-
-        Returns
-        -------
-        KeyedJagged
-            With the keys in the given order. Values, weights, lengths and validity
-            are gathered (a copy), except when the selection is a run of consecutive
-            keys in their order: then they are views.
-
-        Raises
-        ------
-        IndexError
-            A name that is not a key, or a position outside ``[0, num_keys)``.
-        ValueError
-            A key given twice.
-        TypeError
-            A string or another non-sequence instead of a sequence.
-
-        See Also
-        --------
-        KeyedJagged.split : Split into groups of consecutive keys.
-
-        Examples
-        --------
-        >>> kj = asp.KeyedJagged.from_dict({"a": [[1], [2]], "b": [[3], []], "c": [[4, 5], [6]]})
-        >>> kj.permute(["c", "a"]).values
-        array([4, 5, 6, 1, 2])
-        >>> kj.permute([2, 0]).keys()
-        ['c', 'a']
-        """
-        func = "KeyedJagged.permute"
-        order = self._resolve_keys(func, "keys_or_indices", keys_or_indices)
-        return self._select(order)
-
-    def _resolve_keys(self, func: str, arg: str, given: Any) -> list[int]:
-        if isinstance(given, np.ndarray):
-            given = given.tolist()
-        if isinstance(given, (str, bytes)) or not isinstance(given, (Sequence, range)):
-            msg = (f"{func}: {arg} must be a sequence of keys or positions, "
-                   f"got {type(given).__name__}")
-            raise ArrowSparseTypeError(msg)
-        int_keys = any(_is_int(k) for k in self._keys)
-        order: list[int] = []
-        seen: set[int] = set()
-        for i, item in enumerate(given):  # a loop over keys, not rows
-            if _is_int(item) and not int_keys:
-                pos = int(item)
-                if not 0 <= pos < self.num_keys:
-                    msg = v.message(func, arg, f"out of range [0, {self.num_keys})", i, pos)
-                    raise ArrowSparseIndexError(msg)
-            else:
-                try:
-                    pos = self._index[item]
-                except (KeyError, TypeError):
-                    msg = v.message(func, arg, "is not a key", i, repr(item))
-                    raise ArrowSparseKeyError(msg) from None
-            if pos in seen:
-                v.fail_value(func, arg, "must not repeat a key", i, repr(self._keys[pos]))
-            seen.add(pos)
-            order.append(pos)
-        return order
-
-    def _select(self, order: list[int]) -> KeyedJagged:
-        rows = self._batch_size
-        keys = tuple(self._keys[k] for k in order)
-        first = order[0] if order else 0
-        if order == list(range(first, first + len(order))):  # consecutive keys: views
-            lo, hi = first * rows, (first + len(order)) * rows
-            start, stop = int(self._offsets[lo]), int(self._offsets[hi])
-            return KeyedJagged._new(
-                keys, self._values[start:stop], self._lengths[lo:hi],
-                None if self._weights is None else self._weights[start:stop],
-                None if self._validity is None else self._validity[lo:hi], rows)
-        idx = np.asarray(order, dtype=np.int64)
-        per_key = self.offset_per_key()
-        starts, counts = per_key[idx], np.diff(per_key)[idx]
-        lengths = self._lengths.reshape(self.num_keys, rows)[idx].ravel()
-        validity = None if self._validity is None else \
-            self._validity.reshape(self.num_keys, rows)[idx].ravel()
-        return KeyedJagged._new(
-            keys, _take_ranges(self._values, starts, counts), lengths,
-            None if self._weights is None else _take_ranges(self._weights, starts, counts),
-            validity, rows)
-
-    def split(self, sizes: Sequence[int]) -> list[KeyedJagged]:
-        """Split into consecutive groups of keys (TorchRec's ``split``).
-
-        Parameters
-        ----------
-        sizes
-            Number of keys in each part; non-negative, summing to ``num_keys``.
-
-        Returns
-        -------
-        list of KeyedJagged
-            ``len(sizes)`` parts with the same batch size; their values, weights,
-            lengths and validity are views of this one's (nothing copied).
-
-        Raises
-        ------
-        ValueError
-            Sizes not summing to ``num_keys``, or negative.
-        TypeError
-            A size that is not an integer.
-
-        See Also
-        --------
-        KeyedJagged.permute : Reorder keys first to split by any grouping.
-
-        Examples
-        --------
-        >>> kj = asp.KeyedJagged.from_dict({"a": [[1], [2]], "b": [[3], []], "c": [[4, 5], [6]]})
-        >>> [part.keys() for part in kj.split([1, 2])]
-        [['a'], ['b', 'c']]
-        >>> kj.split([1, 2])[1].values
-        array([3, 4, 5, 6])
-        """
-        func = "KeyedJagged.split"
-        if isinstance(sizes, (str, bytes)) or not isinstance(sizes, (Sequence, range, np.ndarray)):
-            msg = f"{func}: sizes must be a sequence of integers, got {type(sizes).__name__}"
-            raise ArrowSparseTypeError(msg)
-        counts = [v.check_count(func, f"sizes[{i}]", s) for i, s in enumerate(sizes)]
-        if sum(counts) != self.num_keys:
-            msg = f"{func}: sizes sum to {sum(counts)} but there are {self.num_keys} keys"
-            raise ArrowSparseValueError(msg)
-        parts = []
-        start = 0
-        for count in counts:  # a loop over parts
-            parts.append(self._select(list(range(start, start + count))))
-            start += count
-        return parts
-
     # ------------------------------------------------------------------- exporters
     def to_dict(self) -> dict[Hashable, Jagged]:
         """``{key: Jagged}`` in key order; each Jagged's values are a view (``kj[key]``).
@@ -786,10 +655,11 @@ class KeyedJagged:
     def validate(self) -> KeyedJagged:
         """Check every invariant in full (O(size)); return self.
 
-        Checks that the keys are unique, that ``lengths`` are non-negative, sum to
+        Checks that the keys are hashable, that ``lengths`` are non-negative, sum to
         ``len(values)`` and number ``num_keys * batch_size``, that ``offsets`` are
-        their running sum, and the lengths of ``weights`` and ``validity`` (null
-        rows empty).
+        their running sum, the lengths of ``weights`` and ``validity`` (null rows
+        empty), and that a repeated key (see :meth:`permute`) holds the same rows,
+        weights and validity each time.
 
         Returns
         -------
@@ -807,7 +677,7 @@ class KeyedJagged:
         2
         """
         func = "KeyedJagged.validate"
-        _check_keys(func, "keys", self._keys)
+        _check_keys(func, "keys", self._keys, repeats=True)
         lens = v.check_lengths(func, "lengths", self._lengths, len(self._values))
         if len(lens) != self.num_keys * self._batch_size:
             msg = (f"{func}: lengths has {len(lens)} entries but num_keys * batch_size is "
@@ -825,7 +695,23 @@ class KeyedJagged:
                    f"{len(self._values)} values")
             raise ArrowSparseValueError(msg)
         _check_validity(func, self._validity, lens)
+        for pos, key in enumerate(self._keys):  # a loop over keys
+            first = self._index[key]
+            if first != pos and not self._same_rows(first, pos):
+                v.fail_value(func, "keys", "repeat a key with different rows", pos, repr(key))
         return self
+
+    def _same_rows(self, a: int, b: int) -> bool:
+        """Whether keys ``a`` and ``b`` hold the same rows, weights and validity."""
+        rows = self._batch_size
+        ja, jb = self._jagged(a, self._values), self._jagged(b, self._values)
+        same = (np.array_equal(ja.offsets, jb.offsets) and np.array_equal(ja.values, jb.values)
+                and np.array_equal(*(np.ones(rows, bool) if j.validity is None else j.validity
+                                     for j in (ja, jb))))
+        if same and self._weights is not None:
+            same = np.array_equal(self._jagged(a, self._weights).values,
+                                  self._jagged(b, self._weights).values)
+        return bool(same)
 
     def __repr__(self) -> str:
         weights = "None" if self._weights is None else str(self._weights.dtype)
@@ -886,7 +772,7 @@ def _from_batch(func: str, batch: pa.RecordBatch | pa.Table, keys: Any,
                for i, key in enumerate(key_tuple)}
     wcols = {key: _column_chunks(func, batch, "weights", i, col)
              for i, (key, col) in enumerate(wmap.items())}
-    return _from_columns(func, columns, wcols, batch.num_rows)
+    return KeyedJagged._new(*_from_columns(func, columns, wcols, batch.num_rows))
 
 
 def _column_chunks(func: str, batch: pa.RecordBatch | pa.Table, arg: str, i: int,

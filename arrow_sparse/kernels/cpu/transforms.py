@@ -28,6 +28,7 @@ from numba.core import types
 from numba.extending import intrinsic
 
 from ._jit import kernel, parallel_kernel, pick
+from .keyed import block_bucketize  # noqa: F401  (KeyedJagged sharding, same family)
 
 _U = np.uint64
 _MASK64 = (1 << 64) - 1
