@@ -19,7 +19,6 @@ from . import _arrow
 from . import _validate as v
 from ._keyed_build import (
     _REPR_KEYS,
-    Built,
     _as_1d_values,
     _as_jagged_chunks,
     _batch_size_of,
