@@ -8,14 +8,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 import arrow_sparse as asp
 from arrow_sparse.errors import ArrowSparseError
 
 from . import _reference_segment as ref
-from ._strategies import list_arrays, numeric_dtypes, scalars
 
 # Caffe2's batch of three examples, in every representation.
 CAFFE2_VALUES = np.array([1, 2, 3, 2, 4, 6, 7, 3, 6])
@@ -863,119 +860,6 @@ def test_parallel_paths_match_numpy() -> None:
     gathered = table[ids].astype(np.float64)
     istarts = np.concatenate([[0], np.cumsum(il)])[:-1]
     np.testing.assert_allclose(got, np.add.reduceat(gathered, istarts, axis=0), rtol=1e-5)
-
-
-# ================================================================ property tests
-@st.composite
-def vector_list_arrays(draw: st.DrawFn) -> tuple[pa.Array, list[Any], int]:
-    """A list of fixed_size_list<float64>[D] array (maybe sliced), rows, and D."""
-    width = draw(st.integers(1, 3))
-    vec = st.lists(st.floats(-1e3, 1e3, allow_nan=False), min_size=width, max_size=width)
-    row = st.one_of(st.none(), st.lists(st.one_of(st.none(), vec), max_size=5))
-    rows = draw(st.lists(row, max_size=8))
-    large = draw(st.booleans())
-    inner = pa.list_(pa.float64(), width)
-    t = pa.large_list(inner) if large else pa.list_(inner)
-    before = draw(st.lists(row, max_size=2))
-    arr = pa.array(before + rows, type=t).slice(len(before))
-    return arr, rows, width
-
-
-def _chunk(arr: pa.Array, cuts: list[int]) -> pa.ChunkedArray:
-    bounds = sorted({0, len(arr), *[c % (len(arr) + 1) for c in cuts]})
-    pieces = [arr.slice(a, b - a) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-    return pa.chunked_array(pieces, type=arr.type)
-
-
-@pytest.mark.hypothesis
-@pytest.mark.parametrize("op", list(SORTED))
-@given(data=st.data())
-def test_sorted_arrow_property(op: str, data: st.DataObject) -> None:
-    arr, rows = data.draw(list_arrays(null_values=True))
-    dtype = np.dtype(arr.type.value_type.to_pandas_dtype())
-    expected = ref.segment_reduce(rows, op)
-    assert_arrow(SORTED[op](arr), expected, out_dtype(op, dtype))
-    chunked = SORTED[op](_chunk(arr, data.draw(st.lists(st.integers(0, 20), max_size=3))))
-    assert isinstance(chunked, pa.ChunkedArray)
-    assert_arrow(chunked.combine_chunks(), expected, out_dtype(op, dtype))
-
-
-@pytest.mark.hypothesis
-@pytest.mark.parametrize("op", list(SORTED))
-@given(data=st.data())
-def test_sorted_vectors_property(op: str, data: st.DataObject) -> None:
-    arr, rows, width = data.draw(vector_list_arrays())
-    expected = ref.segment_reduce(rows, op)
-    assert_arrow(SORTED[op](arr), expected, out_dtype(op, np.float64), (width,))
-
-
-@pytest.mark.hypothesis
-@pytest.mark.parametrize("op", list(SORTED))
-@given(data=st.data())
-def test_sorted_numpy_property(op: str, data: st.DataObject) -> None:
-    dtype = data.draw(numeric_dtypes())
-    rows = data.draw(st.lists(st.lists(scalars(dtype), max_size=6), max_size=10))
-    before = data.draw(st.lists(scalars(dtype), max_size=3))
-    after = data.draw(st.lists(scalars(dtype), max_size=3))
-    flat = np.array(before + [x for r in rows for x in r] + after, dtype=dtype)
-    lens = [len(r) for r in rows]
-    offsets = np.concatenate([[len(before)], len(before) + np.cumsum(lens, dtype=np.int64)])
-    offsets = offsets.astype(data.draw(st.sampled_from([np.int32, np.int64])))
-    extra = data.draw(st.integers(0, 2))
-    expected = expected_array(ref.segment_reduce(rows + [[]] * extra, op), EMPTY[op])
-    got = SORTED[op](flat, offsets=offsets, num_segments=len(rows) + extra)
-    assert got.dtype == out_dtype(op, dtype)
-    assert_close(got, expected, out_dtype(op, dtype))
-    inner = flat[len(before):len(flat) - len(after)]
-    ids = np.repeat(np.arange(len(rows)), lens)
-    assert_close(SORTED[op](inner, segment_ids=ids, num_segments=len(rows) + extra), expected,
-                 out_dtype(op, dtype))
-    j = asp.Jagged(flat, offsets)
-    assert_close(SORTED[op](j, num_segments=len(rows) + extra), expected, out_dtype(op, dtype))
-
-
-@pytest.mark.hypothesis
-@given(data=st.data())
-def test_weighted_sum_property(data: st.DataObject) -> None:
-    arr, rows = data.draw(list_arrays(dtype=np.dtype(np.float32), null_values=True))
-    wrows = [None if r is None or data.draw(st.booleans()) else
-             [data.draw(st.floats(-10, 10, width=32)) for _ in r] for r in rows]
-    weights = pa.array(wrows, type=pa.list_(pa.float32()))
-    expected = ref.segment_reduce(rows, "weighted_sum", weights=wrows)
-    assert_arrow(asp.segment_weighted_sum(arr, weights), expected, np.dtype(np.float32))
-
-
-@pytest.mark.hypothesis
-@pytest.mark.parametrize("op", list(UNSORTED))
-@given(data=st.data())
-def test_unsorted_property(op: str, data: st.DataObject) -> None:
-    dtype = data.draw(numeric_dtypes())
-    num_segments = data.draw(st.integers(1, 6))
-    items = data.draw(st.lists(st.tuples(st.one_of(st.none(), scalars(dtype)),
-                                         st.integers(0, num_segments - 1)), max_size=20))
-    values = pa.array([x for x, _ in items], type=pa.from_numpy_dtype(dtype))
-    ids = [s for _, s in items]
-    rows = ref.rows_from_segment_ids([x for x, _ in items], ids, num_segments)
-    expected = ref.segment_reduce(rows, op)
-    assert_arrow(UNSORTED[op](values, ids, num_segments), expected, out_dtype(op, dtype))
-
-
-@pytest.mark.hypothesis
-@pytest.mark.parametrize("op", list(SPARSE))
-@given(data=st.data())
-def test_sparse_property(op: str, data: st.DataObject) -> None:
-    num = data.draw(st.integers(1, 6))
-    width = data.draw(st.integers(1, 3))
-    table = data.draw(st.lists(st.lists(st.floats(-100, 100), min_size=width,
-                                        max_size=width), min_size=num, max_size=num))
-    idx = st.one_of(st.none(), st.integers(0, num - 1))
-    id_rows = data.draw(st.lists(st.one_of(st.none(), st.lists(idx, max_size=5)), max_size=8))
-    large = data.draw(st.booleans())
-    arr = pa.array([[0]] + id_rows, type=pa.large_list(pa.int64()) if large
-                   else pa.list_(pa.int32())).slice(1)
-    expected = ref.segment_reduce(ref.sparse_rows(table, id_rows), op)
-    got = SPARSE[op](np.array(table), arr)
-    assert_arrow(got, expected, np.dtype(np.float64), (width,))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
