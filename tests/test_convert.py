@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import arrow_sparse as asp
 
 from . import _reference as ref
-from ._strategies import lengths, offsets
+from ._strategies import lengths, list_arrays, offsets
 
 # FBGEMM's two-level example: 3 rows of [rows of 4-wide values]. The doc prints
 # Offsets[0] as [0, 4, 6, 8], but its own table (7 groups; row 2 holds only group 7)
@@ -220,3 +220,115 @@ def test_large_inputs_take_the_parallel_kernels() -> None:
     inner_offs = np.concatenate([[0], np.cumsum(inner)])
     two = asp.jagged_to_padded_dense(np.ones(int(inner_offs[-1])), [offs, inner_offs], [8, 3])
     assert two.sum() == inner.sum()
+
+
+# ------------------------------------------------ inputs, sizes and padding values
+def test_conversion_error_messages_name_the_argument() -> None:
+    with pytest.raises(TypeError, match="lengths_to_segment_ids: dtype must be an integer dtype, "
+                                        "got float32"):
+        asp.lengths_to_segment_ids([1], dtype=np.float32)
+    with pytest.raises(TypeError, match="offsets_to_segment_ids: dtype must be an integer dtype"):
+        asp.offsets_to_segment_ids([0, 1], dtype=bool)
+    with pytest.raises(TypeError, match="jagged_to_padded_dense: max_lengths must be an int or a "
+                                        "list of ints, got str"):
+        asp.jagged_to_padded_dense(np.arange(3), [[0, 3]], "x")
+
+
+def test_chunked_array_in_gives_chunked_array_out() -> None:
+    chunked = pa.chunked_array([pa.array([0, 3]), pa.array([7, 9])])
+    out = asp.offsets_to_lengths(chunked)
+    assert isinstance(out, pa.ChunkedArray) and out.num_chunks == 1
+    assert out.to_pylist() == [3, 4, 2]
+    ids = asp.lengths_to_segment_ids(pa.chunked_array([[1, 2]]))
+    assert isinstance(ids, pa.ChunkedArray) and ids.to_pylist() == [0, 1, 1]
+
+
+@pytest.mark.parametrize("bad", [[1], np.array([7]), (1, 2), pa.array([1]), "x", None, 1j,
+                                 np.complex64(1)])
+def test_padding_value_must_be_a_scalar_number(bad: object) -> None:
+    with pytest.raises(TypeError, match="jagged_to_padded_dense: padding_value must be a scalar "
+                                        "number, got"):
+        asp.jagged_to_padded_dense(np.arange(3), [[0, 3]], [4], padding_value=bad)
+    with pytest.raises(TypeError, match="dense_to_jagged: padding_value must be a scalar number"):
+        asp.dense_to_jagged(np.zeros((1, 2)), [[0, 3]], padding_value=bad)
+
+
+def test_padding_value_forms_and_a_short_message() -> None:
+    got = asp.jagged_to_padded_dense(np.arange(3.0), [[0, 2, 3]], padding_value=pa.scalar(2.5))
+    np.testing.assert_array_equal(got, [[0.0, 1.0], [2.0, 2.5]])
+    got = asp.jagged_to_padded_dense(np.arange(3), [[0, 2, 3]], padding_value=np.array(-1))
+    np.testing.assert_array_equal(got, [[0, 1], [2, -1]])
+    with pytest.raises(ValueError, match=r"padding_value 1000000000000000000000000000000000000"
+                                         r"\.\.\. does not fit the values dtype int64$"):
+        asp.jagged_to_padded_dense(np.arange(3), [[0, 3]], padding_value=10**400)
+    with pytest.raises(TypeError, match=r"got ndarray of shape \(1000,\)$"):
+        asp.jagged_to_padded_dense(np.arange(3), [[0, 3]], padding_value=np.zeros(1000))
+
+
+def test_float16_values_are_copied_bit_for_bit(backend: str) -> None:
+    values = np.array([1.5, -0.0, np.inf, 65504.0, 6e-8, np.nan], dtype=np.float16)
+    offsets = np.array([0, 2, 2, 6])
+    dense = asp.jagged_to_padded_dense(values, [offsets], padding_value=-1)
+    assert dense.dtype == np.float16 and dense.shape == (3, 4)
+    expected = np.full((3, 4), -1, np.float16)
+    expected[0, :2], expected[2] = values[:2], values[2:]
+    np.testing.assert_array_equal(dense.view(np.uint16), expected.view(np.uint16))
+    back = asp.dense_to_jagged(dense, [offsets])
+    np.testing.assert_array_equal(back.view(np.uint16), values.view(np.uint16))
+    arr = pa.array([[1.5, None], [2.5]], pa.list_(pa.float16()))
+    np.testing.assert_array_equal(asp.jagged_to_padded_dense(arr, padding_value=0.5),
+                                  np.array([[1.5, 0.5], [2.5, 0.5]], np.float16))
+
+
+def test_result_is_sized_before_any_work() -> None:
+    # An empty result returns at once (no row index of 2**40 entries is built) ...
+    got = asp.jagged_to_padded_dense(np.arange(3), [[0, 1, 3], [0, 1, 2, 3]], [2**40, 0])
+    assert got.shape == (2, 2**40, 0)
+    assert asp.jagged_to_padded_dense(np.arange(3), [[0, 3]], [0]).shape == (1, 0)
+    # ... and one too large to describe is refused with the library's error.
+    with pytest.raises(ValueError, match=r"jagged_to_padded_dense: the result of shape "
+                                         r"\(2, 576460752303423488, 576460752303423488\) would "
+                                         r"hold \d+ elements, more than 2\*\*59"):
+        asp.jagged_to_padded_dense(np.arange(3), [[0, 1, 3], [0, 1, 2, 3]], [2**59, 2**59])
+
+
+def test_default_max_lengths_count_only_the_rows_that_are_read() -> None:
+    # Row 0 of the base array (an inner row of 5) lies outside the slice.
+    arr = pa.array([[[1, 2, 3, 4, 5]], [[6], [7, 8]], [[9]]]).slice(1)
+    j = asp.Jagged.from_arrow(arr)
+    leaf = j.values.values
+    got = asp.jagged_to_padded_dense(leaf, [j.offsets, j.values.offsets])
+    assert got.shape == (2, 2, 2)
+    assert got.tolist() == [[[6, 0], [7, 8]], [[9, 0], [0, 0]]]
+    np.testing.assert_array_equal(asp.jagged_to_padded_dense(arr), got)
+    # A null row covering 7 values does not widen the result.
+    null_wide = pa.ListArray.from_arrays(pa.array([0, 2, 9, 10], pa.int32()),
+                                         pa.array(np.arange(10.0)),
+                                         mask=pa.array([False, True, False]))
+    np.testing.assert_array_equal(asp.jagged_to_padded_dense(null_wide),
+                                  [[0.0, 1.0], [0.0, 0.0], [9.0, 0.0]])
+
+
+@given(list_arrays(levels=2, null_values=True), st.data())
+def test_jagged_and_arrow_inputs_match_reference(case: tuple[pa.Array, list],
+                                                 data: st.DataObject) -> None:
+    arr, rows = case
+    dtype = pa.array([], arr.type.value_type.value_type).to_numpy().dtype
+    maxes = [data.draw(st.integers(0, 4)), data.draw(st.integers(0, 4))]
+    got = asp.jagged_to_padded_dense(arr, None, maxes, padding_value=7)
+    assert got.dtype == dtype and got.shape == (len(rows), *maxes)
+    filled = [None if r is None else [None if x is None else [7 if e is None else e for e in x]
+                                      for x in r] for r in rows]
+    assert got.tolist() == ref.pad(filled, maxes, 7, 7)
+    j = asp.Jagged.from_arrow(arr)
+    np.testing.assert_array_equal(asp.jagged_to_padded_dense(j, None, maxes, 7), got)
+
+
+def test_jagged_input_errors() -> None:
+    j = asp.Jagged.from_list([[1, 2], [3]])
+    with pytest.raises(TypeError, match="jagged_to_padded_dense: offsets must be None when values "
+                                        "is a Jagged or an Arrow list array"):
+        asp.jagged_to_padded_dense(j, [[0, 2, 3]])
+    with pytest.raises(TypeError, match="jagged_to_padded_dense: offsets are needed with a values "
+                                        "array"):
+        asp.jagged_to_padded_dense(np.arange(3))

@@ -285,3 +285,20 @@ def test_gpu_launchers_match_cpu(values_dtype: np.dtype, offsets_dtype: np.dtype
     _backend.get_kernel("convert", "unpad_rows", cupy)(
         cupy.asarray(expected[:6]), None, cupy.asarray(offsets), pad, out_back)
     np.testing.assert_array_equal(cupy.asnumpy(out_back), back)
+
+
+def test_null_elements_and_float16_match_cpu(cuda_emu: Emulator, offsets_dtype: np.dtype) -> None:
+    arr = pa.array([[1.5, None, 2.0], None, [None], [3.0, 4.0]], pa.list_(pa.float16()))
+    if offsets_dtype == np.int64:
+        arr = arr.cast(pa.large_list(pa.float16()))
+    expected, (got, launches) = cpu_and_emu(cuda_emu, asp.jagged_to_padded_dense, arr.slice(1),
+                                            None, None, -1)
+    assert_same(expected, got)
+    assert got.tolist() == [[-1, -1], [-1, -1], [3.0, 4.0]]
+    o = _launch.DTYPE_TO_CTYPE[offsets_dtype]
+    assert launches == [f"pad_rows<unsigned short, {o}>"]
+    dense = np.array([[1.5, 2.5], [np.nan, -0.0]], np.float16)
+    expected, (back, launches) = cpu_and_emu(cuda_emu, asp.dense_to_jagged, dense,
+                                             [np.array([0, 1, 4], offsets_dtype)], 9)
+    np.testing.assert_array_equal(back.view(np.uint16), expected.view(np.uint16))
+    assert launches == [f"unpad_rows<unsigned short, {o}>"]

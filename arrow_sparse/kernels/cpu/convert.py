@@ -4,6 +4,7 @@ Values are always passed as 2-D ``[num_values, D]`` (1-D values are viewed with
 ``D == 1``); offsets are int32 or int64 and may start above zero. A *row index*
 array maps each output row to a jagged row (``-1`` = padding); an empty row index
 means the identity. A *valid* array is a uint8 row mask; empty means all rows valid.
+Copies move bits: the wrappers view float16 values as uint16.
 """
 
 from __future__ import annotations
@@ -14,14 +15,16 @@ from numba import prange
 from ._jit import parallel_kernel, pick
 
 
-def _pad_rows(values, row_index, offsets, valid, max_length, pad, out):  # pragma: no cover
+def _pad_rows(values, row_index, offsets, valid, elem_valid, max_length, pad,
+              out):  # pragma: no cover
     # Loop indices are cast to int64: prange counters are unsigned in parallel mode.
     # out: [P, max_length, D]. Output row p copies jagged row r = row_index[p]
-    # (or p), truncated to max_length, and pads the rest.
+    # (or p), truncated to max_length, and pads the rest; a null element is padded.
     num_out = out.shape[0]
     width = out.shape[2]
     identity = row_index.shape[0] == 0
     all_valid = valid.shape[0] == 0
+    all_elems = elem_valid.shape[0] == 0
     for p in prange(num_out):
         r = np.int64(p) if identity else row_index[p]
         n = 0
@@ -29,8 +32,12 @@ def _pad_rows(values, row_index, offsets, valid, max_length, pad, out):  # pragm
             start = offsets[r]
             n = min(offsets[r + 1] - start, max_length)
             for j in range(n):
-                for d in range(width):
-                    out[p, j, d] = values[start + j, d]
+                if all_elems or elem_valid[start + j]:
+                    for d in range(width):
+                        out[p, j, d] = values[start + j, d]
+                else:
+                    for d in range(width):
+                        out[p, j, d] = pad
         for j in range(n, max_length):
             for d in range(width):
                 out[p, j, d] = pad
@@ -88,11 +95,15 @@ _EMPTY_MASK = np.empty(0, dtype=np.uint8)
 
 def pad_rows(values: np.ndarray, row_index: np.ndarray | None, offsets: np.ndarray,
              valid: np.ndarray | None, max_length: int, pad: np.generic,
-             out: np.ndarray) -> None:
-    """Fill ``out[P, max_length, D]`` from jagged rows (see module docstring)."""
+             out: np.ndarray, elem_valid: np.ndarray | None = None) -> None:
+    """Fill ``out[P, max_length, D]`` from jagged rows (see module docstring).
+
+    ``elem_valid`` (uint8, one per value, or None) pads the null elements.
+    """
     kernel = pick(_PAD_ROWS, out.size)
     kernel(values, _EMPTY_INDEX if row_index is None else row_index, offsets,
-           _EMPTY_MASK if valid is None else valid, max_length, pad, out)
+           _EMPTY_MASK if valid is None else valid,
+           _EMPTY_MASK if elem_valid is None else elem_valid, max_length, pad, out)
 
 
 def expand_level(row_index: np.ndarray | None, offsets: np.ndarray, valid: np.ndarray | None,

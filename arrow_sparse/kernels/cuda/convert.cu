@@ -6,7 +6,8 @@
 // Inputs are checked on the host before launch, so there is no device error buffer.
 
 // pad_rows: out[p, j, d] = values[offsets[r] + j, d] if j < min(len(r), L) else pad, with
-// r = row_index[p] (or p); a padding row (r < 0) or a null row is all pad.
+// r = row_index[p] (or p); a padding row (r < 0) or a null row is all pad, and so is a
+// null element (elem_valid[offsets[r] + j] == 0 unless `all_elems` is set).
 // Thread mapping: one thread per OUTPUT element e = (p * L + j) * D + d (grid-stride), so
 // consecutive threads write consecutive addresses and, inside a row, read consecutive
 // values: both the D axis and the L axis are coalesced.
@@ -17,6 +18,7 @@ template <typename T, typename O>
 __global__ void pad_rows(const T* __restrict__ values, const long long* __restrict__ row_index,
                          int identity, const O* __restrict__ offsets,
                          const unsigned char* __restrict__ valid, int all_valid,
+                         const unsigned char* __restrict__ elem_valid, int all_elems,
                          long long num_out, long long max_length, long long width, T pad,
                          T* __restrict__ out) {
     const long long row_size = max_length * width;
@@ -30,7 +32,10 @@ __global__ void pad_rows(const T* __restrict__ values, const long long* __restri
             const long long start = (long long)__ldg(offsets + r);
             const long long n = asp_min((long long)__ldg(offsets + r + 1) - start, max_length);
             if (within < n * width) {
-                x = __ldg(values + start * width + within);
+                const long long j = within / width;
+                if (all_elems || __ldg(elem_valid + start + j)) {
+                    x = __ldg(values + start * width + within);
+                }
             }
         }
         out[e] = x;

@@ -55,19 +55,20 @@ def _into(xp: Any, out: Any) -> Any:
 
 
 def pad_rows(values: Any, row_index: Any, offsets: Any, valid: Any, max_length: int,
-             pad: Any, out: Any) -> None:
+             pad: Any, out: Any, elem_valid: Any = None) -> None:
     """Fill ``out[P, max_length, D]`` from jagged rows (see the CPU kernel)."""
     func = "pad_rows"
     xp = array_module(func, values, offsets, out)
     name = name_expression(func, ctype(func, out.dtype), ctype(func, offsets.dtype, INDEX_CTYPES))
     index, identity = _index_or_empty(xp, row_index)
     mask, all_valid = _mask_or_empty(xp, valid)
+    elems, all_elems = _mask_or_empty(xp, elem_valid)
     target = _into(xp, out)
     num_out, width = out.shape[0], out.shape[2]
     _launch(name, num_out * max_length * width,
             (xp.ascontiguousarray(values, dtype=out.dtype), index, identity,
-             xp.ascontiguousarray(offsets), mask, all_valid, _I64(num_out), _I64(max_length),
-             _I64(width), out.dtype.type(pad), target))
+             xp.ascontiguousarray(offsets), mask, all_valid, elems, all_elems, _I64(num_out),
+             _I64(max_length), _I64(width), out.dtype.type(pad), target))
     if target is not out:
         out[...] = target
 
