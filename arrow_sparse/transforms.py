@@ -343,12 +343,14 @@ def pad_or_truncate(values: Any, length: int, pad_value: Any = 0, side: str = "r
     ----------
     values
         One-level Arrow list array or ChunkedArray of numbers (elements may be
-        ``fixed_size_list`` vectors), or a :class:`Jagged`.
+        ``fixed_size_list`` vectors) or of strings (``string``, ``large_string``,
+        ``binary``, ``large_binary`` and their views), or a :class:`Jagged`.
     length
         The fixed row length (0 allowed).
     pad_value
-        Value of padding positions; must fit the values dtype exactly. Default 0,
-        the padding id of :func:`categorify`.
+        Value of padding positions. Numbers: it must fit the values dtype exactly;
+        default 0, the padding id of :func:`categorify`. Strings: a ``str`` (``bytes``
+        for binary), or None to leave padding positions null.
     side
         ``"right"``: values start at position 0 and padding goes at the end;
         truncation keeps a row's first ``length`` elements. ``"left"``: padding goes
@@ -359,17 +361,19 @@ def pad_or_truncate(values: Any, length: int, pad_value: Any = 0, side: str = "r
     -------
     pyarrow.FixedSizeListArray, pyarrow.ChunkedArray or numpy.ndarray
         Arrow input: ``fixed_size_list<T>[length]``; null rows stay null (their slots
-        hold ``pad_value``) and null elements stay null. Jagged input: a numpy array
+        hold ``pad_value``) and null elements stay null. String views come back as
+        ``large_string`` / ``large_binary``. Jagged input: a numpy array
         ``[rows, length, *inner]``; null rows are all padding and null elements hold
         ``pad_value``.
 
     Raises
     ------
     TypeError
-        Strings or nested lists, or a non-integer ``length``.
+        Nested lists, a non-integer ``length``, or a ``pad_value`` that is not a
+        ``str`` (``bytes``) or None for strings.
     ValueError
-        A negative ``length``, an unknown ``side``, or a ``pad_value`` that does not
-        fit the dtype.
+        A negative ``length``, an unknown ``side``, or a numeric ``pad_value`` that
+        does not fit the dtype.
 
     See Also
     --------
@@ -385,13 +389,20 @@ def pad_or_truncate(values: Any, length: int, pad_value: Any = 0, side: str = "r
            [ 4,  6,  7],
            [-1, -1, -1],
            [-1,  3,  6]])
+    >>> words = pa.array([["a", "b", "c"], None, ["d", None]])
+    >>> asp.pad_or_truncate(words, 2, pad_value="", side="left").to_pylist()
+    [['b', 'c'], None, ['d', None]]
+    >>> asp.pad_or_truncate(words, 3, pad_value=None).to_pylist()
+    [['a', 'b', 'c'], None, ['d', None, None]]
     """
     func = "pad_or_truncate"
     length = v.check_count(func, "length", length)
     left = _check_side(func, side)
 
     def one(x: Any) -> Any:
-        col = _read_col(func, x, strings=False)
+        col = _read_col(func, x)
+        if col.leaf is not None:
+            return _pad_strings(func, col, length, pad_value, left)
         values2 = col.values
         inner = values2.shape[1:]
         width = int(np.prod(inner)) if inner else 1
@@ -416,6 +427,40 @@ def pad_or_truncate(values: Any, length: int, pad_value: Any = 0, side: str = "r
                                      null_count=null_count, children=[child])
 
     return _structural(func, values, one)
+
+
+def _pad_strings(func: str, col: _Col, length: int, pad_value: Any,
+                 left: bool) -> pa.FixedSizeListArray:
+    """Pad or truncate a string column (the body of :func:`pad_or_truncate`).
+
+    The numeric kernel places element positions (-1 for padding); the strings are then
+    taken (one copy) and the padding filled in.
+    """
+    leaf = col.leaf
+    assert leaf is not None and col.field is not None
+    binary = pa.types.is_binary(leaf.type) or pa.types.is_large_binary(leaf.type)
+    want = bytes if binary else str
+    if pad_value is not None and not isinstance(pad_value, want):
+        msg = (f"{func}: pad_value must be a {want.__name__} or None for values of Arrow "
+               f"type {leaf.type}, got {type(pad_value).__name__}")
+        raise ArrowSparseTypeError(msg)
+    start = int(col.offsets[0])
+    total = int(col.offsets[-1]) - start
+    rows = col.num_rows
+    positions = np.empty((rows, length, 1), dtype=np.int64)
+    _kernel("pad_or_truncate")(np.arange(total, dtype=np.int64).reshape(total, 1),
+                               col.offsets - start, col.validity, None, length, left,
+                               np.int64(-1), positions, None)
+    flat = positions.reshape(-1)
+    padding = flat < 0
+    taken = leaf.slice(start, total).take(pa.array(flat, mask=padding))
+    if pad_value is not None and padding.any():
+        taken = pc.if_else(pa.array(padding), pa.scalar(pad_value, type=leaf.type), taken)
+    t = pa.list_(col.field.with_type(taken.type), length)
+    validity = col.validity
+    null_count = 0 if validity is None else int(rows - np.count_nonzero(validity))
+    return pa.Array.from_buffers(t, rows, [_arrow.validity_buffer(validity)],
+                                 null_count=null_count, children=[taken])
 
 
 def _check_side(func: str, side: Any) -> bool:

@@ -105,12 +105,14 @@ def categorify(values: Any, vocabulary: Vocabulary) -> Any:
 
     Notes
     -----
-    As in NVTabular's ``Categorify``: id 0 is reserved for padding (the default
-    ``pad_value`` of :func:`pad_or_truncate`) and never produced; id 1 is given to null
-    elements and to values not in the vocabulary (out-of-vocabulary); vocabulary entry
-    ``k`` (in :attr:`Vocabulary.values` order: descending count, ties by ascending
-    value) gets id ``k + 2``. An embedding table for the ids needs
-    :attr:`Vocabulary.num_ids` rows.
+    Id 0 is reserved for padding (the default ``pad_value`` of :func:`pad_or_truncate`)
+    and never produced; id 1 is given to null elements and to values not in the
+    vocabulary (out-of-vocabulary); vocabulary entry ``k`` (in :attr:`Vocabulary.values`
+    order: descending count, ties by ascending value) gets id ``k + 2``. An embedding
+    table for the ids needs :attr:`Vocabulary.num_ids` rows. NVTabular's ``Categorify``
+    reserves 0 for padding too, but its current releases give null 1 and
+    out-of-vocabulary values 2 and start the vocabulary at 3; here one id covers both
+    (docs/feature-transforms.md compares the two).
 
     Examples
     --------
@@ -665,7 +667,9 @@ def fit_vocabulary(column_or_batches: Any, freq_threshold: int = 1,
         the others encode as id 1.
     max_size
         Keep at most this many entries, the most frequent (ties by ascending value),
-        so ids stay below ``max_size + 2``. Default: no limit.
+        so ids stay below ``max_size + 2``. Default: no limit (0 keeps none; unlike
+        NVTabular's ``max_size``, which bounds the whole id range and where 0 means no
+        limit).
 
     Returns
     -------

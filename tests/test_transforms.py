@@ -548,6 +548,23 @@ def test_pad_or_truncate(data: st.DataObject) -> None:
     assert dense.tolist() == ref.pad_or_truncate(no_nulls, length, 7, side, [7] * length)
 
 
+@given(st.data())
+def test_pad_or_truncate_strings(data: st.DataObject) -> None:
+    value_type = data.draw(st.sampled_from(STRING_TYPES + [pa.string_view()]))
+    arr, rows = data.draw(string_list_arrays(value_type))
+    length = data.draw(st.integers(0, 6))
+    side = data.draw(st.sampled_from(["right", "left"]))
+    binary = pa.types.is_binary(value_type) or pa.types.is_large_binary(value_type)
+    pad = data.draw(st.sampled_from([None, "", "pad"]))
+    pad = pad.encode() if binary and pad is not None else pad
+    out = asp.pad_or_truncate(arr, length, pad_value=pad, side=side)
+    out.validate(full=True)
+    assert isinstance(out.type, pa.FixedSizeListType) and out.type.list_size == length
+    assert out.to_pylist() == ref.pad_or_truncate(rows, length, pad, side)
+    chunked = asp.pad_or_truncate(pa.chunked_array([arr, arr]), length, pad_value=pad, side=side)
+    assert chunked.to_pylist() == 2 * ref.pad_or_truncate(rows, length, pad, side)
+
+
 def test_pad_or_truncate_vectors_and_chunks() -> None:
     emb = np.arange(12, dtype=np.float32).reshape(6, 2)
     j = asp.Jagged(emb, np.array([1, 4, 4, 6]))
@@ -581,10 +598,15 @@ def test_pad_or_truncate_errors() -> None:
         asp.pad_or_truncate(arr, 2, pad_value=0.5)
     with pytest.raises(ValueError, match="pad_value 'x' does not fit the values dtype int64"):
         asp.pad_or_truncate(arr, 2, pad_value="x")
-    with pytest.raises(TypeError, match="pad_or_truncate: values of Arrow type string are not"
-                                        " supported; encode strings first with categorify or"
-                                        " hash_bucket"):
+    with pytest.raises(TypeError, match="pad_or_truncate: pad_value must be a str or None for"
+                                        " values of Arrow type string, got int"):
         asp.pad_or_truncate(pa.array([["a"]]), 2)
+    with pytest.raises(TypeError, match="pad_value must be a bytes or None for values of Arrow"
+                                        " type binary, got str"):
+        asp.pad_or_truncate(pa.array([[b"a"]]), 2, pad_value="")
+    with pytest.raises(TypeError, match="values of Arrow type dictionary"):
+        asp.pad_or_truncate(pa.array([["a"]]).cast(
+            pa.list_(pa.dictionary(pa.int32(), pa.string()))), 2)
     with pytest.raises(TypeError, match="pad_or_truncate: nested lists are not supported"):
         asp.pad_or_truncate(pa.array([[[1]]]), 2)
     with pytest.raises(TypeError, match="pad_or_truncate: nested lists are not supported"):
