@@ -138,9 +138,12 @@ def fixed_size_values(func: str, arr: pa.FixedSizeListArray) -> np.ndarray:
         rows_valid = validity_of(arr)
         if rows_valid is not None:
             inside = inside | ~rows_valid[:, None]
-        if not inside.all():
-            msg = (f"{func}: nulls inside fixed_size_list elements are not supported; "
-                   "fill them first (pyarrow.compute.fill_null)")
+        bad = ~inside.all(axis=1)
+        if bad.any():
+            pos = int(np.argmax(bad))
+            msg = (f"{func}: values must not hold nulls inside fixed_size_list elements "
+                   f"(first at position {pos}: {arr[pos].as_py()}); fill them first "
+                   "with pyarrow.compute.fill_null")
             raise ArrowSparseValueError(msg)
     if isinstance(child.type, pa.FixedSizeListType):
         flat = fixed_size_values(func, child)

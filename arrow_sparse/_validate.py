@@ -40,6 +40,8 @@ OFFSET_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 #: far below 2**63 keeps every size computation inside int64.
 MAX_COUNT = 1 << 59
 
+_INT64_MAX = int(np.iinfo(np.int64).max)
+
 
 def first_true(mask: np.ndarray) -> int:
     """Position of the first True of a boolean array (the caller knows one exists)."""
@@ -70,7 +72,7 @@ def _to_numpy(func: str, arg: str, x: Any) -> np.ndarray:
     if isinstance(x, np.ndarray):
         return x
     if isinstance(x, pa.ChunkedArray):
-        x = pa.concat_arrays(x.chunks) if x.num_chunks != 1 else x.chunk(0)
+        x = x.chunk(0) if x.num_chunks == 1 else x.combine_chunks()  # copies unless 1 chunk
     if isinstance(x, pa.Array):
         if x.null_count:
             pos = first_true(np.asarray(x.is_null()))
@@ -96,8 +98,15 @@ def _to_numpy(func: str, arg: str, x: Any) -> np.ndarray:
     raise ArrowSparseTypeError(msg)
 
 
-def as_index_array(func: str, arg: str, x: Any, *, ndim: int = 1) -> np.ndarray:
-    """Return ``x`` as an integer array of ``ndim`` dimensions; reject floats, bools, objects."""
+def as_index_array(func: str, arg: str, x: Any, *, ndim: int = 1,
+                   out_of_range: str | None = None) -> np.ndarray:
+    """Return ``x`` as an integer array of ``ndim`` dimensions; reject floats, bools, objects.
+
+    Unsigned integers are widened to int64; a value above the int64 range raises a
+    ValueError ("exceeds the int64 range"), or, when ``out_of_range`` is given (the
+    argument holds indices, e.g. ``"out of range [0, 8)"``), an IndexError with that
+    problem text.
+    """
     arr = _to_numpy(func, arg, x)
     if arr.dtype.kind not in "iu":
         if arr.size == 0 and arr.dtype.kind == "f" and isinstance(x, (list, tuple)):
@@ -109,9 +118,12 @@ def as_index_array(func: str, arg: str, x: Any, *, ndim: int = 1) -> np.ndarray:
         msg = f"{func}: {arg} must be {ndim}-dimensional, got shape {arr.shape}"
         raise ArrowSparseValueError(msg)
     if arr.dtype.kind == "u":
-        if arr.dtype.itemsize == 8 and arr.size and arr.max() > np.iinfo(np.int64).max:
-            pos = first_true(arr > np.iinfo(np.int64).max)
-            fail_value(func, arg, "exceeds the int64 range", pos, arr[pos])
+        if arr.dtype.itemsize == 8 and arr.size and arr.max() > _INT64_MAX:
+            flat = arr.ravel()
+            pos = first_true(flat > _INT64_MAX)
+            if out_of_range is not None:
+                raise ArrowSparseIndexError(message(func, arg, out_of_range, pos, flat[pos]))
+            fail_value(func, arg, "exceeds the int64 range", pos, flat[pos])
         arr = arr.astype(np.int64)
     return arr
 
@@ -171,10 +183,21 @@ def check_lengths(func: str, arg: str, x: Any, num_values: int | None = None) ->
     return lengths
 
 
+def _ids_problem(num_segments: Any) -> str | None:
+    """The IndexError problem text for a segment id above int64 when ``num_segments`` is set.
+
+    Without ``num_segments`` such an id is a ValueError, like any id too large to
+    size the output.
+    """
+    if isinstance(num_segments, (int, np.integer)) and not isinstance(num_segments, bool):
+        return f"must be < num_segments={num_segments}"
+    return None
+
+
 def check_segment_ids(func: str, arg: str, x: Any, num_values: int | None = None,
                       num_segments: int | None = None) -> tuple[np.ndarray, int]:
     """Check unsorted segment ids; return them and ``num_segments`` (default ``max + 1``)."""
-    ids = as_index_array(func, arg, x)
+    ids = as_index_array(func, arg, x, out_of_range=_ids_problem(num_segments))
     if num_values is not None and len(ids) != num_values:
         msg = f"{func}: {arg} has length {len(ids)} but there are {num_values} values"
         raise ArrowSparseValueError(msg)
@@ -198,7 +221,7 @@ def check_segment_ids(func: str, arg: str, x: Any, num_values: int | None = None
 def check_sorted_segment_ids(func: str, arg: str, x: Any, num_values: int | None = None,
                              num_segments: int | None = None) -> tuple[np.ndarray, int]:
     """Check sorted segment ids (non-decreasing); return them and ``num_segments``."""
-    ids = as_index_array(func, arg, x)
+    ids = as_index_array(func, arg, x, out_of_range=_ids_problem(num_segments))
     unsorted = ids[1:] < ids[:-1]
     if unsorted.any():
         pos = first_true(unsorted) + 1
@@ -208,7 +231,7 @@ def check_sorted_segment_ids(func: str, arg: str, x: Any, num_values: int | None
 
 def check_indices(func: str, arg: str, x: Any, bound: int, *, ndim: int = 1) -> np.ndarray:
     """Check that every index lies in ``[0, bound)``; raise IndexError otherwise."""
-    idx = as_index_array(func, arg, x, ndim=ndim)
+    idx = as_index_array(func, arg, x, ndim=ndim, out_of_range=f"out of range [0, {bound})")
     bad = (idx < 0) | (idx >= bound)
     if bad.any():
         pos = first_true(bad.ravel())
@@ -264,9 +287,12 @@ def check_dtype(func: str, arg: str, x: Any, kinds: str = "biuf") -> np.dtype:
         msg = f"{func}: {arg} must be a dtype, got {x!r}"
         raise ArrowSparseTypeError(msg) from None
     if dtype.kind not in kinds:
-        msg = f"{func}: {arg} must be a numeric dtype, got {dtype}"
+        msg = f"{func}: {arg} must be {_KIND_NAMES.get(kinds, 'a numeric dtype')}, got {dtype}"
         raise ArrowSparseTypeError(msg)
     return dtype
+
+
+_KIND_NAMES = {"iu": "an integer dtype", "f": "a floating-point dtype"}
 
 
 def empty(func: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:

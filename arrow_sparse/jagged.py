@@ -27,7 +27,9 @@ __all__ = ["Jagged"]
 
 Values = Union[np.ndarray, "Jagged"]
 
-_REPR_ROWS = 6
+_REPR_ROWS = 6  # rows shown in full; more show the first four and the last two
+_REPR_THRESHOLD = 1000  # addressed values above which long lists are summarised (numpy's)
+_REPR_EDGE = 3  # items shown at each end of a summarised list (numpy's edgeitems)
 
 
 class Jagged:
@@ -49,7 +51,9 @@ class Jagged:
         element); reductions skip null elements. Not allowed with nested values,
         which carry their own validity.
     validate
-        Check offsets in full (O(rows)). Leave True unless the offsets are known good.
+        Ignored: the offsets are always checked in full (vectorised, O(rows)), so
+        that no Jagged can address memory outside its values. Accepted so that
+        older calls passing ``validate=False`` keep working.
 
     Raises
     ------
@@ -65,7 +69,8 @@ class Jagged:
 
     Notes
     -----
-    The constructor copies nothing: ``values`` and ``offsets`` are kept as given.
+    The constructor copies nothing: ``values`` and ``offsets`` are kept as given
+    (offsets of an integer dtype other than int32/int64 are widened: a copy).
 
     Examples
     --------
@@ -93,14 +98,28 @@ class Jagged:
         else:
             values = v.as_values_array(func, "values", values)
             num_values = len(values)
-        if v.check_bool(func, "validate", validate):
-            offsets = v.check_offsets(func, "offsets", offsets, num_values)
-        else:
-            offsets = np.asarray(offsets)
+        v.check_bool(func, "validate", validate)
+        offsets = v.check_offsets(func, "offsets", offsets, num_values)
         self._values: Values = values
         self._offsets: np.ndarray = offsets
         self._validity = v.check_mask(func, "validity", validity, len(offsets) - 1)
         self._values_validity = v.check_mask(func, "values_validity", values_validity, num_values)
+
+    @classmethod
+    def _trusted(cls, values: Values, offsets: np.ndarray, validity: np.ndarray | None = None,
+                 values_validity: np.ndarray | None = None) -> Jagged:
+        """Build without any check, from parts the caller has already checked.
+
+        For internal use only: ``values`` is a numeric ndarray or a Jagged,
+        ``offsets`` int32/int64, non-negative, non-decreasing and at most
+        ``len(values)``, and the masks bool arrays of the right lengths (or None).
+        """
+        self = object.__new__(cls)
+        self._values = values
+        self._offsets = offsets
+        self._validity = validity
+        self._values_validity = values_validity
+        return self
 
     # ----------------------------------------------------------------- constructors
     @classmethod
@@ -161,7 +180,7 @@ class Jagged:
         lens = v.check_lengths(func, "lengths", lengths, len(vals))
         offsets = np.zeros(len(lens) + 1, dtype=np.int64)
         np.cumsum(lens, out=offsets[1:])
-        return cls(vals, offsets, validity, validate=False)
+        return cls._trusted(vals, offsets, v.check_mask(func, "validity", validity, len(lens)))
 
     @classmethod
     def from_segment_ids(cls, values: Any, segment_ids: Any,
@@ -200,7 +219,7 @@ class Jagged:
         ids, n = v.check_sorted_segment_ids(func, "segment_ids", segment_ids, len(vals),
                                             num_segments)
         offsets = np.searchsorted(ids, np.arange(n + 1), side="left").astype(np.int64)
-        return cls(vals, offsets, validate=False)
+        return cls._trusted(vals, offsets)
 
     @classmethod
     def from_padded(cls, dense: Any, lengths: Any) -> Jagged:
@@ -246,7 +265,7 @@ class Jagged:
                          pos, lens[pos])
         offsets = np.zeros(len(lens) + 1, dtype=np.int64)
         np.cumsum(lens, out=offsets[1:])
-        return cls(dense_to_jagged(arr, [offsets]), offsets, validate=False)
+        return cls._trusted(dense_to_jagged(arr, [offsets]), offsets)
 
     @classmethod
     def from_list(cls, rows: list[Any], dtype: Any = None) -> Jagged:
@@ -397,14 +416,17 @@ class Jagged:
 
     @property
     def max_length(self) -> int:
-        """Length of the longest row (0 when there are no rows).
+        """Length of the longest non-null row (0 when there is none).
+
+        A null row's offsets range is not counted: Arrow allows it to be non-empty,
+        but it is never read.
 
         Examples
         --------
         >>> asp.Jagged.from_list([[1, 2, 3], [], [3, 6]]).max_length
         3
         """
-        return int(self.lengths.max()) if self.num_rows else 0
+        return _longest_rows([self._offsets], [self._validity])[0]
 
     @property
     def null_count(self) -> int:
@@ -464,8 +486,8 @@ class Jagged:
                 raise ArrowSparseValueError(msg)
             stop = max(start, stop)
             validity = None if self._validity is None else self._validity[start:stop]
-            return Jagged(self._values, self._offsets[start:stop + 1], validity,
-                          values_validity=self._values_validity, validate=False)
+            return Jagged._trusted(self._values, self._offsets[start:stop + 1], validity,
+                                   self._values_validity)
         if isinstance(key, (bool, np.bool_)) or not isinstance(key, (int, np.integer)):
             msg = f"Jagged: rows are indexed by an int or a slice, got {type(key).__name__}"
             raise ArrowSparseTypeError(msg)
@@ -557,8 +579,9 @@ class Jagged:
         while isinstance(levels[-1].values, Jagged):
             levels.append(levels[-1].values)  # type: ignore[arg-type]
         offsets = [level.offsets for level in levels]
+        validity = [level.validity for level in levels]
         if max_length is None:
-            lengths = _longest_rows(offsets)
+            lengths = _longest_rows(offsets, validity)
         elif isinstance(max_length, (int, np.integer)) and len(levels) == 1:
             lengths = [v.check_count(func, "max_length", max_length)]
         elif isinstance(max_length, (list, tuple)) and len(max_length) == len(levels):
@@ -570,7 +593,7 @@ class Jagged:
         leaf = levels[-1].values
         assert isinstance(leaf, np.ndarray)
         pad = _fill_value(func, pad_value, leaf.dtype)
-        return pad_levels(func, leaf, offsets, [level.validity for level in levels], lengths, pad)
+        return pad_levels(func, leaf, offsets, validity, lengths, pad)
 
     def to_csr(self, num_columns: int, weights: Any = None) -> SparseCSR:
         """Rows of ids as a multi-hot CSR matrix ``[num_rows, num_columns]``.
@@ -587,7 +610,8 @@ class Jagged:
         SparseCSR
             ``indptr`` starts at zero; ``indices`` is a view of the ids when they are
             int32/int64 and the rows start at value 0. Repeated ids in a row are kept as
-            repeated entries (their values add up on densifying). Null rows are empty.
+            repeated entries (their values add up on densifying). Null rows are empty
+            and null ids (``values_validity``) are left out, with their weights.
 
         Raises
         ------
@@ -612,20 +636,31 @@ class Jagged:
             raise ArrowSparseTypeError(msg)
         num_columns = v.check_count(func, "num_columns", num_columns)
         start, stop = int(self._offsets[0]), int(self._offsets[-1])
-        lengths = self.lengths
+        ids = self._values[start:stop]
+        if ids.dtype.kind not in "iu":
+            msg = f"{func}: ids must have an integer dtype, got {ids.dtype}"
+            raise ArrowSparseTypeError(msg)
+        keep = None  # which addressed values become entries: not null, not in a null row
         if self._validity is not None:
-            lengths = np.where(self._validity, lengths, 0)
-        keep = np.repeat(self._validity, np.diff(self._offsets)) \
-            if self._validity is not None else None
-        ids = v.as_index_array(func, "ids", self._values[start:stop])
+            keep = np.repeat(self._validity, np.diff(self._offsets))
+        if self._values_validity is not None:
+            inside = self._values_validity[start:stop]
+            keep = inside if keep is None else keep & inside
         bad = (ids < 0) | (ids >= num_columns)
         if keep is not None:
             bad &= keep
-            ids = ids[keep]
         if bad.any():
             pos = start + v.first_true(bad)
             msg = v.message(func, "ids", f"out of range [0, {num_columns})", pos, self._values[pos])
             raise ArrowSparseIndexError(msg)
+        if keep is None:
+            indptr = (self._offsets - start).astype(np.int64)
+        else:
+            ids = ids[keep]
+            kept_before = np.concatenate(([0], np.cumsum(keep, dtype=np.int64)))
+            indptr = kept_before[self._offsets - start]
+        if ids.dtype not in v.OFFSET_DTYPES:
+            ids = ids.astype(np.int64)
         if weights is None:
             data = np.ones(len(ids), dtype=np.float32)
         else:
@@ -635,8 +670,6 @@ class Jagged:
                        f"{len(self.leaf_values)} values")
                 raise ArrowSparseValueError(msg)
             data = data[start:stop] if keep is None else data[start:stop][keep]
-        indptr = np.zeros(self.num_rows + 1, dtype=np.int64)
-        np.cumsum(lengths, out=indptr[1:])
         return SparseCSR(indptr, ids, data, (self.num_rows, num_columns))
 
     def validate(self) -> Jagged:
@@ -826,36 +859,81 @@ class Jagged:
     # --- end arithmetic ---
 
     def __repr__(self) -> str:
+        """Rows as lists, summarised like numpy's repr; deterministic, no addresses.
+
+        More than six rows show the first four and the last two. When the rows
+        address more than 1000 values, each list longer than six items shows its
+        first three and last three, as numpy does past its print threshold.
+        """
         rows = self.num_rows
         shown = range(rows) if rows <= _REPR_ROWS else \
             list(range(_REPR_ROWS - 2)) + [-1] + list(range(rows - 2, rows))
-        parts = ["..." if i == -1 else repr(_row_to_list(self, i)) for i in shown]
+        edge = _REPR_EDGE if _addressed_size(self) > _REPR_THRESHOLD else None
+        parts = ["..." if i == -1 else _row_text(self, i, edge) for i in shown]
         extra = f", num_rows={rows}" if rows > _REPR_ROWS else ""
         return (f"Jagged([{', '.join(parts)}], dtype={self.dtype}, "
                 f"offsets={self._offsets.dtype}{extra})")
 
 
-def _row_to_list(j: Jagged, i: int) -> Any:
+def _addressed_size(j: Jagged) -> int:
+    """Number of leaf scalars the rows of ``j`` address (null rows' ranges included)."""
+    start, stop = int(j.offsets[0]), int(j.offsets[-1])
+    values = j.values
+    while isinstance(values, Jagged):
+        start, stop = int(values.offsets[start]), int(values.offsets[stop])
+        values = values.values
+    return (stop - start) * int(np.prod(values.shape[1:]))
+
+
+def _shown(n: int, edge: int | None) -> list[int]:
+    """Positions to print of ``n`` items; -1 stands for the ``...`` of a summary."""
+    if edge is None or n <= 2 * edge:
+        return list(range(n))
+    return list(range(edge)) + [-1] + list(range(n - edge, n))
+
+
+def _array_text(x: np.ndarray, edge: int | None) -> str:
+    """``repr(x.tolist())``, with long axes summarised."""
+    if x.ndim == 0:
+        return repr(x.item())
+    parts = ["..." if k == -1 else _array_text(x[k], edge) for k in _shown(len(x), edge)]
+    return f"[{', '.join(parts)}]"
+
+
+def _row_text(j: Jagged, i: int, edge: int | None) -> str:
+    """Row ``i`` of ``j`` as list text (None for a null row or element)."""
     row = j[i]
     if row is None:
-        return None
+        return "None"
     if isinstance(row, Jagged):
-        return [_row_to_list(row, k) for k in range(len(row))]
-    items = row.tolist()
-    if j.values_validity is not None:
-        start = int(j.offsets[i])
-        mask = j.values_validity[start:start + len(items)]
-        items = [item if ok else None for item, ok in zip(items, mask)]
-    return items
+        parts = ["..." if k == -1 else _row_text(row, k, edge) for k in _shown(len(row), edge)]
+        return f"[{', '.join(parts)}]"
+    start = int(j.offsets[i])
+    mask = j.values_validity
+    parts = ["..." if k == -1 else "None" if mask is not None and not mask[start + k]
+             else _array_text(row[k], edge) for k in _shown(len(row), edge)]
+    return f"[{', '.join(parts)}]"
 
 
-def _longest_rows(offsets: list[np.ndarray]) -> list[int]:
-    """Longest row of each level, counting only the rows the level above addresses."""
+def _longest_rows(offsets: list[np.ndarray], validity: list[np.ndarray | None]) -> list[int]:
+    """Longest row of each level, counting only rows that are read.
+
+    A row is read when it is valid and, below the top level, lies in the range of a
+    read row of the level above: null rows and the rows only they address count 0.
+    """
     longest = []
     start, stop = 0, len(offsets[0]) - 1
-    for offs in offsets:
+    read: np.ndarray | None = None  # which rows of this level are read; None: all
+    for offs, valid in zip(offsets, validity):
         used = offs[start:stop + 1]
-        longest.append(int(np.diff(used).max()) if len(used) > 1 else 0)
+        lengths = np.diff(used)
+        if valid is not None:
+            read = valid[start:stop] if read is None else read & valid[start:stop]
+        if read is not None:
+            lengths = np.where(read, lengths, 0)
+        longest.append(int(lengths.max()) if len(lengths) else 0)
+        if read is not None:
+            read = np.repeat(read, np.diff(used))  # rows of the next level, by parent
         start, stop = int(used[0]), int(used[-1])
     return longest
 

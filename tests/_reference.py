@@ -52,6 +52,19 @@ def pad(rows: list[Any], max_lengths: list[int], pad_value: Any, inner: Any) -> 
     return [pad_level(row, 0) for row in rows]
 
 
+def multi_hot(rows: list[Any], num_columns: int, weight: Any) -> list[list[float]]:
+    """Dense ``[rows, num_columns]``: each id ``x`` of a row adds ``weight(x)``.
+
+    Null rows and null ids (None) add nothing.
+    """
+    dense = [[0.0] * num_columns for _ in rows]
+    for r, row in enumerate(rows):
+        for x in row or []:
+            if x is not None:
+                dense[r][x] += weight(x)
+    return dense
+
+
 def dense_to_jagged(dense: list[Any], offsets_list: list[list[int]], pad_value: Any,
                     inner: Any) -> list[Any]:
     """Values of ``offsets_list`` read from nested dense lists (FBGEMM: missing -> padding)."""

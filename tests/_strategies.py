@@ -68,21 +68,30 @@ def arrow_type(dtype: np.dtype, levels: int, large: bool) -> pa.DataType:
 @st.composite
 def list_arrays(draw: st.DrawFn, dtype: np.dtype | None = None, levels: int = 1,
                 null_rows: bool = True, null_values: bool = False,
-                sliced: bool = True) -> tuple[pa.Array, list[Any]]:
+                sliced: bool = True, null_ranges: bool = False) -> tuple[pa.Array, list[Any]]:
     """An Arrow list array and the Python rows it holds.
 
     The array is often a slice of a bigger one, so its offsets start above zero and
-    its values buffer holds elements outside the slice.
+    its values buffer holds elements outside the slice. With ``null_ranges`` the
+    top-level null rows address values of their own (valid Arrow: a null row's range
+    is never read), so code that reads them shows up.
     """
     if dtype is None:
         dtype = draw(numeric_dtypes())
     large = draw(st.booleans())
     rows = draw(pylists(dtype, levels, null_rows, null_values))
     t = arrow_type(dtype, levels, large)
+    before: list[Any] = []
+    after: list[Any] = []
     if sliced and draw(st.booleans()):
         before = draw(pylists(dtype, levels, null_rows, null_values, max_rows=3))
         after = draw(pylists(dtype, levels, null_rows, null_values, max_rows=3))
-        arr = pa.array(before + rows + after, type=t).slice(len(before), len(rows))
-    else:
-        arr = pa.array(rows, type=t)
-    return arr, rows
+    everything = before + rows + after
+    arr = pa.array(everything, type=t)
+    if null_ranges and arr.null_count:
+        fill = pylists(dtype, levels, False, null_values, max_rows=1, max_len=8)
+        full = pa.array([(draw(fill) or [[]])[0] if r is None else r for r in everything],
+                        type=t)
+        cls = pa.LargeListArray if large else pa.ListArray
+        arr = cls.from_arrays(full.offsets, full.values, mask=arr.is_null())
+    return arr.slice(len(before), len(rows)), rows

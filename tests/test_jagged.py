@@ -191,10 +191,21 @@ def test_fixed_size_list_null_element_and_sliced() -> None:
 
 
 def test_fixed_size_list_inner_nulls_rejected() -> None:
+    # A per-component mask would be needed to keep them; every reduction reads a
+    # mask over whole elements, so they are refused with the fix rather than misread.
     emb = pa.array([[1, None]], type=pa.list_(pa.int64(), 2))
     arr = pa.ListArray.from_arrays(pa.array([0, 1], pa.int32()), emb)
-    with pytest.raises(ValueError, match="nulls inside fixed_size_list elements are not supported"):
+    with pytest.raises(ValueError, match=r"Jagged.from_arrow: values must not hold nulls inside "
+                       r"fixed_size_list elements \(first at position 0: \[1, None\]\); "
+                       "fill them first with pyarrow.compute.fill_null"):
         asp.Jagged.from_arrow(arr)
+    emb = pa.array([[1, None], [1, 2], [3, 4], [None, 5]], type=pa.list_(pa.int64(), 2)).slice(1)
+    arr = pa.ListArray.from_arrays(pa.array([0, 1, 3], pa.int32()), emb)
+    with pytest.raises(ValueError, match=r"\(first at position 2: \[None, 5\]\)"):
+        asp.Jagged.from_arrow(arr)
+    null_element = pa.array([[1, 2], None], type=pa.list_(pa.int64(), 2))
+    arr = pa.ListArray.from_arrays(pa.array([0, 2], pa.int32()), null_element)
+    assert asp.Jagged.from_arrow(arr).to_list() == [[[1, 2], None]]
 
 
 def test_nested_lists_become_nested_jagged() -> None:
@@ -310,6 +321,29 @@ def test_repr_is_deterministic_and_truncated() -> None:
     assert "0x" not in repr(asp.Jagged.from_list([[[1]]]))
 
 
+def test_repr_summarises_long_rows_like_numpy() -> None:
+    # Up to 1000 addressed values every item is shown, as numpy shows them.
+    assert repr(asp.Jagged(np.arange(1000), [0, 1000])).count(",") == 1000 + 1
+    long_row = asp.Jagged(np.arange(10**6), [0, 3, 10**6])
+    assert repr(long_row) == ("Jagged([[0, 1, 2], [3, 4, 5, ..., 999997, 999998, 999999]], "
+                              "dtype=int64, offsets=int64)")
+    nested = asp.Jagged.from_list([[list(range(100))] * 20])
+    assert repr(nested) == ("Jagged([[[0, 1, 2, ..., 97, 98, 99], [0, 1, 2, ..., 97, 98, 99], "
+                            "[0, 1, 2, ..., 97, 98, 99], ..., [0, 1, 2, ..., 97, 98, 99], "
+                            "[0, 1, 2, ..., 97, 98, 99], [0, 1, 2, ..., 97, 98, 99]]], "
+                            "dtype=int64, offsets=int32)")
+    vectors = asp.Jagged.from_lengths(np.arange(2000.0).reshape(2, 1000), [2])
+    assert repr(vectors) == ("Jagged([[[0.0, 1.0, 2.0, ..., 997.0, 998.0, 999.0], "
+                             "[1000.0, 1001.0, 1002.0, ..., 1997.0, 1998.0, 1999.0]]], "
+                             "dtype=float64, offsets=int64)")
+    with_nulls = asp.Jagged.from_arrow(pa.array([[None] * 600 + [1] * 600]))
+    assert repr(with_nulls) == ("Jagged([[None, None, None, ..., 1, 1, 1]], dtype=int64, "
+                                "offsets=int32)")
+    sliced = asp.Jagged.from_arrow(pa.array([list(range(2000)), [1, 2]]).slice(1))
+    assert repr(sliced) == "Jagged([[1, 2]], dtype=int64, offsets=int32)"  # 2 values addressed
+    assert len(repr(long_row)) < 100 and repr(long_row) == repr(long_row)
+
+
 # ------------------------------------------------------------------------ exporters
 @given(list_arrays(levels=1), st.integers(0, 6), st.integers(-3, 3))
 def test_to_padded_matches_reference(case: tuple[pa.Array, list], max_len: int, pad: int) -> None:
@@ -385,28 +419,95 @@ def test_to_csr_multi_hot() -> None:
         asp.Jagged.from_list([[1, 2]]).to_csr(3, weights=[1.0])
 
 
+def test_to_csr_skips_null_ids() -> None:
+    j = asp.Jagged.from_arrow(pa.array([[1, None, 3], None, [None], [2]], pa.list_(pa.int64())))
+    csr = j.to_csr(4, weights=np.array([10.0, 20.0, 30.0, 40.0, 50.0]))
+    np.testing.assert_array_equal(csr.indptr, [0, 2, 2, 2, 3])
+    np.testing.assert_array_equal(csr.to_dense(), [[0, 10, 0, 30], [0] * 4, [0] * 4,
+                                                   [0, 0, 50, 0]])
+    garbage = pa.Array.from_buffers(pa.int64(), 2, [pa.array([True, False]).buffers()[1],
+                                                    pa.py_buffer(np.array([1, -7]))])
+    with_bad_null = asp.Jagged.from_arrow(pa.ListArray.from_arrays(pa.array([0, 2]), garbage))
+    assert with_bad_null.to_csr(2).to_dense().tolist() == [[0.0, 1.0]]  # -7 is never read
+
+
+@given(list_arrays(dtype=np.dtype(np.uint16), null_values=True, null_ranges=True))
+def test_to_csr_matches_reference(case: tuple[pa.Array, list]) -> None:
+    arr, rows = case
+    j = asp.Jagged.from_arrow(arr)
+    weights = j.values.astype(np.float64) / 2 + 1
+    csr = j.to_csr(1001, weights=weights)
+    assert csr.to_dense().tolist() == ref.multi_hot(rows, 1001, lambda x: x / 2 + 1)
+    assert csr.indptr[-1] == sum(x is not None for r in rows for x in r or [])
+
+
 def test_validate_catches_broken_invariants() -> None:
-    j = asp.Jagged(np.arange(4), np.array([0, 2, 4]), validate=False)
+    j = asp.Jagged(np.arange(4), np.array([0, 2, 4]))
     j.offsets[1] = 5  # mutate the buffer behind the Jagged's back
     with pytest.raises(ValueError, match=r"Jagged.validate: offsets must be non-decreasing \(first at position 2: 4\)"):
         j.validate()
     assert asp.Jagged.from_list([[[1]], None]).validate().num_rows == 2
 
 
-@given(list_arrays(levels=1, null_rows=True))
+@given(list_arrays(levels=1, null_rows=True, null_ranges=True))
 def test_properties_match_reference(case: tuple[pa.Array, list]) -> None:
     arr, rows = case
     j = asp.Jagged.from_arrow(arr)
     offs = j.offsets.tolist()
     assert j.segment_ids.tolist() == ref.offsets_to_segment_ids([o - offs[0] for o in offs])
     assert j.lengths.tolist() == [offs[i + 1] - offs[i] for i in range(len(rows))]
-    non_null = [len(r) for r in rows if r is not None]
-    assert j.max_length >= max(non_null, default=0)
+    assert j.max_length == max((len(r) for r in rows if r is not None), default=0)
+    assert j.to_padded().shape == (len(rows), j.max_length)
+    assert j.to_padded(pad_value=1).tolist() == ref.pad(rows, [j.max_length], 1, 1)
+
+
+@given(list_arrays(levels=2, dtype=np.dtype(np.int16), null_ranges=True))
+def test_nested_default_padding_matches_reference(case: tuple[pa.Array, list]) -> None:
+    arr, rows = case
+    widths = [max((len(r) for r in rows if r is not None), default=0),
+              max((len(inner) for r in rows if r is not None for inner in r
+                   if inner is not None), default=0)]
+    assert asp.Jagged.from_arrow(arr).to_padded(pad_value=-1).tolist() == \
+        ref.pad(rows, widths, -1, -1)
+
+
+def test_null_rows_do_not_count_towards_max_length() -> None:
+    values = pa.array(np.arange(10))
+    arr = pa.ListArray.from_arrays(pa.array([0, 2, 9, 10], pa.int32()), values,
+                                   mask=pa.array([False, True, False]))
+    j = asp.Jagged.from_arrow(arr)
+    assert j.lengths.tolist() == [2, 7, 1]  # lengths report the range as it is
+    assert j.max_length == 2
+    assert j.to_padded().tolist() == [[0, 1], [0, 0], [9, 0]]
+    inner = pa.ListArray.from_arrays(pa.array([0, 1, 6, 7], pa.int32()), values.slice(0, 7))
+    outer = pa.ListArray.from_arrays(pa.array([0, 1, 2, 3], pa.int32()), inner,
+                                     mask=pa.array([False, True, False]))
+    nested = asp.Jagged.from_arrow(outer)  # only the null row reaches the 5-long inner row
+    assert nested.to_padded().shape == (3, 1, 1)
+    assert asp.Jagged.from_list([None, None]).max_length == 0
 
 
 def test_errors_are_arrow_sparse_errors() -> None:
     with pytest.raises(ArrowSparseError):
         asp.Jagged(np.arange(3), [0, 5])
+
+
+@pytest.mark.parametrize("values,offsets,match", [
+    (np.arange(4.0), np.array([0, 10**9, 2 * 10**9]),
+     r"offsets exceed the number of values 4 \(first at position 1: 1000000000\)"),
+    (np.arange(4.0), np.array([0, 3, 1, 10**12]),
+     r"offsets must be non-decreasing \(first at position 2: 1\)"),
+    (np.arange(4.0), np.array([0, 2, 6]), r"offsets exceed the number of values 4"),
+    (np.arange(4.0), "abc", "offsets must have an integer dtype, got <U3"),
+    (np.arange(4.0), np.array([-2, 1]), r"offsets must be non-negative \(first at position 0: -2\)"),
+])
+def test_validate_false_still_checks_offsets(values: np.ndarray, offsets: object,
+                                             match: str) -> None:
+    # ``validate=False`` used to skip every check, and such a Jagged crashed kernels.
+    with pytest.raises(ArrowSparseError, match=f"^Jagged: {match}"):
+        asp.Jagged(values, offsets, validate=False)
+    with pytest.raises(TypeError, match="Jagged: validate must be True or False, got str"):
+        asp.Jagged(np.arange(2), [0, 2], validate="no")  # type: ignore[arg-type]
 
 
 def test_empty_arrays_with_short_buffers() -> None:
