@@ -324,6 +324,9 @@ def _window_as(values: np.ndarray, start: int, stop: int, dtype: np.dtype) -> np
 
 
 def _float_dtype(dtype: np.dtype) -> np.dtype:
+    """The float dtype a kernel computes in: float16 widens to float32 (no kernel has it)."""
+    if dtype == np.float16:
+        return np.dtype(np.float32)
     return dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from . import _elementwise_arrow as _A
 from . import _validate as v
 from ._backend import get_kernel
 from ._elementwise_common import (
@@ -23,6 +24,7 @@ from ._elementwise_common import (
     _from_words,
     _i64,
     _is_chunked_list,
+    _is_list_array,
     _kernel,
     _leaf_offsets,
     _map_innermost,
@@ -79,14 +81,20 @@ def _take_ranges(func: str, j: Jagged, starts: np.ndarray, lengths: np.ndarray,
                   values_validity=vv, validate=False)
 
 
+def _row_ranges(offsets: np.ndarray, validity: np.ndarray | None, rows: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Return ``(starts, lengths, validity)`` of rows ``rows``; null rows become empty."""
+    starts = _i64(offsets[rows])
+    lengths = _i64(offsets[rows + 1]) - starts
+    picked = None if validity is None else validity[rows]
+    if picked is not None:
+        lengths = np.where(picked, lengths, 0)
+    return starts, lengths, picked
+
+
 def _take_rows(func: str, j: Jagged, rows: np.ndarray) -> Jagged:
     """Rows ``rows`` (checked, non-negative) of ``j``; null rows become empty nulls."""
-    starts = j.offsets[rows]
-    lengths = j.offsets[rows + 1] - starts
-    validity = None if j.validity is None else j.validity[rows]
-    if validity is not None:
-        lengths = np.where(validity, lengths, 0)
-    return _take_ranges(func, j, starts, lengths, validity)
+    return _take_ranges(func, j, *_row_ranges(j.offsets, j.validity, rows))
 
 
 def _check_rows(func: str, arg: str, rows: Any, num_rows: int) -> np.ndarray:
@@ -105,7 +113,8 @@ def index_select(data: Any, rows: Any, *, offsets: Any = None) -> Any:
     Parameters
     ----------
     data
-        A :class:`Jagged` (nested too), an Arrow list array, or values with ``offsets=``.
+        A :class:`Jagged` (nested too), an Arrow list array (any element type:
+        ``list<string>`` and ``list<binary>`` too), or values with ``offsets=``.
     rows
         Integer row ids, in any order, repeats allowed. Negative ids count from the end,
         as in Python (``-1`` is the last row): the range is ``[-num_rows, num_rows)``.
@@ -139,8 +148,14 @@ def index_select(data: Any, rows: Any, *, offsets: Any = None) -> Any:
     Jagged([[3, 6], [1, 2, 3], [3, 6]], dtype=int64, offsets=int32)
     >>> asp.index_select(np.array([1, 2, 3, 2, 4, 6, 7, 3, 6]), [1], offsets=[0, 3, 7, 9])
     (array([2, 4, 6, 7]), array([0, 4]))
+    >>> asp.index_select(pa.array([["a", "b"], None, ["c"]]), [2, 1, 0]).to_pylist()
+    [['c'], None, ['a', 'b']]
     """
     func = "index_select"
+    if _A.take_only(data, offsets):
+        arr, kind = _A.as_list_array(func, data, offsets)
+        ranges = _row_ranges(*_A.parts(arr), _check_rows(func, "rows", rows, len(arr)))
+        return _A.finish(_A.take_ranges(func, arr, *ranges), kind)
     j, kind = _as_jagged(func, data, offsets)
     return _finish_rows(_take_rows(func, j, _check_rows(func, "rows", rows, j.num_rows)), kind)
 
@@ -151,7 +166,8 @@ def jagged_index_select(values: Any, lengths: Any, indices: Any) -> Any:
     Parameters
     ----------
     values
-        Jagged values ``[total, *inner]`` (numpy or Arrow).
+        Jagged values ``[total, *inner]`` (numpy or Arrow; an Arrow array may hold
+        strings, binary or any other type).
     lengths
         Row lengths summing to exactly ``total``.
     indices
@@ -181,11 +197,16 @@ def jagged_index_select(values: Any, lengths: Any, indices: Any) -> Any:
     (array([3, 6, 3, 6, 1, 2, 3]), array([2, 2, 3]))
     """
     func = "jagged_index_select"
+    if _A.take_only(values, lengths):
+        values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        lens = v.check_lengths(func, "lengths", lengths, len(values))
+        arr, _ = _A.as_list_array(func, values, _lengths_to_offsets(lens))
+        picked = _check_rows(func, "indices", indices, len(lens))
+        res = _A.take_ranges(func, arr, *_row_ranges(*_A.parts(arr), picked))
+        return res.values, pa.array(np.diff(_A.parts(res)[0]).astype(lens.dtype, copy=False))
     vals = v.as_values_array(func, "values", values)
     lens = v.check_lengths(func, "lengths", lengths, len(vals))
-    offs = np.zeros(len(lens) + 1, dtype=np.int64)
-    np.cumsum(lens, out=offs[1:])
-    j = Jagged(vals, offs, validate=False)
+    j = Jagged(vals, _lengths_to_offsets(lens), validate=False)
     res = _take_rows(func, j, _check_rows(func, "indices", indices, j.num_rows))
     out_lengths = np.diff(res.offsets).astype(lens.dtype, copy=False)
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
@@ -202,8 +223,16 @@ def _slice_bound(func: str, arg: str, x: Any) -> int | None:
     return max(min(int(x), _INT64_MAX // 2), -(_INT64_MAX // 2))
 
 
-def _list_slice(func: str, j: Jagged, start: int | None, stop: int | None) -> Jagged:
-    lens = np.diff(_i64(j.offsets))
+def _lengths_to_offsets(lengths: np.ndarray) -> np.ndarray:
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
+
+
+def _slice_ranges(offsets: np.ndarray, validity: np.ndarray | None, start: int | None,
+                  stop: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Return ``(starts, lengths, validity)`` of ``row[start:stop]`` for every row."""
+    lens = np.diff(_i64(offsets))
 
     def bound(i: int | None, default: Any) -> Any:
         if i is None:
@@ -212,9 +241,21 @@ def _list_slice(func: str, j: Jagged, start: int | None, stop: int | None) -> Ja
 
     first = bound(start, 0)
     new_lengths = np.maximum(bound(stop, lens) - first, 0)
-    if j.validity is not None:
-        new_lengths = np.where(j.validity, new_lengths, 0)
-    return _take_ranges(func, j, _i64(j.offsets[:-1]) + first, new_lengths, j.validity)
+    if validity is not None:
+        new_lengths = np.where(validity, new_lengths, 0)
+    return _i64(offsets[:-1]) + first, new_lengths, validity
+
+
+def _list_slice(func: str, data: Any, offsets: Any, start: int | None,
+                stop: int | None) -> Any:
+    """``row[start:stop]`` of every row of ``data``, answered in its form."""
+    if _A.take_only(data, offsets):
+        arr, kind = _A.as_list_array(func, data, offsets)
+        return _A.finish(_A.take_ranges(func, arr, *_slice_ranges(*_A.parts(arr), start, stop)),
+                         kind)
+    j, kind = _as_jagged(func, data, offsets)
+    return _finish_rows(_take_ranges(func, j, *_slice_ranges(j.offsets, j.validity, start, stop)),
+                        kind)
 
 
 def list_slice(data: Any, start: int | None = None, stop: int | None = None, *,
@@ -224,8 +265,8 @@ def list_slice(data: Any, start: int | None = None, stop: int | None = None, *,
     Parameters
     ----------
     data
-        A :class:`Jagged` (nested: slices the outer lists), an Arrow list array, or
-        values with ``offsets=``.
+        A :class:`Jagged` (nested: slices the outer lists), an Arrow list array (any
+        element type, strings too), or values with ``offsets=``.
     start
         First element kept; negative counts from each row's end; None = 0.
     stop
@@ -263,8 +304,7 @@ def list_slice(data: Any, start: int | None = None, stop: int | None = None, *,
     last = _slice_bound(func, "stop", stop)
     if _is_chunked_list(data) and offsets is None:
         return _chunkwise(data, lambda c: list_slice(c, first, last))
-    j, kind = _as_jagged(func, data, offsets)
-    return _finish_rows(_list_slice(func, j, first, last), kind)
+    return _list_slice(func, data, offsets, first, last)
 
 
 def truncate(data: Any, length: int, *, offsets: Any = None) -> Any:
@@ -273,7 +313,8 @@ def truncate(data: Any, length: int, *, offsets: Any = None) -> Any:
     Parameters
     ----------
     data
-        A :class:`Jagged`, an Arrow list array, or values with ``offsets=``.
+        A :class:`Jagged`, an Arrow list array (any element type, strings too), or
+        values with ``offsets=``.
     length
         Elements to keep; negative drops that many from each row's end, as in Python.
     offsets
@@ -297,6 +338,8 @@ def truncate(data: Any, length: int, *, offsets: Any = None) -> Any:
     --------
     >>> asp.truncate(asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], [3, 6]]), 2)
     Jagged([[1, 2], [2, 4], [3, 6]], dtype=int64, offsets=int32)
+    >>> asp.truncate(pa.array([["a", "b", "c"], None, ["d"]]), 2).to_pylist()
+    [['a', 'b'], None, ['d']]
     """
     func = "truncate"
     if length is None:
@@ -305,8 +348,7 @@ def truncate(data: Any, length: int, *, offsets: Any = None) -> Any:
     stop = _slice_bound(func, "length", length)
     if _is_chunked_list(data) and offsets is None:
         return _chunkwise(data, lambda c: truncate(c, length))
-    j, kind = _as_jagged(func, data, offsets)
-    return _finish_rows(_list_slice(func, j, 0, stop), kind)
+    return _list_slice(func, data, offsets, 0, stop)
 
 
 # ======================================================================== unique
@@ -332,8 +374,8 @@ def jagged_unique(data: Any, *, offsets: Any = None) -> Any:
     Parameters
     ----------
     data
-        A :class:`Jagged` (nested: per innermost list), an Arrow list array, or 1-D
-        values with ``offsets=``.
+        A :class:`Jagged` (nested: per innermost list), an Arrow list array (of numbers,
+        strings, binary, ...), or 1-D values with ``offsets=``.
     offsets
         Row offsets of ``data`` when it is a values array.
 
@@ -342,12 +384,14 @@ def jagged_unique(data: Any, *, offsets: Any = None) -> Any:
     Jagged, pyarrow.Array or tuple
         The form of ``data`` (``(values, offsets)`` for a values array): each row sorted
         ascending without repeats. NaNs count as one value (sorted last, like
-        ``numpy.unique``); null elements are dropped; null rows stay null.
+        ``numpy.unique``); strings and binary sort bytewise (Arrow's order); null
+        elements are dropped; null rows stay null.
 
     Raises
     ------
     TypeError
-        Rows of vectors (2-D values), or non-numeric values.
+        Rows of vectors (2-D values or fixed-size lists), or elements with no order
+        (structs, nested maps).
 
     See Also
     --------
@@ -357,10 +401,15 @@ def jagged_unique(data: Any, *, offsets: Any = None) -> Any:
     --------
     >>> asp.jagged_unique(asp.Jagged.from_list([[3, 1, 3, 2], [], None, [7, 7]]))
     Jagged([[1, 2, 3], [], None, [7]], dtype=int64, offsets=int32)
+    >>> asp.jagged_unique(pa.array([["b", "a", "b", None], None])).to_pylist()
+    [['a', 'b'], None]
     """
     func = "jagged_unique"
     if _is_chunked_list(data) and offsets is None:
         return _chunkwise(data, lambda c: jagged_unique(c))
+    if _A.take_only(data, offsets):
+        arr, kind = _A.as_list_array(func, data, offsets)
+        return _A.finish(_A.unique(func, arr), kind)
     j, kind = _as_jagged(func, data, offsets)
     return _finish_rows(_map_innermost(j, lambda lvl: _unique(func, lvl)), kind)
 
@@ -373,21 +422,23 @@ def repeat(x: Any, like: Any) -> Any:
     ----------
     x
         One value or vector per row: ``[rows]`` or ``[rows, *inner]`` (numpy or Arrow).
+        An Arrow array of strings (or any other type) needs an Arrow ``like``.
     like
-        A :class:`Jagged` (nested: down to the leaves) or Arrow list array giving the rows.
+        A :class:`Jagged` (nested: down to the leaves) or Arrow list array giving the rows
+        (its elements may be of any type: only its offsets and validity are read).
 
     Returns
     -------
     Jagged or pyarrow.Array
-        The kind of ``like`` with its offsets (zero-copy) and validity; element ``k`` of
-        row ``r`` is ``x[r]``.
+        The kind of ``like`` with its offsets (zero-copy for numeric ``x`` and ``like``;
+        rebased to 0 otherwise) and validity; element ``k`` of row ``r`` is ``x[r]``.
 
     Raises
     ------
     ValueError
         ``x`` with a number of rows other than ``like``'s.
     TypeError
-        Non-numeric ``x``, or ``like`` not jagged.
+        Non-numeric ``x`` with a Jagged ``like``, or ``like`` not jagged.
 
     See Also
     --------
@@ -398,8 +449,16 @@ def repeat(x: Any, like: Any) -> Any:
     >>> like = asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], [3, 6]])
     >>> asp.repeat(np.array([0.5, 1.0, 2.0]), like)
     Jagged([[0.5, 0.5, 0.5], [1.0, 1.0, 1.0, 1.0], [2.0, 2.0]], dtype=float64, offsets=int32)
+    >>> asp.repeat(pa.array(["u", "v"]), pa.array([[1, 2], [3]])).to_pylist()
+    [['u', 'u'], ['v']]
     """
     func = "repeat"
+    if _is_list_array(like) and (_A.take_only(like) or _A.non_numeric(x)):
+        return _A.repeat(func, x, like)
+    if _A.non_numeric(x):
+        msg = (f"{func}: x of Arrow type {x.type} needs like to be an Arrow list array "
+               "(a Jagged holds numbers only)")
+        raise ArrowSparseTypeError(msg)
     arr = v.as_values_array(func, "x", x)
     j, kind = _as_jagged(func, like, None, "like")
     if len(arr) != j.num_rows:

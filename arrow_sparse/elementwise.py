@@ -396,7 +396,7 @@ def jagged_softmax(values: Any, offsets: Any = None, max_length: int | None = No
     Returns
     -------
     numpy.ndarray, pyarrow.Array or Jagged
-        Floats (float32 stays float32, other dtypes give float64) in the form of the
+        Floats (float16 and float32 give float32, other dtypes float64) in the form of the
         input; positions no row addresses are 0.
 
     Raises
@@ -448,7 +448,7 @@ def segment_softmax(data: Any, *, offsets: Any = None, lengths: Any = None,
     Returns
     -------
     Jagged, pyarrow.Array or numpy.ndarray
-        Floats (float32 stays float32, other dtypes give float64) in the form of
+        Floats (float16 and float32 give float32, other dtypes float64) in the form of
         ``data``. Empty rows stay empty, null rows stay null, null elements stay null
         and take no part; values no row addresses are 0.
 

@@ -187,3 +187,103 @@ def test_repeat_errors() -> None:
     with pytest.raises(ValueError, match=r"expand_into_jagged: offsets\[0\] must be "
                                          r"non-decreasing"):
         asp.expand_into_jagged(np.array([1, 2]), np.array([0, 3, 1]))
+
+
+# ====================================================== string and binary lists (take)
+@st.composite
+def text_list_arrays(draw: st.DrawFn, levels: int = 1) -> tuple[pa.Array, list]:
+    """A list<string>/list<binary> array (list or large_list, often a slice), its rows."""
+    binary = draw(st.booleans())
+    leaf: st.SearchStrategy[Any] = st.binary(max_size=4) if binary else st.text(max_size=4)
+    row: st.SearchStrategy[Any] = st.lists(st.one_of(st.none(), leaf), max_size=5)
+    for _ in range(levels - 1):
+        row = st.lists(st.one_of(st.none(), row), max_size=4)
+    rows_st = st.lists(st.one_of(st.none(), row), max_size=8)
+    t: pa.DataType = pa.binary() if binary else draw(st.sampled_from([pa.string(),
+                                                                     pa.large_string()]))
+    for _ in range(levels):
+        t = draw(st.sampled_from([pa.list_, pa.large_list]))(t)
+    rows = draw(rows_st)
+    if draw(st.booleans()):
+        before, after = draw(rows_st), draw(rows_st)
+        return pa.array(before + rows + after, t).slice(len(before), len(rows)), rows
+    return pa.array(rows, t), rows
+
+
+@given(text_list_arrays(), st.data())
+def test_string_lists_gather_and_slice(case: tuple[pa.Array, list], data: st.DataObject) -> None:
+    arr, rows = case
+    n = len(rows)
+    ids = data.draw(st.lists(st.integers(-n, n - 1), max_size=6)) if n else []
+    got = asp.index_select(arr, ids)
+    assert got.type == arr.type and got.to_pylist() == ref.index_select_rows(rows, ids)
+    start = data.draw(st.one_of(st.none(), st.integers(-4, 4)))
+    stop = data.draw(st.one_of(st.none(), st.integers(-4, 4)))
+    sliced = asp.list_slice(arr, start, stop)
+    assert sliced.type == arr.type and sliced.to_pylist() == ref.slice_rows(rows, start, stop)
+    if stop is not None:
+        assert asp.truncate(arr, stop).to_pylist() == ref.slice_rows(rows, None, stop)
+    assert asp.jagged_unique(arr).to_pylist() == ref.unique_rows(rows)
+    x = data.draw(st.lists(st.text(max_size=2), min_size=n, max_size=n))
+    assert asp.repeat(pa.array(x), arr).to_pylist() == ref.repeat_rows(x, rows)
+
+
+@given(text_list_arrays(levels=2), st.data())
+def test_nested_string_lists(case: tuple[pa.Array, list], data: st.DataObject) -> None:
+    arr, rows = case
+    n = len(rows)
+    ids = data.draw(st.lists(st.integers(-n, n - 1), max_size=6)) if n else []
+    assert asp.index_select(arr, ids).to_pylist() == ref.index_select_rows(rows, ids)
+    assert asp.list_slice(arr, 1).to_pylist() == ref.slice_rows(rows, 1, None)
+    want = [None if r is None else ref.unique_rows(r) for r in rows]
+    assert asp.jagged_unique(arr).to_pylist() == want
+    # Null inner rows stay null lists; every element (null or not) becomes x[r].
+    want = [None if r is None else [None if c is None else [i] * len(c) for c in r]
+            for i, r in enumerate(rows)]
+    assert asp.repeat(np.arange(n), arr).to_pylist() == want
+
+
+def test_string_lists_every_form() -> None:
+    base = pa.array([["z"], ["a", "b", "a"], None, [], ["c", None, "c", "b"], ["q"]])
+    arr = base.slice(1, 4)  # offsets[0] > 0, a null row, an empty row, a null element
+    assert asp.truncate(arr, 1).to_pylist() == [["a"], None, [], ["c"]]
+    assert asp.list_slice(arr, -2).to_pylist() == [["b", "a"], None, [], ["c", "b"]]
+    assert asp.jagged_unique(arr).to_pylist() == [["a", "b"], None, [], ["b", "c"]]
+    chunked = pa.chunked_array([arr, base.slice(0, 1)])
+    picked = asp.index_select(chunked, [4, 0])
+    assert isinstance(picked, pa.ChunkedArray) and picked.to_pylist() == [["z"], ["a", "b", "a"]]
+    cut = asp.truncate(chunked, 1)
+    assert isinstance(cut, pa.ChunkedArray) and cut.num_chunks == 2
+    assert asp.jagged_unique(pa.chunked_array([], pa.list_(pa.string()))).to_pylist() == []
+    values, offs = asp.index_select(pa.array(["a", "b", "c"]), [1, 1], offsets=[0, 1, 3])
+    assert values.to_pylist() == ["b", "c", "b", "c"] and offs.to_pylist() == [0, 2, 4]
+    values, lengths = asp.jagged_index_select(pa.array(["a", "b", "c", "d"]), [1, 3], [1, -2])
+    assert values.to_pylist() == ["b", "c", "d", "a"] and lengths.to_pylist() == [3, 1]
+    view = pa.array([["b", "a"], None], pa.list_view(pa.string()))
+    assert asp.list_slice(view, 1).to_pylist() == [["a"], None]
+    assert asp.repeat(np.array([1.5, 2.5]), view).to_pylist() == [[1.5, 1.5], None]
+    binary = pa.array([[b"x", b"a", b"x"]], pa.large_list(pa.large_binary()))
+    assert asp.jagged_unique(binary).to_pylist() == [[b"a", b"x"]]
+    assert asp.index_select(binary, [0, 0]).type == binary.type
+
+
+def test_string_list_errors() -> None:
+    with pytest.raises(TypeError, match="repeat: x of Arrow type string needs like to be an "
+                                        "Arrow list array"):
+        asp.repeat(pa.array(["a"]), asp.Jagged.from_list([[1]]))
+    with pytest.raises(ValueError, match="repeat: x has 1 rows but like has 2"):
+        asp.repeat(pa.array(["a"]), pa.array([["b"], ["c"]]))
+    with pytest.raises(ValueError, match=r"repeat: x must hold one value per row \(1-D\) when "
+                                         r"like holds non-numeric elements, got shape \(1, 2\)"):
+        asp.repeat(np.ones((1, 2)), pa.array([["b"]]))
+    with pytest.raises(TypeError, match="jagged_unique: rows must hold scalars, got Arrow "
+                                        "elements of type struct"):
+        asp.jagged_unique(pa.array([[{"a": 1}]]))
+    with pytest.raises(IndexError, match=r"index_select: rows out of range \[-1, 1\) "
+                                         r"\(first at position 0: 1\)"):
+        asp.index_select(pa.array([["a"]]), [1])
+    with pytest.raises(ValueError, match="jagged_index_select: lengths sum to 1 but there are 2"):
+        asp.jagged_index_select(pa.array(["a", "b"]), [1], [0])
+    with pytest.raises(ValueError, match="index_select: the result holds 4294967296 elements, "
+                                         "too many for int32 offsets"):
+        asp.index_select(pa.array([["a"] * 65536]), np.zeros(65536, np.int64))
