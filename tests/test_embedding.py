@@ -204,8 +204,25 @@ def test_lookup_errors() -> None:
         emb.lookup(np.zeros(4), [0])
     with pytest.raises(ValueError, match="lookup: mode must be 'sum', 'mean' or 'max'"):
         emb.lookup(table, [[0]], mode="min")
-    with pytest.raises(ValueError, match="per_sample_weights needs bags"):
-        emb.lookup(table, [0], per_sample_weights=[1.0])
+    with pytest.raises(ValueError, match=r"lookup: per_sample_weights must have the shape of "
+                                         r"ids \(1,\), got \(2,\)"):
+        emb.lookup(table, [0], per_sample_weights=[1.0, 2.0])
+    with pytest.raises(TypeError, match="per_sample_weights must be a Jagged or an Arrow list"):
+        emb.lookup(table, pa.array([[0, 1]]), per_sample_weights=[1.0, 2.0])
+    with pytest.raises(TypeError, match="per_sample_weights must be a flat array like the ids"):
+        emb.lookup(table, [0, 1], offsets=[0, 2], per_sample_weights=pa.array([[1.0, 2.0]]))
+    with pytest.raises(ValueError, match="per_sample_weights must have the same bag lengths"):
+        emb.lookup(table, pa.array([[0, 1]]), per_sample_weights=pa.array([[1.0]]))
+    with pytest.raises(ValueError, match="offsets must not be given with 2-D ids"):
+        emb.lookup(table, [[0, 1]], offsets=[0, 2])
+    with pytest.raises(TypeError, match=r"lookup: table must have an integer, float32 or "
+                                        r"float64 dtype, got float16 \(cast it with"):
+        emb.lookup(np.zeros((3, 2), np.float16), [1])
+    with pytest.raises(TypeError, match="lookup: table must have an integer, float32"):
+        emb.lookup(np.zeros((3, 2), bool), [1])
+    with pytest.raises(IndexError, match=r"lookup: ids out of range \[0, 4\) \(first at "
+                                         r"position 3: 9\)"):
+        emb.lookup(table, pa.array([[0], [1, None, 9]]))  # the null id is skipped
     with pytest.raises(ArrowSparseError):
         emb.lookup(table, [0, 1], offsets=[0, 3])
 
@@ -224,7 +241,8 @@ def test_maplookup_strategies(strategy) -> None:
     if strategy == "concat":
         again = np.full_like(res, 7.0)
         assert emb.maplookup(tables, indices, strategy, prepend=3, out=again) is again
-        np.testing.assert_array_equal(again, res)
+        np.testing.assert_array_equal(again[:, 3:], res[:, 3:])
+        np.testing.assert_array_equal(again[:, :3], 7.0)  # dense features written before
         assert res.shape == (6, 3 + sum(t.shape[1] for t in tables))
         np.testing.assert_array_equal(res[:, :3], 0)
         np.testing.assert_allclose(res[:, 3:], np.concatenate(expected, axis=1), rtol=1e-6)
@@ -357,12 +375,16 @@ def test_lookup_backward_errors() -> None:
         emb.lookup_backward(dy, ids, num_embeddings=7)
     with pytest.raises(ValueError, match=r"grad_out must have one row per lookup output \(3\)"):
         emb.lookup_backward(np.zeros((2, 2)), ids, num_embeddings=8)
-    with pytest.raises(TypeError, match="grad_out must be a 2-D float array"):
+    with pytest.raises(TypeError, match="grad_out must be a 2-D float32 or float64 array"):
         emb.lookup_backward(np.zeros((3, 2), np.int64), ids, num_embeddings=8)
     with pytest.raises(ValueError, match="offsets must not be given with list ids"):
         emb.lookup_backward(dy, ids, offsets=[0, 1], num_embeddings=8)
-    with pytest.raises(ValueError, match="per_sample_weights must hold one weight per id"):
+    with pytest.raises(TypeError, match="lookup_backward: per_sample_weights must be a Jagged"):
         emb.lookup_backward(dy, ids, per_sample_weights=[1.0], num_embeddings=8)
+    with pytest.raises(ValueError, match=r"lookup_backward: per_sample_weights must have the "
+                                         r"shape of ids \(9,\)"):
+        emb.lookup_backward(dy, ids.values, offsets=ids.offsets, per_sample_weights=[1.0],
+                            num_embeddings=8)
 
 
 # ========================================================================= SparseGrad
@@ -525,7 +547,7 @@ def test_optimizer_errors() -> None:
         emb.ftrl(table, np.zeros_like(table), np.zeros_like(table), g, alpha=0.0)
     with pytest.raises(ValueError, match="update: opt must be 'sgd'"):
         emb.update("adam", [table], [g], lr=0.1)
-    with pytest.raises(ValueError, match="update: tables 0 and 1 share memory"):
+    with pytest.raises(ValueError, match=r"update: tables\[0\] and tables\[1\] share memory"):
         emb.update("sgd", [table, table[:2]], [g, g], lr=0.1)
     with pytest.raises(ValueError, match="needs one state per table"):
         emb.update("adagrad", [table], [g], lr=0.1)
@@ -604,3 +626,289 @@ def test_train_logreg_example_loss_decreases() -> None:
     spec.loader.exec_module(module)
     losses = module.main(["--steps", "30", "--log-every", "5", "--dim", "4"])
     assert losses[-1] < losses[0] - 0.05
+
+
+# =================================================== weights, forms and dtypes (issue 7)
+def test_lookup_and_backward_read_weights_the_same_way() -> None:
+    rng = np.random.default_rng(12)
+    table = rng.standard_normal((9, 3))
+    ids2 = rng.integers(0, 9, (4, 3))
+    w2 = rng.random((4, 3))
+    bags = ids2.tolist()
+    # 2-D ids with weights: pooled rows of weighted ids, and the matching backward
+    np.testing.assert_allclose(emb.lookup(table, ids2, per_sample_weights=w2),
+                               ref_lookup(table, bags, "sum", w2.tolist()))
+    np.testing.assert_allclose(emb.lookup(table, ids2, mode="mean", per_sample_weights=w2),
+                               ref_lookup(table, bags, "mean", w2.tolist()))
+    # 1-D ids with weights: each row scaled
+    ids1, w1 = ids2[0], w2[0]
+    np.testing.assert_allclose(emb.lookup(table, ids1, per_sample_weights=w1),
+                               table[ids1] * w1[:, None])
+    dy = rng.standard_normal((3, 3))
+    g = emb.lookup_backward(dy, ids1, per_sample_weights=w1, num_embeddings=9)
+    np.testing.assert_allclose(g.values, ref_backward(dy, [[i] for i in ids1], 9, "sum",
+                                                      [[x] for x in w1])[1])
+    # null weights: rejected by both where the id is read, ignored where the id is null
+    ids = pa.array([[0, 1], None, [2, None]])
+    bad = pa.array([[1.0, None], None, [1.0, None]])
+    for call in (lambda: emb.lookup(table, ids, per_sample_weights=bad),
+                 lambda: emb.lookup_backward(np.ones((3, 3)), ids, per_sample_weights=bad,
+                                             num_embeddings=9)):
+        with pytest.raises(ValueError, match=r"per_sample_weights must not be null where the "
+                                             r"id is not \(first at position 1: None\)"):
+            call()
+    ok = pa.array([[1.0, 2.0], None, [3.0, None]])
+    got = emb.lookup(table, ids, per_sample_weights=ok, out=np.empty((3, 3)))
+    np.testing.assert_allclose(got, [table[0] + 2 * table[1], np.zeros(3), 3 * table[2]])
+    g = emb.lookup_backward(np.ones((3, 3)), ids, per_sample_weights=ok, num_embeddings=9)
+    np.testing.assert_array_equal(g.rows, [0, 1, 2])
+    np.testing.assert_allclose(g.values[:, 0], [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_lookup_backward_weights_is_the_derivative(mode) -> None:
+    rng = np.random.default_rng(13)
+    table = rng.standard_normal((10, 4))
+    bags = random_bags(rng, 7, 10)
+    flat = np.array([i for bag in bags for i in bag], np.int64)
+    offsets = np.cumsum([0] + [len(b) for b in bags])
+    w = rng.random(len(flat))
+    dy = rng.standard_normal((7, 4))
+    got = emb.lookup_backward_weights(dy, table, flat, offsets=offsets, mode=mode)
+    eps = 1e-6
+    for j in range(len(flat)):  # central differences of <dy, lookup(w)>
+        hi, lo = w.copy(), w.copy()
+        hi[j] += eps
+        lo[j] -= eps
+        f = [np.sum(dy * emb.lookup(table, flat, offsets=offsets, mode=mode,
+                                    per_sample_weights=x)) for x in (hi, lo)]
+        assert got[j] == pytest.approx((f[0] - f[1]) / (2 * eps), rel=1e-6, abs=1e-8)
+    # list ids give the weights' form back; null ids and null bags get 0
+    ids = pa.array([[1, None, 2], None, [3]])
+    res = emb.lookup_backward_weights(np.ones((3, 4)), table, ids, mode=mode)
+    assert isinstance(res, pa.ListArray)
+    scale = 0.5 if mode == "mean" else 1.0
+    rows = res.to_pylist()
+    assert rows[1] is None
+    np.testing.assert_allclose(rows[0], [table[1].sum() * scale, 0.0, table[2].sum() * scale])
+    np.testing.assert_allclose(rows[2], [table[3].sum()])
+    jag = emb.lookup_backward_weights(np.ones((2, 4)), table, asp.Jagged.from_list([[1], []]))
+    assert isinstance(jag, asp.Jagged) and jag.to_list() == [[pytest.approx(table[1].sum())], []]
+    two = emb.lookup_backward_weights(np.ones((1, 4)), table, np.array([[1, 2]]), mode=mode)
+    assert two.shape == (1, 2)
+    with pytest.raises(ValueError, match="lookup_backward_weights: mode='max' is not supported"):
+        emb.lookup_backward_weights(dy, table, flat, offsets=offsets, mode="max")
+    with pytest.raises(ValueError, match="grad_out has dim 3 but the table has dim 4"):
+        emb.lookup_backward_weights(np.ones((7, 3)), table, flat, offsets=offsets)
+
+
+def test_lookup_arrow_forms_chunked_and_sliced() -> None:
+    table = np.arange(16.0).reshape(8, 2)
+    arr = pa.array([[9], [1, 2, 3], None, [], [2, 4, 6, 7], [3, None, 6]]).slice(1)
+    want = ref_lookup(table, [[1, 2, 3], [], [], [2, 4, 6, 7], [3, 6]], "mean")
+    got = emb.lookup(table, arr, mode="mean")
+    assert got.to_pylist() == [want[0].tolist(), None, None, want[3].tolist(),
+                                want[4].tolist()]
+    chunked = pa.chunked_array([arr.slice(0, 2), arr.slice(2)])
+    got = emb.lookup(table, chunked, mode="mean")
+    assert isinstance(got, pa.ChunkedArray) and got.num_chunks == 2
+    assert got.to_pylist() == emb.lookup(table, arr, mode="mean").to_pylist()
+    out = emb.lookup(table, chunked, mode="mean", out=np.full((5, 2), -1.0))
+    np.testing.assert_allclose(out, want)
+    large = pa.array([[1, 2], [3]], pa.large_list(pa.int32()))
+    np.testing.assert_array_equal(emb.lookup(table, large, out=np.empty((2, 2))),
+                                  [table[1] + table[2], table[3]])
+
+
+def test_integer_tables_widen_everywhere() -> None:
+    big = np.full((3, 2), 2**31 - 1, np.int32)
+    np.testing.assert_array_equal(emb.lookup(big, np.array([[0, 1]])), [[2**32 - 2] * 2])
+    res = emb.maplookup([big, np.ones((3, 1), np.float32)], [np.array([[0, 1]]), [2]],
+                        "concat")
+    assert res.dtype == np.float64  # int64 sums and float32 rows meet in float64
+    np.testing.assert_array_equal(res, [[2**32 - 2, 2**32 - 2, 1]])
+    res = emb.maplookup([big], [np.array([[0, 1]])], "concat", prepend=1)
+    assert res.dtype == np.int64
+    np.testing.assert_array_equal(res, [[0, 2**32 - 2, 2**32 - 2]])
+    assert emb.lookup(big, [0]).dtype == np.int32  # a plain gather keeps the dtype
+    assert emb.lookup(big, [[0]], mode="mean").dtype == np.float64
+    assert emb.lookup(big, [[0]], mode="max").dtype == np.int32
+    for call in (lambda: emb.sgd(np.zeros((2, 2), np.float16),
+                                 emb.SparseGrad(np.array([0]), np.ones((1, 2))), 0.1),
+                 lambda: emb.maplookup([np.zeros((2, 2), np.float16)], [[0]])):
+        with pytest.raises(TypeError, match="float16"):
+            call()
+
+
+# ============================================================= maplookup (issue 7)
+def test_maplookup_parallel_threads_bag_lookups(monkeypatch) -> None:
+    import threading
+
+    import numba
+
+    from arrow_sparse import _embedding_common as common
+
+    seen = []
+    real = emb.get_kernel
+
+    def spy(family, name):
+        fn = real(family, name)
+        if name != "gather_reduce":
+            return fn
+
+        def wrapped(*args):
+            seen.append((threading.current_thread() is threading.main_thread(),
+                         numba.get_num_threads()))
+            return fn(*args)
+        return wrapped
+
+    monkeypatch.setattr(emb, "get_kernel", spy)
+    rng = np.random.default_rng(14)
+    tables = [rng.standard_normal((50, 4)) for _ in range(4)]
+    ids = [asp.Jagged.from_list(random_bags(rng, 300, 50)) for _ in range(4)]
+    want = [emb.lookup(t, i) for t, i in zip(tables, ids, strict=True)]
+    seen.clear()
+    for strategy in ("parallel", "concat"):
+        got = emb.maplookup(tables, ids, strategy, max_workers=2)
+        got = got if strategy == "parallel" else np.split(got, 4, axis=1)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, w)
+    assert len(seen) == 8
+    if common.concurrent_parallel_kernels():
+        assert seen == [(False, 1)] * 8  # pool threads, one Numba thread each
+    else:
+        assert all(main for main, _ in seen)
+    assert numba.get_num_threads() == numba.config.NUMBA_NUM_THREADS
+
+
+def test_maplookup_concat_writes_into_out_and_keeps_prepend() -> None:
+    import tracemalloc
+
+    rng = np.random.default_rng(15)
+    n = 20_000
+    tables = [rng.standard_normal((1000, 64)) for _ in range(3)]
+    ids = [rng.integers(0, 1000, n), rng.integers(0, 1000, (n, 2)),
+           asp.Jagged.from_lengths(rng.integers(0, 1000, 2 * n), np.full(n, 2))]
+    out = np.empty((n, 2 + 3 * 64))
+    out[:, :2] = 5.0  # dense features written first
+    emb.maplookup(tables, ids, "concat", prepend=2, out=out)  # compile, warm up
+    tracemalloc.start()
+    try:
+        emb.maplookup(tables, ids, "concat", prepend=2, out=out)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    block = n * 64 * 8
+    assert peak < block / 4, f"a temporary of {peak} bytes: the blocks are not written in place"
+    np.testing.assert_array_equal(out[:, :2], 5.0)
+    np.testing.assert_allclose(out[:, 2:66], tables[0][ids[0]])
+    np.testing.assert_allclose(out[:, 66:130], tables[1][ids[1]].sum(axis=1))
+    np.testing.assert_allclose(out[:, 130:], tables[2][ids[2].values.reshape(n, 2)].sum(1))
+
+
+# ============================================================ gradients (issue 7)
+def test_sparse_grad_dim_zero_round_trips_to_arrow() -> None:
+    g = emb.SparseGrad(np.array([1, 4]), np.zeros((2, 0), np.float32))
+    batch = g.to_arrow()
+    assert batch.schema.field("grad").type == pa.list_(pa.float32(), 0)
+    back = emb.SparseGrad.from_arrow(batch)
+    assert back.rows.tolist() == [1, 4] and back.values.shape == (2, 0)
+
+
+def test_backward_is_deterministic_on_the_parallel_kernels() -> None:
+    import numba
+
+    rng = np.random.default_rng(16)
+    ids = rng.integers(0, 50, 200_000)  # 800k elements of work: the parallel twins
+    dy = rng.standard_normal((200_000, 4)).astype(np.float32)
+    before = numba.get_num_threads()
+    results = []
+    try:
+        for threads in (1, before):
+            numba.set_num_threads(threads)
+            g = emb.lookup_backward(dy, ids, num_embeddings=50)
+            table, state = np.ones((50, 4), np.float32), np.zeros((50, 4), np.float32)
+            emb.adagrad(table, state, g, 0.1)
+            results.append((g.values, table))
+    finally:
+        numba.set_num_threads(before)
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+
+
+def test_update_rejects_aliasing_states() -> None:
+    t1, t2 = np.zeros((4, 2)), np.zeros((4, 2))
+    g = emb.SparseGrad(np.array([1]), np.ones((1, 2)))
+    s = np.zeros((4, 2))
+    with pytest.raises(ValueError, match=r"update: states\[0\] and states\[1\] share memory"):
+        emb.update("adagrad", [t1, t2], [g, g], states=[s, s], lr=0.1)
+    with pytest.raises(ValueError, match=r"update: tables\[0\] and states\[1\] share memory"):
+        emb.update("adagrad", [t1, t2], [g, g], states=[s, t1], lr=0.1)
+    with pytest.raises(ValueError, match="adagrad: table and state share memory"):
+        emb.adagrad(t1, t1, g, 0.1)
+    with pytest.raises(ValueError, match="ftrl: z and n share memory"):
+        emb.ftrl(t1, s, s, g)
+    with pytest.raises(ValueError, match=r"update: states\[0\]\[0\] and states\[1\]\[0\] share"):
+        emb.update("ftrl", [t1, t2], [g, g], states=[(s, np.zeros((4, 2))),
+                                                      (s[:], np.zeros((4, 2)))])
+    assert not t1.any() and not t2.any()  # nothing was touched
+
+
+# ======================================================= writable memory maps (issue 7)
+def test_load_table_writable_trains_the_file(tmp_path) -> None:
+    rng = np.random.default_rng(17)
+    table = rng.standard_normal((500, 8)).astype(np.float32)
+    path = tmp_path / "t.arrow"
+    emb.save_table(table, path)
+    mapped = emb.load_table(path, writable=True)
+    assert isinstance(mapped, np.memmap) and mapped.flags.writeable
+    np.testing.assert_array_equal(mapped, table)
+    state = np.zeros_like(table)
+    expected, ref_state = table.copy(), state.copy()
+    for flat, offsets, dy in _grads(rng, 3, 500, 8):
+        g = emb.lookup_backward(dy, flat, offsets=offsets, num_embeddings=500)
+        emb.adagrad(mapped, state, g, 0.1)
+        ref_adagrad(expected, ref_state, g.rows, g.values, 0.1, 1e-10)
+    mapped.flush()
+    del mapped
+    np.testing.assert_allclose(emb.load_table(path), expected, rtol=1e-6)  # in the file
+    import pyarrow.ipc as ipc
+
+    with pa.memory_map(str(path)) as src:  # still a plain Arrow file any reader reads
+        column = ipc.open_file(src).read_all().column(0)
+        np.testing.assert_allclose(np.array(column.to_pylist()), expected, rtol=1e-6)
+    assert emb.load_table(tmp_path / "t.arrow", writable=True).shape == (500, 8)
+    emb.save_table(np.zeros((0, 3), np.float32), tmp_path / "empty.arrow")
+    assert emb.load_table(tmp_path / "empty.arrow", writable=True).shape == (0, 3)
+
+
+def test_load_table_writable_errors(tmp_path) -> None:
+    path = tmp_path / "t.arrow"
+    emb.save_table(np.ones((4, 2), np.float32), path)
+    with pytest.raises(ValueError, match="load_table: writable=True maps the file for writing"):
+        emb.load_table(path, mmap=False, writable=True)
+    with pytest.raises(TypeError, match="load_table: writable must be True or False"):
+        emb.load_table(path, writable="yes")
+    two = tmp_path / "two.arrow"
+    batch = pa.record_batch([pa.FixedSizeListArray.from_arrays(pa.array([1.0, 2.0]), 2)],
+                            names=["embedding"])
+    with pa.OSFile(str(two), "wb") as sink, pa.ipc.new_file(sink, batch.schema) as w:
+        w.write_batch(batch)
+        w.write_batch(batch)
+    assert emb.load_table(two).shape == (2, 2)  # read-only: batches concatenated
+    with pytest.raises(ValueError, match="writable=True needs a file of one record batch"):
+        emb.load_table(two, writable=True)
+    packed = tmp_path / "packed.arrow"
+    options = pa.ipc.IpcWriteOptions(compression="zstd")
+    with pa.OSFile(str(packed), "wb") as sink, \
+            pa.ipc.new_file(sink, batch.schema, options=options) as w:
+        w.write_batch(batch)
+    with pytest.raises(ValueError, match="not stored as one uncompressed buffer"):
+        emb.load_table(packed, writable=True)
+    nulls = tmp_path / "nulls.arrow"
+    batch = pa.record_batch([pa.FixedSizeListArray.from_arrays(pa.array([1.0, None]), 2)],
+                            names=["embedding"])
+    with pa.OSFile(str(nulls), "wb") as sink, pa.ipc.new_file(sink, batch.schema) as w:
+        w.write_batch(batch)
+    with pytest.raises(ValueError, match="load_table: the table must not contain null values"):
+        emb.load_table(nulls)

@@ -4,7 +4,13 @@
   ``JaggedTensor`` layout), :func:`from_torch` back to a :class:`~arrow_sparse.Jagged`;
 - :func:`to_torch_nested` -> a ``torch.nested`` jagged-layout nested tensor;
 - :func:`keyed_to_torchrec` -> the arguments of TorchRec's ``KeyedJaggedTensor``
-  (TorchRec itself is not imported).
+  (TorchRec itself is not imported);
+- :class:`EmbeddingBag` (an ``nn.Module``), :func:`embedding_bag` and the
+  ``torch.autograd.Function`` :class:`EmbeddingBagFunction` under them: PyTorch's
+  ``EmbeddingBag`` computed by :mod:`arrow_sparse.embedding` on the weight's own memory,
+  with a sparse COO gradient; :func:`sparse_grad_from_torch` /
+  :func:`sparse_grad_to_torch` move gradients between the two, so the fused optimizers
+  of :mod:`arrow_sparse.embedding` can update a module's weight in place.
 
 Tensors are made with ``torch.from_dlpack`` on the numpy views of the buffers, so they
 share memory with the Jagged (and with the Arrow array it came from): no copy, and a
@@ -17,19 +23,26 @@ doctests are collected only where torch is installed (``conftest.py`` beside it)
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from .. import _validate as v
-from ..errors import ArrowSparseTypeError, ArrowSparseValueError
+from .. import embedding as emb
+from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged
 from ..keyed import KeyedJagged
 from ._common import loaded, type_name
 from ._optional import import_optional
 
-__all__ = ["TorchRecInputs", "from_torch", "keyed_to_torchrec", "to_torch", "to_torch_nested"]
+# EmbeddingBag and EmbeddingBagFunction subclass torch classes: module __getattr__ builds
+# them on first access, so that importing this module does not import torch.
+__all__ = [  # noqa: F822
+    "EmbeddingBag", "EmbeddingBagFunction", "TorchRecInputs", "embedding_bag", "from_torch",
+    "keyed_to_torchrec", "sparse_grad_from_torch", "sparse_grad_to_torch", "to_torch",
+    "to_torch_nested"]
 
 _NULL_ROWS = ("raise", "empty")
 
@@ -378,3 +391,582 @@ def _array(func: str, arg: str, torch: Any, tensor: Any) -> np.ndarray:
     except (BufferError, RuntimeError, TypeError) as exc:
         msg = f"{func}: {arg} of dtype {tensor.dtype} has no numpy equivalent ({exc})"
         raise ArrowSparseTypeError(msg) from None
+
+
+# ======================================================================= EmbeddingBag
+_BAG_MODES = ("sum", "mean", "max")
+
+
+class _Bags(NamedTuple):
+    """PyTorch ``EmbeddingBag`` inputs as arrow_sparse bags (numpy views of the tensors)."""
+
+    ids: np.ndarray
+    """int64 ids in use (``padding_idx`` entries removed)."""
+    offsets: np.ndarray
+    """int64 bag boundaries into ``ids``, ``bags + 1`` long."""
+    weights: np.ndarray | None
+    """Per-sample weights aligned with ``ids``."""
+    kept: np.ndarray | None
+    """Positions in the flattened input of ``ids`` (None: every position)."""
+    shape: tuple[int, ...]
+    """The input's shape (the per-sample weights' gradient has it)."""
+
+
+def _tensor_arg(func: str, torch: Any, arg: str, x: Any) -> np.ndarray:
+    if not isinstance(x, torch.Tensor):
+        msg = f"{func}: {arg} must be a torch.Tensor, got {type_name(x)}"
+        raise ArrowSparseTypeError(msg)
+    return _array(func, arg, torch, x)
+
+
+def _weight_array(func: str, torch: Any, weight: Any) -> np.ndarray:
+    table = _tensor_arg(func, torch, "weight", weight)
+    if table.dtype not in (np.float32, np.float64):
+        msg = f"{func}: weight must be float32 or float64, got {weight.dtype}"
+        raise ArrowSparseTypeError(msg)
+    if table.ndim != 2:
+        msg = (f"{func}: weight must be 2-D [num_embeddings, embedding_dim], "
+               f"got {tuple(table.shape)}")
+        raise ArrowSparseValueError(msg)
+    return table
+
+
+def _torch_bags(func: str, torch: Any, input: Any, offsets: Any, per_sample_weights: Any,
+                include_last_offset: bool, padding_idx: int | None,
+                num_embeddings: int) -> _Bags:
+    """Check PyTorch's ``embedding_bag`` arguments; return them as flat ids + full offsets."""
+    ids = _tensor_arg(func, torch, "input", input)
+    if ids.dtype.kind not in "iu":
+        msg = f"{func}: input must be an integer tensor, got {input.dtype}"
+        raise ArrowSparseTypeError(msg)
+    if ids.ndim == 2:
+        if offsets is not None:
+            msg = f"{func}: offsets must be None when input is 2-D (bags of equal size)"
+            raise ArrowSparseValueError(msg)
+        flat = ids.reshape(-1)
+        offs = np.arange(ids.shape[0] + 1, dtype=np.int64) * ids.shape[1]
+    elif ids.ndim == 1:
+        if offsets is None:
+            msg = f"{func}: offsets is required when input is 1-D"
+            raise ArrowSparseValueError(msg)
+        starts = _tensor_arg(func, torch, "offsets", offsets)
+        if include_last_offset:
+            offs = starts
+        else:
+            starts = v.as_index_array(func, "offsets", starts)
+            offs = np.append(starts, np.array(len(ids), dtype=starts.dtype))
+        offs = v.check_offsets(func, "offsets", offs, len(ids)).astype(np.int64, copy=False)
+        flat = ids
+    else:
+        msg = f"{func}: input must be 1-D (with offsets) or 2-D, got shape {tuple(ids.shape)}"
+        raise ArrowSparseValueError(msg)
+    flat = v.check_indices(func, "input", flat, num_embeddings).astype(np.int64, copy=False)
+    w = None
+    if per_sample_weights is not None:
+        w = _tensor_arg(func, torch, "per_sample_weights", per_sample_weights)
+        if w.dtype.kind != "f":
+            msg = (f"{func}: per_sample_weights must be a float tensor, "
+                   f"got {per_sample_weights.dtype}")
+            raise ArrowSparseTypeError(msg)
+        if w.shape != ids.shape:
+            msg = (f"{func}: per_sample_weights must have the input's shape {tuple(ids.shape)}, "
+                   f"got {tuple(w.shape)}")
+            raise ArrowSparseValueError(msg)
+        w = w.reshape(-1)
+    kept = None
+    if padding_idx is not None:
+        keep = flat != padding_idx
+        if not keep.all():
+            kept = np.flatnonzero(keep)
+            before = np.zeros(len(flat) + 1, dtype=np.int64)  # kept ids before each position
+            np.cumsum(keep, out=before[1:])
+            offs, flat = before[offs], flat[kept]
+            w = None if w is None else w[kept]
+    return _Bags(flat, offs, w, kept, tuple(ids.shape))
+
+
+def _padding(func: str, padding_idx: Any, num_embeddings: int) -> int | None:
+    """PyTorch's ``padding_idx`` rule: None, or in ``[-num, num)`` (negative counts back)."""
+    if padding_idx is None:
+        return None
+    if isinstance(padding_idx, (bool, np.bool_)) or not isinstance(padding_idx,
+                                                                    (int, np.integer)):
+        msg = f"{func}: padding_idx must be an integer or None, got {type_name(padding_idx)}"
+        raise ArrowSparseTypeError(msg)
+    if not -num_embeddings <= padding_idx < num_embeddings:
+        msg = (f"{func}: padding_idx must be within [-{num_embeddings}, {num_embeddings}), "
+               f"got {padding_idx}")
+        raise ArrowSparseValueError(msg)
+    return int(padding_idx) % num_embeddings if num_embeddings else 0
+
+
+def _check_options(func: str, mode: Any, max_norm: Any, scale_grad_by_freq: Any,
+                   sparse: Any, include_last_offset: Any) -> None:
+    if not isinstance(mode, str) or mode not in _BAG_MODES:
+        msg = f"{func}: mode must be 'sum', 'mean' or 'max', got {mode!r}"
+        raise ArrowSparseValueError(msg)
+    if max_norm is not None:
+        msg = (f"{func}: max_norm is not supported (it renormalises the looked-up rows of the "
+               "weight in place); renormalise the table yourself, or use torch.nn.EmbeddingBag")
+        raise ArrowSparseValueError(msg)
+    v.check_bool(func, "scale_grad_by_freq", scale_grad_by_freq)
+    v.check_bool(func, "sparse", sparse)
+    v.check_bool(func, "include_last_offset", include_last_offset)
+    if scale_grad_by_freq and mode == "max":
+        msg = f"{func}: scale_grad_by_freq is not supported with mode='max' (as in PyTorch)"
+        raise ArrowSparseValueError(msg)
+
+
+def sparse_grad_to_torch(grad: emb.SparseGrad, num_embeddings: int) -> Any:
+    """Convert a :class:`~arrow_sparse.embedding.SparseGrad` to a sparse COO tensor.
+
+    Parameters
+    ----------
+    grad
+        The gradient (coalesced first when it is not).
+    num_embeddings
+        Rows of the table: the tensor's size is ``(num_embeddings, grad.dim)``.
+
+    Returns
+    -------
+    torch.Tensor
+        A coalesced ``torch.sparse_coo`` tensor whose indices and values share the
+        gradient's memory (DLPack), as ``torch.nn.EmbeddingBag(sparse=True)`` produces.
+
+    Raises
+    ------
+    TypeError
+        Not a SparseGrad.
+    IndexError
+        A row outside ``[0, num_embeddings)``.
+    ModuleNotFoundError
+        torch is not installed.
+
+    See Also
+    --------
+    sparse_grad_from_torch : The inverse.
+
+    Examples
+    --------
+    >>> from arrow_sparse.interop.torch import sparse_grad_to_torch
+    >>> g = asp.embedding.SparseGrad(np.array([1, 3]), np.ones((2, 2), np.float32))
+    >>> sparse_grad_to_torch(g, 4).to_dense()
+    tensor([[0., 0.],
+            [1., 1.],
+            [0., 0.],
+            [1., 1.]])
+    """
+    func = "sparse_grad_to_torch"
+    if not isinstance(grad, emb.SparseGrad):
+        msg = f"{func}: grad must be a SparseGrad, got {type_name(grad)}"
+        raise ArrowSparseTypeError(msg)
+    num = v.check_count(func, "num_embeddings", num_embeddings)
+    grad = grad.coalesce()
+    if len(grad.rows) and grad.rows[-1] >= num:
+        pos = v.first_true(grad.rows >= num)
+        msg = v.message(func, "grad.rows", f"out of range [0, {num})", pos, grad.rows[pos])
+        raise ArrowSparseIndexError(msg)
+    torch = import_optional("torch", "torch")
+    return torch.sparse_coo_tensor(_tensor(func, torch, grad.rows.reshape(1, -1)),
+                                   _tensor(func, torch, np.ascontiguousarray(grad.values)),
+                                   (num, grad.dim), check_invariants=False, is_coalesced=True)
+
+
+def sparse_grad_from_torch(grad: Any) -> emb.SparseGrad:
+    """Convert a sparse COO gradient (``weight.grad`` of a sparse embedding) to a SparseGrad.
+
+    Parameters
+    ----------
+    grad
+        A 2-D CPU ``torch.sparse_coo`` tensor ``(num_embeddings, dim)`` with one sparse
+        dimension, as ``torch.nn.EmbeddingBag(sparse=True)`` and :class:`EmbeddingBag`
+        leave in ``weight.grad``.
+
+    Returns
+    -------
+    SparseGrad
+        Coalesced; its rows and values share the tensor's memory (unless it had to be
+        coalesced).
+
+    Raises
+    ------
+    TypeError
+        Not a sparse COO tensor with one sparse and one dense dimension, or not on the CPU.
+
+    See Also
+    --------
+    sparse_grad_to_torch : The inverse.
+    arrow_sparse.embedding.sgd : Apply it to the weight's memory in place.
+
+    Notes
+    -----
+    Autograd's accumulation into ``weight.grad`` drops the tensor's coalesced flag (for
+    PyTorch's own ``EmbeddingBag`` too), so the rows are checked instead: unique, sorted
+    rows are used as they are, others are coalesced first (by PyTorch: a copy). With it
+    the fused
+    optimizers of :mod:`arrow_sparse.embedding` update a module's weight in place,
+    instead of ``torch.optim``: ``emb.sgd(weight.detach().numpy(), g, lr)``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from arrow_sparse.interop.torch import sparse_grad_from_torch
+    >>> t = torch.sparse_coo_tensor([[3, 1, 3]], torch.ones(3, 2), (4, 2), check_invariants=True)
+    >>> g = sparse_grad_from_torch(t)
+    >>> g.rows, g.values
+    (array([1, 3]), array([[1., 1.],
+           [2., 2.]], dtype=float32))
+    """
+    func = "sparse_grad_from_torch"
+    torch = loaded("torch")
+    if torch is None or not isinstance(grad, torch.Tensor) or grad.layout != torch.sparse_coo:
+        msg = f"{func}: grad must be a sparse COO torch.Tensor, got {_describe(torch, grad)}"
+        raise ArrowSparseTypeError(msg)
+    if grad.sparse_dim() != 1 or grad.dense_dim() != 1:
+        msg = (f"{func}: grad must have one sparse and one dense dimension (rows of a table), "
+               f"got {grad.sparse_dim()} sparse and {grad.dense_dim()} dense")
+        raise ArrowSparseTypeError(msg)
+    rows = _array(func, "grad", torch, grad._indices()[0])
+    if not grad.is_coalesced() and not np.all(rows[1:] > rows[:-1]):
+        grad = grad.coalesce()
+        rows = _array(func, "grad", torch, grad._indices()[0])
+    return emb.SparseGrad(rows, _array(func, "grad", torch, grad._values()))
+
+
+def _describe(torch: Any, x: Any) -> str:
+    if torch is not None and isinstance(x, torch.Tensor):
+        return f"a tensor with layout {x.layout}"
+    return type_name(x)
+
+
+def embedding_bag(input: Any, weight: Any, offsets: Any = None, max_norm: float | None = None,
+                  norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean",
+                  sparse: bool = True, per_sample_weights: Any = None,
+                  include_last_offset: bool = False, padding_idx: int | None = None) -> Any:
+    """``torch.nn.functional.embedding_bag`` computed by :mod:`arrow_sparse.embedding`.
+
+    The same signature, arguments and result as PyTorch's; the forward runs
+    :func:`arrow_sparse.embedding.lookup` on the weight's memory and the backward
+    :func:`arrow_sparse.embedding.lookup_backward` (through :class:`EmbeddingBagFunction`).
+
+    Parameters
+    ----------
+    input
+        Integer CPU tensor of ids: 1-D with ``offsets``, or 2-D ``[bags, k]`` (bags of
+        ``k`` ids each, ``offsets`` None).
+    weight
+        The table, a float32 or float64 CPU tensor ``[num_embeddings, embedding_dim]``.
+    offsets
+        1-D integer tensor. ``include_last_offset=False`` (PyTorch's default): the start
+        of each bag, the last bag running to the end of ``input``. ``True``: ``bags + 1``
+        boundaries.
+    max_norm
+        Must be None (renormalising rows in place at lookup time is not supported).
+    norm_type
+        Unused (it only matters with ``max_norm``).
+    scale_grad_by_freq
+        Divide each row's gradient by the number of times its id occurs in ``input``
+        (padding ids not counted). Unlike PyTorch, also with ``sparse=True``; and PyTorch
+        2.13's CPU ``embedding_bag`` divides some rows by another row's count
+        (pytorch/pytorch#190063), which this does not copy.
+    mode
+        ``"sum"``, ``"mean"`` (PyTorch's default) or ``"max"`` (forward only: no
+        gradient).
+    sparse
+        True (default, unlike PyTorch): the weight's gradient is a sparse COO tensor with
+        unique, sorted rows (coalesced; autograd's accumulation into ``weight.grad``
+        drops the flag, as for PyTorch's own). False: a dense tensor.
+    per_sample_weights
+        Float tensor of the input's shape; each row is scaled by its weight before
+        pooling. PyTorch allows it with ``"sum"`` only; here ``"mean"`` too. It gets a
+        gradient when it requires one.
+    include_last_offset
+        See ``offsets``.
+    padding_idx
+        Ids equal to it are left out of every bag (not counted by ``"mean"``) and get no
+        gradient; negative values count from the end.
+
+    Returns
+    -------
+    torch.Tensor
+        ``[bags, embedding_dim]`` of the weight's dtype.
+
+    Raises
+    ------
+    TypeError
+        Arguments that are not tensors, tensors on another device than the CPU (such as
+        CUDA tensors: move them with ``.cpu()``), a weight that is not float32/float64,
+        non-integer ids.
+    ValueError
+        An unknown ``mode``, ``max_norm`` given, malformed offsets, ``offsets`` with a
+        2-D input (or missing with a 1-D one), ``mode="max"`` when a gradient is needed.
+    IndexError
+        An id outside ``[0, num_embeddings)``.
+    ModuleNotFoundError
+        torch is not installed.
+
+    See Also
+    --------
+    EmbeddingBag : The module.
+    arrow_sparse.embedding.lookup : The forward.
+
+    Notes
+    -----
+    Zero-copy: the weight, ids, offsets and weights are read through DLPack; the result
+    and the gradient are numpy arrays handed to torch without a copy. ``mode="max"``
+    has no gradient here (PyTorch has none either with ``sparse=True``): it raises when
+    autograd would need one. Empty bags give zeros, as in PyTorch.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from arrow_sparse.interop.torch import embedding_bag
+    >>> weight = torch.arange(16.0).reshape(8, 2).requires_grad_()
+    >>> ids = torch.tensor([1, 2, 3, 2, 4, 6, 7, 3, 6])
+    >>> out = embedding_bag(ids, weight, torch.tensor([0, 3, 7]), mode="sum")
+    >>> out.detach()
+    tensor([[12., 15.],
+            [38., 42.],
+            [18., 20.]])
+    >>> out.sum().backward()
+    >>> weight.grad
+    tensor(indices=tensor([[1, 2, 3, 4, 6, 7]]),
+           values=tensor([[1., 1.],
+                          [2., 2.],
+                          [2., 2.],
+                          [1., 1.],
+                          [2., 2.],
+                          [1., 1.]]),
+           size=(8, 2), nnz=6, layout=torch.sparse_coo)
+    """
+    func = "embedding_bag"
+    torch = import_optional("torch", "torch")
+    table = _weight_array(func, torch, weight)
+    _check_options(func, mode, max_norm, scale_grad_by_freq, sparse, include_last_offset)
+    padding = _padding(func, padding_idx, table.shape[0])
+    if mode == "max" and torch.is_grad_enabled() and (
+            weight.requires_grad or (isinstance(per_sample_weights, torch.Tensor)
+                                     and per_sample_weights.requires_grad)):
+        msg = (f"{func}: mode='max' has no gradient here (its gradient needs the argmax of "
+               "every bag); use 'sum' or 'mean', or run it under torch.no_grad()")
+        raise ArrowSparseValueError(msg)
+    return _classes()["EmbeddingBagFunction"].apply(
+        weight, input, offsets, per_sample_weights, mode, bool(include_last_offset), padding,
+        bool(sparse), bool(scale_grad_by_freq))
+
+
+def _backward(ctx: Any, torch: Any, grad_output: Any) -> tuple[Any, Any]:
+    """Gradients of the weight and of the per-sample weights (None where not needed)."""
+    func = "embedding_bag"
+    bags: _Bags = ctx.bags
+    (weight,) = ctx.saved_tensors
+    table = _array(func, "weight", torch, weight)
+    dy = _array(func, "grad_output", torch, grad_output.contiguous())
+    d_weight = d_samples = None
+    if ctx.needs_input_grad[0]:
+        g = emb.lookup_backward(dy, bags.ids, offsets=bags.offsets, mode=ctx.mode,
+                                per_sample_weights=bags.weights, num_embeddings=len(table))
+        if ctx.scale_grad_by_freq and len(g.rows):
+            counts = np.unique(bags.ids, return_counts=True)[1]  # same sorted rows
+            g = emb.SparseGrad(g.rows, g.values / counts[:, None].astype(g.values.dtype))
+        d_weight = sparse_grad_to_torch(g, len(table))
+        if not ctx.sparse:
+            d_weight = d_weight.to_dense()
+    if ctx.needs_input_grad[3]:
+        flat = emb.lookup_backward_weights(dy, table, bags.ids, offsets=bags.offsets,
+                                           mode=ctx.mode)
+        if bags.kept is not None:
+            full = np.zeros(int(np.prod(bags.shape)), dtype=flat.dtype)
+            full[bags.kept] = flat
+            flat = full
+        d_samples = torch.from_numpy(flat.reshape(bags.shape).astype(table.dtype, copy=False))
+    return d_weight, d_samples
+
+
+@functools.cache
+def _classes() -> dict[str, type]:
+    """Build the torch classes on first use (torch is imported then, not before)."""
+    torch = import_optional("torch", "torch")
+    from torch.autograd.function import once_differentiable
+
+    class EmbeddingBagFunction(torch.autograd.Function):  # type: ignore[misc,name-defined]
+        __doc__ = _FUNCTION_DOC
+
+        @staticmethod
+        def forward(ctx: Any, weight: Any, input: Any, offsets: Any, per_sample_weights: Any,
+                    mode: str, include_last_offset: bool, padding_idx: int | None,
+                    sparse: bool, scale_grad_by_freq: bool) -> Any:
+            func = "embedding_bag"
+            table = _weight_array(func, torch, weight)
+            bags = _torch_bags(func, torch, input, offsets, per_sample_weights,
+                               include_last_offset, padding_idx, len(table))
+            out = emb.lookup(table, bags.ids, offsets=bags.offsets, mode=mode,
+                             per_sample_weights=bags.weights)
+            ctx.bags, ctx.mode, ctx.sparse = bags, mode, sparse
+            ctx.scale_grad_by_freq = scale_grad_by_freq
+            ctx.save_for_backward(weight)
+            return torch.from_numpy(out.astype(table.dtype, copy=False))
+
+        @staticmethod
+        @once_differentiable  # type: ignore[misc]
+        def backward(ctx: Any, grad_output: Any) -> tuple[Any, ...]:
+            d_weight, d_samples = _backward(ctx, torch, grad_output)
+            return d_weight, None, None, d_samples, None, None, None, None, None
+
+    class EmbeddingBag(torch.nn.Module):  # type: ignore[misc,name-defined]
+        __doc__ = _MODULE_DOC
+
+        def __init__(self, num_embeddings: int, embedding_dim: int,
+                     max_norm: float | None = None, norm_type: float = 2.0,
+                     scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = True,
+                     _weight: Any = None, include_last_offset: bool = False,
+                     padding_idx: int | None = None, device: Any = None,
+                     dtype: Any = None) -> None:
+            super().__init__()
+            func = "EmbeddingBag"
+            num = v.check_count(func, "num_embeddings", num_embeddings)
+            dim = v.check_count(func, "embedding_dim", embedding_dim)
+            _check_options(func, mode, max_norm, scale_grad_by_freq, sparse,
+                           include_last_offset)
+            self.num_embeddings, self.embedding_dim = num, dim
+            self.max_norm, self.norm_type = max_norm, norm_type
+            self.scale_grad_by_freq, self.mode, self.sparse = scale_grad_by_freq, mode, sparse
+            self.include_last_offset = include_last_offset
+            self.padding_idx = _padding(func, padding_idx, num)
+            if _weight is None:
+                weight = torch.empty((num, dim), device=device, dtype=dtype)
+            else:
+                weight = _weight
+                if not isinstance(weight, torch.Tensor):
+                    msg = f"{func}: _weight must be a torch.Tensor, got {type_name(weight)}"
+                    raise ArrowSparseTypeError(msg)
+                if tuple(weight.shape) != (num, dim):
+                    msg = (f"{func}: _weight must have shape ({num}, {dim}), "
+                           f"got {tuple(weight.shape)}")
+                    raise ArrowSparseValueError(msg)
+            _weight_array(func, torch, weight.detach())  # CPU, float32/float64
+            self.weight = torch.nn.Parameter(weight)
+            if _weight is None:
+                self.reset_parameters()
+
+        def reset_parameters(self) -> None:
+            """Draw the weight from N(0, 1) (PyTorch's init); zero the padding row."""
+            torch.nn.init.normal_(self.weight)
+            if self.padding_idx is not None:
+                with torch.no_grad():
+                    self.weight[self.padding_idx].fill_(0)
+
+        def forward(self, input: Any, offsets: Any = None,
+                    per_sample_weights: Any = None) -> Any:
+            """Pool the bags (see :func:`embedding_bag`)."""
+            return embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
+                                 self.scale_grad_by_freq, self.mode, self.sparse,
+                                 per_sample_weights, self.include_last_offset, self.padding_idx)
+
+        def extra_repr(self) -> str:
+            text = f"{self.num_embeddings}, {self.embedding_dim}, mode={self.mode!r}"
+            if self.padding_idx is not None:
+                text += f", padding_idx={self.padding_idx}"
+            return text + f", sparse={self.sparse}"
+
+        @classmethod
+        def from_pretrained(cls, embeddings: Any, freeze: bool = True,
+                            max_norm: float | None = None, norm_type: float = 2.0,
+                            scale_grad_by_freq: bool = False, mode: str = "mean",
+                            sparse: bool = True, include_last_offset: bool = False,
+                            padding_idx: int | None = None) -> Any:
+            """Make a module whose weight is ``embeddings`` (PyTorch's ``from_pretrained``)."""
+            if not isinstance(embeddings, torch.Tensor) or embeddings.dim() != 2:
+                msg = "EmbeddingBag.from_pretrained: embeddings must be a 2-D tensor"
+                raise ArrowSparseValueError(msg)
+            module = cls(embeddings.shape[0], embeddings.shape[1], max_norm, norm_type,
+                         scale_grad_by_freq, mode, sparse, embeddings, include_last_offset,
+                         padding_idx)
+            module.weight.requires_grad = not freeze
+            return module
+
+    EmbeddingBagFunction.__module__ = EmbeddingBag.__module__ = __name__
+    return {"EmbeddingBagFunction": EmbeddingBagFunction, "EmbeddingBag": EmbeddingBag}
+
+
+def __getattr__(name: str) -> Any:
+    """Build :class:`EmbeddingBag` and :class:`EmbeddingBagFunction` on first access."""
+    if name in ("EmbeddingBag", "EmbeddingBagFunction"):
+        return _classes()[name]
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)
+
+
+_FUNCTION_DOC = """``torch.autograd.Function`` of :func:`embedding_bag`.
+
+    ``EmbeddingBagFunction.apply(weight, input, offsets, per_sample_weights, mode,
+    include_last_offset, padding_idx, sparse, scale_grad_by_freq)``, with the arguments
+    already checked by :func:`embedding_bag` (call that instead). The forward is
+    :func:`arrow_sparse.embedding.lookup` on numpy views (DLPack) of the tensors; the
+    backward returns the weight's gradient from
+    :func:`arrow_sparse.embedding.lookup_backward` as a coalesced sparse COO tensor (or
+    dense with ``sparse=False``) and, when ``per_sample_weights`` requires a gradient,
+    :func:`arrow_sparse.embedding.lookup_backward_weights`. It is not twice
+    differentiable.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from arrow_sparse.interop.torch import EmbeddingBagFunction
+    >>> weight = torch.ones(4, 2, requires_grad=True)
+    >>> out = EmbeddingBagFunction.apply(weight, torch.tensor([[0, 2], [2, 3]]), None, None,
+    ...                                  "sum", False, None, True, False)
+    >>> out.sum().backward()
+    >>> weight.grad.to_dense()
+    tensor([[1., 1.],
+            [0., 0.],
+            [2., 2.],
+            [1., 1.]])
+    """
+
+_MODULE_DOC = """A drop-in ``torch.nn.EmbeddingBag`` computed by :mod:`arrow_sparse.embedding`.
+
+    Same constructor and ``forward(input, offsets=None, per_sample_weights=None)`` as
+    PyTorch's, and the same results (see :func:`embedding_bag` for every argument). The
+    one difference in the defaults: ``sparse=True``, so ``weight.grad`` is a sparse COO
+    tensor (unique, sorted rows) that ``torch.optim.SGD``, ``torch.optim.Adagrad`` and
+    ``torch.optim.SparseAdam`` accept, or that :func:`sparse_grad_from_torch` hands to
+    the fused optimizers of :mod:`arrow_sparse.embedding`. ``max_norm`` is not
+    supported; ``mode="max"`` has no gradient. CPU tensors only.
+
+    Parameters
+    ----------
+    num_embeddings, embedding_dim
+        The weight's shape.
+    max_norm, norm_type, scale_grad_by_freq, mode, sparse, include_last_offset, padding_idx
+        As :func:`embedding_bag`.
+    _weight
+        Initial weight (used as the parameter, not copied); default N(0, 1) draws with
+        the padding row zeroed.
+    device, dtype
+        Of a new weight: the CPU; float32 (the default dtype) or float64.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from arrow_sparse.interop.torch import EmbeddingBag
+    >>> bag = EmbeddingBag(8, 2, mode="sum", _weight=torch.arange(16.0).reshape(8, 2))
+    >>> bag
+    EmbeddingBag(8, 2, mode='sum', sparse=True)
+    >>> ids = torch.tensor([1, 2, 3, 2, 4, 6, 7, 3, 6])
+    >>> out = bag(ids, torch.tensor([0, 3, 7]))
+    >>> out.detach()
+    tensor([[12., 15.],
+            [38., 42.],
+            [18., 20.]])
+    >>> optimizer = torch.optim.SGD(bag.parameters(), lr=0.5)
+    >>> out.sum().backward()
+    >>> optimizer.step()
+    >>> bag.weight[:4].detach()
+    tensor([[0.0000, 1.0000],
+            [1.5000, 2.5000],
+            [3.0000, 4.0000],
+            [5.0000, 6.0000]])
+    """
+
+__test__ = {"EmbeddingBag": _MODULE_DOC, "EmbeddingBagFunction": _FUNCTION_DOC}

@@ -12,14 +12,16 @@ Conventions (the public module ``arrow_sparse.embedding`` checks all of it first
 - ``coalesce_sorted`` sums gradient rows in the order of a stable sort, so duplicates are
   added in input order: deterministic, whatever the thread count.
 
-Every kernel is a :func:`~._jit.parallel_kernel` pair; the caller picks the twin with
-:func:`~._jit.pick` (or the serial one inside its own thread pool).
+Every kernel is a :func:`~._jit.parallel_kernel` pair, the twin picked by the amount of
+work (:func:`~._jit.pick`). Inside a thread pool of its own the caller sets Numba's
+thread count of each pool thread to 1 (``numba.set_num_threads`` is per thread).
 """
 
 from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 from numba import prange
 
@@ -30,9 +32,10 @@ __all__ = [
     "coalesce_sorted",
     "ftrl_rows",
     "lookup_rows",
-    "lookup_sum",
     "rowwise_adagrad_rows",
     "sgd_rows",
+    "threading_layer",
+    "weights_grad",
 ]
 
 
@@ -42,18 +45,6 @@ def _lookup_rows(table, ids, out, col):  # pragma: no cover
     dim = table.shape[1]
     for i in prange(len(ids)):
         out[i, col:col + dim] = table[ids[i]]
-
-
-def _lookup_sum(table, ids, zero, out, col):  # pragma: no cover
-    """``out[i, col:col + dim] = sum_j table[ids[i, j]]``, accumulated in ``zero``'s dtype."""
-    dim = table.shape[1]
-    k = ids.shape[1]
-    for i in prange(ids.shape[0]):
-        for d in range(dim):
-            acc = zero
-            for j in range(k):
-                acc += table[ids[i, j], d]
-            out[i, col + d] = acc
 
 
 # ----------------------------------------------------------------------------- backward
@@ -78,6 +69,24 @@ def _coalesce_sorted(grad_out, order, bag, scale, starts, out):  # pragma: no co
             else:
                 for d in range(dim):
                     out[u, d] += grad_out[b, d]
+
+
+def _weights_grad(table, ids, offsets, grad_out, mean, out):  # pragma: no cover
+    """Gradient of each id's per-sample weight: ``<grad_out[bag], table[id]>``.
+
+    Bag ``b`` holds ``ids[offsets[b]:offsets[b + 1]]``; ``mean`` divides by the bag's size.
+    """
+    dim = table.shape[1]
+    for b in prange(len(offsets) - 1):
+        lo = offsets[b]
+        hi = offsets[b + 1]
+        scale = 1.0 / (hi - lo) if mean and hi > lo else 1.0
+        for j in range(lo, hi):
+            r = ids[j]
+            acc = 0.0
+            for d in range(dim):
+                acc += table[r, d] * grad_out[b, d]
+            out[j] = acc * scale
 
 
 # --------------------------------------------------------------------------- optimizers
@@ -146,58 +155,63 @@ def _ftrl_rows(table, z, n, rows, values, alpha, beta, l1, l2):  # pragma: no co
 
 # ------------------------------------------------------------------ public kernels
 _PAIRS = {name: parallel_kernel(fn) for name, fn in (
-    ("lookup_rows", _lookup_rows), ("lookup_sum", _lookup_sum),
+    ("lookup_rows", _lookup_rows),
     ("coalesce_sorted", _coalesce_sorted), ("sgd_rows", _sgd_rows),
     ("adagrad_rows", _adagrad_rows), ("rowwise_adagrad_rows", _rowwise_adagrad_rows),
-    ("ftrl_rows", _ftrl_rows))}
+    ("ftrl_rows", _ftrl_rows), ("weights_grad", _weights_grad))}
 
 
-def _run(name: str, work: int, serial: bool, *args: object) -> None:
-    pair = _PAIRS[name]
-    (pair[0] if serial else pick(pair, work))(*args)
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _probe(n):  # pragma: no cover
+    total = 0
+    for i in prange(n):
+        total += i
+    return total
 
 
-def lookup_rows(table: np.ndarray, ids: np.ndarray, out: np.ndarray, col: int = 0,
-                serial: bool = False) -> None:
+def threading_layer() -> str:
+    """Name of Numba's threading layer (a tiny parallel kernel runs first, so one is chosen)."""
+    _probe(2)
+    return str(numba.threading_layer())
+
+
+def lookup_rows(table: np.ndarray, ids: np.ndarray, out: np.ndarray, col: int = 0) -> None:
     """``out[i, col:col + dim] = table[ids[i]]`` (``out`` may be wider than the table)."""
-    _run("lookup_rows", ids.size * table.shape[1], serial, table, ids, out, col)
-
-
-def lookup_sum(table: np.ndarray, ids: np.ndarray, zero: np.generic, out: np.ndarray,
-               col: int = 0, serial: bool = False) -> None:
-    """``out[i, col:col + dim] = sum_j table[ids[i, j]]``, accumulated in ``zero``'s dtype."""
-    _run("lookup_sum", ids.size * table.shape[1], serial, table, ids, zero, out, col)
+    pick(_PAIRS["lookup_rows"], ids.size * table.shape[1])(table, ids, out, col)
 
 
 def coalesce_sorted(grad_out: np.ndarray, order: np.ndarray, bag: np.ndarray,
-                    scale: np.ndarray, starts: np.ndarray, out: np.ndarray,
-                    serial: bool = False) -> None:
+                    scale: np.ndarray, starts: np.ndarray, out: np.ndarray) -> None:
     """Sum ``scale[p] * grad_out[bag[p]]`` over each run ``order[starts[u]:starts[u+1]]``."""
-    _run("coalesce_sorted", len(order) * grad_out.shape[1], serial,
-         grad_out, order, bag, scale, starts, out)
+    pick(_PAIRS["coalesce_sorted"], len(order) * grad_out.shape[1])(
+        grad_out, order, bag, scale, starts, out)
 
 
-def sgd_rows(table: np.ndarray, rows: np.ndarray, values: np.ndarray, lr: float,
-             serial: bool = False) -> None:
+def weights_grad(table: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
+                 grad_out: np.ndarray, mean: bool, out: np.ndarray) -> None:
+    """``out[j] = <grad_out[bag of j], table[ids[j]]>`` (divided by the bag size if ``mean``)."""
+    pick(_PAIRS["weights_grad"], len(ids) * table.shape[1])(table, ids, offsets, grad_out,
+                                                           mean, out)
+
+
+def sgd_rows(table: np.ndarray, rows: np.ndarray, values: np.ndarray, lr: float) -> None:
     """In place SGD on the rows of a coalesced gradient."""
-    _run("sgd_rows", values.size, serial, table, rows, values, lr)
+    pick(_PAIRS["sgd_rows"], values.size)(table, rows, values, lr)
 
 
 def adagrad_rows(table: np.ndarray, state: np.ndarray, rows: np.ndarray, values: np.ndarray,
-                 lr: float, eps: float, serial: bool = False) -> None:
+                 lr: float, eps: float) -> None:
     """In place Adagrad (``torch.optim.Adagrad``) on the rows of a coalesced gradient."""
-    _run("adagrad_rows", values.size, serial, table, state, rows, values, lr, eps)
+    pick(_PAIRS["adagrad_rows"], values.size)(table, state, rows, values, lr, eps)
 
 
 def rowwise_adagrad_rows(table: np.ndarray, state: np.ndarray, rows: np.ndarray,
-                         values: np.ndarray, lr: float, eps: float,
-                         serial: bool = False) -> None:
+                         values: np.ndarray, lr: float, eps: float) -> None:
     """In place row-wise Adagrad (FBGEMM) on the rows of a coalesced gradient."""
-    _run("rowwise_adagrad_rows", values.size, serial, table, state, rows, values, lr, eps)
+    pick(_PAIRS["rowwise_adagrad_rows"], values.size)(table, state, rows, values, lr, eps)
 
 
 def ftrl_rows(table: np.ndarray, z: np.ndarray, n: np.ndarray, rows: np.ndarray,
-              values: np.ndarray, alpha: float, beta: float, l1: float, l2: float,
-              serial: bool = False) -> None:
+              values: np.ndarray, alpha: float, beta: float, l1: float, l2: float) -> None:
     """In place Caffe2 ``SparseFtrl`` on the rows of a coalesced gradient."""
-    _run("ftrl_rows", values.size, serial, table, z, n, rows, values, alpha, beta, l1, l2)
+    pick(_PAIRS["ftrl_rows"], values.size)(table, z, n, rows, values, alpha, beta, l1, l2)
