@@ -182,6 +182,40 @@ def test_hash_bucket_long_strings_and_views() -> None:
     assert asp.hash_bucket(views, 97).to_pylist() == ref.hash_bucket(words, 97)
 
 
+def test_hash_bucket_strings_in_parallel_chunks() -> None:
+    # Enough strings for the parallel kernel and its balanced chunks; short and long
+    # strings (every XXH3 length class) mixed so that some chunks hold only short ones.
+    rng = np.random.default_rng(5)
+    sizes = np.where(rng.random(40_000) < 0.98, rng.integers(0, 17, 40_000),
+                     rng.integers(17, 300, 40_000))
+    words = ["".join(chr(97 + (i + j) % 26) for j in range(n)) for i, n in enumerate(sizes)]
+    arr = pa.array(words).slice(3, 39_990)
+    got = asp.hash_bucket(arr, 1_000_003, seed=11).to_numpy()
+    sample = rng.integers(0, len(arr), 400)
+    want = [ref.hash_bucket([arr[int(i)].as_py()], 1_000_003, 11)[0] for i in sample]
+    assert got[sample].tolist() == want
+    start, stop = 5, len(arr) + 3  # the kernel on logical positions [5, stop)
+    offsets = np.frombuffer(arr.buffers()[1], np.int32)
+    data = np.frombuffer(arr.buffers()[2], np.uint8)
+    serial = np.zeros(stop, np.int64)
+    kernels.hash_strings(offsets, data, start, start + 100, 11, 1_000_003, serial)
+    parallel = np.zeros(stop, np.int64)
+    kernels.hash_strings(offsets, data, start, stop, 11, 1_000_003, parallel)
+    assert parallel[:start].tolist() == [0] * start  # only [start, stop) is written
+    assert serial[start:start + 100].tolist() == parallel[start:start + 100].tolist()
+    assert parallel[start:].tolist() == got[start - 3:].tolist()
+
+
+@pytest.mark.parametrize("chunks", [1, 2, 7, 64])
+def test_balanced_bounds_cover_the_range(chunks: int) -> None:
+    offsets = np.cumsum([0] + [1] * 50 + [1000] * 3 + [0] * 40).astype(np.int64)
+    bounds = kernels._balanced_bounds(offsets, 2, len(offsets) - 1, chunks)
+    assert bounds[0] == 2 and bounds[-1] == len(offsets) - 1 and len(bounds) == chunks + 1
+    assert (np.diff(bounds) >= 0).all()
+    if chunks == 2:  # the three long strings weigh more than the other ninety
+        assert 50 <= bounds[1] <= 53
+
+
 def test_hash_bucket_is_zero_copy_on_offsets_and_validity() -> None:
     arr = pa.array(CAFFE2 * 3).slice(2, 6)
     out = asp.hash_bucket(arr, 100)

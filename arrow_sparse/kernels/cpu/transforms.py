@@ -27,7 +27,7 @@ from numba import prange
 from numba.core import types
 from numba.extending import intrinsic
 
-from ._jit import kernel, parallel_kernel, pick
+from ._jit import PARALLEL_THRESHOLD, kernel, parallel_kernel, pick
 from .keyed import block_bucketize  # noqa: F401  (KeyedJagged sharding, same family)
 
 _U = np.uint64
@@ -226,9 +226,10 @@ def _xxh3_above16(data, p, n, seed, ksecret, secret):  # pragma: no cover
     return _xxh3_long(data, p, n, secret)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _xxh3_upto16(data, p, n, seed):  # pragma: no cover
-    # XXH3-64 of 0 to 16 bytes.
+    # XXH3-64 of 0 to 16 bytes. Inlined into its callers by Numba: as a call it costs
+    # more than the hash (the array argument is passed on the stack for every string).
     if n > 8:
         lo = _read64(data, p) ^ (_K_9TO16_LO + seed)
         hi = _read64(data, p + n - 8) ^ (_K_9TO16_HI - seed)
@@ -249,10 +250,11 @@ def xxh3_bytes(data, p, n, seed, ksecret, secret):  # pragma: no cover
     """XXH3-64 of ``data[p:p + n]`` (uint8) with ``seed``.
 
     ``ksecret`` is :data:`SECRET` and ``secret`` :func:`long_secret` of the seed (used
-    above 240 bytes only). Hot loops do not call this: they test ``n <= 16`` themselves
-    and call ``_xxh3_upto16`` or ``_xxh3_above16``, because a call that passes several
-    arrays per element is not inlined and costs more than the hash (and a global array
-    read in a loop is rebuilt on every iteration, so the secrets are arguments).
+    above 240 bytes only). Hot loops do not call this: they test ``n <= 16`` themselves,
+    with ``_xxh3_upto16`` inlined and ``_xxh3_above16`` called, because a call that
+    passes several arrays per element is not inlined and costs more than the hash (and
+    a global array read in a loop is rebuilt on every iteration, so the secrets are
+    arguments).
     """
     if n <= 16:
         return _xxh3_upto16(data, p, n, seed)
@@ -307,17 +309,54 @@ def _hash_ints(values, start, stop, bitflip, n, magic, shift, mode, out):  # pra
         out[k] = _bucket(h, n, magic, shift, mode)
 
 
-def _hash_strings(offsets, data, start, stop, seed, ksecret, secret, n, magic, shift, mode,
+def _hash_strings(offsets, data, bounds, seed, ksecret, secret, n, magic, shift, mode,
                   out):  # pragma: no cover
-    for i in prange(stop - start):
-        k = _U(start + i)  # unsigned: no negative-index wraparound code
-        p = np.int64(offsets[k])
-        size = np.int64(offsets[k + _U(1)]) - p
-        if size <= 16:
-            h = _xxh3_upto16(data, p, size, seed)
-        else:
-            h = _xxh3_above16(data, p, size, seed, ksecret, secret)
-        out[k] = _bucket(h, n, magic, shift, mode)
+    # One chunk [bounds[c], bounds[c + 1]) per iteration (see _balanced_bounds). The
+    # first loop hashes every string as if it had at most 16 bytes (for a longer one
+    # the inlined short path reads inside the string and its result is overwritten):
+    # no call in the hot loop, so nothing spills. The rare longer strings get a second
+    # loop, only in chunks that hold some.
+    for c in prange(bounds.shape[0] - 1):
+        lo = bounds[c]
+        hi = bounds[c + 1]
+        longer = 0
+        for i in range(lo, hi):
+            k = _U(i)  # unsigned: no negative-index wraparound code
+            p = np.int64(offsets[k])
+            size = np.int64(offsets[k + _U(1)]) - p
+            longer += size > 16
+            out[k] = _bucket(_xxh3_upto16(data, p, size, seed), n, magic, shift, mode)
+        if longer:
+            for i in range(lo, hi):
+                k = _U(i)
+                p = np.int64(offsets[k])
+                size = np.int64(offsets[k + _U(1)]) - p
+                if size > 16:
+                    h = _xxh3_above16(data, p, size, seed, ksecret, secret)
+                    out[k] = _bucket(h, n, magic, shift, mode)
+
+
+@kernel
+def _balanced_bounds(offsets, start, stop, chunks):  # pragma: no cover
+    # Cut strings [start, stop) into ``chunks`` runs of about equal cost, a string
+    # costing 16 + its bytes: binary searches on the non-decreasing offsets[k] + 16 k.
+    bounds = np.empty(chunks + 1, dtype=np.int64)
+    base = np.int64(offsets[start]) + 16 * np.int64(start)
+    total = np.int64(offsets[stop]) + 16 * np.int64(stop) - base
+    bounds[0] = start
+    for c in range(1, chunks):
+        target = base + total * c // chunks
+        lo = np.int64(bounds[c - 1])
+        hi = np.int64(stop)
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if np.int64(offsets[mid]) + 16 * mid < target:
+                lo = mid + 1
+            else:
+                hi = mid
+        bounds[c] = lo
+    bounds[chunks] = stop
+    return bounds
 
 
 # -------------------------------------------------------------------- bucketize
@@ -839,10 +878,15 @@ def hash_ints(values: np.ndarray, start: int, stop: int, seed: int, num_buckets:
 
 def hash_strings(str_offsets: np.ndarray, data: np.ndarray, start: int, stop: int, seed: int,
                  num_buckets: int, out: np.ndarray) -> None:
-    """``out[k] = XXH3_64(bytes of string k, seed) % num_buckets`` for k in range."""
-    kernel_ = pick(_HASH_STRINGS, 4 * (stop - start))
-    kernel_(str_offsets, data, start, stop, _U(seed), SECRET, long_secret(seed),
-            *divider(num_buckets), out)
+    """``out[k] = XXH3_64(bytes of string k, seed) % num_buckets`` for k in range.
+
+    Threads take chunks of about equal cost (strings and bytes), several per thread.
+    """
+    work = 4 * (stop - start)
+    chunks = 4 * numba.get_num_threads() if work >= PARALLEL_THRESHOLD else 1
+    bounds = _balanced_bounds(str_offsets, start, stop, chunks)
+    pick(_HASH_STRINGS, work)(str_offsets, data, bounds, _U(seed), SECRET, long_secret(seed),
+                              *divider(num_buckets), out)
 
 
 def bucketize(values: np.ndarray, start: int, stop: int, boundaries: np.ndarray, right: bool,
