@@ -54,7 +54,7 @@ def _as_jagged(func: str, data: Any, offsets: Any, arg: str = "data") -> tuple[J
     vals = v.as_values_array(func, arg, data)
     offs = v.check_offsets(func, "offsets", offsets, len(vals))
     kind = "arrow_values" if isinstance(data, (pa.Array, pa.ChunkedArray)) else "values"
-    return Jagged(vals, offs, validate=False), kind
+    return Jagged._trusted(vals, offs), kind
 
 
 def _finish(j: Jagged, kind: str) -> Any:
@@ -189,9 +189,9 @@ def _rebuild(wins: list[Window], window: np.ndarray, start: int,
         leaf = np.zeros((total,) + window.shape[1:], dtype=window.dtype)
         leaf[start:start + len(window)] = window
     vv = None if values_validity is None else values_validity[:total]
-    node = Jagged(leaf, last.offsets, validities[-1], values_validity=vv, validate=False)
+    node = Jagged._trusted(leaf, last.offsets, validities[-1], vv)
     for (level, _, _), validity in zip(wins[-2::-1], validities[-2::-1], strict=True):
-        node = Jagged(node, level.offsets, validity, validate=False)
+        node = Jagged._trusted(node, level.offsets, validity)
     return node
 
 
@@ -304,12 +304,12 @@ def _segments_input(func: str, data: Any, offsets: Any, lengths: Any,
     vals = v.as_values_array(func, "data", data)
     offs = _segment_offsets(func, len(vals), offsets, lengths, segment_ids)
     kind = "arrow_values" if isinstance(data, (pa.Array, pa.ChunkedArray)) else "values"
-    return Jagged(vals, offs, validate=False), kind, len(vals)
+    return Jagged._trusted(vals, offs), kind, len(vals)
 
 
 def _map_innermost(j: Jagged, fn: Callable[[Jagged], Jagged]) -> Jagged:
     if isinstance(j.values, Jagged):
-        return Jagged(_map_innermost(j.values, fn), j.offsets, j.validity, validate=False)
+        return Jagged._trusted(_map_innermost(j.values, fn), j.offsets, j.validity)
     return fn(j)
 
 
@@ -324,7 +324,7 @@ def _window_as(values: np.ndarray, start: int, stop: int, dtype: np.dtype) -> np
 
 
 def _float_dtype(dtype: np.dtype) -> np.dtype:
-    """The float dtype a kernel computes in: float16 widens to float32 (no kernel has it)."""
+    """Return the float dtype a kernel computes in (float16 widens to float32)."""
     if dtype == np.float16:
         return np.dtype(np.float32)
     return dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)

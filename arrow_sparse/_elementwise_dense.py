@@ -24,7 +24,6 @@ from ._elementwise_common import (
     _kernel,
     _max_length,
     _rebuild,
-    _same_structure,
     _u8,
     _windows,
     _zeros,
@@ -353,7 +352,7 @@ def jagged_dense_bmm(values: Any, offsets: Any, dense: Any, max_length: int | No
     _kernel("jagged_dense_bmm")(x[:total].astype(dtype, copy=False), _i64(j.offsets),
                                 _u8(j.validity), _u8(vv), np.ascontiguousarray(arr, dtype=dtype),
                                 limit, out)
-    return _finish(Jagged(out, j.offsets, j.validity, values_validity=vv, validate=False), kind)
+    return _finish(Jagged._trusted(out, j.offsets, j.validity, vv), kind)
 
 
 def jagged_jagged_bmm(x: Any, y: Any, offsets: Any = None,
@@ -367,7 +366,8 @@ def jagged_jagged_bmm(x: Any, y: Any, offsets: Any = None,
         (then ``offsets=None``).
     y
         Jagged values ``[total, N]`` with the same rows as ``x``: a values array sharing
-        ``offsets``, or a Jagged with the same row lengths.
+        ``offsets``, or a Jagged with the same row lengths (a row null in ``x`` or in
+        ``y`` may differ: it is not read).
     offsets
         Row offsets shared by ``x`` and ``y`` (``B + 1`` long), or None for Jaggeds.
     max_length
@@ -381,8 +381,8 @@ def jagged_jagged_bmm(x: Any, y: Any, offsets: Any = None,
     Raises
     ------
     ValueError
-        Values that are not 2-D, rows that differ (naming the first differing offset),
-        or malformed offsets.
+        Values that are not 2-D, rows that differ in length (naming the first), or
+        malformed offsets.
     TypeError
         Non-numeric or boolean inputs, or nested rows.
 
@@ -406,10 +406,18 @@ def jagged_jagged_bmm(x: Any, y: Any, offsets: Any = None,
         if isinstance(jx.values, Jagged) or isinstance(jy.values, Jagged):
             msg = f"{func}: x and y must be one jagged level of vectors, not nested lists"
             raise ArrowSparseTypeError(msg)
-        wins, _ = _windows(jx)
-        _same_structure(func, "y", wins, jy)
+        if jy.num_rows != jx.num_rows:
+            msg = f"{func}: y has {jy.num_rows} rows but x has {jx.num_rows}"
+            raise ArrowSparseValueError(msg)
         xv, yv, xo, yo = jx.values, jy.values, jx.offsets, jy.offsets
         valid = _and_mask(jx.validity, jx.num_rows, 0, jx.num_rows, jy.validity, 0)
+        differ = np.diff(_i64(xo)) != np.diff(_i64(yo))
+        if valid is not None:  # a null row is never read: its length is free
+            differ &= valid
+        if differ.any():
+            pos = v.first_true(differ)
+            v.fail_value(func, "y", "rows differ in length from x's", pos,
+                         f"{yo[pos + 1] - yo[pos]} != {xo[pos + 1] - xo[pos]}")
         x_valid, y_valid = jx.values_validity, jy.values_validity
     else:
         xv = v.as_values_array(func, "x", x)

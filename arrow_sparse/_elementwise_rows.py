@@ -77,8 +77,8 @@ def _take_ranges(func: str, j: Jagged, starts: np.ndarray, lengths: np.ndarray,
         new_values = _gather(values, starts, out_offsets)
         if j.values_validity is not None:
             vv = _gather(j.values_validity, starts, out_offsets)
-    return Jagged(new_values, out_offsets.astype(j.offsets.dtype, copy=False), validity,
-                  values_validity=vv, validate=False)
+    return Jagged._trusted(new_values, out_offsets.astype(j.offsets.dtype, copy=False),
+                           validity, vv)
 
 
 def _row_ranges(offsets: np.ndarray, validity: np.ndarray | None, rows: np.ndarray
@@ -206,7 +206,7 @@ def jagged_index_select(values: Any, lengths: Any, indices: Any) -> Any:
         return res.values, pa.array(np.diff(_A.parts(res)[0]).astype(lens.dtype, copy=False))
     vals = v.as_values_array(func, "values", values)
     lens = v.check_lengths(func, "lengths", lengths, len(vals))
-    j = Jagged(vals, _lengths_to_offsets(lens), validate=False)
+    j = Jagged._trusted(vals, _lengths_to_offsets(lens))
     res = _take_rows(func, j, _check_rows(func, "indices", indices, j.num_rows))
     out_lengths = np.diff(res.offsets).astype(lens.dtype, copy=False)
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
@@ -365,7 +365,7 @@ def _unique(func: str, j: Jagged) -> Jagged:
     out = out.view(bool) if vals.dtype == bool else out.astype(vals.dtype, copy=False)
     offsets = np.zeros(len(counts) + 1, dtype=j.offsets.dtype)
     np.cumsum(counts, out=offsets[1:])
-    return Jagged(out, offsets, j.validity, validate=False)
+    return Jagged._trusted(out, offsets, j.validity)
 
 
 def jagged_unique(data: Any, *, offsets: Any = None) -> Any:

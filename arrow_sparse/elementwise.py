@@ -297,25 +297,30 @@ def array_ufunc(j: Jagged, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs:
     return jagged_ufunc(ufunc, *inputs, **kwargs)
 
 
-def map_values(data: Any, func: Callable[[np.ndarray], Any]) -> Any:
+def map_values(data: Any, func: Callable[[np.ndarray], Any], *, offsets: Any = None) -> Any:
     """Apply an elementwise function to the values, keeping offsets and validity.
 
     Parameters
     ----------
     data
-        A :class:`Jagged` (nested: the leaf values are mapped) or an Arrow list array.
+        A :class:`Jagged` (nested: the leaf values are mapped), an Arrow list array, or
+        values ``[N, *inner]`` (numpy or Arrow) with ``offsets=``.
     func
         Called once with the visible values the rows address (``[n, *inner]``: a view, or
         a copy without the values under null rows and null elements when there are
         any); must return ``n`` values (any numeric dtype; the inner shape may change).
         It must work value by value.
+    offsets
+        Row offsets of ``data`` when it is a values array (may start above zero and end
+        before the last value).
 
     Returns
     -------
-    Jagged or pyarrow.Array
+    Jagged, pyarrow.Array or numpy.ndarray
         Same kind as ``data``: the same offsets arrays (zero-copy) and validity, the new
         values. Offsets that start above zero give a values buffer with zeros before the
-        first row (one extra copy of the result).
+        first row (one extra copy of the result). For a values array: new values of the
+        same length, 0 where no row addresses them.
 
     Raises
     ------
@@ -335,12 +340,15 @@ def map_values(data: Any, func: Callable[[np.ndarray], Any]) -> Any:
     Jagged([[1, 4, 9], [4, 16, 36, 49], None, [9, 36]], dtype=int64, offsets=int32)
     >>> asp.map_values(pa.array([[1.0, 2.0], [4.0]]), np.log2).to_pylist()
     [[0.0, 1.0], [2.0]]
+    >>> asp.map_values(np.array([5, 1, 2, 3]), np.negative, offsets=[1, 3, 4])
+    array([ 0, -1, -2, -3])
     """
     name = "map_values"
     if not callable(func):
         msg = f"{name}: func must be callable, got {type(func).__name__}"
         raise ArrowSparseTypeError(msg)
-    j, kind = _as_jagged(name, data, None)
+    j, kind = _as_jagged(name, data, offsets)
+    min_len = len(j.values) if kind in _VALUES_KINDS else 0
     wins, (start, stop) = _windows(j)
     leaf = wins[-1][0].values
     assert isinstance(leaf, np.ndarray)
@@ -358,9 +366,7 @@ def map_values(data: Any, func: Callable[[np.ndarray], Any]) -> Any:
         return result
 
     result = _visible(call, [leaf[start:stop]], keep)
-    return _finish(_rebuild(wins, result, start, validities, values_validity), kind)
-
-
+    return _finish(_rebuild(wins, result, start, validities, values_validity, min_len), kind)
 
 
 # ================================================================= softmax and cumsum
@@ -375,8 +381,7 @@ def _softmax(j: Jagged, max_length: int, min_len: int) -> Jagged:
     _kernel("softmax")(_window_as(vals, start, stop, dtype), _i64(j.offsets), _u8(j.validity),
                        _u8(j.values_validity), max_length, out)
     vv = None if j.values_validity is None else j.values_validity[:total]
-    return Jagged(out.reshape((total,) + vals.shape[1:]), j.offsets, j.validity,
-                  values_validity=vv, validate=False)
+    return Jagged._trusted(out.reshape((total,) + vals.shape[1:]), j.offsets, j.validity, vv)
 
 
 def jagged_softmax(values: Any, offsets: Any = None, max_length: int | None = None) -> Any:
@@ -502,8 +507,7 @@ def _cumsum(j: Jagged, exclusive: bool, min_len: int) -> Jagged:
     _kernel("cumsum")(_window_as(vals, start, stop, dtype), _i64(j.offsets), _u8(j.validity),
                       _u8(j.values_validity), exclusive, out)
     vv = None if j.values_validity is None else j.values_validity[:total]
-    return Jagged(out.reshape((total,) + vals.shape[1:]), j.offsets, j.validity,
-                  values_validity=vv, validate=False)
+    return Jagged._trusted(out.reshape((total,) + vals.shape[1:]), j.offsets, j.validity, vv)
 
 
 def segment_cumsum(data: Any, *, offsets: Any = None, lengths: Any = None,

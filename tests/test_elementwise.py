@@ -104,6 +104,80 @@ def test_per_row_and_padded_operands(case: tuple[pa.Array, list], data: st.DataO
     assert (dense - j).to_list() == ref.map_rows(operator.neg, expected)
 
 
+COMPARE = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+           ">": operator.gt, ">=": operator.ge}
+
+
+def same_rows_other(rows: list) -> tuple[asp.Jagged, list]:
+    """A Jagged with the rows' lengths, no zero values, its own buffer (offsets from 1) and
+    null rows where a row has one element; and its Python rows."""
+    other_rows = [None if row is None or len(row) == 1 else
+                  [2.5 * i - 1 for i in range(len(row))] for row in rows]
+    lengths = [0 if row is None else len(row) for row in rows]
+    flat = [0.0] + [x for row, n in zip(other_rows, lengths, strict=True)
+                    for x in (row if row is not None else [7.0] * n)]
+    offs = np.concatenate([[1], 1 + np.cumsum(lengths, dtype=np.int64)]).astype(np.int32)
+    valid = np.array([r is not None for r in other_rows], bool)
+    return asp.Jagged(np.array(flat), offs, valid), other_rows
+
+
+@given(list_arrays(np.dtype(np.float64), null_values=True), st.sampled_from(sorted(COMPARE)),
+       st.integers(-3, 3), st.data())
+def test_comparisons_match_reference(case: tuple[pa.Array, list], op: str, scalar: int,
+                                     data: st.DataObject) -> None:
+    arr, rows = case
+    j = asp.Jagged.from_arrow(arr)
+    fn = COMPARE[op]
+    got = fn(j, scalar)
+    assert got.dtype == np.bool_
+    assert got.to_list() == ref.map_rows(lambda a: fn(a, scalar), rows)
+    shares_offsets(got, j)
+    assert fn(float(scalar), j).to_list() == ref.map_rows(lambda a: fn(scalar, a), rows)
+    k, other_rows = same_rows_other(rows)
+    assert fn(j, k).to_list() == ref.map_rows(fn, rows, other_rows)
+    per_row = data.draw(st.lists(st.integers(-3, 3), min_size=len(rows), max_size=len(rows)))
+    want = [None if row is None else [None if x is None else fn(x, per_row[i]) for x in row]
+            for i, row in enumerate(rows)]
+    assert fn(j, np.array(per_row, dtype=np.int64)).to_list() == want
+
+
+@given(list_arrays(null_values=True), st.floats(0.25, 8.0), st.booleans())
+def test_true_divide_matches_reference(case: tuple[pa.Array, list], scalar: float,
+                                       negative: bool) -> None:
+    arr, rows = case
+    j = asp.Jagged.from_arrow(arr)
+    s = -scalar if negative else scalar
+    got = j / s
+    assert got.dtype == np.result_type(j.dtype, 1.0)
+    rel = 1e-6 if got.dtype == np.float32 else 1e-12
+    close_rows(got.to_list(), ref.map_rows(lambda a: a / s, rows), rel)
+    with np.errstate(divide="ignore", invalid="ignore"):  # the rows may hold zeros
+        back = (s / j).to_list()
+        dt = got.dtype.type  # the reference divides in the result's dtype too
+        want = ref.map_rows(lambda a: float(dt(s) / dt(a)), rows)
+    close_rows(back, want, rel)
+    k, other_rows = same_rows_other(rows)
+    close_rows((j / k).to_list(), ref.map_rows(lambda a, b: a / b, rows, other_rows), rel)
+
+
+def test_float16_values_give_the_documented_dtypes() -> None:
+    # Copies keep float16; numpy's operators keep it; kernels compute in float32.
+    j = asp.Jagged.from_list([[1.0, 2.0], None, [0.5]], dtype=np.float16)
+    assert (j + 1).dtype == np.float16 and (j * j).dtype == np.float16
+    assert asp.segment_softmax(j).dtype == np.float32
+    assert asp.jagged_softmax(j).dtype == np.float32
+    assert asp.segment_cumsum(j).dtype == np.float32
+    dense = np.ones((3, 2), np.float16)
+    assert asp.jagged_dense_elementwise_mul(j, None, dense).dtype == np.float32
+    for moved in (asp.index_select(j, [2, 0]), asp.list_slice(j, 1), asp.truncate(j, 1),
+                  asp.jagged_unique(j), asp.repeat(np.array([1, 2, 3], np.float16), j)):
+        assert moved.dtype == np.float16
+    assert asp.jagged_to_padded_dense(j).dtype == np.float16
+    vectors = asp.Jagged(np.ones((2, 2), np.float16), [0, 2])
+    assert asp.jagged_dense_bmm(vectors, None, np.ones((1, 2, 1), np.float16)).dtype == \
+        np.float32
+
+
 def test_caffe2_operators() -> None:
     j = caffe2()
     assert (j + 1).to_list() == [[2, 3, 4], [3, 5, 7, 8], [4, 7]]
@@ -322,6 +396,20 @@ def test_map_values_nested_matches_reference(case: tuple[pa.Array, list]) -> Non
     close_rows(got.to_pylist(), ref.map_rows(lambda a: 2 * a + 1, rows))
 
 
+@given(st.data())
+def test_map_values_values_and_offsets_form(data: st.DataObject) -> None:
+    offs = data.draw(offsets(max_rows=8, max_len=4, max_start=3))
+    n = int(offs[-1]) + data.draw(st.integers(0, 2))
+    values = np.arange(n, dtype=np.float64) - 3
+    got = asp.map_values(values, lambda x: 2 * x + 1, offsets=offs)
+    expected = np.zeros(n)
+    expected[offs[0]:offs[-1]] = 2 * values[offs[0]:offs[-1]] + 1
+    np.testing.assert_array_equal(got, expected)
+    arrow = asp.map_values(pa.array(values), np.negative, offsets=pa.array(offs))
+    assert isinstance(arrow, pa.Array)
+    np.testing.assert_array_equal(arrow.to_numpy(), np.where(expected != 0, -values, 0.0))
+
+
 def test_map_values_errors() -> None:
     j = caffe2()
     with pytest.raises(TypeError, match="map_values: func must be callable, got int"):
@@ -333,6 +421,10 @@ def test_map_values_errors() -> None:
         j.map_values(lambda x: x.astype(str))
     with pytest.raises(TypeError, match="map_values: data must be a Jagged or an Arrow list"):
         asp.map_values(np.arange(3), np.abs)
+    with pytest.raises(ValueError, match="map_values: offsets exceed the number of values 3"):
+        asp.map_values(np.arange(3), np.abs, offsets=[0, 4])
+    with pytest.raises(TypeError, match="map_values: offsets must be None when data is a Jagged"):
+        asp.map_values(caffe2(), np.abs, offsets=CAFFE2_OFFSETS)
 
 
 

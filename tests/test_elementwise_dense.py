@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import arrow_sparse as asp
 
 from . import _reference as ref
+from ._strategies import list_arrays
 from .test_elementwise import CAFFE2_OFFSETS, CAFFE2_VALUES, caffe2, shares_offsets
 
 
@@ -227,11 +228,121 @@ def test_bmm_errors() -> None:
         asp.jagged_dense_bmm(asp.Jagged.from_list([[[1.0]]]), None, np.ones((1, 1, 1)))
     with pytest.raises(ValueError, match="jagged_jagged_bmm: y has 2 values but x has 3"):
         asp.jagged_jagged_bmm(x, np.ones((2, 2)), [0, 3])
-    with pytest.raises(ValueError, match=r"jagged_jagged_bmm: y offsets differ from the "
-                                         r"Jagged's.*\(first at position 1: 2 != 1\)"):
+    with pytest.raises(ValueError, match=r"jagged_jagged_bmm: y rows differ in length from "
+                                         r"x's \(first at position 0: 2 != 1\)"):
         asp.jagged_jagged_bmm(asp.Jagged(x, [0, 1, 3]), asp.Jagged(x, [0, 2, 3]))
+    with pytest.raises(ValueError, match="jagged_jagged_bmm: y has 1 rows but x has 2"):
+        asp.jagged_jagged_bmm(asp.Jagged(x, [0, 1, 3]), asp.Jagged(x, [0, 3]))
     with pytest.raises(TypeError, match="jagged_jagged_bmm: values must be integers or floats, "
                                         "got bool and bool"):
         asp.jagged_jagged_bmm(np.ones((3, 2), bool), np.ones((3, 2), bool), [0, 3])
     with pytest.raises(ValueError, match="jagged_jagged_bmm: x and y values must be 2-D"):
         asp.jagged_jagged_bmm(np.ones(3), np.ones(3), [0, 3])
+
+
+# ============================================ Jagged and Arrow inputs with nulls (Hypothesis)
+def _fill_null_elements(rows: list, levels: int, fill: object) -> list:
+    """Null elements replaced by ``fill``; null rows (at any level) kept as None."""
+    def walk(node: object, level: int) -> object:
+        if node is None:
+            return None
+        if level == levels - 1:
+            return [fill if x is None else x for x in node]  # type: ignore[attr-defined]
+        return [walk(child, level + 1) for child in node]  # type: ignore[attr-defined]
+    return [walk(row, 0) for row in rows]
+
+
+def _jagged_dense_rows(rows: list, dense: list, levels: int, op: object) -> list:
+    """Each non-null element ``op`` the dense value at its padded position (0 outside)."""
+    def walk(node: object, d: object, level: int) -> object:
+        if node is None:
+            return None
+        out = []
+        for k, item in enumerate(node):  # type: ignore[arg-type]
+            inside = d is not None and k < len(d)  # type: ignore[arg-type]
+            sub = d[k] if inside else None  # type: ignore[index]
+            if level < levels - 1:
+                out.append(walk(item, sub, level + 1))
+            else:
+                out.append(None if item is None else op(item, sub if inside else 0))  # type: ignore[operator]
+        return out
+    return [walk(row, dense[i], 0) for i, row in enumerate(rows)]
+
+
+@given(st.integers(1, 2).flatmap(lambda n: st.tuples(
+    st.just(n), list_arrays(np.dtype(np.float64), levels=n, null_values=True))), st.data())
+def test_jagged_dense_with_null_rows_and_elements(case: tuple[int, tuple[pa.Array, list]],
+                                                  data: st.DataObject) -> None:
+    levels, (arr, rows) = case
+    extents = [data.draw(st.integers(0, 4)) for _ in range(levels)]
+    shape = (len(rows), *extents)
+    dense = (np.arange(int(np.prod(shape)), dtype=np.float64) * 0.5 - 3).reshape(shape)
+    as_jagged = data.draw(st.booleans())
+    x = asp.Jagged.from_arrow(arr) if as_jagged else arr
+    for fn, op in ((asp.jagged_dense_elementwise_mul, operator.mul),
+                   (asp.jagged_dense_elementwise_add_jagged_output, operator.add)):
+        got = fn(x, None, dense)
+        got_rows = got.to_list() if as_jagged else got.to_pylist()
+        assert got_rows == _jagged_dense_rows(rows, dense.tolist(), levels, op)
+        if not as_jagged:
+            assert got.type == arr.type
+    # The dense sum: null rows and null elements are padding (they add nothing).
+    summed = asp.jagged_dense_elementwise_add(x, None, dense, output="dense")
+    padded = ref.pad(_fill_null_elements(rows, levels, 0.0), extents, 0.0, 0.0)
+    np.testing.assert_array_equal(summed, np.array(padded, dtype=np.float64).reshape(shape)
+                                  + dense)
+
+
+@st.composite
+def vector_rows(draw: st.DrawFn, width: int, num_rows: int,
+                lengths: list[int] | None = None) -> list:
+    """``num_rows`` rows (None = null) of vectors of ``width`` small ints (None = null vector)."""
+    vec = st.one_of(st.none(), st.lists(st.integers(-3, 3).map(float), min_size=width,
+                                        max_size=width))
+    rows = []
+    for i in range(num_rows):
+        n = draw(st.integers(0, 4)) if lengths is None else lengths[i]
+        rows.append(draw(st.one_of(st.none(), st.lists(vec, min_size=n, max_size=n))))
+    return rows
+
+
+def _vector_array(rows: list, width: int, sliced: bool) -> pa.Array:
+    t = pa.list_(pa.list_(pa.float64(), width))
+    if not sliced:
+        return pa.array(rows, t)
+    pad_row = [[9.0] * width]
+    return pa.array([pad_row] + rows + [pad_row], t).slice(1, len(rows))
+
+
+@given(st.data())
+def test_bmm_with_null_rows_and_elements(data: st.DataObject) -> None:
+    k, m, n = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3)), data.draw(st.integers(0, 2))
+    num_rows = data.draw(st.integers(0, 5))
+    xrows = data.draw(vector_rows(k, num_rows))
+    lengths = [0 if r is None else len(r) for r in xrows]
+    yrows = data.draw(vector_rows(n, num_rows, lengths))
+    x = _vector_array(xrows, k, data.draw(st.booleans()))
+    y = _vector_array(yrows, n, data.draw(st.booleans()))
+    w = (np.arange(num_rows * k * m, dtype=np.float64) % 5 - 2).reshape(num_rows, k, m)
+    max_length = data.draw(st.one_of(st.none(), st.integers(0, 4)))
+    limit = 10 if max_length is None else max_length
+    got = asp.jagged_dense_bmm(x, None, w, max_length)
+    want = [None if row is None else
+            [None if vec is None else
+             [sum(vec[i] * w[b, i, c] for i in range(k)) if e < limit else 0.0
+              for c in range(m)]
+             for e, vec in enumerate(row)]
+            for b, row in enumerate(xrows)]
+    assert got.type == pa.list_(pa.list_(pa.float64(), m)) and got.to_pylist() == want
+    as_jagged = data.draw(st.booleans())
+    jx = asp.Jagged.from_arrow(x) if as_jagged else x
+    jy = asp.Jagged.from_arrow(y) if as_jagged else y
+    out = asp.jagged_jagged_bmm(jx, jy, None, max_length)
+    expected = np.zeros((num_rows, k, n))
+    for b, (xr, yr) in enumerate(zip(xrows, yrows, strict=True)):
+        if xr is None or yr is None:
+            continue
+        for e, (xv, yv) in enumerate(zip(xr, yr, strict=True)):
+            if e < limit and xv is not None and yv is not None:
+                expected[b] += np.outer(xv, yv)
+    np.testing.assert_array_equal(out, expected)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import arrow_sparse as asp
 
 from . import _reference as ref
-from ._strategies import list_arrays
+from ._strategies import lengths, list_arrays, numeric_dtypes
 from .test_elementwise import CAFFE2_OFFSETS, CAFFE2_VALUES, caffe2, shares_offsets
 
 
@@ -59,6 +59,64 @@ def test_list_slice_matches_python(case: tuple[pa.Array, list], start: int | Non
 def test_list_slice_nested(case: tuple[pa.Array, list], start: int) -> None:
     arr, rows = case
     assert asp.list_slice(arr, start).to_pylist() == ref.slice_rows(rows, start, None)
+
+
+@given(numeric_dtypes(), st.sampled_from([(), (2,)]), st.data())
+def test_jagged_index_select_matches_reference(dtype: np.dtype, inner: tuple[int, ...],
+                                               data: st.DataObject) -> None:
+    lens = data.draw(lengths(max_rows=8, max_len=4))
+    n = len(lens)
+    total = sum(lens)
+    values = (np.arange(total * int(np.prod(inner))) % 100).astype(dtype).reshape(
+        (total,) + inner)
+    ids = data.draw(st.lists(st.integers(-n, n - 1), max_size=6)) if n else []
+    lens_dtype = data.draw(st.sampled_from([np.int32, np.int64]))
+    got_values, got_lengths = asp.jagged_index_select(values, np.array(lens, lens_dtype), ids)
+    offs = ref.lengths_to_offsets(lens)
+    rows = [values[offs[i]:offs[i + 1]].tolist() for i in range(n)]
+    expected = ref.index_select_rows(rows, ids)
+    assert got_lengths.dtype == lens_dtype
+    assert got_lengths.tolist() == [len(r) for r in expected]
+    assert got_values.dtype == values.dtype
+    assert got_values.tolist() == [x for r in expected for x in r]
+    if not inner:
+        arrow_values, arrow_lengths = asp.jagged_index_select(pa.array(values),
+                                                              pa.array(lens, pa.int64()),
+                                                              pa.array(ids, pa.int64()))
+        assert arrow_values.to_pylist() == got_values.tolist()
+        assert arrow_lengths.to_pylist() == got_lengths.tolist()
+
+
+@given(st.data())
+def test_expand_into_jagged_matches_reference(data: st.DataObject) -> None:
+    levels = data.draw(st.integers(1, 3))
+    lens = [data.draw(st.lists(st.integers(0, 3), max_size=5))]
+    for _ in range(levels - 1):
+        lens.append(data.draw(st.lists(st.integers(0, 3), min_size=sum(lens[-1]),
+                                       max_size=sum(lens[-1]))))
+    offs = [ref.lengths_to_offsets(x) for x in lens]
+    start = data.draw(st.integers(0, 2))  # leaf values before the first row
+    offs[-1] = [start + o for o in offs[-1]]
+    inner = data.draw(st.sampled_from([(), (2,)]))
+    rows = len(lens[0])
+    x = (np.arange(rows * int(np.prod(inner)), dtype=np.float32) + 1).reshape((rows,) + inner)
+    dtype = data.draw(st.sampled_from([np.int32, np.int64]))
+    got = asp.expand_into_jagged(x, [np.array(o, dtype) for o in offs])
+    total = offs[-1][-1]
+    expected = np.zeros((total,) + inner, dtype=np.float32)
+    positions = ref.rows_of(list(range(total)), offs)
+
+    def leaves(node: Any) -> list[int]:
+        return [p for child in node for p in leaves(child)] if isinstance(node, list) else [node]
+
+    for r, row in enumerate(positions):
+        for p in leaves(row):
+            expected[p] = x[r]
+    assert got.dtype == x.dtype and got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected)
+    if levels == 1 and not inner:
+        arrow = asp.expand_into_jagged(pa.array(x), pa.array(offs[0], pa.int64()))
+        assert arrow.to_pylist() == expected.tolist()
 
 
 def test_gathers_values_forms_vectors_and_chunks() -> None:
