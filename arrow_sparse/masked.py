@@ -9,7 +9,8 @@ False). This is the definition of the PyTorch masked-reductions post: the defaul
 mask is ``ones(input.shape)`` even for sparse inputs, so unspecified elements count
 as zeros. Sparse and jagged inputs are reduced on their stored values; nothing of
 the dense shape is allocated (except by ``softmax``/``log_softmax``, whose result has
-the dense shape). Results are dense numpy arrays. See docs/masked-reductions.md.
+the dense shape). numpy inputs are reduced by numpy on ``where(M, x, identity)``.
+Results are dense numpy arrays. See docs/masked-reductions.md.
 """
 
 from __future__ import annotations
@@ -159,6 +160,10 @@ class _Problem:
     mask_keys: Callable[[], np.ndarray] = field(repr=False)
 
     @property
+    def dtype(self) -> np.dtype:
+        return self.vals.dtype
+
+    @property
     def zeros_in(self) -> np.ndarray:
         """Unspecified masked-in elements (zeros) per cell."""
         return np.asarray(self.count_in - self.stored_in)
@@ -175,13 +180,76 @@ class _Problem:
         return flat.reshape(kept)
 
 
-def _problem(func: str, x: Any, dim: Any, mask: Any) -> _Problem:
-    shape, coords, vals = _entries(func, "input", x)
+@dataclass
+class _Strided:
+    """A masked reduction of a numpy array: numpy reductions of ``where(mask, x, fill)``.
+
+    Results keep the reduced dimensions (size 1) until :meth:`finish`.
+    """
+
+    x: np.ndarray
+    mask: np.ndarray | None  # bool, broadcastable to x.shape; None: everything masked in
+    dims: tuple[int, ...]
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.x.dtype
+
+    @property
+    def slice_size(self) -> int:
+        return math.prod(self.x.shape[d] for d in self.dims)
+
+    @property
+    def count_in(self) -> np.ndarray:
+        """Masked-in elements per slice (float64)."""
+        if self.mask is None:
+            kept = [1 if i in self.dims else n for i, n in enumerate(self.x.shape)]
+            return np.full(kept, float(self.slice_size))
+        return self.reduce(np.sum, np.broadcast_to(self.mask, self.x.shape), dtype=np.float64)
+
+    def fill(self, value: Any, x: np.ndarray | None = None) -> np.ndarray:
+        """``x`` (default: the input) with its masked-out elements replaced by ``value``."""
+        x = self.x if x is None else x
+        return x if self.mask is None else np.where(self.mask, x, value)
+
+    def reduce(self, fn: Callable[..., Any], x: np.ndarray, **kw: Any) -> np.ndarray:
+        with np.errstate(all="ignore"):  # NaN from inf - inf is a result, not a warning
+            return np.asarray(fn(x, axis=self.dims, keepdims=True, **kw))
+
+    def finish(self, out: np.ndarray, keepdim: bool) -> np.ndarray:
+        return out if keepdim else np.squeeze(out, axis=self.dims)
+
+
+def _numeric(func: str, vals: np.ndarray) -> np.ndarray:
     if vals.dtype.kind == "b":
         vals = vals.astype(np.int64)
     if vals.dtype.kind not in "iuf":
         msg = f"{func}: input must have a numeric dtype, got {vals.dtype}"
         raise ArrowSparseTypeError(msg)
+    return vals
+
+
+def _prepare(func: str, x: Any, dim: Any, mask: Any) -> _Problem | _Strided:
+    """Sparse and jagged inputs become entries; numpy inputs take the strided path."""
+    if isinstance(x, (Jagged, *_SPARSE)):
+        return _problem(func, x, dim, mask)
+    return _strided(func, v.as_values_array(func, "input", x, min_ndim=1), dim, mask)
+
+
+def _strided(func: str, x: np.ndarray, dim: Any, mask: Any) -> _Strided:
+    x = _numeric(func, x)
+    dims = _check_dims(func, dim, x.ndim)
+    kind, spec = _mask_spec(func, mask, x.shape)
+    if kind == "coords":  # a sparse or jagged mask of a dense input: densify it
+        spec_dense = np.zeros(x.shape, dtype=bool)
+        spec_dense[tuple(spec)] = True
+        spec = spec_dense
+    return _Strided(x, None if kind == "none" else spec, dims)
+
+
+def _problem(func: str, x: Any, dim: Any, mask: Any) -> _Problem:
+    shape, coords, vals = _entries(func, "input", x)
+    vals = _numeric(func, vals)
     if math.prod(shape) >= 1 << 62:
         msg = f"{func}: input shape {shape} has more than 2**62 elements"
         raise ArrowSparseValueError(msg)
@@ -212,19 +280,25 @@ def _problem(func: str, x: Any, dim: Any, mask: Any) -> _Problem:
         count_in = spec.sum(axis=dims, dtype=np.int64).reshape(-1)
 
         def mask_keys() -> np.ndarray:
-            return np.unique(cells_of([i.astype(np.int64) for i in np.nonzero(spec)]))
+            return _sorted_keys(cells_of([i.astype(np.int64) for i in np.nonzero(spec)]))
     else:
-        keys = np.unique(cells_of(spec))
+        keys = _sorted_keys(cells_of(spec))
         count_in = np.bincount(keys // max(slice_size, 1), minlength=num_cells).astype(np.int64)
-        lin = cell * slice_size + pos
-        at = np.minimum(np.searchsorted(keys, lin), max(len(keys) - 1, 0))
-        inm = keys[at] == lin if len(keys) else np.zeros(n, dtype=bool)
+        inm = np.empty(n, dtype=bool)
+        _k("sorted_member")(keys, cell * slice_size + pos, inm)
 
         def mask_keys() -> np.ndarray:
             return keys
     stored_in = np.bincount(cell[inm], minlength=num_cells).astype(np.int64)
     return _Problem(shape, dims, num_cells, slice_size, cell, pos, vals,
                     np.ascontiguousarray(inm), count_in, stored, stored_in, kind, mask_keys)
+
+
+def _sorted_keys(keys: np.ndarray) -> np.ndarray:
+    """Distinct raveled keys (entries never repeat a coordinate), sorted unless they are."""
+    if len(keys) > 1 and (keys[1:] < keys[:-1]).any():
+        return np.sort(keys)
+    return keys
 
 
 def _float_dtype(dtype: np.dtype) -> np.dtype:
@@ -236,6 +310,11 @@ def _acc_dtype(dtype: np.dtype) -> np.dtype:
                     else np.int64)
 
 
+def _sum_result(out: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Sums and products keep a float input's dtype, else their accumulator's."""
+    return out.astype(dtype) if dtype.kind == "f" else out
+
+
 def _identity(op: str, dtype: np.dtype) -> Any:
     if dtype.kind == "f":
         return -np.inf if op == "max" else np.inf
@@ -243,9 +322,12 @@ def _identity(op: str, dtype: np.dtype) -> Any:
     return info.min if op == "max" else info.max
 
 
-def _extreme(p: _Problem, op: str) -> np.ndarray:
+def _extreme(p: _Problem | _Strided, op: str) -> np.ndarray:
     """amax/amin in the input dtype: identity where fully masked out."""
-    out = np.full(p.num_cells, _identity(op, p.vals.dtype), dtype=p.vals.dtype)
+    ident = _identity(op, p.dtype)
+    if isinstance(p, _Strided):
+        return p.reduce(np.max if op == "max" else np.min, p.fill(ident), initial=ident)
+    out = np.full(p.num_cells, ident, dtype=p.dtype)
     _k("masked_max" if op == "max" else "masked_min")(p.cell, p.vals, p.inm, out)
     zero = p.zeros_in > 0
     combine = np.maximum if op == "max" else np.minimum
@@ -253,13 +335,15 @@ def _extreme(p: _Problem, op: str) -> np.ndarray:
     return out
 
 
-def _total(p: _Problem, dtype: np.dtype) -> np.ndarray:
+def _total(p: _Problem | _Strided, dtype: np.dtype) -> np.ndarray:
+    if isinstance(p, _Strided):
+        return p.reduce(np.sum, p.fill(0), dtype=dtype)
     out = np.zeros(p.num_cells, dtype=dtype)
     _k("masked_sum")(p.cell, p.vals, p.inm, out)
     return out
 
 
-def _mean(p: _Problem) -> np.ndarray:
+def _mean(p: _Problem | _Strided) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.asarray(_total(p, np.dtype(np.float64)) / p.count_in)
 
@@ -314,9 +398,8 @@ def sum(input: Any, dim: Any = None, *, keepdim: bool = False,  # noqa: A001 - t
     >>> asp.masked.sum(csr, 0, mask=np.array([True, False, True]))
     array([1., 0., 2.])
     """
-    p = _problem("masked.sum", input, dim, mask)
-    out = _total(p, _acc_dtype(p.vals.dtype))
-    return p.finish(out.astype(p.vals.dtype if p.vals.dtype.kind == "f" else out.dtype), keepdim)
+    p = _prepare("masked.sum", input, dim, mask)
+    return p.finish(_sum_result(_total(p, _acc_dtype(p.dtype)), p.dtype), keepdim)
 
 
 def prod(input: Any, dim: Any = None, *, keepdim: bool = False, mask: Any = None) -> np.ndarray:
@@ -346,11 +429,15 @@ def prod(input: Any, dim: Any = None, *, keepdim: bool = False, mask: Any = None
     >>> asp.masked.prod(j, 1)  # the default mask covers the zero tails
     array([  0., 336.,   0.])
     """
-    p = _problem("masked.prod", input, dim, mask)
-    out = np.ones(p.num_cells, dtype=_acc_dtype(p.vals.dtype))
-    _k("masked_prod")(p.cell, p.vals, p.inm, out)
-    out[p.zeros_in > 0] *= 0
-    return p.finish(out.astype(p.vals.dtype if p.vals.dtype.kind == "f" else out.dtype), keepdim)
+    p = _prepare("masked.prod", input, dim, mask)
+    if isinstance(p, _Strided):
+        out = p.reduce(np.prod, p.fill(1), dtype=_acc_dtype(p.dtype))
+    else:
+        out = np.ones(p.num_cells, dtype=_acc_dtype(p.dtype))
+        _k("masked_prod")(p.cell, p.vals, p.inm, out)
+        with np.errstate(invalid="ignore"):  # inf * 0 is NaN, as in the dense product
+            out[p.zeros_in > 0] *= 0
+    return p.finish(_sum_result(out, p.dtype), keepdim)
 
 
 def amax(input: Any, dim: Any = None, *, keepdim: bool = False, mask: Any = None) -> np.ndarray:
@@ -379,7 +466,7 @@ def amax(input: Any, dim: Any = None, *, keepdim: bool = False, mask: Any = None
     >>> asp.masked.amax(coo, 1, mask=coo.to_dense() != 0)
     array([-1., -2.])
     """
-    p = _problem("masked.amax", input, dim, mask)
+    p = _prepare("masked.amax", input, dim, mask)
     return p.finish(_extreme(p, "max"), keepdim)
 
 
@@ -407,44 +494,41 @@ def amin(input: Any, dim: Any = None, *, keepdim: bool = False, mask: Any = None
     ...                 mask=np.array([[True, False], [False, False]]))
     array([ 3., inf])
     """
-    p = _problem("masked.amin", input, dim, mask)
+    p = _prepare("masked.amin", input, dim, mask)
     return p.finish(_extreme(p, "min"), keepdim)
-
-
-def _first_gaps(keys: np.ndarray, p: _Problem) -> np.ndarray:
-    out = np.zeros(p.num_cells, dtype=np.int64)
-    _k("first_gap")(keys, p.slice_size, out)
-    return out
 
 
 def _arg(func: str, op: str, input: Any, dim: Any, keepdim: bool, mask: Any) -> np.ndarray:
     if isinstance(dim, (tuple, list)):
         msg = f"{func}: dim must be None or an int, got {dim!r}"
         raise ArrowSparseTypeError(msg)
-    p = _problem(func, input, dim, mask)
+    p = _prepare(func, input, dim, mask)
     if p.slice_size == 0:
         msg = f"{func}: cannot take the {op} index of an empty slice (dim={dim})"
         raise ArrowSparseValueError(msg)
-    ident = _identity(op, p.vals.dtype)
+    ident = _identity(op, p.dtype)
+    if isinstance(p, _Strided):  # numpy picks the first NaN, as the entries path does
+        pick = np.argmax if op == "max" else np.argmin
+        axis = None if dim is None else p.dims[0]
+        return p.finish(pick(p.fill(ident), axis=axis, keepdims=True).astype(np.int64),
+                        keepdim)
     best = _extreme(p, op)
     outside = p.out_in > 0
     combine = np.maximum if op == "max" else np.minimum
     best[outside] = combine(best[outside], ident)
     out = np.full(p.num_cells, p.slice_size, dtype=np.int64)
-    _k("masked_first_best")(p.cell, p.pos, p.vals, p.inm, p.vals.dtype.type(ident), best, out)
+    _k("masked_first_best")(p.cell, p.pos, p.vals, p.inm, p.dtype.type(ident), best, out)
     zeros, outs = p.zeros_in > 0, p.out_in > 0
     if zeros.any() or outs.any():
-        skeys = np.sort(p.cell * p.slice_size + p.pos)
-        if p.mask_kind == "none":
-            first_zero = _first_gaps(skeys, p)
-            first_out = out
+        # the first unstored position per cell that is masked in (a zero), or out
+        skeys = _sorted_keys(p.cell * p.slice_size + p.pos)
+        first_zero = np.zeros(p.num_cells, dtype=np.int64)
+        first_out = np.zeros(p.num_cells, dtype=np.int64)
+        if p.mask_kind == "none":  # every unstored position is masked in
+            _k("first_unstored")(skeys[:0], skeys, p.slice_size, first_out, first_zero)
         else:
-            mkeys = p.mask_keys()
-            only = np.setdiff1d(mkeys, skeys, assume_unique=True)
-            first_zero = np.full(p.num_cells, p.slice_size, dtype=np.int64)
-            cells, at = np.unique(only // p.slice_size, return_index=True)
-            first_zero[cells] = only[at] % p.slice_size
-            first_out = _first_gaps(np.union1d(mkeys, skeys), p)
+            first_zero[:] = p.slice_size
+            _k("first_unstored")(p.mask_keys(), skeys, p.slice_size, first_zero, first_out)
         hit = zeros & (best == 0)
         out[hit] = np.minimum(out[hit], first_zero[hit])
         hit = outs & (best == ident)
@@ -551,12 +635,12 @@ def mean(input: Any, dim: Any = None, *, keepdim: bool = False, mask: Any = None
     >>> asp.masked.mean(j, 1)  # over the dense view [3, 4]: tails are zeros
     array([1.5 , 4.75, 2.25])
     """
-    p = _problem("masked.mean", input, dim, mask)
-    return p.finish(_mean(p).astype(_float_dtype(p.vals.dtype)), keepdim)
+    p = _prepare("masked.mean", input, dim, mask)
+    return p.finish(_mean(p).astype(_float_dtype(p.dtype)), keepdim)
 
 
 def _var(func: str, input: Any, dim: Any, unbiased: bool | None, correction: Any,
-         keepdim: bool, mask: Any) -> tuple[_Problem, np.ndarray]:
+         mask: Any) -> tuple[_Problem | _Strided, np.ndarray]:
     if unbiased is not None and correction is not None:
         msg = f"{func}: give only one of unbiased and correction"
         raise ArrowSparseValueError(msg)
@@ -566,12 +650,16 @@ def _var(func: str, input: Any, dim: Any, unbiased: bool | None, correction: Any
             msg = f"{func}: correction must be a number, got {correction!r}"
             raise ArrowSparseTypeError(msg)
         corr = float(correction)
-    p = _problem(func, input, dim, mask)
+    p = _prepare(func, input, dim, mask)
     m = _mean(p)
-    ssd = np.zeros(p.num_cells, dtype=np.float64)
-    _k("masked_sum_sq_dev")(p.cell, p.vals, p.inm, m, ssd)
     with np.errstate(invalid="ignore", divide="ignore"):
-        ssd += np.where(p.zeros_in > 0, p.zeros_in * m * m, 0.0)
+        if isinstance(p, _Strided):
+            dev = p.fill(0.0, p.x - m)
+            ssd = p.reduce(np.sum, dev * dev)
+        else:
+            ssd = np.zeros(p.num_cells, dtype=np.float64)
+            _k("masked_sum_sq_dev")(p.cell, p.vals, p.inm, m, ssd)
+            ssd += np.where(p.zeros_in > 0, p.zeros_in * m * m, 0.0)
         return p, ssd / np.maximum(p.count_in - corr, 0.0)
 
 
@@ -612,8 +700,8 @@ def var(input: Any, dim: Any = None, *, unbiased: bool | None = None, keepdim: b
     >>> asp.masked.var(x, 1, correction=0)
     array([ 0.66666667, 10.66666667])
     """
-    p, out = _var("masked.var", input, dim, unbiased, correction, keepdim, mask)
-    return p.finish(out.astype(_float_dtype(p.vals.dtype)), keepdim)
+    p, out = _var("masked.var", input, dim, unbiased, correction, mask)
+    return p.finish(out.astype(_float_dtype(p.dtype)), keepdim)
 
 
 def std(input: Any, dim: Any = None, *, unbiased: bool | None = None, keepdim: bool = False,
@@ -641,8 +729,8 @@ def std(input: Any, dim: Any = None, *, unbiased: bool | None = None, keepdim: b
     >>> asp.masked.std(np.array([1.0, 3.0, 100.0]), mask=np.array([True, True, False]))
     array(1.41421356)
     """
-    p, out = _var("masked.std", input, dim, unbiased, correction, keepdim, mask)
-    return p.finish(np.sqrt(out).astype(_float_dtype(p.vals.dtype)), keepdim)
+    p, out = _var("masked.std", input, dim, unbiased, correction, mask)
+    return p.finish(np.sqrt(out).astype(_float_dtype(p.dtype)), keepdim)
 
 
 def norm(input: Any, ord: float = 2.0, dim: Any = None, *,  # noqa: A002 - torch's name
@@ -687,26 +775,41 @@ def norm(input: Any, ord: float = 2.0, dim: Any = None, *,  # noqa: A002 - torch
         msg = f"{func}: ord must be a number, got {ord!r}"
         raise ArrowSparseTypeError(msg)
     ordf = float(ord)
-    p = _problem(func, input, dim, mask)
-    fdt = _float_dtype(p.vals.dtype)
+    p = _prepare(func, input, dim, mask)
+    out = _norm_strided(p, ordf) if isinstance(p, _Strided) else _norm_entries(p, ordf)
+    return p.finish(out.astype(_float_dtype(p.dtype)), keepdim)
+
+
+def _norm_strided(p: _Strided, ordf: float) -> np.ndarray:
+    a = np.abs(p.x.astype(np.float64))
+    if math.isinf(ordf):
+        ident = 0.0 if ordf > 0 else np.inf
+        return p.reduce(np.max if ordf > 0 else np.min, p.fill(ident, a), initial=ident)
+    if ordf == 0:
+        return p.reduce(np.count_nonzero, p.fill(0.0, a)).astype(np.float64)
+    with np.errstate(divide="ignore", over="ignore"):
+        return np.asarray(p.reduce(np.sum, p.fill(0.0, a) ** ordf) ** (1.0 / ordf))
+
+
+def _norm_entries(p: _Problem, ordf: float) -> np.ndarray:
     if math.isinf(ordf):
         absvals = np.abs(p.vals.astype(np.float64))
         out = np.full(p.num_cells, 0.0 if ordf > 0 else np.inf)
         _k("masked_max" if ordf > 0 else "masked_min")(p.cell, absvals, p.inm, out)
         if ordf < 0:
-            out[p.zeros_in > 0] = 0.0
-        return p.finish(out.astype(fdt), keepdim)
+            zero = p.zeros_in > 0
+            out[zero] = np.minimum(out[zero], 0.0)  # a NaN stays
+        return out
     if ordf == 0:
         count = np.zeros(p.num_cells, dtype=np.int64)
         _k("masked_count_nonzero")(p.cell, p.vals, p.inm, count)
-        return p.finish(count.astype(fdt), keepdim)
+        return count
     total = np.zeros(p.num_cells, dtype=np.float64)
     _k("masked_sum_abs_pow")(p.cell, p.vals, p.inm, ordf, total)
     with np.errstate(divide="ignore", over="ignore"):
         if ordf < 0:
-            total[(p.zeros_in > 0) | (p.count_in < p.slice_size)] = np.inf
-        out = total ** (1.0 / ordf)
-    return p.finish(out.astype(fdt), keepdim)
+            total[(p.zeros_in > 0) | (p.count_in < p.slice_size)] += np.inf  # 0 ** p
+        return np.asarray(total ** (1.0 / ordf))
 
 
 def logsumexp(input: Any, dim: Any = None, *, keepdim: bool = False,
@@ -734,7 +837,14 @@ def logsumexp(input: Any, dim: Any = None, *, keepdim: bool = False,
     >>> asp.masked.logsumexp(j, 1, mask=asp.Jagged.from_list([[True, True], [False]]))
     array([0.69314718,       -inf])
     """
-    p = _problem("masked.logsumexp", input, dim, mask)
+    p = _prepare("masked.logsumexp", input, dim, mask)
+    if isinstance(p, _Strided):
+        a = p.fill(-np.inf, p.x.astype(np.float64))
+        shift = p.reduce(np.max, a, initial=-np.inf)
+        shift = np.where(np.isfinite(shift), shift, 0.0)
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            out = np.log(p.reduce(np.sum, np.exp(a - shift))) + shift
+        return p.finish(out.astype(_float_dtype(p.dtype)), keepdim)
     vals = p.vals.astype(np.float64, copy=False)
     shift = np.full(p.num_cells, -np.inf)
     _k("masked_max")(p.cell, vals, p.inm, shift)
@@ -746,7 +856,7 @@ def logsumexp(input: Any, dim: Any = None, *, keepdim: bool = False,
     with np.errstate(divide="ignore", over="ignore"):
         total += zeros * np.exp(-np.maximum(shift, 0.0))  # shift >= 0 where zeros > 0
         out = np.log(total) + shift
-    return p.finish(out.astype(_float_dtype(p.vals.dtype)), keepdim)
+    return p.finish(out.astype(_float_dtype(p.dtype)), keepdim)
 
 
 # --------------------------------------------------------------------------- normalizations
@@ -754,21 +864,14 @@ def _dense_masked(func: str, input: Any, dim: Any, mask: Any) -> tuple[np.ndarra
     if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
         msg = f"{func}: dim must be an int, got {dim!r}"
         raise ArrowSparseTypeError(msg)
-    shape, coords, vals = _entries(func, "input", input)
-    if vals.dtype.kind not in "biuf":
-        msg = f"{func}: input must have a numeric dtype, got {vals.dtype}"
-        raise ArrowSparseTypeError(msg)
-    (d,) = _check_dims(func, dim, len(shape)) or (0,)
-    dense = np.zeros(shape, dtype=np.float64)
-    dense[tuple(coords)] = vals
-    kind, spec = _mask_spec(func, mask, shape)
-    if kind == "coords":
-        m = np.zeros(shape, dtype=bool)
-        m[tuple(spec)] = True
-        spec = m
-    if kind != "none":
-        dense = np.where(spec, dense, -np.inf)
-    return dense, d, _float_dtype(vals.dtype)
+    if isinstance(input, (Jagged, *_SPARSE)):
+        shape, coords, vals = _entries(func, "input", input)
+        x = np.zeros(shape, dtype=_numeric(func, vals).dtype)
+        x[tuple(coords)] = vals
+    else:
+        x = v.as_values_array(func, "input", input, min_ndim=1)
+    p = _strided(func, x, dim, mask)
+    return p.fill(-np.inf, p.x.astype(np.float64)), p.dims[0], _float_dtype(p.dtype)
 
 
 def softmax(input: Any, dim: int, *, mask: Any = None) -> np.ndarray:

@@ -26,7 +26,8 @@ __all__ = [
     "masked_sum_sq_dev",
     "masked_sum_exp",
     "masked_first_best",
-    "first_gap",
+    "first_unstored",
+    "sorted_member",
 ]
 
 
@@ -89,7 +90,7 @@ def masked_sum_abs_pow(cell, vals, inm, p, out):  # type: ignore[no-untyped-def]
             elif p == 1.0:
                 out[cell[i]] += a
             elif a == 0.0 and p < 0.0:
-                out[cell[i]] = np.inf
+                out[cell[i]] += np.inf  # 0 ** p; a NaN already there stays NaN
             else:
                 out[cell[i]] += a ** p
 
@@ -125,30 +126,91 @@ def masked_sum_exp(cell, vals, inm, shift, out):  # type: ignore[no-untyped-def]
 def masked_first_best(cell, pos, vals, inm, identity, best, out):  # type: ignore[no-untyped-def]
     """``out[c] = min(out[c], pos)`` over entries whose effective value equals ``best[c]``.
 
-    The effective value of a masked-out entry is ``identity``.
+    The effective value of a masked-out entry is ``identity``. A NaN ``best[c]`` is
+    matched by the NaN entries, so the first NaN wins (as in ``numpy.argmax``).
     """
     for i in range(len(cell)):
         c = cell[i]
         v = vals[i] if inm[i] else identity
-        if v == best[c] and pos[i] < out[c]:
+        b = best[c]
+        if (v == b or (v != v and b != b)) and pos[i] < out[c]:
             out[c] = pos[i]
 
 
 @kernel
-def first_gap(keys, slice_size, out):  # type: ignore[no-untyped-def]
-    """Smallest position of each cell that is absent from ``keys``.
+def first_unstored(mkeys, skeys, slice_size, first_zero, first_out):  # type: ignore[no-untyped-def]
+    """Per cell, the first masked-in unstored position and the first position in neither.
 
-    ``keys = cell * slice_size + pos`` sorted and unique; ``out`` starts at
-    ``slice_size`` (meaning: no gap) and is set per cell that has keys. Cells
-    without keys have their gap at 0, which the caller sets beforehand.
+    ``mkeys`` (masked-in positions) and ``skeys`` (stored positions) are sorted,
+    distinct ``cell * slice_size + pos`` keys. One merge pass sets, for every cell
+    that has keys, ``first_zero[c]`` to the smallest position in ``mkeys`` but not in
+    ``skeys`` (left as the caller set it when there is none) and ``first_out[c]`` to
+    the smallest position in neither (``slice_size`` when there is none). Cells
+    without keys are left as the caller set them.
     """
-    n = len(keys)
+    nm = len(mkeys)
+    ns = len(skeys)
+    big = np.iinfo(np.int64).max
     i = 0
-    while i < n:
-        c = keys[i] // slice_size
+    j = 0
+    while i < nm or j < ns:
+        km = mkeys[i] if i < nm else big
+        ks = skeys[j] if j < ns else big
+        c = min(km, ks) // slice_size
+        base = c * slice_size
         expected = 0
-        while i < n and keys[i] // slice_size == c:
-            if keys[i] - c * slice_size == expected:
+        zero_found = False
+        while True:
+            km = mkeys[i] if i < nm else big
+            ks = skeys[j] if j < ns else big
+            k = min(km, ks)
+            if k == big or k // slice_size != c:
+                break
+            if km < ks:
+                if not zero_found:
+                    first_zero[c] = km - base
+                    zero_found = True
+                i += 1
+            elif ks < km:
+                j += 1
+            else:
+                i += 1
+                j += 1
+            if k - base == expected:
                 expected += 1
-            i += 1
-        out[c] = expected
+        first_out[c] = expected
+
+
+@kernel
+def sorted_member(keys, queries, out):  # type: ignore[no-untyped-def]
+    """``out[i] = queries[i] in keys`` for sorted, distinct ``keys``.
+
+    A merge pass when ``queries`` is sorted (checked on the way), a binary search per
+    query otherwise.
+    """
+    n = len(queries)
+    m = len(keys)
+    ordered = True
+    for i in range(1, n):
+        if queries[i] < queries[i - 1]:
+            ordered = False
+            break
+    if ordered:
+        j = 0
+        for i in range(n):
+            q = queries[i]
+            while j < m and keys[j] < q:
+                j += 1
+            out[i] = j < m and keys[j] == q
+        return
+    for i in range(n):
+        q = queries[i]
+        lo = 0
+        hi = m
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if keys[mid] < q:
+                lo = mid + 1
+            else:
+                hi = mid
+        out[i] = lo < m and keys[lo] == q
