@@ -598,6 +598,30 @@ def test_matmul_errors() -> None:
         np.ones((2, 3)) @ csr
 
 
+@pytest.mark.parametrize("axis_order", [(0, 1), (1, 0)])
+def test_coo_and_csf_matmul_go_through_csr_issue_6(axis_order: tuple[int, int]) -> None:
+    dense = random_dense((7, 5), np.float64, seed=3)
+    other = random_dense((5, 4), np.float64, density=0.8, seed=4)
+    lhs = random_dense((3, 7), np.float64, density=0.8, seed=5)
+    coo = asp.SparseCOO.from_dense(dense)
+    coo = asp.SparseCOO(coo.indices[:, ::-1], coo.values[::-1], coo.shape)  # unsorted
+    for m in (coo, asp.SparseCSF.from_dense(dense, axis_order=axis_order)):
+        np.testing.assert_allclose(m @ other, dense @ other)
+        np.testing.assert_allclose(m.matmul(other[:, 0]), dense @ other[:, 0])
+        np.testing.assert_allclose(lhs @ m, lhs @ dense)
+
+
+def test_matmul_of_non_matrix_raises() -> None:
+    coo = asp.SparseCOO.from_dense(np.ones((2, 2, 2)))
+    with pytest.raises(ValueError, match=r"^SparseCOO.matmul: needs a 2-d tensor, got shape "
+                                         r"\(2, 2, 2\)"):
+        coo @ np.ones(2)
+    with pytest.raises(ArrowSparseError, match=r"^SparseCSF.__rmatmul__: needs a 2-d tensor"):
+        np.ones(2) @ coo.to_csf()
+    with pytest.raises(TypeError, match=r"^SparseCSR.matmul: other must be dense here"):
+        asp.SparseCOO.from_dense(np.eye(2)) @ asp.SparseCSR.from_dense(np.eye(2))
+
+
 # ----------------------------------------------------------------------- transpose
 def test_transpose_of_each_format() -> None:
     csr = asp.SparseCSR.from_dense(POST_MATRIX)

@@ -280,6 +280,50 @@ class SparseTensor:
     def __rmul__(self, other: Any) -> SparseTensor:
         return self.__mul__(other)
 
+    def matmul(self, other: Any) -> np.ndarray:
+        """Matrix product of this 2-d tensor with a dense matrix or vector, through CSR.
+
+        Parameters
+        ----------
+        other
+            Dense ``[columns, k]`` matrix or ``[columns]`` vector.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``self.to_csr() @ other`` (see :meth:`SparseCSR.matmul`). The conversion
+            sorts the entries by row: convert once with :meth:`to_csr` to multiply the
+            same matrix many times.
+
+        Raises
+        ------
+        ValueError
+            The tensor is not 2-d, or ``other`` does not match its columns.
+        TypeError
+            ``other`` is not numeric, or is sparse.
+
+        Examples
+        --------
+        >>> coo = asp.SparseCOO([[0, 1], [2, 0]], np.array([1.0, 2.0]), (2, 3))
+        >>> coo @ np.array([1.0, 10.0, 100.0])
+        array([100.,   2.])
+        >>> np.array([1.0, 10.0]) @ coo
+        array([20.,  0.,  1.])
+        """
+        return self._as_matrix("matmul").matmul(other)
+
+    def __matmul__(self, other: Any) -> np.ndarray:
+        return self.matmul(other)
+
+    def __rmatmul__(self, other: Any) -> np.ndarray:
+        return self._as_matrix("__rmatmul__").__rmatmul__(other)  # type: ignore[no-any-return]
+
+    def _as_matrix(self, op: str) -> SparseCSR:
+        if self.ndim != 2:
+            msg = f"{type(self).__name__}.{op}: needs a 2-d tensor, got shape {self.shape}"
+            raise ArrowSparseValueError(msg)
+        return self.to_csr()
+
 
 # ------------------------------------------------------------------- checks
 def check_shape(func: str, shape: Any, ndim: int | None = None) -> tuple[int, ...]:

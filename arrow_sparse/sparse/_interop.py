@@ -293,7 +293,7 @@ def to_torch(x: SparseTensor) -> Any:
     val_t = torch.from_numpy(_writable(values))
     make = torch.sparse_csr_tensor if x.format == "csr" else torch.sparse_csc_tensor
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta",
+        warnings.filterwarnings("ignore", message="Sparse CS[RC] tensor support is in beta",
                                 category=UserWarning)
         return make(ptr_t, idx_t, val_t, size, check_invariants=False)
 

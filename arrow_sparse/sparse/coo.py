@@ -304,8 +304,8 @@ class SparseCOO(SparseTensor):
 
         Examples
         --------
-        >>> import sparse  # doctest: +SKIP
-        >>> asp.SparseCOO.from_pydata_sparse(sparse.COO.from_numpy(np.eye(2))).nnz  # doctest: +SKIP
+        >>> import sparse
+        >>> asp.SparseCOO.from_pydata_sparse(sparse.COO.from_numpy(np.eye(2))).nnz
         2
         """
         return cls._from_any("SparseCOO.from_pydata_sparse",  # type: ignore[no-any-return]
@@ -335,8 +335,8 @@ class SparseCOO(SparseTensor):
 
         Examples
         --------
-        >>> import torch  # doctest: +SKIP
-        >>> asp.SparseCOO.from_torch(torch.eye(2).to_sparse()).nnz  # doctest: +SKIP
+        >>> import torch
+        >>> asp.SparseCOO.from_torch(torch.eye(2).to_sparse()).nnz
         2
         """
         return cls._from_any("SparseCOO.from_torch",  # type: ignore[no-any-return]
@@ -577,8 +577,12 @@ class SparseCOO(SparseTensor):
 
         Examples
         --------
+        >>> import sparse
         >>> coo = asp.SparseCOO([[0, 1]], np.array([1.0, 2.0]), (3,))
-        >>> coo.to_pydata_sparse().todense()  # doctest: +SKIP
+        >>> s = coo.to_pydata_sparse()
+        >>> isinstance(s, sparse.COO)
+        True
+        >>> s.todense()
         array([1., 2., 0.])
         """
         return _interop.to_pydata(self)
@@ -600,8 +604,12 @@ class SparseCOO(SparseTensor):
 
         Examples
         --------
+        >>> import torch
         >>> coo = asp.SparseCOO([[0, 1]], np.array([1.0, 2.0]), (3,))
-        >>> coo.to_torch().to_dense()  # doctest: +SKIP
+        >>> t = coo.to_torch()
+        >>> t.layout == torch.sparse_coo
+        True
+        >>> t.to_dense()
         tensor([1., 2., 0.], dtype=torch.float64)
         """
         return _interop.to_torch(self)

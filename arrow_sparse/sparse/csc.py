@@ -135,8 +135,12 @@ class SparseCSC(_Compressed):
 
         Examples
         --------
+        >>> import sparse
         >>> csc = asp.SparseCSC([0, 1, 1], [1], np.array([4.0]), (2, 2))
-        >>> csc.to_pydata_sparse().todense()  # doctest: +SKIP
+        >>> s = csc.to_pydata_sparse()
+        >>> isinstance(s, sparse.GCXS)
+        True
+        >>> s.todense()
         array([[0., 0.],
                [4., 0.]])
         """
@@ -158,8 +162,12 @@ class SparseCSC(_Compressed):
 
         Examples
         --------
+        >>> import torch
         >>> csc = asp.SparseCSC([0, 1, 1], [1], np.array([4.0]), (2, 2))
-        >>> csc.to_torch().to_dense()  # doctest: +SKIP
+        >>> t = csc.to_torch()
+        >>> t.layout == torch.sparse_csc
+        True
+        >>> t.to_dense()
         tensor([[0., 0.],
                 [4., 0.]], dtype=torch.float64)
         """

@@ -410,8 +410,8 @@ class SparseCSF(SparseTensor):
 
         Examples
         --------
-        >>> import sparse  # doctest: +SKIP
-        >>> asp.SparseCSF.from_pydata_sparse(sparse.COO.from_numpy(np.eye(2))).nnz  # doctest: +SKIP
+        >>> import sparse
+        >>> asp.SparseCSF.from_pydata_sparse(sparse.COO.from_numpy(np.eye(2))).nnz
         2
         """
         got = _interop.from_pydata("SparseCSF.from_pydata_sparse", array)
@@ -440,8 +440,8 @@ class SparseCSF(SparseTensor):
 
         Examples
         --------
-        >>> import torch  # doctest: +SKIP
-        >>> asp.SparseCSF.from_torch(torch.eye(2).to_sparse()).nnz  # doctest: +SKIP
+        >>> import torch
+        >>> asp.SparseCSF.from_torch(torch.eye(2).to_sparse()).nnz
         2
         """
         got = _interop.from_torch("SparseCSF.from_torch", tensor)
@@ -790,8 +790,12 @@ class SparseCSF(SparseTensor):
 
         Examples
         --------
+        >>> import sparse
         >>> csf = asp.SparseCSF([[0, 1]], [[1], [0]], np.array([1.0]), (2, 2))
-        >>> csf.to_pydata_sparse().nnz  # doctest: +SKIP
+        >>> s = csf.to_pydata_sparse()
+        >>> isinstance(s, sparse.COO)
+        True
+        >>> s.nnz
         1
         """
         return _interop.to_pydata(self.to_coo())
@@ -811,8 +815,12 @@ class SparseCSF(SparseTensor):
 
         Examples
         --------
+        >>> import torch
         >>> csf = asp.SparseCSF([[0, 1]], [[1], [0]], np.array([1.0]), (2, 2))
-        >>> csf.to_torch().to_dense()  # doctest: +SKIP
+        >>> t = csf.to_torch()
+        >>> t.layout == torch.sparse_coo
+        True
+        >>> t.to_dense()
         tensor([[0., 0.],
                 [1., 0.]], dtype=torch.float64)
         """

@@ -281,9 +281,9 @@ class _Compressed(SparseTensor):
 
         Examples
         --------
-        >>> import sparse  # doctest: +SKIP
-        >>> g = sparse.GCXS.from_numpy(np.eye(2), compressed_axes=(0,))  # doctest: +SKIP
-        >>> asp.SparseCSR.from_pydata_sparse(g).indptr  # doctest: +SKIP
+        >>> import sparse
+        >>> g = sparse.GCXS.from_numpy(np.eye(2), compressed_axes=(0,))
+        >>> asp.SparseCSR.from_pydata_sparse(g).indptr
         array([0, 1, 2])
         """
         func = f"{cls.__name__}.from_pydata_sparse"
@@ -313,8 +313,8 @@ class _Compressed(SparseTensor):
 
         Examples
         --------
-        >>> import torch  # doctest: +SKIP
-        >>> asp.SparseCSR.from_torch(torch.eye(2).to_sparse_csr()).indptr  # doctest: +SKIP
+        >>> import torch
+        >>> asp.SparseCSR.from_torch(torch.eye(2).to_sparse_csr()).indptr
         array([0, 1, 2])
         """
         func = f"{cls.__name__}.from_torch"
@@ -863,8 +863,12 @@ class SparseCSR(_Compressed):
 
         Examples
         --------
+        >>> import sparse
         >>> csr = asp.SparseCSR([0, 1], [2], np.array([5.0]), (1, 3))
-        >>> csr.to_pydata_sparse().todense()  # doctest: +SKIP
+        >>> s = csr.to_pydata_sparse()
+        >>> isinstance(s, sparse.GCXS)
+        True
+        >>> s.todense()
         array([[0., 0., 5.]])
         """
         return _interop.to_pydata(self)
@@ -885,8 +889,12 @@ class SparseCSR(_Compressed):
 
         Examples
         --------
+        >>> import torch
         >>> csr = asp.SparseCSR([0, 1], [2], np.array([5.0]), (1, 3))
-        >>> csr.to_torch().to_dense()  # doctest: +SKIP
+        >>> t = csr.to_torch()
+        >>> t.layout == torch.sparse_csr
+        True
+        >>> t.to_dense()
         tensor([[0., 0., 5.]], dtype=torch.float64)
         """
         return _interop.to_torch(self)
