@@ -9,12 +9,17 @@ Subcommands
 inspect
     Per-column statistics of the jagged (list, large_list and map) columns of a
     Parquet file: rows, null and empty rows, total values, exact length
-    percentiles and value range. Streams the file batch by batch, so memory stays
-    bounded on files larger than memory.
+    percentiles and value range; ``--plot`` draws the length histograms. Streams
+    the file batch by batch, so memory stays bounded on files larger than memory.
+run
+    Run a feature pipeline spec (TOML) over Parquet input, locally or on Ray, into
+    Parquet, Arrow IPC or an Arrow Flight server.
+schema
+    The Arrow schema of a Parquet file, or the schema a pipeline would output.
 
 Exit codes: 0 success, 1 the work failed (unreadable or non-Parquet file, no list
-columns, bad data), 2 the command line is wrong (unknown option or column, bad
-value), 130 interrupted.
+columns, bad data, a bad spec), 2 the command line is wrong (unknown option or
+column, bad value), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -33,11 +38,13 @@ import pyarrow as pa
 from . import __version__
 from ._progress import Progress
 from .errors import ArrowSparseError
+from .interop._optional import import_optional
 from .stats import (
     DEFAULT_BATCH_ROWS,
     _open_parquet,
     _select_columns,
     inspect_parquet,
+    plot_length_histograms,
 )
 
 __all__ = ["main"]
@@ -46,11 +53,12 @@ PROG = "arrow-sparse"
 
 _TOP_EPILOG = """\
 examples:
+  arrow-sparse run data/example_pipeline.toml      # run a feature pipeline
   arrow-sparse inspect data/sample_clicks.parquet
   arrow-sparse inspect clicks.parquet --columns item_ids,categories --json
-  arrow-sparse --debug inspect broken.parquet      # show the traceback of an error
-  arrow-sparse run data/example_pipeline.toml      # run a feature pipeline
+  arrow-sparse inspect data/sample_clicks.parquet --plot lengths.png
   arrow-sparse schema data/sample_clicks.parquet --pipeline data/example_pipeline.toml
+  arrow-sparse --debug inspect broken.parquet      # show the traceback of an error
 
 exit codes: 0 ok, 1 the work failed, 2 bad command line, 130 interrupted.
 Run 'arrow-sparse COMMAND --help' for a command's options.
@@ -68,6 +76,7 @@ examples:
   arrow-sparse inspect data/sample_clicks.parquet --columns item_ids,categories
   arrow-sparse inspect big.parquet --batch-rows 16384 --no-progress
   arrow-sparse inspect data/sample_clicks.parquet --json | jq '.columns[].length.p99'
+  arrow-sparse inspect data/sample_clicks.parquet --plot lengths.png   # needs [plot]
 """
 
 
@@ -140,8 +149,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if debug:
             traceback.print_exc()
-        if isinstance(exc, (ArrowSparseError, OSError, pa.ArrowException)):
-            _print_error(str(exc))
+        if isinstance(exc, (ArrowSparseError, OSError, pa.ArrowException,
+                            ModuleNotFoundError)):
+            notes = getattr(exc, "__notes__", None) or []
+            _print_error("; ".join([str(exc), *map(str, notes)]))
         else:
             hint = "" if debug else " (run with --debug for the traceback)"
             _print_error(f"internal error: {exc!r}{hint}")
@@ -218,6 +229,9 @@ def _add_inspect(commands: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true",
                    help="never draw the progress bar (it is drawn only on a terminal, "
                         "for runs longer than half a second)")
+    p.add_argument("--plot", metavar="IMAGE",
+                   help="also draw each column's row-length histogram into IMAGE (.png, "
+                        ".svg or .pdf); needs matplotlib: pip install 'arrow-sparse[plot]'")
     p.set_defaults(handler=_run_inspect)
 
 
@@ -228,9 +242,16 @@ def _run_inspect(args: argparse.Namespace) -> int:
             _select_columns(args.file, schema, args.columns, arg="--columns")
         except ArrowSparseError as exc:
             raise _UsageError(str(exc)) from exc
+    if args.plot is not None:  # fail before the scan when matplotlib is missing
+        import_optional("matplotlib", extra="plot")
     progress = Progress(None, label="inspect", enabled=False if args.no_progress else None)
     result = inspect_parquet(args.file, columns=args.columns, batch_rows=args.batch_rows,
-                             progress=progress)
+                             progress=progress, histograms=args.plot is not None)
+    if args.plot is not None:
+        plot_length_histograms(result, args.plot)
+        for column in result["columns"]:
+            del column["histogram"]
+        print(f"wrote {args.plot}", file=sys.stderr)
     if args.json:
         print(json.dumps(result, indent=2, allow_nan=False))
     else:
@@ -243,15 +264,19 @@ _RUN_EPILOG = """\
 Streams the input Parquet batch by batch through the pipeline's steps (fitting
 stateful steps such as categorify first, in extra passes) and writes the output.
 Output format by name: .parquet, .arrow/.ipc/.feather (IPC file), .arrows (IPC
-stream), or flight://HOST:PORT to serve the output over Arrow Flight until Ctrl-C.
-Relative paths inside the spec are resolved against the spec file's directory;
---input/--output against the current directory.
+stream), or flight://HOST:PORT to serve the output over Arrow Flight until Ctrl-C
+(the real address is printed; port 0 picks a free one). Relative paths inside the
+spec are resolved against the spec file's directory; --input/--output against the
+current directory. --engine ray runs the fit and the transform on Ray Data (the
+cluster of RAY_ADDRESS, else a local one; rows may come out in another order).
 
 examples:
   arrow-sparse run data/example_pipeline.toml
-  arrow-sparse run spec.toml --input clicks.parquet --output features.parquet
+  arrow-sparse run spec.toml --input clicks/ --output features.parquet
+  arrow-sparse run spec.toml --output features.arrow --threads 4
   arrow-sparse run spec.toml --output flight://0.0.0.0:8815
-  arrow-sparse run spec.toml --save-pipeline fitted.toml --json
+  arrow-sparse run spec.toml --engine ray --output features.parquet   # needs [ray]
+  arrow-sparse run spec.toml --save-pipeline fitted/spec.toml --json
 """
 
 
@@ -265,8 +290,12 @@ def _add_run(commands: Any, common: argparse.ArgumentParser) -> None:
                    "(default: the spec's input)")
     p.add_argument("--output", metavar="PATH|flight://HOST:PORT",
                    help="output file or Flight location (default: the spec's output)")
-    p.add_argument("--engine", choices=["local"], default="local",
-                   help="where to run (only 'local' today)")
+    p.add_argument("--engine", choices=["local", "ray"], default="local",
+                   help="local: this process (default); ray: Ray Data (pip install "
+                        "'arrow-sparse[ray]')")
+    p.add_argument("--threads", metavar="N", type=_positive_int,
+                   help="local engine: batches transformed at once (default: the cores "
+                        "available, at most 8)")
     p.add_argument("--batch-rows", metavar="N", type=_positive_int,
                    help="rows per batch (default: the spec's batch_rows, else 65,536)")
     p.add_argument("--save-pipeline", metavar="PATH",
@@ -279,7 +308,8 @@ def _add_run(commands: Any, common: argparse.ArgumentParser) -> None:
 def _run_run(args: argparse.Namespace) -> int:
     from .pipeline import run
 
-    summary = run(args.spec, args.input, args.output, batch_rows=args.batch_rows,
+    summary = run(args.spec, args.input, args.output, engine=args.engine,
+                  batch_rows=args.batch_rows, threads=args.threads,
                   progress=False if args.no_progress else True,
                   save_pipeline=args.save_pipeline)
     print(json.dumps(summary.to_dict(), indent=2) if args.json else str(summary))

@@ -24,7 +24,8 @@ from .jagged import Jagged
 if TYPE_CHECKING:
     import pyarrow.parquet as pq
 
-__all__ = ["DEFAULT_BATCH_ROWS", "LevelStats", "inspect_batches", "inspect_parquet"]
+__all__ = ["DEFAULT_BATCH_ROWS", "LevelStats", "inspect_batches", "inspect_parquet",
+           "plot_length_histograms"]
 
 DEFAULT_BATCH_ROWS = 65_536
 PERCENTILES = (50, 90, 99)
@@ -37,7 +38,8 @@ _DENSE_LENGTH_LIMIT = 1 << 16
 def inspect_parquet(path: str | os.PathLike[str],
                     columns: Sequence[str] | None = None, *,
                     batch_rows: int = DEFAULT_BATCH_ROWS,
-                    progress: Progress | None = None) -> dict[str, Any]:
+                    progress: Progress | None = None,
+                    histograms: bool = False) -> dict[str, Any]:
     """Statistics of the jagged columns of a Parquet file, streamed batch by batch.
 
     Parameters
@@ -51,6 +53,10 @@ def inspect_parquet(path: str | os.PathLike[str],
         chunks plus one batch).
     progress
         Progress bar to drive; its total is set to the file's row count.
+    histograms
+        Also give each column entry ``"histogram": {"length": [...], "rows": [...]}``:
+        the number of non-null rows of each length that occurs (what
+        :func:`plot_length_histograms` draws).
 
     Returns
     -------
@@ -106,8 +112,96 @@ def inspect_parquet(path: str | os.PathLike[str],
         "rows": pf.metadata.num_rows,
         "row_groups": pf.metadata.num_row_groups,
         "size_bytes": os.path.getsize(path),
-        "columns": [level.to_dict() for level in stats],
+        "columns": [_entry(level, histograms) for level in stats],
     }
+
+
+def _entry(level: LevelStats, histogram: bool) -> dict[str, Any]:
+    out = level.to_dict()
+    if histogram:
+        lengths, rows = level.length_histogram()
+        out["histogram"] = {"length": lengths.tolist(), "rows": rows.tolist()}
+    return out
+
+
+def plot_length_histograms(result: dict[str, Any], path: str | os.PathLike[str]) -> str:
+    """Draw the row-length histogram of each column of an :func:`inspect_parquet` result.
+
+    One panel per column level (log-scaled row counts, the p50 / p90 / p99 lengths
+    marked), written as an image (PNG, SVG or PDF, by the file's extension).
+    matplotlib is imported here, not with the package (``pip install
+    'arrow-sparse[plot]'``).
+
+    Parameters
+    ----------
+    result
+        ``inspect_parquet(path, histograms=True)``.
+    path
+        The image file to write.
+
+    Returns
+    -------
+    str
+        ``path``.
+
+    Raises
+    ------
+    ModuleNotFoundError
+        matplotlib is not installed; the message says how to install it.
+    ValueError
+        ``result`` has no histograms (it was made without ``histograms=True``).
+
+    Examples
+    --------
+    >>> import pyarrow.parquet as pq, tempfile, os
+    >>> folder = tempfile.mkdtemp()
+    >>> pq.write_table(pa.table({"ids": [[1, 2, 3], [2, 4, 6, 7], [3, 6]]}),
+    ...                os.path.join(folder, "t.parquet"))
+    >>> result = inspect_parquet(os.path.join(folder, "t.parquet"), histograms=True)
+    >>> result["columns"][0]["histogram"]
+    {'length': [2, 3, 4], 'rows': [1, 1, 1]}
+    >>> png = plot_length_histograms(result, os.path.join(folder, "lengths.png"))
+    >>> with open(png, "rb") as f:
+    ...     f.read(4)[1:]
+    b'PNG'
+    """
+    from .interop._optional import import_optional
+
+    columns = result.get("columns", [])
+    if not columns or any("histogram" not in c for c in columns):
+        msg = ("plot_length_histograms: result has no length histograms; make it with "
+               "inspect_parquet(..., histograms=True)")
+        raise ArrowSparseValueError(msg)
+    figure_module = import_optional("matplotlib.figure", extra="plot")
+    n = len(columns)
+    cols = min(n, 2)
+    rows = math.ceil(n / cols)
+    fig = figure_module.Figure(figsize=(6.0 * cols, 3.2 * rows), layout="constrained")
+    fig.suptitle(f"{os.path.basename(str(result['file']))}: row lengths "
+                 f"({result['rows']:,} rows)")
+    for i, col in enumerate(columns):
+        ax = fig.add_subplot(rows, cols, i + 1)
+        lengths = np.asarray(col["histogram"]["length"], dtype=np.int64)
+        counts = np.asarray(col["histogram"]["rows"], dtype=np.int64)
+        if len(lengths):
+            top = int(lengths.max())
+            bins = np.arange(top + 2) - 0.5 if top < 200 else np.linspace(0, top + 1, 101)
+            ax.hist(lengths, bins=bins, weights=counts, color="#3b75af")
+            ax.set_yscale("log")
+            for p, style in (("p50", "-"), ("p90", "--"), ("p99", ":")):
+                value = col["length"][p]
+                ax.axvline(value, color="#c44e52", linestyle=style, linewidth=1,
+                           label=f"{p} = {value}")
+            ax.legend(fontsize="small")
+        else:
+            ax.text(0.5, 0.5, "no non-null rows", ha="center", va="center",
+                    transform=ax.transAxes)
+        ax.set_title(f"{col['name']}  {col['type']}", fontsize="medium")
+        ax.set_xlabel("entries per row" if col["kind"] == "map" else "values per row")
+        ax.set_ylabel("rows")
+    out = os.fspath(path)
+    fig.savefig(out, dpi=100)
+    return out
 
 
 def inspect_batches(batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> list[LevelStats]:
@@ -248,7 +342,21 @@ class LevelStats:
         """Largest leaf value seen (a Python number), or None."""
         return _python_scalar(self._hi)
 
-    def _histogram(self) -> tuple[np.ndarray, np.ndarray]:
+    def length_histogram(self) -> tuple[np.ndarray, np.ndarray]:
+        """Return ``(lengths, rows)``: each length of a non-null row, and how many have it.
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            Ascending int64 lengths that occur, and their int64 row counts.
+
+        Examples
+        --------
+        >>> batch = pa.record_batch({"ids": pa.array([[1, 2], [3], [4, 5], None])})
+        >>> [s] = inspect_batches([batch], batch.schema)
+        >>> s.length_histogram()
+        (array([1, 2]), array([1, 2]))
+        """
         present = np.flatnonzero(self._dense)
         keys = np.concatenate([present, np.array(sorted(self._sparse), dtype=np.int64)])
         counts = np.concatenate([self._dense[present],
@@ -278,7 +386,7 @@ class LevelStats:
         n = self.non_null_rows
         if n == 0:
             return None
-        keys, counts = self._histogram()
+        keys, counts = self.length_histogram()
         rank = max(1, (percent * n + 99) // 100)  # ceil(percent * n / 100) in integers
         return int(keys[np.searchsorted(np.cumsum(counts), rank, side="left")])
 

@@ -3,11 +3,15 @@
 Profiles: ``ci`` (the default: deterministic, few examples, used by ``.ci/run``),
 ``dev`` (more examples, random) and ``thorough`` (run by hand before a release):
 ``HYPOTHESIS_PROFILE=thorough pytest -m hypothesis``.
+
+``ray_cluster`` starts one small local Ray cluster for the whole session (tests
+marked ``ray`` use it; they skip only where Ray is not installed).
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterator
 
 import numpy as np
@@ -37,6 +41,27 @@ def offsets_dtype(request: pytest.FixtureRequest) -> np.dtype:
 def values_dtype(request: pytest.FixtureRequest) -> np.dtype:
     """Every integer and float values dtype."""
     return np.dtype(request.param)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[object]:
+    """One local Ray cluster for the session: 2 CPUs, 512 MiB object store, no dashboard.
+
+    Skips the test where Ray is not installed. Usage statistics are off, Ray Data's
+    progress bars too; the cluster is shut down when the session ends.
+    """
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    ray = pytest.importorskip("ray")
+    ray_data = pytest.importorskip("ray.data")
+    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=512 * 1024**2,
+             log_to_driver=False)
+    with warnings.catch_warnings():  # Ray's own defaults warn about deprecated options
+        warnings.simplefilter("ignore", DeprecationWarning)
+        ray_data.DataContext.get_current().enable_progress_bars = False
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
 
 
 @pytest.fixture(params=["cpu", "cuda_emu"])

@@ -287,6 +287,40 @@ def test_inspect_table_output(capsys: pytest.CaptureFixture[str], clicks_file: P
             assert same_value(float(hi), w["values"]["max"], w["leaf"])
 
 
+def test_inspect_plot_writes_an_image(capsys: pytest.CaptureFixture[str], clicks_file: Path,
+                                      table: pa.Table, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "lengths.png"
+    assert cli.main(["inspect", str(clicks_file), "--plot", str(out), "--json",
+                     "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == f"wrote {out}\n"
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 5_000
+    result = json.loads(captured.out)  # the JSON is unchanged by --plot
+    check_against_oracle(result["columns"], oracle(table))
+    assert all("histogram" not in c for c in result["columns"])
+
+
+def test_length_histogram_matches_oracle(clicks_file: Path, table: pa.Table) -> None:
+    result = stats_module.inspect_parquet(clicks_file, columns=["ids"], histograms=True)
+    hist = result["columns"][0]["histogram"]
+    lengths = pc.list_value_length(table["ids"]).drop_null().to_numpy()
+    keys, counts = np.unique(lengths, return_counts=True)
+    assert hist == {"length": keys.tolist(), "rows": counts.tolist()}
+    with pytest.raises(ValueError, match="result has no length histograms"):
+        stats_module.plot_length_histograms(stats_module.inspect_parquet(clicks_file),
+                                            clicks_file.with_suffix(".png"))
+
+
+def test_inspect_plot_without_matplotlib(capsys: pytest.CaptureFixture[str], clicks_file: Path,
+                                         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
+    line = run_error(capsys, ["inspect", str(clicks_file), "--plot", str(tmp_path / "x.png")],
+                     1)
+    assert "matplotlib is required" in line and "pip install 'arrow-sparse[plot]'" in line
+    assert not (tmp_path / "x.png").exists()
+
+
 def test_inspect_empty_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = tmp_path / "empty.parquet"
     pq.write_table(pa.table({"ids": pa.array([], pa.list_(pa.int64()))}), path)
@@ -493,12 +527,20 @@ def test_keyboard_interrupt(capsys: pytest.CaptureFixture[str], clicks_file: Pat
     assert line == "arrow-sparse: error: interrupted"
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["inspect", "--help"], ["inspect", "-h"]])
-def test_help_has_examples(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+@pytest.mark.parametrize(("argv", "example"), [
+    (["--help"], "arrow-sparse run data/example_pipeline.toml"),
+    (["inspect", "--help"], "arrow-sparse inspect data/sample_clicks.parquet --plot"),
+    (["inspect", "-h"], "arrow-sparse inspect data/sample_clicks.parquet\n"),
+    (["run", "--help"], "arrow-sparse run spec.toml --engine ray"),
+    (["schema", "--help"], "arrow-sparse schema data/sample_clicks.parquet\n"),
+])
+def test_help_has_examples(capsys: pytest.CaptureFixture[str], argv: list[str],
+                           example: str) -> None:
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: arrow-sparse")
-    assert "examples:\n  arrow-sparse inspect data/sample_clicks.parquet\n" in out
+    assert "examples:\n  arrow-sparse " in out
+    assert example in out
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

@@ -38,7 +38,7 @@ def test_schema(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.parametrize(("argv", "code", "match"), [
     (["run", "missing.toml"], 1, "pipeline spec not found"),
-    (["run", str(SPEC), "--engine", "ray"], 2, "invalid choice"),
+    (["run", str(SPEC), "--engine", "spark"], 2, "invalid choice: 'spark'"),
     (["run", str(SPEC), "--output", "x.csv"], 1, "output format"),
     (["schema", "missing.parquet"], 1, "missing.parquet"),
 ])
@@ -53,3 +53,38 @@ def test_errors(argv: list[str], code: int, match: str,
 def test_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--help"]) == 0
     assert "arrow-sparse run data/example_pipeline.toml" in capsys.readouterr().out
+
+
+def test_run_flight_prints_the_address_and_counts_each_row_once(tmp_path: Path) -> None:
+    # The server in another process, stopped with Ctrl-C (SIGINT) as a user would.
+    import re
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    import arrow_sparse as asp
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "arrow_sparse", "run", str(SPEC), "--output",
+         "flight://127.0.0.1:0", "--no-progress", "--batch-rows", "20000"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    killer = threading.Timer(120, proc.kill)
+    killer.start()
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        found = re.search(r"at (grpc://127\.0\.0\.1:(\d+)) \(tickets shard=0/1", line)
+        assert found and found.group(2) != "0", line
+        tables = [asp.io.flight_batches(found.group(1), f"shard={i}/2", timeout=60).read_all()
+                  for i in range(2)]
+        for _ in range(2):
+            assert re.match(r"run: sent shard=\d/2: [\d,]+ rows", proc.stderr.readline())
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        killer.cancel()
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert sum(t.num_rows for t in tables) == 100_000
+    assert f"100,000 rows in, 100,000 rows out -> {found.group(1)} (2 streams)" in out

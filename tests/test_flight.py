@@ -276,6 +276,39 @@ def test_callable_source_is_called_once_per_request() -> None:
         assert as_table(read_shard(server, "shard=0/1"), table.schema).equals(table)
 
 
+def test_sharded_source_produces_only_its_shard() -> None:
+    table = make_table(200)
+    calls: list[tuple[int, int]] = []
+
+    def source(shard: int, num_shards: int) -> Iterator[pa.Table]:
+        calls.append((shard, num_shards))
+        yield from (pa.Table.from_batches([b]) for b in
+                    table.to_batches(max_chunksize=30)[shard::num_shards])
+
+    with asp.io.serve_flight(source, LOOPBACK, schema=table.schema, sharded=True,
+                             batch_rows=None) as server:
+        shards = [as_table(read_shard(server, f"shard={i}/3"), table.schema) for i in range(3)]
+        assert as_table(read_shard(server, "shard=0/1"), table.schema).equals(table)
+        empty = read_shard(server, "shard=9/10")  # a shard with no batch is empty
+    assert sorted(calls) == [(0, 1), (0, 3), (1, 3), (2, 3), (9, 10)]  # never called to learn
+    assert [t.num_rows for t in shards] == [80, 60, 60]
+    assert pa.concat_tables(shards).sort_by("row").equals(table)
+    assert empty == []
+
+
+def test_sharded_source_errors() -> None:
+    table = make_table(10)
+    with pytest.raises(ArrowSparseTypeError, match="sharded=True needs a callable source"):
+        asp.io.serve_flight(table, LOOPBACK, sharded=True, schema=table.schema)
+    with pytest.raises(ArrowSparseValueError, match="sharded=True needs the stream's schema="):
+        asp.io.serve_flight(lambda i, n: [], LOOPBACK, sharded=True)
+    with asp.io.serve_flight(lambda i, n: [1, 2], LOOPBACK, sharded=True,
+                             schema=table.schema) as server:
+        with pytest.raises(ArrowSparseFlightError, match="must yield RecordBatches or Tables, "
+                                                         "got int"):
+            read_shard(server, "shard=0/1")
+
+
 def test_batch_rows_cuts_long_batches_of_any_source() -> None:
     table = make_table(100)
     batches = table.to_batches()  # one batch of 100 rows

@@ -223,7 +223,7 @@ def test_read_parquet_names_the_bad_file_of_a_directory(tmp_path: Path) -> None:
         list(asp.io.read_parquet(tmp_path))
 
 
-def test_read_parquet_damaged_page_names_the_row_group(tmp_path: Path,
+def test_read_parquet_damaged_page_names_the_row_group_and_column(tmp_path: Path,
                                                        sample_table: pa.Table) -> None:
     path = tmp_path / "damaged.parquet"
     asp.io.write_parquet(sample_table, path, row_group_rows=SAMPLE_ROW_GROUP)
@@ -236,9 +236,46 @@ def test_read_parquet_damaged_page_names_the_row_group(tmp_path: Path,
     # Streaming: the two good row groups come out before the damage is reached.
     assert [next(batches).num_rows for _ in range(2)] == [SAMPLE_ROW_GROUP] * 2
     with pytest.raises(ArrowSparseValueError,
-                       match=r"damaged\.parquet' is not valid Parquet \(row group 2\); it is "
-                             r"corrupt or truncated \(pyarrow: .*checksum"):
+                       match=r"damaged\.parquet' is not valid Parquet \(row group 2, column "
+                             r"'item_ids'\); it is corrupt or truncated \(pyarrow: .*checksum"):
         next(batches)
+
+
+def test_read_parquet_wrong_type_in_one_file_is_a_type_error(tmp_path: Path) -> None:
+    # Found by a check of each file's schema, not reported as corruption.
+    pq.write_table(pa.table({"ids": pa.array([[1, 2], [3]])}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"ids": pa.array([1, 2])}), tmp_path / "c.parquet")
+    with pytest.raises(ArrowSparseTypeError,
+                       match=r"read_parquet: column 'ids' of file '.*c\.parquet' is int64, but "
+                             r"the data set's schema \(from '.*a\.parquet'\) says "
+                             r"list<element: int64>; .*\(first at row group 0\)"):
+        list(asp.io.read_parquet(tmp_path))
+    # Strings that would parse as numbers are not cast silently either.
+    pq.write_table(pa.table({"ids": pa.array([["7"]])}), tmp_path / "c.parquet")
+    with pytest.raises(ArrowSparseTypeError, match=r"is list<element: string>"):
+        list(asp.io.read_parquet(tmp_path))
+
+
+def test_read_parquet_lossless_widening_across_files(tmp_path: Path) -> None:
+    pq.write_table(pa.table({"ids": pa.array([[1, 2]]), "w": pa.array([1.5])}),
+                   tmp_path / "a.parquet")
+    pq.write_table(pa.table({"ids": pa.array([[3]], pa.large_list(pa.int16())),
+                             "w": pa.array([2.5], pa.float32())}), tmp_path / "b.parquet")
+    got = pa.Table.from_batches(list(asp.io.read_parquet(tmp_path)))
+    assert got.to_pydict() == {"ids": [[1, 2], [3]], "w": [1.5, 2.5]}
+    pq.write_table(pa.table({"ids": pa.array([[4]], pa.list_(pa.uint64())), "w": [0.5]}),
+                   tmp_path / "c.parquet")
+    with pytest.raises(ArrowSparseTypeError, match=r"list<element: uint64>"):
+        list(asp.io.read_parquet(tmp_path))
+
+
+def test_read_parquet_missing_column_in_one_file(tmp_path: Path) -> None:
+    pq.write_table(pa.table({"ids": pa.array([[1]]), "x": [1]}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"ids": pa.array([[2]])}), tmp_path / "b.parquet")
+    with pytest.raises(ArrowSparseKeyError, match=r"file '.*b\.parquet' has no column 'x'"):
+        list(asp.io.read_parquet(tmp_path))
+    assert pa.Table.from_batches(list(asp.io.read_parquet(tmp_path, columns=["ids"]))
+                                 )["ids"].to_pylist() == [[1], [2]]
 
 
 def test_read_parquet_missing_column() -> None:
@@ -608,7 +645,26 @@ def test_read_ipc_truncated(tmp_path: Path, stream: bool) -> None:
     data = path.read_bytes()
     path.write_bytes(data[: len(data) * 2 // 3])
     with pytest.raises(ArrowSparseValueError, match=r"read_ipc: file '.*t\.arrow' is not valid "
-                                                    r"Arrow IPC; it is corrupt or truncated"):
+                                                    r"Arrow IPC( \(record batch \d\))?; it is "
+                                                    r"corrupt or truncated"):
+        asp.io.read_ipc(path)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["file", "stream"])
+def test_read_ipc_names_the_damaged_record_batch(tmp_path: Path, stream: bool) -> None:
+    # Batch i has rows of length i + 1, so each batch's offsets buffer is unique.
+    batches = [pa.record_batch({"ids": pa.array([[7] * (i + 1)] * 25)}) for i in range(4)]
+    path = tmp_path / "t.arrow"
+    asp.io.write_ipc(batches, path, stream=stream)
+    # Break the offsets of the third batch: its last offset points past its values.
+    data = bytearray(path.read_bytes())
+    offsets = batches[2].column(0).offsets.to_numpy().astype(np.int32).tobytes()
+    at = data.find(offsets)
+    assert at > 0
+    data[at + len(offsets) - 4: at + len(offsets)] = (10**6).to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+    with pytest.raises(ArrowSparseValueError, match=r"t\.arrow' is not valid Arrow IPC "
+                                                    r"\(record batch 2\)"):
         asp.io.read_ipc(path)
 
 

@@ -41,8 +41,6 @@ METADATA_KEY = b"arrow_sparse"
 PYARROW_ERRORS = (pa.ArrowException, OSError)
 
 
-
-
 def check_path(func: str, arg: str, path: Any, *, directory_ok: bool = False) -> str:
     """Return ``path`` as a string after checking that it names an existing, readable file."""
     if not isinstance(path, (str, os.PathLike)):
@@ -64,9 +62,18 @@ def check_path(func: str, arg: str, path: Any, *, directory_ok: bool = False) ->
 
 
 def corrupt(func: str, what: str, path: str, exc: BaseException,
-            row_group: int | None = None) -> ArrowSparseValueError:
-    """Build the error for a file whose bytes are not valid ``what`` (Parquet, Arrow IPC)."""
-    where = f" (row group {row_group})" if row_group is not None else ""
+            row_group: int | None = None, *, column: str | None = None,
+            batch: int | None = None) -> ArrowSparseValueError:
+    """Build the error for a file whose bytes are not valid ``what`` (Parquet, Arrow IPC).
+
+    The message names the file and, when known, the row group and column (Parquet) or
+    the record batch (IPC) where the damage was found.
+    """
+    parts = [f"row group {row_group}" if row_group is not None else "",
+             f"column {column!r}" if column is not None else "",
+             f"record batch {batch}" if batch is not None else ""]
+    where = ", ".join(p for p in parts if p)
+    where = f" ({where})" if where else ""
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     msg = (f"{func}: file {path!r} is not valid {what}{where}; it is corrupt or truncated "
            f"(pyarrow: {detail})")

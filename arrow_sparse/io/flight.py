@@ -15,8 +15,7 @@ import math
 import os
 import re
 import threading
-import time
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -25,7 +24,7 @@ import pyarrow as pa
 from .. import _validate as v
 from ..errors import ArrowSparseError, ArrowSparseTypeError, ArrowSparseValueError
 from ._common import ArrowSparseIOError, as_batches, stamp_schema
-from .parquet import DEFAULT_BATCH_ROWS, _check_keyed, _check_names, read_parquet
+from .parquet import DEFAULT_BATCH_ROWS, read_parquet
 
 if TYPE_CHECKING:
     import pyarrow.flight as fl
@@ -128,7 +127,8 @@ class _Source:
     """What a server streams: its schema and a way to open a fresh batch stream.
 
     ``kind`` is ``"table"`` (batches known up front: sharding is slicing a list),
-    ``"factory"`` (a callable, called once per request), ``"iterable"`` (a
+    ``"factory"`` (a callable, called once per request), ``"sharded"`` (a callable
+    ``(shard, num_shards)`` returning that shard's batches only), ``"iterable"`` (a
     re-iterable: iterated anew per request) or ``"once"`` (a one-shot iterator,
     consumed by the first request).
     """
@@ -145,9 +145,15 @@ class _Source:
         self.num_bytes = num_bytes
         self.consumed = False
 
-    def open(self) -> Iterator[pa.RecordBatch]:
-        """Return a fresh stream of the batches, split to ``batch_rows`` (not for tables)."""
+    def open(self, shard: int = 0, num_shards: int = 1) -> Iterator[pa.RecordBatch]:
+        """Return a fresh stream of the batches, split to ``batch_rows`` (not for tables).
+
+        For a ``"sharded"`` source, the stream of shard ``shard`` of ``num_shards``;
+        for the others, every batch (the caller deals them).
+        """
         func = "serve_flight"
+        if self.kind == "sharded":
+            return _split(_tables_to_batches(self.data(shard, num_shards)), self.batch_rows)
         if self.kind == "once":
             stream = self.data
         elif self.kind == "factory":
@@ -169,6 +175,23 @@ def _split(batches: Iterator[pa.RecordBatch], batch_rows: int | None) -> Iterato
         _close(batches)
 
 
+def _tables_to_batches(items: Any) -> Iterator[pa.RecordBatch]:
+    """The RecordBatches of an iterable of batches and Tables (which may be empty)."""
+    stream = iter(items)
+    try:
+        for item in stream:
+            if isinstance(item, pa.Table):
+                yield from item.to_batches()
+            elif isinstance(item, pa.RecordBatch):
+                yield item
+            else:
+                msg = (f"serve_flight: a sharded source must yield RecordBatches or Tables, "
+                       f"got {type(item).__name__}")
+                raise ArrowSparseTypeError(msg)
+    finally:
+        _close(stream)
+
+
 def _close(stream: Any) -> None:
     close = getattr(stream, "close", None)
     if callable(close):
@@ -187,10 +210,20 @@ def _is_paths(source: Any) -> bool:
     return isinstance(source, ds.Dataset)
 
 
-def _prepare(source: Any, batch_rows: int | None, schema: pa.Schema | None) -> _Source:
+def _prepare(source: Any, batch_rows: int | None, schema: pa.Schema | None,
+             sharded: bool = False) -> _Source:
     func = "serve_flight"
     from ..keyed import KeyedJagged
 
+    if sharded:
+        if not callable(source):
+            msg = (f"{func}: sharded=True needs a callable source(shard, num_shards), got "
+                   f"{type(source).__name__}")
+            raise ArrowSparseTypeError(msg)
+        if schema is None:
+            msg = f"{func}: sharded=True needs the stream's schema= (a shard may be empty)"
+            raise ArrowSparseValueError(msg)
+        return _Source("sharded", schema, batch_rows, data=source)
     if isinstance(source, KeyedJagged):
         source = source.to_arrow()
     if isinstance(source, pa.RecordBatch):
@@ -481,6 +514,9 @@ class FlightServer:
                 assert self._source.batches is not None
                 stream = iter(self._source.batches[shard::n])
                 shard, n = 0, 1  # already dealt
+            elif self._source.kind == "sharded":
+                stream = self._source.open(shard, n)
+                shard, n = 0, 1  # dealt by the source
             else:
                 stream = self._source.open()
             for position, batch in enumerate(stream):
@@ -553,7 +589,8 @@ def _check_timeout(func: str, timeout: Any, *, zero_ok: bool) -> float | None:
 
 def serve_flight(source: Any, location: Any = "grpc://127.0.0.1:0", *,
                  num_shards: int | None = None, batch_rows: int | None = DEFAULT_BATCH_ROWS,
-                 schema: pa.Schema | None = None, block: bool = False) -> FlightServer:
+                 schema: pa.Schema | None = None, block: bool = False,
+                 sharded: bool = False) -> FlightServer:
     """Serve a source's record batches over Arrow Flight, one shard per ticket.
 
     Parameters
@@ -587,6 +624,12 @@ def serve_flight(source: Any, location: Any = "grpc://127.0.0.1:0", *,
         True: serve until interrupted (Ctrl-C) or shut down from another thread, then
         return the stopped server; for a command-line tool. The location is logged
         at INFO level on the ``arrow_sparse.io.flight`` logger.
+    sharded
+        True: ``source`` is a callable ``source(shard, num_shards)`` that returns only
+        that shard's batches (an iterable of RecordBatches or Tables, possibly empty),
+        so ``n`` readers share the work of producing the stream instead of each
+        producing all of it; ``schema`` is then required. A pipeline runner serving
+        its output uses this to transform each input batch once.
 
     Returns
     -------
@@ -620,9 +663,10 @@ def serve_flight(source: Any, location: Any = "grpc://127.0.0.1:0", *,
     advertise one endpoint per shard, with its ticket and no location (meaning this
     server), the schema, and the row and byte totals when known.
 
-    A Table is dealt by slicing its list of batches; any other source is produced
-    in full for every request and each reader keeps its own batches, so ``n``
-    readers of a Parquet source decode it ``n`` times (one row group at a time).
+    A Table is dealt by slicing its list of batches, and a ``sharded`` source deals
+    its own; any other source is produced in full for every request and each reader
+    keeps its own batches, so ``n`` readers of a Parquet source decode it ``n`` times
+    (one row group at a time).
     Batches are sent as they are produced, never buffered whole, and are not copied
     before the network (IPC framing of the same buffers). An exception raised by
     the source reaches the reader as an error carrying its message (and is logged
@@ -670,7 +714,8 @@ def serve_flight(source: Any, location: Any = "grpc://127.0.0.1:0", *,
         msg = f"{func}: schema must be a pyarrow.Schema or None, got {type(schema).__name__}"
         raise ArrowSparseTypeError(msg)
     block = v.check_bool(func, "block", block)
-    prepared = _prepare(source, batch_rows, schema)
+    sharded = v.check_bool(func, "sharded", sharded)
+    prepared = _prepare(source, batch_rows, schema, sharded)
     if prepared.kind == "once":
         if num_shards is not None and num_shards > 1:
             _close(prepared.data)
@@ -698,370 +743,5 @@ def _detail(exc: BaseException) -> str:
     return text.strip() or type(exc).__name__
 
 
-class _Watchdog:
-    """Calls ``on_expire`` when armed for longer than ``timeout`` seconds (one thread)."""
-
-    def __init__(self, timeout: float, on_expire: Callable[[], None]) -> None:
-        self._timeout = timeout
-        self._on_expire = on_expire
-        self._cond = threading.Condition()
-        self._deadline: float | None = None
-        self._closed = False
-        self.expired = False
-        self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name="flight_batches timeout")
-        self._thread.start()
-
-    def arm(self) -> None:
-        with self._cond:
-            self._deadline = time.monotonic() + self._timeout
-            self._cond.notify()
-
-    def disarm(self) -> None:
-        with self._cond:
-            self._deadline = None
-
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify()
-
-    def _run(self) -> None:
-        with self._cond:
-            while not self._closed:
-                if self._deadline is None:
-                    self._cond.wait()
-                    continue
-                left = self._deadline - time.monotonic()
-                if left > 0:
-                    self._cond.wait(left)
-                    continue
-                self.expired = True
-                self._deadline = None
-                self._closed = True
-        if self.expired:
-            self._on_expire()
-
-
-class FlightBatches:
-    """The batches of one Flight ticket, as they arrive; built by :func:`flight_batches`.
-
-    An iterator (read once) of ``pyarrow.RecordBatch``, or of
-    :class:`~arrow_sparse.KeyedJagged` with ``keyed``. The stream is open from the
-    moment it is built; it is closed at its end, on an error, by :meth:`close`, or
-    on leaving a ``with`` block.
-
-    Examples
-    --------
-    >>> table = pa.table({"ids": [[1, 2, 3], [2, 4, 6, 7], [3, 6]]})
-    >>> with asp.io.serve_flight(table) as server:
-    ...     with asp.io.flight_batches(server, b"shard=0/1", timeout=10) as batches:
-    ...         print(batches.schema.names, sum(b.num_rows for b in batches))
-    ['ids'] 3
-    """
-
-    def __init__(self, location: str, ticket: bytes, timeout: float | None,
-                 keyed: bool | list[str] | None, weights: Any) -> None:
-        import pyarrow.flight as fl
-
-        func = "flight_batches"
-        self._location = location
-        self._ticket = ticket
-        self._timeout = timeout
-        self._keyed = keyed
-        self._keys: list[str] | None = None  # the keyed columns, once the schema is known
-        self._weights = weights
-        self._num_batches = 0
-        self._done = False
-        self._reader: Any = None
-        self._watchdog: _Watchdog | None = None
-        try:
-            self._client = fl.connect(location)
-        except pa.ArrowException as exc:
-            msg = f"{func}: cannot connect to {location!r} ({_detail(exc)})"
-            raise ArrowSparseValueError(msg) from None
-        try:
-            self._open(fl)
-        except BaseException:
-            self.close()
-            raise
-
-    def _open(self, fl: Any) -> None:
-        func = "flight_batches"
-        where = f"{self._location} (ticket {self._ticket!r})"
-        try:  # a cheap call, bounded: an unreachable or hung server fails here
-            list(self._client.list_actions(options=fl.FlightCallOptions(timeout=self._timeout)))
-        except (fl.FlightUnavailableError, fl.FlightTimedOutError) as exc:
-            limit = "" if self._timeout is None else f" within {self._timeout:g} s"
-            msg = f"{func}: no Flight server answered at {self._location}{limit} ({_detail(exc)})"
-            raise ArrowSparseFlightError(msg) from None
-        except pa.ArrowException:
-            pass  # it answered (other servers may not implement list_actions)
-        try:
-            self._reader = self._client.do_get(fl.Ticket(self._ticket))
-            self._schema = self._reader.schema
-        except fl.FlightError as exc:
-            msg = f"{func}: the server at {where} failed: {_detail(exc)}"
-            raise ArrowSparseFlightError(msg) from None
-        except pa.ArrowException as exc:  # ArrowInvalid: a ticket the server refused
-            msg = f"{func}: the server at {self._location} refused ticket: {_detail(exc)}"
-            raise ArrowSparseValueError(msg) from None
-        if self._keyed is not None:
-            self._keys = _check_keyed(func, self._keyed, list(self._schema.names), False,
-                                       self._schema, self._location, self._weights)
-            extra = [self._weights] if isinstance(self._weights, str) else \
-                list(self._weights.values()) if isinstance(self._weights, Mapping) else []
-            _check_names(func, "weights", extra, self._schema, self._location)
-        if self._timeout is not None:
-            self._watchdog = _Watchdog(self._timeout, self._reader.cancel)
-
-    @property
-    def schema(self) -> pa.Schema:
-        """The stream's schema (known before the first batch)."""
-        return self._schema
-
-    @property
-    def ticket(self) -> bytes:
-        """The ticket read."""
-        return self._ticket
-
-    @property
-    def location(self) -> str:
-        """The server's location."""
-        return self._location
-
-    @property
-    def num_batches(self) -> int:
-        """Batches received so far."""
-        return self._num_batches
-
-    def __iter__(self) -> FlightBatches:
-        return self
-
-    def __next__(self) -> Any:  # RecordBatch, or KeyedJagged with keyed=
-        while True:
-            if self._done:
-                raise StopIteration
-            if self._watchdog is not None:
-                self._watchdog.arm()
-            try:
-                chunk = self._reader.read_chunk()
-            except StopIteration:
-                self.close()
-                raise
-            except pa.ArrowException as exc:
-                raise self._failure(exc) from None
-            finally:
-                if self._watchdog is not None:
-                    self._watchdog.disarm()
-            if chunk.data is not None:
-                break
-        self._num_batches += 1
-        if self._keys is None:
-            return chunk.data
-        from ..keyed import KeyedJagged
-
-        return KeyedJagged.from_arrow(chunk.data, keys=self._keys, weights=self._weights)
-
-    def _failure(self, exc: BaseException) -> ArrowSparseFlightError:
-        expired = self._watchdog is not None and self._watchdog.expired
-        self.close()
-        func = "flight_batches"
-        where = f"ticket {self._ticket!r} from {self._location}"
-        if expired:
-            msg = (f"{func}: no batch for {where} within timeout={self._timeout:g} s "
-                   f"(after {self._num_batches} batches); the stream was cancelled (pass a "
-                   "larger timeout, or None to wait for ever)")
-        else:
-            msg = (f"{func}: the stream for {where} failed after {self._num_batches} "
-                   f"batches: {_detail(exc)}")
-        return ArrowSparseFlightError(msg)
-
-    def read_all(self) -> pa.Table:
-        """Read the rest of the stream into a Table (record batches only, not ``keyed``).
-
-        Returns
-        -------
-        pyarrow.Table
-            The batches not yet read, in order, with the stream's schema.
-
-        Raises
-        ------
-        ArrowSparseFlightError
-            The stream failed or timed out.
-        TypeError
-            With ``keyed``: gather the KeyedJagged batches by iterating instead.
-
-        Examples
-        --------
-        >>> with asp.io.serve_flight(pa.table({"ids": [[1, 2, 3], [3, 6]]})) as server:
-        ...     print(asp.io.flight_batches(server, b"shard=0/1", timeout=10).read_all().num_rows)
-        2
-        """
-        if self._keys is not None:
-            msg = "flight_batches: read_all gives a Table; with keyed=, iterate instead"
-            raise ArrowSparseTypeError(msg)
-        return pa.Table.from_batches(list(self), schema=self._schema)
-
-    def close(self) -> None:
-        """Stop reading: cancel the stream if it is unfinished and close the connection.
-
-        Examples
-        --------
-        >>> with asp.io.serve_flight(pa.table({"ids": [[1, 2, 3], [3, 6]]})) as server:
-        ...     batches = asp.io.flight_batches(server, b"shard=0/1", timeout=10)
-        ...     batches.close()
-        ...     print(list(batches))
-        []
-        """
-        if self._done:
-            return
-        self._done = True
-        if self._watchdog is not None:
-            self._watchdog.close()
-        reader, self._reader = self._reader, None
-        if reader is not None:
-            try:
-                reader.cancel()
-            except pa.ArrowException:  # pragma: no cover - cancel of a finished stream
-                pass
-        client = getattr(self, "_client", None)
-        if client is not None:
-            client.close()
-
-    def __enter__(self) -> FlightBatches:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # nothing to report to at collection time
-            pass
-
-    def __repr__(self) -> str:
-        state = "done" if self._done else "open"
-        return (f"FlightBatches(location={self._location!r}, ticket={self._ticket!r}, "
-                f"num_batches={self._num_batches}, {state})")
-
-
-def flight_batches(location: Any, ticket: Any, *, timeout: float | None = DEFAULT_TIMEOUT,
-                   keyed: bool | Sequence[str] | None = None,
-                   weights: str | Mapping[Hashable, str] | None = None) -> FlightBatches:
-    """Read one ticket's record batches from an Arrow Flight server, as they arrive.
-
-    Parameters
-    ----------
-    location
-        The server: ``"grpc://HOST:PORT"`` (:attr:`FlightServer.location`), or a
-        :class:`FlightServer` of this process.
-    ticket
-        Which stream: ``b"shard=i/n"`` (``str`` is encoded as ASCII) for a
-        :func:`serve_flight` server, whose ``tickets`` lists them; any other Flight
-        server's tickets are passed through as they are.
-    timeout
-        Seconds to wait for the server to answer, and then for each batch (not for
-        the whole stream, which may take hours); past it the stream is cancelled and
-        an error raised. None: wait for ever.
-    keyed
-        None or False: yield ``pyarrow.RecordBatch``. True (every list-of-integers
-        column) or a list of list-column names: yield
-        :class:`~arrow_sparse.KeyedJagged` batches of those features, as
-        :func:`read_parquet` does.
-    weights
-        With ``keyed``: per-value weight columns (one name, or ``{key: name}``), as
-        for :meth:`KeyedJagged.from_arrow <arrow_sparse.KeyedJagged.from_arrow>`.
-
-    Returns
-    -------
-    FlightBatches
-        An iterator of batches with ``schema``, ``read_all()`` and ``close()``.
-        The request is made here: errors about the server or ticket raise now.
-
-    Raises
-    ------
-    ArrowSparseFlightError
-        No server answers within ``timeout``; the server failed; and while
-        iterating: the source raised (the message is the server's, naming the
-        exception and its message), no batch came within ``timeout``, or the server
-        shut down before the end of the stream. A ``RuntimeError``.
-    ValueError
-        A ticket the server refused (malformed, shard out of range, a shard count
-        other than the server's); a location that is not a Flight URI.
-    TypeError
-        Arguments of the wrong kind; a ``keyed`` column that is not a list of
-        numbers.
-    KeyError
-        A ``keyed`` or ``weights`` column not in the stream.
-
-    See Also
-    --------
-    serve_flight : The server.
-    read_ipc : Batches from a file, pipe or socket.
-
-    Notes
-    -----
-    Each call opens its own connection, so readers in threads or processes do not
-    share one. A stream that ends early never looks like the end of the data: a
-    server shutting down, a failing source and a timeout all raise. Batches are
-    received from gRPC without a further copy.
-
-    Examples
-    --------
-    >>> table = pa.table({"ids": [[1, 2, 3], [2, 4, 6, 7], [3, 6]],
-    ...                   "label": [1, 0, 1]})
-    >>> with asp.io.serve_flight(table) as server:
-    ...     batches = asp.io.flight_batches(server, "shard=0/1", keyed=True, timeout=10)
-    ...     print(next(batches))
-    KeyedJagged(num_keys=1, batch_size=3, dtype=int64, lengths=int32, weights=None)
-      'ids': [[1, 2, 3], [2, 4, 6, 7], [3, 6]]
-
-    A ticket the server does not serve raises at once:
-
-    >>> with asp.io.serve_flight(table, num_shards=2) as server:
-    ...     asp.io.flight_batches(server, b"shard=0/3", timeout=10)
-    Traceback (most recent call last):
-    ...
-    arrow_sparse.errors.ArrowSparseValueError: flight_batches: the server at
-    grpc://127.0.0.1:... refused ticket: serve_flight: ticket b'shard=0/3' asks for 3 shards
-    but this server deals its batches into 2 (tickets b'shard=0/2', b'shard=1/2')
-    """
-    func = "flight_batches"
-    if isinstance(location, FlightServer):
-        location = location.location
-    if not isinstance(location, str):
-        uri = getattr(location, "uri", None)  # a pyarrow.flight.Location
-        if not isinstance(uri, bytes):
-            msg = (f"{func}: location must be a URI such as 'grpc://127.0.0.1:8815' or a "
-                   f"FlightServer, got {type(location).__name__}")
-            raise ArrowSparseTypeError(msg)
-        location = uri.decode()
-    if isinstance(ticket, str):
-        try:
-            ticket = ticket.encode("ascii")
-        except UnicodeEncodeError:
-            msg = f"{func}: ticket must be ASCII text or bytes, got {ticket!r}"
-            raise ArrowSparseValueError(msg) from None
-    elif not isinstance(ticket, bytes):
-        raw = getattr(ticket, "ticket", None)  # a pyarrow.flight.Ticket
-        if not isinstance(raw, bytes):
-            msg = (f"{func}: ticket must be bytes such as b'shard=0/1', got "
-                   f"{type(ticket).__name__}")
-            raise ArrowSparseTypeError(msg)
-        ticket = raw
-    timeout = _check_timeout(func, timeout, zero_ok=False)
-    if keyed is None or keyed is False:
-        if weights is not None:
-            msg = f"{func}: weights is only used with keyed=; pass keyed=True or a list of columns"
-            raise ArrowSparseValueError(msg)
-        keyed_arg: bool | list[str] | None = None
-    elif keyed is True:
-        keyed_arg = True
-    elif isinstance(keyed, (list, tuple)):
-        keyed_arg = list(keyed)
-    else:
-        msg = f"{func}: keyed must be None, True or a list of column names, got {keyed!r}"
-        raise ArrowSparseTypeError(msg)
-    return FlightBatches(location, ticket, timeout, keyed_arg, weights)
+# The client lives in its own module; imported last, as it uses the names above.
+from ._flight_client import FlightBatches, flight_batches  # noqa: E402

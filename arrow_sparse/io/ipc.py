@@ -265,20 +265,39 @@ def read_ipc(path: Any, memory_map: bool = True) -> pa.Table:
         if not head:
             msg = f"{func}: file {text!r} is empty; it holds no Arrow IPC schema"
             raise ArrowSparseValueError(msg)
-        if head == _FILE_MAGIC:
-            table = pa.ipc.open_file(data).read_all()
-        else:
-            table = pa.ipc.open_stream(data).read_all()
-        table.validate()
+        reader = pa.ipc.open_file(data) if head == _FILE_MAGIC else pa.ipc.open_stream(data)
     except PYARROW_ERRORS as exc:
         raise corrupt(func, "Arrow IPC", text, exc) from None
-    return table
+    return _read_batches(func, reader, "Arrow IPC", text)
 
 
 def _read_stream(func: str, source: Any, name: str) -> pa.Table:
     try:
-        table = pa.ipc.open_stream(source).read_all()
-        table.validate()
+        reader = pa.ipc.open_stream(source)
     except PYARROW_ERRORS as exc:
         raise corrupt(func, "Arrow IPC stream", name, exc) from None
-    return table
+    return _read_batches(func, reader, "Arrow IPC stream", name)
+
+
+def _read_batches(func: str, reader: Any, what: str, name: str) -> pa.Table:
+    """Read every record batch of an open IPC reader, naming the batch that fails."""
+    batches: list[pa.RecordBatch] = []
+    index = 0
+    try:
+        if isinstance(reader, pa.ipc.RecordBatchFileReader):
+            for index in range(reader.num_record_batches):
+                batch = reader.get_batch(index)
+                batch.validate()
+                batches.append(batch)
+        else:
+            while True:
+                try:
+                    batch = reader.read_next_batch()
+                except StopIteration:
+                    break
+                batch.validate()
+                batches.append(batch)
+                index += 1
+    except PYARROW_ERRORS as exc:
+        raise corrupt(func, what, name, exc, batch=index) from None
+    return pa.Table.from_batches(batches, reader.schema)

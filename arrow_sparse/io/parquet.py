@@ -11,6 +11,7 @@ import os
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 
 from .. import _arrow
@@ -116,20 +117,73 @@ class ParquetBatches:
             yield KeyedJagged.from_arrow(batch, keys=self._keyed, weights=self._weights)
 
     def _batches(self) -> Iterator[pa.RecordBatch]:
+        for batch, _, _ in self.iter_with_location():
+            yield batch
+
+    def iter_with_location(self, shard: int = 0, num_shards: int = 1,
+                           ) -> Iterator[tuple[pa.RecordBatch, str, int | None]]:
+        """Iterate ``(record batch, file path, row group)``: where each batch comes from.
+
+        What a consumer needs to name the file and row group of a batch it cannot
+        process (the pipeline runner does). The row group is None for a non-Parquet
+        fragment. The batches are those of iterating ``self`` with ``keyed=None``.
+
+        Parameters
+        ----------
+        shard, num_shards
+            Read only the row groups ``shard, shard + num_shards, ...`` (counted over
+            the files in order); the others are skipped unread. The default reads all.
+
+        Yields
+        ------
+        tuple of (pyarrow.RecordBatch, str, int or None)
+
+        Raises
+        ------
+        KeyError
+            A file of a multi-file data set lacks a column that is read.
+        TypeError
+            A file holds a column read with a type that differs from the data set's
+            (the first file's) and cannot be widened to it losslessly: the message
+            names the file, the column, both types and the row group.
+        ValueError
+            A corrupt file (named with its row group and, for a damaged page, its
+            column).
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "ids.parquet")
+        >>> _ = asp.io.write_parquet(pa.table({"ids": [[1], [2, 3], []]}), path,
+        ...                          row_group_rows=2)
+        >>> [(b.num_rows, os.path.basename(f), rg)
+        ...  for b, f, rg in asp.io.read_parquet(path).iter_with_location()]
+        [(2, 'ids.parquet', 0), (1, 'ids.parquet', 1)]
+        """
         import pyarrow.dataset as ds
 
         func = "read_parquet"
+        num_shards = v.check_count(func, "num_shards", num_shards)
+        shard = v.check_count(func, "shard", shard)
+        if not shard < num_shards:
+            msg = f"{func}: shard must be in [0, num_shards={num_shards}), got {shard}"
+            raise ArrowSparseValueError(msg)
         schema = self._dataset.schema
+        position = -1
         for fragment in self._dataset.get_fragments(filter=self._filter):
             path = getattr(fragment, "path", self._source)
             if isinstance(fragment, ds.ParquetFileFragment):
                 try:
+                    self._check_fragment(fragment, path)
                     pieces = fragment.split_by_row_group(self._filter, schema=schema)
                 except PYARROW_ERRORS as exc:
                     raise corrupt(func, "Parquet", path, exc) from None
             else:
                 pieces = [fragment]
             for piece in pieces:
+                position += 1
+                if position % num_shards != shard:
+                    continue
                 row_groups = getattr(piece, "row_groups", None)
                 row_group = row_groups[0].id if row_groups else None
                 scanner = ds.Scanner.from_fragment(
@@ -142,9 +196,38 @@ class ParquetBatches:
                     except StopIteration:
                         break
                     except PYARROW_ERRORS as exc:
-                        raise corrupt(func, "Parquet", path, exc, row_group) from None
+                        column = _damaged_column(path, row_group, self._columns)
+                        raise corrupt(func, "Parquet", path, exc, row_group,
+                                      column=column) from None
                     if batch.num_rows:
-                        yield batch
+                        yield batch, path, row_group
+
+    def _check_fragment(self, fragment: Any, path: str) -> None:
+        """Raise when a file of the data set lacks a column read or stores it as another type."""
+        import pyarrow.dataset as ds
+
+        physical = fragment.physical_schema
+        partition = ds.get_partition_keys(fragment.partition_expression)
+        schema = self._dataset.schema
+        first = self.files[0] if self.files else self._source
+        for name in self._columns:
+            if name in partition:
+                continue
+            idx = physical.get_field_index(name)
+            if idx < 0:
+                msg = (f"read_parquet: file {path!r} has no column {name!r}, which the data "
+                       f"set's schema (from {first!r}) has; its columns are "
+                       f"{', '.join(physical.names)} (read only the shared columns with "
+                       "columns=[...])")
+                raise ArrowSparseKeyError(msg)
+            got, want = physical.field(idx).type, schema.field(name).type
+            if not _widens(got, want):
+                rgs = fragment.row_groups
+                row_group = rgs[0].id if rgs else 0
+                msg = (f"read_parquet: column {name!r} of file {path!r} is {got}, but the "
+                       f"data set's schema (from {first!r}) says {want}; it cannot be read "
+                       f"as {want} (first at row group {row_group})")
+                raise ArrowSparseTypeError(msg)
 
     def __repr__(self) -> str:
         rows = self.num_rows if self._filter is None else "unknown (filtered)"
@@ -320,6 +403,57 @@ def _first_unreadable(target: str | list[str]) -> str | None:
             pq.read_metadata(path)
         except PYARROW_ERRORS:
             return path
+    return None
+
+
+def _widens(got: pa.DataType, want: pa.DataType) -> bool:
+    """Whether a column stored as ``got`` reads losslessly as ``want`` (the data set's type).
+
+    Equal types (list child names aside); a narrower integer of a range ``want``
+    covers; a narrower float; ``list`` and ``large_list`` (string, binary) of widening
+    values; a dictionary of values that widen; an all-null column.
+    """
+    if got.equals(want) or pa.types.is_null(got):
+        return True
+    if pa.types.is_dictionary(got):
+        return _widens(got.value_type, want)
+    if pa.types.is_integer(got) and pa.types.is_integer(want):
+        gi, wi = np.iinfo(got.to_pandas_dtype()), np.iinfo(want.to_pandas_dtype())
+        return bool(wi.min <= gi.min and gi.max <= wi.max)
+    if pa.types.is_floating(got) and pa.types.is_floating(want):
+        return bool(got.bit_width <= want.bit_width)
+    strings = (pa.types.is_string, pa.types.is_large_string)
+    binaries = (pa.types.is_binary, pa.types.is_large_binary)
+    for kind in (strings, binaries):
+        if any(k(got) for k in kind) and any(k(want) for k in kind):
+            return True
+    lists = (pa.types.is_list, pa.types.is_large_list)
+    if any(k(got) for k in lists) and any(k(want) for k in lists):
+        return _widens(got.value_type, want.value_type)
+    if pa.types.is_fixed_size_list(got) and pa.types.is_fixed_size_list(want):
+        return bool(got.list_size == want.list_size) and _widens(got.value_type,
+                                                                 want.value_type)
+    return False
+
+
+def _damaged_column(path: str, row_group: int | None, columns: list[str]) -> str | None:
+    """The first of ``columns`` whose pages in ``row_group`` fail to decode (for messages)."""
+    import pyarrow.parquet as pq
+
+    if row_group is None:
+        return None
+    try:
+        reader = pq.ParquetFile(path, page_checksum_verification=True)
+        names = set(reader.schema_arrow.names)
+    except PYARROW_ERRORS:
+        return None
+    for name in columns:
+        if name not in names:  # a partition column
+            continue
+        try:
+            reader.read_row_group(row_group, columns=[name])
+        except PYARROW_ERRORS:
+            return name
     return None
 
 

@@ -8,14 +8,107 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import ArrowSparseTypeError, ArrowSparseValueError
+from ..errors import ArrowSparseError, ArrowSparseTypeError, ArrowSparseValueError
+from ..io.parquet import DEFAULT_BATCH_ROWS
 from ..transforms import Vocabulary
 from . import _toml
+from ._parallel import ordered_map
 from .steps import Categorify, EmbeddingBag, Step, step_from_dict
 
 __all__ = ["Pipeline"]
 
 _PIPELINE_KEYS = ("input", "output", "batch_rows")
+
+
+def with_context(exc: BaseException, where: str) -> BaseException:
+    """Return ``exc`` with ``where`` in front of its message (the runner and steps use it).
+
+    An :class:`~arrow_sparse.errors.ArrowSparseError` becomes a new exception of the
+    same class whose message starts with ``"{where}: "`` (the original is its cause);
+    any other exception gets ``where`` as a PEP 678 note (Python 3.11+) and is
+    returned as it is. Nothing is added when the message already holds ``where``.
+
+    Examples
+    --------
+    >>> str(with_context(asp.errors.ArrowSparseValueError("bad ids"), "step 'h' (hash)"))
+    "step 'h' (hash): bad ids"
+    """
+    if where in str(exc):
+        return exc
+    if isinstance(exc, ArrowSparseError):
+        new = type(exc)(f"{where}: {exc}")
+        new.__cause__ = exc
+        return new
+    if hasattr(exc, "add_note"):
+        exc.add_note(where)
+    return exc
+
+
+def call_in_context(fn: Any, arg: Any, where: str | None) -> Any:
+    """Return ``fn(arg)``; an exception it raises is raised with ``where`` (see :func:`with_context`).
+
+    Examples
+    --------
+    >>> call_in_context(len, [1, 2], "the list")
+    2
+    """
+    if where is None:
+        return fn(arg)
+    try:
+        return fn(arg)
+    except Exception as exc:
+        new = with_context(exc, where)
+        if new is exc:
+            raise
+        raise new from exc
+
+
+def _tables(items: Iterable[tuple[Any, str | None]],
+            progress: Any) -> Iterator[tuple[pa.Table, str | None]]:
+    """``(Table, where)`` of each ``(item, where)``, counted on ``progress`` (this thread)."""
+    for item, where in items:
+        table = _as_table(item)
+        if progress is not None:
+            progress.update(table.num_rows)
+        yield table, where
+
+
+def located_batches(data: Any, shard: int = 0,
+                    num_shards: int = 1) -> Iterator[tuple[pa.RecordBatch, str]]:
+    """Batches of a :class:`~arrow_sparse.io.ParquetBatches` with where each comes from.
+
+    Parameters
+    ----------
+    data
+        The Parquet stream.
+    shard, num_shards
+        Only the row groups of this shard (see ``ParquetBatches.iter_with_location``).
+
+    Yields
+    ------
+    tuple of (pyarrow.RecordBatch, str)
+        The batch and ``"input 'PATH', row group G, rows A-B of the group"``, the
+        prefix of an error raised while processing it.
+
+    Examples
+    --------
+    >>> for batch, where in located_batches(asp.io.read_parquet(
+    ...         "data/sample_clicks.parquet", batch_rows=10_000)):
+    ...     break
+    >>> where
+    "input 'data/sample_clicks.parquet', row group 0, rows 0-9,999 of the group"
+    """
+    group: tuple[str, int | None] | None = None
+    row = 0
+    for batch, path, row_group in data.iter_with_location(shard, num_shards):
+        if (path, row_group) != group:
+            group, row = (path, row_group), 0
+        where = f"input {path!r}"
+        if row_group is not None:
+            where += f", row group {row_group}"
+        where += f", rows {row:,}-{row + batch.num_rows - 1:,} of the group"
+        row += batch.num_rows
+        yield batch, where
 
 
 def _as_table(item: Any) -> pa.Table:
@@ -112,26 +205,41 @@ class Pipeline:
         return os.path.normpath(os.path.join(self.base_dir, path))
 
     # ------------------------------------------------------------------ fit
-    def fit(self, data: Any, *, refit: bool = False, progress: Any = None) -> Pipeline:
+    def fit(self, data: Any, *, refit: bool = False, progress: Any = None,
+            threads: int = 1) -> Pipeline:
         """Fit the stateful steps by streaming batches and merging their states.
 
         Each stateful step is fitted on the output of the steps before it, one pass
         over ``data`` per stateful step (so ``data`` must be re-iterable when there
-        are several: a list, a :class:`~arrow_sparse.io.ParquetBatches`).
+        are several: a list, a path, a :class:`~arrow_sparse.io.ParquetBatches`).
 
         Parameters
         ----------
         data
-            A Table, a RecordBatch, or an iterable of them.
+            A Table or RecordBatch; an iterable of them; or Parquet input: a path, a
+            list of paths or a ``pyarrow.dataset.Dataset``, streamed with
+            :func:`~arrow_sparse.io.read_parquet` (:attr:`batch_rows` rows per batch).
         refit
             Refit steps that are already fitted (default: keep their state).
         progress
-            Optional object with ``update(rows)``, called per batch read.
+            Optional object with ``update(rows)``, called per batch read (in every
+            pass: a pass per stateful step).
+        threads
+            Batches whose partial states are computed at once (on threads; the
+            merge is in batch order, so the result does not depend on it).
 
         Returns
         -------
         Pipeline
             ``self``.
+
+        Raises
+        ------
+        TypeError
+            ``data`` of another kind, or a one-shot iterator when several passes are
+            needed.
+        ValueError
+            No batches to fit on.
 
         Examples
         --------
@@ -140,32 +248,74 @@ class Pipeline:
         >>> pipe.fit([t.slice(0, 1), t.slice(1)])["categorify_0"].vocabulary.num_ids
         4
         """
-        if isinstance(data, (pa.Table, pa.RecordBatch)):
-            data = [data]
+        from ..io import ParquetBatches
+
+        data = self._fit_source(data)
+        if isinstance(data, ParquetBatches):
+            self._fit(lambda: located_batches(data), refit=refit, progress=progress,
+                      threads=threads, one_shot=False)
+        else:
+            self._fit(lambda: ((item, None) for item in data), refit=refit,
+                      progress=progress, threads=threads, one_shot=iter(data) is data)
+        return self
+
+    def passes(self, refit: bool = False) -> int:
+        """Passes over the data :meth:`fit` will make: one per stateful step to fit.
+
+        Examples
+        --------
+        >>> asp.Pipeline([{"type": "categorify", "column": "ids"}]).passes()
+        1
+        """
+        return sum(1 for s in self.steps if s.stateful and (refit or not s.fitted))
+
+    def _fit(self, items: Any, *, refit: bool, progress: Any, threads: int,
+             one_shot: bool) -> None:
+        """Fit from ``items()``: a fresh iterator of ``(table or batch, where)`` per pass.
+
+        ``where`` (or None) names the batch's origin in error messages.
+        """
         todo = [i for i, s in enumerate(self.steps) if s.stateful and (refit or not s.fitted)]
-        passes = 0
+        if len(todo) > 1 and one_shot:
+            msg = ("Pipeline.fit: several stateful steps need several passes over the "
+                   "data; pass a re-iterable (a list or read_parquet(...)), not an "
+                   "iterator")
+            raise ArrowSparseTypeError(msg)
         for i in todo:
             step = self.steps[i]
-            if passes and iter(data) is data:
-                msg = ("Pipeline.fit: several stateful steps need several passes over the "
-                       "data; pass a re-iterable (a list or read_parquet(...)), not an "
-                       "iterator")
-                raise ArrowSparseTypeError(msg)
-            passes += 1
+
+            def partial_state(table: pa.Table, i: int = i, step: Step = step) -> Any:
+                table = self._apply(self.steps[:i], table)
+                return call_in_context(step.fit_batch, table, step.label)
+
+            def partial(item: tuple[pa.Table, str | None]) -> Any:
+                return call_in_context(partial_state, item[0], item[1])
+
             state: Any = None
-            for item in data:
-                table = _as_table(item)
-                if progress is not None:
-                    progress.update(table.num_rows)
-                for prior in self.steps[:i]:
-                    table = prior.transform(table)
-                part = step.fit_batch(table)
+            for part in ordered_map(partial, _tables(items(), progress), threads):
                 state = part if state is None else step.merge_states(state, part)
             if state is None:
                 msg = f"Pipeline.fit: no batches to fit {step.label} on"
                 raise ArrowSparseValueError(msg)
             step.set_state(state)
-        return self
+
+    def _fit_source(self, data: Any) -> Any:
+        import pyarrow.dataset as ds
+
+        from ..io import read_parquet
+
+        if isinstance(data, (pa.Table, pa.RecordBatch)):
+            return [data]
+        if isinstance(data, (str, os.PathLike, ds.Dataset)) or (
+                isinstance(data, (list, tuple)) and data
+                and all(isinstance(p, (str, os.PathLike)) for p in data)):
+            return read_parquet(data, batch_rows=self.batch_rows or DEFAULT_BATCH_ROWS)
+        if isinstance(data, (bytes, dict)) or not hasattr(data, "__iter__"):
+            msg = ("Pipeline.fit: data must be a Table, a RecordBatch, an iterable of them, "
+                   "or a Parquet path, list of paths or pyarrow dataset, got "
+                   f"{type(data).__name__}")
+            raise ArrowSparseTypeError(msg)
+        return data
 
     # ------------------------------------------------------------ transform
     def transform_table(self, table: pa.Table | pa.RecordBatch) -> pa.Table:
@@ -180,29 +330,42 @@ class Pipeline:
         -------
         pyarrow.Table
 
+        Raises
+        ------
+        ArrowSparseError
+            What a step raises, its message prefixed with the step's label
+            (``step 'NAME' (TYPE): ...``) when it does not name the step already.
+
         Examples
         --------
         >>> pipe = asp.Pipeline([{"type": "select", "columns": ["b"]}])
         >>> pipe.transform_table(pa.table({"a": [1], "b": [2]})).to_pylist()
         [{'b': 2}]
         """
-        out = _as_table(table)
-        for step in self.steps:
-            out = step.transform(out)
-        return out
+        return self._apply(self.steps, _as_table(table))
 
-    def transform_batches(self, batches: Iterable[Any]) -> Iterator[pa.RecordBatch]:
-        """Transform a stream of batches lazily, one batch at a time.
+    @staticmethod
+    def _apply(steps: Sequence[Step], table: pa.Table) -> pa.Table:
+        for step in steps:
+            table = call_in_context(step.transform, table, step.label)
+        return table
+
+    def transform_batches(self, batches: Iterable[Any], *,
+                          threads: int = 1) -> Iterator[pa.RecordBatch]:
+        """Transform a stream of batches lazily, in order.
 
         Parameters
         ----------
         batches
             Iterable of Tables or RecordBatches.
+        threads
+            Batches transformed at once, on threads (the kernels release the GIL);
+            at most ``2 * threads`` batches are read ahead. Output order is input order.
 
         Yields
         ------
         pyarrow.RecordBatch
-            The transformed batches (a filter may leave some empty; they are kept).
+            One batch per input batch (a filter may leave some empty; they are kept).
 
         Examples
         --------
@@ -211,9 +374,20 @@ class Pipeline:
         >>> [b.num_rows for b in pipe.transform_batches([t.slice(0, 1), t.slice(1)])]
         [0, 2]
         """
-        for item in batches:
-            out = self.transform_table(item).combine_chunks()
-            yield from out.to_batches() or [pa.RecordBatch.from_pylist([], schema=out.schema)]
+        yield from ordered_map(self.transform_batch, batches, threads)
+
+    def transform_batch(self, batch: pa.Table | pa.RecordBatch) -> pa.RecordBatch:
+        """Transform one batch into one contiguous ``RecordBatch`` (rows may be filtered out).
+
+        Examples
+        --------
+        >>> pipe = asp.Pipeline([{"type": "reduce", "column": "ids", "op": "sum"}])
+        >>> pipe.transform_batch(pa.table({"ids": [[1, 2], [3]]})).to_pylist()
+        [{'ids': 3}, {'ids': 3}]
+        """
+        out = self.transform_table(batch).combine_chunks()
+        parts = out.to_batches()
+        return parts[0] if parts else pa.RecordBatch.from_pylist([], schema=out.schema)
 
     def output_schema(self, input_schema: pa.Schema) -> pa.Schema:
         """Return the output schema for input of ``input_schema`` (no data is read).

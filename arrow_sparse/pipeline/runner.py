@@ -4,16 +4,25 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
+import threading
 import time
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
 
 from .._progress import Progress, _si
-from ..errors import ArrowSparseTypeError, ArrowSparseValueError
+from ..errors import (
+    ArrowSparseError,
+    ArrowSparseIOError,
+    ArrowSparseTypeError,
+    ArrowSparseValueError,
+)
 from ..io import read_parquet, serve_flight, write_ipc, write_parquet
-from .core import Pipeline
+from ._parallel import default_threads, ordered_map
+from .core import Pipeline, call_in_context, located_batches, with_context
 
 __all__ = ["DEFAULT_BATCH_ROWS", "RunSummary", "run"]
 
@@ -30,35 +39,54 @@ class RunSummary:
     Attributes
     ----------
     input, output
-        The resolved paths (output may be a ``grpc://`` location).
+        The resolved paths (output may be a ``grpc://`` location: the real one).
+    engine, threads
+        The engine (``"local"`` or ``"ray"``) and the local engine's threads.
     rows_in, rows_out
-        Rows read and written.
+        Rows read and written (for Flight: sent, summed over the readers' shards).
     bytes_in
-        Arrow (in-memory) bytes of the batches read.
+        Arrow (in-memory) bytes of the batches read. With the Ray engine the input is
+        read by the workers, and this is the uncompressed size in the Parquet footers.
     bytes_out
         Size of the output file (Arrow bytes of the batches sent, for Flight).
     seconds, fit_seconds
         Wall time of the whole run, and of the fitting passes within it.
+    stream_seconds
+        Flight: from the start of the first reader's stream to the end of the last
+        one (the rates use it, not the idle serving time); 0 otherwise.
+    readers
+        Flight: one dict per stream served (``ticket``, ``rows_in``, ``rows_out``,
+        ``bytes_out``, ``seconds``, ``complete``), in the order they ended.
     """
 
     input: str
     output: str
+    engine: str = "local"
+    threads: int = 1
     rows_in: int = 0
     rows_out: int = 0
     bytes_in: int = 0
     bytes_out: int = 0
     seconds: float = 0.0
     fit_seconds: float = 0.0
+    stream_seconds: float = 0.0
+    readers: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    @property
+    def _busy_seconds(self) -> float:
+        return self.stream_seconds if self.readers else self.seconds
 
     @property
     def mb_per_s(self) -> float:
         """Input megabytes (10**6 bytes, Arrow in memory) per second of the run."""
-        return self.bytes_in / 1e6 / self.seconds if self.seconds > 0 else 0.0
+        s = self._busy_seconds
+        return self.bytes_in / 1e6 / s if s > 0 else 0.0
 
     @property
     def rows_per_s(self) -> float:
         """Input rows per second of the run."""
-        return self.rows_in / self.seconds if self.seconds > 0 else 0.0
+        s = self._busy_seconds
+        return self.rows_in / s if s > 0 else 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """Return the fields plus ``mb_per_s`` and ``rows_per_s``."""
@@ -67,8 +95,9 @@ class RunSummary:
         return out
 
     def __str__(self) -> str:
-        return (f"{self.rows_in:,} rows in, {self.rows_out:,} rows out -> {self.output}  "
-                f"{self.seconds:.2f} s (fit {self.fit_seconds:.2f} s)  "
+        readers = f" ({len(self.readers)} streams)" if self.readers else ""
+        return (f"{self.rows_in:,} rows in, {self.rows_out:,} rows out -> {self.output}"
+                f"{readers}  {self.seconds:.2f} s (fit {self.fit_seconds:.2f} s)  "
                 f"{_si(self.rows_per_s)} rows/s  {self.mb_per_s:.1f} MB/s")
 
 
@@ -102,14 +131,52 @@ def _output_kind(output: str) -> str:
     raise ArrowSparseValueError(msg)
 
 
-def run(spec_or_pipeline: Any, input: str | None = None, output: str | None = None, *,
-        batch_rows: int | None = None, progress: Any = None, save_pipeline: str | None = None,
+
+def _check_threads(threads: Any) -> int:
+    if threads is None:
+        return default_threads()
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        msg = f"run: threads must be a positive integer or None, got {threads!r}"
+        raise ArrowSparseValueError(msg)
+    return threads
+
+
+def _prepare_save(path: str | os.PathLike[str] | None) -> str | None:
+    """Create the directory of ``save_pipeline`` now, before any fitting pass."""
+    if path is None:
+        return None
+    text = os.fspath(path)
+    parent = os.path.dirname(os.path.abspath(text))
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as exc:
+        msg = f"run: cannot create the directory of save_pipeline {text!r} ({exc})"
+        raise ArrowSparseIOError(msg) from None
+    if not os.access(parent, os.W_OK):
+        msg = f"run: cannot write save_pipeline {text!r} (permission denied)"
+        raise ArrowSparseIOError(msg)
+    return text
+
+
+def _input_schema_check(pipe: Pipeline, data: Any, src: Any) -> pa.Schema:
+    try:
+        return pipe.output_schema(data.schema)
+    except ArrowSparseError as exc:
+        files = data.files
+        name = files[0] if len(files) == 1 else str(src)
+        new = with_context(exc, f"input {name!r}")
+        raise new from exc
+
+
+def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
+        engine: str = "local", batch_rows: int | None = None, threads: int | None = None,
+        progress: Any = None, save_pipeline: str | os.PathLike[str] | None = None,
         block: bool = True) -> RunSummary:
     """Run a pipeline over a Parquet input, streaming batch by batch, and write the output.
 
-    Unfitted stateful steps (categorify) are fitted first, by streaming passes over
-    the input; then a last pass transforms and writes. Only one batch is in memory
-    at a time (plus a Parquet row group being written).
+    Unfitted stateful steps (categorify, normalize) are fitted first, by streaming
+    passes over the input; then a last pass transforms and writes. Memory holds a few
+    batches at a time (plus a Parquet row group being written), never the data set.
 
     Parameters
     ----------
@@ -119,24 +186,44 @@ def run(spec_or_pipeline: Any, input: str | None = None, output: str | None = No
         Parquet file, directory or list of files; default the spec's ``input``.
     output
         ``*.parquet``, ``*.arrow`` / ``*.ipc`` / ``*.feather`` (IPC file), ``*.arrows``
-        (IPC stream), or ``flight://HOST:PORT`` to serve the output over Arrow Flight
-        (each reader gets a fresh transformed stream); default the spec's ``output``.
-        The parent directory is created.
+        (IPC stream), or ``flight://HOST:PORT`` to serve the output over Arrow Flight;
+        default the spec's ``output``. The parent directory is created.
+    engine
+        ``"local"``: this process, ``threads`` batches at a time. ``"ray"``: fit and
+        transform on Ray Data (:mod:`arrow_sparse.pipeline.ray`; connects to the
+        cluster of ``RAY_ADDRESS`` or starts a local one), the output written here.
+        Ray may reorder rows; Flight output needs the local engine.
     batch_rows
         Rows per batch read (default the spec's ``batch_rows``, else 65,536).
+    threads
+        Local engine: batches transformed at once on threads (default: the cores
+        this process may use, at most 8). The output order is the input order.
     progress
         None: no bar; True: a bar on stderr when it is a terminal; or a
         :class:`~arrow_sparse._progress.Progress`-like object with ``update(rows)``.
     save_pipeline
-        Write the fitted pipeline (spec + vocabularies) to this TOML path.
+        Write the fitted pipeline (spec + vocabularies) to this TOML path; its
+        directory is created before fitting.
     block
-        For Flight output: serve until interrupted (True), or return at once with the
-        server in ``summary.server`` (False).
+        For Flight output: print the listening location to stderr and serve until
+        interrupted (True), or return at once with the server in ``summary.server``
+        (False).
 
     Returns
     -------
     RunSummary
         Rows in/out, bytes, seconds and rates (``str()`` gives one line).
+
+    Raises
+    ------
+    KeyError, TypeError
+        The input lacks a column a step needs, or holds it with the wrong type; the
+        message names the input and the step.
+    ValueError
+        No input or output; an unknown output format or engine; bad data in a batch
+        (the message names the file, row group and rows, then the step).
+    ArrowSparseIOError
+        An unreadable input, an unwritable output or ``save_pipeline`` directory.
 
     Examples
     --------
@@ -153,6 +240,9 @@ def run(spec_or_pipeline: Any, input: str | None = None, output: str | None = No
     if not isinstance(pipe, Pipeline):
         msg = f"run: expected a Pipeline or a spec path, got {type(pipe).__name__}"
         raise ArrowSparseTypeError(msg)
+    if engine not in ("local", "ray"):
+        msg = f"run: engine must be 'local' or 'ray', got {engine!r}"
+        raise ArrowSparseValueError(msg)
     src = input if input is not None else pipe.resolve(pipe.input)
     dst = output if output is not None else pipe.resolve(pipe.output)
     if src is None:
@@ -162,72 +252,159 @@ def run(spec_or_pipeline: Any, input: str | None = None, output: str | None = No
         msg = "run: no output; give one or set 'output' in the spec's [pipeline] table"
         raise ArrowSparseValueError(msg)
     kind = _output_kind(str(dst))
+    if kind == "flight" and engine == "ray":
+        msg = ("run: Flight output needs engine='local' (each reader's shard is "
+               "transformed here); with Ray, write Parquet, or hand Ray's own "
+               "streaming_split iterators to the trainers")
+        raise ArrowSparseValueError(msg)
+    threads = _check_threads(threads)
     rows = batch_rows or pipe.batch_rows or DEFAULT_BATCH_ROWS
     data = read_parquet(src, batch_rows=rows)
-    out_schema = pipe.output_schema(data.schema)  # fail early on a bad spec
+    out_schema = _input_schema_check(pipe, data, src)  # fail early on a bad spec
+    save_path = _prepare_save(save_pipeline)
 
-    def bar(label: str) -> Any:
+    def bar(label: str, total: int | None) -> Any:
         if progress is None or progress is False:
             return None
         if progress is True:
-            return _RunProgress(data.num_rows, label=label)
+            return _RunProgress(total, label=label)
         return progress
 
-    summary = RunSummary(input=str(src), output=str(dst))
-    if not pipe.fitted:
-        t0 = time.perf_counter()
-        p = bar("fit")
-        try:
-            pipe.fit(data, progress=p)
-        finally:
-            if p is not None and hasattr(p, "close") and progress is True:
-                p.close()
-        summary.fit_seconds = time.perf_counter() - t0
-    if save_pipeline is not None:
-        pipe.save(save_pipeline)
+    summary = RunSummary(input=str(src), output=str(dst), engine=engine, threads=threads)
+    ray_data = None
+    if engine == "ray":
+        from . import ray as pipeline_ray
 
-    def counted(p: Any) -> Iterator[pa.RecordBatch]:
-        for batch in data:
-            summary.rows_in += batch.num_rows
-            summary.bytes_in += batch.nbytes
-            if p is not None:
-                if hasattr(p, "bytes"):
-                    p.bytes += batch.nbytes
-                p.update(batch.num_rows)
-            yield batch
+        ray_data = pipeline_ray.read_parquet(src)
+    passes = pipe.passes()
+    if passes:
+        t0 = time.perf_counter()
+        p = bar("fit", data.num_rows * passes if data.num_rows else None)
+        try:
+            if ray_data is not None:
+                pipeline_ray.fit(ray_data, pipe, batch_size=rows)
+            else:
+                pipe._fit(lambda: located_batches(data), refit=False, progress=p,
+                          threads=threads, one_shot=False)
+        finally:
+            _close(p, progress)
+        summary.fit_seconds = time.perf_counter() - t0
+    if save_path is not None:
+        pipe.save(save_path)
+
+    if kind == "flight":
+        return _serve(pipe, data, out_schema, str(dst), summary, threads, block, start)
 
     def stream(p: Any) -> Iterator[pa.RecordBatch]:
+        if ray_data is not None:
+            pairs: Iterator[tuple[pa.RecordBatch | None, pa.RecordBatch]] = (
+                (None, out) for out in pipeline_ray.output_batches(
+                    pipeline_ray.map_batches(ray_data, pipe, batch_size=rows)))
+        else:
+            pairs = ordered_map(partial(_transform_at, pipe), located_batches(data), threads)
         sent = 0
-        for out in pipe.transform_batches(counted(p)):
+        for batch, out in pairs:
+            n = batch.num_rows if batch is not None else 0
+            summary.rows_in += n
+            summary.bytes_in += batch.nbytes if batch is not None else 0
             summary.rows_out += out.num_rows
+            if p is not None:
+                if hasattr(p, "bytes") and batch is not None:
+                    p.bytes += batch.nbytes
+                p.update(n if batch is not None else out.num_rows)
             sent += 1
-            if kind == "flight":
-                summary.bytes_out += out.nbytes
             yield out.cast(out_schema) if out.schema != out_schema else out
         if not sent:
             yield pa.RecordBatch.from_pylist([], schema=out_schema)
 
-    if kind == "flight":
-        location = "grpc://" + str(dst).split("://", 1)[1]
-        server = serve_flight(lambda: stream(None), location, schema=out_schema,
-                              batch_rows=None, block=block)
-        summary.output = server.location if not block else location
-        summary.seconds = time.perf_counter() - start
-        if not block:
-            summary.server = server  # type: ignore[attr-defined]
-        return summary
-
-    parent = os.path.dirname(os.path.abspath(str(dst)))
-    os.makedirs(parent, exist_ok=True)
-    p = bar("run")
+    os.makedirs(os.path.dirname(os.path.abspath(str(dst))), exist_ok=True)
+    p = bar("run" if engine == "local" else "run (ray)", data.num_rows)
     try:
         if kind == "parquet":
             write_parquet(stream(p), str(dst))
         else:
             write_ipc(stream(p), str(dst), stream=kind == "ipc-stream")
     finally:
-        if p is not None and hasattr(p, "close") and progress is True:
-            p.close()
+        _close(p, progress)
+    if ray_data is not None:  # the input was read by the workers: totals from the footers
+        summary.rows_in = data.num_rows or 0
+        summary.bytes_in = _footer_bytes(data)
     summary.bytes_out = os.path.getsize(str(dst))
     summary.seconds = time.perf_counter() - start
     return summary
+
+
+def _close(p: Any, progress: Any) -> None:
+    if p is not None and progress is True:
+        p.close()
+
+
+def _footer_bytes(data: Any) -> int:
+    """Uncompressed bytes of the input's row groups, from the Parquet footers."""
+    import pyarrow.parquet as pq
+
+    total = 0
+    for path in data.files:
+        meta = pq.read_metadata(path)
+        total += sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    return total
+
+
+def _serve(pipe: Pipeline, data: Any, out_schema: pa.Schema, dst: str, summary: RunSummary,
+           threads: int, block: bool, start: float) -> RunSummary:
+    """Serve the pipeline's output over Flight: each reader's shard is transformed for it."""
+    lock = threading.Lock()
+    window: list[float] = []
+
+    def shard(i: int, n: int) -> Iterator[pa.RecordBatch]:
+        reader = {"ticket": f"shard={i}/{n}", "rows_in": 0, "rows_out": 0, "bytes_out": 0,
+                  "seconds": 0.0, "complete": False}
+        t0 = time.perf_counter()
+        try:
+            for batch, out in ordered_map(partial(_transform_at, pipe),
+                                          located_batches(data, i, n), threads):
+                if out.schema != out_schema:
+                    out = out.cast(out_schema)
+                with lock:
+                    reader["rows_in"] += batch.num_rows
+                    reader["rows_out"] += out.num_rows
+                    reader["bytes_out"] += out.nbytes
+                    summary.rows_in += batch.num_rows
+                    summary.bytes_in += batch.nbytes
+                    summary.rows_out += out.num_rows
+                    summary.bytes_out += out.nbytes
+                yield out
+            reader["complete"] = True
+        finally:
+            t1 = time.perf_counter()
+            reader["seconds"] = t1 - t0
+            with lock:
+                summary.readers.append(reader)
+                window.extend((t0, t1))
+                summary.stream_seconds = max(window) - min(window)
+            if block:
+                state = "" if reader["complete"] else " (ended early)"
+                print(f"run: sent {reader['ticket']}: {reader['rows_out']:,} rows, "
+                      f"{reader['bytes_out'] / 1e6:.1f} MB in {reader['seconds']:.2f} s{state}",
+                      file=sys.stderr, flush=True)
+
+    location = "grpc://" + dst.split("://", 1)[1]
+    server = serve_flight(shard, location, schema=out_schema, batch_rows=None, sharded=True)
+    summary.output = server.location
+    if not block:
+        summary.seconds = time.perf_counter() - start
+        summary.server = server  # type: ignore[attr-defined]
+        return summary
+    tickets = ", ".join(t.decode() for t in server.tickets)
+    print(f"run: serving the output of {summary.input} at {server.location} "
+          f"(tickets {tickets}, or shard=i/n for n readers); Ctrl-C to stop",
+          file=sys.stderr, flush=True)
+    server.serve()
+    summary.seconds = time.perf_counter() - start
+    return summary
+
+
+def _transform_at(pipe: Pipeline, item: tuple[pa.RecordBatch, str],
+                  ) -> tuple[pa.RecordBatch, pa.RecordBatch]:
+    batch, where = item
+    return batch, call_in_context(pipe.transform_batch, batch, where)

@@ -29,6 +29,8 @@ __all__ = [
     "EmbeddingBag",
     "Filter",
     "HashBucket",
+    "MultiHot",
+    "Normalize",
     "PadOrTruncate",
     "Reduce",
     "Rename",
@@ -462,6 +464,12 @@ class EmbeddingBag(ColumnStep):
         self.table_column = table_column
         self._weights: np.ndarray | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickled (to Ray workers) without the loaded table: each process maps the file.
+        state = self.__dict__.copy()
+        state["_weights"] = None
+        return state
+
     def weights(self) -> np.ndarray:
         """Return the embedding table as a 2-D numpy array (loaded once)."""
         if self._weights is None:
@@ -504,6 +512,259 @@ def _load_table(label: str, path: str, column: str | None) -> np.ndarray:
         msg = f"{label}: table {path} must be a 2-D float array, got {arr.dtype}{arr.shape}"
         raise ArrowSparseValueError(msg)
     return arr
+
+
+class MultiHot(Step):
+    """Rows of ids as multi-hot rows: canonical CSR ids (+ counts), or dense ``[num_columns]``.
+
+    A batch of id lists is a CSR matrix ``[rows, num_columns]`` (offsets = indptr, ids
+    = column indices; :meth:`Jagged.to_csr <arrow_sparse.Jagged.to_csr>`). This step
+    makes it canonical: each row's ids sorted and repeated ids merged, their number
+    of occurrences in ``counts_output`` (float32, same offsets) if named. With
+    ``dense = true`` each row becomes ``fixed_size_list<float32>[num_columns]`` of
+    the counts instead (for small vocabularies: a batch takes rows x num_columns x 4
+    bytes). Null rows stay null; every id must be in ``[0, num_columns)``.
+
+    Parameters
+    ----------
+    column, output
+        Column of integer id lists, and the output column (default: replace it).
+    num_columns
+        The vocabulary size (after ``categorify`` or ``hash_bucket``).
+    counts_output
+        Column for the counts (not with ``dense``).
+    dense
+        Write dense rows instead of ids.
+
+    Examples
+    --------
+    >>> t = pa.table({"ids": pa.array([[3, 1, 3], [], None])})
+    >>> out = MultiHot("ids", num_columns=4, counts_output="n").transform(t)
+    >>> out["ids"].to_pylist(), out["n"].to_pylist()
+    ([[1, 3], [], None], [[1.0, 2.0], [], None])
+    >>> MultiHot("ids", num_columns=4, dense=True).transform(t)["ids"].to_pylist()
+    [[0.0, 1.0, 0.0, 2.0], [0.0, 0.0, 0.0, 0.0], None]
+    """
+
+    type = "multi_hot"
+    _keys = ("column", "output", "num_columns", "counts_output", "dense")
+
+    def __init__(self, column: str, num_columns: int, output: str | None = None,
+                 counts_output: str | None = None, dense: bool = False, *,
+                 name: str | None = None) -> None:
+        super().__init__(name)
+        self.column = _check_str(self.type, "column", column)
+        self.output = None if output is None else _check_str(self.type, "output", output)
+        self.num_columns = _check_int(self.type, "num_columns", num_columns, 1, 2**63 - 1)
+        if not isinstance(dense, bool):
+            msg = f"{self.type}: 'dense' must be true or false, got {dense!r}"
+            raise ArrowSparseTypeError(msg)
+        self.dense = dense
+        self.counts_output = None if counts_output is None else \
+            _check_str(self.type, "counts_output", counts_output)
+        if dense and counts_output is not None:
+            msg = f"{self.type}: 'counts_output' is for id rows; dense rows hold the counts"
+            raise ArrowSparseValueError(msg)
+        if self.counts_output is not None and self.counts_output == (output or column):
+            msg = f"{self.type}: 'counts_output' must differ from the ids column"
+            raise ArrowSparseValueError(msg)
+
+    def input_columns(self) -> list[str]:  # noqa: D102
+        return [self.column]
+
+    def to_dict(self) -> dict[str, Any]:  # noqa: D102
+        out = super().to_dict()
+        if not self.dense:
+            del out["dense"]
+        return out
+
+    def _types(self, field: pa.Field) -> tuple[pa.DataType, pa.DataType]:
+        t = field.type
+        if not (pa.types.is_list(t) or pa.types.is_large_list(t)) \
+                or not pa.types.is_integer(t.value_type):
+            msg = f"{self.label}: column {field.name!r} must be a list of integers, got {t}"
+            raise ArrowSparseTypeError(msg)
+        if self.dense:
+            return pa.list_(pa.float32(), self.num_columns), pa.null()
+        make = pa.large_list if pa.types.is_large_list(t) else pa.list_
+        return make(pa.int64()), make(pa.float32())
+
+    def output_schema(self, schema: pa.Schema) -> pa.Schema:  # noqa: D102
+        ids_type, counts_type = self._types(self._need(schema, self.column))
+        for name, t in ((self.output or self.column, ids_type),
+                        (self.counts_output, counts_type)):
+            if name is None:
+                continue
+            idx = schema.get_field_index(name)
+            new = pa.field(name, t)
+            schema = schema.set(idx, new) if idx >= 0 else schema.append(new)
+        return schema
+
+    def transform(self, table: pa.Table) -> pa.Table:  # noqa: D102
+        ids_type, counts_type = self._types(self._need(table.schema, self.column))
+        ids, counts = [], []
+        for chunk in _column(table, self.column).chunks:
+            i, c = self._chunk(chunk, ids_type, counts_type)
+            ids.append(i)
+            counts.append(c)
+        table = _place(table, self.output or self.column, self.column,
+                       pa.chunked_array(ids, ids_type))
+        if self.counts_output is not None:
+            table = _place(table, self.counts_output, self.column,
+                           pa.chunked_array(counts, counts_type))
+        return table
+
+    def _chunk(self, chunk: pa.Array, ids_type: pa.DataType,
+               counts_type: pa.DataType) -> tuple[pa.Array, pa.Array | None]:
+        from ..jagged import Jagged
+
+        csr = Jagged.from_arrow(chunk).to_csr(self.num_columns).canonical()
+        mask = chunk.is_null() if chunk.null_count else None
+        if self.dense:
+            dense = csr.to_dense().astype(np.float32, copy=False).ravel()
+            return pa.FixedSizeListArray.from_arrays(pa.array(dense), self.num_columns,
+                                                     mask=mask), None
+        width = np.int64 if pa.types.is_large_list(ids_type) else np.int32
+        offsets = pa.array(np.asarray(csr.indptr, dtype=width))
+        make = pa.LargeListArray if width is np.int64 else pa.ListArray
+        ids = make.from_arrays(offsets, pa.array(np.asarray(csr.indices, dtype=np.int64)),
+                               type=ids_type, mask=mask)
+        counts = make.from_arrays(offsets, pa.array(np.asarray(csr.values, dtype=np.float32)),
+                                  type=counts_type, mask=mask)
+        return ids, counts
+
+
+class Normalize(ColumnStep):
+    """Standardize (``(x - mean) / std``) or min-max scale numbers, with statistics fitted on the data.
+
+    Works on a numeric column or a list of numbers (every value of every row scaled
+    alike; the list structure kept). The fitted state is the count, mean, sum of
+    squared deviations, min and max of the non-null, non-NaN values; states of batches
+    merge exactly as the statistics of their concatenation (Chan's parallel update),
+    so fitting streams and distributes. ``std`` is the population deviation; a zero
+    deviation or range divides by 1. Nulls stay null; integers give float64, floats
+    keep their type.
+
+    Parameters
+    ----------
+    column, output
+        Input and output column.
+    method
+        ``"standard"`` (default) or ``"minmax"`` (to ``[0, 1]`` over the fitted range).
+    stats
+        Fitted statistics ``{count, mean, m2, min, max}`` (written by ``save``), or
+        None to fit them.
+
+    Examples
+    --------
+    >>> t = pa.table({"x": [1.0, 2.0, None, 3.0]})
+    >>> step = Normalize("x")
+    >>> step.set_state(step.fit_batch(t))
+    >>> [round(v, 4) if v is not None else v for v in step.transform(t)["x"].to_pylist()]
+    [-1.2247, 0.0, None, 1.2247]
+    >>> Normalize("x", method="minmax", stats=step.stats).transform(t)["x"].to_pylist()
+    [0.0, 0.5, None, 1.0]
+    """
+
+    type = "normalize"
+    stateful = True
+    _keys = ("column", "output", "method", "stats")
+    _fields = ("count", "mean", "m2", "min", "max")
+
+    def __init__(self, column: str, method: str = "standard", output: str | None = None,
+                 stats: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
+        super().__init__(column, output, name=name)
+        if method not in ("standard", "minmax"):
+            msg = f"{self.type}: 'method' must be 'standard' or 'minmax', got {method!r}"
+            raise ArrowSparseValueError(msg)
+        self.method = method
+        self.stats: dict[str, Any] | None = None
+        if stats is not None:
+            if not isinstance(stats, Mapping) or set(stats) != set(self._fields):
+                msg = (f"{self.type}: 'stats' must be a table with keys "
+                       f"{', '.join(self._fields)}, got {stats!r}")
+                raise ArrowSparseValueError(msg)
+            self.stats = {k: stats[k] for k in self._fields}
+
+    @property
+    def fitted(self) -> bool:  # noqa: D102
+        return self.stats is not None
+
+    def _numeric(self, field: pa.Field) -> pa.DataType:
+        t = field.type
+        v = t.value_type if pa.types.is_list(t) or pa.types.is_large_list(t) else t
+        if not (pa.types.is_integer(v) or pa.types.is_floating(v)):
+            msg = (f"{self.label}: column {field.name!r} must hold numbers or lists of "
+                   f"numbers, got {t}")
+            raise ArrowSparseTypeError(msg)
+        return v
+
+    def fit_batch(self, table: pa.Table) -> tuple[int, float, float, float, float]:  # noqa: D102
+        field = self._need(table.schema, self.column)
+        self._numeric(field)
+        col = _column(table, self.column)
+        if pa.types.is_list(field.type) or pa.types.is_large_list(field.type):
+            col = pc.list_flatten(col)
+        x = pc.drop_null(col).to_numpy().astype(np.float64, copy=False)
+        x = x[~np.isnan(x)]
+        if not len(x):
+            return (0, 0.0, 0.0, np.inf, -np.inf)
+        mean = float(x.mean())
+        return (len(x), mean, float(((x - mean) ** 2).sum()), float(x.min()), float(x.max()))
+
+    def merge_states(self, a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:  # noqa: D102
+        na, ma, qa, lo_a, hi_a = a
+        nb, mb, qb, lo_b, hi_b = b
+        n = na + nb
+        if n == 0:
+            return a
+        delta = mb - ma
+        return (n, ma + delta * nb / n, qa + qb + delta * delta * na * nb / n,
+                min(lo_a, lo_b), max(hi_a, hi_b))
+
+    def set_state(self, state: tuple[Any, ...]) -> None:  # noqa: D102
+        if state[0] == 0:
+            msg = f"{self.label}: no non-null value of {self.column!r} to fit on"
+            raise ArrowSparseValueError(msg)
+        self.stats = dict(zip(self._fields, (int(state[0]), *map(float, state[1:])),
+                              strict=True))
+
+    def _scale(self) -> tuple[float, float]:
+        if self.stats is None:
+            msg = f"{self.label}: not fitted; call Pipeline.fit first"
+            raise ArrowSparseValueError(msg)
+        s = self.stats
+        if self.method == "standard":
+            std = float(np.sqrt(s["m2"] / s["count"]))
+            return s["mean"], std or 1.0
+        return s["min"], (s["max"] - s["min"]) or 1.0
+
+    def compute(self, column: pa.ChunkedArray) -> Any:  # noqa: D102
+        shift, scale = self._scale()
+        out_type = self.output_type(pa.field(self.column, column.type))
+        chunks = []
+        for chunk in column.chunks:
+            is_list = pa.types.is_list(chunk.type) or pa.types.is_large_list(chunk.type)
+            values = chunk.values if is_list else chunk
+            leaf = out_type.value_type if is_list else out_type
+            scaled = pc.divide(pc.subtract(values.cast(leaf), pa.scalar(shift, leaf)),
+                               pa.scalar(scale, leaf))
+            if is_list:
+                mask = chunk.is_null() if chunk.null_count else None
+                scaled = type(chunk).from_arrays(chunk.offsets, scaled, type=out_type,
+                                                 mask=mask)
+            chunks.append(scaled)
+        return pa.chunked_array(chunks, out_type)
+
+    def output_type(self, field: pa.Field) -> pa.DataType:  # noqa: D102
+        v = self._numeric(field)
+        leaf = v if pa.types.is_floating(v) else pa.float64()
+        t = field.type
+        if pa.types.is_list(t):
+            return pa.list_(leaf)
+        if pa.types.is_large_list(t):
+            return pa.large_list(leaf)
+        return leaf
 
 
 class Filter(Step):
@@ -633,8 +894,8 @@ class Rename(Step):
 
 
 STEP_TYPES: dict[str, type[Step]] = {
-    cls.type: cls for cls in (PadOrTruncate, Truncate, HashBucket, Categorify, Reduce,
-                              EmbeddingBag, Filter, Select, Rename)
+    cls.type: cls for cls in (PadOrTruncate, Truncate, HashBucket, Categorify, Normalize,
+                              Reduce, EmbeddingBag, MultiHot, Filter, Select, Rename)
 }
 
 

@@ -1,0 +1,111 @@
+"""Batch-level parallelism of the local runner: an ordered, bounded thread-pool map.
+
+The steps' kernels release the GIL (Numba ``nogil`` kernels, ``pyarrow.compute``), so
+transforming several batches on threads uses several cores while the calling thread
+reads the next row group and writes the finished batches, in input order.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import numba
+import numpy as np
+
+__all__ = ["default_threads", "ordered_map"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def default_threads() -> int:
+    """Threads the runner uses by default: the cores this process may run on (at most 8).
+
+    Examples
+    --------
+    >>> 1 <= default_threads() <= 8
+    True
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 8))
+
+
+@numba.njit(cache=True, parallel=True)
+def _probe(n: int) -> float:  # pragma: no cover - compiled
+    total = 0.0
+    for i in numba.prange(n):
+        total += np.float64(i)
+    return total
+
+
+@functools.cache
+def _concurrent_kernels_ok() -> bool:
+    """Whether threads may run Numba ``parallel=True`` kernels at once (tbb, omp: yes).
+
+    The ``workqueue`` threading layer aborts the process when two threads launch
+    parallel kernels concurrently, so the runner then stays on one thread.
+    """
+    _probe(2)
+    return str(numba.threading_layer()) in ("tbb", "omp")
+
+
+def _one_numba_thread() -> None:
+    # Per thread: each pool thread's parallel kernels run on one core, so a pool of
+    # n threads keeps n cores busy instead of n * n.
+    numba.set_num_threads(1)
+
+
+def ordered_map(fn: Callable[[T], R], items: Iterable[T], threads: int,
+                window: int | None = None) -> Iterator[R]:
+    """Yield ``fn(item)`` for each item, in order, computing up to ``threads`` at once.
+
+    Parameters
+    ----------
+    fn
+        The function; it should release the GIL for most of its time.
+    items
+        Consumed lazily on the calling thread, at most ``window`` items ahead of the
+        result being yielded (so memory holds about ``window`` batches).
+    threads
+        Worker threads; 1 (or a Numba threading layer that forbids concurrent
+        parallel kernels) maps on the calling thread.
+    window
+        Items in flight; default ``2 * threads``.
+
+    Yields
+    ------
+    The results, in the order of ``items``. The first exception raised by ``fn``
+    is raised here (after the items before it were yielded); work in flight is
+    cancelled or awaited.
+
+    Examples
+    --------
+    >>> list(ordered_map(lambda x: x * x, range(6), threads=2))
+    [0, 1, 4, 9, 16, 25]
+    """
+    if threads <= 1 or not _concurrent_kernels_ok():
+        for item in items:
+            yield fn(item)
+        return
+    window = max(window or 2 * threads, threads)
+    pending: deque[Future[Any]] = deque()
+    with ThreadPoolExecutor(threads, thread_name_prefix="arrow-sparse",
+                            initializer=_one_numba_thread) as pool:
+        try:
+            for item in items:
+                pending.append(pool.submit(fn, item))
+                if len(pending) >= window:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()

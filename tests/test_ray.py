@@ -1,0 +1,126 @@
+"""Tests of arrow_sparse.pipeline.ray and ``run --engine ray`` on a small local Ray cluster.
+
+Ray may reorder batches, so outputs are compared with the local runner's after
+sorting by a row key. Each Ray execution starts an actor pool (seconds), so the
+tests are few and share one input.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from arrow_sparse.cli import main
+from arrow_sparse.pipeline import Normalize, Pipeline, run
+
+# Ray's DataContext warns about its own deprecated defaults whenever it is built.
+pytestmark = [pytest.mark.ray, pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*")]
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "data" / "sample_clicks.parquet"
+SPEC = REPO / "data" / "example_pipeline.toml"
+ROWS = 6_000
+
+
+@pytest.fixture(scope="module")
+def clicks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The first rows of the sample with a row key, in 3 files of 2 row groups each."""
+    folder = tmp_path_factory.mktemp("clicks")
+    table = pq.read_table(SAMPLE).slice(0, ROWS)
+    table = table.append_column("row", pa.array(range(ROWS), pa.int64()))
+    for i in range(3):
+        part = table.slice(i * ROWS // 3, ROWS // 3)
+        pq.write_table(part, folder / f"part-{i}.parquet", row_group_size=ROWS // 6)
+    return folder
+
+
+def _spec(tmp_path: Path) -> Path:
+    """The example spec, keeping the row key, with a statistics step before the selection."""
+    pipe = Pipeline.load(SPEC)
+    select = pipe.steps.pop()
+    pipe.steps.append(Normalize("mean_item_score", output="score_z", name="z"))
+    select.columns += ["row", "score_z"]
+    pipe.steps.append(select)
+    path = tmp_path / "spec.toml"
+    pipe.save(path)
+    return path
+
+
+def _same_rows(got: pa.Table, expected: pa.Table) -> None:
+    got, expected = got.sort_by("row"), expected.sort_by("row")
+    assert got.schema.equals(expected.schema, check_metadata=False)
+    if "score_z" not in got.column_names:
+        assert got.equals(expected)
+        return
+    assert got.drop_columns(["score_z"]).equals(expected.drop_columns(["score_z"]))
+    # statistics merged in another order: equal to rounding
+    assert got["score_z"].is_null().equals(expected["score_z"].is_null())
+    np.testing.assert_allclose(got["score_z"].to_numpy(), expected["score_z"].to_numpy(),
+                               rtol=1e-9)
+
+
+def test_run_engine_ray_equals_local(ray_cluster: object, clicks: Path, tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    spec = _spec(tmp_path)
+    argv = ["run", str(spec), "--input", str(clicks), "--batch-rows", "1000",
+            "--no-progress", "--json"]
+    assert main([*argv, "--output", str(tmp_path / "local.parquet")]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--output", str(tmp_path / "ray.parquet"), "--engine", "ray",
+                 "--save-pipeline", str(tmp_path / "fitted" / "spec.toml")]) == 0
+    summary = capsys.readouterr().out
+    assert '"engine": "ray"' in summary and f'"rows_in": {ROWS}' in summary
+    _same_rows(pq.read_table(tmp_path / "ray.parquet"), pq.read_table(tmp_path / "local.parquet"))
+    # the vocabulary fitted on Ray is exactly the local one
+    local = Pipeline.load(spec).fit(str(clicks))
+    fitted = Pipeline.load(tmp_path / "fitted" / "spec.toml")
+    assert fitted["item_vocab"].vocabulary == local["item_vocab"].vocabulary
+
+
+def test_map_batches_and_iter_keyed_jagged(ray_cluster: object, clicks: Path,
+                                           tmp_path: Path) -> None:
+    import ray.data
+
+    from arrow_sparse.pipeline import ray as asp_ray
+
+    pipe = Pipeline([  # fitted locally, run on Ray
+        {"type": "categorify", "column": "item_ids", "output": "item_cat"},
+        {"type": "hash_bucket", "column": "item_ids", "num_buckets": 1024,
+         "output": "item_buckets"},
+        {"type": "select", "columns": ["row", "label", "item_cat", "item_buckets"]},
+    ]).fit(str(clicks))
+    ds = asp_ray.read_parquet(clicks)
+    out = asp_ray.map_batches(ds, pipe, batch_size=1000, concurrency=1)
+    assert isinstance(out, ray.data.Dataset)
+    batches = list(out.iter_batches(batch_format="pyarrow", batch_size=1500))
+    features = list(asp_ray.iter_keyed_jagged(batches, keys=["item_cat", "item_buckets"]))
+    got = pa.concat_tables(batches)
+    _same_rows(got, pipe.transform_table(pq.read_table(clicks)))
+    assert sum(kj.batch_size for kj in features) == ROWS
+    assert all(kj.keys() == ["item_cat", "item_buckets"] for kj in features)
+    assert features[0]["item_cat"].to_list() == batches[0]["item_cat"].to_pylist()
+
+
+def test_errors(ray_cluster: object, clicks: Path, tmp_path: Path) -> None:
+    from arrow_sparse.pipeline import ray as asp_ray
+
+    ds = asp_ray.read_parquet(clicks)
+    unfitted = Pipeline.load(_spec(tmp_path))
+    with pytest.raises(ValueError, match=r"map_batches: the pipeline has unfitted steps "
+                                         r"\(step 'item_vocab' \(categorify\), step 'z'"):
+        asp_ray.map_batches(ds, unfitted)
+    with pytest.raises(TypeError, match="map_batches: ds must be a ray.data.Dataset"):
+        asp_ray.map_batches(pq.read_table(clicks), unfitted)
+    with pytest.raises(TypeError, match="fit: pipeline must be an arrow_sparse Pipeline"):
+        asp_ray.fit(ds, [])
+    fitted = Pipeline([{"type": "select", "columns": ["row"]}])
+    with pytest.raises(ValueError, match=r"concurrency must be a positive int"):
+        asp_ray.map_batches(ds, fitted, concurrency=(3, 1))
+    with pytest.raises(TypeError, match="read_parquet: paths must be a path"):
+        asp_ray.read_parquet(3)
+    with pytest.raises(ValueError, match="Flight output needs engine='local'"):
+        run(fitted, str(clicks), "flight://127.0.0.1:0", engine="ray")
