@@ -400,7 +400,7 @@ _FREE = np.int64(-(2**63))
 _FIB = _U(0x9E3779B97F4A7C15)  # 2**64 / golden ratio
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _slot(x, shift):  # pragma: no cover
     # Fibonacci hashing: the top bits of x * 2**64/phi (private to the tables).
     return np.int64((_U(x) * _FIB) >> shift)
@@ -431,12 +431,54 @@ def _grown(table, bits):  # pragma: no cover
     return new
 
 
+@numba.njit(cache=True, nogil=True)
+def _count_ints_run(values, valid, offsets, row_valid, r0, k0, table, shift, size,
+                    stop_size):  # pragma: no cover
+    # Count elements into ``table`` from row r0, element k0, until every element is in
+    # or the table holds ``stop_size`` keys. Returns (row, element to resume at, size,
+    # INT64_MIN elements seen, done). The table is an argument, never reassigned here:
+    # a loop that may replace its table cannot keep the table's pointer in a register
+    # and runs several times slower.
+    rows = offsets.shape[0] - 1
+    all_valid = valid.shape[0] == 0
+    all_rows = row_valid.shape[0] == 0
+    mask = table.shape[0] - 1
+    free_count = 0
+    for r in range(r0, rows):
+        if not all_rows and row_valid[r] == 0:
+            continue
+        first = k0 if r == r0 else offsets[r]
+        for k in range(first, offsets[r + 1]):
+            if not all_valid and valid[k] == 0:
+                continue
+            x = np.int64(values[k])
+            if x == _FREE:
+                free_count += 1
+                continue
+            s = _slot(x, shift)
+            while True:
+                key = table[s, 0]
+                if key == x:
+                    table[s, 1] += 1
+                    break
+                if key == _FREE:
+                    table[s, 0] = x
+                    table[s, 1] = 1
+                    size += 1
+                    if size >= stop_size:
+                        return r, k + 1, size, free_count, False
+                    break
+                s = (s + 1) & mask
+    return rows, 0, size, free_count, True
+
+
 @kernel
 def _count_ints(values, valid, offsets, row_valid):  # pragma: no cover
     # Distinct int64 values of the addressed, valid elements of valid rows and their
     # counts (unordered), and whether the count finished. Dense counting when the values
     # span a small range; a hash table otherwise, given up (False) once it holds more
-    # than max(2**20, n / 8) keys: then sorting the values is faster.
+    # than 2**16 keys: a bigger table no longer fits the caches, and sorting the values
+    # is faster.
     rows = offsets.shape[0] - 1
     all_valid = valid.shape[0] == 0
     all_rows = row_valid.shape[0] == 0
@@ -471,43 +513,25 @@ def _count_ints(values, valid, offsets, row_valid):  # pragma: no cover
         for i in range(where.shape[0]):
             keys[i] = np.int64(_U(lo) + _U(where[i]))
         return keys, dense[where], True
-    limit = max(1 << 20, n // 8)
+    limit = 1 << 16
     bits = 12
     table = _new_table(bits)
-    mask = table.shape[0] - 1
-    shift = _U(64 - bits)
     size = 0
     free_count = 0
-    for r in range(rows):
-        if not all_rows and row_valid[r] == 0:
-            continue
-        for k in range(offsets[r], offsets[r + 1]):
-            if not all_valid and valid[k] == 0:
-                continue
-            x = np.int64(values[k])
-            if x == _FREE:
-                free_count += 1
-                continue
-            s = _slot(x, shift)
-            while True:
-                key = table[s, 0]
-                if key == x:
-                    table[s, 1] += 1
-                    break
-                if key == _FREE:
-                    table[s, 0] = x
-                    table[s, 1] = 1
-                    size += 1
-                    if size > limit:
-                        nothing = np.empty(0, dtype=np.int64)
-                        return nothing, nothing, False
-                    if 2 * size > mask + 1:
-                        table = _grown(table, bits)
-                        bits += 1
-                        mask = table.shape[0] - 1
-                        shift = _U(64 - bits)
-                    break
-                s = (s + 1) & mask
+    r = 0
+    k = offsets[0]
+    while True:  # a few rounds: the table doubles between them
+        stop_size = min(limit + 1, (1 << bits) // 2 + 1)
+        r, k, size, free, done = _count_ints_run(values, valid, offsets, row_valid, r, k,
+                                                 table, _U(64 - bits), size, stop_size)
+        free_count += free
+        if done:
+            break
+        if size > limit:
+            nothing = np.empty(0, dtype=np.int64)
+            return nothing, nothing, False
+        table = _grown(table, bits)
+        bits += 1
     extra = 1 if free_count else 0
     keys = np.empty(size + extra, dtype=np.int64)
     counts = np.empty(size + extra, dtype=np.int64)
@@ -617,22 +641,21 @@ def _string_rows(bits):  # pragma: no cover
     return table
 
 
-@kernel
-def _count_strings(str_offsets, data, valid, offsets, row_valid, secret):  # pragma: no cover
-    # First position of each distinct string among the addressed, valid elements of
-    # valid rows, and its count (unordered). Strings of up to 16 bytes are compared
-    # through the two words kept in their table row, so a hit reads no string data.
+@numba.njit(cache=True, nogil=True)
+def _count_strings_run(str_offsets, data, valid, offsets, row_valid, secret, r0, k0, table,
+                       size, stop_size):  # pragma: no cover
+    # Count strings into ``table`` from row r0, element k0, until every element is in or
+    # the table holds ``stop_size`` strings; returns (row, element to resume at, size,
+    # done). As in _count_ints_run, the table is never reassigned inside the loop.
     rows = offsets.shape[0] - 1
     all_valid = valid.shape[0] == 0
     all_rows = row_valid.shape[0] == 0
-    bits = 10
-    table = _string_rows(bits)
     mask = table.shape[0] - 1
-    size = 0
-    for r in range(rows):
+    for r in range(r0, rows):
         if not all_rows and row_valid[r] == 0:
             continue
-        for k in range(offsets[r], offsets[r + 1]):
+        first = k0 if r == r0 else offsets[r]
+        for k in range(first, offsets[r + 1]):
             if not all_valid and valid[k] == 0:
                 continue
             p = np.int64(str_offsets[k])
@@ -654,6 +677,7 @@ def _count_strings(str_offsets, data, valid, offsets, row_valid, secret):  # pra
                     elif _same_bytes(data, p, n, data, table[s, 3], n):
                         break
                 s = (s + 1) & mask
+            table[s, 2] += 1
             if table[s, 0] < 0:
                 table[s, 0] = k
                 table[s, 1] = hs
@@ -662,18 +686,37 @@ def _count_strings(str_offsets, data, valid, offsets, row_valid, secret):  # pra
                 table[s, 5] = w0
                 table[s, 6] = w1
                 size += 1
-            table[s, 2] += 1
-            if 2 * size > mask + 1:
-                bits += 1
-                new = _string_rows(bits)
-                mask = new.shape[0] - 1
-                for i in range(table.shape[0]):
-                    if table[i, 0] >= 0:
-                        t = np.int64(_U(table[i, 1]) & _U(mask))
-                        while new[t, 0] >= 0:
-                            t = (t + 1) & mask
-                        new[t, :] = table[i, :]
-                table = new
+                if size >= stop_size:
+                    return r, k + 1, size, False
+    return rows, 0, size, True
+
+
+@kernel
+def _count_strings(str_offsets, data, valid, offsets, row_valid, secret):  # pragma: no cover
+    # First position of each distinct string among the addressed, valid elements of
+    # valid rows, and its count (unordered). Strings of up to 16 bytes are compared
+    # through the two words kept in their table row, so a hit reads no string data.
+    bits = 10
+    table = _string_rows(bits)
+    size = 0
+    r = 0
+    k = offsets[0]
+    while True:  # a few rounds: the table doubles between them
+        r, k, size, done = _count_strings_run(str_offsets, data, valid, offsets, row_valid,
+                                              secret, r, k, table, size,
+                                              (1 << bits) // 2 + 1)
+        if done:
+            break
+        bits += 1
+        new = _string_rows(bits)
+        mask = new.shape[0] - 1
+        for i in range(table.shape[0]):
+            if table[i, 0] >= 0:
+                t = np.int64(_U(table[i, 1]) & _U(mask))
+                while new[t, 0] >= 0:
+                    t = (t + 1) & mask
+                new[t, :] = table[i, :]
+        table = new
     first = np.empty(size, dtype=np.int64)
     counts = np.empty(size, dtype=np.int64)
     j = 0
