@@ -170,28 +170,11 @@ def _coalesce(ids: np.ndarray, bag: np.ndarray, scale: np.ndarray | None,
 
     Returns the sorted distinct ids (int64) and the sums ``[len(rows), dim]``.
     """
-    n = len(ids)
-    ids = ids.astype(np.int64, copy=False)
-    if n and (int(ids.max()) + 1) * n < 1 << 62:
-        # Pack (id, position) into one unique int64 key: an unstable sort of unique keys
-        # is a stable sort of the ids, and numpy's SIMD sort is ~5x faster than the
-        # stable (merge/radix) argsort on int64.
-        key = ids * np.int64(n) + np.arange(n, dtype=np.int64)
-        key.sort()
-        ordered, order = np.divmod(key, np.int64(n))
-    else:
-        order = np.argsort(ids, kind="stable")
-        ordered = ids[order]
-    if len(ordered):
-        starts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
-        starts = np.concatenate(([0], starts, [len(ordered)])).astype(np.int64)
-    else:
-        starts = np.zeros(1, dtype=np.int64)
-    rows = ordered[starts[:-1]]
+    order, rows, starts = kernel("sort_ids")(ids.astype(np.int64, copy=False))
     values = np.empty((len(rows), grad_out.shape[1]), dtype=grad_out.dtype)
-    kernel("coalesce_sorted")(grad_out, order.astype(np.int64, copy=False), bag,
-                              _NO_SCALE if scale is None else scale, starts, values)
-    return rows.astype(np.int64, copy=False), values
+    kernel("coalesce_sorted")(grad_out, order, bag, _NO_SCALE if scale is None else scale,
+                              starts, values)
+    return rows, values
 
 
 _NO_SCALE = np.empty(0, dtype=np.float64)

@@ -619,13 +619,18 @@ def test_save_load_table_errors(tmp_path) -> None:
 
 
 # ============================================================================ example
-def test_train_logreg_example_loss_decreases() -> None:
+def test_train_logreg_example_learns_the_embeddings() -> None:
     spec = importlib.util.spec_from_file_location(
         "train_logreg", ROOT / "docs" / "examples" / "train_logreg.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    losses = module.main(["--steps", "30", "--log-every", "5", "--dim", "4"])
-    assert losses[-1] < losses[0] - 0.05
+    args = ["--steps", "42", "--log-every", "14", "--dim", "4"]
+    trained = module.main(args)
+    frozen = module.main([*args, "--emb-lr", "0"])
+    # The target is carried by item identity only (constant predictor: 0.682): the
+    # loss falls only if the sparse path trains the table.
+    assert trained[-1] < 0.55 < frozen[-1]
+    assert trained[-1] < trained[0] - 0.1
 
 
 # =================================================== weights, forms and dtypes (issue 7)

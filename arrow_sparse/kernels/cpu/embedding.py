@@ -34,6 +34,7 @@ __all__ = [
     "lookup_rows",
     "rowwise_adagrad_rows",
     "sgd_rows",
+    "sort_ids",
     "threading_layer",
     "weights_grad",
 ]
@@ -48,6 +49,28 @@ def _lookup_rows(table, ids, out, col):  # pragma: no cover
 
 
 # ----------------------------------------------------------------------------- backward
+@kernel
+def _split_sorted_keys(keys, shift, order, rows, starts):  # pragma: no cover
+    """Unpack sorted ``id << shift | position`` keys: positions, distinct ids, run starts.
+
+    Returns the number of distinct ids ``u``; ``starts[u]`` is set to ``len(keys)``.
+    """
+    mask = (np.int64(1) << shift) - 1
+    u = 0
+    prev = np.int64(-1)
+    for j in range(len(keys)):
+        k = keys[j]
+        i = k >> shift
+        order[j] = k & mask
+        if i != prev:
+            rows[u] = i
+            starts[u] = j
+            u += 1
+            prev = i
+    starts[u] = len(keys)
+    return u
+
+
 def _coalesce_sorted(grad_out, order, bag, scale, starts, out):  # pragma: no cover
     """Sum the gradient rows of each run of equal ids.
 
@@ -178,6 +201,32 @@ def threading_layer() -> str:
 def lookup_rows(table: np.ndarray, ids: np.ndarray, out: np.ndarray, col: int = 0) -> None:
     """``out[i, col:col + dim] = table[ids[i]]`` (``out`` may be wider than the table)."""
     pick(_PAIRS["lookup_rows"], ids.size * table.shape[1])(table, ids, out, col)
+
+
+def sort_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stable sort of int64 ids ``>= 0``: ``(order, distinct ids, run starts)``.
+
+    Run ``u`` of equal ids is ``order[starts[u]:starts[u + 1]]``, in input order. Ids and
+    positions are packed into one ``id << shift | position`` key, so an unstable sort of
+    unique keys (numpy's SIMD sort, ~5x faster than a stable argsort of int64) is a
+    stable sort of the ids; a stable argsort is the fallback for ids too large to pack.
+    """
+    n = len(ids)
+    shift = max(n - 1, 1).bit_length()
+    if n and int(ids.max()) < 1 << (62 - shift):
+        keys = (ids << np.int64(shift)) | np.arange(n, dtype=np.int64)
+        keys.sort()
+        order = np.empty(n, dtype=np.int64)
+        rows = np.empty(n, dtype=np.int64)
+        starts = np.empty(n + 1, dtype=np.int64)
+        u = _split_sorted_keys(keys, np.int64(shift), order, rows, starts)
+        return order, rows[:u], starts[:u + 1]
+    order = np.argsort(ids, kind="stable").astype(np.int64, copy=False)
+    ordered = ids[order]
+    starts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1 if n else ordered[:0]
+    starts = np.concatenate(([0], starts, [n])).astype(np.int64) if n else \
+        np.zeros(1, dtype=np.int64)
+    return order, ordered[starts[:-1]], starts
 
 
 def coalesce_sorted(grad_out: np.ndarray, order: np.ndarray, bag: np.ndarray,
