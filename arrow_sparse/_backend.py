@@ -16,8 +16,8 @@ import numpy as np
 
 from .errors import ArrowSparseTypeError
 
-__all__ = ["array_module", "get_kernel", "is_cupy_array", "KERNEL_FAMILIES",
-           "set_cuda_module_factory"]
+__all__ = ["array_module", "cpu_kernel_names", "get_kernel", "is_cupy_array",
+           "KERNEL_FAMILIES", "set_cuda_module_factory"]
 
 #: Every kernel family; each has a module in ``kernels/cpu``.
 KERNEL_FAMILIES = ("convert", "sparse", "segment", "transforms", "elementwise", "embedding",
@@ -41,6 +41,19 @@ def array_module(func: str, *arrays: Any) -> ModuleType:
     return np
 
 
+def cpu_kernel_names(family: str) -> list[str]:
+    """The registry keys of ``family``: the kernels of ``arrow_sparse.kernels.cpu.<family>``.
+
+    Its ``__all__`` when it has one, else every public function defined there.
+    """
+    module = _cpu(family)
+    names = getattr(module, "__all__", None)
+    if names is None:
+        names = [n for n, f in vars(module).items() if not n.startswith("_") and callable(f)
+                 and not isinstance(f, type) and getattr(f, "__module__", "") == module.__name__]
+    return sorted(names)
+
+
 #: Test hook, see :func:`set_cuda_module_factory`; None in normal use.
 _cuda_module_factory: Callable[[str, str, list[str]], Any] | None = None
 
@@ -50,9 +63,10 @@ def set_cuda_module_factory(factory: Callable[[str, str, list[str]], Any] | None
 
     ``factory(family, code, name_expressions)`` returns an object with
     ``get_function(name_expression)`` like ``cupy.RawModule``. While one is set,
-    :func:`get_kernel` also sends host (numpy) arrays to the CUDA launchers of every
-    family that has a ``.cu`` file, so the real launch code runs on the CPU emulator
-    (``tests/cuda_emu``). ``None`` restores normal dispatch.
+    :func:`get_kernel` also sends host (numpy) arrays to the CUDA launchers: every
+    kernel that has one runs on the factory's modules (the CPU emulator,
+    ``tests/cuda_emu``), and a kernel without one stays on the CPU. ``None`` restores
+    normal dispatch.
     """
     global _cuda_module_factory
     _cuda_module_factory = factory
@@ -60,20 +74,31 @@ def set_cuda_module_factory(factory: Callable[[str, str, list[str]], Any] | None
 
 
 def get_kernel(family: str, name: str, xp: ModuleType = np) -> Callable[..., Any]:
-    """Return kernel ``name`` of ``family`` for the array module ``xp``."""
+    """Return kernel ``name`` of ``family`` for the array module ``xp``.
+
+    ``NotImplementedError`` when ``xp`` is CuPy and the kernel has no CUDA launcher.
+    """
     if family not in KERNEL_FAMILIES:
         msg = f"unknown kernel family {family!r}; known: {', '.join(KERNEL_FAMILIES)}"
         raise KeyError(msg)
     if xp is not np or _cuda_module_factory is not None:
         cuda = importlib.import_module("arrow_sparse.kernels.cuda")
         if cuda.has_family(family):
-            return cuda.get_launcher(family, name)  # type: ignore[no-any-return]
-        if xp is not np:
+            try:
+                return cuda.get_launcher(family, name)  # type: ignore[no-any-return]
+            except NotImplementedError:
+                # Under the test hook a kernel without a CUDA twin stays on the CPU.
+                if xp is not np or name.startswith("_") or not hasattr(_cpu(family), name):
+                    raise
+        elif xp is not np:
             msg = f"{name}: no {xp.__name__} kernel in family {family!r}"
             raise NotImplementedError(msg)
-    module = importlib.import_module(f"arrow_sparse.kernels.cpu.{family}")
     try:
-        return getattr(module, name)  # type: ignore[no-any-return]
+        return getattr(_cpu(family), name)  # type: ignore[no-any-return]
     except AttributeError:
         msg = f"{name}: no cpu kernel in family {family!r}"
         raise NotImplementedError(msg) from None
+
+
+def _cpu(family: str) -> ModuleType:
+    return importlib.import_module(f"arrow_sparse.kernels.cpu.{family}")

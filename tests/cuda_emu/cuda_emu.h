@@ -4,12 +4,19 @@
 //
 // Deliberately NOT provided, so kernels that need them fail to build here instead of
 // passing wrongly: __shared__, __syncthreads, warp shuffles/votes, cooperative groups.
+// Kernels that use them keep a barrier-free variant under ARROW_SPARSE_EMULATOR.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <numeric>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
+
+// Selects the barrier-free variant of kernels that have a faster one (see _common.cuh).
+#define ARROW_SPARSE_EMULATOR 1
 
 #define __global__
 #define __device__
@@ -85,37 +92,75 @@ CUDA_EMU_ATOMIC_CAS(unsigned short)
 namespace cuda_emu {
 
 // Error codes of launch(), turned into exceptions by the Python side.
-enum LaunchError { kOk = 0, kInvalidConfiguration = 1 };
+enum LaunchError { kOk = 0, kInvalidConfiguration = 1, kUnknownOrder = 2 };
+
+// Orders in which launch() runs the threads of a grid. On a GPU blocks and warps run in
+// no defined order, so a kernel whose result depends on it has a race; running the
+// same launch in several orders and comparing exposes that (tests/cuda_emu/emu.py).
+enum Order { kForward = 0, kReverse = 1, kShuffle = 2 };
 
 template <typename... A, std::size_t... I>
 inline void call(void (*kernel)(A...), void** args, std::index_sequence<I...>) {
     kernel(*static_cast<std::remove_reference_t<A>*>(args[I])...);
 }
 
+inline unsigned long long splitmix64(unsigned long long& state) {
+    unsigned long long z = (state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+// The n indices 0..n-1 in `order`; kShuffle is a Fisher-Yates permutation from `seed`.
+inline std::vector<unsigned long long> sequence(unsigned long long n, int order,
+                                                unsigned long long seed) {
+    std::vector<unsigned long long> v(n);
+    std::iota(v.begin(), v.end(), 0ULL);
+    if (order == kReverse) {
+        std::reverse(v.begin(), v.end());
+    } else if (order == kShuffle) {
+        for (unsigned long long i = n; i > 1; --i) {
+            std::swap(v[i - 1], v[splitmix64(seed) % i]);
+        }
+    }
+    return v;
+}
+
 // Like cuLaunchKernel: args[i] points at the value of parameter i. Runs every thread of
-// every block in turn (block-major, x fastest), so kernels must not depend on other
-// threads of the same launch except through atomics.
+// every block, one at a time to completion: blocks in `order`, and the threads of each
+// block in `order` (a fresh permutation per block for kShuffle). kForward is
+// block-major, x fastest. Kernels must not depend on other threads of the same launch
+// except through atomics.
 template <typename... A>
-inline int launch(void (*kernel)(A...), dim3 grid, dim3 block, void** args) {
+inline int launch(void (*kernel)(A...), dim3 grid, dim3 block, void** args, int order,
+                  unsigned long long seed) {
     const unsigned long long threads = 1ULL * block.x * block.y * block.z;
     if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 2147483647u ||
         grid.y > 65535u || grid.z > 65535u || threads == 0 || threads > 1024 ||
         block.x > 1024 || block.y > 1024 || block.z > 64) {
         return kInvalidConfiguration;
     }
+    if (order != kForward && order != kReverse && order != kShuffle) return kUnknownOrder;
     gridDim = grid;
     blockDim = block;
-    for (unsigned int bz = 0; bz < grid.z; ++bz)
-        for (unsigned int by = 0; by < grid.y; ++by)
-            for (unsigned int bx = 0; bx < grid.x; ++bx) {
-                blockIdx = uint3(bx, by, bz);
-                for (unsigned int tz = 0; tz < block.z; ++tz)
-                    for (unsigned int ty = 0; ty < block.y; ++ty)
-                        for (unsigned int tx = 0; tx < block.x; ++tx) {
-                            threadIdx = uint3(tx, ty, tz);
-                            call(kernel, args, std::index_sequence_for<A...>{});
-                        }
-            }
+    const unsigned long long blocks = 1ULL * grid.x * grid.y * grid.z;
+    unsigned long long state = seed;
+    const std::vector<unsigned long long> block_order =
+        order == kForward ? std::vector<unsigned long long>() : sequence(blocks, order, state);
+    std::vector<unsigned long long> thread_order;
+    if (order == kReverse) thread_order = sequence(threads, order, 0);
+    for (unsigned long long k = 0; k < blocks; ++k) {
+        const unsigned long long b = order == kForward ? k : block_order[k];
+        blockIdx = uint3((unsigned)(b % grid.x), (unsigned)(b / grid.x % grid.y),
+                         (unsigned)(b / grid.x / grid.y));
+        if (order == kShuffle) thread_order = sequence(threads, order, splitmix64(state));
+        for (unsigned long long j = 0; j < threads; ++j) {
+            const unsigned long long t = order == kForward ? j : thread_order[j];
+            threadIdx = uint3((unsigned)(t % block.x), (unsigned)(t / block.x % block.y),
+                              (unsigned)(t / block.x / block.y));
+            call(kernel, args, std::index_sequence_for<A...>{});
+        }
+    }
     return kOk;
 }
 

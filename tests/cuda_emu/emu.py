@@ -6,12 +6,23 @@ would give NVRTC and its name expressions, it builds a shared library with one
 ``extern "C"`` launch wrapper (and one signature string) per name expression, caches it
 by content hash, and returns an :class:`EmuModule` whose
 ``get_function(name)(grid, block, args)`` behaves like ``cupy.RawModule``'s, with numpy
-arrays standing in for device arrays.
+arrays standing in for device arrays. The loader asks for one compile group at a time;
+the emulator builds the whole family once (g++ costs more per run than NVRTC) and
+serves every group from it.
 
 The argument packing is checked against the kernel's real C++ parameter list: the
 count, scalar vs pointer, and the kind and size of every scalar and element type, and
 that arrays the kernel may write are writable. On a real GPU a mismatch is silent
 garbage; here it raises ``TypeError``.
+
+Thread order: a GPU runs blocks and warps in no defined order. Each launch runs its
+threads in ``order`` (``"forward"``, ``"reverse"`` or a seeded ``"shuffle"``), and, for
+every order in ``check_orders``, once more on a copy of the writable arguments; the
+results must agree (integers and bools exactly, floats within ``order_rtol`` of the
+largest magnitude involved, NaN where NaN), else :class:`OrderDependenceError`. Float
+results that agree only within the tolerance, or differ in the sign of a zero or a NaN
+payload, are counted in :attr:`Emulator.order_effects` (atomic float sums and
+compare-and-swap extremes do that legitimately).
 """
 
 from __future__ import annotations
@@ -19,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import hashlib
+import importlib
 import os
 import shutil
 import subprocess
@@ -26,24 +38,35 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["CXX", "EmuFunction", "EmuModule", "Emulator", "build_library", "emulated",
-           "launch_wrappers"]
+__all__ = ["CXX", "ORDERS", "EmuFunction", "EmuModule", "Emulator", "OrderDependenceError",
+           "build_library", "emulated", "launch_wrappers"]
 
 HEADER = Path(__file__).resolve().with_name("cuda_emu.h")
 CXX = os.environ.get("CXX", "g++")
 FLAGS = ("-O1", "-shared", "-fPIC", "-std=c++17")
 CACHE_DIR = Path(os.environ.get("ARROW_SPARSE_CUDA_EMU_CACHE")
                  or Path(tempfile.gettempdir()) / f"arrow_sparse_cuda_emu_{os.getuid()}")
+#: Thread orders of a launch (``cuda_emu::Order`` in cuda_emu.h).
+ORDERS = {"forward": 0, "reverse": 1, "shuffle": 2}
+#: Default tolerance of float results across thread orders, relative to the largest
+#: magnitude among the launch's float arguments: wide enough for re-associated sums,
+#: far below the size of a lost or misplaced update.
+ORDER_RTOL = {4: 1e-3, 8: 1e-7}
 
 _LIBS: dict[Path, ctypes.CDLL] = {}
 _LOCK = threading.Lock()
 #: Seconds spent in g++ by this process (reported by the test suite).
 BUILD_SECONDS: list[float] = []
+
+
+class OrderDependenceError(AssertionError):
+    """A launch gave different results when its threads ran in another order."""
 
 
 def launch_wrappers(names: Sequence[str]) -> str:
@@ -53,8 +76,10 @@ def launch_wrappers(names: Sequence[str]) -> str:
         lines += [
             f"// {name}",
             f'extern "C" int cuda_emu_launch_{i}(unsigned gx, unsigned gy, unsigned gz, '
-            "unsigned bx, unsigned by, unsigned bz, void** args) {",
-            f"    return cuda_emu::launch(&{name}, dim3(gx, gy, gz), dim3(bx, by, bz), args);",
+            "unsigned bx, unsigned by, unsigned bz, void** args, int order, "
+            "unsigned long long seed) {",
+            f"    return cuda_emu::launch(&{name}, dim3(gx, gy, gz), dim3(bx, by, bz), args, "
+            "order, seed);",
             "}",
             f'extern "C" const char* cuda_emu_signature_{i}() {{ '
             f"return cuda_emu::signature(&{name}); }}",
@@ -111,22 +136,38 @@ def _token(dtype: np.dtype) -> str:
     return f"{dtype.kind}{dtype.itemsize}"
 
 
+@dataclass
+class _Packed:
+    """Arguments of one launch: the ``void**`` array and the arrays behind it."""
+
+    pointers: Any
+    keep: list[Any] = field(default_factory=list)
+    writable: list[tuple[int, np.ndarray]] = field(default_factory=list)
+    float_inputs: list[Any] = field(default_factory=list)
+
+
+def _finite_max(x: Any) -> float:
+    a = np.abs(np.asarray(x, dtype=np.float64).reshape(-1))
+    a = a[np.isfinite(a)]
+    return float(a.max()) if a.size else 0.0
+
+
 class EmuFunction:
     """One kernel instantiation: ``f(grid, block, args)`` like ``cupy.RawKernel``."""
 
-    def __init__(self, name: str, launch: Any, signature: list[str], log: list[str]) -> None:
+    def __init__(self, name: str, launch: Any, signature: list[str],
+                 emulator: Emulator) -> None:
         self.name = name
         self._launch = launch
         self.signature = signature
-        self._log = log
+        self._emulator = emulator
 
-    def _pack(self, args: Sequence[Any]) -> tuple[Any, list[Any]]:
+    def _pack(self, args: Sequence[Any]) -> _Packed:
         if len(args) != len(self.signature):
             msg = (f"cuda_emu: {self.name} takes {len(self.signature)} arguments, "
                    f"got {len(args)}")
             raise TypeError(msg)
-        keep: list[Any] = []
-        pointers = (ctypes.c_void_p * max(1, len(args)))()
+        packed = _Packed((ctypes.c_void_p * max(1, len(args)))())
         for i, (arg, spec) in enumerate(zip(args, self.signature, strict=True)):
             where = f"cuda_emu: {self.name} argument {i}"
             if isinstance(arg, np.ndarray):
@@ -143,7 +184,12 @@ class EmuFunction:
                     msg = f"{where}: the kernel may write it but the array is read-only"
                     raise TypeError(msg)
                 cell = ctypes.c_void_p(arg.ctypes.data)
-                keep += [arg, cell]
+                packed.keep += [arg, cell]
+                packed.pointers[i] = ctypes.addressof(cell)
+                if spec[0] == "p":
+                    packed.writable.append((i, arg))
+                elif arg.dtype.kind == "f":
+                    packed.float_inputs.append(arg)
             elif isinstance(arg, np.generic):
                 if spec[0] != "s":
                     msg = f"{where} is a pointer ({spec}) but got a scalar {arg!r}"
@@ -152,37 +198,86 @@ class EmuFunction:
                     msg = f"{where} is {spec[1:]} but got a {arg.dtype} scalar"
                     raise TypeError(msg)
                 value = np.array(arg)  # one element holding the value
-                keep.append(value)
-                pointers[i] = value.ctypes.data
-                continue
+                packed.keep.append(value)
+                packed.pointers[i] = value.ctypes.data
+                if arg.dtype.kind == "f":
+                    packed.float_inputs.append(value)
             else:
                 msg = (f"{where}: pass numpy arrays or numpy scalars with an explicit dtype, "
                        f"got {type(arg).__name__}")
                 raise TypeError(msg)
-            pointers[i] = ctypes.addressof(cell)
-        return pointers, keep
+        return packed
 
-    def __call__(self, grid: Any, block: Any, args: Sequence[Any]) -> None:
-        gx, gy, gz = _dims("grid", grid)
-        bx, by, bz = _dims("block", block)
-        pointers, keep = self._pack(args)
-        code = self._launch(gx, gy, gz, bx, by, bz, pointers)
-        del keep
+    def _run(self, dims: tuple[int, ...], packed: _Packed, order: str, grid: Any,
+             block: Any) -> None:
+        if order not in ORDERS:
+            msg = f"cuda_emu: unknown thread order {order!r}; use one of {sorted(ORDERS)}"
+            raise ValueError(msg)
+        seed = self._emulator.seed + len(self._emulator.launches)
+        code = self._launch(*dims, packed.pointers, ORDERS[order], seed)
         if code != 0:
             msg = (f"cuda_emu: {self.name}: invalid configuration argument "
                    f"(grid {grid}, block {block})")
             raise ValueError(msg)
-        self._log.append(self.name)
+
+    def __call__(self, grid: Any, block: Any, args: Sequence[Any]) -> None:
+        dims = (*_dims("grid", grid), *_dims("block", block))
+        packed = self._pack(args)
+        emulator = self._emulator
+        others: list[tuple[str, list[np.ndarray]]] = []
+        if emulator.check_orders and packed.writable:
+            saved = [a.copy() for _, a in packed.writable]
+            for order in emulator.check_orders:
+                self._run(dims, packed, order, grid, block)
+                others.append((order, [a.copy() for _, a in packed.writable]))
+                for (_, a), before in zip(packed.writable, saved, strict=True):
+                    a[...] = before
+        self._run(dims, packed, emulator.order, grid, block)
+        effects = [self._compare(order, packed, results) for order, results in others]
+        if any(effects):
+            emulator.order_effects[self.name] = emulator.order_effects.get(self.name, 0) + 1
+        del packed
+        emulator.launches.append(self.name)
+
+    def _compare(self, order: str, packed: _Packed, results: list[np.ndarray]) -> bool:
+        """Raise if ``results`` (run in ``order``) disagree; whether any bits differ."""
+        emulator = self._emulator
+        scale = None
+        effects = False
+        for (i, got), other in zip(packed.writable, results, strict=True):
+            a, b = got.reshape(-1), other.reshape(-1)
+            bad: np.ndarray
+            if a.dtype.kind != "f":
+                bad = a != b
+            else:
+                if scale is None:
+                    scale = max([_finite_max(x) for x in packed.float_inputs] + [0.0])
+                nan_a, nan_b = np.isnan(a), np.isnan(b)
+                with np.errstate(invalid="ignore"):
+                    diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+                size = max(scale, _finite_max(a), _finite_max(b))
+                rtol = emulator.order_rtol or ORDER_RTOL[a.dtype.itemsize]
+                bad = (nan_a != nan_b) | (~nan_a & (a != b) & ~(diff <= rtol * size))
+                effects = effects or a.tobytes() != b.tobytes()
+            if bad.any():
+                pos = int(np.argmax(bad))
+                msg = (f"cuda_emu: {self.name}: argument {i} depends on the thread order "
+                       f"({emulator.order} vs {order}), first at element {pos}: "
+                       f"{a[pos]!r} vs {b[pos]!r}")
+                raise OrderDependenceError(msg)
+        return effects
 
 
 class EmuModule:
     """The emulator's ``cupy.RawModule``: ``get_function(name_expression)``."""
 
-    def __init__(self, code: str, names: Sequence[str], log: list[str]) -> None:
+    def __init__(self, code: str, names: Sequence[str], emulator: Emulator | None = None
+                 ) -> None:
+        self.code = code
         self.names = list(names)
         self.path = build_library(code, self.names)
         self._lib = _load(self.path)
-        self._log = log
+        self._emulator = emulator if emulator is not None else Emulator()
         self._functions: dict[str, EmuFunction] = {}
 
     def get_function(self, name: str) -> EmuFunction:
@@ -194,34 +289,59 @@ class EmuModule:
             i = self.names.index(name)
             launch = getattr(self._lib, f"cuda_emu_launch_{i}")
             launch.restype = ctypes.c_int
-            launch.argtypes = [ctypes.c_uint] * 6 + [ctypes.c_void_p]
+            launch.argtypes = [ctypes.c_uint] * 6 + [ctypes.c_void_p, ctypes.c_int,
+                                                     ctypes.c_ulonglong]
             sig = getattr(self._lib, f"cuda_emu_signature_{i}")
             sig.restype = ctypes.c_char_p
             sig.argtypes = []
             tokens = [t for t in sig().decode().split(",") if t]
-            self._functions[name] = EmuFunction(name, launch, tokens, self._log)
+            self._functions[name] = EmuFunction(name, launch, tokens, self._emulator)
         return self._functions[name]
 
 
 class Emulator:
-    """Module factory ``(family, code, name_expressions) -> EmuModule``; logs every launch."""
+    """Module factory ``(family, code, name_expressions) -> EmuModule``; logs every launch.
 
-    def __init__(self) -> None:
+    ``order``: the thread order whose results a launch leaves behind. ``check_orders``:
+    orders each launch is also run in (on a copy of its writable arguments) and
+    compared with, see the module docstring. ``seed`` seeds the ``"shuffle"`` order
+    (plus the launch count, so each launch gets its own permutation). ``order_rtol``
+    overrides the float tolerance of the comparison.
+    """
+
+    def __init__(self, *, order: str = "forward", check_orders: Sequence[str] = (),
+                 seed: int = 0, order_rtol: float | None = None) -> None:
+        for o in (order, *check_orders):
+            if o not in ORDERS:
+                msg = f"cuda_emu: unknown thread order {o!r}; use one of {sorted(ORDERS)}"
+                raise ValueError(msg)
+        self.order = order
+        self.check_orders = tuple(check_orders)
+        self.seed = seed
+        self.order_rtol = order_rtol
         self.launches: list[str] = []
+        #: name expression -> launches whose float results differed across orders
+        #: within the tolerance (or in a zero's sign or a NaN's payload).
+        self.order_effects: dict[str, int] = {}
         self.modules: dict[str, EmuModule] = {}
 
     def __call__(self, family: str, code: str, names: list[str]) -> EmuModule:
-        module = EmuModule(code, names, self.launches)
-        self.modules[family] = module
+        module = self.modules.get(family)
+        if module is None or module.code != code or not set(names) <= set(module.names):
+            every = importlib.import_module("arrow_sparse.kernels.cuda").name_expressions(family)
+            module = EmuModule(code, list(dict.fromkeys([*every, *names])), self)
+            self.modules[family] = module
         return module
 
 
 @contextlib.contextmanager
-def emulated() -> Iterator[Emulator]:
+def emulated(*, order: str = "forward", check_orders: Sequence[str] = ("reverse",),
+             seed: int = 0) -> Iterator[Emulator]:
     """Route every kernel family that has a ``.cu`` file through a fresh :class:`Emulator`.
 
-    For a test module's fixture: ``with emulated() as emu: yield emu``. Skips the test
-    when no C++ compiler is installed.
+    For a test module's fixture: ``with emulated() as emu: yield emu``. Every launch
+    also runs in the ``check_orders`` (default: reversed) and must give the same
+    results. Skips the test when no C++ compiler is installed.
     """
     import pytest
 
@@ -229,7 +349,7 @@ def emulated() -> Iterator[Emulator]:
 
     if shutil.which(CXX) is None:
         pytest.skip(f"cuda_emu needs a C++ compiler ({CXX})")
-    emulator = Emulator()
+    emulator = Emulator(order=order, check_orders=check_orders, seed=seed)
     _backend.set_cuda_module_factory(emulator)
     try:
         yield emulator

@@ -1,4 +1,4 @@
-"""Tests of the emulator itself: thread indexing, atomics, argument checks, caching."""
+"""Tests of the emulator itself: thread indexing and order, atomics, argument checks, caching."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.cuda_emu.emu import CXX, EmuModule, build_library
+from tests.cuda_emu.emu import CXX, EmuModule, Emulator, OrderDependenceError, build_library
 
 pytestmark = pytest.mark.skipif(shutil.which(CXX) is None, reason="needs a C++ compiler")
 
@@ -36,7 +36,7 @@ NAMES = ["probe<float>", "probe<double>"]
 
 @pytest.fixture(scope="module")
 def module() -> EmuModule:
-    return EmuModule(SOURCE, NAMES, [])
+    return EmuModule(SOURCE, NAMES)
 
 
 def run(module: EmuModule, name: str, dtype: type, n: int, grid: tuple[int, ...],
@@ -124,6 +124,97 @@ def test_barriers_and_shared_memory_do_not_build() -> None:
     src = "__global__ void k(int* x) { __shared__ int s; s = 1; __syncthreads(); x[0] = s; }"
     with pytest.raises(RuntimeError, match="g\\+\\+ failed to build"):
         build_library(src, ["k"])
+
+
+ORDER_SOURCE = r"""
+// ticket[t]: when thread t ran (an atomic counter); last: a plain, racy "last writer".
+__global__ void order_probe(long long n, unsigned int* counter, unsigned int* ticket,
+                            long long* last) {
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    ticket[t] = atomicAdd(counter, 1u);
+    *last = t;
+}
+// Float atomics: the sum of x depends on the order of the additions.
+__global__ void float_sum(long long n, const float* x, float* out) {
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < n) atomicAdd(out, x[t]);
+}
+__global__ void variant(int* out) {
+#if defined(ARROW_SPARSE_EMULATOR)
+    out[0] = 1;
+#else
+    out[0] = 2;
+#endif
+}
+"""
+ORDER_NAMES = ["order_probe", "float_sum", "variant"]
+
+
+def tickets(order: str, seed: int = 0, n: int = 40, block: int = 8) -> tuple[np.ndarray, int]:
+    module = EmuModule(ORDER_SOURCE, ORDER_NAMES, Emulator(order=order, seed=seed))
+    counter, ticket, last = np.zeros(1, np.uint32), np.zeros(n, np.uint32), np.zeros(1, np.int64)
+    module.get_function("order_probe")((n // block,), (block,),
+                                       (np.int64(n), counter, ticket, last))
+    assert counter[0] == n
+    return ticket, int(last[0])
+
+
+def test_forward_order_is_block_major_x_fastest() -> None:
+    ticket, last = tickets("forward")
+    np.testing.assert_array_equal(ticket, np.arange(40))
+    assert last == 39
+
+
+def test_reverse_order_runs_the_last_block_and_thread_first() -> None:
+    ticket, last = tickets("reverse")
+    np.testing.assert_array_equal(ticket, np.arange(40)[::-1])
+    assert last == 0
+
+
+def test_shuffle_order_is_a_seeded_permutation_that_keeps_blocks_together() -> None:
+    ticket, _ = tickets("shuffle", seed=1)
+    assert sorted(ticket) == list(range(40))
+    assert not np.array_equal(ticket, np.arange(40))
+    by_block = ticket.reshape(5, 8)
+    # A block's threads run one after another, and the blocks run in some order.
+    assert all(np.ptp(row) == 7 for row in by_block)
+    np.testing.assert_array_equal(tickets("shuffle", seed=1)[0], ticket)
+    assert not np.array_equal(tickets("shuffle", seed=2)[0], ticket)
+
+
+def test_a_race_is_reported_when_another_order_changes_the_result() -> None:
+    module = EmuModule(ORDER_SOURCE, ORDER_NAMES, Emulator(check_orders=("reverse",)))
+    args = (np.int64(16), np.zeros(1, np.uint32), np.zeros(16, np.uint32), np.zeros(1, np.int64))
+    with pytest.raises(OrderDependenceError, match=r"order_probe: argument 2 depends on the "
+                       r"thread order \(forward vs reverse\), first at element 0"):
+        module.get_function("order_probe")((2,), (8,), args)
+
+
+def test_float_atomics_may_differ_within_the_tolerance_and_are_counted() -> None:
+    emulator = Emulator(check_orders=("reverse", "shuffle"))
+    module = EmuModule(ORDER_SOURCE, ORDER_NAMES, emulator)
+    x = np.array([1.0] + [2.0 ** -25] * 31, np.float32)  # absorbed one by one, not summed
+    out = np.zeros(1, np.float32)
+    module.get_function("float_sum")((4,), (8,), (np.int64(32), x, out))
+    assert out[0] == 1.0  # the forward (kept) order
+    assert emulator.order_effects == {"float_sum": 1}
+    assert emulator.launches == ["float_sum"]
+    strict = Emulator(check_orders=("reverse",), order_rtol=1e-9)
+    with pytest.raises(OrderDependenceError, match="float_sum: argument 2"):
+        EmuModule(ORDER_SOURCE, ORDER_NAMES, strict).get_function("float_sum")(
+            (4,), (8,), (np.int64(32), x, np.zeros(1, np.float32)))
+
+
+def test_the_emulator_builds_the_barrier_free_variant() -> None:
+    out = np.zeros(1, np.int32)
+    EmuModule(ORDER_SOURCE, ORDER_NAMES).get_function("variant")((1,), (1,), (out,))
+    assert out[0] == 1
+
+
+def test_unknown_order_is_rejected() -> None:
+    with pytest.raises(ValueError, match="unknown thread order 'sideways'"):
+        Emulator(check_orders=("sideways",))
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")

@@ -3,10 +3,20 @@
 The loader reads ``<family>.cu``, puts the text of ``_common.cuh`` in front of it (not
 an ``#include``: CuPy's cache key covers only the source text, cupy#6159) with
 ``#line 1`` directives so compiler errors name the real file and line, and compiles
-it once per family and device with ``cupy.RawModule(name_expressions=...)``. The name
+it with ``cupy.RawModule(code=..., options=OPTIONS, name_expressions=...)``. The name
 expressions come from the family's Python launchers (``kernels/cuda/<family>.py``,
 variable ``NAME_EXPRESSIONS``), which use the one dtype -> C type table in
 :mod:`._launch`.
+
+Compilation is lazy twice over: nothing is compiled before a family's first launch,
+and then only the *compile group* of the launched name expression (the kernel and its
+first template argument, :func:`._launch.group_of`), so the first ``segment_sum`` on
+float32 compiles a handful of ``sorted_sum<float, ...>`` variants, not all of
+``segment.cu``. Groups are memoised per device (CuPy's on-disk cache does the rest).
+
+Kernels report inputs that host validation should have rejected through the device
+error word (:func:`error_buffer`, ``ASP_RAISE`` in ``_common.cuh``); the dispatch calls
+:func:`check_errors` once per operation.
 
 CuPy is imported only when a module is first compiled. Tests replace the compiler with
 the CPU emulator through :func:`arrow_sparse._backend.set_cuda_module_factory`.
@@ -20,13 +30,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["clear_cache", "get_launcher", "has_family", "load_module", "name_expressions",
+import numpy as np
+
+from ._launch import ERROR_NONE, decode_error, error_messages, group_of
+
+__all__ = ["EMULATOR_MACRO", "OPTIONS", "FamilyModule", "check_errors", "clear_cache",
+           "error_buffer", "get_launcher", "has_family", "load_module", "name_expressions",
            "source"]
 
 _DIR = Path(__file__).resolve().parent
-_OPTIONS = ("-std=c++17",)
-_MODULES: dict[tuple[str, Any], Any] = {}
-_LOCK = threading.Lock()
+#: NVRTC options of every module (``nvcc --ptx`` in the tests uses exactly these).
+OPTIONS: tuple[str, ...] = ("-std=c++17",)
+#: Defined by the emulator only: selects the barrier-free variant of a kernel.
+EMULATOR_MACRO = "ARROW_SPARSE_EMULATOR"
+
+_MODULES: dict[tuple[str, Any], FamilyModule] = {}
+_ERROR_BUFFERS: dict[Any, Any] = {}
+#: Deferred checks ``(func, host word, event)``, see :func:`check_errors`.
+_PENDING: list[tuple[str, Any, Any]] = []
+_LOCK = threading.RLock()
+_NONE_WORD = np.uint64(ERROR_NONE)
 
 
 def has_family(family: str) -> bool:
@@ -34,10 +57,22 @@ def has_family(family: str) -> bool:
     return (_DIR / f"{family}.cu").is_file()
 
 
+def _family_id(family: str) -> int:
+    from ..._backend import KERNEL_FAMILIES  # import cycle: _backend imports us lazily
+
+    return KERNEL_FAMILIES.index(family)
+
+
 def source(family: str) -> str:
-    """Return the exact text compiled for ``family``: ``_common.cuh`` then ``<family>.cu``."""
+    """Return the exact text compiled for ``family``: ``_common.cuh`` then ``<family>.cu``.
+
+    Between the two, ``#define ASP_FAMILY_ID <index>`` names the family in the error
+    words its kernels record.
+    """
     parts = []
     for path in (_DIR / "_common.cuh", _DIR / f"{family}.cu"):
+        if path.suffix == ".cu":
+            parts.append(f"#define ASP_FAMILY_ID {_family_id(family)}\n")
         text = path.read_text(encoding="utf-8")
         parts.append(f'#line 1 "{path.as_posix()}"\n{text}')
         if not text.endswith("\n"):
@@ -51,46 +86,94 @@ def name_expressions(family: str) -> list[str]:
     return list(module.NAME_EXPRESSIONS)
 
 
-def _cupy_module(family: str, code: str, names: list[str]) -> Any:
+def _import_cupy(what: str) -> Any:
     try:
-        cupy = importlib.import_module("cupy")
+        return importlib.import_module("cupy")
     except ModuleNotFoundError:
-        msg = (f"{family} kernels on the GPU need the optional dependency 'cupy'; "
+        msg = (f"{what}: the GPU backend needs the optional dependency 'cupy'; "
                "pip install 'arrow-sparse[gpu]'")
         raise ModuleNotFoundError(msg) from None
-    return cupy.RawModule(code=code, options=_OPTIONS, name_expressions=names)
+
+
+def _cupy_module(family: str, code: str, names: list[str]) -> Any:
+    cupy = _import_cupy(f"{family} kernels")
+    return cupy.RawModule(code=code, options=OPTIONS, name_expressions=names)
+
+
+class FamilyModule:
+    """The kernels of one family on one device, compiled group by group on first use.
+
+    ``get_function(name_expression)`` returns a callable ``(grid, block, args)``, like
+    ``cupy.RawModule``; ``build(family, code, names)`` compiles one group.
+    """
+
+    def __init__(self, family: str, build: Callable[[str, str, list[str]], Any]) -> None:
+        self.family = family
+        self._build = build
+        self._groups: dict[str, list[str]] = {}
+        for name in name_expressions(family):
+            self._groups.setdefault(group_of(name), []).append(name)
+        self._modules: dict[str, Any] = {}
+        self._functions: dict[str, Any] = {}
+
+    @property
+    def compiled_groups(self) -> list[str]:
+        """The groups compiled so far, in order."""
+        return list(self._modules)
+
+    def get_function(self, name: str) -> Any:
+        """The kernel instantiated by name expression ``name`` (memoised)."""
+        function = self._functions.get(name)
+        if function is not None:
+            return function
+        group = group_of(name)
+        names = self._groups.get(group, ())
+        if name not in names:
+            msg = f"{name!r} is not a name expression of the {self.family} kernels"
+            raise KeyError(msg)
+        with _LOCK:
+            module = self._modules.get(group)
+            if module is None:
+                module = self._build(self.family, source(self.family), list(names))
+                self._modules[group] = module
+            function = self._functions[name] = module.get_function(name)
+        return function
+
+
+def _backend_factory() -> Callable[[str, str, list[str]], Any] | None:
+    from ... import _backend  # import cycle: _backend imports this module lazily
+
+    return _backend._cuda_module_factory
 
 
 def _device_key() -> Any:
-    cupy = importlib.import_module("cupy")
-    return cupy.cuda.runtime.getDevice()
+    """Memo key of the current device: the factory while one is set, else the device id."""
+    factory = _backend_factory()
+    if factory is not None:
+        return ("factory", id(factory))
+    return _import_cupy("CUDA kernels").cuda.runtime.getDevice()
 
 
-def load_module(family: str) -> Any:
-    """Return the compiled module of ``family`` on the current device (memoised).
-
-    The result has ``get_function(name_expression)`` returning a callable
-    ``(grid, block, args)``, like ``cupy.RawModule``.
-    """
-    from ... import _backend  # import cycle: _backend imports this module lazily
-
-    factory: Callable[[str, str, list[str]], Any] | None = _backend._cuda_module_factory
-    key = (family, ("factory", id(factory)) if factory is not None else _device_key())
+def load_module(family: str) -> FamilyModule:
+    """Return the kernels of ``family`` on the current device (memoised; compiles lazily)."""
+    factory = _backend_factory()
+    key = (family, _device_key())
     module = _MODULES.get(key)
     if module is None:
         with _LOCK:
             module = _MODULES.get(key)
             if module is None:
-                build = factory if factory is not None else _cupy_module
-                module = build(family, source(family), name_expressions(family))
+                module = FamilyModule(family, factory if factory is not None else _cupy_module)
                 _MODULES[key] = module
     return module
 
 
 def clear_cache() -> None:
-    """Forget every compiled module (used when the module factory changes)."""
+    """Forget every compiled module, error word and deferred check (factory change)."""
     with _LOCK:
         _MODULES.clear()
+        _ERROR_BUFFERS.clear()
+        _PENDING.clear()
 
 
 def get_launcher(family: str, name: str) -> Callable[..., Any]:
@@ -101,3 +184,93 @@ def get_launcher(family: str, name: str) -> Callable[..., Any]:
         msg = f"{name}: no cuda kernel in family {family!r}"
         raise NotImplementedError(msg)
     return launcher  # type: ignore[no-any-return]
+
+
+# ------------------------------------------------------------------ device error word
+def error_buffer() -> Any:
+    """The current device's error word: a ``uint64[1]`` array kernels ``atomicMin`` into.
+
+    A device (CuPy) array, or a numpy array while a module factory (the emulator) is
+    set. Launchers pass it as the kernels' ``unsigned long long* error`` argument.
+    """
+    key = _device_key()
+    buffer = _ERROR_BUFFERS.get(key)
+    if buffer is None:
+        with _LOCK:
+            buffer = _ERROR_BUFFERS.get(key)
+            if buffer is None:
+                xp = np if _backend_factory() is not None else _import_cupy("CUDA kernels")
+                buffer = xp.empty(1, dtype=np.uint64)
+                buffer.fill(_NONE_WORD)
+                _ERROR_BUFFERS[key] = buffer
+    return buffer
+
+
+def _raise_word(func: str, word: int, deferred: bool) -> None:
+    from ..._backend import KERNEL_FAMILIES
+
+    family_id, code, position = decode_error(word)
+    family = KERNEL_FAMILIES[family_id] if family_id < len(KERNEL_FAMILIES) else None
+    known = error_messages(source(family)) if family is not None else {}
+    if code not in known:
+        msg = f"{func}: unknown device error code {code} of kernel family {family_id}"
+        raise RuntimeError(msg)
+    _, cls, text = known[code]
+    late = ", reported by a later call" if deferred else ""
+    msg = f"{func}: {text} (first at position {position}; found by a device check{late})"
+    raise cls(msg)
+
+
+def _snapshot(buffer: Any) -> tuple[Any, Any]:
+    """Start copying the error word to the host: ``(host array, event or None)``."""
+    if isinstance(buffer, np.ndarray):
+        return buffer.copy(), None
+    cupy = _import_cupy("CUDA kernels")
+    runtime = cupy.cuda.runtime
+    host = importlib.import_module("cupyx").empty_pinned((1,), dtype=np.uint64)
+    stream = cupy.cuda.get_current_stream()
+    runtime.memcpyAsync(host.ctypes.data, buffer.data.ptr, 8, runtime.memcpyDeviceToHost,
+                        stream.ptr)
+    event = cupy.cuda.Event(block=False, disable_timing=True)
+    event.record(stream)
+    return host, event
+
+
+def check_errors(func: str, *, wait: bool = True) -> None:
+    """Raise the error a kernel recorded in the current device's error word, if any.
+
+    The public operation ``func`` calls it once, after its last launch. ``wait=True``
+    reads the word now (a device synchronisation: use it where the operation
+    synchronises anyway, e.g. to read a data-dependent output size). ``wait=False``
+    only enqueues an asynchronous copy of the word and returns; the copy is looked at
+    (without waiting) by the next ``check_errors`` call, which raises the error naming
+    the operation that recorded it. Either way the word is reset after an error is
+    raised, and pending deferred checks are dropped.
+    """
+    buffer = error_buffer()
+    with _LOCK:
+        pending = list(_PENDING)
+        _PENDING.clear()
+        if not wait:
+            _PENDING.append((func, *_snapshot(buffer)))
+    for i, (earlier, host, event) in enumerate(pending):
+        if event is not None and not (wait or event.done):
+            with _LOCK:
+                _PENDING[:0] = pending[i:]
+            break
+        if event is not None:
+            event.synchronize()
+        if int(host[0]) != ERROR_NONE:
+            _reset(buffer)
+            _raise_word(earlier, int(host[0]), deferred=True)
+    if wait:
+        word = int(buffer[0]) if isinstance(buffer, np.ndarray) else int(buffer.get()[0])
+        if word != ERROR_NONE:
+            _reset(buffer)
+            _raise_word(func, word, deferred=False)
+
+
+def _reset(buffer: Any) -> None:
+    with _LOCK:
+        buffer.fill(_NONE_WORD)
+        _PENDING.clear()

@@ -3,8 +3,20 @@
 // (the source text) covers it. NVRTC has no standard headers: use builtin types only
 // (long long, unsigned char, ...), no <cstdint>, no std::.
 //
-// Every kernel is barrier-free (no __syncthreads, shared memory or warp shuffles) so the
-// CPU emulator in tests/cuda_emu runs it faithfully thread by thread.
+// Kernels are barrier-free (no __syncthreads, shared memory or warp shuffles) so the
+// CPU emulator in tests/cuda_emu runs them faithfully thread by thread. A kernel that
+// needs a barrier or a shuffle for speed keeps a barrier-free variant selected by the
+// one macro ARROW_SPARSE_EMULATOR (defined only by the emulator's header):
+//
+//     #if defined(ARROW_SPARSE_EMULATOR)
+//         ... barrier-free code, same results ...
+//     #else
+//         ... __shfl_xor_sync / __syncthreads code ...
+//     #endif
+//
+// Both variants are compiled by nvcc in tests/test_cuda_infra.py. The loader defines
+// ASP_FAMILY_ID (the family's index in arrow_sparse._backend.KERNEL_FAMILIES) between
+// this header and the family's source.
 
 
 // Index of this thread in the whole grid, in 64-bit arithmetic (blockIdx.x * blockDim.x
@@ -27,3 +39,66 @@ __device__ __forceinline__ T asp_min(T a, T b) { return b < a ? b : a; }
 
 template <typename T>
 __device__ __forceinline__ T asp_max(T a, T b) { return a < b ? b : a; }
+
+// ------------------------------------------------------------------- float arithmetic
+// a * b rounded on its own. nvcc contracts `a * b + c` into one fused multiply-add
+// (one rounding) by default; the CPU kernels (Numba, no fastmath) round the product
+// first. A product made by these never takes part in a contraction, so a following
+// + or - rounds separately, exactly as on the CPU.
+__device__ __forceinline__ float asp_mul_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+    return __fmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+__device__ __forceinline__ double asp_mul_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+    return __dmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+
+// Correctly rounded square root in the argument's precision (Numba's math.sqrt keeps
+// float32 as float32; NVRTC's default -prec-sqrt=true is IEEE-rounded).
+__device__ __forceinline__ float asp_sqrt(float x) {
+#if defined(__CUDACC__)
+    return sqrtf(x);
+#else
+    return __builtin_sqrtf(x);
+#endif
+}
+__device__ __forceinline__ double asp_sqrt(double x) {
+#if defined(__CUDACC__)
+    return sqrt(x);
+#else
+    return __builtin_sqrt(x);
+#endif
+}
+
+// -------------------------------------------------------------- device error backstop
+// Inputs are checked on the host before launch; a kernel re-checks what it cheaply can
+// (an index against its bound, an order it relies on) and records a violation in the
+// per-device error word (arrow_sparse.kernels.cuda.error_buffer()) instead of reading or
+// writing out of bounds. The word packs (position << 16) | (family << 8) | code and is
+// combined with atomicMin, so the smallest position wins whatever the thread order; all
+// ones means no error. Codes are enums of the family's .cu file, one per line:
+//
+//     ASP_<FAMILY>_<WHAT> = 1,  // message: IndexError: rows out of range of the table
+//
+// (IndexError or ValueError; ValueError when absent). check_errors() turns the word back
+// into "<func>: <message> (first at position <i>)" and raises it.
+#define ASP_ERROR_NONE 0xFFFFFFFFFFFFFFFFULL
+#define ASP_ERROR_MAX_POSITION 0xFFFFFFFFFFFFULL
+
+__device__ __forceinline__ void asp_raise_at(unsigned long long* error, int family, int code,
+                                             long long position) {
+    unsigned long long p = position < 0 ? 0ULL : (unsigned long long)position;
+    p = p > ASP_ERROR_MAX_POSITION ? ASP_ERROR_MAX_POSITION : p;
+    atomicMin(error, (p << 16) | ((unsigned long long)(family & 0xFF) << 8) |
+                         (unsigned long long)(code & 0xFF));
+}
+
+// ASP_RAISE(error, code, position): record `code` of this family at `position`.
+#define ASP_RAISE(error, code, position) asp_raise_at((error), ASP_FAMILY_ID, (code), (position))

@@ -1,0 +1,373 @@
+"""Infrastructure of the CUDA backend, for every kernel family at once.
+
+* the registry: every CPU kernel has a CUDA launcher of the same name and parameters,
+  except the ones :data:`MISSING_CUDA_TWINS` lists (exactly those);
+* the loader: the compiled text, lazy compilation by group, per-device memoisation,
+  the CuPy call itself (with a stand-in ``cupy`` module), dispatch by ``get_kernel``;
+* the device error word: encoding, ``// message:`` tables, ``check_errors`` now and
+  deferred;
+* ``nvcc --ptx`` for sm_80 and sm_90 of every ``.cu`` file with the loader's own
+  ``OPTIONS``, and of the barrier-free variant where a family has one (skipped only
+  where nvcc is absent);
+* ``benchmarks/bench_gpu.py`` exits cleanly where there is no CuPy or no device.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import shutil
+import subprocess
+import sys
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from arrow_sparse import _backend
+from arrow_sparse.errors import ArrowSparseIndexError
+from arrow_sparse.kernels import cuda
+from arrow_sparse.kernels.cpu import embedding as cpu_embedding
+from arrow_sparse.kernels.cuda import _launch
+from arrow_sparse.kernels.cuda import embedding as cuda_embedding
+from tests.cuda_emu.emu import Emulator, emulated
+
+CUDA_DIR = Path(cuda.__file__).parent
+CUDA_FAMILIES = sorted(p.stem for p in CUDA_DIR.glob("*.cu"))
+REPO = Path(__file__).resolve().parent.parent
+
+#: CPU kernels that have no CUDA launcher yet, by family: the GPU backend's honest
+#: to-do list (docs/gpu.md). The registry test fails when one of them gains a twin
+#: (remove it here) and when a CPU kernel appears without one (write the twin).
+MISSING_CUDA_TWINS: dict[str, set[str]] = {
+    "sparse": {"canonical_lines", "compressed_to_dense", "compressed_transpose",
+               "coo_to_compressed", "csc_spmm", "csr_spmm", "csr_spmv", "dense_csr",
+               "expand_major", "lex_order2", "lines_strictly_increasing", "major_sums",
+               "radix_argsort", "scatter_add", "sum_duplicates"},
+    "transforms": {"bucketize", "build_int_table", "build_string_table", "compact",
+                   "count_ints", "count_strings", "hash_ints", "hash_strings", "kept_lengths",
+                   "lookup_ints", "lookup_strings", "order_by_count", "pad_or_truncate"},
+    "elementwise": {"cumsum", "gather_ranges", "jagged_dense_bmm", "jagged_dense_dense_out",
+                    "jagged_dense_jagged_out", "jagged_jagged_bmm", "ranges_to_indices",
+                    "repeat_rows", "softmax", "unique_rows"},
+    "embedding": {"coalesce_sorted", "lookup_rows", "sort_ids", "weights_grad"},
+    "masked": {"first_unstored", "masked_count", "masked_count_nonzero", "masked_first_best",
+               "masked_max", "masked_min", "masked_prod", "masked_sum", "masked_sum_abs_pow",
+               "masked_sum_exp", "masked_sum_sq_dev", "sorted_member"},
+}
+#: Public functions of ``kernels/cpu`` modules that are helpers of the kernels (hash
+#: and division helpers, a threading probe), not registry kernels; they need no twin.
+NOT_KERNELS: dict[str, set[str]] = {
+    "transforms": {"bucket_of", "divider", "int_bitflip", "long_secret", "xxh3_bytes",
+                   "xxh3_int"},
+    "embedding": {"threading_layer"},
+}
+
+
+def cuda_launcher_names(family: str) -> set[str]:
+    if not cuda.has_family(family):
+        return set()
+    return set(__import__(f"arrow_sparse.kernels.cuda.{family}", fromlist=["_"]).__all__)
+
+
+# ------------------------------------------------------------------ registry
+@pytest.mark.parametrize("family", _backend.KERNEL_FAMILIES)
+def test_every_cpu_kernel_has_a_cuda_twin_or_is_listed_as_missing(family: str) -> None:
+    cpu = set(_backend.cpu_kernel_names(family))
+    helpers = NOT_KERNELS.get(family, set())
+    assert helpers <= cpu, f"stale NOT_KERNELS entries: {sorted(helpers - cpu)}"
+    kernels = cpu - helpers
+    twins = cuda_launcher_names(family)
+    assert twins <= kernels, f"CUDA launchers without a CPU kernel: {sorted(twins - kernels)}"
+    missing = kernels - twins
+    listed = MISSING_CUDA_TWINS.get(family, set())
+    assert not listed - missing, (f"{family}: listed but not missing (a twin exists or the "
+                                  f"CPU kernel is gone): {sorted(listed - missing)}")
+    assert not missing - listed, f"{family}: CPU kernels without a twin {sorted(missing - listed)}"
+
+
+@pytest.mark.parametrize("family", CUDA_FAMILIES)
+def test_every_cuda_launcher_takes_its_cpu_twins_parameters(family: str) -> None:
+    cpu = __import__(f"arrow_sparse.kernels.cpu.{family}", fromlist=["_"])
+    gpu = __import__(f"arrow_sparse.kernels.cuda.{family}", fromlist=["_"])
+    for name in cuda_launcher_names(family):
+        cpu_params = list(inspect.signature(getattr(cpu, name)).parameters)
+        assert list(inspect.signature(getattr(gpu, name)).parameters) == cpu_params, name
+
+
+def test_every_cu_file_has_launchers_and_every_name_expression_is_unique() -> None:
+    assert set(CUDA_FAMILIES) <= set(_backend.KERNEL_FAMILIES)
+    for family in CUDA_FAMILIES:
+        names = cuda.name_expressions(family)
+        assert names and len(names) == len(set(names)), family
+        assert {_launch.group_of(n).split("<")[0] for n in names} <= {
+            m.group(1) for m in re.finditer(r"__global__ void (\w+)", cuda.source(family))}
+
+
+# ------------------------------------------------------------------ dispatch
+def test_get_kernel_under_the_emulator_keeps_kernels_without_a_twin_on_the_cpu() -> None:
+    assert _backend.get_kernel("embedding", "sgd_rows") is cpu_embedding.sgd_rows
+    with emulated():
+        assert _backend.get_kernel("embedding", "sgd_rows") is cuda_embedding.sgd_rows
+        assert _backend.get_kernel("embedding", "lookup_rows") is cpu_embedding.lookup_rows
+        assert _backend.get_kernel("sparse", "csr_spmv").__module__.endswith("cpu.sparse")
+        with pytest.raises(NotImplementedError, match="nope: no cuda kernel in family 'embed"):
+            _backend.get_kernel("embedding", "nope")
+    assert _backend.get_kernel("embedding", "sgd_rows") is cpu_embedding.sgd_rows
+
+
+def test_get_kernel_on_device_arrays_never_falls_back_to_the_cpu() -> None:
+    fake = types.ModuleType("cupy")  # only its identity matters to get_kernel
+    assert _backend.get_kernel("embedding", "sgd_rows", fake) is cuda_embedding.sgd_rows
+    with pytest.raises(NotImplementedError, match="lookup_rows: no cuda kernel in family "
+                       "'embedding'"):
+        _backend.get_kernel("embedding", "lookup_rows", fake)
+    with pytest.raises(NotImplementedError, match="csr_spmv: no cupy kernel in family 'sparse'"):
+        _backend.get_kernel("sparse", "csr_spmv", fake)
+    with pytest.raises(KeyError, match="unknown kernel family 'nope'"):
+        _backend.get_kernel("nope", "x", fake)
+
+
+# ------------------------------------------------------------------ loader
+@pytest.mark.parametrize("family", CUDA_FAMILIES)
+def test_source_prepends_the_header_and_names_the_family(family: str) -> None:
+    text = cuda.source(family)
+    directory = CUDA_DIR.as_posix()
+    assert text.startswith(f'#line 1 "{directory}/_common.cuh"\n')
+    index = _backend.KERNEL_FAMILIES.index(family)
+    assert f'\n#define ASP_FAMILY_ID {index}\n#line 1 "{directory}/{family}.cu"\n' in text
+    assert not re.search(r"^\s*#\s*include", text, re.MULTILINE)
+
+
+@pytest.mark.parametrize(("name", "group"), [
+    ("sgd_rows<float>", "sgd_rows<float>"),
+    ("adagrad_rows<double, float>", "adagrad_rows<double>"),
+    ("gather_reduce<unsigned long long, unsigned long long, unsigned long long, int, int>",
+     "gather_reduce<unsigned long long>"),
+    ("plain", "plain"),
+])
+def test_group_of_is_the_kernel_and_its_first_template_argument(name: str, group: str) -> None:
+    assert _launch.group_of(name) == group
+
+
+class Recorder:
+    """A module factory that records what it is asked to compile; compiles nothing."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[str]]] = []
+
+    def __call__(self, family: str, code: str, names: list[str]) -> Any:
+        assert code == cuda.source(family)
+        self.calls.append((family, names))
+        return types.SimpleNamespace(get_function=lambda name: ("function", name))
+
+
+@pytest.fixture
+def recorder() -> Iterator[Recorder]:
+    factory = Recorder()
+    _backend.set_cuda_module_factory(factory)
+    yield factory
+    _backend.set_cuda_module_factory(None)
+
+
+def test_the_first_launch_compiles_only_its_group(recorder: Recorder) -> None:
+    family = "segment" if "segment" in CUDA_FAMILIES else CUDA_FAMILIES[0]
+    every = cuda.name_expressions(family)
+    first = every[0]
+    module = cuda.load_module(family)
+    assert module is cuda.load_module(family)
+    assert recorder.calls == []  # nothing compiled before the first get_function
+    assert module.get_function(first) == ("function", first)
+    group = [n for n in every if _launch.group_of(n) == _launch.group_of(first)]
+    assert recorder.calls == [(family, group)]
+    assert len(group) < len(every)
+    module.get_function(group[-1])  # same group: no compilation
+    assert len(recorder.calls) == 1
+    other = next(n for n in every if n not in group)
+    module.get_function(other)
+    assert [c[1][0] for c in recorder.calls] == [group[0], other]
+    assert module.compiled_groups == [_launch.group_of(first), _launch.group_of(other)]
+    with pytest.raises(KeyError, match="'nope<int>' is not a name expression of the"):
+        module.get_function("nope<int>")
+
+
+def test_cupy_modules_use_the_loader_options_and_are_memoised_per_device(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[dict[str, Any]] = []
+    device = [0]
+
+    class RawModule:
+        def __init__(self, **kwargs: Any) -> None:
+            built.append(kwargs)
+
+        def get_function(self, name: str) -> tuple[str, str]:
+            return ("kernel", name)
+
+    fake = types.ModuleType("cupy")
+    fake.RawModule = RawModule  # type: ignore[attr-defined]
+    fake.cuda = types.SimpleNamespace(  # type: ignore[attr-defined]
+        runtime=types.SimpleNamespace(getDevice=lambda: device[0]))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    cuda.clear_cache()
+    try:
+        on_0 = cuda.load_module("embedding")
+        assert on_0.get_function("sgd_rows<float>") == ("kernel", "sgd_rows<float>")
+        assert built == [{"code": cuda.source("embedding"), "options": cuda.OPTIONS,
+                          "name_expressions": ["sgd_rows<float>"]}]
+        assert cuda.load_module("embedding") is on_0
+        device[0] = 1
+        on_1 = cuda.load_module("embedding")
+        assert on_1 is not on_0
+        on_1.get_function("sgd_rows<float>")
+        assert len(built) == 2  # compiled again for the other device
+    finally:
+        cuda.clear_cache()
+
+
+def test_missing_cupy_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "cupy", None)  # makes `import cupy` fail
+    with pytest.raises(ModuleNotFoundError, match=r"pip install 'arrow-sparse\[gpu\]'"):
+        cuda.load_module("embedding")
+
+
+def test_importing_the_loaders_imports_neither_cupy_nor_numba() -> None:
+    code = ("import sys, arrow_sparse; before = set(sys.modules); "
+            "import arrow_sparse.kernels.cuda.embedding; "
+            "assert 'cupy' not in sys.modules, 'cupy'; "
+            "assert 'numba' in before or 'numba' not in sys.modules, 'numba'")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+
+
+# ------------------------------------------------------------------ device error word
+def test_error_words_round_trip() -> None:
+    word = (12345 << 16) | (5 << 8) | 7
+    assert _launch.decode_error(word) == (5, 7, 12345)
+    assert _launch.ERROR_NONE == 2 ** 64 - 1
+
+
+def test_error_messages_are_read_from_the_source() -> None:
+    text = """enum E {
+        A_RANGE = 1,  // message: IndexError: ids out of range
+        A_ORDER = 2,  // message: ids not sorted
+    };"""
+    table = _launch.error_messages(text)
+    assert {code: (name, cls.__name__, msg) for code, (name, cls, msg) in table.items()} == {
+        1: ("A_RANGE", "ArrowSparseIndexError", "ids out of range"),
+        2: ("A_ORDER", "ArrowSparseValueError", "ids not sorted")}
+    with pytest.raises(ValueError, match="must be unique and in 1..255"):
+        _launch.error_messages(text.replace("= 2", "= 1"))
+    with pytest.raises(ValueError, match="B = 0 must be unique"):
+        _launch.error_messages("B = 0,  // message: x")
+
+
+@pytest.mark.parametrize("family", CUDA_FAMILIES)
+def test_every_raised_code_has_a_message(family: str) -> None:
+    text = cuda.source(family)
+    declared = {name for name, _, _ in _launch.error_messages(text).values()}
+    raised = set(re.findall(r"ASP_RAISE\(\s*[^,]+,\s*(\w+)", text)) - {"code"}
+    assert raised <= declared
+
+
+def test_the_error_buffer_is_one_word_per_device() -> None:
+    with emulated():
+        buffer = cuda.error_buffer()
+        assert buffer.dtype == np.uint64 and buffer.tolist() == [_launch.ERROR_NONE]
+        assert cuda.error_buffer() is buffer
+    with emulated():
+        assert cuda.error_buffer() is not buffer  # a new factory is a new "device"
+
+
+def bad_sgd_step() -> None:
+    """Rows 7 (out of range, position 1) and 0 after 7 (unordered, position 2)."""
+    cuda_embedding.sgd_rows(np.zeros((4, 2), np.float32), np.array([0, 7, 0]),
+                            np.ones((3, 2), np.float32), 0.1)
+
+
+@pytest.mark.parametrize("order", ["forward", "reverse", "shuffle"])
+def test_the_smallest_position_wins_in_any_thread_order(order: str) -> None:
+    with emulated(order=order, check_orders=()):
+        bad_sgd_step()
+        with pytest.raises(ArrowSparseIndexError, match=r"^sgd: grad\.rows out of range of "
+                           r"the table \(first at position 1; found by a device check\)$"):
+            cuda.check_errors("sgd")
+        cuda.check_errors("sgd")  # reset after raising
+
+
+def test_a_deferred_check_raises_at_the_next_check() -> None:
+    with emulated():
+        bad_sgd_step()
+        cuda.check_errors("sgd", wait=False)  # no synchronisation: nothing raised yet
+        with pytest.raises(ArrowSparseIndexError, match=r"^sgd: .* \(first at position 1; "
+                           r"found by a device check, reported by a later call\)$"):
+            cuda.check_errors("adagrad", wait=False)
+        cuda.check_errors("adagrad")
+        cuda.check_errors("sgd", wait=False)  # clean deferred checks raise nothing
+        cuda.check_errors("sgd", wait=False)
+        cuda.check_errors("sgd")
+
+
+def test_an_unknown_code_is_a_runtime_error() -> None:
+    with emulated():
+        index = _backend.KERNEL_FAMILIES.index("embedding")
+        cuda.error_buffer()[0] = np.uint64((3 << 16) | (index << 8) | 200)
+        with pytest.raises(RuntimeError, match="sgd: unknown device error code 200 of kernel "
+                           f"family {index}"):
+            cuda.check_errors("sgd")
+
+
+# ------------------------------------------------------------------ nvcc
+def uses_emulator_variant(family: str) -> bool:
+    code = re.sub(r"//[^\n]*", "", cuda.source(family))
+    return cuda.EMULATOR_MACRO in code
+
+
+NVCC_CASES = [(f, arch, variant) for f in CUDA_FAMILIES for arch in ("sm_80", "sm_90")
+              for variant in (("gpu", "emulator") if uses_emulator_variant(f) else ("gpu",))]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize(("family", "arch", "variant"), NVCC_CASES,
+                         ids=["-".join(c) for c in NVCC_CASES])
+def test_nvcc_compiles_every_instantiation(family: str, arch: str, variant: str,
+                                           tmp_path: Path) -> None:
+    names = cuda.name_expressions(family)
+    # Taking each instantiation's address makes nvcc emit it, as name_expressions does.
+    refs = "".join(f"static void* const asp_ref_{i} = (void*)&{name};\n"
+                   for i, name in enumerate(names))
+    src = tmp_path / f"{family}.cu"
+    src.write_text(cuda.source(family) + refs)
+    ptx = tmp_path / f"{family}.ptx"
+    macro = [f"-D{cuda.EMULATOR_MACRO}"] if variant == "emulator" else []
+    proc = subprocess.run(["nvcc", "--ptx", f"-arch={arch}", *cuda.OPTIONS, *macro, "-Werror",
+                           "all-warnings", str(src), "-o", str(ptx)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    text = ptx.read_text()
+    assert text.count(".entry ") == len(names)
+    if uses_emulator_variant(family):  # the macro selects the shuffle-free code
+        assert ("shfl.sync" in text) == (variant == "gpu")
+
+
+def test_the_emulator_defines_the_variant_macro() -> None:
+    header = (REPO / "tests" / "cuda_emu" / "cuda_emu.h").read_text()
+    assert f"#define {cuda.EMULATOR_MACRO} 1" in header
+
+
+# ------------------------------------------------------------------ benchmark script
+@pytest.mark.parametrize(("setup", "reason"), [
+    ("sys.modules['cupy'] = None", "CuPy is not installed"),
+    ("m = types.ModuleType('cupy'); m.cuda = types.SimpleNamespace(runtime=types."
+     "SimpleNamespace(getDeviceCount=lambda: 0)); sys.modules['cupy'] = m",
+     "no CUDA device"),
+])
+def test_bench_gpu_exits_cleanly_without_a_gpu(setup: str, reason: str) -> None:
+    script = REPO / "benchmarks" / "bench_gpu.py"
+    code = (f"import runpy, sys, types; {setup}; sys.argv = [{str(script)!r}]; "
+            f"runpy.run_path({str(script)!r}, run_name='__main__')")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, cwd=REPO, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert f"bench_gpu: skipped: {reason}" in proc.stdout
