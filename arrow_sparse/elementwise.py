@@ -377,7 +377,9 @@ def _softmax(j: Jagged, max_length: int, min_len: int) -> Jagged:
     start, stop = int(j.offsets[0]), int(j.offsets[-1])
     total = max(stop, min_len)
     width = int(np.prod(vals.shape[1:], dtype=np.int64))
-    out = np.zeros((total, width), dtype=dtype)
+    out = v.empty("segment_softmax", (total, width), dtype)
+    out[:start] = 0  # the kernel writes every position the rows address, and only those
+    out[stop:] = 0
     _kernel("softmax")(_window_as(vals, start, stop, dtype), _i64(j.offsets), _u8(j.validity),
                        _u8(j.values_validity), max_length, out)
     vv = None if j.values_validity is None else j.values_validity[:total]

@@ -1,10 +1,11 @@
 """CPU kernels for representation conversions: jagged <-> padded dense.
 
-Values are always passed as 2-D ``[num_values, D]`` (1-D values are viewed with
-``D == 1``); offsets are int32 or int64 and may start above zero. A *row index*
-array maps each output row to a jagged row (``-1`` = padding); an empty row index
-means the identity. A *valid* array is a uint8 row mask; empty means all rows valid.
-Copies move bits: the wrappers view float16 values as uint16.
+Values are passed as 2-D ``[num_values, D]`` (1-D values are viewed with ``D == 1``;
+the padding kernel sees them flat, each row one contiguous run); offsets are int32 or
+int64 and may start above zero. A *row index* array maps each output row to a jagged
+row (``-1`` = padding); an empty row index means the identity. A *valid* array is a
+uint8 row mask; empty means all rows valid. Copies move bits: the wrappers view
+float16 values as uint16.
 """
 
 from __future__ import annotations
@@ -15,32 +16,32 @@ from numba import prange
 from ._jit import parallel_kernel, pick
 
 
-def _pad_rows(values, row_index, offsets, valid, elem_valid, max_length, pad,
+def _pad_rows(values, width, row_index, offsets, valid, elem_valid, max_length, pad,
               out):  # pragma: no cover
-    # Loop indices are cast to int64: prange counters are unsigned in parallel mode.
-    # out: [P, max_length, D]. Output row p copies jagged row r = row_index[p]
-    # (or p), truncated to max_length, and pads the rest; a null element is padded.
+    # values: flat [N * width]; out: [P, max_length * width], C-contiguous. Output row
+    # p copies jagged row r = row_index[p] (or p), truncated to max_length, and pads
+    # the rest; a null element is padded. Slice assignments (not element loops with
+    # signed indices) compile to contiguous copies and fills.
     num_out = out.shape[0]
-    width = out.shape[2]
     identity = row_index.shape[0] == 0
     all_valid = valid.shape[0] == 0
     all_elems = elem_valid.shape[0] == 0
     for p in prange(num_out):
-        r = np.int64(p) if identity else row_index[p]
+        r = np.int64(p) if identity else row_index[p]  # prange's index is unsigned
         n = 0
         if r >= 0 and (all_valid or valid[r]):
-            start = offsets[r]
-            n = min(offsets[r + 1] - start, max_length)
-            for j in range(n):
-                if all_elems or elem_valid[start + j]:
-                    for d in range(width):
-                        out[p, j, d] = values[start + j, d]
-                else:
-                    for d in range(width):
-                        out[p, j, d] = pad
-        for j in range(n, max_length):
-            for d in range(width):
-                out[p, j, d] = pad
+            start = np.int64(offsets[r])
+            n = min(np.int64(offsets[r + 1]) - start, max_length)
+            if all_elems:
+                out[p, :n * width] = values[start * width:(start + n) * width]
+            else:
+                for j in range(n):
+                    if elem_valid[start + j]:
+                        out[p, j * width:(j + 1) * width] = \
+                            values[(start + j) * width:(start + j + 1) * width]
+                    else:
+                        out[p, j * width:(j + 1) * width] = pad
+        out[p, n * width:] = pad
 
 
 def _expand_level(row_index, offsets, valid, max_length, num_out, out):  # pragma: no cover
@@ -98,12 +99,19 @@ def pad_rows(values: np.ndarray, row_index: np.ndarray | None, offsets: np.ndarr
              out: np.ndarray, elem_valid: np.ndarray | None = None) -> None:
     """Fill ``out[P, max_length, D]`` from jagged rows (see module docstring).
 
-    ``elem_valid`` (uint8, one per value, or None) pads the null elements.
+    ``elem_valid`` (uint8, one per value, or None) pads the null elements. A
+    non-contiguous ``out`` is filled through a contiguous temporary.
     """
+    target = out if out.flags.c_contiguous else np.empty(out.shape, dtype=out.dtype)
+    width = out.shape[2]
+    flat = np.ascontiguousarray(values, dtype=out.dtype).reshape(-1)
     kernel = pick(_PAD_ROWS, out.size)
-    kernel(values, _EMPTY_INDEX if row_index is None else row_index, offsets,
+    kernel(flat, width, _EMPTY_INDEX if row_index is None else row_index, offsets,
            _EMPTY_MASK if valid is None else valid,
-           _EMPTY_MASK if elem_valid is None else elem_valid, max_length, pad, out)
+           _EMPTY_MASK if elem_valid is None else elem_valid, max_length, pad,
+           target.reshape(out.shape[0], max_length * width))
+    if target is not out:
+        out[...] = target
 
 
 def expand_level(row_index: np.ndarray | None, offsets: np.ndarray, valid: np.ndarray | None,
