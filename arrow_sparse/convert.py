@@ -316,9 +316,12 @@ def _offsets_list(func: str, offsets: Any, num_values: int) -> list[np.ndarray]:
     """Check a list of offsets (outermost first); each must fit inside the next level."""
     levels = _offsets_levels(func, offsets)
     checked = [v.check_offsets(func, f"offsets[{k}]", o) for k, o in enumerate(levels)]
-    for level, offs in enumerate(checked):
+    for level, offs in enumerate(checked):  # non-decreasing: the last offset bounds them all
         size = num_values if level == len(checked) - 1 else len(checked[level + 1]) - 1
-        v.check_offsets(func, f"offsets[{level}]", offs, size)
+        if offs[-1] > size:
+            pos = v.first_true(offs > size)
+            v.fail_value(func, f"offsets[{level}]", f"exceed the number of values {size}", pos,
+                         offs[pos])
     return checked
 
 
