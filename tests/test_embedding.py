@@ -268,6 +268,11 @@ def test_maplookup_errors() -> None:
         emb.maplookup([object()], [[0]])
 
 
+def test_scatter_weighted_sum_is_reexported() -> None:
+    assert emb.scatter_weighted_sum is asp.scatter_weighted_sum
+    assert "scatter_weighted_sum" in emb.__all__
+
+
 def test_kernels_release_the_gil() -> None:
     from arrow_sparse.kernels.cpu import embedding as k
 

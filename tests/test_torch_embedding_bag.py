@@ -343,3 +343,20 @@ def test_missing_torch_raises_install_hint(monkeypatch: pytest.MonkeyPatch) -> N
         embedding_bag([0], [[0.0]], [0])
     with pytest.raises(ModuleNotFoundError, match=hint):
         sparse_grad_to_torch(emb.SparseGrad(np.array([0]), np.ones((1, 1))), 1)
+
+
+def test_module_classes_are_built_on_first_use_only() -> None:
+    import subprocess
+
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "import arrow_sparse.interop.torch as t\n"
+            "try:\n    t.EmbeddingBag\nexcept ModuleNotFoundError as e:\n"
+            "    print('arrow-sparse[torch]' in str(e))\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True"]
+    import arrow_sparse.interop.torch as module
+
+    with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
+        module.Nope  # noqa: B018
