@@ -377,8 +377,8 @@ def _table(func: str, data: Any) -> tuple[np.ndarray, np.ndarray, tuple[int, ...
     return arr, table.reshape(len(table), _width(table)), arr.shape[1:]
 
 
-def _check_ids(func: str, arg: str, rows: _Rows, bound: int) -> np.ndarray:
-    """Bounds-check the ids the rows address (null rows and null ids are not read)."""
+def _check_ids(func: str, arg: str, rows: _Rows) -> np.ndarray:
+    """Index rows as int32 / int64 (the kernel checks their range as it reads them)."""
     ids = rows.values
     if ids.ndim != 1 or ids.dtype.kind not in "iu" or rows.dtype.kind == "b":
         msg = f"{func}: {arg} must be 1-D integers, got {rows.dtype} of shape {ids.shape}"
@@ -387,21 +387,13 @@ def _check_ids(func: str, arg: str, rows: _Rows, bound: int) -> np.ndarray:
         ids = v.as_index_array(func, arg, ids)
     if ids.dtype not in (np.int32, np.int64):
         ids = ids.astype(np.int64)
-    start, stop = int(rows.offsets[0]), int(rows.offsets[-1])
-    used = ids[start:stop]
-    if not len(used) or (used.min() >= 0 and used.max() < bound):
-        return ids  # the common case: two passes, no temporaries
-    bad = (used < 0) | (used >= bound)
-    if rows.vmask is not None:
-        bad &= rows.vmask[start:stop]
-    if rows.valid is not None and not rows.valid.all():
-        bad &= np.repeat(rows.valid, np.diff(rows.offsets))
-    if bad.any():
-        pos = v.first_true(bad)
-        msg = (f"{func}: {arg} out of range [0, {bound}) "
-               f"(first at position {start + pos}: {used[pos]})")
-        raise ArrowSparseIndexError(msg)
     return ids
+
+
+def _raise_out_of_range(func: str, arg: str, ids: np.ndarray, pos: int, bound: int) -> None:
+    """Raise the IndexError of an index a kernel found outside ``[0, bound)``."""
+    msg = f"{func}: {arg} out of range [0, {bound}) (first at position {pos}: {ids[pos]})"
+    raise ArrowSparseIndexError(msg)
 
 
 def _index_ndim(indices: Any) -> int:

@@ -26,6 +26,7 @@ from ._segment_args import (
     _kernel,
     _lowest,
     _per_chunk,
+    _raise_out_of_range,
     _rows,
     _same_dtype,
     _slices,
@@ -60,7 +61,7 @@ def _fused(func: str, mode: str, data: Any, indices: Any, offsets: Any, lengths:
             names))
     arr, table, inner = _table(func, data)
     rows = _rows(func, indices, offsets, lengths, segment_ids, num_segments, arg=names[0])
-    ids = _check_ids(func, names[0], rows, len(table))
+    ids = _check_ids(func, names[0], rows)
     valid, w, woffs = rows.valid, None, None
     if weights is not None:
         w, woffs, valid = _weights(func, weights, rows, names[1])
@@ -78,8 +79,10 @@ def _fused(func: str, mode: str, data: Any, indices: Any, offsets: Any, lengths:
                    dtype=np.uint8 if out_dtype.kind == "b" else out_dtype)
     counts = np.empty(rows.num_rows, np.int64) if rows.arrow and mc and rows.vmask is not None \
         else None
-    _kernel("gather_reduce")(table, ids, rows.offsets, _u8(valid), _u8(rows.vmask), w, woffs,
-                             _MODES[mode], zero, lowest, mc, empty, out, counts)
+    bad = _kernel("gather_reduce")(table, ids, rows.offsets, _u8(valid), _u8(rows.vmask), w,
+                                   woffs, _MODES[mode], zero, lowest, mc, empty, out, counts)
+    if bad >= 0:
+        _raise_out_of_range(func, names[0], ids, bad, len(table))
     if out_dtype.kind == "b":
         out = out.view(bool)
     return _finish(rows, valid, out, counts, mc, inner)

@@ -52,7 +52,7 @@ from ._segment_sparse import (
     sparse_segment_sum,
     sparse_segment_weighted_sum,
 )
-from .errors import ArrowSparseTypeError
+from .errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 
 __all__ = [
     "embedding_bag",
@@ -572,38 +572,58 @@ def _unsorted(func: str, op: str, values: Any, segment_ids: Any, num_segments: A
                f"use {func.replace('unsorted_', '')} for jagged rows")
         raise ArrowSparseTypeError(msg)
     vals, vmask = _flat(func, "values", values)
-    ids, count = v.check_segment_ids(func, "segment_ids", segment_ids, len(vals), num_segments)
-    if ids.dtype not in (np.int32, np.int64):
-        ids = ids.astype(np.int64)
+    ids, count = _segment_ids(func, segment_ids, len(vals), num_segments)
     rows = _Rows(vals, np.zeros(1, np.int64), None, vmask, isinstance(values, (
         pa.Array, pa.ChunkedArray)), False)
-    vals2 = rows.values_2d()
     w = None
     if op == "weighted_sum":
         w, _, _ = _weights(func, weights, rows)
     mc = _min_count(func, min_count, 0 if op in ("sum", "weighted_sum") else 1)
     out_dtype = _OUT_DTYPE[op](rows.dtype, None if w is None else w.dtype)
     empty = _empty_scalar(func, empty_value, out_dtype)
-    counts = np.zeros(count, dtype=np.int64)
+    out = np.empty((count,) + rows.values.shape[1:],
+                   dtype=np.uint8 if out_dtype.kind == "b" else out_dtype)
+    counts = np.empty(count, np.int64) if rows.arrow and mc > 0 else None
     if op in ("max", "min"):
-        out = np.full((count, vals2.shape[1]), _lowest(vals2.dtype, op == "min"))
-        _kernel("scatter_extreme")(vals2, ids, _u8(vmask), op == "max", out, counts)
+        bad = _kernel("scatter_extreme")(rows.values, ids, _u8(vmask), op == "max",
+                                         _lowest(rows.values.dtype, op == "min"), mc,
+                                         out.dtype.type(empty), out, counts)
     else:
         zero = np.float64(0) if op == "mean" else _acc_zero(out_dtype)
-        acc = np.zeros((count, vals2.shape[1]), dtype=zero.dtype)
-        _kernel("scatter_add")(vals2, ids, _u8(vmask), w, zero, acc, counts)
-        if op == "mean":
-            with np.errstate(invalid="ignore", divide="ignore"):
-                acc /= counts[:, None]
-        out = acc.astype(out_dtype, copy=False)
-    missing = counts < mc
-    if missing.any():
-        out[missing] = empty
+        bad = _kernel("scatter_sum")(rows.values, ids, _u8(vmask), w, op == "mean", zero, mc,
+                                     empty, out, counts)
+    if bad >= 0:
+        problem = "must be non-negative" if ids[bad] < 0 else f"must be < num_segments={count}"
+        raise ArrowSparseIndexError(v.message(func, "segment_ids", problem, bad, ids[bad]))
     if out_dtype.kind == "b":
         out = out.view(bool)
-    rows.offsets = np.zeros(count + 1, np.int64)
     rows.chunked = isinstance(values, pa.ChunkedArray)
     return _finish(rows, None, out, counts, mc, rows.inner)
+
+
+def _segment_ids(func: str, segment_ids: Any, num_values: int,
+                 num_segments: Any) -> tuple[np.ndarray, int]:
+    """Unsorted segment ids (int32 or int64) and the number of segments.
+
+    With ``num_segments`` given, signed integer ids are only converted here: the
+    kernel checks their range as it reads them, which saves two passes over them.
+    """
+    unsigned = (pa.types.is_unsigned_integer(segment_ids.type)
+                if isinstance(segment_ids, (pa.Array, pa.ChunkedArray))
+                else getattr(getattr(segment_ids, "dtype", None), "kind", "") == "u")
+    if num_segments is None or unsigned:  # uint64 ids may not fit int64: the full check
+        ids, count = v.check_segment_ids(func, "segment_ids", segment_ids, num_values,
+                                         num_segments)
+    else:
+        ids = v.as_index_array(func, "segment_ids", segment_ids)
+        if len(ids) != num_values:
+            msg = (f"{func}: segment_ids has length {len(ids)} but there are {num_values} "
+                   "values")
+            raise ArrowSparseValueError(msg)
+        count = v.check_count(func, "num_segments", num_segments)
+    if ids.dtype not in (np.int32, np.int64):
+        ids = ids.astype(np.int64)
+    return ids, count
 
 
 def unsorted_segment_sum(values: Any, segment_ids: Any, num_segments: int | None = None, *,
@@ -643,8 +663,13 @@ def unsorted_segment_sum(values: Any, segment_ids: Any, num_segments: int | None
 
     Notes
     -----
-    Values are added in input order (serial and deterministic). Segments that no value
-    maps to sum to 0.
+    Segments that no value maps to sum to 0. Integers accumulate in int64 (exact, wrapping
+    like numpy), floats in float64. A large input is split into one contiguous part per
+    thread; each part adds its values in input order into its own partial sums, which
+    are then added in part order. So float results are deterministic for a given
+    number of threads (``numba.get_num_threads()``) and may differ from a one-thread
+    run only by float64 rounding. Segment ids are range-checked as they are read when
+    ``num_segments`` is given.
 
     Examples
     --------

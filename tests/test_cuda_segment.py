@@ -305,7 +305,7 @@ def test_unsorted_reductions_match_cpu(cuda_emu: Emulator, op: str, values_dtype
     expected, got, launches = cpu_and_emu(cuda_emu, UNSORTED[op], values, ids, 8)
     assert_same(expected, got)
     kernel = "scatter_extreme" if op.endswith(("max", "min")) else "scatter_add"
-    assert kernels(launches) == [kernel]
+    assert kernels(launches) == [kernel, "scatter_finish"]
 
 
 @pytest.mark.parametrize("weights_dtype", WEIGHT_DTYPES, ids=lambda d: np.dtype(d).name)
@@ -329,6 +329,30 @@ def test_unsorted_arrow_nulls_and_floats_match_cpu(cuda_emu: Emulator) -> None:
     for fn in UNSORTED.values():
         expected, got, _ = cpu_and_emu(cuda_emu, fn, ints, np.array([1, 1, 0, 1, 3]))
         assert_same(expected, got)
+
+
+def test_out_of_range_ids_raise_like_cpu_before_any_launch(cuda_emu: Emulator) -> None:
+    # The CPU kernels check ids as they read them; the CUDA launchers check on the host.
+    values = np.arange(6.0)
+    for fn in UNSORTED.values():
+        for ids, match in (([0, 1, 9, 2, -1, 0], r"must be < num_segments=3 "
+                                                 r"\(first at position 2: 9\)"),
+                           ([0, -1, 9, 2, 1, 0], r"must be non-negative "
+                                                 r"\(first at position 1: -1\)")):
+            for factory in (None, cuda_emu):
+                use_factory(factory)
+                before = len(cuda_emu.launches)
+                with pytest.raises(IndexError, match=match):
+                    fn(values, np.array(ids), 3)
+                assert len(cuda_emu.launches) == before
+    table = np.ones((4, 2))
+    ids = pa.array([[0, 1], None, [2, None, 7], [5]], pa.list_(pa.int64()))
+    for fn in FUSED.values():
+        for factory in (None, cuda_emu):
+            use_factory(factory)
+            with pytest.raises(IndexError, match=r"indices out of range \[0, 4\) "
+                                                 r"\(first at position 4: 7\)"):
+                fn(table, ids)
 
 
 # ------------------------------------------------------------ fused gather + reduce

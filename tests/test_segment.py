@@ -588,6 +588,52 @@ def test_unsorted_vectors_nulls_and_errors() -> None:
         asp.unsorted_segment_sum([1.0], [0.0])
 
 
+def test_unsorted_ids_checked_as_they_are_read() -> None:
+    # With num_segments given the kernel checks the ids; the first bad one is reported,
+    # whichever part of a parallel run finds it, and null values do not hide it.
+    rng = np.random.default_rng(4)
+    ids = rng.integers(0, 50, size=300_000)
+    values = rng.random(300_000)
+    ids[250_000] = 50
+    ids[200_000] = -3
+    for fn in UNSORTED.values():
+        with pytest.raises(IndexError, match=r"segment_ids must be non-negative "
+                                             r"\(first at position 200000: -3\)"):
+            fn(values, ids, 50)
+    with pytest.raises(IndexError, match=r"must be < num_segments=2 \(first at position 0: 2\)"):
+        asp.unsorted_segment_sum(pa.array([None, 1.0]), [2, 0], 2)
+    with pytest.raises(IndexError, match=r"must be < num_segments=3 \(first at position 1: 7\)"):
+        asp.unsorted_segment_max(np.ones((2, 3)), pa.array([0, 7], pa.int32()), 3)
+
+
+def test_unsorted_parallel_parts_match_numpy() -> None:
+    # Large enough for one part per thread: partial sums combined in part order.
+    rng = np.random.default_rng(6)
+    num_segments = 1000
+    ids = rng.integers(0, num_segments, size=400_000)
+    values = rng.random(400_000).astype(np.float32)
+    expected = np.bincount(ids, weights=values.astype(np.float64), minlength=num_segments)
+    counts = np.bincount(ids, minlength=num_segments)
+    np.testing.assert_allclose(asp.unsorted_segment_sum(values, ids, num_segments), expected,
+                               rtol=1e-6)
+    np.testing.assert_allclose(asp.unsorted_segment_mean(values, ids, num_segments),
+                               expected / counts, rtol=1e-6)
+    w = rng.random(400_000)
+    np.testing.assert_allclose(
+        asp.unsorted_segment_weighted_sum(values, w, ids, num_segments),
+        np.bincount(ids, weights=w * values, minlength=num_segments), rtol=1e-9)
+    top = np.full(num_segments, -np.inf, np.float32)
+    np.maximum.at(top, ids, values)
+    np.testing.assert_array_equal(asp.unsorted_segment_max(values, ids, num_segments), top)
+    ints = rng.integers(-5, 5, size=400_000).astype(np.int16)
+    np.testing.assert_array_equal(asp.unsorted_segment_sum(ints, ids, num_segments),
+                                  np.bincount(ids, weights=ints, minlength=num_segments))
+    wide = rng.random((400_000, 3))
+    sums = np.zeros((50, 3))
+    np.add.at(sums, ids % 50, wide)
+    np.testing.assert_allclose(asp.unsorted_segment_sum(wide, ids % 50, 50), sums)
+
+
 # ================================================================== fused (Sparse*)
 def test_sparse_segment_ops_against_gather_then_reduce() -> None:
     rng = np.random.default_rng(3)
@@ -696,6 +742,31 @@ def test_embedding_bag_include_last_offset_false_needs_offsets_issue_3() -> None
         asp.embedding_bag(table, [1, 2, 3], lengths=[1, 2], include_last_offset=False)
     with pytest.raises(ValueError, match="cannot be used with list ids"):
         asp.embedding_bag(table, pa.array([[1], [2, 3]]), include_last_offset=False)
+
+
+def test_fused_ids_checked_as_they_are_read() -> None:
+    # The kernels check each bag's ids before using them; the first bad id is reported
+    # whichever block of a parallel run finds it; ids of null rows and null ids are
+    # neither read nor checked.
+    rng = np.random.default_rng(9)
+    table = rng.random((100, 16)).astype(np.float32)
+    ids = rng.integers(0, 100, size=200_000)
+    ids[150_000] = 100
+    ids[120_001] = -1
+    lengths = np.full(10_000, 20)
+    for fn in (asp.sparse_segment_sum, asp.sparse_segment_mean, asp.sparse_segment_max):
+        with pytest.raises(IndexError, match=r"indices out of range \[0, 100\) "
+                                             r"\(first at position 120001: -1\)"):
+            fn(table, ids, lengths=lengths)
+    with pytest.raises(IndexError, match=r"embedding_bag: ids out of range \[0, 100\) "
+                                         r"\(first at position 120001: -1\)"):
+        asp.embedding_bag(table, ids, lengths=lengths, per_sample_weights=np.ones(200_000))
+    arr = pa.array([[1, 500], [2]], pa.list_(pa.int64()))
+    masked = pa.ListArray.from_arrays(arr.offsets, arr.values, mask=pa.array([True, False]))
+    assert asp.sparse_segment_sum(table[:, :1], masked).to_pylist() == [None, [table[2, 0]]]
+    with_null = pa.array([[1, None, 3]], pa.list_(pa.int64()))
+    assert asp.sparse_segment_max(table[:, :1], with_null).to_pylist() == \
+        [[max(table[1, 0], table[3, 0])]]
 
 
 def test_embedding_bag_matches_torch() -> None:

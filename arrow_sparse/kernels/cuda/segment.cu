@@ -452,8 +452,10 @@ __global__ void gather_reduce(const T* __restrict__ data, const I* __restrict__ 
 
 // ========================================================================= scatters
 // scatter_add (unsorted sum / mean / weighted sum): acc[ids[i], d] += w_i * values[i, d]
-// and counts[ids[i]] += 1 over the non-null values, by atomics (int64 through unsigned
-// long long two's complement; double atomicAdd needs sm_60+). acc starts at zero.
+// and, if want_counts, counts[ids[i]] += 1 over the non-null values, by atomics (int64
+// through unsigned long long two's complement; double atomicAdd needs sm_60+). acc and
+// counts start at zero; scatter_finish then writes the output. Ids are checked on the
+// host before launch.
 // Thread mapping: one thread per input element (i, d), grid-stride: coalesced reads of
 // values along D, atomics to D consecutive addresses of one output row.
 // Memory traffic: each value read once, one atomic per value element (+1 per value for
@@ -463,22 +465,23 @@ __global__ void scatter_add(const T* __restrict__ values, const I* __restrict__ 
                             const unsigned char* __restrict__ vmask, int masked,
                             const A* __restrict__ weights, int weighted, long long num_values,
                             long long width, A* __restrict__ acc,
-                            long long* __restrict__ counts) {
+                            long long* __restrict__ counts, int want_counts) {
     for (ASP_GRID_STRIDE(e, num_values * width)) {
         const long long i = e / width;
         const long long d = e - i * width;
         if (masked && !__ldg(vmask + i)) continue;
         const long long s = (long long)__ldg(ids + i);
-        if (d == 0) asp_count(counts, s);
+        if (want_counts && d == 0) asp_count(counts, s);
         A x = (A)__ldg(values + e);
         if (weighted) x = asp_mul(__ldg(weights + i), x);
         asp_atomic_add(acc + s * width + d, x);
     }
 }
 
-// scatter_extreme (unsorted max / min): out[ids[i], d] = max(out, values[i, d]) (or
+// scatter_extreme (unsorted max / min): acc[ids[i], d] = max(acc, values[i, d]) (or
 // min), NaN propagating, by atomicMax/Min (integers; U is int for 8/16-bit values, which
-// the host widens) or a compare-and-swap loop (floats). out starts at lowest / highest.
+// the host widens) or a compare-and-swap loop (floats), and counts[ids[i]] += 1. acc
+// starts at lowest / highest, counts at zero; scatter_finish then writes the output.
 // Thread mapping: one thread per input element (i, d), grid-stride; coalesced along D.
 // Memory traffic: each value read once, at most one atomic per value element (a CAS
 // retry only when another thread changed the same output in between).
@@ -486,14 +489,36 @@ template <typename T, typename U, typename I>
 __global__ void scatter_extreme(const T* __restrict__ values, const I* __restrict__ ids,
                                 const unsigned char* __restrict__ vmask, int masked,
                                 int is_max, long long num_values, long long width,
-                                U* __restrict__ out, long long* __restrict__ counts) {
+                                U* __restrict__ acc, long long* __restrict__ counts) {
     for (ASP_GRID_STRIDE(e, num_values * width)) {
         const long long i = e / width;
         const long long d = e - i * width;
         if (masked && !__ldg(vmask + i)) continue;
         const long long s = (long long)__ldg(ids + i);
         if (d == 0) asp_count(counts, s);
-        asp_atomic_extreme(out + s * width + d, (U)__ldg(values + e), is_max);
+        asp_atomic_extreme(acc + s * width + d, (U)__ldg(values + e), is_max);
+    }
+}
+
+// scatter_finish: out[s, d] from the scatter's accumulator: `empty` where the segment
+// has fewer than min_count values (counts read only if `counting`), acc / count for a
+// mean, acc otherwise, converted to Out (the CPU kernel's final loop).
+// Thread mapping: one thread per output element, grid-stride. Memory traffic: one read
+// of acc and one write of out per element, one count read per element (cache).
+template <typename A, typename Out>
+__global__ void scatter_finish(const A* __restrict__ acc, const long long* __restrict__ counts,
+                               int counting, int mean, long long min_count, Out empty,
+                               long long num_segments, long long width,
+                               Out* __restrict__ out) {
+    for (ASP_GRID_STRIDE(e, num_segments * width)) {
+        const long long c = counting ? __ldg(counts + e / width) : 0;
+        if (c < min_count) {
+            out[e] = empty;
+        } else if (mean) {
+            out[e] = (Out)(__ldg(acc + e) / (A)c);
+        } else {
+            out[e] = (Out)__ldg(acc + e);
+        }
     }
 }
 

@@ -30,7 +30,7 @@ from ._launch import (
     name_expressions,
 )
 
-__all__ = ["gather_reduce", "scatter_add", "scatter_assign", "scatter_extreme",
+__all__ = ["gather_reduce", "scatter_assign", "scatter_extreme", "scatter_sum",
            "scatter_weighted_sum", "sorted_arg_extreme", "sorted_extreme",
            "sorted_ids_to_offsets", "sorted_logsumexp", "sorted_prod", "sorted_sum"]
 
@@ -67,6 +67,9 @@ NAME_EXPRESSIONS: list[str] = [
       for t, a, o in _SUM_TRIPLES if o != "float" for i in INDEX_CTYPES),
     *(name_expression("scatter_extreme", t, _EXTREME_STORAGE[t], i)
       for t in VALUE_CTYPES for i in INDEX_CTYPES),
+    *(name_expression("scatter_finish", a, o)
+      for a, o in sorted({(a, o) for _, a, o in _SUM_TRIPLES}
+                         | {(_EXTREME_STORAGE[t], t) for t in VALUE_CTYPES})),
     *name_expressions("scatter_claim", INDEX_CTYPES),
     *name_expressions("scatter_assign_rows", VALUE_CTYPES, INDEX_CTYPES),
     *name_expressions("scatter_weighted_sum_runs", _FLOATS, INDEX_CTYPES),
@@ -275,12 +278,18 @@ def _block_cols(data: Any, vmask: Any, weights: Any, mode: int, zero: Any, count
 
 def gather_reduce(data: Any, indices: Any, offsets: Any, valid: Any, vmask: Any,
                   weights: Any, woffsets: Any, mode: int, zero: Any, lowest: Any,
-                  min_count: int, empty: Any, out: Any, counts: Any) -> None:
-    """Reduce ``data[indices[i]]`` per row (``mode``: 0 sum, 1 mean, 2 max)."""
+                  min_count: int, empty: Any, out: Any, counts: Any) -> int:
+    """Reduce ``data[indices[i]]`` per row (``mode``: 0 sum, 1 mean, 2 max).
+
+    Returns the position of the first id out of range (checked before the launch) or -1.
+    """
     func = "gather_reduce"
     xp = array_module(func, data, indices, offsets, out)
     acc = np.dtype(zero.dtype)
     ids = _ids(xp, indices)
+    bad = _first_bad_id(xp, ids, offsets, valid, vmask, data.shape[0])
+    if bad >= 0:
+        return bad
     name = _name(func, func, data.dtype, acc, out.dtype, offsets.dtype, ids.dtype)
     target = _into(xp, out)
     rows, width = out.shape[0], _width(out)
@@ -295,49 +304,104 @@ def gather_reduce(data: Any, indices: Any, offsets: Any, valid: Any, vmask: Any,
              acc.type(lowest), _I64(min_count), _scalar(target.dtype, empty), _I64(rows),
              _I64(width), target, cnt, want))
     _back(out, target)
+    return -1
 
 
 # ----------------------------------------------------------------------------- scatters
-def scatter_add(values: Any, ids: Any, vmask: Any, weights: Any, zero: Any, acc: Any,
-                counts: Any) -> None:
-    """``acc[ids[i]] += weights[i] * values[i]`` and count, by atomics."""
-    func = "scatter_add"
-    xp = array_module(func, values, ids, acc)
-    ids = _ids(xp, ids)
-    name = _name(func, func, values.dtype, acc.dtype, ids.dtype)
-    target = _into(xp, acc)
-    cnt = _into(xp, counts)
-    w, weighted = _weights(xp, weights, np.dtype(acc.dtype))
-    vm = _mask(xp, vmask)
-    num, width = values.shape[0], _width(acc)
+def _first_bad_id(xp: Any, ids: Any, offsets: Any, valid: Any, vmask: Any, bound: int) -> int:
+    """Check on the host the ids the rows read: the first outside ``[0, bound)``, or -1.
+
+    The CPU kernels check as they read; here it runs before the launch. Null rows and
+    null ids are not checked, as there.
+    """
+    start, stop = int(offsets[0]), int(offsets[-1])
+    used = ids[start:stop]
+    if not len(used) or (int(used.min()) >= 0 and int(used.max()) < bound):
+        return -1
+    bad = (used < 0) | (used >= bound)
+    if vmask is not None:
+        bad &= xp.asarray(vmask[start:stop]).astype(bool)
+    if valid is not None:
+        bad &= xp.repeat(xp.asarray(valid).astype(bool), xp.diff(offsets).astype(np.int64))
+    return start + int(xp.argmax(bad)) if bool(bad.any()) else -1
+
+
+def _first_bad_segment(xp: Any, ids: Any, num_segments: int) -> int:
+    """Return the first segment id outside ``[0, num_segments)``, or -1 (a host check)."""
+    if not len(ids) or (int(ids.min()) >= 0 and int(ids.max()) < num_segments):
+        return -1
+    return int(xp.argmax((ids < 0) | (ids >= num_segments)))
+
+
+def _finish_scatter(xp: Any, acc: Any, counts: Any, counting: bool, mean: bool,
+                    min_count: int, empty: Any, out: Any) -> None:
+    """Launch scatter_finish: ``out`` from the accumulator and the counts."""
+    target = _into(xp, out)
+    name = _name("scatter_finish", "scatter_finish", acc.dtype, target.dtype)
+    num, width = out.shape[0], _width(out)
     _launch(name, num * width,
-            (_arr(xp, values), ids, vm[0], vm[1], w, weighted, _I64(num), _I64(width),
-             target, cnt))
-    _back(acc, target)
-    _back(counts, cnt)
+            (acc, counts, _I32(counting), _I32(bool(mean)), _I64(min_count),
+             _scalar(target.dtype, empty), _I64(num), _I64(width), target))
+    _back(out, target)
 
 
-def scatter_extreme(values: Any, ids: Any, vmask: Any, is_max: bool, out: Any,
-                    counts: Any) -> None:
-    """``out[ids[i]] = max(out[ids[i]], values[i])`` (or min), NaN propagating, by atomics."""
+def scatter_sum(values: Any, ids: Any, vmask: Any, weights: Any, mean: bool, zero: Any,
+                min_count: int, empty: Any, out: Any, counts: Any) -> int:
+    """``out[s] = sum(weights[i] * values[i] for ids[i] == s)`` (``mean``: / count).
+
+    Atomics into an accumulator of ``zero``'s dtype (scatter_add), then scatter_finish.
+    """
+    func = "scatter_sum"
+    xp = array_module(func, values, ids, out)
+    ids = _ids(xp, ids)
+    num_segments = out.shape[0]
+    bad = _first_bad_segment(xp, ids, num_segments)
+    if bad >= 0:
+        return bad
+    acc_dtype = np.dtype(zero.dtype)
+    name = _name(func, "scatter_add", values.dtype, acc_dtype, ids.dtype)
+    num, width = values.shape[0], _width(out)
+    acc = xp.zeros(num_segments * width, dtype=acc_dtype)
+    counting = mean or min_count > 0 or counts is not None
+    cnt = xp.zeros(num_segments if counting else 0, dtype=np.int64)
+    w, weighted = _weights(xp, weights, acc_dtype)
+    vm = _mask(xp, vmask)
+    _launch(name, num * width,
+            (_arr(xp, values), ids, vm[0], vm[1], w, weighted, _I64(num), _I64(width), acc,
+             cnt, _I32(counting)))
+    _finish_scatter(xp, acc, cnt, counting, mean, min_count, empty, out)
+    if counts is not None:
+        counts[...] = cnt
+    return -1
+
+
+def scatter_extreme(values: Any, ids: Any, vmask: Any, is_max: bool, init: Any,
+                    min_count: int, empty: Any, out: Any, counts: Any) -> int:
+    """``out[s] = max(values[i] for ids[i] == s)`` (or min), NaN propagating, by atomics."""
     func = "scatter_extreme"
     xp = array_module(func, values, ids, out)
     ids = _ids(xp, ids)
+    num_segments = out.shape[0]
+    bad = _first_bad_segment(xp, ids, num_segments)
+    if bad >= 0:
+        return bad
     vals = _arr(xp, values)
     wide = np.dtype(np.int32) if _EXTREME_STORAGE.get(_c(vals.dtype)) == "int" else vals.dtype
     name = _name(func, func, vals.dtype, wide, ids.dtype)
-    target = _into(xp, out, wide)
-    cnt = _into(xp, counts)
-    vm = _mask(xp, vmask)
     num, width = values.shape[0], _width(out)
+    acc = xp.full(num_segments * width, init, dtype=wide)
+    cnt = xp.zeros(num_segments, dtype=np.int64)
+    vm = _mask(xp, vmask)
     _launch(name, num * width,
-            (vals, ids, vm[0], vm[1], _I32(bool(is_max)), _I64(num), _I64(width), target, cnt))
-    _back(out, target)
-    _back(counts, cnt)
+            (vals, ids, vm[0], vm[1], _I32(bool(is_max)), _I64(num), _I64(width), acc, cnt))
+    _finish_scatter(xp, acc, cnt, True, False, min_count, empty, out)
+    if counts is not None:
+        counts[...] = cnt
+    return -1
 
 
 def _claim(xp: Any, idx: Any, num_rows: int) -> Any:
-    """The last position of each row in ``idx`` (-1 for rows it does not list)."""
+    """Return the last position of each row in ``idx`` (-1 for rows it does not list)."""
     last = xp.full(num_rows, -1, dtype=np.int64)
     _launch(_name("scatter", "scatter_claim", idx.dtype), idx.shape[0],
             (idx, _I64(idx.shape[0]), last))
