@@ -328,6 +328,69 @@ def test_wide_dimensions_sort_with_argsort() -> None:
     assert c3.to_csf((2, 1, 0)).indices[1].tolist() == [0, 5]
 
 
+def _lines_sorted_stably(ptr: np.ndarray, idx: np.ndarray, order: np.ndarray) -> bool:
+    """Every line's indices non-decreasing, equal ones in input order (``order``)."""
+    line = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+    return bool((np.lexsort((order, idx, line)) == np.arange(len(idx))).all())
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_large_conversions_match_scipy(threads: int, index_dtype: Any) -> None:
+    # big enough for the chunked (parallel) counting sort and line sort; empty rows,
+    # duplicates and a few lines longer than the rank-sort cutoff
+    numba = pytest.importorskip("numba")
+    scipy_sparse = pytest.importorskip("scipy.sparse")
+    rng = np.random.default_rng(16)
+    n, shape = 300_000, (40_000, 7_000)
+    rows = np.concatenate([rng.integers(0, shape[0] // 2, n - 400), np.full(400, 7)])
+    cols = rng.integers(0, shape[1], n)
+    order = rng.permutation(n)
+    rows, cols = rows[order].astype(index_dtype), cols[order].astype(index_dtype)
+    position = np.arange(n, dtype=np.float64)  # each entry's input position
+    coo = asp.SparseCOO([rows, cols], position, shape)
+    ref = scipy_sparse.coo_array((position, (rows, cols)), shape=shape)
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        csr, csc = coo.to_csr(), coo.to_csc()
+        assert csr.indices.dtype == csc.indices.dtype == index_dtype
+        assert _lines_sorted_stably(csr.indptr, csr.indices, csr.values)
+        assert _lines_sorted_stably(csc.indptr, csc.indices, csc.values)
+        for ours, theirs in [(csr.canonical(), ref.tocsr()), (csc.canonical(), ref.tocsc()),
+                             (coo.canonical().to_csr(), ref.tocsr()),
+                             (csr.to_csc().canonical(), ref.tocsc()),
+                             (csc.to_csr().canonical(), ref.tocsr())]:
+            theirs.sort_indices()
+            np.testing.assert_array_equal(ours.indptr, theirs.indptr)
+            np.testing.assert_array_equal(ours.indices, theirs.indices)
+            np.testing.assert_allclose(ours.values, theirs.data)
+        back = csr.to_coo()
+        assert back.indices.dtype == index_dtype
+        np.testing.assert_array_equal(back.indices[0], np.sort(rows, kind="stable"))
+        part = csr[1000:30_000]  # indptr starts above zero
+        want = ref.tocsr()[1000:30_000].tocsc()
+        got = part.to_csc().canonical()
+        np.testing.assert_array_equal(got.indptr, want.indptr)
+        np.testing.assert_array_equal(got.indices, want.indices)
+        flags = order % 3 == 0  # bools add up as a logical or
+        mask = asp.SparseCOO([rows, cols], flags, shape).canonical()
+        keys, inverse = np.unique(rows.astype(np.int64) * shape[1] + cols, return_inverse=True)
+        want_or = np.zeros(len(keys), dtype=bool)
+        np.logical_or.at(want_or, inverse, flags)
+        np.testing.assert_array_equal(mask.indices[0].astype(np.int64) * shape[1] + mask.indices[1],
+                                      keys)
+        np.testing.assert_array_equal(mask.values, want_or)
+        tensor = asp.SparseCOO([rows % 50, cols, rows // 50], position, (50, 7_000, 800))
+        keys, vals = tensor._sorted((1, 2, 0))
+        perm = np.lexsort((tensor.indices[0], tensor.indices[2], tensor.indices[1]))
+        for k, axis in zip(keys, (1, 2, 0), strict=True):
+            np.testing.assert_array_equal(k, tensor.indices[axis][perm])
+        np.testing.assert_array_equal(vals, position[perm])
+    finally:
+        numba.set_num_threads(before)
+
+
 # ------------------------------------------------------------------ canonical form
 def test_is_canonical_of_each_format() -> None:
     assert asp.SparseCOO([[0, 1], [2, 0]], np.ones(2), (2, 3)).is_canonical

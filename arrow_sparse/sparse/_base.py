@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -439,6 +440,8 @@ def lex_order(keys: Sequence[np.ndarray]) -> tuple[bool, bool]:
     n = len(keys[0]) if len(keys) else 0
     if n < 2:
         return True, True
+    if len(keys) == 2:
+        return get_kernel("sparse", "lex_order2")(keys[0], keys[1])  # type: ignore[no-any-return]
     decided = np.zeros(n - 1, dtype=bool)
     for key in keys:
         before, after = key[:-1], key[1:]
@@ -472,6 +475,35 @@ def sort_permutation(keys: Sequence[np.ndarray], sizes: Sequence[int]) -> np.nda
             order = np.argsort(gathered, kind="stable")
         perm = perm[order]
     return perm
+
+
+def sorted_coords(keys: Sequence[np.ndarray], sizes: Sequence[int],
+                  values: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """Rows ``(keys[0][i], keys[1][i], ...)`` and their values sorted lexicographically, stably.
+
+    The inputs themselves when already sorted. Otherwise, when the first key's range
+    is not much larger than the number of rows, the other keys are raveled into one
+    minor key and the rows are counting-sorted by the first key and sorted within
+    each of its values, in parallel (as CSR is built); else an LSD radix sort.
+    """
+    keys = list(keys)
+    if lex_order(keys)[0]:
+        return keys, values
+    n = len(keys[0])
+    rest = [int(s) for s in sizes[1:]]
+    if rest and int(sizes[0]) <= _RADIX_FACTOR * n + (1 << 16) and \
+            math.prod(rest) <= _INT64_MAX:
+        minor = keys[1] if len(rest) == 1 else np.ravel_multi_index(tuple(keys[1:]), rest)
+        ptr, minor, vals = get_kernel("sparse", "coo_to_compressed")(keys[0], minor, values,
+                                                                     int(sizes[0]))
+        dtype = np.result_type(*keys)
+        first = get_kernel("sparse", "expand_major")(ptr, np.empty(n, dtype=dtype))
+        if len(rest) == 1:
+            return [first, minor], vals
+        return [first, *(k.astype(dtype) for k in np.unravel_index(minor, rest))], vals
+    perm = sort_permutation(keys, sizes)
+    assert perm is not None
+    return [k[perm] for k in keys], values[perm]
 
 
 def group_starts(sorted_keys: Sequence[np.ndarray]) -> np.ndarray | None:

@@ -379,11 +379,8 @@ class SparseCOO(SparseTensor):
 
     def _sorted(self, order: Sequence[int]) -> tuple[list[np.ndarray], np.ndarray]:
         """Coordinates (in ``order``) and values sorted lexicographically; views if sorted."""
-        keys = [self.indices[a] for a in order]
-        perm = b.sort_permutation(keys, [self.shape[a] for a in order])
-        if perm is None:
-            return keys, self.values
-        return [k[perm] for k in keys], self.values[perm]
+        return b.sorted_coords([self.indices[a] for a in order], [self.shape[a] for a in order],
+                               self.values)
 
     def _compressed(self, major: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(indptr, minor, values)`` of a 2-d COO sorted by (major, minor), stably.
@@ -507,6 +504,8 @@ class SparseCOO(SparseTensor):
         from .csf import SparseCSF
 
         order = b.check_axis_order("SparseCOO.to_csf", axis_order, self.ndim)
+        if self.ndim == 2:  # the compressed lines are the fibres
+            return (self.to_csr() if order[0] == 0 else self.to_csc()).to_csf(order)
         keys, vals = self._sorted(order)
         indptr, indices = build_levels(keys)
         canonical = True if self._canonical and order == tuple(range(self.ndim)) else None
@@ -637,11 +636,12 @@ class SparseCOO(SparseTensor):
         if self.is_canonical:
             return self
         if self.ndim == 2:
-            indptr, cols, vals = self._compressed(0)
-            rows = np.repeat(np.arange(self.shape[0], dtype=cols.dtype), np.diff(indptr))
-            keys = [rows, cols]
-        else:
-            keys, vals = self._sorted(range(self.ndim))
+            indptr, cols, vals = get_kernel("sparse", "sum_duplicates")(*self._compressed(0))
+            indices = np.empty((2, len(cols)), dtype=self.indices.dtype)
+            get_kernel("sparse", "expand_major")(indptr, indices[0])
+            indices[1] = cols
+            return SparseCOO._new(indices, vals, self.shape, canonical=True)
+        keys, vals = self._sorted(range(self.ndim))
         starts = b.group_starts(keys)
         if starts is not None:
             keys = [k[starts] for k in keys]

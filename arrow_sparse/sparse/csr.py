@@ -95,9 +95,6 @@ class _Compressed(SparseTensor):
         ptr = self.indptr if start == 0 else self.indptr - start
         return ptr, self.indices[start:stop], self.values[start:stop]
 
-    def _major_ids(self) -> np.ndarray:
-        return np.repeat(np.arange(self._num_major, dtype=np.int64), np.diff(self.indptr))
-
     # ----------------------------------------------------------------- properties
     @property
     def nnz(self) -> int:
@@ -120,7 +117,8 @@ class _Compressed(SparseTensor):
         False
         """
         if self._canonical is None:
-            self._canonical = _lines_strictly_increasing(self.indptr, self.indices)
+            self._canonical = get_kernel("sparse", "lines_strictly_increasing")(
+                self.indptr, self.indices)
         return self._canonical
 
     def validate(self) -> Any:
@@ -349,8 +347,9 @@ class _Compressed(SparseTensor):
         Returns
         -------
         SparseCOO
-            Shares ``values`` (the addressed range); ``indices`` is a new int64 array
-            (the compressed axis is expanded).
+            Shares ``values`` (the addressed range); ``indices`` is a new array (the
+            compressed axis is expanded, in parallel) of the index dtype, int64 when
+            the compressed axis is too long for it.
 
         Examples
         --------
@@ -362,8 +361,10 @@ class _Compressed(SparseTensor):
         from .coo import SparseCOO
 
         start, stop = self._range()
-        coords = np.empty((2, stop - start), dtype=np.int64)
-        coords[self._major] = self._major_ids()
+        dtype = self.indices.dtype if self._num_major <= np.iinfo(self.indices.dtype).max \
+            else np.dtype(np.int64)
+        coords = np.empty((2, stop - start), dtype=dtype)
+        get_kernel("sparse", "expand_major")(self.indptr, coords[self._major])
         coords[1 - self._major] = self.indices[start:stop]
         canonical = True if self._major == 0 and self._canonical else None
         return SparseCOO._new(coords, self.values[start:stop], self.shape, canonical)
@@ -507,8 +508,8 @@ class _Compressed(SparseTensor):
         """
         if self.is_canonical:
             return self
-        coo = self.to_coo().canonical()
-        return coo.to_csr() if self._major == 0 else coo.to_csc()
+        parts = get_kernel("sparse", "canonical_lines")(*self._compact())
+        return self._new(*parts, self.shape, canonical=True)
 
     def sum(self, axis: int | None = None) -> Any:
         """Sum of all entries, or along one axis (a dense vector).
@@ -901,19 +902,6 @@ class SparseCSR(_Compressed):
 
 
 # ------------------------------------------------------------------------ helpers
-def _lines_strictly_increasing(indptr: np.ndarray, indices: np.ndarray) -> bool:
-    start, stop = int(indptr[0]), int(indptr[-1])
-    idx = indices[start:stop]
-    n = len(idx)
-    if n < 2:
-        return True
-    ok = idx[1:] > idx[:-1]
-    line_starts = indptr[1:-1] - start
-    line_starts = line_starts[(line_starts > 0) & (line_starts < n)]
-    ok[line_starts - 1] = True
-    return bool(ok.all())
-
-
 def _matmul_operand(func: str, other: Any, size: int, which: str) -> np.ndarray:
     dense = b.dense_operand(func, "other", other)
     if dense.ndim not in (1, 2):

@@ -13,7 +13,11 @@ import numba
 import numpy as np
 from numba import prange
 
-from ._jit import kernel, parallel_kernel, pick
+from ._jit import PARALLEL_THRESHOLD, kernel, parallel_kernel, pick
+
+
+#: Lines up to this long are sorted by rank counting (quadratic, but branch-free).
+_SHORT_LINE = 32
 
 
 def _csr_spmm(indptr, indices, values, dense, bounds, out):  # pragma: no cover
@@ -96,26 +100,6 @@ def _scatter_add(out, positions, values):  # pragma: no cover
 
 
 @kernel
-def _compressed_transpose(indptr, indices, values, out_ptr, out_idx, out_val):  # pragma: no cover
-    # Counting sort by minor index (CSR <-> CSC). out_ptr is zeroed, minor + 1 long.
-    # Entries of one minor line come out in major order: stable, duplicates kept.
-    major = indptr.shape[0] - 1
-    minor = out_ptr.shape[0] - 1
-    for p in range(indptr[0], indptr[major]):
-        out_ptr[indices[p] + 1] += 1
-    for m in range(minor):
-        out_ptr[m + 1] += out_ptr[m]
-    nxt = out_ptr[:minor].copy()
-    for i in range(major):
-        for p in range(indptr[i], indptr[i + 1]):
-            m = indices[p]
-            q = nxt[m]
-            out_idx[q] = i
-            out_val[q] = values[p]
-            nxt[m] = q + 1
-
-
-@kernel
 def _counting_sort_pass(keys, perm, size, out):  # pragma: no cover
     # Stable counting sort of perm by keys[perm]: one pass of an LSD radix sort.
     counts = np.zeros(size + 1, dtype=np.int64)
@@ -131,54 +115,148 @@ def _counting_sort_pass(keys, perm, size, out):  # pragma: no cover
         counts[k] += 1
 
 
+def _counting_sort(keys, minor, values, indptr, bounds, counts, out_ptr, out_minor,
+                   out_values):  # pragma: no cover
+    # Stable counting sort of the entries by key (like scipy's coo_tocsr), in parallel:
+    # chunk c of the entries (bounds[c]:bounds[c + 1]) counts its keys into counts[c],
+    # the running sum over (key, chunk) turns the counts into each chunk's first slot
+    # per key, then every chunk scatters its own entries. The minor index carried
+    # along is minor[p] or, when indptr is not empty (CSR <-> CSC), the line of entry
+    # p. Positions are unsigned: no negative-index wraparound checks.
+    chunks = bounds.shape[0] - 1
+    num = counts.shape[1]
+    lines = indptr.shape[0] > 0
+    base = indptr[0] if lines else 0
+    for c in prange(chunks):
+        for p in range(bounds[c], bounds[c + 1]):
+            counts[c, np.uint64(keys[p])] += 1
+    total = 0
+    for i in range(num):
+        out_ptr[i] = total
+        for c in range(chunks):
+            t = counts[c, i]
+            counts[c, i] = total
+            total += t
+    out_ptr[num] = total
+    for c in prange(chunks):
+        line = 0
+        if lines:
+            line = np.searchsorted(indptr, bounds[c] + base, side="right") - 1
+        for p in range(bounds[c], bounds[c + 1]):
+            k = np.uint64(keys[p])
+            q = np.uint64(counts[c, k])
+            counts[c, k] += 1
+            if lines:
+                while indptr[line + 1] - base <= p:
+                    line += 1
+                out_minor[q] = line
+            else:
+                out_minor[q] = minor[p]
+            out_values[q] = values[p]
+
+
+def _expand_major(indptr, bounds, out):  # pragma: no cover
+    # out[p - indptr[0]] = i for every entry p of major line i (lines in chunks).
+    base = indptr[0]
+    for c in prange(bounds.shape[0] - 1):
+        for i in range(bounds[c], bounds[c + 1]):
+            v = out.dtype.type(i)
+            for p in range(np.uint64(indptr[i] - base), np.uint64(indptr[i + 1] - base)):
+                out[p] = v
+
+
 @kernel
-def _scatter_by_major(major, minor, values, out_ptr, out_minor, out_values):  # pragma: no cover
-    # Counting sort of the entries by major index (stable), like scipy's coo_tocsr.
-    # out_ptr is zeroed and num_major + 1 long.
-    n = major.shape[0]
-    num_major = out_ptr.shape[0] - 1
-    one = np.uint64(1)
-    for p in range(n):
-        out_ptr[np.uint64(major[p]) + one] += 1
-    for i in range(num_major):
-        out_ptr[i + 1] += out_ptr[i]
-    nxt = out_ptr[:num_major].copy()
-    for p in range(n):
-        i = np.uint64(major[p])
-        q = np.uint64(nxt[i])
-        out_minor[q] = minor[p]
-        out_values[q] = values[p]
-        nxt[i] += 1
+def _sum_line_duplicates(indptr, minor, values, out_ptr, out_minor, out_values):  # pragma: no cover
+    # Lines sorted: add up each run of equal minor indices; out_ptr starts at 0.
+    q = 0
+    base = indptr[0]
+    out_ptr[0] = 0
+    for i in range(indptr.shape[0] - 1):
+        p = indptr[i] - base
+        stop = indptr[i + 1] - base
+        while p < stop:
+            k = minor[p]
+            acc = values[p]
+            p += 1
+            while p < stop and minor[p] == k:
+                acc += values[p]
+                p += 1
+            out_minor[q] = k
+            out_values[q] = acc
+            q += 1
+        out_ptr[i + 1] = q
+    return q
 
 
 def _sort_lines(indptr, minor, values, bounds):  # pragma: no cover
-    # Sort every line's minor indices (stably, values alongside): insertion sort for
-    # short lines, a merge sort for long ones. Chunks of lines run in parallel.
+    # Sort every line's minor indices (stably, values alongside). A short line is
+    # copied aside and every entry goes straight to its rank (the entries before it
+    # that are <=, after it that are <): branch-free counting loops the compiler
+    # vectorises, unlike an insertion sort's unpredictable shifts. Long lines are
+    # merge-sorted. Chunks of lines run in parallel.
     for c in prange(bounds.shape[0] - 1):
+        line_minor = np.empty(_SHORT_LINE, dtype=minor.dtype)
+        line_values = np.empty(_SHORT_LINE, dtype=values.dtype)
         for i in range(bounds[c], bounds[c + 1]):
             start = indptr[i]
-            stop = indptr[i + 1]
-            if stop - start <= 32:
-                for p in range(start + 1, stop):
-                    key = minor[p]
-                    val = values[p]
-                    q = p - 1
-                    while q >= start and minor[q] > key:
-                        minor[q + 1] = minor[q]
-                        values[q + 1] = values[q]
-                        q -= 1
-                    minor[q + 1] = key
-                    values[q + 1] = val
+            n = indptr[i + 1] - start
+            if n < 2:
+                continue
+            if n <= _SHORT_LINE:
+                ascending = True
+                for k in range(1, n):
+                    if minor[start + k] < minor[start + k - 1]:
+                        ascending = False
+                        break
+                if ascending:
+                    continue
+                for k in range(n):
+                    line_minor[k] = minor[start + k]
+                    line_values[k] = values[start + k]
+                for a in range(n):
+                    key = line_minor[a]
+                    rank = 0
+                    for k in range(n):
+                        m = line_minor[k]
+                        rank += (m < key) | ((m == key) & (k < a))
+                    minor[start + rank] = key
+                    values[start + rank] = line_values[a]
             else:
-                order = np.argsort(minor[start:stop], kind="mergesort")
-                line_minor = minor[start:stop].copy()
-                line_values = values[start:stop].copy()
-                for k in range(stop - start):
-                    minor[start + k] = line_minor[order[k]]
-                    values[start + k] = line_values[order[k]]
+                order = np.argsort(minor[start:start + n], kind="mergesort")
+                long_minor = minor[start:start + n].copy()
+                long_values = values[start:start + n].copy()
+                for k in range(n):
+                    minor[start + k] = long_minor[order[k]]
+                    values[start + k] = long_values[order[k]]
 
 
 _SORT_LINES = parallel_kernel(_sort_lines)
+_COUNTING_SORT = parallel_kernel(_counting_sort)
+_EXPAND_MAJOR = parallel_kernel(_expand_major)
+
+
+@kernel
+def _lex_order2(first, second):  # pragma: no cover
+    # (sorted, strictly sorted) of the pairs (first[p], second[p]) in one pass.
+    strict = True
+    for p in range(1, first.shape[0]):
+        if first[p] == first[p - 1]:
+            if second[p] < second[p - 1]:
+                return False, False
+            if second[p] == second[p - 1]:
+                strict = False
+        elif first[p] < first[p - 1]:
+            return False, False
+    return True, strict
+
+
+@kernel
+def _lines_strictly_increasing(indptr, indices):  # pragma: no cover
+    for i in range(indptr.shape[0] - 1):
+        for p in range(indptr[i] + 1, indptr[i + 1]):
+            if indices[p] <= indices[p - 1]:
+                return False
+    return True
 
 
 def _chunk_bounds(indptr: np.ndarray, work: int) -> np.ndarray:
@@ -240,37 +318,104 @@ def scatter_add(out: np.ndarray, positions: np.ndarray, values: np.ndarray) -> N
     _scatter_add(out, positions, values)
 
 
+def lex_order2(first: np.ndarray, second: np.ndarray) -> tuple[bool, bool]:
+    """Whether the pairs ``(first[p], second[p])`` are sorted, and strictly so (one pass)."""
+    return _lex_order2(first, second)  # type: ignore[no-any-return]
+
+
+def lines_strictly_increasing(indptr: np.ndarray, indices: np.ndarray) -> bool:
+    """Whether the indices of every line ``indptr[i]:indptr[i + 1]`` strictly increase."""
+    return bool(_lines_strictly_increasing(indptr, indices))
+
+
+def expand_major(indptr: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Write the major index of every entry into ``out``: ``repeat(arange(lines), diff(indptr))``."""
+    work = len(out) + len(indptr)
+    pick(_EXPAND_MAJOR, work)(indptr, _chunk_bounds(indptr, work), out)
+    return out
+
+
+def _counting_sort_by(keys: np.ndarray, minor: np.ndarray, values: np.ndarray, num_keys: int,
+                      indptr: np.ndarray | None = None
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stable counting sort of ``(minor, values)`` by ``keys``: ``(indptr, minor, values)``.
+
+    With ``indptr`` the minor index of an entry is its line (``minor`` only gives the
+    dtype). The input is split into one chunk per thread when it is large enough and
+    the per-chunk key counts (``chunks * num_keys``) stay within a few times its size.
+    """
+    n = len(keys)
+    chunks = 1
+    if n >= PARALLEL_THRESHOLD:
+        chunks = max(1, min(numba.get_num_threads(), n // PARALLEL_THRESHOLD,
+                            4 * n // max(num_keys, 1)))
+    bounds = np.linspace(0, n, chunks + 1).astype(np.int64)
+    counts = np.zeros((chunks, num_keys), dtype=np.int64)
+    out_ptr = np.empty(num_keys + 1, dtype=np.int64)
+    out_minor = np.empty(n, dtype=minor.dtype)
+    out_values = np.empty(n, dtype=values.dtype)
+    lines = np.empty(0, dtype=np.int64) if indptr is None else indptr
+    _COUNTING_SORT[chunks > 1](keys, minor, values, lines, bounds, counts, out_ptr, out_minor,
+                               out_values)
+    return out_ptr, out_minor, out_values
+
+
 def compressed_transpose(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray,
                          num_minor: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """CSR <-> CSC by counting sort: ``(indptr, indices, values)`` of the other layout.
 
-    The new ``indptr`` is int64 and starts at zero; the new indices are int64 when
-    the major axis needs it, else the input's index dtype.
+    Entries of one minor line come out in major order (stable; duplicates kept). The
+    new ``indptr`` is int64 and starts at zero; the new indices are int64 when the
+    major axis needs it, else the input's index dtype.
     """
-    nnz = int(indptr[-1] - indptr[0])
+    start, stop = int(indptr[0]), int(indptr[-1])
     major = len(indptr) - 1
     idx_dtype = indices.dtype if major <= np.iinfo(indices.dtype).max else np.dtype(np.int64)
-    out_ptr = np.zeros(num_minor + 1, dtype=np.int64)
-    out_idx = np.empty(nnz, dtype=idx_dtype)
-    out_val = np.empty(nnz, dtype=values.dtype)
-    _compressed_transpose(indptr, indices, values, out_ptr, out_idx, out_val)
-    return out_ptr, out_idx, out_val
+    return _counting_sort_by(indices[start:stop], np.empty(0, dtype=idx_dtype),
+                             values[start:stop], num_minor, indptr)
 
 
 def coo_to_compressed(major: np.ndarray, minor: np.ndarray, values: np.ndarray,
                       num_major: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Sort coordinate pairs by (major, minor), stably: ``(indptr, minor, values)``.
 
-    A counting sort by major index (O(nnz + num_major)), then every line is sorted
-    in parallel. ``indptr`` is int64; the minor indices keep their dtype.
+    A parallel counting sort by major index (O(nnz + num_major)), then every line is
+    sorted in parallel. ``indptr`` is int64; the minor indices keep their dtype.
     """
-    out_ptr = np.zeros(num_major + 1, dtype=np.int64)
-    out_minor = np.empty(len(minor), dtype=minor.dtype)
-    out_values = np.empty(len(values), dtype=values.dtype)
-    _scatter_by_major(major, minor, values, out_ptr, out_minor, out_values)
+    out_ptr, out_minor, out_values = _counting_sort_by(major, minor, values, num_major)
     work = len(minor) + num_major
     pick(_SORT_LINES, work)(out_ptr, out_minor, out_values, _chunk_bounds(out_ptr, work))
     return out_ptr, out_minor, out_values
+
+
+def sum_duplicates(indptr: np.ndarray, minor: np.ndarray,
+                   values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Add up repeated indices of sorted lines (bools: logical or): new compact arrays.
+
+    ``indptr`` may start above zero; the result's starts at zero.
+    """
+    bools = values.dtype.kind == "b"
+    vals = values.astype(np.int64) if bools else values
+    n = int(indptr[-1] - indptr[0])
+    out_ptr = np.empty(len(indptr), dtype=np.int64)
+    out_minor = np.empty(n, dtype=minor.dtype)
+    out_values = np.empty(n, dtype=vals.dtype)
+    start = int(indptr[0])
+    q = _sum_line_duplicates(indptr, minor[start:], vals[start:], out_ptr, out_minor, out_values)
+    if q < n:
+        out_minor, out_values = out_minor[:q].copy(), out_values[:q].copy()
+    return out_ptr, out_minor, (out_values != 0 if bools else out_values)
+
+
+def canonical_lines(indptr: np.ndarray, minor: np.ndarray,
+                    values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sort every line's indices and add up duplicates: new compact ``(indptr, minor, values)``."""
+    start, stop = int(indptr[0]), int(indptr[-1])
+    ptr = indptr - start
+    minor, values = minor[start:stop].copy(), values[start:stop].copy()
+    work = len(minor) + len(ptr)
+    pick(_SORT_LINES, work)(ptr, minor, values, _chunk_bounds(ptr, work))
+    return sum_duplicates(ptr, minor, values)
 
 
 def radix_argsort(keys: list[np.ndarray], sizes: list[int]) -> np.ndarray:
