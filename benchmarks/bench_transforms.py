@@ -196,7 +196,7 @@ def hash_workload(d: dict[str, Any], kind: str) -> Workload:
         table = pa.table({"l": arr})  # noqa: F841 - read by name in the query
         con.register("t", table)
         query = f"SELECT list_transform(l, lambda x: hash(x) % {n}) AS h FROM t"
-        return lambda: con.execute(query).fetch_arrow_table().column("h")
+        return lambda: con.execute(query).to_arrow_table().column("h")
 
     def pandas() -> Callable[[], Any]:
         pd = _need("pandas")

@@ -829,6 +829,15 @@ def test_string_views_and_large_vocabularies() -> None:
     assert len(values) == len(np.unique(ints)) and counts[:10].tolist() == [2] * 10
 
 
+def test_categorify_strings_same_words_other_length() -> None:
+    # Zero bytes pad the words a short string is compared by: its length tells them apart.
+    vocab_words = [b"a", b"a\x00", b"", b"x" * 20, b"x" * 19 + b"y", b"\x00" * 16]
+    vocab = asp.Vocabulary(pa.array(vocab_words, pa.binary()), [6, 5, 4, 3, 2, 1])
+    probe = vocab_words + [b"a\x00\x00", b"x" * 21, b"\x00" * 15, b"b"]
+    got = asp.categorify(pa.array([probe], pa.list_(pa.binary())), vocab).to_pylist()
+    assert got == [[2, 3, 4, 5, 6, 7, 1, 1, 1, 1]]
+
+
 def test_value_counts_tables_grow_across_rows_with_nulls() -> None:
     # The counting tables grow while a row is half read: counting resumes in that row.
     from collections import Counter

@@ -611,7 +611,7 @@ def _same_bytes(data_a, pos_a, na, data_b, pos_b, nb):  # pragma: no cover
     return True
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _words16(data, p, n):  # pragma: no cover
     # The bytes of a string of at most 16 bytes as two zero-padded little-endian words.
     w0 = _ZERO
@@ -779,32 +779,47 @@ def _lookup_ints(values, valid, start, stop, table, shift, free_id, missing,
         out[k] = found
 
 
+_LONG = 17  # the length class of strings above 16 bytes in a lookup table row
+
+
 @kernel
 def _build_string_table(str_offsets, data, secret):  # pragma: no cover
-    # Open-addressing table over the vocabulary strings: slot -> (index, hash).
+    # Open-addressing table over the vocabulary strings, one 32-byte row per slot:
+    # (entry | length class << 48, hash, word0, word1); entry -1 = free. The length
+    # class is the length up to 16 bytes, else _LONG; the words hold the bytes of a
+    # string of up to 16 bytes (zero-padded), so a hit on one reads one row and no
+    # string data.
     n = str_offsets.shape[0] - 1
     cap = 16
     while cap < 2 * n:
         cap *= 2
-    slots = np.full(cap, -1, dtype=np.int64)
-    hashes = np.zeros(cap, dtype=np.uint64)
+    table = np.zeros((cap, 4), dtype=np.int64)
+    table[:, 0] = -1
     for i in range(n):
         p = np.int64(str_offsets[i])
         size = np.int64(str_offsets[i + 1]) - p
-        h = _xxh3_upto16(data, p, size, _ZERO) if size <= 16 else \
-            _xxh3_above16(data, p, size, _ZERO, secret, secret)
+        w0 = np.int64(0)
+        w1 = np.int64(0)
+        if size <= 16:
+            h = _xxh3_upto16(data, p, size, _ZERO)
+            w0, w1 = _words16(data, p, size)
+        else:
+            h = _xxh3_above16(data, p, size, _ZERO, secret, secret)
         s = np.int64(h & _U(cap - 1))
-        while slots[s] >= 0:
+        while table[s, 0] >= 0:
             s = (s + 1) & (cap - 1)
-        slots[s] = i
-        hashes[s] = h
-    return slots, hashes
+        table[s, 0] = np.int64(i) | (min(size, _LONG) << 48)
+        table[s, 1] = np.int64(h)
+        table[s, 2] = w0
+        table[s, 3] = w1
+    return table
 
 
-def _lookup_strings(str_offsets, data, valid, start, stop, voc_offsets, voc_data, slots,
-                    hashes, missing, secret, out):  # pragma: no cover
-    mask = slots.shape[0] - 1
+def _lookup_strings(str_offsets, data, valid, start, stop, voc_offsets, voc_data, table,
+                    missing, secret, out):  # pragma: no cover
+    mask = table.shape[0] - 1
     all_valid = valid.shape[0] == 0
+    low48 = (np.int64(1) << 48) - 1
     for i in prange(stop - start):
         k = _U(start + i)  # unsigned: no negative-index wraparound code
         if not all_valid and valid[k] == 0:
@@ -812,18 +827,28 @@ def _lookup_strings(str_offsets, data, valid, start, stop, voc_offsets, voc_data
             continue
         p = np.int64(str_offsets[k])
         n = np.int64(str_offsets[k + _U(1)]) - p
-        h = _xxh3_upto16(data, p, n, _ZERO) if n <= 16 else \
-            _xxh3_above16(data, p, n, _ZERO, secret, secret)
-        s = np.int64(h & _U(mask))
         found = missing
-        while slots[s] >= 0:
-            if hashes[s] == h:
-                entry = slots[s]
-                q = voc_offsets[entry]
-                if _same_bytes(data, p, n, voc_data, q, voc_offsets[entry + 1] - q):
-                    found = entry + 2
+        if n <= 16:
+            h = np.int64(_xxh3_upto16(data, p, n, _ZERO))
+            w0, w1 = _words16(data, p, n)
+            s = np.int64(_U(h) & _U(mask))
+            while table[s, 0] >= 0:
+                if table[s, 1] == h and (table[s, 0] >> 48) == n and table[s, 2] == w0 \
+                        and table[s, 3] == w1:
+                    found = (table[s, 0] & low48) + 2
                     break
-            s = (s + 1) & mask
+                s = (s + 1) & mask
+        else:
+            h = np.int64(_xxh3_above16(data, p, n, _ZERO, secret, secret))
+            s = np.int64(_U(h) & _U(mask))
+            while table[s, 0] >= 0:
+                if table[s, 1] == h and (table[s, 0] >> 48) == _LONG:
+                    entry = table[s, 0] & low48
+                    q = voc_offsets[entry]
+                    if _same_bytes(data, p, n, voc_data, q, voc_offsets[entry + 1] - q):
+                        found = entry + 2
+                        break
+                s = (s + 1) & mask
         out[k] = found
 
 
@@ -986,19 +1011,18 @@ def order_by_count(counts: np.ndarray) -> np.ndarray:
     return _order_by_count(counts.astype(np.int64, copy=False), top)  # type: ignore[no-any-return]
 
 
-def build_string_table(str_offsets: np.ndarray, data: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray]:
-    """Hash table mapping vocabulary string ``i`` to id ``i + 2``."""
+def build_string_table(str_offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
+    """Hash table mapping vocabulary string ``i`` to id ``i + 2`` (see ``_lookup_strings``)."""
     return _build_string_table(str_offsets, data, SECRET)  # type: ignore[no-any-return]
 
 
 def lookup_strings(str_offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | None,
                    start: int, stop: int, vocabulary: tuple[np.ndarray, np.ndarray],
-                   table: tuple[np.ndarray, np.ndarray], missing: int, out: np.ndarray) -> None:
+                   table: np.ndarray, missing: int, out: np.ndarray) -> None:
     """``out[k]`` = the id of string ``k``, or ``missing`` (absent or null)."""
     kernel_ = pick(_LOOKUP_STRINGS, 4 * (stop - start))
     kernel_(str_offsets, data, _mask(valid), start, stop, vocabulary[0], vocabulary[1],
-            table[0], table[1], missing, SECRET, out)
+            table, missing, SECRET, out)
 
 
 def pad_or_truncate(values: np.ndarray, offsets: np.ndarray, row_valid: np.ndarray | None,
