@@ -54,9 +54,7 @@ MISSING_CUDA_TWINS: dict[str, set[str]] = {
                     "jagged_dense_jagged_out", "jagged_jagged_bmm", "ranges_to_indices",
                     "repeat_rows", "softmax", "unique_rows"},
     "embedding": {"coalesce_sorted", "lookup_rows", "sort_ids", "weights_grad"},
-    "masked": {"first_unstored", "masked_count", "masked_count_nonzero", "masked_first_best",
-               "masked_max", "masked_min", "masked_prod", "masked_sum", "masked_sum_abs_pow",
-               "masked_sum_exp", "masked_sum_sq_dev", "sorted_member"},
+    "masked": {"first_unstored", "sorted_member"},
 }
 #: Public functions of ``kernels/cpu`` modules that are helpers of the kernels (hash
 #: and division helpers, a threading probe), not registry kernels; they need no twin.

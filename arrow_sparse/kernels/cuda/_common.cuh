@@ -77,6 +77,32 @@ __device__ __forceinline__ double asp_sqrt(double x) {
 #endif
 }
 
+// |x| with the sign bit cleared (also of -0.0 and NaN), like Numba's abs.
+__device__ __forceinline__ double asp_fabs(double x) {
+#if defined(__CUDACC__)
+    return fabs(x);
+#else
+    return __builtin_fabs(x);
+#endif
+}
+
+// exp and pow in double: CUDA's libdevice on the GPU (within 2 ulp of the correctly
+// rounded result), the C library's in the emulator (what Numba calls on the CPU).
+__device__ __forceinline__ double asp_exp(double x) {
+#if defined(__CUDACC__)
+    return exp(x);
+#else
+    return __builtin_exp(x);
+#endif
+}
+__device__ __forceinline__ double asp_pow(double x, double y) {
+#if defined(__CUDACC__)
+    return pow(x, y);
+#else
+    return __builtin_pow(x, y);
+#endif
+}
+
 // -------------------------------------------------------------- device error backstop
 // Inputs are checked on the host before launch; a kernel re-checks what it cheaply can
 // (an index against its bound, an order it relies on) and records a violation in the

@@ -1,0 +1,256 @@
+// Masked reductions over entries: CUDA twins of the scatter kernels of
+// arrow_sparse/kernels/cpu/masked.py (same arguments and semantics; see that module's
+// docstring). Entry i has the output cell `cell[i]` (long long), the value `vals[i]` (T),
+// the mask byte `inm[i]` and, for masked_first_best, its position `pos[i]` in the slice;
+// entries come in any order and several scatter into one cell. `out` holds one slot per
+// cell and is combined with atomics.
+//
+// Thread mapping (every kernel): one thread per entry (grid-stride), so the reads of
+// cell, vals and inm are coalesced, and one atomic per contributing entry on out[cell].
+// Memory traffic: each entry read once (cell 8 B, inm 1 B, vals sizeof(T)), one atomic
+// read-modify-write of 4-8 B per contributing entry (out stays in L2); the per-cell
+// arrays mean / shift / best are read once per entry from cache. Entries of one cell
+// serialise on its address: a reduction to few cells (dim=None is one cell) is bounded
+// by atomic throughput on one word, not by memory bandwidth.
+//
+// Numerics: integer sums and products wrap in 64 bits like Numba's (through unsigned
+// long long, so the bits do not depend on the order); counts, extremes of integers and
+// masked_first_best are exact and order-independent. Float sums and products combine
+// in atomic order: within n * eps of the CPU's sequential result. Float extremes keep
+// the first NaN (a NaN sticks, as in the CPU kernel); which of equal values (-0.0 and
+// 0.0) stays depends on the order.
+//
+// Device check: a cell outside [0, num_cells) of an entry that is used is recorded in
+// the error word and the entry skipped.
+
+enum AspMaskedError {
+    ASP_MASKED_CELL_RANGE = 1,  // message: IndexError: cell ids out of range of the output
+};
+
+// Cell of entry i, or -1 (after recording why) when it is out of range.
+__device__ __forceinline__ long long asp_cell(const long long* __restrict__ cell, long long i,
+                                              long long num_cells, unsigned long long* error) {
+    const long long c = __ldg(cell + i);
+    if (c < 0 || c >= num_cells) {
+        ASP_RAISE(error, ASP_MASKED_CELL_RANGE, i);
+        return -1;
+    }
+    return c;
+}
+
+template <typename F, typename B>
+__device__ __forceinline__ B asp_bits(F x) {
+    union { F f; B b; } u;
+    u.f = x;
+    return u.b;
+}
+template <typename F, typename B>
+__device__ __forceinline__ F asp_from_bits(B x) {
+    union { F f; B b; } u;
+    u.b = x;
+    return u.f;
+}
+
+// ------------------------------------------------------------------- atomic helpers
+// *a += v: doubles by atomicAdd, 64-bit integers in two's complement through unsigned.
+__device__ __forceinline__ void asp_atomic_add(double* a, double v) { atomicAdd(a, v); }
+__device__ __forceinline__ void asp_atomic_add(unsigned long long* a, unsigned long long v) {
+    atomicAdd(a, v);
+}
+__device__ __forceinline__ void asp_atomic_add(long long* a, long long v) {
+    atomicAdd((unsigned long long*)a, (unsigned long long)v);
+}
+
+// *a *= v by a compare-and-swap loop on the 64-bit pattern; integers in two's
+// complement through unsigned (the same bits as a wrapping signed product).
+__device__ __forceinline__ void asp_atomic_mul(unsigned long long* a, unsigned long long v) {
+    unsigned long long old = *a;
+    while (true) {
+        const unsigned long long seen = atomicCAS(a, old, old * v);
+        if (seen == old) return;
+        old = seen;
+    }
+}
+__device__ __forceinline__ void asp_atomic_mul(long long* a, long long v) {
+    asp_atomic_mul((unsigned long long*)a, (unsigned long long)v);
+}
+__device__ __forceinline__ void asp_atomic_mul(double* a, double v) {
+    unsigned long long* word = (unsigned long long*)a;
+    unsigned long long old = *word;
+    while (true) {
+        const double next = asp_from_bits<double, unsigned long long>(old) * v;
+        const unsigned long long seen =
+            atomicCAS(word, old, asp_bits<double, unsigned long long>(next));
+        if (seen == old) return;
+        old = seen;
+    }
+}
+
+// Running max (min) with the CPU kernel's rule: take v if it is larger (smaller) or
+// NaN, unless the slot already holds a NaN.
+template <typename F, typename B>
+__device__ __forceinline__ void asp_atomic_extreme_float(F* a, F v, int is_max) {
+    B* word = (B*)a;
+    B old = *word;
+    while (true) {
+        const F cur = asp_from_bits<F, B>(old);
+        if (cur != cur || !(v != v || (is_max ? v > cur : v < cur))) return;
+        const B seen = atomicCAS(word, old, asp_bits<F, B>(v));
+        if (seen == old) return;
+        old = seen;
+    }
+}
+__device__ __forceinline__ void asp_atomic_extreme(float* a, float v, int is_max) {
+    asp_atomic_extreme_float<float, unsigned int>(a, v, is_max);
+}
+__device__ __forceinline__ void asp_atomic_extreme(double* a, double v, int is_max) {
+    asp_atomic_extreme_float<double, unsigned long long>(a, v, is_max);
+}
+template <typename U>
+__device__ __forceinline__ void asp_atomic_extreme(U* a, U v, int is_max) {
+    if (is_max) {
+        atomicMax(a, v);
+    } else {
+        atomicMin(a, v);
+    }
+}
+
+// ------------------------------------------------------------------------- kernels
+// masked_count: out[c] += 1 per masked-in entry (C: long long).
+template <typename C>
+__global__ void masked_count(const long long* __restrict__ cell,
+                             const unsigned char* __restrict__ inm, long long n, C* out,
+                             long long num_cells, unsigned long long* error) {
+    for (ASP_GRID_STRIDE(i, n)) {
+        if (!__ldg(inm + i)) continue;
+        const long long c = asp_cell(cell, i, num_cells, error);
+        if (c >= 0) asp_atomic_add(out + c, (C)1);
+    }
+}
+
+// masked_sum: out[c] += v in the accumulator A (double, long long, unsigned long long).
+template <typename T, typename A>
+__global__ void masked_sum(const long long* __restrict__ cell, const T* __restrict__ vals,
+                           const unsigned char* __restrict__ inm, long long n, A* out,
+                           long long num_cells, unsigned long long* error) {
+    for (ASP_GRID_STRIDE(i, n)) {
+        if (!__ldg(inm + i)) continue;
+        const long long c = asp_cell(cell, i, num_cells, error);
+        if (c >= 0) asp_atomic_add(out + c, (A)__ldg(vals + i));
+    }
+}
+
+// masked_prod: out[c] *= v in A (out starts at 1); integers wrap.
+template <typename T, typename A>
+__global__ void masked_prod(const long long* __restrict__ cell, const T* __restrict__ vals,
+                            const unsigned char* __restrict__ inm, long long n, A* out,
+                            long long num_cells, unsigned long long* error) {
+    for (ASP_GRID_STRIDE(i, n)) {
+        if (!__ldg(inm + i)) continue;
+        const long long c = asp_cell(cell, i, num_cells, error);
+        if (c >= 0) asp_atomic_mul(out + c, (A)__ldg(vals + i));
+    }
+}
+
+// masked_extreme: the running max (is_max) or min of masked_max / masked_min, into a slot
+// of type U: T itself, or int / unsigned int for 8- and 16-bit T (widened on the host).
+template <typename T, typename U>
+__global__ void masked_extreme(const long long* __restrict__ cell, const T* __restrict__ vals,
+                               const unsigned char* __restrict__ inm, long long n,
+                               int is_max, U* out, long long num_cells,
+                               unsigned long long* error) {
+    for (ASP_GRID_STRIDE(i, n)) {
+        if (!__ldg(inm + i)) continue;
+        const long long c = asp_cell(cell, i, num_cells, error);
+        if (c >= 0) asp_atomic_extreme(out + c, (U)__ldg(vals + i), is_max);
+    }
+}
+
+// masked_sum_abs_pow: out[c] += |v| ** p in double (p = 1 and 2 without pow; a zero
+// with p < 0 adds +inf).
+template <typename T>
+__global__ void masked_sum_abs_pow(const long long* __restrict__ cell,
+                                   const T* __restrict__ vals,
+                                   const unsigned char* __restrict__ inm, double p,
+                                   long long n, double* out, long long num_cells,
+                                   unsigned long long* error) {
+    for (ASP_GRID_STRIDE(i, n)) {
+        if (!__ldg(inm + i)) continue;
+        const long long c = asp_cell(cell, i, num_cells, error);
+        if (c < 0) continue;
+        const double a = asp_fabs((double)__ldg(vals + i));
+        double term;
+        if (p == 2.0) {
+            term = asp_mul_rn(a, a);
+        } else if (p == 1.0) {
+            term = a;
+        } else if (a == 0.0 && p < 0.0) {
+            term = asp_from_bits<double, unsigned long long>(0x7FF0000000000000ULL);
+        } else {
+            term = asp_pow(a, p);
+        }
+        atomicAdd(out + c, term);
+    }
+}
+
+// masked_count_nonzero: out[c] += 1 per masked-in entry that is not 0 (NaN counts).
+template <typename T>
+__global__ void masked_count_nonzero(const long long* __restrict__ cell,
+                                     const T* __restrict__ vals,
+                                     const unsigned char* __restrict__ inm, long long n,
+                                     long long* out, long long num_cells,
+                                     unsigned long long* error) {
+    for (ASP_GRID_STRIDE(i, n)) {
+        if (!__ldg(inm + i) || !(__ldg(vals + i) != (T)0)) continue;
+        const long long c = asp_cell(cell, i, num_cells, error);
+        if (c >= 0) asp_atomic_add(out + c, 1LL);
+    }
+}
+
+// masked_sum_sq_dev: out[c] += (v - mean[c]) ** 2 in double.
+template <typename T>
+__global__ void masked_sum_sq_dev(const long long* __restrict__ cell,
+                                  const T* __restrict__ vals,
+                                  const unsigned char* __restrict__ inm,
+                                  const double* __restrict__ mean, long long n, double* out,
+                                  long long num_cells, unsigned long long* error) {
+    for (ASP_GRID_STRIDE(i, n)) {
+        if (!__ldg(inm + i)) continue;
+        const long long c = asp_cell(cell, i, num_cells, error);
+        if (c < 0) continue;
+        const double d = (double)__ldg(vals + i) - __ldg(mean + c);
+        atomicAdd(out + c, asp_mul_rn(d, d));
+    }
+}
+
+// masked_sum_exp: out[c] += exp(v - shift[c]) in double.
+template <typename T>
+__global__ void masked_sum_exp(const long long* __restrict__ cell, const T* __restrict__ vals,
+                               const unsigned char* __restrict__ inm,
+                               const double* __restrict__ shift, long long n, double* out,
+                               long long num_cells, unsigned long long* error) {
+    for (ASP_GRID_STRIDE(i, n)) {
+        if (!__ldg(inm + i)) continue;
+        const long long c = asp_cell(cell, i, num_cells, error);
+        if (c >= 0) atomicAdd(out + c, asp_exp((double)__ldg(vals + i) - __ldg(shift + c)));
+    }
+}
+
+// masked_first_best: out[c] = min(out[c], pos) over every entry (masked in or out) whose
+// effective value (v, or `identity` when masked out) equals best[c]; a NaN best[c] is
+// matched by the NaN entries (the first NaN wins, as in numpy.argmax).
+template <typename T>
+__global__ void masked_first_best(const long long* __restrict__ cell,
+                                  const long long* __restrict__ pos,
+                                  const T* __restrict__ vals,
+                                  const unsigned char* __restrict__ inm, T identity,
+                                  const T* __restrict__ best, long long n, long long* out,
+                                  long long num_cells, unsigned long long* error) {
+    for (ASP_GRID_STRIDE(i, n)) {
+        const long long c = asp_cell(cell, i, num_cells, error);
+        if (c < 0) continue;
+        const T v = __ldg(inm + i) ? __ldg(vals + i) : identity;
+        const T b = __ldg(best + c);
+        if (v == b || (v != v && b != b)) atomicMin(out + c, __ldg(pos + i));
+    }
+}

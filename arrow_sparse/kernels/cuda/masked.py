@@ -1,0 +1,189 @@
+"""CUDA launchers of the masked-reduction scatter kernels (``masked.cu``).
+
+Each launcher has the signature and the semantics of its CPU twin in
+:mod:`arrow_sparse.kernels.cpu.masked`: it picks the template instantiation from the
+dtypes, sizes the grid (one thread per entry) and packs the arguments with explicit C
+types. Arrays are device arrays (CuPy), or numpy arrays when the emulator stands in for
+the GPU in tests. ``cell`` and ``pos`` of another integer type are widened to int64,
+``inm`` is read as bytes, per-cell float arguments (``mean``, ``shift``) as float64.
+The outputs have the dtypes :mod:`arrow_sparse.masked` gives them: sums and products
+accumulate in float64 / int64 / uint64 by the values' kind, extremes in the values'
+dtype (8- and 16-bit integers through an int32 / uint32 temporary), counts and
+positions in int64, the rest in float64; any other pairing raises
+``NotImplementedError``. A non-contiguous ``out`` is updated through a temporary.
+
+The kernels re-check the cell ids into the device error word; the public operation
+raises it with :func:`arrow_sparse.kernels.cuda.check_errors`. ``first_unstored`` and
+``sorted_member`` (searches over sorted keys) have no CUDA twin yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..._backend import array_module
+from . import error_buffer, load_module
+from ._launch import (
+    DTYPE_TO_CTYPE,
+    VALUE_CTYPES,
+    ctype,
+    grid_1d,
+    name_expression,
+    name_expressions,
+)
+
+__all__ = ["masked_count", "masked_count_nonzero", "masked_first_best", "masked_max",
+           "masked_min", "masked_prod", "masked_sum", "masked_sum_abs_pow", "masked_sum_exp",
+           "masked_sum_sq_dev"]
+
+_LL, _ULL, _DBL = "long long", "unsigned long long", "double"
+_FLOATS = ("float", "double")
+#: Accumulator of sums and products by values type: float64, uint64 or int64.
+_ACC = {t: _DBL if t in _FLOATS else _ULL if t.startswith("unsigned") else _LL
+        for t in VALUE_CTYPES}
+#: Slot type of the extremes: 8- and 16-bit integers are widened for the atomics.
+_SLOT = {**{t: t for t in VALUE_CTYPES}, "signed char": "int", "short": "int",
+         "unsigned char": "unsigned int", "unsigned short": "unsigned int"}
+
+NAME_EXPRESSIONS: list[str] = [
+    name_expression("masked_count", _LL),
+    *(name_expression("masked_sum", t, _ACC[t]) for t in VALUE_CTYPES),
+    *(name_expression("masked_prod", t, _ACC[t]) for t in VALUE_CTYPES),
+    *(name_expression("masked_extreme", t, _SLOT[t]) for t in VALUE_CTYPES),
+    *name_expressions("masked_sum_abs_pow", VALUE_CTYPES),
+    *name_expressions("masked_count_nonzero", VALUE_CTYPES),
+    *name_expressions("masked_sum_sq_dev", VALUE_CTYPES),
+    *name_expressions("masked_sum_exp", VALUE_CTYPES),
+    *name_expressions("masked_first_best", VALUE_CTYPES),
+]
+_CTYPE_TO_DTYPE = {c: d for d, c in DTYPE_TO_CTYPE.items()}
+
+_I64 = np.int64
+
+
+def _expect(func: str, arg: str, x: Any, ctype: str) -> None:
+    """``NotImplementedError`` unless ``x`` has the dtype of C type ``ctype``."""
+    if np.dtype(x.dtype) != _CTYPE_TO_DTYPE[ctype]:
+        msg = (f"{func}: no cuda kernel for {arg} of dtype {x.dtype} "
+               f"(want {_CTYPE_TO_DTYPE[ctype]})")
+        raise NotImplementedError(msg)
+
+
+def _launch(name: str, work: int, args: tuple[Any, ...]) -> None:
+    if work <= 0:
+        return
+    grid, block = grid_1d(work)
+    load_module("masked").get_function(name)(grid, block, args)
+
+
+def _ids(xp: Any, x: Any) -> Any:
+    return xp.ascontiguousarray(x, dtype=np.int64)
+
+
+def _bytes(xp: Any, inm: Any) -> Any:
+    inm = xp.ascontiguousarray(inm)
+    return inm.view(np.uint8) if inm.dtype.kind == "b" else inm.astype(np.uint8)
+
+
+def _scatter(name: str, xp: Any, cell: Any, before: tuple[Any, ...],
+             after: tuple[Any, ...], out: Any, slot: Any = None) -> None:
+    """Launch ``name`` over the entries; ``out`` through a temporary of ``slot`` if needed."""
+    slot = np.dtype(out.dtype if slot is None else slot)
+    target = out if out.flags.c_contiguous and out.dtype == slot else \
+        xp.ascontiguousarray(out, dtype=slot)
+    n = cell.shape[0]
+    _launch(name, n, (_ids(xp, cell), *before, _I64(n), *after, target,
+                      _I64(out.shape[0]), error_buffer()))
+    if target is not out:
+        out[...] = target.astype(out.dtype, copy=False)
+
+
+def masked_count(cell: Any, inm: Any, out: Any) -> None:
+    """``out[c] += 1`` for every masked-in entry of cell ``c``."""
+    func = "masked_count"
+    xp = array_module(func, cell, inm, out)
+    _expect(func, "out", out, _LL)
+    _scatter(name_expression(func, _LL), xp, cell, (_bytes(xp, inm),), (), out)
+
+
+def _accumulate(func: str, cell: Any, vals: Any, inm: Any, out: Any) -> None:
+    xp = array_module(func, cell, vals, inm, out)
+    t = ctype(func, vals.dtype)
+    _expect(func, "out", out, _ACC[t])
+    _scatter(name_expression(func, t, _ACC[t]), xp, cell,
+             (xp.ascontiguousarray(vals), _bytes(xp, inm)), (), out)
+
+
+def masked_sum(cell: Any, vals: Any, inm: Any, out: Any) -> None:
+    """``out[c] += v`` over masked-in entries."""
+    _accumulate("masked_sum", cell, vals, inm, out)
+
+
+def masked_prod(cell: Any, vals: Any, inm: Any, out: Any) -> None:
+    """``out[c] *= v`` over masked-in entries (``out`` starts at 1)."""
+    _accumulate("masked_prod", cell, vals, inm, out)
+
+
+def _extreme(func: str, is_max: bool, cell: Any, vals: Any, inm: Any, out: Any) -> None:
+    xp = array_module(func, cell, vals, inm, out)
+    t = ctype(func, vals.dtype)
+    _expect(func, "out", out, t)
+    _scatter(name_expression("masked_extreme", t, _SLOT[t]), xp, cell,
+             (xp.ascontiguousarray(vals), _bytes(xp, inm)), (np.int32(is_max),), out,
+             _CTYPE_TO_DTYPE[_SLOT[t]])
+
+
+def masked_max(cell: Any, vals: Any, inm: Any, out: Any) -> None:
+    """Running maximum over masked-in entries; a NaN sticks, as in ``numpy.max``."""
+    _extreme("masked_max", True, cell, vals, inm, out)
+
+
+def masked_min(cell: Any, vals: Any, inm: Any, out: Any) -> None:
+    """Running minimum over masked-in entries; a NaN sticks, as in ``numpy.min``."""
+    _extreme("masked_min", False, cell, vals, inm, out)
+
+
+def _per_value(func: str, cell: Any, vals: Any, inm: Any, out: Any, out_ctype: str,
+               per_cell: Any = None, scalar: Any = None) -> None:
+    """A kernel with an optional float64 per-cell array or scalar after ``inm``."""
+    xp = array_module(func, cell, vals, inm, per_cell, out)
+    _expect(func, "out", out, out_ctype)
+    extra = () if per_cell is None else (xp.ascontiguousarray(per_cell, dtype=np.float64),)
+    extra += () if scalar is None else (np.float64(scalar),)
+    _scatter(name_expression(func, ctype(func, vals.dtype)), xp, cell,
+             (xp.ascontiguousarray(vals), _bytes(xp, inm), *extra), (), out)
+
+
+def masked_sum_abs_pow(cell: Any, vals: Any, inm: Any, p: float, out: Any) -> None:
+    """``out[c] += |v| ** p`` over masked-in entries (float64 ``out``)."""
+    _per_value("masked_sum_abs_pow", cell, vals, inm, out, _DBL, scalar=p)
+
+
+def masked_count_nonzero(cell: Any, vals: Any, inm: Any, out: Any) -> None:
+    """``out[c] += 1`` for every masked-in non-zero entry."""
+    _per_value("masked_count_nonzero", cell, vals, inm, out, _LL)
+
+
+def masked_sum_sq_dev(cell: Any, vals: Any, inm: Any, mean: Any, out: Any) -> None:
+    """``out[c] += (v - mean[c]) ** 2`` over masked-in entries."""
+    _per_value("masked_sum_sq_dev", cell, vals, inm, out, _DBL, per_cell=mean)
+
+
+def masked_sum_exp(cell: Any, vals: Any, inm: Any, shift: Any, out: Any) -> None:
+    """``out[c] += exp(v - shift[c])`` over masked-in entries."""
+    _per_value("masked_sum_exp", cell, vals, inm, out, _DBL, per_cell=shift)
+
+
+def masked_first_best(cell: Any, pos: Any, vals: Any, inm: Any, identity: Any, best: Any,
+                      out: Any) -> None:
+    """``out[c] = min(out[c], pos)`` over entries whose effective value equals ``best[c]``."""
+    func = "masked_first_best"
+    xp = array_module(func, cell, pos, vals, inm, best, out)
+    t = ctype(func, vals.dtype)
+    _expect(func, "out", out, _LL)
+    dtype = _CTYPE_TO_DTYPE[t]
+    _scatter(name_expression(func, t), xp, cell,
+             (_ids(xp, pos), xp.ascontiguousarray(vals), _bytes(xp, inm), dtype.type(identity),
+              xp.ascontiguousarray(best, dtype=dtype)), (), out)

@@ -1,0 +1,275 @@
+"""The CUDA masked-reduction kernels (``kernels/cuda/masked.cu``).
+
+Every launcher runs on the CPU emulator (``tests/cuda_emu``) through the real dispatch
+and launch code on random entries (cells in any order, masked-in and masked-out
+entries, empty cells) for all ten value dtypes, and must match its CPU (Numba) twin:
+exactly for integers, counts, extremes and positions; within ``rtol=1e-12`` for float
+sums, products and the float64 sums of powers, squared deviations and exponentials,
+which combine in atomic order. Every launch also runs in reversed and shuffled thread
+order; integer results must not change at all. The public masked reductions over
+sparse and jagged inputs are compared the same way. ``nvcc --ptx`` is in
+``test_cuda_infra.py``; ``gpu``-marked tests run the launchers on CuPy arrays where a
+device exists.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import arrow_sparse as asp
+from arrow_sparse import _backend
+from arrow_sparse.errors import ArrowSparseIndexError
+from arrow_sparse.kernels import cuda
+from arrow_sparse.kernels.cpu import masked as cpu_masked
+from arrow_sparse.kernels.cuda import _launch
+from arrow_sparse.kernels.cuda import masked as cuda_masked
+from tests.conftest import NUMERIC_DTYPES
+from tests.cuda_emu.emu import Emulator, emulated
+
+NUM_CELLS = 9  # the last two cells get no entries
+SLICE = 12
+
+
+@pytest.fixture
+def cuda_emu() -> Iterator[Emulator]:
+    """The emulator, every launch also run in reversed and shuffled thread order."""
+    with emulated(check_orders=("reverse", "shuffle")) as emulator:
+        yield emulator
+
+
+def entries(dtype: np.dtype, n: int = 300, seed: int = 0, special: bool = False
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(cell, pos, vals, inm)`` of ``n`` entries in random order."""
+    rng = np.random.default_rng(seed)
+    cell = rng.integers(0, NUM_CELLS - 2, size=n).astype(np.int64)
+    pos = rng.integers(0, SLICE, size=n).astype(np.int64)
+    inm = rng.random(n) < 0.7
+    if dtype.kind == "f":
+        vals = (rng.standard_normal(n) * 3).astype(dtype)
+        vals[::29] = 0
+        if special:
+            vals[:6] = [np.nan, np.inf, -np.inf, -0.0, 0.0, np.nan]
+    else:
+        low = 0 if dtype.kind == "u" else -4
+        vals = rng.integers(low, 5, size=n).astype(dtype)
+    return cell, pos, vals, inm
+
+
+def acc(dtype: np.dtype) -> np.dtype:
+    return np.dtype(np.float64 if dtype.kind == "f" else np.uint64 if dtype.kind == "u"
+                    else np.int64)
+
+
+def identity(dtype: np.dtype, is_max: bool) -> Any:
+    if dtype.kind == "f":
+        return dtype.type(-np.inf if is_max else np.inf)
+    info = np.iinfo(dtype)
+    return dtype.type(info.min if is_max else info.max)
+
+
+def calls(dtype: np.dtype, seed: int = 0, special: bool = False
+          ) -> dict[str, tuple[tuple[Any, ...], np.ndarray]]:
+    """Per kernel: its arguments before ``out``, and ``out``'s initial value."""
+    cell, pos, vals, inm = entries(dtype, seed=seed, special=special)
+    rng = np.random.default_rng(seed + 1)
+    mean = rng.standard_normal(NUM_CELLS)
+    best = np.full(NUM_CELLS, identity(dtype, True), dtype)
+    cpu_masked.masked_max(cell, vals, inm, best)
+    a = acc(dtype)
+    no_zeros = np.where(vals == 0, dtype.type(1), vals)  # products that are not all 0
+    return {
+        "masked_count": ((cell, inm), np.zeros(NUM_CELLS, np.int64)),
+        "masked_sum": ((cell, vals, inm), np.zeros(NUM_CELLS, a)),
+        "masked_prod": ((cell, no_zeros, inm), np.ones(NUM_CELLS, a)),
+        "masked_max": ((cell, vals, inm), np.full(NUM_CELLS, identity(dtype, True), dtype)),
+        "masked_min": ((cell, vals, inm), np.full(NUM_CELLS, identity(dtype, False), dtype)),
+        "masked_count_nonzero": ((cell, vals, inm), np.zeros(NUM_CELLS, np.int64)),
+        "masked_sum_sq_dev": ((cell, vals, inm, mean), np.zeros(NUM_CELLS)),
+        "masked_sum_exp": ((cell, vals, inm, mean), np.zeros(NUM_CELLS)),
+        "masked_first_best": ((cell, pos, vals, inm, identity(dtype, True), best),
+                              np.full(NUM_CELLS, SLICE, np.int64)),
+        **{f"masked_sum_abs_pow:{p}": ((cell, vals, inm, p), np.zeros(NUM_CELLS))
+           for p in (2.0, 1.0, 0.5, 3.0)},
+    }
+
+
+def run_both(emu: Emulator, key: str, args: tuple[Any, ...], out: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    name = key.split(":")[0]
+    expected, got = out.copy(), out.copy()
+    getattr(cpu_masked, name)(*args, expected)
+    launcher = _backend.get_kernel("masked", name)
+    assert launcher is getattr(cuda_masked, name)
+    before = len(emu.launches)
+    launcher(*args, got)
+    cuda.check_errors(name)
+    return expected, got, emu.launches[before:]
+
+
+EXACT = ("masked_count", "masked_max", "masked_min", "masked_count_nonzero",
+         "masked_first_best")
+
+
+def assert_matches(key: str, expected: np.ndarray, got: np.ndarray) -> None:
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    if key.split(":")[0] in EXACT or got.dtype.kind != "f":
+        np.testing.assert_array_equal(got, expected)
+    else:
+        np.testing.assert_allclose(got, expected, rtol=1e-12, equal_nan=True)
+
+
+# ------------------------------------------------------------------ registry and source
+def test_name_expressions_cover_every_dtype_once() -> None:
+    names = cuda.name_expressions("masked")
+    assert len(names) == len(set(names)) == 1 + 8 * 10  # masked_max and masked_min share masked_extreme
+    for dtype in NUMERIC_DTYPES:
+        c = _launch.DTYPE_TO_CTYPE[np.dtype(dtype)]
+        assert f"masked_first_best<{c}>" in names
+
+
+def test_launchers_take_the_cpu_kernels_arguments() -> None:
+    for name in cuda_masked.__all__:
+        cpu_params = list(inspect.signature(getattr(cpu_masked, name)).parameters)
+        cuda_params = list(inspect.signature(getattr(cuda_masked, name)).parameters)
+        assert cuda_params == cpu_params, name
+
+
+# ------------------------------------------------------------------ through the emulator
+KEYS = sorted(calls(np.dtype(np.int8)))
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_kernels_match_cpu(cuda_emu: Emulator, key: str, values_dtype: np.dtype) -> None:
+    args, out = calls(values_dtype)[key]
+    expected, got, launches = run_both(cuda_emu, key, args, out)
+    assert_matches(key, expected, got)
+    assert len(launches) == 1
+    if out.dtype.kind != "f":
+        assert launches[0] not in cuda_emu.order_effects  # the same bits in every order
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_nan_inf_and_signed_zeros_match_cpu(cuda_emu: Emulator, key: str) -> None:
+    for dtype in (np.dtype(np.float32), np.dtype(np.float64)):
+        args, out = calls(dtype, seed=4, special=True)[key]
+        expected, got, _ = run_both(cuda_emu, key, args, out)
+        assert_matches(key, expected, got)
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_no_entries_launch_nothing(cuda_emu: Emulator, key: str) -> None:
+    args, out = calls(np.dtype(np.float64))[key]
+    empty = tuple(a[:0] if isinstance(a, np.ndarray) and a.shape == args[0].shape else a
+                  for a in args)
+    expected, got, launches = run_both(cuda_emu, key, empty, out)
+    assert launches == []
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_grid_stride_loops_cover_more_entries_than_threads(
+        cuda_emu: Emulator, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_launch, "MAX_BLOCKS", 1)  # 256 threads for 300 entries
+    for key, (args, out) in calls(np.dtype(np.int32), seed=2).items():
+        expected, got, _ = run_both(cuda_emu, key, args, out)
+        assert_matches(key, expected, got)
+
+
+def test_non_contiguous_out_and_narrow_extremes_are_written_back(cuda_emu: Emulator) -> None:
+    cell, _, vals, inm = entries(np.dtype(np.int8), seed=3)
+    wide = np.full((NUM_CELLS, 2), -128, np.int8)
+    expected = wide.copy()
+    cpu_masked.masked_max(cell, vals, inm, expected[:, 0])
+    cuda_masked.masked_max(cell, vals, inm, wide[:, 0])
+    np.testing.assert_array_equal(wide, expected)
+    assert (wide[:, 1] == -128).all()
+
+
+def sparse_inputs() -> list[tuple[str, Any, Any]]:
+    rng = np.random.default_rng(11)
+    dense = rng.integers(-3, 4, size=(6, 8)).astype(np.float64)
+    dense[rng.random(dense.shape) < 0.4] = 0
+    dense[2] = 0  # an empty row
+    mask = rng.random(dense.shape) < 0.6
+    coo = asp.SparseCOO.from_dense(dense)
+    csr = asp.SparseCSR.from_dense(dense)
+    jagged = asp.Jagged.from_list([[1.5, -2.0, 3.0], [], [0.0, 4.0], [-1.0]])
+    jmask = asp.Jagged.from_list([[True, False, True], [], [True, True], [False]])
+    return [("coo", coo, mask), ("csr", csr, mask), ("jagged", jagged, jmask)]
+
+
+REDUCTIONS: dict[str, Callable[..., Any]] = {
+    "sum": asp.masked.sum, "prod": asp.masked.prod, "amax": asp.masked.amax,
+    "amin": asp.masked.amin, "argmax": asp.masked.argmax, "argmin": asp.masked.argmin,
+    "mean": asp.masked.mean, "var": asp.masked.var, "std": asp.masked.std,
+    "logsumexp": asp.masked.logsumexp,
+    **{f"norm{p}": (lambda p: lambda x, dim, mask: asp.masked.norm(x, p, dim, mask=mask))(p)
+       for p in (2, 1, 0, 0.5, float("inf"), float("-inf"))},
+}
+
+
+@pytest.mark.parametrize("op", sorted(REDUCTIONS))
+@pytest.mark.parametrize("layout", ["coo", "csr", "jagged"])
+def test_public_masked_reductions_match_cpu(cuda_emu: Emulator, op: str, layout: str) -> None:
+    name, x, mask = next(c for c in sparse_inputs() if c[0] == layout)
+    fn = REDUCTIONS[op]
+    for dim in (0, 1):
+        _backend.set_cuda_module_factory(None)
+        expected = fn(x, dim, mask=mask)
+        _backend.set_cuda_module_factory(cuda_emu)
+        before = len(cuda_emu.launches)
+        got = fn(x, dim, mask=mask)
+        assert got.dtype == expected.dtype
+        np.testing.assert_allclose(got, expected, rtol=1e-12, equal_nan=True)
+        assert any(n.startswith("masked_") for n in cuda_emu.launches[before:]), name
+
+
+# ------------------------------------------------------------------ device checks and errors
+def test_cell_ids_out_of_range_are_caught_by_the_device_check(cuda_emu: Emulator) -> None:
+    cell = np.array([0, 1, 9, 2, -1])
+    out = np.zeros(3)
+    cuda_masked.masked_sum(cell, np.ones(5), np.ones(5, bool), out)
+    with pytest.raises(ArrowSparseIndexError, match=r"^masked\.sum: cell ids out of range of "
+                       r"the output \(first at position 2; found by a device check\)$"):
+        cuda.check_errors("masked.sum")
+    assert out.tolist() == [1.0, 1.0, 1.0]  # the other entries still count
+
+
+def test_unsupported_dtypes_raise_not_implemented() -> None:
+    cell, inm = np.zeros(2, np.int64), np.ones(2, bool)
+    with pytest.raises(NotImplementedError, match="masked_sum: no cuda kernel for float16"):
+        cuda_masked.masked_sum(cell, np.ones(2, np.float16), inm, np.zeros(1))
+    with pytest.raises(NotImplementedError, match=r"masked_sum: no cuda kernel for out of "
+                       r"dtype float32 \(want float64\)"):
+        cuda_masked.masked_sum(cell, np.ones(2), inm, np.zeros(1, np.float32))
+    with pytest.raises(NotImplementedError, match=r"masked_max: no cuda kernel for out of "
+                       r"dtype int64 \(want int32\)"):
+        cuda_masked.masked_max(cell, np.ones(2, np.int32), inm, np.zeros(1, np.int64))
+
+
+# ------------------------------------------------------------------ on a real GPU
+@pytest.mark.gpu
+@pytest.mark.parametrize("key", KEYS)
+def test_gpu_launchers_match_cpu(key: str, values_dtype: np.dtype) -> None:
+    cupy = pytest.importorskip("cupy")
+    try:
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            pytest.skip("no CUDA device")
+    except cupy.cuda.runtime.CUDARuntimeError:
+        pytest.skip("no CUDA device")
+    args, out = calls(values_dtype)[key]
+    name = key.split(":")[0]
+    expected = out.copy()
+    getattr(cpu_masked, name)(*args, expected)
+    dev = tuple(cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args)
+    got = cupy.asarray(out)
+    _backend.get_kernel("masked", name, cupy)(*dev, got)
+    cuda.check_errors(name)
+    if name in ("masked_sum_exp", "masked_sum_abs_pow"):  # libdevice exp / pow: 2 ulp
+        np.testing.assert_allclose(cupy.asnumpy(got), expected, rtol=1e-14)
+    else:
+        assert_matches(key, expected, cupy.asnumpy(got))
