@@ -711,3 +711,31 @@ def test_io_is_in_the_namespace() -> None:
     assert "io" in asp.__all__
     assert issubclass(ArrowSparseIOError, OSError)
     assert issubclass(ArrowSparseIOError, ArrowSparseError)
+
+
+def test_with_columns_reads_a_subset() -> None:
+    batches = asp.io.read_parquet(SAMPLE, batch_rows=50_000)
+    labels = batches.with_columns(["label", "user_id"])
+    assert labels.schema.names == ["label", "user_id"] and labels.num_rows == SAMPLE_ROWS
+    assert [b.num_rows for b in labels][:2] == [SAMPLE_ROW_GROUP] * 2
+    with pytest.raises(ArrowSparseKeyError, match="with_columns: columns names a column not"):
+        batches.with_columns(["nope"])
+    keyed = asp.io.read_parquet(SAMPLE, keyed=["item_ids"]).with_columns(["item_ids"])
+    assert next(iter(keyed)).keys() == ["item_ids"]
+
+
+def test_iter_with_location_shards(tmp_path: Path) -> None:
+    table = pa.table({"x": np.arange(100)})
+    for i in range(2):
+        asp.io.write_parquet(table.slice(50 * i, 50), tmp_path / f"{i}.parquet",
+                             row_group_rows=20)
+    batches = asp.io.read_parquet(tmp_path)
+    seen = [(os.path.basename(path), rg, b.column(0)[0].as_py())
+            for b, path, rg in batches.iter_with_location()]
+    assert seen == [("0.parquet", 0, 0), ("0.parquet", 1, 20), ("0.parquet", 2, 40),
+                    ("1.parquet", 0, 50), ("1.parquet", 1, 70), ("1.parquet", 2, 90)]
+    shards = [[b.column(0)[0].as_py() for b, _, _ in batches.iter_with_location(i, 4)]
+              for i in range(4)]
+    assert shards == [[0, 70], [20, 90], [40], [50]]
+    with pytest.raises(ArrowSparseValueError, match=r"shard must be in \[0, num_shards=2\)"):
+        list(batches.iter_with_location(2, 2))

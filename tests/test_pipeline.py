@@ -11,6 +11,7 @@ import pytest
 import arrow_sparse as asp
 from arrow_sparse.pipeline import Pipeline, _toml, run, step_from_dict
 from arrow_sparse.pipeline._parallel import ordered_map
+from arrow_sparse.pipeline.core import StateMerger
 from arrow_sparse.pipeline.steps import (
     Categorify,
     EmbeddingBag,
@@ -465,3 +466,36 @@ def test_iter_keyed_jagged_without_ray() -> None:
     with pytest.raises(TypeError, match=r"batch_format='pyarrow'\) \(first at position 1: "
                                         r"dict\)"):
         list(iter_keyed_jagged([t, {"a": [1]}]))
+
+
+# ------------------------------------------------------------- column pruning
+def test_input_columns_and_fit_plan() -> None:
+    schema = pq.read_schema(SAMPLE)
+    pipe = Pipeline.load(SPEC)
+    assert pipe.input_columns(schema) == ["user_id", "item_ids", "item_scores", "label"]
+    before, columns = pipe._fit_plan(4)  # item_vocab needs the filter and item_ids only
+    assert [s.name for s in before] == ["labelled"] and columns == {"label", "item_ids"}
+    renamed = Pipeline([{"type": "rename", "columns": {"item_ids": "ids"}},
+                        {"type": "reduce", "column": "ids", "op": "length", "output": "n"},
+                        {"type": "categorify", "column": "ids"}])
+    assert renamed.input_columns(schema) == list(schema.names)  # nothing dropped
+    before, columns = renamed._fit_plan(2)
+    assert [s.type for s in before] == ["rename"] and columns == {"item_ids"}
+    # the pruned pipeline gives what the whole one gives
+    table = pq.read_table(SAMPLE).slice(0, 5000)
+    whole = Pipeline.load(SPEC).fit(table).transform_table(table)
+    pruned = Pipeline.load(SPEC).fit(table.select(pipe.input_columns(schema)))
+    assert pruned.transform_table(table.select(pipe.input_columns(schema))).equals(whole)
+
+
+def test_state_merger_equals_sequential_merge(table: pa.Table) -> None:
+    step = Categorify("ids")
+    parts = [table.slice(i, 1) for i in range(table.num_rows)] * 5
+    merger = StateMerger(step)
+    assert not merger and merger.result() is None
+    sequential = None
+    for part in parts:
+        state = step.fit_batch(part)
+        merger.add(state)
+        sequential = state if sequential is None else step.merge_states(sequential, state)
+    assert merger.result() == sequential

@@ -100,6 +100,34 @@ class ParquetBatches:
             self._num_rows = total
         return self._num_rows
 
+    def with_columns(self, columns: Sequence[str]) -> ParquetBatches:
+        """The same files, filter and batch size, reading only ``columns`` (in this order).
+
+        Parameters
+        ----------
+        columns
+            Column names of :attr:`schema`.
+
+        Returns
+        -------
+        ParquetBatches
+
+        Raises
+        ------
+        KeyError
+            A name that is not a column of the stream.
+
+        Examples
+        --------
+        >>> asp.io.read_parquet("data/sample_clicks.parquet").with_columns(["label"]).schema
+        label: int8 not null
+        """
+        names = _check_names("with_columns", "columns", list(columns), self.schema,
+                             self._source)
+        keyed = None if self._keyed is None else [k for k in self._keyed if k in names]
+        return ParquetBatches(self._dataset, self._source, names, self._batch_rows,
+                              self._filter, keyed, self._weights if keyed else None)
+
     @property
     def files(self) -> list[str]:
         """The files read, in order."""

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from ..errors import ArrowSparseValueError
 
-__all__ = ["COMPARISONS", "comparison", "parse"]
+__all__ = ["COMPARISONS", "comparison", "evaluate", "parse"]
 
 COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 
@@ -219,3 +219,22 @@ def parse(text: str) -> tuple[pc.Expression, list[str]]:
         raise ArrowSparseValueError(msg)
     p = _Parser(text)
     return p.parse(), p.columns
+
+
+def evaluate(expression: pc.Expression, table: pa.Table,
+             columns: list[str]) -> pa.ChunkedArray:
+    """Evaluate ``expression`` over the ``columns`` of ``table`` it refers to.
+
+    Only those columns are scanned (the list columns of a wide table are not
+    touched); the result is the boolean column a filter keeps rows by.
+
+    Examples
+    --------
+    >>> expr, cols = parse("a > 1")
+    >>> evaluate(expr, pa.table({"a": [1, 2], "b": [[1], [2]]}), cols).to_pylist()
+    [False, True]
+    """
+    import pyarrow.dataset as ds
+
+    source = ds.dataset(table.select(columns))
+    return source.to_table(columns={"keep": expression}).column("keep")

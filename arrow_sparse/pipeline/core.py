@@ -13,7 +13,7 @@ from ..io.parquet import DEFAULT_BATCH_ROWS
 from ..transforms import Vocabulary
 from . import _toml
 from ._parallel import ordered_map
-from .steps import Categorify, EmbeddingBag, Step, step_from_dict
+from .steps import Categorify, EmbeddingBag, Filter, Rename, Select, Step, step_from_dict
 
 __all__ = ["Pipeline"]
 
@@ -61,6 +61,50 @@ def call_in_context(fn: Any, arg: Any, where: str | None) -> Any:
         if new is exc:
             raise
         raise new from exc
+
+
+class StateMerger:
+    """Merge a stream of partial states of a step pairwise, as a balanced tree.
+
+    Merging each batch's state into one running state costs the size of the running
+    state per batch (quadratic for a vocabulary that keeps growing); merging equal
+    levels like a binary counter costs ``log(batches)`` merges per entry. For an
+    exact merge (vocabulary counts) the result is the same; for moments
+    (``normalize``) it is the same to rounding.
+
+    Examples
+    --------
+    >>> step = asp.pipeline.Categorify("ids")
+    >>> merger = StateMerger(step)
+    >>> for ids in ([1, 1], [2], [1, 3]):
+    ...     merger.add(step.fit_batch(pa.table({"ids": [ids]})))
+    >>> merger.result()
+    Vocabulary(kind=int64, size=3, values=[1, 2, 3], counts=[3, 1, 1])
+    """
+
+    def __init__(self, step: Step) -> None:
+        self._merge = step.merge_states
+        self._stack: list[tuple[int, Any]] = []
+
+    def __bool__(self) -> bool:
+        return bool(self._stack)
+
+    def add(self, state: Any) -> None:
+        """Add one partial state."""
+        level = 0
+        while self._stack and self._stack[-1][0] == level:
+            state = self._merge(self._stack.pop()[1], state)
+            level += 1
+        self._stack.append((level, state))
+
+    def result(self) -> Any:
+        """The merge of every state added (None when none was)."""
+        if not self._stack:
+            return None
+        state = self._stack[-1][1]
+        for _, earlier in reversed(self._stack[:-1]):
+            state = self._merge(earlier, state)
+        return state
 
 
 def _tables(items: Iterable[tuple[Any, str | None]],
@@ -252,10 +296,11 @@ class Pipeline:
 
         data = self._fit_source(data)
         if isinstance(data, ParquetBatches):
-            self._fit(lambda: located_batches(data), refit=refit, progress=progress,
-                      threads=threads, one_shot=False)
+            self._fit(lambda columns: located_batches(data.with_columns(
+                [c for c in data.schema.names if c in columns])), refit=refit,
+                progress=progress, threads=threads, one_shot=False)
         else:
-            self._fit(lambda: ((item, None) for item in data), refit=refit,
+            self._fit(lambda columns: ((item, None) for item in data), refit=refit,
                       progress=progress, threads=threads, one_shot=iter(data) is data)
         return self
 
@@ -271,9 +316,10 @@ class Pipeline:
 
     def _fit(self, items: Any, *, refit: bool, progress: Any, threads: int,
              one_shot: bool) -> None:
-        """Fit from ``items()``: a fresh iterator of ``(table or batch, where)`` per pass.
+        """Fit from ``items(columns)``: a fresh iterator of ``(table or batch, where)`` per pass.
 
-        ``where`` (or None) names the batch's origin in error messages.
+        ``columns`` is the set of input columns the pass needs (a reader may read
+        only those); ``where`` (or None) names the batch's origin in error messages.
         """
         todo = [i for i, s in enumerate(self.steps) if s.stateful and (refit or not s.fitted)]
         if len(todo) > 1 and one_shot:
@@ -284,20 +330,23 @@ class Pipeline:
         for i in todo:
             step = self.steps[i]
 
-            def partial_state(table: pa.Table, i: int = i, step: Step = step) -> Any:
-                table = self._apply(self.steps[:i], table)
+            before, columns = self._fit_plan(i)
+
+            def partial_state(table: pa.Table, step: Step = step,
+                              before: list[Step] = before) -> Any:
+                table = self._apply(before, table)
                 return call_in_context(step.fit_batch, table, step.label)
 
             def partial(item: tuple[pa.Table, str | None]) -> Any:
                 return call_in_context(partial_state, item[0], item[1])
 
-            state: Any = None
-            for part in ordered_map(partial, _tables(items(), progress), threads):
-                state = part if state is None else step.merge_states(state, part)
-            if state is None:
+            merger = StateMerger(step)
+            for part in ordered_map(partial, _tables(items(columns), progress), threads):
+                merger.add(part)
+            if not merger:
                 msg = f"Pipeline.fit: no batches to fit {step.label} on"
                 raise ArrowSparseValueError(msg)
-            step.set_state(state)
+            step.set_state(merger.result())
 
     def _fit_source(self, data: Any) -> Any:
         import pyarrow.dataset as ds
@@ -388,6 +437,66 @@ class Pipeline:
         out = self.transform_table(batch).combine_chunks()
         parts = out.to_batches()
         return parts[0] if parts else pa.RecordBatch.from_pylist([], schema=out.schema)
+
+    def input_columns(self, input_schema: pa.Schema) -> list[str]:
+        """The columns of ``input_schema`` the pipeline reads or passes to its output.
+
+        What a runner needs to read: columns no step reads and a ``select`` drops
+        are left out (their pages are never decoded).
+
+        Parameters
+        ----------
+        input_schema
+            The schema of the input.
+
+        Returns
+        -------
+        list of str
+            Column names, in the input's order.
+
+        Examples
+        --------
+        >>> pipe = asp.Pipeline([{"type": "reduce", "column": "ids", "op": "length",
+        ...                       "output": "n"}, {"type": "select", "columns": ["n", "y"]}])
+        >>> pipe.input_columns(pa.schema({"ids": pa.list_(pa.int64()), "x": pa.int8(),
+        ...                               "y": pa.int8()}))
+        ['ids', 'y']
+        """
+        origin: dict[str, str | None] = {name: name for name in input_schema.names}
+        need: set[str] = set()
+        for step in self.steps:
+            need.update(o for c in step.input_columns() if (o := origin.get(c)) is not None)
+            if isinstance(step, Select):
+                origin = {c: origin.get(c) for c in step.columns}
+            elif isinstance(step, Rename):
+                origin = {step.columns.get(n, n): o for n, o in origin.items()}
+            for c in step.output_columns():
+                origin[c] = None
+        need.update(o for o in origin.values() if o is not None)
+        return [name for name in input_schema.names if name in need]
+
+    def _fit_plan(self, index: int) -> tuple[list[Step], set[str]]:
+        """The steps before step ``index`` its fitting needs, and the input columns they read.
+
+        Walks back from the step's input columns: a step is kept when it writes a
+        needed column, filters rows, or renames; ``select`` and steps writing
+        nothing needed are skipped (they cannot change the needed columns' rows).
+        """
+        need = set(self.steps[index].input_columns())
+        kept: list[Step] = []
+        for step in reversed(self.steps[:index]):
+            writes = set(step.output_columns())
+            if writes & need:
+                need = (need - writes) | set(step.input_columns())
+            elif isinstance(step, Filter):
+                need |= set(step.input_columns())
+            elif isinstance(step, Rename):
+                back = {new: old for old, new in step.columns.items()}
+                need = {back.get(n, n) for n in need} | set(step.columns)
+            else:
+                continue
+            kept.append(step)
+        return kept[::-1], need
 
     def output_schema(self, input_schema: pa.Schema) -> pa.Schema:
         """Return the output schema for input of ``input_schema`` (no data is read).

@@ -26,7 +26,7 @@ import pyarrow as pa
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 from ..interop._optional import import_optional
 from ..io.parquet import DEFAULT_BATCH_ROWS
-from .core import Pipeline, call_in_context
+from .core import Pipeline, StateMerger, call_in_context
 
 if TYPE_CHECKING:
     import ray.data
@@ -270,15 +270,14 @@ def fit(ds: ray.data.Dataset, pipeline: Pipeline, *,
                                batch_size=batch_size, batch_format="pyarrow",
                                zero_copy_batch=True,
                                compute=_actor_pool(func, rd, concurrency), num_cpus=num_cpus)
-        state: Any = None
+        merger = StateMerger(step)
         for table in parts.iter_batches(batch_format="pyarrow", batch_size=None):
             for blob in table.column("state").to_pylist():
-                part = pickle.loads(blob)  # noqa: S301 - produced by our own workers
-                state = part if state is None else step.merge_states(state, part)
-        if state is None:
+                merger.add(pickle.loads(blob))  # noqa: S301 - made by our own workers
+        if not merger:
             msg = f"{func}: no batches to fit {step.label} on"
             raise ArrowSparseValueError(msg)
-        step.set_state(state)
+        step.set_state(merger.result())
     return pipeline
 
 

@@ -261,6 +261,7 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
     rows = batch_rows or pipe.batch_rows or DEFAULT_BATCH_ROWS
     data = read_parquet(src, batch_rows=rows)
     out_schema = _input_schema_check(pipe, data, src)  # fail early on a bad spec
+    data = data.with_columns(pipe.input_columns(data.schema))  # decode only what is used
     save_path = _prepare_save(save_pipeline)
 
     def bar(label: str, total: int | None) -> Any:
@@ -284,8 +285,7 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
             if ray_data is not None:
                 pipeline_ray.fit(ray_data, pipe, batch_size=rows)
             else:
-                pipe._fit(lambda: located_batches(data), refit=False, progress=p,
-                          threads=threads, one_shot=False)
+                pipe.fit(data, progress=p, threads=threads)
         finally:
             _close(p, progress)
         summary.fit_seconds = time.perf_counter() - t0

@@ -123,6 +123,10 @@ class Step:
         """Columns the step reads."""
         return []
 
+    def output_columns(self) -> list[str]:
+        """Columns the step writes (new or replaced)."""
+        return []
+
     def _need(self, schema: pa.Schema, column: str) -> pa.Field:
         idx = schema.get_field_index(column)
         if idx < 0:
@@ -184,6 +188,9 @@ class ColumnStep(Step):
 
     def input_columns(self) -> list[str]:  # noqa: D102
         return [self.column]
+
+    def output_columns(self) -> list[str]:  # noqa: D102
+        return [self.target]
 
     @property
     def target(self) -> str:
@@ -572,6 +579,10 @@ class MultiHot(Step):
     def input_columns(self) -> list[str]:  # noqa: D102
         return [self.column]
 
+    def output_columns(self) -> list[str]:  # noqa: D102
+        outs = [self.output or self.column]
+        return outs if self.counts_output is None else [*outs, self.counts_output]
+
     def to_dict(self) -> dict[str, Any]:  # noqa: D102
         out = super().to_dict()
         if not self.dense:
@@ -810,10 +821,14 @@ class Filter(Step):
     def transform(self, table: pa.Table) -> pa.Table:  # noqa: D102
         self.output_schema(table.schema)
         try:
-            return table.filter(self._expression)
+            keep = pc.fill_null(_filter.evaluate(self._expression, table, self._columns), False)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
             msg = f"{self.label}: cannot evaluate {self._expression}: {exc}"
             raise ArrowSparseTypeError(msg) from exc
+        kept = pc.sum(keep).as_py() or 0
+        if kept == table.num_rows:  # nothing to drop: no copy of the list columns
+            return table
+        return table.filter(keep)
 
     def output_schema(self, schema: pa.Schema) -> pa.Schema:  # noqa: D102
         for col in self._columns:
