@@ -227,7 +227,7 @@ def _snapshot(buffer: Any) -> tuple[Any, Any]:
         return buffer.copy(), None
     cupy = _import_cupy("CUDA kernels")
     runtime = cupy.cuda.runtime
-    host = importlib.import_module("cupyx").empty_pinned((1,), dtype=np.uint64)
+    host = np.frombuffer(cupy.cuda.alloc_pinned_memory(8), dtype=np.uint64, count=1)
     stream = cupy.cuda.get_current_stream()
     runtime.memcpyAsync(host.ctypes.data, buffer.data.ptr, 8, runtime.memcpyDeviceToHost,
                         stream.ptr)
