@@ -88,3 +88,27 @@ def test_run_flight_prints_the_address_and_counts_each_row_once(tmp_path: Path) 
     assert proc.returncode == 0, err
     assert sum(t.num_rows for t in tables) == 100_000
     assert f"100,000 rows in, 100,000 rows out -> {found.group(1)} (2 streams)" in out
+
+
+def test_engine_ray_without_ray_says_how_to_install(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(__import__("sys").modules, "ray", None)  # as if not installed
+    assert main(["run", str(SPEC), "--engine", "ray", "--output",
+                 str(tmp_path / "f.parquet"), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("arrow-sparse: error: ray is required") and err.count("\n") == 1
+    assert "pip install 'arrow-sparse[ray]'" in err
+    assert not (tmp_path / "f.parquet").exists()
+
+
+def test_run_save_pipeline_and_threads_flags(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    fitted = tmp_path / "new" / "fitted.toml"
+    assert main(["run", str(SPEC), "--output", str(tmp_path / "f.arrows"), "--threads", "2",
+                 "--save-pipeline", str(fitted), "--json", "--no-progress"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["threads"] == 2 and summary["engine"] == "local"
+    assert (tmp_path / "new" / "fitted.item_vocab.vocab.parquet").exists()
+    assert main(["run", str(SPEC), "--threads", "0"]) == 2
+    assert "expected a positive integer" in capsys.readouterr().err

@@ -205,6 +205,13 @@ def test_spec_errors(tmp_path: Path) -> None:
         Pipeline.load(bad)
     with pytest.raises(ValueError, match="spec not found"):
         Pipeline.load(tmp_path / "none.toml")
+    bad.write_bytes(b"\x88\x00 not toml \xff")
+    with pytest.raises(ValueError, match=r"Pipeline.load: '.*bad\.toml' is not a TOML spec "
+                                         r"\(not UTF-8 text"):
+        Pipeline.load(bad)
+    with pytest.raises(OSError, match=r"Pipeline.load: cannot read the spec '.*' \(Is a "
+                                      r"directory\)"):
+        Pipeline.load(tmp_path)
 
 
 # ----------------------------------------------------------------- runner

@@ -8,7 +8,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import ArrowSparseError, ArrowSparseTypeError, ArrowSparseValueError
+from ..errors import (
+    ArrowSparseError,
+    ArrowSparseIOError,
+    ArrowSparseTypeError,
+    ArrowSparseValueError,
+)
 from ..io.parquet import DEFAULT_BATCH_ROWS
 from ..transforms import Vocabulary
 from . import _toml
@@ -582,6 +587,12 @@ class Pipeline:
         except FileNotFoundError as exc:
             msg = f"pipeline spec not found: {path}"
             raise ArrowSparseValueError(msg) from exc
+        except UnicodeDecodeError as exc:
+            msg = f"Pipeline.load: {path!r} is not a TOML spec (not UTF-8 text: {exc.reason})"
+            raise ArrowSparseValueError(msg) from exc
+        except OSError as exc:  # a directory, no permission
+            msg = f"Pipeline.load: cannot read the spec {path!r} ({exc.strerror or exc})"
+            raise ArrowSparseIOError(msg) from exc
         spec = _toml.loads(text, source=path)
         return cls.from_dict(spec, base_dir=os.path.dirname(os.path.abspath(path)),
                              source=path)
