@@ -9,8 +9,8 @@ Usage, from the repository root::
 
 One command writes the complete ``benchmarks/results/pipeline.json`` (``--json`` to
 change it): the three pipelines, their checks, the Flight throughput (it runs
-``bench_flight.py`` too, which writes ``results/flight.json``) and the pipeline
-served over Flight to a reader process.
+``bench_flight.py`` too, which writes ``flight.json`` beside it) and the pipeline
+served over Flight to reader processes.
 
 What is measured
 ----------------
@@ -420,7 +420,7 @@ def main() -> None:  # noqa: PLR0915 - one linear script
     flight_rows = args.flight_rows if args.flight_rows is not None else min(4_000_000,
                                                                             args.rows)
     if flight_rows:
-        flight["bench_flight"] = raw_flight(flight_rows, C.RESULTS_DIR / "flight.json")
+        flight["bench_flight"] = raw_flight(flight_rows, args.json.with_name("flight.json"))
         flight["pipeline_1_reader"] = pipeline_over_flight(src, args.threads, 1)
         flight["pipeline_2_readers"] = pipeline_over_flight(src, args.threads, 2)
 
