@@ -506,3 +506,17 @@ def test_state_merger_equals_sequential_merge(table: pa.Table) -> None:
         merger.add(state)
         sequential = state if sequential is None else step.merge_states(sequential, state)
     assert merger.result() == sequential
+
+
+def test_multi_hot_and_normalize_on_empty_tables() -> None:
+    t = pa.table({"ids": pa.array([], pa.list_(pa.int64())), "x": pa.array([], pa.float64())})
+    hot = MultiHot("ids", num_columns=3, counts_output="n")
+    assert hot.transform(t).schema == hot.output_schema(t.schema)
+    dense = MultiHot("ids", num_columns=3, dense=True)
+    assert dense.transform(t).schema == dense.output_schema(t.schema)
+    step = Normalize("x")
+    empty = step.fit_batch(t)
+    assert empty[0] == 0
+    step.set_state(step.merge_states(empty, step.fit_batch(pa.table({"x": [0.0, 2.0]}))))
+    assert step.stats == {"count": 2, "mean": 1.0, "m2": 2.0, "min": 0.0, "max": 2.0}
+    assert step.transform(t).num_rows == 0
