@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -10,7 +11,7 @@ import pytest
 
 import arrow_sparse as asp
 from arrow_sparse.pipeline import Pipeline, _toml, run, step_from_dict
-from arrow_sparse.pipeline._parallel import ordered_map
+from arrow_sparse.pipeline._parallel import background, ordered_map
 from arrow_sparse.pipeline.core import StateMerger
 from arrow_sparse.pipeline.steps import (
     Categorify,
@@ -383,6 +384,35 @@ def test_ordered_map_order_and_errors() -> None:
         for x in ordered_map(boom, range(20), threads=2):
             got.append(x)
     assert got == list(range(7))
+
+
+def test_background_order_errors_and_early_close() -> None:
+    assert list(background(iter(range(100)), depth=3)) == list(range(100))
+
+    def failing() -> Any:
+        yield 1
+        raise KeyError("producer failed")
+
+    got = []
+    with pytest.raises(KeyError, match="producer failed"):
+        for x in background(failing()):
+            got.append(x)
+    assert got == [1]
+    closed = []
+
+    def endless() -> Any:
+        try:
+            i = 0
+            while True:
+                yield i
+                i += 1
+        finally:
+            closed.append(True)
+
+    stream = background(endless(), depth=2)
+    assert [next(stream) for _ in range(5)] == [0, 1, 2, 3, 4]
+    stream.close()  # stops the thread, which closes its source
+    assert closed == [True]
 
 
 def test_run_threads_equal_output(tmp_path: Path) -> None:

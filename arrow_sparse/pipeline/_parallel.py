@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import os
+import queue
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -17,7 +19,7 @@ from typing import Any, TypeVar
 import numba
 import numpy as np
 
-__all__ = ["default_threads", "ordered_map"]
+__all__ = ["background", "default_threads", "ordered_map"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -109,3 +111,70 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], threads: int,
         finally:
             for future in pending:
                 future.cancel()
+
+
+_DONE = object()
+
+
+def background(items: Iterable[T], depth: int = 2) -> Iterator[T]:
+    """Iterate ``items`` on a background thread, at most ``depth`` items ahead.
+
+    The runner writes the output on the calling thread while this thread reads the
+    input and hands batches to the transform pool, so reading, transforming and
+    writing overlap.
+
+    Parameters
+    ----------
+    items
+        Consumed on the background thread only.
+    depth
+        Items produced ahead of the consumer (memory holds about that many more).
+
+    Yields
+    ------
+    The items, in order. An exception raised while producing them is raised here;
+    closing this generator early stops the thread after its current item.
+
+    Examples
+    --------
+    >>> list(background(iter(range(5))))
+    [0, 1, 2, 3, 4]
+    """
+    slots: queue.Queue[Any] = queue.Queue(maxsize=max(1, depth))
+    stop = threading.Event()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                slots.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not put((item, None)):
+                    return
+            put((_DONE, None))
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+            put((_DONE, exc))
+        finally:
+            close = getattr(items, "close", None)
+            if callable(close):
+                close()
+
+    thread = threading.Thread(target=produce, name="arrow-sparse-reader", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item, error = slots.get()
+            if item is _DONE:
+                if error is not None:
+                    raise error
+                return
+            yield item
+    finally:
+        stop.set()
+        thread.join()

@@ -21,7 +21,7 @@ from ..errors import (
     ArrowSparseValueError,
 )
 from ..io import read_parquet, serve_flight, write_ipc, write_parquet
-from ._parallel import default_threads, ordered_map
+from ._parallel import background, default_threads, ordered_map
 from .core import Pipeline, call_in_context, located_batches, with_context
 
 __all__ = ["DEFAULT_BATCH_ROWS", "RunSummary", "run"]
@@ -302,6 +302,8 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
                     pipeline_ray.map_batches(ray_data, pipe, batch_size=rows)))
         else:
             pairs = ordered_map(partial(_transform_at, pipe), located_batches(data), threads)
+            if threads > 1:  # read and transform on another thread while this one writes
+                pairs = background(pairs, depth=threads)
         sent = 0
         for batch, out in pairs:
             n = batch.num_rows if batch is not None else 0
