@@ -16,7 +16,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-import numba
 import numpy as np
 import pyarrow as pa
 
@@ -318,6 +317,8 @@ def run_in_threads(tasks: Sequence[Callable[[], None]], workers: int | None) -> 
         for task in tasks:
             task()
         return
+
+    import numba  # imported here: ``import arrow_sparse`` must not load Numba
 
     def one(task: Callable[[], None]) -> None:
         before = numba.get_num_threads()
