@@ -47,9 +47,9 @@ MISSING_CUDA_TWINS: dict[str, set[str]] = {
                "coo_to_compressed", "csc_spmm", "csr_spmm", "csr_spmv", "dense_csr",
                "expand_major", "lex_order2", "lines_strictly_increasing", "major_sums",
                "radix_argsort", "scatter_add", "sum_duplicates"},
-    "transforms": {"bucketize", "build_int_table", "build_string_table", "compact",
-                   "count_ints", "count_strings", "hash_ints", "hash_strings", "kept_lengths",
-                   "lookup_ints", "lookup_strings", "order_by_count", "pad_or_truncate"},
+    "transforms": {"bucketize", "build_int_table", "build_string_table", "count_ints",
+                   "count_strings", "hash_ints", "hash_strings", "lookup_ints",
+                   "lookup_strings", "order_by_count"},
     "elementwise": {"cumsum", "gather_ranges", "jagged_dense_bmm", "jagged_dense_dense_out",
                     "jagged_dense_jagged_out", "jagged_jagged_bmm", "ranges_to_indices",
                     "repeat_rows", "softmax", "unique_rows"},
@@ -61,7 +61,7 @@ MISSING_CUDA_TWINS: dict[str, set[str]] = {
 NOT_KERNELS: dict[str, set[str]] = {
     "transforms": {"bucket_of", "divider", "int_bitflip", "long_secret", "xxh3_bytes",
                    "xxh3_int"},
-    "embedding": {"threading_layer"},
+    "embedding": set(),
 }
 
 
