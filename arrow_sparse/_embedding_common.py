@@ -295,16 +295,6 @@ def _list_weights(func: str, weights: Any, offs: np.ndarray, num_rows: int
 
 
 # ============================================================================== threads
-@functools.cache
-def concurrent_parallel_kernels() -> bool:
-    """Whether several threads may run Numba ``parallel=True`` kernels at the same time.
-
-    True for the ``tbb`` and ``omp`` threading layers; the ``workqueue`` layer aborts
-    the process on concurrent use.
-    """
-    return kernel("threading_layer")() in ("tbb", "omp")
-
-
 def run_in_threads(tasks: Sequence[Callable[[], None]], workers: int | None) -> None:
     """Run every task, in a thread pool when there are several.
 
@@ -313,20 +303,19 @@ def run_in_threads(tasks: Sequence[Callable[[], None]], workers: int | None) -> 
     does not allow concurrent kernels (``workqueue``), the tasks run one after another on
     the calling thread, each with every core.
     """
-    if len(tasks) <= 1 or not concurrent_parallel_kernels():
+    from .kernels.cpu import _jit  # imported here: ``import arrow_sparse`` loads no Numba
+
+    if len(tasks) <= 1 or not _jit.concurrent_parallel_kernels():
         for task in tasks:
             task()
         return
 
-    import numba  # imported here: ``import arrow_sparse`` must not load Numba
-
     def one(task: Callable[[], None]) -> None:
-        before = numba.get_num_threads()
-        numba.set_num_threads(1)
+        before = _jit.set_num_threads(1)
         try:
             task()
         finally:
-            numba.set_num_threads(before)
+            _jit.set_num_threads(before)
 
     with ThreadPoolExecutor(workers or min(len(tasks), os.cpu_count() or 1)) as pool:
         for future in [pool.submit(one, task) for task in tasks]:

@@ -285,13 +285,9 @@ def test_garbage_never_crashes_the_interpreter(tmp_path: Path) -> None:
     assert not unexpected, "\n".join(unexpected)
 
 
-def _pipeline_bug(case: str) -> Any:
-    return pytest.param("Pipeline.load", case, marks=pytest.mark.xfail(
-        strict=True, reason=f"Pipeline.load lets the OSError/UnicodeDecodeError of a {case} escape"))
-
-
 @pytest.mark.parametrize("reader,case", [
-    ("Pipeline.load", "missing path"), _pipeline_bug("binary file"), _pipeline_bug("directory"),
+    ("Pipeline.load", "missing path"), ("Pipeline.load", "binary file"),
+    ("Pipeline.load", "directory"),
     *[(reader, case) for reader in ("Vocabulary.load", "io.read_ipc", "embedding.load_table")
       for case in ("missing path", "binary file", "directory")],
     ("io.read_parquet", "missing path"), ("io.read_parquet", "binary file"),

@@ -25,6 +25,7 @@ import pytest
 import arrow_sparse
 from arrow_sparse import _progress, cli
 from arrow_sparse import stats as stats_module
+from arrow_sparse._arrow import numpy_dtype
 from arrow_sparse._progress import Progress
 
 REPO = Path(__file__).resolve().parent.parent
@@ -109,7 +110,7 @@ def same_value(got: Any, want: Any, leaf: pa.DataType) -> bool:
     if isinstance(got, str):  # JSON spells non-finite floats as strings
         got = float(got)
     if pa.types.is_floating(leaf):
-        dtype = leaf.to_pandas_dtype()
+        dtype = numpy_dtype(leaf)
         return bool(np.asarray(got, dtype=dtype) == np.asarray(want, dtype=dtype))
     return bool(got == want)
 

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 import arrow_sparse as asp
 from arrow_sparse import embedding as emb
 from arrow_sparse.errors import ArrowSparseError
+from arrow_sparse.kernels.cpu import _jit
 
 CAFFE2 = [[1, 2, 3], [2, 4, 6, 7], [3, 6]]
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -756,7 +757,6 @@ def test_maplookup_parallel_threads_bag_lookups(monkeypatch) -> None:
 
     import numba
 
-    from arrow_sparse import _embedding_common as common
 
     seen = []
     real = emb.get_kernel
@@ -784,7 +784,7 @@ def test_maplookup_parallel_threads_bag_lookups(monkeypatch) -> None:
         for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(g, w)
     assert len(seen) == 8
-    if common.concurrent_parallel_kernels():
+    if _jit.concurrent_parallel_kernels():
         assert seen == [(False, 1)] * 8  # pool threads, one Numba thread each
     else:
         assert all(main for main, _ in seen)

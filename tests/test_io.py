@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import arrow_sparse as asp
+from arrow_sparse._arrow import numpy_dtype
 from arrow_sparse.errors import (
     ArrowSparseError,
     ArrowSparseKeyError,
@@ -177,7 +178,7 @@ def test_read_parquet_keyed_keeps_offsets_width(tmp_path: Path, offsets: Any) ->
     path = tmp_path / "t.parquet"
     asp.io.write_parquet(small_table(offsets), path)
     kj = next(iter(asp.io.read_parquet(path, keyed=["ids"])))
-    assert kj.lengths.dtype == np.dtype(offsets().to_pandas_dtype())
+    assert kj.lengths.dtype == numpy_dtype(offsets())
     assert kj["ids"].to_list() == [[1, 2, 3], [2, 4, 6, 7], [3, 6], None]
 
 
@@ -337,7 +338,7 @@ def test_write_parquet_keeps_offsets_width(tmp_path: Path, offsets: Any) -> None
     back = pa.Table.from_batches(list(asp.io.read_parquet(path)))
     assert back.to_pylist() == table.to_pylist()
     assert asp.Jagged.from_arrow(back.column("ids")).offsets.dtype == \
-        np.dtype(offsets().to_pandas_dtype())
+        numpy_dtype(offsets())
 
 
 def test_write_parquet_row_groups_from_a_stream_of_small_batches(tmp_path: Path) -> None:

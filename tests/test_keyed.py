@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arrow_sparse as asp
+from arrow_sparse._arrow import numpy_dtype
 from arrow_sparse.errors import (
     ArrowSparseIndexError,
     ArrowSparseTypeError,
@@ -107,7 +108,7 @@ def caffe2_map() -> pa.Array:
 def buffer_view(list_array: pa.Array) -> np.ndarray:
     """The whole values buffer of a list array (to check zero-copy by memory sharing)."""
     child = list_array.values
-    return np.frombuffer(child.buffers()[1], dtype=child.type.to_pandas_dtype())
+    return np.frombuffer(child.buffers()[1], dtype=numpy_dtype(child.type))
 
 
 # ----------------------------------------------------------------- Caffe2 example
@@ -282,7 +283,7 @@ def test_from_arrow_batch_offset_widths(list_type: Any, lengths_dtype: Any,
     batch = pa.record_batch({k: pa.array(r, list_type(value_type)) for k, r in rows.items()})
     kj = KeyedJagged.from_arrow(batch)
     assert kj.lengths.dtype == lengths_dtype
-    assert kj.dtype == value_type.to_pandas_dtype()
+    assert kj.dtype == numpy_dtype(value_type)
     assert_kj(kj, ["x", "y"], rows)
     assert kj["x"].offsets.dtype == lengths_dtype
     out = kj.to_arrow()

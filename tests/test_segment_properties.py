@@ -19,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import arrow_sparse as asp
+from arrow_sparse._arrow import numpy_dtype
 
 from . import _reference_segment as ref
 from ._strategies import list_arrays, numeric_dtypes, scalars
@@ -118,7 +119,7 @@ def assert_rows(got: Any, expected: list[Any], rtol: float) -> None:
 @given(data=st.data())
 def test_sorted_arrow_property(op: str, data: st.DataObject) -> None:
     arr, rows = data.draw(list_arrays(null_values=True))
-    dtype = np.dtype(arr.type.value_type.to_pandas_dtype())
+    dtype = numpy_dtype(arr.type.value_type)
     expected = ref.segment_reduce(rows, op)
     assert_arrow(SORTED[op](arr), expected, out_dtype(op, dtype))
     got = SORTED[op](chunked(arr, data.draw(cuts(len(arr)))))

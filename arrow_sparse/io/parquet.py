@@ -446,7 +446,7 @@ def _widens(got: pa.DataType, want: pa.DataType) -> bool:
     if pa.types.is_dictionary(got):
         return _widens(got.value_type, want)
     if pa.types.is_integer(got) and pa.types.is_integer(want):
-        gi, wi = np.iinfo(got.to_pandas_dtype()), np.iinfo(want.to_pandas_dtype())
+        gi, wi = np.iinfo(_arrow.numpy_dtype(got)), np.iinfo(_arrow.numpy_dtype(want))
         return bool(wi.min <= gi.min and gi.max <= wi.max)
     if pa.types.is_floating(got) and pa.types.is_floating(want):
         return bool(got.bit_width <= want.bit_width)

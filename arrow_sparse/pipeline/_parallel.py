@@ -7,7 +7,6 @@ reads the next row group and writes the finished batches, in input order.
 
 from __future__ import annotations
 
-import functools
 import os
 import queue
 import threading
@@ -15,9 +14,6 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
-
-import numba
-import numpy as np
 
 __all__ = ["background", "default_threads", "ordered_map"]
 
@@ -40,29 +36,12 @@ def default_threads() -> int:
     return max(1, min(cores, 8))
 
 
-@numba.njit(cache=True, parallel=True)
-def _probe(n: int) -> float:  # pragma: no cover - compiled
-    total = 0.0
-    for i in numba.prange(n):
-        total += np.float64(i)
-    return total
-
-
-@functools.cache
-def _concurrent_kernels_ok() -> bool:
-    """Whether threads may run Numba ``parallel=True`` kernels at once (tbb, omp: yes).
-
-    The ``workqueue`` threading layer aborts the process when two threads launch
-    parallel kernels concurrently, so the runner then stays on one thread.
-    """
-    _probe(2)
-    return str(numba.threading_layer()) in ("tbb", "omp")
-
-
 def _one_numba_thread() -> None:
     # Per thread: each pool thread's parallel kernels run on one core, so a pool of
     # n threads keeps n cores busy instead of n * n.
-    numba.set_num_threads(1)
+    from ..kernels.cpu import _jit
+
+    _jit.set_num_threads(1)
 
 
 def ordered_map(fn: Callable[[T], R], items: Iterable[T], threads: int,
@@ -93,7 +72,9 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], threads: int,
     >>> list(ordered_map(lambda x: x * x, range(6), threads=2))
     [0, 1, 4, 9, 16, 25]
     """
-    if threads <= 1 or not _concurrent_kernels_ok():
+    from ..kernels.cpu import _jit  # imported here: ``import arrow_sparse`` loads no Numba
+
+    if threads <= 1 or not _jit.concurrent_parallel_kernels():
         for item in items:
             yield fn(item)
         return

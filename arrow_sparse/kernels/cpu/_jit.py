@@ -12,12 +12,14 @@ that fails, kernels are compiled without a cache, in every process, and one
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 import tempfile
 import types
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numba
 
@@ -27,7 +29,7 @@ PARALLEL_THRESHOLD = 1 << 16
 
 
 def _probe() -> int:
-    """A function of this directory: where it can be cached, every kernel can."""
+    """Stand in for every kernel: where this function can be cached, every kernel can."""
     return 0
 
 
@@ -108,5 +110,31 @@ def parallel_kernel(fn: Callable[..., Any]) -> tuple[Any, Any]:
 
 
 def pick(pair: tuple[Any, Any], work: int) -> Any:
-    """The serial or the parallel twin of a :func:`parallel_kernel` for ``work`` elements."""
+    """Return the serial or the parallel twin of a :func:`parallel_kernel` for ``work`` elements."""
     return pair[1] if work >= PARALLEL_THRESHOLD else pair[0]
+
+
+def _count_up(n):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    total = 0
+    for i in numba.prange(n):
+        total += i
+    return total
+
+
+@functools.cache
+def concurrent_parallel_kernels() -> bool:
+    """Whether several threads may run ``parallel=True`` kernels at the same time.
+
+    True for Numba's ``tbb`` and ``omp`` threading layers; the ``workqueue`` layer
+    aborts the process on concurrent use. A tiny parallel kernel runs first, so that a
+    layer is chosen.
+    """
+    numba.njit(cache=CACHE, nogil=True, parallel=True)(_count_up)(2)
+    return str(numba.threading_layer()) in ("tbb", "omp")
+
+
+def set_num_threads(n: int) -> int:
+    """Set this thread's Numba thread count to ``n``; return the previous count."""
+    before = int(numba.get_num_threads())
+    numba.set_num_threads(n)
+    return before

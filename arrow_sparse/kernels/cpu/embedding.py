@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 from numba import prange
 
@@ -35,7 +34,6 @@ __all__ = [
     "rowwise_adagrad_rows",
     "sgd_rows",
     "sort_ids",
-    "threading_layer",
     "weights_grad",
 ]
 
@@ -182,20 +180,6 @@ _PAIRS = {name: parallel_kernel(fn) for name, fn in (
     ("coalesce_sorted", _coalesce_sorted), ("sgd_rows", _sgd_rows),
     ("adagrad_rows", _adagrad_rows), ("rowwise_adagrad_rows", _rowwise_adagrad_rows),
     ("ftrl_rows", _ftrl_rows), ("weights_grad", _weights_grad))}
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def _probe(n):  # pragma: no cover
-    total = 0
-    for i in prange(n):
-        total += i
-    return total
-
-
-def threading_layer() -> str:
-    """Name of Numba's threading layer (a tiny parallel kernel runs first, so one is chosen)."""
-    _probe(2)
-    return str(numba.threading_layer())
 
 
 def lookup_rows(table: np.ndarray, ids: np.ndarray, out: np.ndarray, col: int = 0) -> None:
