@@ -382,11 +382,12 @@ def test_large_conversions_match_scipy(threads: int, index_dtype: Any) -> None:
                                       keys)
         np.testing.assert_array_equal(mask.values, want_or)
         tensor = asp.SparseCOO([rows % 50, cols, rows // 50], position, (50, 7_000, 800))
-        keys, vals = tensor._sorted((1, 2, 0))
-        perm = np.lexsort((tensor.indices[0], tensor.indices[2], tensor.indices[1]))
-        for k, axis in zip(keys, (1, 2, 0), strict=True):
-            np.testing.assert_array_equal(k, tensor.indices[axis][perm])
-        np.testing.assert_array_equal(vals, position[perm])
+        for order in [(1, 2, 0), (0, 2, 1)]:  # split after the first key, or the second
+            keys, vals = tensor._sorted(order)
+            perm = np.lexsort([tensor.indices[a] for a in reversed(order)])
+            for k, axis in zip(keys, order, strict=True):
+                np.testing.assert_array_equal(k, tensor.indices[axis][perm])
+            np.testing.assert_array_equal(vals, position[perm])
     finally:
         numba.set_num_threads(before)
 

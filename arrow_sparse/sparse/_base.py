@@ -461,15 +461,14 @@ def sort_permutation(keys: Sequence[np.ndarray], sizes: Sequence[int]) -> np.nda
     if lex_order(keys)[0]:
         return None
     n = len(keys[0])
-    limit = _RADIX_FACTOR * n + (1 << 16)
-    if all(size <= limit for size in sizes):
+    if all(counting_range(size, n) for size in sizes):
         radix = get_kernel("sparse", "radix_argsort")
         return radix(list(keys), [int(s) for s in sizes])  # type: ignore[no-any-return]
     perm = np.arange(n, dtype=np.int64)
     counting = get_kernel("sparse", "radix_argsort")
     for key, size in zip(reversed(keys), reversed(sizes), strict=True):
         gathered = key[perm]
-        if size <= limit:
+        if counting_range(size, n):
             order = counting([gathered], [int(size)])
         else:
             order = np.argsort(gathered, kind="stable")
@@ -477,33 +476,49 @@ def sort_permutation(keys: Sequence[np.ndarray], sizes: Sequence[int]) -> np.nda
     return perm
 
 
+def counting_range(size: int, n: int, factor: int = _RADIX_FACTOR) -> bool:
+    """Whether a counting sort of ``n`` keys in ``[0, size)`` pays (the range is small)."""
+    return int(size) <= factor * n + (1 << 16)
+
+
 def sorted_coords(keys: Sequence[np.ndarray], sizes: Sequence[int],
                   values: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
     """Rows ``(keys[0][i], keys[1][i], ...)`` and their values sorted lexicographically, stably.
 
-    The inputs themselves when already sorted. Otherwise, when the first key's range
-    is not much larger than the number of rows, the other keys are raveled into one
-    minor key and the rows are counting-sorted by the first key and sorted within
-    each of its values, in parallel (as CSR is built); else an LSD radix sort.
+    The inputs themselves when already sorted. When the keys split into a leading and
+    a trailing group whose raveled ranges are both small: two stable counting sorts
+    (by the trailing group, then by the leading one), in parallel, as CSR is built;
+    else an LSD radix sort of a permutation, one pass per key.
     """
     keys = list(keys)
     if lex_order(keys)[0]:
         return keys, values
     n = len(keys[0])
-    rest = [int(s) for s in sizes[1:]]
-    if rest and int(sizes[0]) <= _RADIX_FACTOR * n + (1 << 16) and \
-            math.prod(rest) <= _INT64_MAX:
-        minor = keys[1] if len(rest) == 1 else np.ravel_multi_index(tuple(keys[1:]), rest)
-        ptr, minor, vals = get_kernel("sparse", "coo_to_compressed")(keys[0], minor, values,
-                                                                     int(sizes[0]))
-        dtype = np.result_type(*keys)
-        first = get_kernel("sparse", "expand_major")(ptr, np.empty(n, dtype=dtype))
-        if len(rest) == 1:
-            return [first, minor], vals
-        return [first, *(k.astype(dtype) for k in np.unravel_index(minor, rest))], vals
-    perm = sort_permutation(keys, sizes)
-    assert perm is not None
-    return [k[perm] for k in keys], values[perm]
+    dims = [int(s) for s in sizes]
+    # both groups' ranges within the number of rows: the counts stay smaller than the data
+    split = next((j for j in range(1, len(dims)) if counting_range(math.prod(dims[:j]), n, 1)
+                  and counting_range(math.prod(dims[j:]), n, 1)), None)
+    if split is None:
+        perm = sort_permutation(keys, sizes)
+        assert perm is not None
+        return [k[perm] for k in keys], values[perm]
+    dtype = np.result_type(*keys)
+    head, tail = dims[:split], dims[split:]
+    major = _ravel(keys[:split], head)
+    ptr, minor, vals = get_kernel("sparse", "coo_to_compressed")(
+        major, _ravel(keys[split:], tail), values, math.prod(head), math.prod(tail))
+    major = get_kernel("sparse", "expand_major")(ptr, np.empty(n, dtype=major.dtype))
+    return [*_unravel(major, head, dtype), *_unravel(minor, tail, dtype)], vals
+
+
+def _ravel(keys: list[np.ndarray], dims: list[int]) -> np.ndarray:
+    return keys[0] if len(keys) == 1 else np.ravel_multi_index(tuple(keys), dims)
+
+
+def _unravel(flat: np.ndarray, dims: list[int], dtype: np.dtype) -> list[np.ndarray]:
+    if len(dims) == 1:
+        return [flat.astype(dtype, copy=False)]
+    return [k.astype(dtype) for k in np.unravel_index(flat, dims)]
 
 
 def group_starts(sorted_keys: Sequence[np.ndarray]) -> np.ndarray | None:

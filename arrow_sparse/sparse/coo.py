@@ -385,14 +385,17 @@ class SparseCOO(SparseTensor):
     def _compressed(self, major: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(indptr, minor, values)`` of a 2-d COO sorted by (major, minor), stably.
 
-        Views of the minor row and the values when already sorted; otherwise a
-        counting sort by major index and a parallel sort of every line (copies).
+        Views of the minor row and the values when already sorted; otherwise two
+        stable counting sorts (by minor, then by major index) or, for a very wide minor
+        axis, a counting sort by major index and a sort of every line (copies).
         """
         keys = [self.indices[major], self.indices[1 - major]]
         if b.lex_order(keys)[0]:
             return _counts_to_indptr(keys[0], self.shape[major]), keys[1], self.values
+        num_minor = self.shape[1 - major]
         return get_kernel("sparse", "coo_to_compressed")(  # type: ignore[no-any-return]
-            keys[0], keys[1], self.values, self.shape[major])
+            keys[0], keys[1], self.values, self.shape[major],
+            num_minor if b.counting_range(num_minor, self.nnz) else None)
 
     def _check_2d(self, func: str) -> None:
         if self.ndim != 2:

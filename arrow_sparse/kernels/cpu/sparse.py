@@ -376,12 +376,22 @@ def compressed_transpose(indptr: np.ndarray, indices: np.ndarray, values: np.nda
 
 
 def coo_to_compressed(major: np.ndarray, minor: np.ndarray, values: np.ndarray,
-                      num_major: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                      num_major: int, num_minor: int | None
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Sort coordinate pairs by (major, minor), stably: ``(indptr, minor, values)``.
 
-    A parallel counting sort by major index (O(nnz + num_major)), then every line is
-    sorted in parallel. ``indptr`` is int64; the minor indices keep their dtype.
+    With ``num_minor`` (the minor range, small enough to count): an LSD radix sort,
+    two parallel stable counting sorts, by minor index and then by major index (the
+    second reads the minor indices off the first one's pointers). O(nnz + num_major +
+    num_minor) whatever the line lengths. With ``num_minor=None`` (a minor range too
+    wide to count): a counting sort by major index, then every line is sorted in
+    parallel. ``indptr`` is int64; the minor indices keep their dtype.
     """
+    if num_minor is not None:
+        by_minor, major_by_minor, values_by_minor = _counting_sort_by(minor, major, values,
+                                                                      num_minor)
+        return _counting_sort_by(major_by_minor, np.empty(0, dtype=minor.dtype),
+                                 values_by_minor, num_major, by_minor)
     out_ptr, out_minor, out_values = _counting_sort_by(major, minor, values, num_major)
     work = len(minor) + num_major
     pick(_SORT_LINES, work)(out_ptr, out_minor, out_values, _chunk_bounds(out_ptr, work))
