@@ -282,13 +282,16 @@ def _problem(func: str, x: Any, dim: Any, mask: Any) -> _Problem:
         def mask_keys() -> np.ndarray:
             return _sorted_keys(cells_of([i.astype(np.int64) for i in np.nonzero(spec)]))
     else:
-        keys = _sorted_keys(cells_of(spec))
-        count_in = np.bincount(keys // max(slice_size, 1), minlength=num_cells).astype(np.int64)
+        # membership by the full raveled coordinates: both sides are canonical, so
+        # usually sorted alike (one merge pass), whichever dimensions are reduced
+        count_in = np.bincount(_ravel([spec[i] for i in kept], kshape, len(spec[0])),
+                               minlength=num_cells).astype(np.int64)
         inm = np.empty(n, dtype=bool)
-        _k("sorted_member")(keys, cell * slice_size + pos, inm)
+        _k("sorted_member")(_sorted_keys(_ravel(spec, shape, len(spec[0]))),
+                            _ravel(coords, shape, n), inm)
 
         def mask_keys() -> np.ndarray:
-            return keys
+            return _sorted_keys(cells_of(spec))
     stored_in = np.bincount(cell[inm], minlength=num_cells).astype(np.int64)
     return _Problem(shape, dims, num_cells, slice_size, cell, pos, vals,
                     np.ascontiguousarray(inm), count_in, stored, stored_in, kind, mask_keys)
