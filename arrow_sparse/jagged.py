@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from . import _arrow
 from . import _validate as v
-from .convert import dense_to_jagged, offsets_to_segment_ids, pad_levels, _fill_value
+from .convert import _fill_value, dense_to_jagged, longest_rows, offsets_to_segment_ids, pad_levels
 from .errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 
 if TYPE_CHECKING:
@@ -426,7 +426,7 @@ class Jagged:
         >>> asp.Jagged.from_list([[1, 2, 3], [], [3, 6]]).max_length
         3
         """
-        return _longest_rows([self._offsets], [self._validity])[0]
+        return longest_rows([self._offsets], [self._validity])[0]
 
     @property
     def null_count(self) -> int:
@@ -554,7 +554,8 @@ class Jagged:
             Padded length (a list of lengths, one per level, for nested rows);
             default: the longest row of each level.
         pad_value
-            Fill value; must fit the values dtype exactly. Null rows are all padding.
+            Fill value; must fit the values dtype exactly. Null rows are all padding,
+            and so are null elements.
 
         Returns
         -------
@@ -581,7 +582,7 @@ class Jagged:
         offsets = [level.offsets for level in levels]
         validity = [level.validity for level in levels]
         if max_length is None:
-            lengths = _longest_rows(offsets, validity)
+            lengths = longest_rows(offsets, validity)
         elif isinstance(max_length, (int, np.integer)) and len(levels) == 1:
             lengths = [v.check_count(func, "max_length", max_length)]
         elif isinstance(max_length, (list, tuple)) and len(max_length) == len(levels):
@@ -592,8 +593,8 @@ class Jagged:
             raise ArrowSparseTypeError(msg)
         leaf = levels[-1].values
         assert isinstance(leaf, np.ndarray)
-        pad = _fill_value(func, pad_value, leaf.dtype)
-        return pad_levels(func, leaf, offsets, validity, lengths, pad)
+        pad = _fill_value(func, pad_value, leaf.dtype, arg="pad_value")
+        return pad_levels(func, leaf, offsets, validity, lengths, pad, levels[-1].values_validity)
 
     def to_csr(self, num_columns: int, weights: Any = None) -> SparseCSR:
         """Rows of ids as a multi-hot CSR matrix ``[num_rows, num_columns]``.
@@ -913,29 +914,6 @@ def _row_text(j: Jagged, i: int, edge: int | None) -> str:
     parts = ["..." if k == -1 else "None" if mask is not None and not mask[start + k]
              else _array_text(row[k], edge) for k in _shown(len(row), edge)]
     return f"[{', '.join(parts)}]"
-
-
-def _longest_rows(offsets: list[np.ndarray], validity: list[np.ndarray | None]) -> list[int]:
-    """Longest row of each level, counting only rows that are read.
-
-    A row is read when it is valid and, below the top level, lies in the range of a
-    read row of the level above: null rows and the rows only they address count 0.
-    """
-    longest = []
-    start, stop = 0, len(offsets[0]) - 1
-    read: np.ndarray | None = None  # which rows of this level are read; None: all
-    for offs, valid in zip(offsets, validity):
-        used = offs[start:stop + 1]
-        lengths = np.diff(used)
-        if valid is not None:
-            read = valid[start:stop] if read is None else read & valid[start:stop]
-        if read is not None:
-            lengths = np.where(read, lengths, 0)
-        longest.append(int(lengths.max()) if len(lengths) else 0)
-        if read is not None:
-            read = np.repeat(read, np.diff(used))  # rows of the next level, by parent
-        start, stop = int(used[0]), int(used[-1])
-    return longest
 
 
 def _with_leaf_type(t: pa.DataType, leaf: pa.DataType) -> pa.DataType:

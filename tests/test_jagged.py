@@ -376,13 +376,20 @@ def test_padded_round_trip(data: st.DataObject) -> None:
     assert back.dtype == dtype
 
 
+def test_to_padded_null_elements_are_padding(backend: str) -> None:
+    arr = pa.array([[9, 1, None, 3], [None], [2, None]]).slice(1)
+    j = asp.Jagged.from_arrow(arr)
+    np.testing.assert_array_equal(j.to_padded(pad_value=-1), [[-1, -1], [2, -1]])
+    np.testing.assert_array_equal(j.to_padded(3, pad_value=7), [[7, 7, 7], [2, 7, 7]])
+
+
 def test_to_padded_2d_values_and_errors(backend: str) -> None:
     j = asp.Jagged.from_lengths(np.arange(6).reshape(3, 2), [2, 0, 1])
     np.testing.assert_array_equal(j.to_padded(), [[[0, 1], [2, 3]], [[0, 0], [0, 0]],
                                                   [[4, 5], [0, 0]]])
-    with pytest.raises(ValueError, match="padding_value -1 does not fit the values dtype uint8"):
+    with pytest.raises(ValueError, match="pad_value -1 does not fit the values dtype uint8"):
         asp.Jagged.from_list([[1]], dtype=np.uint8).to_padded(pad_value=-1)
-    with pytest.raises(ValueError, match="padding_value 0.5 does not fit the values dtype int64"):
+    with pytest.raises(ValueError, match="pad_value 0.5 does not fit the values dtype int64"):
         j.to_padded(pad_value=0.5)
     with pytest.raises(TypeError, match=r"max_length must be an int or a list of one int per level \(2\), got 3"):
         asp.Jagged.from_list([[[1]]]).to_padded(3)
