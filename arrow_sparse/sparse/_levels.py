@@ -1,4 +1,5 @@
-"""Building compressed sparse fibres: sorted coordinates or nested Jagged -> CSF levels."""
+"""Compressed sparse fibre internals: building levels (from sorted coordinates or a
+nested Jagged), the canonical-form check, and selecting sub-fibres."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from .csf import SparseCSF
 
 __all__ = ["array_list", "build_levels", "fibres_strictly_increasing", "from_jagged_levels",
-           "from_jagged_with_nulls", "jagged_shape"]
+           "from_jagged_with_nulls", "is_canonical", "jagged_shape", "select_fibres"]
 
 
 def build_levels(keys: Sequence[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -56,6 +57,67 @@ def fibres_strictly_increasing(ptr: np.ndarray, idx: np.ndarray) -> bool:
     inner = inner[(inner > 0) & (inner < n)]
     ok[inner - 1] = True
     return bool(ok.all())
+
+
+def is_canonical(csf: SparseCSF) -> bool:
+    """Every fibre's children strictly increasing, and no childless node."""
+    ranges = csf._ranges()
+    lo, hi = ranges[0]
+    first = csf.indices[0][lo:hi]
+    if (first[1:] <= first[:-1]).any():
+        return False
+    for k, ptr in enumerate(csf.indptr):
+        lo, hi = ranges[k]
+        if (np.diff(ptr[lo:hi + 1]) <= 0).any():
+            return False
+        child_lo, child_hi = ranges[k + 1]
+        sub = ptr[lo:hi + 1] - child_lo
+        if not fibres_strictly_increasing(sub, csf.indices[k + 1][child_lo:child_hi]):
+            return False
+    return True
+
+
+def select_fibres(csf: SparseCSF, positions: np.ndarray, start: int, stop: int,
+                  drop: bool) -> Any:
+    """The sub-fibres of the level-0 nodes at ``positions`` (coordinates ``start:stop``).
+
+    Views when those nodes are contiguous; ``drop`` removes the outer dimension (an
+    integer index). An unsorted outer level is gathered through COO (copies).
+    """
+    from .coo import SparseCOO
+    from .csf import SparseCSF
+
+    a0 = csf.axis_order[0]
+    contiguous = len(positions) == 0 or positions[-1] - positions[0] + 1 == len(positions)
+    if not contiguous:
+        coo = csf.to_coo()
+        keep = (coo.indices[a0] >= start) & (coo.indices[a0] < stop)
+        idx = coo.indices[:, keep].copy()
+        idx[a0] -= start
+        dims = list(csf.shape)
+        dims[a0] = stop - start
+        sub = SparseCOO._new(idx, coo.values[keep], tuple(dims)).to_csf(csf.axis_order)
+        return sub[0] if drop else sub
+    p, q = (int(positions[0]), int(positions[-1]) + 1) if len(positions) else (0, 0)
+    if drop:
+        if csf.ndim == 1:
+            return csf.values[p:q].sum(dtype=csf.dtype)
+        shape = tuple(s for d, s in enumerate(csf.shape) if d != a0)
+        order = tuple(a - (a > a0) for a in csf.axis_order[1:])
+        ptr0 = csf.indptr[0]
+        lo, hi = (int(ptr0[p]), int(ptr0[q])) if len(positions) else (int(ptr0[0]),) * 2
+        indices = (csf.indices[1][lo:hi],) + csf.indices[2:]
+        indptr = (csf.indptr[1][lo:hi + 1],) + csf.indptr[2:] if csf.ndim > 2 else ()
+        values = csf.values[lo:hi] if csf.ndim == 2 else csf.values
+        return SparseCSF._new(indptr, indices, values, shape, order, csf._canonical or None)
+    shape_list = list(csf.shape)
+    shape_list[a0] = stop - start
+    top = csf.indices[0][p:q]
+    top = top - start if start else top
+    indptr = (csf.indptr[0][p:q + 1],) + csf.indptr[1:] if csf.ndim > 1 else ()
+    values = csf.values[p:q] if csf.ndim == 1 else csf.values
+    return SparseCSF._new(indptr, (top,) + csf.indices[1:], values, tuple(shape_list),
+                          csf.axis_order, csf._canonical or None)
 
 
 def array_list(func: str, arg: str, x: Any, count: int) -> tuple[np.ndarray, ...]:

@@ -214,24 +214,8 @@ class SparseCSF(SparseTensor):
         False
         """
         if self._canonical is None:
-            self._canonical = self._check_canonical()
+            self._canonical = lv.is_canonical(self)
         return self._canonical
-
-    def _check_canonical(self) -> bool:
-        ranges = self._ranges()
-        lo, hi = ranges[0]
-        first = self.indices[0][lo:hi]
-        if (first[1:] <= first[:-1]).any():
-            return False
-        for k, ptr in enumerate(self.indptr):
-            lo, hi = ranges[k]
-            if (np.diff(ptr[lo:hi + 1]) <= 0).any():
-                return False
-            child_lo, child_hi = ranges[k + 1]
-            sub = ptr[lo:hi + 1] - child_lo
-            if not lv.fibres_strictly_increasing(sub, self.indices[k + 1][child_lo:child_hi]):
-                return False
-        return True
 
     def validate(self) -> SparseCSF:
         """Check every pointer array and every reachable coordinate (O(size)); return self.
@@ -992,7 +976,7 @@ class SparseCSF(SparseTensor):
                 raise ArrowSparseValueError(msg)
             stop = max(start, stop)
             positions = np.flatnonzero((top >= start) & (top < stop))
-            return self._select(positions, start, stop, drop=False)
+            return lv.select_fibres(self, positions, start, stop, drop=False)
         if isinstance(key, (bool, np.bool_)) or not isinstance(key, (int, np.integer)):
             msg = (f"{func}: sub-fibres are selected with an int or a slice along the "
                    f"outermost stored dimension, got {type(key).__name__}")
@@ -1004,53 +988,4 @@ class SparseCSF(SparseTensor):
             raise ArrowSparseIndexError(msg)
         i %= size
         positions = np.flatnonzero(top == i)
-        return self._select(positions, i, i + 1, drop=True)
-
-    def _select(self, positions: np.ndarray, start: int, stop: int, drop: bool) -> Any:
-        a0 = self.axis_order[0]
-        contiguous = len(positions) == 0 or positions[-1] - positions[0] + 1 == len(positions)
-        if not contiguous:  # unsorted outer level: gather through COO (copies)
-            coo = self.to_coo()
-            keep = (coo.indices[a0] >= start) & (coo.indices[a0] < stop)
-            idx = coo.indices[:, keep].copy()
-            idx[a0] -= start
-            dims = list(self.shape)
-            dims[a0] = stop - start
-            sub = type(self)._from_coo_parts(idx, coo.values[keep], tuple(dims), self.axis_order)
-            return sub._drop_outer() if drop else sub
-        p, q = (int(positions[0]), int(positions[-1]) + 1) if len(positions) else (0, 0)
-        if drop:
-            if self.ndim == 1:
-                lo, hi = p, q
-                return self.values[lo:hi].sum(dtype=self.dtype)
-            shape = tuple(s for d, s in enumerate(self.shape) if d != a0)
-            order = tuple(a - (a > a0) for a in self.axis_order[1:])
-            ptr0 = self.indptr[0]
-            if len(positions) == 0:
-                lo = hi = int(ptr0[0])
-            else:
-                lo, hi = int(ptr0[p]), int(ptr0[q])
-            indices = (self.indices[1][lo:hi],) + self.indices[2:]
-            indptr = (self.indptr[1][lo:hi + 1],) + self.indptr[2:] if self.ndim > 2 else ()
-            values = self.values[lo:hi] if self.ndim == 2 else self.values
-            return SparseCSF._new(indptr, indices, values, shape, order,
-                                  self._canonical or None)
-        shape_list = list(self.shape)
-        shape_list[a0] = stop - start
-        top = self.indices[0][p:q]
-        top = top - start if start else top
-        indptr = (self.indptr[0][p:q + 1],) + self.indptr[1:] if self.ndim > 1 else ()
-        values = self.values[p:q] if self.ndim == 1 else self.values
-        return SparseCSF._new(indptr, (top,) + self.indices[1:], values, tuple(shape_list),
-                              self.axis_order, self._canonical or None)
-
-    @classmethod
-    def _from_coo_parts(cls, indices: np.ndarray, values: np.ndarray, shape: tuple[int, ...],
-                        order: tuple[int, ...]) -> SparseCSF:
-        from .coo import SparseCOO
-
-        return SparseCOO._new(indices, values, shape).to_csf(order)
-
-    def _drop_outer(self) -> Any:
-        """Return the sub-tensor under outer coordinate 0, the only one (or the scalar)."""
-        return self[0]
+        return lv.select_fibres(self, positions, i, i + 1, drop=True)
