@@ -56,12 +56,12 @@ MISSING_CUDA_TWINS: dict[str, set[str]] = {
     "embedding": {"coalesce_sorted", "lookup_rows", "sort_ids", "weights_grad"},
     "masked": {"first_unstored", "sorted_member"},
 }
-#: Public functions of ``kernels/cpu`` modules that are helpers of the kernels (hash
-#: and division helpers, a threading probe), not registry kernels; they need no twin.
+#: Public functions of ``kernels/cpu`` modules that are helpers of the kernels (the
+#: hash and division helpers of ``transforms``, which has no ``__all__``), not registry
+#: kernels; they need no twin.
 NOT_KERNELS: dict[str, set[str]] = {
     "transforms": {"bucket_of", "divider", "int_bitflip", "long_secret", "xxh3_bytes",
                    "xxh3_int"},
-    "embedding": set(),
 }
 
 
