@@ -52,6 +52,13 @@ def load_libraries() -> None:
     if torch is not None:
         torch.set_num_threads(NUM_THREADS)
         LIB_STATUS["torch"] = torch.__version__
+        # FBGEMM's CPU operators (torch.ops.fbgemm.*, the table-batched embedding module)
+        mod, status = C.try_import("fbgemm_gpu")
+        LIBS["fbgemm"] = mod
+        LIB_STATUS["fbgemm"] = status
+    else:
+        LIBS["fbgemm"] = None
+        LIB_STATUS["fbgemm"] = "needs torch"
 
 
 class Unsupported(Exception):
@@ -514,6 +521,16 @@ def _impls_1d(kind: str, values: np.ndarray, offsets: np.ndarray, arr: pa.Array,
         impls.append(Impl("torch index_add_", "peer", "torch", m_torch_index_add,
                           to_numpy=_torch_np))
 
+        def m_fbgemm_csr() -> Callable[[], Any]:
+            data = torch.from_numpy(values)
+            offs = torch.from_numpy(offsets)  # the Arrow int32 offsets, as they are
+            op = torch.ops.fbgemm.segment_sum_csr
+            return lambda: op(1, offs, data)
+
+        impls.append(Impl("fbgemm segment_sum_csr", "peer", "fbgemm", m_fbgemm_csr,
+                          to_numpy=_torch_np, note="torch.ops.fbgemm.segment_sum_csr(1, "
+                                                   "offsets, values); 1-D only"))
+
     # ---- pyarrow group_by
     def m_pa_group() -> Callable[[], Any]:
         ids = seg_ids()
@@ -794,6 +811,31 @@ def _impls_bags(table: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
                           per_sample_weights=t_w)
         return run
 
+    def m_fbgemm_tbe() -> Callable[[], Any]:
+        from fbgemm_gpu.split_embedding_configs import EmbOptimType, SparseType
+        from fbgemm_gpu.split_table_batched_embeddings_ops_common import (
+            EmbeddingLocation,
+            PoolingMode,
+        )
+        from fbgemm_gpu.split_table_batched_embeddings_ops_training import (
+            ComputeDevice,
+            SplitTableBatchedEmbeddingBagsCodegen,
+        )
+
+        tbe = SplitTableBatchedEmbeddingBagsCodegen(
+            [(vocab, table.shape[1], EmbeddingLocation.HOST, ComputeDevice.CPU)],
+            pooling_mode=PoolingMode.SUM, weights_precision=SparseType.FP32,
+            optimizer=EmbOptimType.EXACT_SGD)
+        with torch.no_grad():  # the module owns its table: a copy, made untimed
+            tbe.split_embedding_weights()[0].copy_(torch.from_numpy(table))
+        t_ids, t_offs = torch.from_numpy(ids), torch.from_numpy(offsets)
+        t_w = torch.from_numpy(w) if weighted else None
+
+        def run() -> Any:
+            with torch.no_grad():
+                return tbe(t_ids, t_offs, per_sample_weights=t_w)
+        return run
+
     def build_csr() -> Any:
         data = w if weighted else np.ones(len(ids), dtype=np.float32)
         return sp.csr_matrix((data, ids, offsets), shape=(bags, vocab), copy=False)
@@ -821,6 +863,10 @@ def _impls_bags(table: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
                   "then reduceat with the empty-row fix"),
         Impl("torch embedding_bag", "peer", "torch", m_torch, to_numpy=_torch_np,
              note="include_last_offset=True, no_grad"),
+        Impl("fbgemm table-batched embedding bag", "peer", "fbgemm", m_fbgemm_tbe,
+             to_numpy=_torch_np, note="SplitTableBatchedEmbeddingBagsCodegen on the CPU "
+                                      "(one FP32 table, SUM pooling) forward under no_grad; "
+                                      "the table is copied into the module untimed"),
         Impl("scipy CSR @ table", "peer", "scipy", m_scipy,
              convert=build_csr if sp is not None else None,
              note="[bags, vocab] CSR (" + ("weights" if weighted else "ones") +
@@ -1242,7 +1288,7 @@ def main(argv: list[str] | None = None) -> int:
     load_start = C.load_average()
     load_libraries()
     versions = C.library_versions(["numpy", "pyarrow", "arrow_sparse", "numba", "llvmlite",
-                                   "torch", "polars", "awkward", "scipy"])
+                                   "torch", "fbgemm_gpu", "polars", "awkward", "scipy"])
     machine = C.machine_info()
     print(f"# bench_segment: scale {args.scale}, repeat {args.repeat}, {machine['cores']} cores, "
           f"{machine['cpu_model']}")

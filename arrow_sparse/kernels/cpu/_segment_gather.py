@@ -2,30 +2,214 @@
 
 Private to :mod:`.segment`, whose public functions choose and call them; the
 conventions (masks, weights, ``zero``, ``counts``, ``min_count``, NaN) are in its
-docstring. Kernels that read indices check them as they go: each parallel block
-writes the position of the first index it finds out of range into ``bad`` (``-1``:
-none) and stops, and the caller raises before any result is used.
+docstring. The LLVM IR the fused kernels use is here too: ``prefetch_row`` hints a
+table row's cache lines ahead of use, ``sum_rows_into`` / ``sum_row_vector_into`` /
+``weighted_rows_into`` sum gathered rows in registers. Kernels that read indices check
+them as they go: each parallel block writes the position of the first index it finds
+out of range into ``bad`` (``-1``: none) and stops, and the caller raises before any
+result is used.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
+from llvmlite import ir
+from numba import prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from ._jit import kernel
-from ._segment_ir import (
-    inline,
-    prefetch_row,
-    sum_row_vector_into,
-    sum_rows_into,
-    weighted_rows_into,
-)
+from ._segment_ir import NVEC, float_table, inline, prefetch_fn, splat
+
+#: Rows summed in the table's dtype before they are added into float64 (fast path).
+BLOCK = 4
 
 #: ``gather_reduce`` modes.
 MODE_SUM, MODE_MEAN, MODE_MAX = 0, 1, 2
 
 #: How many indices ahead the fused kernels prefetch table rows.
-PREFETCH = 8
+PREFETCH = 64
+
+#: How many values ahead the unsorted kernels prefetch the partial results they update
+#: (random updates of a table that misses L2).
+SCATTER_PREFETCH = 32
+
+
+# ---------------------------------------------------------- gathered table rows
+@intrinsic
+def prefetch_row(typingctx, data, indices, j):  # pragma: no cover
+    """Prefetch every cache line of ``data[indices[j]]`` (if ``j`` and the row exist).
+
+    A row need not start on a cache line (numpy aligns to 16 bytes), so the lines from
+    its first to its last byte are all hinted. ``llvm.prefetch`` never faults.
+    """
+    if not (isinstance(data, types.Array) and data.ndim == 2 and data.layout == "C"):
+        return None
+    sig = types.void(data, indices, j)
+
+    def codegen(context, builder, signature, args):
+        table = context.make_array(signature.args[0])(context, builder, args[0])
+        ids = context.make_array(signature.args[1])(context, builder, args[1])
+        j = context.cast(builder, args[2], signature.args[2], types.intp)
+        _emit_prefetch_row(context, builder, signature.args[0], table, ids, j)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def _emit_prefetch_row(context, builder, table_t, table, ids, j):  # pragma: no cover
+    """IR of ``prefetch_row``: hint the lines of ``table[ids[j]]`` if both exist."""
+    intp = context.get_value_type(types.intp)
+    i8p = ir.IntType(8).as_pointer()
+    i32 = ir.IntType(32)
+    fn = prefetch_fn(builder)
+    num_ids = builder.extract_value(ids.shape, 0)
+    with builder.if_then(builder.icmp_unsigned("<", j, num_ids), likely=True):
+        row = builder.load(builder.gep(ids.data, [j]))
+        row = builder.sext(row, intp) if row.type.width < intp.width else row
+        num_rows = builder.extract_value(table.shape, 0)
+        with builder.if_then(builder.icmp_unsigned("<", row, num_rows), likely=True):
+            base = builder.gep(builder.bitcast(table.data, i8p),
+                               [builder.mul(row, builder.extract_value(table.strides, 0))])
+            size = ir.Constant(intp, context.get_abi_sizeof(context.get_value_type(table_t.dtype)))
+            nbytes = builder.mul(builder.extract_value(table.shape, 1), size)
+            with cgutils.for_range_slice(builder, ir.Constant(intp, 0), nbytes,
+                                         ir.Constant(intp, 64), intp=intp) as (off, _):
+                builder.call(fn, [builder.gep(base, [off]), i32(0), i32(3), i32(1)])
+            last = builder.sub(nbytes, ir.Constant(intp, 1))
+            with builder.if_then(builder.icmp_signed(">=", last, ir.Constant(intp, 0))):
+                builder.call(fn, [builder.gep(base, [last]), i32(0), i32(3), i32(1)])
+
+
+def _sum_rows_codegen(nvec: int, weighted: bool):  # pragma: no cover
+    """Code generator of the gathered-row sums (``nvec`` vectors; ``weighted``)."""
+
+    def codegen(context, builder, signature, args):
+        if weighted:
+            data_t, idx_t, w_t, shift_t, first_t, last_t, col_t, acc_t, ahead_t = signature.args
+            data_a, idx_a, w_a, shift_a, first_a, last_a, col_a, acc_a, ahead_a = args
+            weights = context.make_array(w_t)(context, builder, w_a)
+            shift = context.cast(builder, shift_a, shift_t, types.intp)
+        else:
+            data_t, idx_t, first_t, last_t, col_t, acc_t, ahead_t = signature.args
+            data_a, idx_a, first_a, last_a, col_a, acc_a, ahead_a = args
+        table = context.make_array(data_t)(context, builder, data_a)
+        ids = context.make_array(idx_t)(context, builder, idx_a)
+        accs = context.make_array(acc_t)(context, builder, acc_a)
+        intp = context.get_value_type(types.intp)
+        first = context.cast(builder, first_a, first_t, types.intp)
+        last = context.cast(builder, last_a, last_t, types.intp)
+        col = context.cast(builder, col_a, col_t, types.intp)
+        ahead = context.cast(builder, ahead_a, ahead_t, types.intp)
+        elt = context.get_value_type(data_t.dtype)
+        size = context.get_abi_sizeof(elt)
+        lanes = 64 // size
+        vec = ir.VectorType(elt, lanes)
+        vec64 = ir.VectorType(ir.DoubleType(), lanes)
+        # float64 accumulators for the whole call, and one run's sums in the table dtype;
+        # all allocas are promoted to registers.
+        totals, sums, acc_at = [], [], []
+        for b in range(nvec):
+            at = builder.gep(accs.data, [builder.add(col, ir.Constant(intp, lanes * b))])
+            at = builder.bitcast(at, vec64.as_pointer())
+            total = cgutils.alloca_once(builder, vec64)
+            builder.store(builder.load(at, align=8), total)
+            totals.append(total)
+            sums.append(cgutils.alloca_once(builder, vec))
+            acc_at.append(at)
+        base = builder.bitcast(table.data, ir.IntType(8).as_pointer())
+        stride = builder.extract_value(table.strides, 0)
+        col_bytes = builder.mul(col, ir.Constant(intp, size))
+
+        def row_vectors(i):
+            with builder.if_then(builder.icmp_signed(">", ahead, ir.Constant(intp, 0))):
+                _emit_prefetch_row(context, builder, data_t, table, ids, builder.add(i, ahead))
+            row = builder.load(builder.gep(ids.data, [i]))
+            row = builder.sext(row, intp) if row.type.width < intp.width else row
+            start = builder.add(builder.mul(row, stride), col_bytes)
+            for b in range(nvec):
+                at = builder.gep(base, [builder.add(start, ir.Constant(intp, 64 * b))])
+                yield b, builder.load(builder.bitcast(at, vec.as_pointer()), align=size)
+
+        if weighted:  # every row in float64: w * x is exact for float32 w and x
+            with cgutils.for_range_slice(builder, first, last, ir.Constant(intp, 1),
+                                         intp=intp) as (i, _):
+                w = builder.load(builder.gep(weights.data, [builder.add(i, shift)]))
+                w = context.cast(builder, w, w_t.dtype, types.float64)
+                wv = splat(builder, w, lanes)
+                for b, value in row_vectors(i):
+                    if size == 4:
+                        value = builder.fpext(value, vec64)
+                    total = totals[b]
+                    builder.store(builder.fadd(builder.load(total), builder.fmul(wv, value)),
+                                  total)
+        else:
+            with cgutils.for_range_slice(builder, first, last, ir.Constant(intp, BLOCK),
+                                         intp=intp) as (run, _):
+                run_end = builder.add(run, ir.Constant(intp, BLOCK))
+                run_end = builder.select(builder.icmp_signed("<", run_end, last), run_end, last)
+                for slot in sums:
+                    builder.store(ir.Constant(vec, None), slot)
+                with cgutils.for_range_slice(builder, run, run_end, ir.Constant(intp, 1),
+                                             intp=intp) as (i, _):
+                    for b, value in row_vectors(i):
+                        builder.store(builder.fadd(builder.load(sums[b]), value), sums[b])
+                for total, slot in zip(totals, sums, strict=True):
+                    run_sum = builder.load(slot)
+                    if size == 4:
+                        run_sum = builder.fpext(run_sum, vec64)
+                    builder.store(builder.fadd(builder.load(total), run_sum), total)
+        for total, at in zip(totals, acc_at, strict=True):
+            builder.store(builder.load(total), at, align=8)
+        return context.get_dummy_value()
+
+    return codegen
+
+
+def _sum_rows_typing(data, acc):  # pragma: no cover
+    return (float_table(data) and isinstance(acc, types.Array)
+            and acc.dtype == types.float64)
+
+
+@intrinsic
+def sum_rows_into(typingctx, data, indices, first, last, col, acc, ahead):  # pragma: no cover
+    """``acc[col:col+G] += sum(data[indices[i], col:col+G] for i in range(first, last))``.
+
+    ``data`` is a C-contiguous float32/float64 table, ``acc`` float64, and
+    ``G = NVEC * 64 // data.itemsize`` (64 float32 or 32 float64 columns). Runs of
+    ``BLOCK`` rows (from ``first``) are summed in the table's dtype, each run's sum is
+    added to float64 accumulators, all in registers, and ``acc`` is written once. With
+    ``ahead > 0`` each step also prefetches the row ``ahead`` positions later.
+    """
+    if not _sum_rows_typing(data, acc):
+        return None
+    sig = types.void(data, indices, first, last, col, acc, ahead)
+    return sig, _sum_rows_codegen(NVEC, False)
+
+
+@intrinsic
+def sum_row_vector_into(typingctx, data, indices, first, last, col, acc,
+                        ahead):  # pragma: no cover
+    """As ``sum_rows_into`` for one 64-byte vector: 16 float32 or 8 float64 columns."""
+    if not _sum_rows_typing(data, acc):
+        return None
+    return types.void(data, indices, first, last, col, acc, ahead), _sum_rows_codegen(1, False)
+
+
+@intrinsic
+def weighted_rows_into(typingctx, data, indices, weights, shift, first, last, col, acc,
+                       ahead):  # pragma: no cover
+    """``acc[col:col+G] += sum(weights[i + shift] * data[indices[i], col:col+G])``.
+
+    As ``sum_rows_into`` (``G`` columns, accumulators in registers, prefetching) but
+    every row is scaled by its weight and added in float64 (no runs in the table's
+    dtype). ``weights`` are float32 or float64.
+    """
+    if not (_sum_rows_typing(data, acc) and isinstance(weights, types.Array)
+            and weights.dtype in (types.float32, types.float64)):
+        return None
+    sig = types.void(data, indices, weights, shift, first, last, col, acc, ahead)
+    return sig, _sum_rows_codegen(NVEC, True)
 
 
 @inline
@@ -188,6 +372,43 @@ def gather_reduce(data, indices, offsets, valid, vmask, weights, woffsets, mode,
 
 
 # ------------------------------------------------------------------ unsorted (scatter)
+@inline
+def _scatter_part(mine, tally, values, ids, vmask, weights, zero, lo, hi):  # pragma: no cover
+    # Add values[lo:hi] (times their weights) into mine[ids[i]] and count them into
+    # tally (if it has room), in order; return the first position whose id is outside
+    # [0, len(mine)) (checked under null values too), or -1. One loop per case, so
+    # that the hot loop has no loop-invariant branch.
+    num_segments = mine.shape[0]
+    width = mine.shape[1]
+    masked = vmask.shape[0] != 0
+    counting = tally.shape[0] != 0
+    if weights.shape[0] != 0 or masked or counting or width != 1:
+        for i in range(lo, hi):
+            prefetch_row(mine, ids, i + SCATTER_PREFETCH)
+            s = ids[i]
+            if s < 0 or s >= num_segments:
+                return i
+            if masked and vmask[i] == 0:
+                continue
+            if counting:
+                tally[s] += 1
+            if weights.shape[0] != 0:
+                w = zero + weights[i]
+                for d in range(width):
+                    mine[s, d] += w * values[i, d]
+            else:
+                for d in range(width):
+                    mine[s, d] += values[i, d]
+    else:  # the plain 1-D sum
+        for i in range(lo, hi):
+            prefetch_row(mine, ids, i + SCATTER_PREFETCH)
+            s = ids[i]
+            if s < 0 or s >= num_segments:
+                return i
+            mine[s, 0] += values[i, 0]
+    return -1
+
+
 def scatter_sum(values, ids, vmask, weights, mean, zero, min_count, empty, out, counts,
                 acc, cnt, bad):  # pragma: no cover
     # values [N, W], out [S, W]. Part p of P = acc.shape[0] adds the values of its
@@ -199,33 +420,13 @@ def scatter_sum(values, ids, vmask, weights, mean, zero, min_count, empty, out, 
     num_segments = out.shape[0]
     width = out.shape[1]
     parts = acc.shape[0]
-    masked = vmask.shape[0] != 0
-    weighted = weights.shape[0] != 0
     counting = cnt.shape[1] != 0
     share = (num + parts - 1) // parts
     for p in prange(parts):
         acc[p] = zero  # zeroed by the thread that uses it (first touch)
         cnt[p] = 0
-        bad[p] = -1
-        mine = acc[p]
-        for i in range(p * share, min(num, (p + 1) * share)):
-            s = ids[i]
-            if s < 0 or s >= num_segments:  # checked under null values too
-                bad[p] = i
-                break
-            if masked and vmask[i] == 0:
-                continue
-            if counting:
-                cnt[p, s] += 1
-            if weighted:
-                w = zero + weights[i]
-                for d in range(width):
-                    mine[s, d] += w * values[i, d]
-            elif width == 1:
-                mine[s, 0] += values[i, 0]
-            else:
-                for d in range(width):
-                    mine[s, d] += values[i, d]
+        bad[p] = _scatter_part(acc[p], cnt[p], values, ids, vmask, weights, zero, p * share,
+                               min(num, (p + 1) * share))
     for p in range(parts):
         if bad[p] >= 0:
             return bad[p]
@@ -266,6 +467,7 @@ def scatter_extreme(values, ids, vmask, is_max, init, min_count, empty, out, cou
         bad[p] = -1
         mine = acc[p]
         for i in range(p * share, min(num, (p + 1) * share)):
+            prefetch_row(mine, ids, i + SCATTER_PREFETCH)
             s = ids[i]
             if s < 0 or s >= num_segments:  # checked under null values too
                 bad[p] = i
