@@ -904,7 +904,8 @@ def count_ints(values: np.ndarray, valid: np.ndarray | None, offsets: np.ndarray
         return keys, counts
     total = int(offsets[-1] - offsets[0])
     flat = _gather_ints(values, _mask(valid), offsets, _mask(row_valid), total)
-    return _run_lengths(np.sort(flat))  # type: ignore[no-any-return]
+    flat.sort()  # our own copy: sorted in place
+    return _run_lengths(flat)  # type: ignore[no-any-return]
 
 
 def count_strings(str_offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | None,
