@@ -314,7 +314,7 @@ def _acc_dtype(dtype: np.dtype) -> np.dtype:
 
 
 def _sum_result(out: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """Sums and products keep a float input's dtype, else their accumulator's."""
+    """Give sums and products a float input's dtype, else keep the accumulator's."""
     return out.astype(dtype) if dtype.kind == "f" else out
 
 

@@ -117,6 +117,18 @@ def _torch_run(fn: Callable[[], Any]) -> Callable[[], Any]:
     return run
 
 
+def prepared(setup: Callable[[], Any], call: Callable[[Any], Any],
+             torch: bool = False) -> Callable[[], Callable[[], Any]]:
+    """An Impl's ``make``: ``setup()`` runs once, untimed; the timed call is ``call(obj)``."""
+    def make() -> Callable[[], Any]:
+        obj = setup()
+
+        def run() -> Any:
+            return call(obj)
+        return _torch_run(run) if torch else run
+    return make
+
+
 # ------------------------------------------------------------------------ data
 def matrix_entries(scale: float, seed: int, distinct: bool) -> dict[str, Any]:
     """``[users, items]`` entries: geometric row lengths, Zipf items, shuffled order."""
@@ -175,19 +187,21 @@ def conversion_workloads(scale: float, seed: int) -> list[Workload]:
     desc = (f"{shape[0]:,} x {shape[1]:,}, {d['nnz']:,} distinct entries in shuffled order, "
             "int32 coordinates, float32 values")
     info = {"rows": shape[0], "columns": shape[1], "nnz": d["nnz"]}
-    coo = asp.SparseCOO(np.stack([rows, cols]), values, shape) if asp else None
+    coords = np.stack([rows, cols])
+    coo = asp.SparseCOO(coords, values, shape) if asp else None
     csr = coo.to_csr() if asp else None
 
     def scipy_coo() -> Any:
         return sp.coo_array((values, (rows, cols)), shape=shape)
 
     def pydata_coo() -> Any:
-        return pyd.COO(np.stack([rows, cols]), values, shape=shape, has_duplicates=False,
-                       sorted=False)
+        return pyd.COO(coords, values, shape=shape, has_duplicates=False, sorted=False)
 
-    def torch_coo() -> Any:
-        return torch.sparse_coo_tensor(torch.from_numpy(np.stack([rows, cols]).astype(np.int64)),
-                                       torch.from_numpy(values), shape)
+    def torch_indices() -> Any:
+        return torch.from_numpy(coords.astype(np.int64))
+
+    def torch_coo(indices: Any) -> Any:
+        return torch.sparse_coo_tensor(indices, torch.from_numpy(values), shape)
 
     def compressed(get: Callable[[Any], list[Any]]) -> Callable[[Any], list[np.ndarray]]:
         return lambda r: _f64(*get(r))
@@ -213,7 +227,8 @@ def conversion_workloads(scale: float, seed: int) -> list[Workload]:
              lambda: lambda: pyd.GCXS.from_coo(pydata_coo(), compressed_axes=[0]), gcxs,
              note="pydata sorts the coordinates when the COO is built (timed)"),
         Impl("torch coalesce().to_sparse_csr()", "peer", "torch",
-             lambda: _torch_run(lambda: torch_coo().coalesce().to_sparse_csr()), t_csr,
+             prepared(torch_indices, lambda t: torch_coo(t).coalesce().to_sparse_csr(), True),
+             t_csr,
              note="int64 indices (torch's requirement) are made untimed"),
     ])
     add("coo_csc", "COO -> CSC", ref_csc, [
@@ -224,7 +239,8 @@ def conversion_workloads(scale: float, seed: int) -> list[Workload]:
         Impl("pydata COO(unsorted) -> GCXS(axis 1)", "peer", "sparse",
              lambda: lambda: pyd.GCXS.from_coo(pydata_coo(), compressed_axes=[1]), gcxs),
         Impl("torch coalesce().to_sparse_csc()", "peer", "torch",
-             lambda: _torch_run(lambda: torch_coo().coalesce().to_sparse_csc()), t_csc),
+             prepared(torch_indices, lambda t: torch_coo(t).coalesce().to_sparse_csc(), True),
+             t_csc),
     ])
     ref_coo = lambda: sorted_reference([rows, cols], values, [0, 1], False)  # noqa: E731
     add("csr_coo", "CSR -> COO", ref_coo, [
@@ -235,7 +251,7 @@ def conversion_workloads(scale: float, seed: int) -> list[Workload]:
         Impl("pydata GCXS.tocoo()", "peer", "sparse", lambda: csr.to_pydata_sparse().tocoo,
              lambda r: _f64(*r.coords, r.data)),
         Impl("torch to_sparse_coo()", "peer", "torch",
-             lambda: _torch_run(lambda t=csr.to_torch(): t.to_sparse_coo()), _torch_coo),
+             prepared(csr.to_torch, lambda t: t.to_sparse_coo(), True), _torch_coo),
     ])
     add("csr_csc", "CSR -> CSC", ref_csc, [
         Impl("arrow_sparse csr.to_csc()", "arrow_sparse", "arrow_sparse", lambda: csr.to_csc,
@@ -243,9 +259,9 @@ def conversion_workloads(scale: float, seed: int) -> list[Workload]:
         Impl("scipy csr_array.tocsc()", "peer", "scipy.sparse",
              lambda: csr.to_scipy().copy().tocsc, sp_cmp),
         Impl("pydata GCXS.change_compressed_axes([1])", "peer", "sparse",
-             lambda: lambda g=csr.to_pydata_sparse(): g.change_compressed_axes([1]), gcxs),
+             prepared(csr.to_pydata_sparse, lambda g: g.change_compressed_axes([1])), gcxs),
         Impl("torch to_sparse_csc()", "peer", "torch",
-             lambda: _torch_run(lambda t=csr.to_torch(): t.to_sparse_csc()), t_csc),
+             prepared(csr.to_torch, lambda t: t.to_sparse_csc(), True), t_csc),
     ])
     del d
     e = matrix_entries(scale, seed, distinct=False)
@@ -266,9 +282,10 @@ def conversion_workloads(scale: float, seed: int) -> list[Workload]:
               lambda: lambda: pyd.COO(np.stack([r2, c2]), v2, shape=shape),
               lambda r: _f64(*r.coords, r.data)),
          Impl("torch coalesce()", "peer", "torch",
-              lambda: _torch_run(lambda t=torch.from_numpy(np.stack([r2, c2]).astype(np.int64)):
-                                 torch.sparse_coo_tensor(t, torch.from_numpy(v2),
-                                                         shape).coalesce()), _torch_coo)],
+              prepared(lambda: torch.from_numpy(np.stack([r2, c2]).astype(np.int64)),
+                       lambda t: torch.sparse_coo_tensor(t, torch.from_numpy(v2),
+                                                         shape).coalesce(), True),
+              _torch_coo)],
         {"rows": shape[0], "columns": shape[1], "nnz": e["nnz"]}))
     return out
 
@@ -314,9 +331,9 @@ def csf_workloads(scale: float, seed: int) -> list[Workload]:
                       pc, values, shape=ps, has_duplicates=False, sorted=False),
                   lambda r: _f64(*r.coords, r.data)),
              Impl("torch coalesce()", "peer", "torch",
-                  lambda pc=pcoords, ps=pshape: _torch_run(lambda t=torch.from_numpy(
-                      pc.astype(np.int64)): torch.sparse_coo_tensor(
-                          t, torch.from_numpy(values), ps).coalesce()),
+                  prepared(lambda pc=pcoords: torch.from_numpy(pc.astype(np.int64)),
+                           lambda t, ps=pshape: torch.sparse_coo_tensor(
+                               t, torch.from_numpy(values), ps).coalesce(), True),
                   _torch_coo)],
             {"shape": list(shape), "nnz": len(keys), "axis_order": order}))
     return out
@@ -324,7 +341,7 @@ def csf_workloads(scale: float, seed: int) -> list[Workload]:
 
 # ------------------------------------------------------------------------ SpMM
 def spmm_workloads(scale: float, seed: int) -> list[Workload]:
-    asp, sp, pyd, torch = LIBS["arrow_sparse"], LIBS["scipy.sparse"], LIBS["sparse"], LIBS["torch"]
+    asp, sp, torch = LIBS["arrow_sparse"], LIBS["scipy.sparse"], LIBS["torch"]
     d = matrix_entries(scale, seed, distinct=True)
     shape = d["shape"]
     csr = asp.SparseCOO(np.stack([d["rows"], d["cols"]]), d["values"], shape).to_csr() \
@@ -346,13 +363,13 @@ def spmm_workloads(scale: float, seed: int) -> list[Workload]:
             [Impl("arrow_sparse csr @ dense", "arrow_sparse", "arrow_sparse",
                   lambda dense=dense: lambda: csr @ dense, lambda r: _f64(r)),
              Impl("scipy csr_array @ dense", "peer", "scipy.sparse",
-                  lambda dense=dense: lambda m=csr.to_scipy(): m @ dense, lambda r: _f64(r)),
+                  prepared(csr.to_scipy, lambda m, dense=dense: m @ dense), lambda r: _f64(r)),
              Impl("torch sparse_csr @ dense", "peer", "torch",
-                  lambda dense=dense: _torch_run(
-                      lambda t=csr.to_torch(), dd=torch.from_numpy(dense): t @ dd),
+                  prepared(lambda dense=dense: (csr.to_torch(), torch.from_numpy(dense)),
+                           lambda td: td[0] @ td[1], True),
                   lambda r: _f64(r.numpy())),
              Impl("pydata GCXS @ dense", "peer", "sparse",
-                  lambda dense=dense: lambda g=csr.to_pydata_sparse(): g @ dense,
+                  prepared(csr.to_pydata_sparse, lambda g, dense=dense: g @ dense),
                   lambda r: _f64(r))],
             {"rows": shape[0], "columns": shape[1], "nnz": d["nnz"], "k": k}))
     return out
@@ -391,9 +408,9 @@ def masked_workloads(scale: float, seed: int) -> list[Workload]:
                          np.where(mask_dense, dense, np.float32(fill)), axis=dim),
                      lambda r: _f64(r)),
                 Impl(f"torch.masked.{op} (dense tensors)", "peer", "torch",
-                     lambda op=op, dim=dim: _torch_run(
-                         lambda t=torch.from_numpy(dense), m=torch.from_numpy(mask_dense):
-                         getattr(torch.masked, op)(t, dim, mask=m)),
+                     prepared(lambda: (torch.from_numpy(dense), torch.from_numpy(mask_dense)),
+                              lambda tm, op=op, dim=dim: getattr(torch.masked, op)(
+                                  tm[0], dim, mask=tm[1]), True),
                      lambda r: _f64(r.numpy())),
             ]
             out.append(Workload(

@@ -404,7 +404,7 @@ def test_huge_csr_reduces_without_densifying(dim: int) -> None:
             tracemalloc.stop()
             assert out.shape == (n,)
             assert peak < 2**28, (op, m is not None, peak)  # a few arrays of nnz or n
-    scipy = pytest.importorskip("scipy.sparse")
+    pytest.importorskip("scipy.sparse")
     s = csr.to_scipy()
     for m in (None, mask):
         want = (s if m is None else s.multiply(m.canonical().to_scipy())).sum(axis=dim)

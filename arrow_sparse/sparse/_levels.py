@@ -1,5 +1,7 @@
-"""Compressed sparse fibre internals: building levels (from sorted coordinates or a
-nested Jagged), the canonical-form check, and selecting sub-fibres."""
+"""Compressed sparse fibre internals: building levels, checking, selecting sub-fibres.
+
+Levels are built from sorted coordinates or from a nested Jagged.
+"""
 
 from __future__ import annotations
 
@@ -79,7 +81,7 @@ def is_canonical(csf: SparseCSF) -> bool:
 
 def select_fibres(csf: SparseCSF, positions: np.ndarray, start: int, stop: int,
                   drop: bool) -> Any:
-    """The sub-fibres of the level-0 nodes at ``positions`` (coordinates ``start:stop``).
+    """Select the sub-fibres of the level-0 nodes at ``positions`` (coordinates ``start:stop``).
 
     Views when those nodes are contiguous; ``drop`` removes the outer dimension (an
     integer index). An unsorted outer level is gathered through COO (copies).

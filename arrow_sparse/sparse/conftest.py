@@ -18,6 +18,7 @@ _IMPORT = re.compile(r"import (\w+)\s*$")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the doctests of this package that import a missing library as skipped."""
     for item in items:
         dtest = getattr(item, "dtest", None)
         if dtest is None or _HERE not in Path(str(item.path)).resolve().parents:

@@ -15,7 +15,6 @@ from numba import prange
 
 from ._jit import PARALLEL_THRESHOLD, kernel, parallel_kernel, pick
 
-
 #: Lines up to this long are sorted by rank counting (quadratic, but branch-free).
 _SHORT_LINE = 32
 
@@ -329,7 +328,7 @@ def lines_strictly_increasing(indptr: np.ndarray, indices: np.ndarray) -> bool:
 
 
 def expand_major(indptr: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """Write the major index of every entry into ``out``: ``repeat(arange(lines), diff(indptr))``."""
+    """Write each entry's major index into ``out`` (``repeat(arange(lines), diff(indptr))``)."""
     work = len(out) + len(indptr)
     pick(_EXPAND_MAJOR, work)(indptr, _chunk_bounds(indptr, work), out)
     return out
