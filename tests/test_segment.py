@@ -179,6 +179,32 @@ def test_float32_sum_precision_on_a_long_segment() -> None:
     assert abs(float(fused[0, 0]) - exact) <= abs(exact) * 2.0**-23
 
 
+def test_float32_precision_on_long_segments_of_every_kernel() -> None:
+    # 10**6 float32 values per segment against math.fsum, through the other float
+    # kernels: 2-D rows in float64 registers, unsorted parts combined in part order,
+    # a weighted bag (float64 products and sums), and max/min (exact).
+    rng = np.random.default_rng(17)
+    wide = rng.random((1_000_000, 16), dtype=np.float32) * 2 - 0.5
+    exact = np.array([math.fsum(col) for col in wide.astype(np.float64).T.tolist()])
+    bound = np.abs(exact) * 2.0**-23
+    got = asp.segment_sum(wide, lengths=[len(wide)])[0].astype(np.float64)
+    assert np.all(np.abs(got - exact) <= bound)
+    col = np.ascontiguousarray(wide[:, 0])
+    ids = rng.integers(0, 2, size=len(col))
+    sums = asp.unsorted_segment_sum(col, ids, 2).astype(np.float64)
+    exact_ids = [math.fsum(col[ids == k].astype(np.float64).tolist()) for k in (0, 1)]
+    assert np.all(np.abs(sums - exact_ids) <= np.abs(exact_ids) * 2.0**-23)
+    w = rng.random(len(col), dtype=np.float32)
+    table = col.reshape(-1, 1).repeat(16, axis=1)
+    bag = asp.embedding_bag(table, np.arange(len(col)), lengths=[len(col)],
+                            per_sample_weights=w)[0].astype(np.float64)
+    exact_w = math.fsum((col.astype(np.float64) * w.astype(np.float64)).tolist())
+    assert np.all(np.abs(bag - exact_w) <= abs(exact_w) * 2.0**-23)
+    assert asp.segment_max(col, lengths=[len(col)])[0] == col.max()
+    assert asp.unsorted_segment_min(col, ids, 2).tolist() == [col[ids == 0].min(),
+                                                             col[ids == 1].min()]
+
+
 def test_float16_rejected() -> None:
     with pytest.raises(TypeError, match="segment_sum: values of dtype float16"):
         asp.segment_sum(np.ones(3, np.float16), lengths=[3])

@@ -43,14 +43,15 @@ def _is_float_vector(values) -> bool:  # pragma: no cover
             and values.dtype in (types.float32, types.float64))
 
 
-def _row_reduce_codegen(op: str):  # pragma: no cover
-    """Code generator of the 1-D float row reductions (``op``: sum, max or min).
+def _emit_row(context, builder, values_t, values, start, stop, nvec, init,
+              op: str):  # pragma: no cover
+    """IR of the 1-D float reduction of ``values[start:stop]`` (``op``: sum, max or min).
 
-    The row ``values[start:stop]`` is read in 64-byte vectors of ``L = 64 // itemsize``
-    values: value ``k`` of the row goes to lane ``k % L`` and each lane is reduced in
-    order (sums in float64 from 0.0; max/min from ``init``), then the lanes are combined
-    in a fixed tree, upper half onto lower half. The order is fixed, so the result does
-    not depend on the machine.
+    The row is read in 64-byte vectors of ``L = 64 // itemsize`` values: value ``k`` of
+    the row goes to lane ``k % L`` and each lane is reduced in order (sums in float64
+    from 0.0; max/min from ``init``), then the lanes are combined in a fixed tree,
+    upper half onto lower half. The order is fixed, so the result does not depend on
+    the machine.
 
     The first ``nvec`` vectors are read whatever the row's length (lanes past its end
     are discarded by a select), so rows of up to ``nvec * L`` values take no
@@ -61,95 +62,187 @@ def _row_reduce_codegen(op: str):  # pragma: no cover
     that miss the cache are several times slower than plain ones on some CPUs.
     """
     combine = {"sum": fadd, "max": nan_max, "min": nan_min}[op]
+    intp = context.get_value_type(types.intp)
+    elt = context.get_value_type(values_t.dtype)
+    size = context.get_abi_sizeof(elt)
+    lanes = 64 // size
+    vec = ir.VectorType(elt, lanes)
+    mask_t = ir.VectorType(ir.IntType(1), lanes)
+    if op == "sum":
+        acc_t = ir.VectorType(ir.DoubleType(), lanes)
+        fill = ir.Constant(acc_t, None)  # +0.0: adds nothing
+    else:
+        acc_t = vec
+        fill = splat(builder, init, lanes)
+    load = masked_load(builder, vec, mask_t)
+    i32 = ir.IntType(32)
+    lane_ids = ir.Constant(ir.VectorType(i32, lanes), list(range(lanes)))
+    total = builder.extract_value(values.shape, 0)
+    step = ir.Constant(intp, lanes)
+    slot = cgutils.alloca_once(builder, acc_t)  # promoted to a register
+    builder.store(fill, slot)
+
+    def add_vector(i):
+        # lanes of the row: lane < stop - i, compared in int32 (one vector compare):
+        # stop - i is clamped to <= L, and is >= -nvec * L past the row's end
+        left = builder.sub(stop, i)
+        left = builder.select(builder.icmp_signed("<", left, step), left, step)
+        mask = builder.icmp_signed("<", lane_ids, splat(builder, builder.trunc(left, i32), lanes))
+        at = builder.bitcast(builder.gep(values.data, [i]), vec.as_pointer())
+        inside = builder.icmp_signed("<=", builder.add(i, step), total)
+        with builder.if_else(inside, likely=True) as (plain, masked):
+            with plain:
+                x_plain = builder.load(at, align=size)
+                from_plain = builder.block
+            with masked:
+                x_masked = builder.call(load, [at, ir.Constant(ir.IntType(32), size), mask,
+                                               ir.Constant(vec, None)])
+                from_masked = builder.block
+        x = builder.phi(vec)
+        x.add_incoming(x_plain, from_plain)
+        x.add_incoming(x_masked, from_masked)
+        acc = builder.load(slot)
+        if op == "sum":
+            if size == 4:
+                x = builder.fpext(x, acc_t)
+            # the select comes after the conversion so that it is not folded back into
+            # a masked load; for float64 it may be, which costs speed only
+            builder.store(builder.fadd(acc, builder.select(mask, x, fill)), slot)
+        else:  # combine, then keep the lanes past the row's end unchanged
+            builder.store(builder.select(mask, combine(builder, x, acc), acc), slot)
+
+    head_end = builder.add(start, builder.mul(nvec, step))
+    with cgutils.for_range_slice(builder, start, head_end, step, intp=intp) as (i, _):
+        add_vector(i)
+    with cgutils.for_range_slice(builder, head_end, stop, step, intp=intp) as (i, _):
+        add_vector(i)
+    acc = builder.load(slot)
+    if op == "sum":
+        return reduce_lanes(builder, acc, combine)
+    # max/min: a lane holds NaN only if the row does. Without NaN the lanes are combined
+    # by plain compare-and-select (a short dependency chain); a row with a NaN (rare: a
+    # predictable branch) takes the NaN-propagating tree.
+    pred = ">" if op == "max" else "<"
+
+    def plain(builder, x, m):
+        return builder.select(builder.fcmp_ordered(pred, x, m), x, m)
+
+    any_nan = builder.icmp_unsigned(
+        "!=", builder.bitcast(builder.fcmp_unordered("uno", acc, acc), ir.IntType(lanes)),
+        ir.Constant(ir.IntType(lanes), 0))
+    with builder.if_else(any_nan, likely=False) as (with_nan, without):
+        with with_nan:
+            nan_result = reduce_lanes(builder, acc, combine)
+            from_nan = builder.block
+        with without:
+            plain_result = reduce_lanes(builder, acc, plain)
+            from_plain = builder.block
+    result = builder.phi(elt)
+    result.add_incoming(nan_result, from_nan)
+    result.add_incoming(plain_result, from_plain)
+    return result
+
+
+def _row_reduce_codegen(op: str):  # pragma: no cover
+    """Code generator of ``_vector_sum`` / ``_vector_max`` / ``_vector_min``."""
 
     def codegen(context, builder, signature, args):
         values_t = signature.args[0]
         values = context.make_array(values_t)(context, builder, args[0])
-        intp = context.get_value_type(types.intp)
         start, stop, nvec = (context.cast(builder, a, t, types.intp)
                              for a, t in zip(args[1:4], signature.args[1:4], strict=True))
-        elt = context.get_value_type(values_t.dtype)
-        size = context.get_abi_sizeof(elt)
-        lanes = 64 // size
-        vec = ir.VectorType(elt, lanes)
-        mask_t = ir.VectorType(ir.IntType(1), lanes)
-        if op == "sum":
-            acc_t = ir.VectorType(ir.DoubleType(), lanes)
-            fill = ir.Constant(acc_t, None)  # +0.0: adds nothing
-        else:
-            acc_t = vec
-            fill = splat(builder, context.cast(builder, args[4], signature.args[4],
-                                                values_t.dtype), lanes)
-        load = masked_load(builder, vec, mask_t)
-        i32 = ir.IntType(32)
-        lane_ids = ir.Constant(ir.VectorType(i32, lanes), list(range(lanes)))
-        total = builder.extract_value(values.shape, 0)
-        step = ir.Constant(intp, lanes)
-        slot = cgutils.alloca_once(builder, acc_t)  # promoted to a register
-        builder.store(fill, slot)
-
-        def add_vector(i):
-            # lanes of the row: lane < stop - i, compared in int32 (one vector compare):
-            # stop - i is clamped to <= L, and is >= -nvec * L past the row's end
-            left = builder.sub(stop, i)
-            left = builder.select(builder.icmp_signed("<", left, step), left, step)
-            mask = builder.icmp_signed("<", lane_ids,
-                                       splat(builder, builder.trunc(left, i32), lanes))
-            at = builder.bitcast(builder.gep(values.data, [i]), vec.as_pointer())
-            inside = builder.icmp_signed("<=", builder.add(i, step), total)
-            with builder.if_else(inside, likely=True) as (plain, masked):
-                with plain:
-                    x_plain = builder.load(at, align=size)
-                    from_plain = builder.block
-                with masked:
-                    x_masked = builder.call(load, [at, ir.Constant(ir.IntType(32), size),
-                                                   mask, ir.Constant(vec, None)])
-                    from_masked = builder.block
-            x = builder.phi(vec)
-            x.add_incoming(x_plain, from_plain)
-            x.add_incoming(x_masked, from_masked)
-            acc = builder.load(slot)
-            if op == "sum":
-                if size == 4:
-                    x = builder.fpext(x, acc_t)
-                # the select comes after the conversion so that it is not folded back
-                # into a masked load; for float64 it may be, which costs speed only
-                builder.store(builder.fadd(acc, builder.select(mask, x, fill)), slot)
-            else:  # combine, then keep the lanes past the row's end unchanged
-                builder.store(builder.select(mask, combine(builder, x, acc), acc), slot)
-
-        head_end = builder.add(start, builder.mul(nvec, step))
-        with cgutils.for_range_slice(builder, start, head_end, step, intp=intp) as (i, _):
-            add_vector(i)
-        with cgutils.for_range_slice(builder, head_end, stop, step, intp=intp) as (i, _):
-            add_vector(i)
-        acc = builder.load(slot)
-        if op == "sum":
-            return reduce_lanes(builder, acc, combine)
-        # max/min: a lane holds NaN only if the row does. Without NaN the lanes are
-        # combined by plain compare-and-select (a short dependency chain); a row with a
-        # NaN (rare: a predictable branch) takes the NaN-propagating tree.
-        pred = ">" if op == "max" else "<"
-
-        def plain(builder, x, m):
-            return builder.select(builder.fcmp_ordered(pred, x, m), x, m)
-
-        any_nan = builder.icmp_unsigned(
-            "!=", builder.bitcast(builder.fcmp_unordered("uno", acc, acc), ir.IntType(lanes)),
-            ir.Constant(ir.IntType(lanes), 0))
-        with builder.if_else(any_nan, likely=False) as (with_nan, without):
-            with with_nan:
-                nan_result = reduce_lanes(builder, acc, combine)
-                from_nan = builder.block
-            with without:
-                plain_result = reduce_lanes(builder, acc, plain)
-                from_plain = builder.block
-        result = builder.phi(elt)
-        result.add_incoming(nan_result, from_nan)
-        result.add_incoming(plain_result, from_plain)
-        return result
+        init = None if op == "sum" else context.cast(builder, args[4], signature.args[4],
+                                                     values_t.dtype)
+        return _emit_row(context, builder, values_t, values, start, stop, nvec, init, op)
 
     return codegen
+
+
+def _block_codegen(op: str):  # pragma: no cover
+    """Code generator of ``sum_block`` / ``max_block`` / ``min_block``.
+
+    The whole row loop in IR (no negative-index wraparound, no spilled flags): row
+    ``r`` of ``[first, last)`` is ``_emit_row`` of ``values[offsets[r]:offsets[r+1]]``,
+    divided by its length when ``mean`` (sums), converted to ``out``'s dtype, and
+    ``empty`` when it has fewer than ``min_count`` values.
+    """
+
+    def codegen(context, builder, signature, args):
+        (values_t, offsets_t, first_t, last_t, nvec_t, init_t, mean_t, mc_t, empty_t,
+         out_t) = signature.args
+        values = context.make_array(values_t)(context, builder, args[0])
+        offsets = context.make_array(offsets_t)(context, builder, args[1])
+        out = context.make_array(out_t)(context, builder, args[9])
+        intp_t = types.intp
+        intp = context.get_value_type(intp_t)
+        first = context.cast(builder, args[2], first_t, intp_t)
+        last = context.cast(builder, args[3], last_t, intp_t)
+        nvec = context.cast(builder, args[4], nvec_t, intp_t)
+        init = None if op == "sum" else context.cast(builder, args[5], init_t,
+                                                     values_t.dtype)
+        mean = context.cast(builder, args[6], mean_t, types.boolean)
+        min_count = context.cast(builder, args[7], mc_t, intp_t)
+        empty = context.cast(builder, args[8], empty_t, out_t.dtype)
+        res_t = types.float64 if op == "sum" else values_t.dtype
+        with cgutils.for_range_slice(builder, first, last, ir.Constant(intp, 1),
+                                     intp=intp) as (r, _):
+            start = builder.load(builder.gep(offsets.data, [r]))
+            stop = builder.load(builder.gep(offsets.data, [builder.add(r, ir.Constant(intp, 1))]))
+            if start.type.width < intp.width:
+                start, stop = builder.sext(start, intp), builder.sext(stop, intp)
+            res = _emit_row(context, builder, values_t, values, start, stop, nvec, init, op)
+            n = builder.sub(stop, start)
+            if op == "sum":  # a branch on the loop-invariant mean: no division for sums
+                slot = cgutils.alloca_once_value(builder, res)
+                with builder.if_then(mean):
+                    one = ir.Constant(intp, 1)
+                    divisor = builder.sitofp(
+                        builder.select(builder.icmp_signed("<", n, one), one, n),
+                        ir.DoubleType())
+                    builder.store(builder.fdiv(res, divisor), slot)
+                res = builder.load(slot)
+            value = context.cast(builder, res, res_t, out_t.dtype)
+            value = builder.select(builder.icmp_signed("<", n, min_count), empty, value)
+            builder.store(value, builder.gep(out.data, [r]))
+        return context.get_dummy_value()
+
+    return codegen
+
+
+def _block_typing(values, offsets, out) -> bool:  # pragma: no cover
+    return (_is_float_vector(values) and isinstance(offsets, types.Array)
+            and offsets.dtype in (types.int32, types.int64)
+            and isinstance(out, types.Array) and out.ndim == 1 and out.layout == "C")
+
+
+@intrinsic
+def sum_block(typingctx, values, offsets, first, last, nvec, zero, mean, min_count, empty,
+              out):  # pragma: no cover
+    """Sum (``mean``: mean) of rows ``first:last`` of 1-D float values into ``out``."""
+    if not _block_typing(values, offsets, out):
+        return None
+    return (types.void(values, offsets, first, last, nvec, zero, mean, min_count, empty, out),
+            _block_codegen("sum"))
+
+
+@intrinsic
+def max_block(typingctx, values, offsets, first, last, nvec, init, mean, min_count, empty,
+              out):  # pragma: no cover
+    """NaN-propagating max of rows ``first:last`` of 1-D float values into ``out``."""
+    if not _block_typing(values, offsets, out):
+        return None
+    return (types.void(values, offsets, first, last, nvec, init, mean, min_count, empty, out),
+            _block_codegen("max"))
+
+
+@intrinsic
+def min_block(typingctx, values, offsets, first, last, nvec, init, mean, min_count, empty,
+              out):  # pragma: no cover
+    """NaN-propagating min of rows ``first:last`` of 1-D float values into ``out``."""
+    if not _block_typing(values, offsets, out):
+        return None
+    return (types.void(values, offsets, first, last, nvec, init, mean, min_count, empty, out),
+            _block_codegen("min"))
 
 
 @intrinsic
@@ -363,6 +456,27 @@ def sum_1d(values, offsets, valid, vmask, weights, woffsets, mean, zero, min_cou
                 out[r] = empty if n < min_count else acc / max(n, 1)
             else:
                 out[r] = empty if n < min_count else acc
+
+
+def sum_1d_float(values, offsets, mean, min_count, empty, out, bounds,
+                 nvec):  # pragma: no cover
+    # sum_1d for float values, no null rows or values, no weights, no counts: each
+    # block's row loop runs in IR (sum_block).
+    for b in prange(bounds.shape[0] - 1):
+        sum_block(values, offsets, bounds[b], bounds[b + 1], nvec, 0.0, mean, min_count,
+                  empty, out)
+
+
+def extreme_1d_float(values, offsets, is_max, init, min_count, empty, out, bounds,
+                     nvec):  # pragma: no cover
+    # extreme_1d for float values without null rows or values, counts: in IR by block.
+    for b in prange(bounds.shape[0] - 1):
+        if is_max:
+            max_block(values, offsets, bounds[b], bounds[b + 1], nvec, init, False,
+                      min_count, empty, out)
+        else:
+            min_block(values, offsets, bounds[b], bounds[b + 1], nvec, init, False,
+                      min_count, empty, out)
 
 
 def sum_2d(values, offsets, valid, vmask, weights, woffsets, mean, zero, min_count,

@@ -93,6 +93,8 @@ def _ids_to_offsets(ids, offsets):  # pragma: no cover
 _SUM_1D = parallel_kernel(_s.sum_1d)
 _SUM_2D = parallel_kernel(_s.sum_2d)
 _SUM_2D_FLOAT = parallel_kernel(_s.sum_2d_float)
+_SUM_1D_FLOAT = parallel_kernel(_s.sum_1d_float)
+_EXTREME_1D_FLOAT = parallel_kernel(_s.extreme_1d_float)
 _EXTREME_1D = parallel_kernel(_s.extreme_1d)
 _EXTREME_2D = parallel_kernel(_s.extreme_2d)
 _ARG_EXTREME_2D = parallel_kernel(_s.arg_extreme_2d)
@@ -184,6 +186,11 @@ def sorted_sum(values: np.ndarray, offsets: np.ndarray, valid: np.ndarray | None
         fn, bounds = _pick_blocks(_SUM_2D_FLOAT, work, offsets)
         fn(values, offsets, valid_u8, mean, min_count, empty, out, bounds, line, NVEC * line)
         return
+    if (values.ndim == 1 and values.dtype.kind == "f" and valid is None and vmask is None
+            and weights is None and counts is None):
+        fn, bounds = _pick_blocks(_SUM_1D_FLOAT, work, offsets)
+        fn(values, offsets, mean, min_count, empty, out, bounds, _head_vectors(values, offsets))
+        return
     fn, bounds = _pick_blocks(_SUM_1D if values.ndim == 1 else _SUM_2D, work, offsets)
     fn(values, offsets, valid_u8, _NONE_U8 if vmask is None else vmask,
        _no_weights(zero) if weights is None else weights,
@@ -201,8 +208,13 @@ def sorted_extreme(values: np.ndarray, offsets: np.ndarray, valid: np.ndarray | 
     if values.ndim == 2:
         pick(_EXTREME_2D, _work(values, len(out)))(*args)
         return
+    nvec = _head_vectors(values, offsets)
+    if values.dtype.kind == "f" and valid is None and vmask is None and counts is None:
+        fn, bounds = _pick_blocks(_EXTREME_1D_FLOAT, _work(values, len(out)), offsets)
+        fn(values, offsets, is_max, init, min_count, empty, out, bounds, nvec)
+        return
     fn, bounds = _pick_blocks(_EXTREME_1D, _work(values, len(out)), offsets)
-    fn(*args, bounds, _head_vectors(values, offsets))
+    fn(*args, bounds, nvec)
 
 
 def sorted_arg_extreme(values: np.ndarray, offsets: np.ndarray, valid: np.ndarray | None,
