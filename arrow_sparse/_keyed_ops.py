@@ -524,7 +524,7 @@ class KeyedOps:
         else:
             lengths = _per_key(func, "max_lengths", self, max_lengths)
         try:
-            pad = _fill_value(func, pad_value, self.dtype)
+            pad = _fill_value(func, pad_value, self.dtype, arg="pad_value")
         except ArrowSparseValueError:
             msg = f"{func}: pad_value {pad_value!r} does not fit the values dtype {self.dtype}"
             raise ArrowSparseValueError(msg) from None
