@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Hashable
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 import numpy as np
 import pyarrow as pa
@@ -390,7 +390,8 @@ def _check_ids(func: str, arg: str, rows: _Rows) -> np.ndarray:
     return ids
 
 
-def _raise_out_of_range(func: str, arg: str, ids: np.ndarray, pos: int, bound: int) -> None:
+def _raise_out_of_range(func: str, arg: str, ids: np.ndarray, pos: int,
+                        bound: int) -> NoReturn:
     """Raise the IndexError of an index a kernel found outside ``[0, bound)``."""
     msg = f"{func}: {arg} out of range [0, {bound}) (first at position {pos}: {ids[pos]})"
     raise ArrowSparseIndexError(msg)

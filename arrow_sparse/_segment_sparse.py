@@ -136,8 +136,9 @@ def sparse_segment_sum(data: Any, indices: Any, *, offsets: Any = None, lengths:
     Empty segments sum to 0. Integers accumulate in int64. Float tables accumulate in
     float64; for speed, runs of up to 4 gathered rows are first summed in the table's
     dtype (in registers), so a float32 result is within ``3 * 2**-24 * sum(|x|)`` of the
-    exact sum whatever the segment length (float64 accumulation alone: the final
-    rounding). Rows are prefetched eight indices ahead.
+    exact sum whatever the segment length (with weights, or float64 accumulation
+    alone: the final rounding). Rows are prefetched 64 indices ahead; each segment's
+    indices are range-checked just before its rows are read.
 
     Examples
     --------
