@@ -9,10 +9,10 @@ Run from the repository root::
 It builds deterministic recommender-shaped data (row lengths geometric with mean ~20
 and ~20% empty rows, ids Zipf over the embedding table), checks every
 implementation's result against a float64 numpy reference, times arrow_sparse and
-each installed peer on the same arrays (numpy, Polars, Awkward, PyTorch, pyarrow,
-scipy and a plain Numba ``prange`` baseline written here), measures the machine's copy
-bandwidth, arrow_sparse's first-call latency (cold and warm Numba cache) and its warm
-per-call overhead, prints Markdown tables and writes everything as JSON
+each installed peer on the same arrays (numpy, Polars, Awkward, PyTorch, FBGEMM's CPU
+operators, pyarrow, scipy and a plain Numba ``prange`` baseline written here), measures
+the machine's copy bandwidth, arrow_sparse's first-call latency (cold and warm Numba
+cache) and its warm per-call overhead, prints Markdown tables and writes everything as JSON
 (``benchmarks/results/segment.json`` by default). See ``benchmarks/README.md``.
 """
 
@@ -1215,7 +1215,7 @@ def print_report(payload: dict[str, Any]) -> None:
         rows.append([w["title"], asp_ms, peer,
                      C.fmt_num(s.get("speedup_vs_fastest_peer")) + ("x" if s.get(
                          "speedup_vs_fastest_peer") else ""),
-                     C.fmt_num(s.get("gbps"), 1), C.fmt_num(s.get("pct_of_copy_bw"), 0)])
+                     C.fmt_num(s.get("gbps"), 1), C.fmt_num(s.get("pct_of_copy_bw"), 1)])
     print(f"\n### Results (scale {payload['config']['scale']}, best of "
           f"{payload['config']['repeat']}; copy bandwidth {copy:.1f} GB/s)\n")
     print(C.markdown_table(["workload", "arrow_sparse ms", "fastest peer (name) ms",
