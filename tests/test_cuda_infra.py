@@ -53,7 +53,6 @@ MISSING_CUDA_TWINS: dict[str, set[str]] = {
     "elementwise": {"cumsum", "gather_ranges", "jagged_dense_bmm", "jagged_dense_dense_out",
                     "jagged_dense_jagged_out", "jagged_jagged_bmm", "ranges_to_indices",
                     "repeat_rows", "softmax", "unique_rows"},
-    "embedding": {"coalesce_sorted", "lookup_rows", "sort_ids", "weights_grad"},
     "masked": {"first_unstored", "sorted_member"},
 }
 #: Public functions of ``kernels/cpu`` modules that are helpers of the kernels (the
@@ -106,7 +105,15 @@ def test_every_cu_file_has_launchers_and_every_name_expression_is_unique() -> No
 
 
 # ------------------------------------------------------------------ dispatch
-def test_get_kernel_under_the_emulator_keeps_kernels_without_a_twin_on_the_cpu() -> None:
+def without_twin(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """Make embedding kernel ``name`` one without a CUDA twin (every one has one now)."""
+    monkeypatch.setattr(cuda_embedding, "__all__",
+                        [n for n in cuda_embedding.__all__ if n != name])
+
+
+def test_get_kernel_under_the_emulator_keeps_kernels_without_a_twin_on_the_cpu(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    without_twin(monkeypatch, "lookup_rows")
     assert _backend.get_kernel("embedding", "sgd_rows") is cpu_embedding.sgd_rows
     with emulated():
         assert _backend.get_kernel("embedding", "sgd_rows") is cuda_embedding.sgd_rows
@@ -117,7 +124,9 @@ def test_get_kernel_under_the_emulator_keeps_kernels_without_a_twin_on_the_cpu()
     assert _backend.get_kernel("embedding", "sgd_rows") is cpu_embedding.sgd_rows
 
 
-def test_get_kernel_on_device_arrays_never_falls_back_to_the_cpu() -> None:
+def test_get_kernel_on_device_arrays_never_falls_back_to_the_cpu(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    without_twin(monkeypatch, "lookup_rows")
     fake = types.ModuleType("cupy")  # only its identity matters to get_kernel
     assert _backend.get_kernel("embedding", "sgd_rows", fake) is cuda_embedding.sgd_rows
     with pytest.raises(NotImplementedError, match="lookup_rows: no cuda kernel in family "

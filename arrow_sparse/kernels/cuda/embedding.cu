@@ -1,25 +1,245 @@
-// Embedding-table optimizer steps: CUDA twins of the *_rows kernels of
-// arrow_sparse/kernels/cpu/embedding.py (same arguments and formulas; see that module's
-// docstring). The gradient is coalesced: `rows` (long long) unique and increasing,
-// `values[U, D]` of the table's type T. The table and its optimizer state are
-// C-contiguous [V, D] (rowwise Adagrad: state [V]); S is the state's type. Every
-// gradient row is written by one thread group only, so the steps are race-free and
-// need no atomics (the error word aside); the results do not depend on the thread order.
+// Embedding tables: CUDA twins of the kernels of arrow_sparse/kernels/cpu/embedding.py
+// (same arguments and formulas; see that module's docstring): the lookup (lookup_rows),
+// the sparse backward (sort_ids' run heads, coalesce_sorted, weights_grad) and the
+// optimizer steps (*_rows). Tables and gradients are C-contiguous; 2-D rows are handled
+// by a lane group of 32 threads (a warp) with lanes over the feature axis, so loads and
+// stores are coalesced. Every output element is written by one thread group only: no
+// atomics (the error word aside), and the results do not depend on the thread order.
 //
-// Numerics repeat the CPU kernels operation by operation, in their types (Numba's
-// promotions are C++'s: float op float is float, anything with a double is double;
-// math.sqrt keeps float32), with products rounded on their own (asp_mul_rn) so nvcc
-// does not contract them into FMAs: sgd, adagrad and ftrl are bit-identical to the CPU.
-// Rowwise Adagrad sums g * g per row in another order (see its kernel), so its state
-// agrees with the CPU's to a few ulp and the table to one rounding of T.
+// Optimizer steps: the gradient is coalesced, `rows` (long long) unique and increasing,
+// `values[U, D]` of the table's type T; S is the optimizer state's type.
 //
-// Device checks (the host has already checked both): a row outside [0, V) and a row not
-// above its predecessor are recorded in the error word and that gradient row skipped.
+// Numerics repeat the CPU kernels operation by operation, in their types (between
+// floats Numba's promotions are C++'s: float op float is float, anything with a double
+// is double; math.sqrt keeps float32; for an integer table times a float gradient in
+// weights_grad, where they differ, the launcher passes Numba's type), with products
+// rounded on their own (asp_mul_rn) so nvcc does not contract them into FMAs: lookup_rows,
+// coalesce_sorted, sgd, adagrad and ftrl are bit-identical to the CPU. Rowwise Adagrad
+// and weights_grad sum over the feature axis as a butterfly of 32 lane partials
+// (asp_group_sum), not the CPU's left-to-right loop: a few ulp of double apart.
+//
+// Device checks (the host has already checked all of them): an index outside its array
+// and an order a kernel relies on are recorded in the error word and the offending item
+// skipped.
 
 enum AspEmbeddingError {
     ASP_EMBEDDING_ROW_RANGE = 1,  // message: IndexError: grad.rows out of range of the table
     ASP_EMBEDDING_ROW_ORDER = 2,  // message: grad.rows not strictly increasing (coalesce the gradient first)
+    ASP_EMBEDDING_ID_RANGE = 3,  // message: IndexError: ids out of range of the table
+    ASP_EMBEDDING_ORDER_RANGE = 4,  // message: IndexError: order out of range of the ids
+    ASP_EMBEDDING_BAG_RANGE = 5,  // message: IndexError: bag out of range of grad_out
+    ASP_EMBEDDING_RUN_BOUNDS = 6,  // message: run starts not non-decreasing within the order
+    ASP_EMBEDDING_SORT = 7,  // message: ids not stably sorted by the order
 };
+
+// ------------------------------------------------------------------------ lane groups
+// Lane groups are warps: 32 consecutive threads of a block (BLOCK is a multiple of 32),
+// so every lane of a group sees the same group index in the grid-stride loops below,
+// and a group that skips an item skips it as a whole (it stays converged).
+__device__ __forceinline__ long long asp_lane() { return asp_thread_id() & 31; }
+__device__ __forceinline__ long long asp_group() { return asp_thread_id() >> 5; }
+__device__ __forceinline__ long long asp_group_stride() { return asp_grid_stride() >> 5; }
+
+// The sum over a lane group of 32 lane partials, partial(l) being lane l's (a double):
+// the butterfly with xor offsets 16, 8, 4, 2, 1, a fixed order that leaves the same
+// bits in every lane. GPU: each lane computes its own partial and the group adds them
+// by warp shuffles; every lane of the warp must call it. Barrier-free variant
+// (ARROW_SPARSE_EMULATOR): the calling thread, lane 0 of its group, computes the 32
+// partials and adds them in the same order, so the result is the same bits.
+template <typename Partial>
+__device__ __forceinline__ double asp_group_sum(long long lane, const Partial& partial) {
+#if defined(ARROW_SPARSE_EMULATOR)
+    (void)lane;
+    double sums[32];
+    for (int l = 0; l < 32; ++l) sums[l] = partial(l);
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        for (int l = 0; l < 32; ++l) {
+            if ((l & offset) == 0) sums[l] = sums[l ^ offset] = sums[l] + sums[l ^ offset];
+        }
+    }
+    return sums[0];
+#else
+    double sum = partial(lane);
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        sum += __shfl_xor_sync(0xFFFFFFFFu, sum, offset);
+    }
+    return sum;
+#endif
+}
+
+// ----------------------------------------------------------------------------- lookup
+// lookup_rows: out[i, col + d] = table[ids[i], d] for d < D (out is [N, width]).
+// Thread mapping: one lane group per output row i (grid-stride over rows); lane l
+// copies d = l, l + 32, ...: coalesced reads of the table row and writes of the output
+// row. Memory traffic: one read of ids[i] per lane (broadcast by the cache), one read
+// and one write per element.
+// Device check: an id outside [0, V) is recorded (position i) and its row left alone.
+template <typename T, typename I>
+__global__ void lookup_rows(const T* __restrict__ table, const I* __restrict__ ids,
+                            T* __restrict__ out, long long num_ids, long long dim,
+                            long long width, long long col, long long table_rows,
+                            unsigned long long* error) {
+    const long long lane = asp_lane();
+    for (long long i = asp_group(); i < num_ids; i += asp_group_stride()) {
+        const long long r = (long long)__ldg(ids + i);
+        if (r < 0 || r >= table_rows) {
+            if (lane == 0) ASP_RAISE(error, ASP_EMBEDDING_ID_RANGE, i);
+            continue;
+        }
+        const T* src = table + r * dim;
+        T* dst = out + i * width + col;
+        for (long long d = lane; d < dim; d += 32) dst[d] = __ldg(src + d);
+    }
+}
+
+// --------------------------------------------------------------------------- backward
+// sort_ids, on the device: the launcher sorts the ids stably (the array module's
+// argsort, a radix sort on CuPy), this kernel flags the first position of each run of
+// equal ids in sorted order, and the launcher compacts the flags (flatnonzero: the
+// one synchronisation, the number of distinct ids decides the output sizes).
+// head[j] = 1 where j == 0 or ids[order[j]] != ids[order[j - 1]], else 0.
+// Thread mapping: one thread per sorted position j (grid-stride): coalesced reads of
+// order and writes of head, two gathered reads of ids (the second one shared with the
+// neighbouring thread through the cache).
+// Device checks: order[j] outside [0, N) (position j); ids[order[j - 1]] > ids[order[j]],
+// or equal ids whose positions are not increasing (not a stable sort; position j).
+template <typename I>
+__global__ void run_heads(const I* __restrict__ ids, const long long* __restrict__ order,
+                          unsigned char* __restrict__ head, long long num,
+                          unsigned long long* error) {
+    for (ASP_GRID_STRIDE(j, num)) {
+        unsigned char flag = 0;
+        const long long p = __ldg(order + j);
+        const long long q = j > 0 ? __ldg(order + j - 1) : 0;
+        if (p < 0 || p >= num) {
+            ASP_RAISE(error, ASP_EMBEDDING_ORDER_RANGE, j);
+        } else if (j == 0) {
+            flag = 1;
+        } else if (q >= 0 && q < num) {  // else recorded by thread j - 1
+            const I before = __ldg(ids + q);
+            const I id = __ldg(ids + p);
+            if (id < before || (id == before && p <= q)) {
+                ASP_RAISE(error, ASP_EMBEDDING_SORT, j);
+            }
+            flag = id != before;
+        }
+        head[j] = flag;
+    }
+}
+
+// coalesce_sorted: out[u, d] = sum over q in [starts[u], starts[u + 1]) of
+// scale[p] * grad[bag[p], d] (or grad[bag[p], d] when scale is empty), p = order[q],
+// added in q order into an accumulator of type T, exactly like the CPU kernel (which
+// also rounds each step to T: out[u, d] += ...).
+// Thread mapping: one lane group per run u (grid-stride over runs); lane l sums
+// d = l, l + 32, ...: coalesced reads of each gradient row and writes of the output row.
+// Memory traffic: each gradient element of the run read once, each output element
+// written once; order, bag and scale read once per lane per 32 columns (broadcast).
+// Device checks: starts[u] < 0, starts[u + 1] < starts[u] or > len(order) (position u:
+// the run is skipped); order[q] outside bag (or a non-empty scale) or bag[p] outside
+// the gradient's rows (position q: that term is skipped).
+template <typename T, typename S>
+__global__ void coalesce_sorted(const T* __restrict__ grad, const long long* __restrict__ order,
+                                const long long* __restrict__ bag, const S* __restrict__ scale,
+                                const long long* __restrict__ starts, T* __restrict__ out,
+                                long long num_runs, long long dim, long long num_order,
+                                long long num_bag, long long num_scale, long long grad_rows,
+                                unsigned long long* error) {
+    using P = decltype(S() * T());  // Numba's type of scale[p] * grad[b, d]
+    const bool weighted = num_scale > 0;
+    const long long lane = asp_lane();
+    for (long long u = asp_group(); u < num_runs; u += asp_group_stride()) {
+        const long long lo = __ldg(starts + u);
+        const long long hi = __ldg(starts + u + 1);
+        if (lo < 0 || hi < lo || hi > num_order) {
+            if (lane == 0) ASP_RAISE(error, ASP_EMBEDDING_RUN_BOUNDS, u);
+            continue;
+        }
+        for (long long d = lane; d < dim; d += 32) {
+            T acc = (T)0;
+            for (long long q = lo; q < hi; ++q) {
+                const long long p = __ldg(order + q);
+                if (p < 0 || p >= num_bag || (weighted && p >= num_scale)) {
+                    ASP_RAISE(error, ASP_EMBEDDING_ORDER_RANGE, q);
+                    continue;
+                }
+                const long long b = __ldg(bag + p);
+                if (b < 0 || b >= grad_rows) {
+                    ASP_RAISE(error, ASP_EMBEDDING_BAG_RANGE, q);
+                    continue;
+                }
+                const T g = __ldg(grad + b * dim + d);
+                acc = weighted ? (T)(acc + asp_mul_rn((P)__ldg(scale + p), (P)g)) : (T)(acc + g);
+            }
+            out[u * dim + d] = acc;
+        }
+    }
+}
+
+// weights_grad: out[j] = sum_d table[ids[j], d] * grad[b, d] for the bag b holding j
+// (offsets[b] <= j < offsets[b + 1]), times 1 / (bag size) when `mean`. Values outside
+// [offsets[0], offsets[B]) belong to no bag and are left alone, as on the CPU. Each
+// product is rounded in P (Numba's type of T * G, chosen by the launcher) and the sum
+// is in double, as on the CPU; the order of the sum is asp_group_sum's.
+// Thread mapping: one lane group per value j (grid-stride over values); the bag is
+// found by binary search of offsets (log2(B) reads that neighbouring groups share
+// through the cache); lane l takes d = l, l + 32, ..., so the table row and the
+// gradient row are read coalesced; lane 0 writes out[j].
+// Memory traffic: one table row and one gradient row per value (the gradient row of a
+// bag is shared by its values through the cache), one write per value.
+// Device checks: an id outside [0, V) or a bag outside the gradient's rows (position j:
+// out[j] left alone). The search needs no check: whatever the offsets, it ends on a b
+// with offsets[b] <= j < offsets[b + 1] (j is inside [offsets[0], offsets[B]), and the
+// search keeps offsets[lo] <= j < offsets[hi]), so nothing is read out of bounds.
+template <typename T, typename G, typename P, typename Out, typename I>
+__global__ void weights_grad(const T* __restrict__ table, const I* __restrict__ ids,
+                             const long long* __restrict__ offsets, const G* __restrict__ grad,
+                             int mean, Out* __restrict__ out, long long num_ids,
+                             long long num_bags, long long dim, long long table_rows,
+                             long long grad_rows, unsigned long long* error) {
+    const long long lane = asp_lane();
+    const long long first = __ldg(offsets);
+    const long long last = __ldg(offsets + num_bags);
+    for (long long j = asp_group(); j < num_ids; j += asp_group_stride()) {
+#if defined(ARROW_SPARSE_EMULATOR)
+        if (lane != 0) continue;  // lane 0 does the whole group's work (asp_group_sum)
+#endif
+        if (j < first || j >= last) continue;
+        // Largest b in [0, num_bags) with offsets[b] <= j (offsets[b + 1] > j).
+        long long b = 0;
+        long long hi_b = num_bags;
+        while (hi_b - b > 1) {
+            const long long mid = b + (hi_b - b) / 2;
+            if (__ldg(offsets + mid) <= j) {
+                b = mid;
+            } else {
+                hi_b = mid;
+            }
+        }
+        const long long lo = __ldg(offsets + b);
+        const long long hi = __ldg(offsets + b + 1);
+        const long long r = (long long)__ldg(ids + j);
+        const int code = r < 0 || r >= table_rows ? ASP_EMBEDDING_ID_RANGE
+                         : b >= grad_rows ? ASP_EMBEDDING_BAG_RANGE : 0;
+        if (code) {  // the same for every lane of the group: it stays converged
+            if (lane == 0) ASP_RAISE(error, code, j);
+            continue;
+        }
+        const T* w = table + r * dim;
+        const G* g = grad + b * dim;
+        const double acc = asp_group_sum(lane, [&](long long l) {
+            double partial = 0.0;
+            for (long long d = l; d < dim; d += 32) {
+                partial += (double)asp_mul_rn((P)__ldg(w + d), (P)__ldg(g + d));
+            }
+            return partial;
+        });
+        const double scale = mean ? 1.0 / (double)(hi - lo) : 1.0;  // hi > j >= lo
+        if (lane == 0) out[j] = (Out)(acc * scale);
+    }
+}
+
+// ------------------------------------------------------------------------- optimizers
 
 // Row of gradient row u, or -1 (after recording why) when it must be skipped.
 __device__ __forceinline__ long long asp_grad_row(const long long* __restrict__ rows,
@@ -100,11 +320,10 @@ __device__ __forceinline__ void asp_lane_step(T* __restrict__ w, const T* __rest
 }
 
 // rowwise_adagrad_rows: state[r] += mean_d(g * g); table[r] -= lr * g / (sqrt(state[r]) + eps).
-// Thread mapping: one lane group of 32 threads (a warp) per gradient row (grid-stride
-// over rows); lane l handles d = l, l + 32, ..., so every load and store is coalesced.
-// The row's sum of squares is the butterfly sum (xor offsets 16, 8, 4, 2, 1: a fixed
-// order, the same bits in every lane) of the 32 lane partials, by warp shuffles; every
-// lane reads state[r] before the shuffle and lane 0 writes it after a __syncwarp.
+// Thread mapping: one lane group per gradient row (grid-stride over rows); lane l
+// handles d = l, l + 32, ..., so every load and store is coalesced. The row's sum of
+// squares is asp_group_sum of the lane partials (warp shuffles); every lane reads
+// state[r] before it and lane 0 writes it after a __syncwarp.
 // Barrier-free variant (ARROW_SPARSE_EMULATOR): lane 0 of the group does the whole row,
 // the 32 lane partials, the same butterfly and the 32 lane updates in turn, so the
 // results are the same bits and no lane reads what another writes.
@@ -116,32 +335,20 @@ __global__ void rowwise_adagrad_rows(T* __restrict__ table, S* __restrict__ stat
                                      const T* __restrict__ values, double lr, double eps,
                                      long long num_grad, long long dim, long long table_rows,
                                      unsigned long long* error) {
-    const long long lane = asp_thread_id() & 31;
-    for (long long u = asp_thread_id() >> 5; u < num_grad; u += asp_grid_stride() >> 5) {
+    const long long lane = asp_lane();
+    for (long long u = asp_group(); u < num_grad; u += asp_group_stride()) {
 #if defined(ARROW_SPARSE_EMULATOR)
-        if (lane != 0) continue;
+        if (lane != 0) continue;  // lane 0 does the whole group's work
 #endif
         const long long r = asp_grad_row(rows, u, table_rows, error);
         if (r < 0) continue;  // the same for every lane of the group: it stays converged
         const T* g = values + u * dim;
         T* w = table + r * dim;
         const double before = (double)state[r];
-#if defined(ARROW_SPARSE_EMULATOR)
-        double partial[32];
-        for (int l = 0; l < 32; ++l) partial[l] = asp_lane_sum_sq(g, dim, l);
-        for (int offset = 16; offset > 0; offset >>= 1) {
-            for (int l = 0; l < 32; ++l) {
-                if ((l & offset) == 0) {
-                    partial[l] = partial[l ^ offset] = partial[l] + partial[l ^ offset];
-                }
-            }
-        }
-        const double sq = partial[0];
-#else
-        double sq = asp_lane_sum_sq(g, dim, lane);
-        for (int offset = 16; offset > 0; offset >>= 1) {
-            sq += __shfl_xor_sync(0xFFFFFFFFu, sq, offset);
-        }
+        const double sq = asp_group_sum(lane, [&](long long l) {
+            return asp_lane_sum_sq(g, dim, l);
+        });
+#if !defined(ARROW_SPARSE_EMULATOR)
         __syncwarp();  // every lane has read state[r]
 #endif
         const double s = before + (dim ? sq / (double)dim : 0.0);
