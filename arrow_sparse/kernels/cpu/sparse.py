@@ -1,10 +1,11 @@
-"""CPU kernels for sparse tensors: SpMM/SpMV, densify, transpose, radix sort, scatter-add.
+"""CPU kernels for sparse tensors: SpMM/SpMV, densify, format conversions, canonical form.
 
 Compressed (CSR/CSC) arrays are passed as they are stored: ``indptr`` (int32 or
 int64, may start above zero, so every position is absolute), ``indices`` and
 ``values`` (the whole buffers). Row *chunks* split the major axis into pieces of
 roughly equal numbers of stored entries so that ``prange`` over chunks balances
-skewed rows.
+skewed rows. Conversions are stable counting sorts run in parallel over chunks of
+the entries (each chunk with its own key counts), line sorts and line expansions.
 """
 
 from __future__ import annotations
