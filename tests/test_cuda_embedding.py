@@ -301,6 +301,7 @@ def test_lookup_rows_matches_cpu(cuda_emu: Emulator, values_dtype: np.dtype,
         got = expected.copy()
         cpu_embedding.lookup_rows(table, ids, expected, col)
         launcher(table, ids, got, col)
+        cuda.check_errors("lookup")
         same_bits(expected, got)
     t, i = _launch.DTYPE_TO_CTYPE[values_dtype], _launch.DTYPE_TO_CTYPE[ids_dtype]
     assert launched(cuda_emu, before) == ([f"lookup_rows<{t}, {i}>"] * 2 if num * dim else [])
@@ -315,7 +316,7 @@ def test_lookup_rows_other_ids_and_non_contiguous_arrays(cuda_emu: Emulator) -> 
     cpu_embedding.lookup_rows(table, ids, expected[:, ::3], 0)
     for dtype in (np.int8, np.uint16, np.uint64):  # widened to int64
         got = np.zeros((12, 30))
-        cuda_embedding.lookup_rows(table[:, :], ids.astype(dtype), got[:, ::3], 0)
+        cuda_embedding.lookup_rows(table, ids.astype(dtype), got[:, ::3], 0)
         np.testing.assert_array_equal(got, expected)
     got = np.zeros((12, 30))
     cuda_embedding.lookup_rows(np.asfortranarray(table), ids, got[:, ::3], 0)
@@ -339,6 +340,7 @@ def test_sort_ids_matches_cpu(cuda_emu: Emulator, case: str, ids_dtype: np.dtype
         ids_dtype = np.dtype(np.int64)
     expected = cpu_embedding.sort_ids(ids.astype(np.int64))
     got = _backend.get_kernel("embedding", "sort_ids")(ids.astype(ids_dtype))
+    cuda.check_errors("sort_ids")
     for e, g in zip(expected, got, strict=True):
         assert g.dtype == np.int64
         np.testing.assert_array_equal(g, e)
