@@ -710,17 +710,16 @@ def test_gpu_lookup_and_backward_launchers_match_cpu() -> None:
     kernel("lookup_rows")(dev["table"], dev["ids"], got)
     np.testing.assert_array_equal(cupy.asnumpy(got), expected)
 
-    sorted_cpu = cpu_embedding.sort_ids(ids)
-    sorted_gpu = kernel("sort_ids")(dev["ids"])
-    for e, g in zip(sorted_cpu, sorted_gpu, strict=True):
+    order, rows, starts = cpu_embedding.sort_ids(ids)
+    order_d, rows_d, starts_d = kernel("sort_ids")(dev["ids"])
+    for e, g in ((order, order_d), (rows, rows_d), (starts, starts_d)):
         np.testing.assert_array_equal(cupy.asnumpy(g), e)
-    order, rows, starts = sorted_cpu
     bag, scale = np.repeat(np.arange(300), np.diff(offsets)), rng.standard_normal(3000)
     expected = np.empty((len(rows), 72))
     cpu_embedding.coalesce_sorted(grad, order, bag, scale, starts, expected)
     got = cupy.empty((len(rows), 72))
-    kernel("coalesce_sorted")(dev["grad"], *sorted_gpu[:1], cupy.asarray(bag),
-                              cupy.asarray(scale), sorted_gpu[2], got)
+    kernel("coalesce_sorted")(dev["grad"], order_d, cupy.asarray(bag), cupy.asarray(scale),
+                              starts_d, got)
     np.testing.assert_array_equal(cupy.asnumpy(got), expected)
 
     expected = np.empty(3000)
