@@ -50,9 +50,6 @@ MISSING_CUDA_TWINS: dict[str, set[str]] = {
     "transforms": {"bucketize", "build_int_table", "build_string_table", "count_ints",
                    "count_strings", "hash_ints", "hash_strings", "lookup_ints",
                    "lookup_strings", "order_by_count"},
-    "elementwise": {"cumsum", "gather_ranges", "jagged_dense_bmm", "jagged_dense_dense_out",
-                    "jagged_dense_jagged_out", "jagged_jagged_bmm", "ranges_to_indices",
-                    "repeat_rows", "softmax", "unique_rows"},
     "masked": {"first_unstored", "sorted_member"},
 }
 #: Public functions of ``kernels/cpu`` modules that are helpers of the kernels (the
