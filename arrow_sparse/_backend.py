@@ -1,27 +1,47 @@
-"""Backend selection and the kernel registry.
+"""Backend selection, device transfers and the kernel registry.
+
+A public operation finds the array module of its inputs with :func:`array_module`
+(numpy, or CuPy when they are device arrays or a :class:`~arrow_sparse.Jagged` on the
+device; mixing raises), checks them (``arrow_sparse._validate``, host-side O(1) checks
+plus device checks that record into the kernels' error word), runs the kernels of that
+module from :func:`get_kernel`, and ends with :func:`device_checks` (deferred: no
+synchronisation). Where it must read a device value anyway (a data-dependent output
+size) it reads it with :func:`fetch`, which also raises the device checks at once.
+docs/gpu.md ("Dispatch") describes the whole pattern.
 
 Kernels are registered by ``(family, name)``: the CPU kernels of family ``f`` are the
 public callables of ``arrow_sparse.kernels.cpu.f``. Modules are imported on first use,
-so ``import arrow_sparse`` compiles nothing and does not import Numba.
+so ``import arrow_sparse`` compiles nothing and imports neither Numba nor CuPy.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
-from .errors import ArrowSparseTypeError
+from .errors import ArrowSparseTypeError, ArrowSparseValueError
 
-__all__ = ["array_module", "cpu_kernel_names", "get_kernel", "is_cupy_array",
-           "KERNEL_FAMILIES", "set_cuda_module_factory"]
+__all__ = ["KERNEL_FAMILIES", "array_module", "cpu_kernel_names", "cupy_module", "device_checks",
+           "device_of", "fetch", "from_dlpack", "get_kernel", "host_only", "is_cupy_array",
+           "module_of", "normalize_device", "set_cuda_module_factory", "to_host",
+           "transfer"]
 
 #: Every kernel family; each has a module in ``kernels/cpu``.
 KERNEL_FAMILIES = ("convert", "sparse", "segment", "transforms", "elementwise", "embedding",
                    "masked")
+
+#: How to move data, quoted by the mixed-device error.
+MOVE_HINT = ("move them to one device first: to the GPU with Jagged.to_device('cuda') or "
+             "cupy.asarray(x), to the host with Jagged.to_device('cpu') or x.get()")
+
+#: DLPack device types (``__dlpack_device__()[0]``) read as host and as CUDA memory.
+_DLPACK_CPU = 1
+_DLPACK_CUDA = (2, 13)  # kDLCUDA, kDLCUDAManaged
 
 
 def is_cupy_array(x: Any) -> bool:
@@ -29,16 +49,166 @@ def is_cupy_array(x: Any) -> bool:
     return type(x).__module__.split(".")[0] == "cupy"
 
 
-def array_module(func: str, *arrays: Any) -> ModuleType:
-    """Return the array module (numpy or cupy) of ``arrays``; mixing them raises TypeError."""
-    on_device = [is_cupy_array(a) for a in arrays if a is not None]
-    if any(on_device):
-        if not all(on_device):
-            msg = (f"{func}: inputs mix host (numpy/Arrow) and device (cupy) arrays; "
-                   "move them to one device first, e.g. with cupy.asarray(...) or .get()")
-            raise ArrowSparseTypeError(msg)
+def cupy_module(func: str) -> ModuleType:
+    """Import CuPy; a missing CuPy raises ModuleNotFoundError with the install command."""
+    try:
         return importlib.import_module("cupy")
-    return np
+    except ModuleNotFoundError:
+        msg = (f"{func}: the GPU backend needs the optional dependency 'cupy'; "
+               "pip install 'arrow-sparse[gpu]'")
+        raise ModuleNotFoundError(msg) from None
+
+
+def _device_id(x: Any) -> int:
+    return int(x.device.id)
+
+
+def _placement(x: Any) -> int | None:
+    """``None`` for host data, the CUDA device id for device data (arrays or a Jagged)."""
+    if is_cupy_array(x):
+        return _device_id(x)
+    if isinstance(x, (list, tuple)) and x and not isinstance(x[0], (int, float, np.generic)):
+        places = {_placement(item) for item in x}  # a list of arrays: offsets levels
+        return places.pop() if len(places) == 1 else -1
+    jagged = importlib.import_module("arrow_sparse.jagged").Jagged
+    if isinstance(x, jagged):
+        return _placement(x.leaf_values)
+    return None
+
+
+def array_module(func: str, *arrays: Any, **named: Any) -> ModuleType:
+    """Return the array module (numpy or cupy) of the inputs of ``func``.
+
+    Inputs are arrays (numpy, CuPy, Arrow), Python sequences, a Jagged, lists of
+    arrays, or None (ignored); pass them by name (``values=values``) so that an error
+    names them. Host and device inputs together, or device inputs on two devices,
+    raise ArrowSparseTypeError with the fix. The check reads no data.
+    """
+    items = [(f"argument {i}", a) for i, a in enumerate(arrays)] + list(named.items())
+    places = [(name, _placement(a)) for name, a in items if a is not None]
+    devices = [(name, p) for name, p in places if p is not None]
+    if not devices:
+        return np
+    hosts = [name for name, p in places if p is None]
+    if hosts or any(p == -1 for _, p in devices):
+        where = (f"{hosts[0]} is a host (numpy/Arrow) array but {devices[0][0]} is a device "
+                 "(cupy) array" if hosts else "inputs mix host (numpy/Arrow) and device "
+                 "(cupy) arrays")
+        msg = f"{func}: {where}; {MOVE_HINT}"
+        raise ArrowSparseTypeError(msg)
+    ids = {p for _, p in devices}
+    if len(ids) > 1:
+        msg = (f"{func}: inputs are on different CUDA devices {sorted(ids)}; move them to "
+               "one with Jagged.to_device('cuda:N') or cupy.asarray under cupy.cuda.Device(N)")
+        raise ArrowSparseTypeError(msg)
+    return cupy_module(func)
+
+
+def module_of(x: Any) -> ModuleType:
+    """numpy, or CuPy for a CuPy array (no checks)."""
+    return cupy_module("arrow_sparse") if is_cupy_array(x) else np
+
+
+def device_of(x: Any) -> str:
+    """``"cpu"`` for host arrays, ``"cuda:N"`` for a CuPy array on device N."""
+    return f"cuda:{_device_id(x)}" if is_cupy_array(x) else "cpu"
+
+
+def host_only(func: str, what: str) -> NoReturn:
+    """Raise the NotImplementedError of an operation that has no device path yet.
+
+    ``what`` says which input is on the device (``"values is a device (cupy) array"``).
+    """
+    msg = (f"{func}: {what}, but {func} runs on the host only so far; move it to the host "
+           "first with Jagged.to_device('cpu') or x.get()")
+    raise NotImplementedError(msg)
+
+
+def _cuda() -> ModuleType:
+    return importlib.import_module("arrow_sparse.kernels.cuda")
+
+
+def device_checks(func: str, xp: ModuleType, *, wait: bool = False) -> None:
+    """End an operation that ran on ``xp``: raise what its device checks recorded.
+
+    A no-op on the host. On the device, ``wait=False`` (the default) synchronises
+    nothing: the error word is copied asynchronously and an error is raised by the next
+    check (naming ``func``); ``wait=True`` reads the word now (a synchronisation).
+    """
+    if xp is not np:
+        _cuda().check_errors(func, wait=wait)
+
+
+def fetch(func: str, *scalars: Any) -> list[int]:
+    """Read integer scalars (Python, numpy, or 0-d device arrays) on the host.
+
+    Device scalars are copied in one transfer, a synchronisation, after which the
+    device checks recorded so far are raised at once (the values may depend on inputs
+    those checks reject). Host scalars cost nothing.
+    """
+    device = [s for s in scalars if is_cupy_array(s)]
+    if not device:
+        return [int(s) for s in scalars]
+    xp = module_of(device[0])
+    read = iter(xp.stack([s.astype(np.int64, copy=False) for s in device]).get().tolist())
+    _cuda().check_errors(func)
+    return [next(read) if is_cupy_array(s) else int(s) for s in scalars]
+
+
+def to_host(x: Any) -> Any:
+    """``x`` as host data: a CuPy array's ``.get()``, anything else unchanged."""
+    return x.get() if is_cupy_array(x) else x
+
+
+_DEVICE = re.compile(r"^(cpu|cuda)(?::(\d+))?$")
+
+
+def normalize_device(func: str, device: Any) -> str:
+    """``"cpu"``, ``"cuda"`` (the current CUDA device) or ``"cuda:N"``; else raise."""
+    match = _DEVICE.match(device) if isinstance(device, str) else None
+    if match is None or (match.group(1) == "cpu" and match.group(2)):
+        msg = f"{func}: device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}"
+        raise (ArrowSparseValueError if isinstance(device, str) else ArrowSparseTypeError)(msg)
+    return device
+
+
+def transfer(func: str, x: Any, device: str) -> Any:
+    """Copy array ``x`` to ``device`` (normalised), or return it when it is there already."""
+    if x is None:
+        return None
+    if device == "cpu":
+        return to_host(x)
+    cupy = cupy_module(func)
+    if device == "cuda":
+        return x if is_cupy_array(x) else cupy.asarray(x)
+    target = int(device.partition(":")[2])
+    if is_cupy_array(x) and _device_id(x) == target:
+        return x
+    with cupy.cuda.Device(target):
+        return cupy.array(x, copy=True)
+
+
+def from_dlpack(func: str, arg: str, x: Any) -> Any:
+    """Import a DLPack producer without copying: host memory as numpy, CUDA as CuPy.
+
+    numpy and CuPy arrays are returned as they are; None stays None.
+    """
+    if x is None or isinstance(x, np.ndarray) or is_cupy_array(x):
+        return x
+    if not (hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__")):
+        msg = (f"{func}: {arg} must support DLPack (__dlpack__ and __dlpack_device__), "
+               f"got {type(x).__name__}")
+        raise ArrowSparseTypeError(msg)
+    kind, index = x.__dlpack_device__()
+    if int(kind) == _DLPACK_CPU:
+        return np.from_dlpack(x)
+    if int(kind) in _DLPACK_CUDA:
+        cupy = cupy_module(func)
+        with cupy.cuda.Device(int(index)):
+            return cupy.from_dlpack(x)
+    msg = (f"{func}: {arg} lives on DLPack device type {int(kind)}; only host (1) and CUDA "
+           "(2, 13) memory can be read: copy it to one of them first")
+    raise ArrowSparseTypeError(msg)
 
 
 def cpu_kernel_names(family: str) -> list[str]:
@@ -56,21 +226,26 @@ def cpu_kernel_names(family: str) -> list[str]:
 
 #: Test hook, see :func:`set_cuda_module_factory`; None in normal use.
 _cuda_module_factory: Callable[[str, str, list[str]], Any] | None = None
+#: Whether :func:`get_kernel` sends host arrays to the factory's CUDA kernels too.
+_route_host_arrays = True
 
 
-def set_cuda_module_factory(factory: Callable[[str, str, list[str]], Any] | None) -> None:
+def set_cuda_module_factory(factory: Callable[[str, str, list[str]], Any] | None, *,
+                            host_arrays: bool = True) -> None:
     """Test hook: compile CUDA kernel families with ``factory`` instead of CuPy.
 
     ``factory(family, code, name_expressions)`` returns an object with
-    ``get_function(name_expression)`` like ``cupy.RawModule``. While one is set,
-    :func:`get_kernel` also sends host (numpy) arrays to the CUDA launchers: every
-    kernel that has one runs on the factory's modules (the CPU emulator,
-    ``tests/cuda_emu``), and a kernel without one stays on the CPU. ``None`` restores
-    normal dispatch.
+    ``get_function(name_expression)`` like ``cupy.RawModule``. While one is set, device
+    (CuPy) inputs run on the factory's modules, and with ``host_arrays=True`` so do host
+    (numpy) arrays: every kernel that has a CUDA launcher runs on them (the CPU
+    emulator, ``tests/cuda_emu``), and a kernel without one stays on the CPU. With
+    ``host_arrays=False`` host arrays keep the CPU kernels (a stand-in CuPy supplies the
+    device arrays). ``None`` restores normal dispatch.
     """
-    global _cuda_module_factory
+    global _cuda_module_factory, _route_host_arrays
     _cuda_module_factory = factory
-    importlib.import_module("arrow_sparse.kernels.cuda").clear_cache()
+    _route_host_arrays = host_arrays
+    _cuda().clear_cache()
 
 
 def get_kernel(family: str, name: str, xp: ModuleType = np) -> Callable[..., Any]:
@@ -81,8 +256,8 @@ def get_kernel(family: str, name: str, xp: ModuleType = np) -> Callable[..., Any
     if family not in KERNEL_FAMILIES:
         msg = f"unknown kernel family {family!r}; known: {', '.join(KERNEL_FAMILIES)}"
         raise KeyError(msg)
-    if xp is not np or _cuda_module_factory is not None:
-        cuda = importlib.import_module("arrow_sparse.kernels.cuda")
+    if xp is not np or (_cuda_module_factory is not None and _route_host_arrays):
+        cuda = _cuda()
         if cuda.has_family(family):
             try:
                 return cuda.get_launcher(family, name)  # type: ignore[no-any-return]

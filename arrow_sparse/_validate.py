@@ -1,18 +1,32 @@
 """Input checks shared by every public function.
 
-Each check runs on the host before any kernel is launched and raises a typed error
-whose message has the form ``"{func}: {arg} {problem} (first at position {i}: {value})"``.
-Checks return the normalised array (a numpy view where possible) so callers use the
-checked object and nothing else.
+Each check raises a typed error whose message has the form
+``"{func}: {arg} {problem} (first at position {i}: {value})"`` and returns the
+normalised array (a numpy view where possible), so callers use the checked object and
+nothing else.
+
+Host arrays are checked in full on the host, before any kernel is launched. Device
+(CuPy) arrays are accepted only where the caller passes ``device=True`` (its operation
+has a device path); elsewhere they raise NotImplementedError with the fix. On device
+arrays the O(1) checks (dtype, dimensions, lengths) run on the host, and the
+data-dependent ones are launched as device checks (``kernels/cuda/convert.cu``) that
+record the first violation in the kernels' error word: the operation raises it with
+:func:`arrow_sparse._backend.device_checks` (deferred) or at once where it reads a
+device value anyway (:func:`arrow_sparse._backend.fetch`). A device check's message
+names the position but not the value: ``"{func}: offsets must be non-decreasing
+(first at position 2; found by a device check)"``.
 """
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
 from typing import Any, NoReturn
 
 import numpy as np
 import pyarrow as pa
 
+from ._backend import fetch, host_only, is_cupy_array, module_of
 from .errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 
 __all__ = [
@@ -30,6 +44,7 @@ __all__ = [
     "check_segment_ids",
     "check_sorted_segment_ids",
     "first_true",
+    "lengths_offsets",
     "message",
     "fail_value",
 ]
@@ -67,10 +82,22 @@ def _scalar(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _to_numpy(func: str, arg: str, x: Any) -> np.ndarray:
-    """Turn an array-like into a numpy array without copying where possible."""
+def _device_checks() -> ModuleType:
+    """The launchers of the device checks (imported on first use; CuPy is not imported)."""
+    return importlib.import_module("arrow_sparse.kernels.cuda.convert")
+
+
+def _to_array(func: str, arg: str, x: Any, device: bool = False) -> np.ndarray:
+    """Turn an array-like into a numpy array without copying where possible.
+
+    A CuPy array is returned as it is when ``device`` is set, else refused.
+    """
     if isinstance(x, np.ndarray):
         return x
+    if is_cupy_array(x):
+        if not device:
+            host_only(func, f"{arg} is a device (cupy) array")
+        return x  # type: ignore[no-any-return]
     if isinstance(x, pa.ChunkedArray):
         x = x.chunk(0) if x.num_chunks == 1 else x.combine_chunks()  # copies unless 1 chunk
     if isinstance(x, pa.Array):
@@ -82,8 +109,6 @@ def _to_numpy(func: str, arg: str, x: Any) -> np.ndarray:
             msg = f"{func}: {arg} must be a numeric array, got Arrow type {x.type}"
             raise ArrowSparseTypeError(msg)
         return x.to_numpy(zero_copy_only=not pa.types.is_boolean(x.type))
-    if type(x).__module__.split(".")[0] == "cupy":
-        return x  # type: ignore[no-any-return]
     if isinstance(x, (list, tuple, range)) or np.isscalar(x) or hasattr(x, "__array__"):
         try:
             arr = np.asarray(x)
@@ -99,15 +124,16 @@ def _to_numpy(func: str, arg: str, x: Any) -> np.ndarray:
 
 
 def as_index_array(func: str, arg: str, x: Any, *, ndim: int = 1,
-                   out_of_range: str | None = None) -> np.ndarray:
+                   out_of_range: str | None = None, device: bool = False) -> np.ndarray:
     """Return ``x`` as an integer array of ``ndim`` dimensions; reject floats, bools, objects.
 
     Unsigned integers are widened to int64; a value above the int64 range raises a
     ValueError ("exceeds the int64 range"), or, when ``out_of_range`` is given (the
     argument holds indices, e.g. ``"out of range [0, 8)"``), an IndexError with that
-    problem text.
+    problem text. On the device (``device=True`` and a CuPy array) such a value wraps
+    to a negative int64, which the device checks that follow reject.
     """
-    arr = _to_numpy(func, arg, x)
+    arr = _to_array(func, arg, x, device)
     if arr.dtype.kind not in "iu":
         if arr.size == 0 and arr.dtype.kind == "f" and isinstance(x, (list, tuple)):
             arr = arr.astype(np.int64)  # ``[]`` reads as float64
@@ -118,6 +144,8 @@ def as_index_array(func: str, arg: str, x: Any, *, ndim: int = 1,
         msg = f"{func}: {arg} must be {ndim}-dimensional, got shape {arr.shape}"
         raise ArrowSparseValueError(msg)
     if arr.dtype.kind == "u":
+        if is_cupy_array(arr):
+            return arr.astype(np.int64)  # type: ignore[no-any-return]
         if arr.dtype.itemsize == 8 and arr.size and arr.max() > _INT64_MAX:
             flat = arr.ravel()
             pos = first_true(flat > _INT64_MAX)
@@ -128,9 +156,13 @@ def as_index_array(func: str, arg: str, x: Any, *, ndim: int = 1,
     return arr
 
 
-def as_values_array(func: str, arg: str, x: Any, *, min_ndim: int = 1) -> np.ndarray:
-    """Return ``x`` as a numeric (bool, integer or float) array of at least ``min_ndim`` dims."""
-    arr = _to_numpy(func, arg, x)
+def as_values_array(func: str, arg: str, x: Any, *, min_ndim: int = 1,
+                    device: bool = False) -> np.ndarray:
+    """Return ``x`` as a numeric (bool, integer or float) array of at least ``min_ndim`` dims.
+
+    ``device``: accept a CuPy array (returned as it is).
+    """
+    arr = _to_array(func, arg, x, device)
     if arr.dtype.kind not in "biuf":
         msg = f"{func}: {arg} must have a numeric dtype, got {arr.dtype}"
         raise ArrowSparseTypeError(msg)
@@ -140,19 +172,24 @@ def as_values_array(func: str, arg: str, x: Any, *, min_ndim: int = 1) -> np.nda
     return arr
 
 
-def check_offsets(func: str, arg: str, x: Any, num_values: int | None = None) -> np.ndarray:
+def check_offsets(func: str, arg: str, x: Any, num_values: int | None = None, *,
+                  device: bool = False) -> np.ndarray:
     """Check offsets: 1-D integers, at least one element, non-negative, non-decreasing.
 
     When ``num_values`` is given the last offset must not exceed it. ``offsets[0]``
     may be above zero (a sliced Arrow array). int32 and int64 offsets are kept as
-    they are; other integer dtypes are widened to int64.
+    they are; other integer dtypes are widened to int64. ``device``: accept CuPy
+    offsets, whose values are checked on the device (see the module docstring).
     """
-    offsets = as_index_array(func, arg, x)
+    offsets = as_index_array(func, arg, x, device=device)
     if offsets.dtype not in OFFSET_DTYPES:
         offsets = offsets.astype(np.int64)
     if len(offsets) == 0:
         msg = f"{func}: {arg} must have at least one element (number of rows + 1)"
         raise ArrowSparseValueError(msg)
+    if is_cupy_array(offsets):
+        _device_checks().check_offsets(offsets, num_values)
+        return offsets
     if offsets[0] < 0:
         fail_value(func, arg, "must be non-negative", 0, offsets[0])
     decreasing = offsets[1:] < offsets[:-1]
@@ -183,6 +220,38 @@ def check_lengths(func: str, arg: str, x: Any, num_values: int | None = None) ->
     return lengths
 
 
+def lengths_offsets(func: str, arg: str, x: Any, *, num_values: int | None = None,
+                    padded_length: int | None = None, dtype: Any = np.int64,
+                    device: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Check lengths and return them with their offsets ``[0, l0, l0 + l1, ...]``.
+
+    The lengths must be non-negative, at most ``padded_length`` when given, and sum
+    to exactly ``num_values`` when given, within 2**59 and within the range of the
+    offsets ``dtype`` (int32 or int64). ``device``: accept CuPy lengths, whose values
+    are checked on the device (see the module docstring).
+    """
+    to_int32 = np.dtype(dtype) == np.int32
+    if device and is_cupy_array(x):
+        lengths = as_index_array(func, arg, x, device=True)
+        if len(lengths) == 0 and num_values:
+            msg = f"{func}: {arg} sum to 0 but there are {num_values} values"
+            raise ArrowSparseValueError(msg)
+        ends = module_of(lengths).zeros(len(lengths) + 1, dtype=np.int64)
+        module_of(lengths).cumsum(lengths, dtype=np.int64, out=ends[1:])
+        _device_checks().check_lengths(lengths, ends, padded_length, to_int32, num_values)
+        return lengths, ends.astype(dtype, copy=False)
+    lengths = check_lengths(func, arg, x, num_values)
+    if padded_length is not None and len(lengths) and lengths.max() > padded_length:
+        pos = first_true(lengths > padded_length)
+        fail_value(func, arg, f"must be <= the padded length {padded_length}", pos, lengths[pos])
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if to_int32 and offsets[-1] > np.iinfo(np.int32).max:
+        pos = first_true(offsets > np.iinfo(np.int32).max) - 1
+        fail_value(func, arg, "sum beyond the int32 range; use dtype=np.int64", pos, lengths[pos])
+    return lengths, offsets.astype(dtype, copy=False)
+
+
 def _ids_problem(num_segments: Any) -> str | None:
     """The IndexError problem text for a segment id above int64 when ``num_segments`` is set.
 
@@ -195,12 +264,19 @@ def _ids_problem(num_segments: Any) -> str | None:
 
 
 def check_segment_ids(func: str, arg: str, x: Any, num_values: int | None = None,
-                      num_segments: int | None = None) -> tuple[np.ndarray, int]:
-    """Check unsorted segment ids; return them and ``num_segments`` (default ``max + 1``)."""
-    ids = as_index_array(func, arg, x, out_of_range=_ids_problem(num_segments))
+                      num_segments: int | None = None, *, device: bool = False
+                      ) -> tuple[np.ndarray, int]:
+    """Check unsorted segment ids; return them and ``num_segments`` (default ``max + 1``).
+
+    ``device``: accept CuPy ids, checked on the device; without ``num_segments`` the
+    maximum is read back (a synchronisation), which raises the device checks at once.
+    """
+    ids = as_index_array(func, arg, x, out_of_range=_ids_problem(num_segments), device=device)
     if num_values is not None and len(ids) != num_values:
         msg = f"{func}: {arg} has length {len(ids)} but there are {num_values} values"
         raise ArrowSparseValueError(msg)
+    if is_cupy_array(ids):
+        return _device_segment_ids(func, arg, ids, num_segments, sorted_ids=False)
     negative = ids < 0
     if negative.any():
         pos = first_true(negative)
@@ -219,14 +295,35 @@ def check_segment_ids(func: str, arg: str, x: Any, num_values: int | None = None
 
 
 def check_sorted_segment_ids(func: str, arg: str, x: Any, num_values: int | None = None,
-                             num_segments: int | None = None) -> tuple[np.ndarray, int]:
-    """Check sorted segment ids (non-decreasing); return them and ``num_segments``."""
-    ids = as_index_array(func, arg, x, out_of_range=_ids_problem(num_segments))
+                             num_segments: int | None = None, *, device: bool = False
+                             ) -> tuple[np.ndarray, int]:
+    """Check sorted segment ids (non-decreasing); return them and ``num_segments``.
+
+    ``device``: as for :func:`check_segment_ids` (the maximum read is the last id).
+    """
+    ids = as_index_array(func, arg, x, out_of_range=_ids_problem(num_segments), device=device)
+    if is_cupy_array(ids):
+        if num_values is not None and len(ids) != num_values:
+            msg = f"{func}: {arg} has length {len(ids)} but there are {num_values} values"
+            raise ArrowSparseValueError(msg)
+        return _device_segment_ids(func, arg, ids, num_segments, sorted_ids=True)
     unsorted = ids[1:] < ids[:-1]
     if unsorted.any():
         pos = first_true(unsorted) + 1
         fail_value(func, arg, "must be sorted (non-decreasing)", pos, ids[pos])
     return check_segment_ids(func, arg, ids, num_values, num_segments)
+
+
+def _device_segment_ids(func: str, arg: str, ids: Any, num_segments: int | None,
+                        sorted_ids: bool) -> tuple[Any, int]:
+    """Launch the device check of segment ids; read the maximum when it sizes the output."""
+    if num_segments is not None:
+        num_segments = check_count(func, "num_segments", num_segments)
+    _device_checks().check_segment_ids(ids, num_segments, sorted_ids)
+    if num_segments is None:
+        top = fetch(func, (ids[-1] if sorted_ids else ids.max()) if len(ids) else -1)[0]
+        num_segments = check_count(func, f"max({arg}) + 1", top + 1)
+    return ids, num_segments
 
 
 def check_indices(func: str, arg: str, x: Any, bound: int, *, ndim: int = 1) -> np.ndarray:
@@ -262,11 +359,15 @@ def check_bool(func: str, arg: str, x: Any) -> bool:
     return bool(x)
 
 
-def check_mask(func: str, arg: str, x: Any, length: int) -> np.ndarray | None:
-    """Check an optional bool mask of ``length`` entries (None passes through)."""
+def check_mask(func: str, arg: str, x: Any, length: int, *,
+               device: bool = False) -> np.ndarray | None:
+    """Check an optional bool mask of ``length`` entries (None passes through).
+
+    ``device``: accept a CuPy mask (O(1) checks only: there is nothing data-dependent).
+    """
     if x is None:
         return None
-    mask = _to_numpy(func, arg, x)
+    mask = _to_array(func, arg, x, device)
     if mask.dtype != bool:
         msg = f"{func}: {arg} must be a bool mask, got dtype {mask.dtype}"
         raise ArrowSparseTypeError(msg)
@@ -295,10 +396,11 @@ def check_dtype(func: str, arg: str, x: Any, kinds: str = "biuf") -> np.dtype:
 _KIND_NAMES = {"iu": "an integer dtype", "f": "a floating-point dtype"}
 
 
-def empty(func: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """``np.empty`` that reports an impossible result size as a ValueError of ``func``."""
+def empty(func: str, shape: tuple[int, ...], dtype: np.dtype,
+          xp: ModuleType = np) -> np.ndarray:
+    """``xp.empty`` that reports an impossible result size as a ValueError of ``func``."""
     try:
-        return np.empty(shape, dtype=dtype)
+        return xp.empty(shape, dtype=dtype)  # type: ignore[no-any-return]
     except ValueError:
         msg = f"{func}: the result of shape {shape} is too large to allocate"
         raise ArrowSparseValueError(msg) from None

@@ -4,6 +4,10 @@ Row ``i`` is ``values[offsets[i]:offsets[i + 1]]``. ``values`` is a 1-D or N-D a
 (the first axis is the jagged one) or another :class:`Jagged` (nested lists). It is
 the Arrow ``list``/``large_list`` layout, and :meth:`Jagged.from_arrow` /
 :meth:`Jagged.to_arrow` wrap Arrow's buffers without copying them.
+
+The buffers are numpy arrays (host) or CuPy arrays (device), all on one device:
+:meth:`Jagged.to_device` moves them, :meth:`Jagged.from_dlpack` /
+:meth:`Jagged.to_dlpack` exchange them with torch, JAX or CuPy without copies.
 """
 
 from __future__ import annotations
@@ -16,8 +20,16 @@ import numpy as np
 import pyarrow as pa
 
 from . import _arrow
+from . import _backend as b
 from . import _validate as v
-from .convert import _fill_value, dense_to_jagged, longest_rows, offsets_to_segment_ids, pad_levels
+from .convert import (
+    _fill_value,
+    _ids_to_offsets,
+    _segment_ids,
+    longest_rows,
+    pad_levels,
+    unpad_levels,
+)
 from .errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 
 if TYPE_CHECKING:
@@ -32,6 +44,30 @@ _REPR_THRESHOLD = 1000  # addressed values above which long lists are summarised
 _REPR_EDGE = 3  # items shown at each end of a summarised list (numpy's edgeitems)
 
 
+def _operator(name: str, ufunc: Any, doc: str, *, reflected: bool = False,
+              unary: bool = False) -> Any:
+    """Make the operator method ``Jagged.<name>``: ``ufunc`` on the values.
+
+    It calls ``arrow_sparse.elementwise.jagged_ufunc``; host-only so far: a device
+    operand raises NotImplementedError.
+    """
+    def apply(*operands: Any) -> Jagged:
+        _on_host(f"Jagged.{name}", *operands)
+        from .elementwise import jagged_ufunc
+        return jagged_ufunc(ufunc, *operands)  # type: ignore[no-any-return]
+
+    def unary_method(self: Jagged) -> Jagged:
+        return apply(self)
+
+    def binary_method(self: Jagged, other: Any) -> Jagged:
+        return apply(other, self) if reflected else apply(self, other)
+
+    method = unary_method if unary else binary_method
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = doc
+    return method
+
+
 class Jagged:
     """A batch of variable-length rows: ``values`` split by ``offsets``.
 
@@ -39,7 +75,7 @@ class Jagged:
     ----------
     values
         1-D or N-D numeric array (jagged along its first axis), or a :class:`Jagged`
-        for nested lists.
+        for nested lists. numpy (host) or CuPy (device); every buffer on one device.
     offsets
         int32 or int64 offsets, ``rows + 1`` long, non-decreasing, may start above
         zero; ``offsets[-1] <= len(values)``. Other integer dtypes are widened to int64.
@@ -60,17 +96,22 @@ class Jagged:
     ValueError
         Malformed offsets or masks of the wrong length.
     TypeError
-        Non-numeric values or non-integer offsets.
+        Non-numeric values or non-integer offsets, or buffers on different devices.
 
     See Also
     --------
     Jagged.from_arrow : Wrap an Arrow list array without copying.
     Jagged.from_lengths, Jagged.from_segment_ids, Jagged.from_padded, Jagged.from_list
+    Jagged.from_dlpack : Wrap torch, JAX or CuPy arrays without copying.
 
     Notes
     -----
     The constructor copies nothing: ``values`` and ``offsets`` are kept as given
     (offsets of an integer dtype other than int32/int64 are widened: a copy).
+
+    On the device the offsets are checked by a kernel without synchronising: malformed
+    offsets are raised by the next check (the next operation, or :meth:`validate`),
+    and until then the kernels treat rows outside the values as padding.
 
     Examples
     --------
@@ -90,20 +131,24 @@ class Jagged:
     def __init__(self, values: Any, offsets: Any, validity: Any = None, *,
                  values_validity: Any = None, validate: bool = True) -> None:
         func = "Jagged"
+        xp = b.array_module(func, values=values, offsets=offsets, validity=validity,
+                            values_validity=values_validity)
         if isinstance(values, Jagged):
             if values_validity is not None:
                 msg = f"{func}: values_validity is not allowed with nested values"
                 raise ArrowSparseValueError(msg)
             num_values = len(values)
         else:
-            values = v.as_values_array(func, "values", values)
+            values = v.as_values_array(func, "values", values, device=True)
             num_values = len(values)
         v.check_bool(func, "validate", validate)
-        offsets = v.check_offsets(func, "offsets", offsets, num_values)
+        offsets = v.check_offsets(func, "offsets", offsets, num_values, device=True)
         self._values: Values = values
         self._offsets: np.ndarray = offsets
-        self._validity = v.check_mask(func, "validity", validity, len(offsets) - 1)
-        self._values_validity = v.check_mask(func, "values_validity", values_validity, num_values)
+        self._validity = v.check_mask(func, "validity", validity, len(offsets) - 1, device=True)
+        self._values_validity = v.check_mask(func, "values_validity", values_validity,
+                                             num_values, device=True)
+        b.device_checks(func, xp)
 
     @classmethod
     def _trusted(cls, values: Values, offsets: np.ndarray, validity: np.ndarray | None = None,
@@ -163,12 +208,17 @@ class Jagged:
         Returns
         -------
         Jagged
-            With int64 offsets (computed); values are not copied.
+            With int64 offsets (computed, on the device of the values); values are not
+            copied.
 
         Raises
         ------
         ValueError
             Negative lengths, or lengths not summing to the number of values.
+
+        Notes
+        -----
+        On the device: no synchronisation; bad lengths are raised by the next check.
 
         Examples
         --------
@@ -176,11 +226,14 @@ class Jagged:
         Jagged([[1, 2, 3], [2, 4, 6, 7], [3, 6]], dtype=int64, offsets=int64)
         """
         func = "Jagged.from_lengths"
-        vals = values if isinstance(values, Jagged) else v.as_values_array(func, "values", values)
-        lens = v.check_lengths(func, "lengths", lengths, len(vals))
-        offsets = np.zeros(len(lens) + 1, dtype=np.int64)
-        np.cumsum(lens, out=offsets[1:])
-        return cls._trusted(vals, offsets, v.check_mask(func, "validity", validity, len(lens)))
+        xp = b.array_module(func, values=values, lengths=lengths, validity=validity)
+        vals = values if isinstance(values, Jagged) else \
+            v.as_values_array(func, "values", values, device=True)
+        _, offsets = v.lengths_offsets(func, "lengths", lengths, num_values=len(vals),
+                                       device=True)
+        valid = v.check_mask(func, "validity", validity, len(offsets) - 1, device=True)
+        b.device_checks(func, xp)
+        return cls._trusted(vals, offsets, valid)
 
     @classmethod
     def from_segment_ids(cls, values: Any, segment_ids: Any,
@@ -208,6 +261,11 @@ class Jagged:
         IndexError
             A negative id or one ``>= num_segments``.
 
+        Notes
+        -----
+        On the device: with ``num_segments`` no synchronisation (bad ids are raised by
+        the next check); without, the last id is read back (one synchronisation).
+
         Examples
         --------
         >>> asp.Jagged.from_segment_ids(np.array([1, 2, 3, 2, 4, 6, 7, 3, 6]),
@@ -215,10 +273,13 @@ class Jagged:
         Jagged([[1, 2, 3], [2, 4, 6, 7], [3, 6]], dtype=int64, offsets=int64)
         """
         func = "Jagged.from_segment_ids"
-        vals = values if isinstance(values, Jagged) else v.as_values_array(func, "values", values)
+        xp = b.array_module(func, values=values, segment_ids=segment_ids)
+        vals = values if isinstance(values, Jagged) else \
+            v.as_values_array(func, "values", values, device=True)
         ids, n = v.check_sorted_segment_ids(func, "segment_ids", segment_ids, len(vals),
-                                            num_segments)
-        offsets = np.searchsorted(ids, np.arange(n + 1), side="left").astype(np.int64)
+                                            num_segments, device=True)
+        offsets = _ids_to_offsets(ids, n)
+        b.device_checks(func, xp)
         return cls._trusted(vals, offsets)
 
     @classmethod
@@ -246,6 +307,11 @@ class Jagged:
         --------
         Jagged.to_padded : The inverse.
 
+        Notes
+        -----
+        On the device the number of values (the sum of the lengths) is read back: one
+        synchronisation, which also raises bad lengths at once.
+
         Examples
         --------
         >>> dense = np.array([[1, 2, 3, -1], [2, 4, 6, 7], [3, 6, -1, -1]])
@@ -253,19 +319,17 @@ class Jagged:
         Jagged([[1, 2, 3], [2, 4, 6, 7], [3, 6]], dtype=int64, offsets=int64)
         """
         func = "Jagged.from_padded"
-        arr = v.as_values_array(func, "dense", dense, min_ndim=2)
-        lens = v.check_lengths(func, "lengths", lengths)
+        xp = b.array_module(func, dense=dense, lengths=lengths)
+        arr = v.as_values_array(func, "dense", dense, min_ndim=2, device=True)
+        lens = v.as_index_array(func, "lengths", lengths, device=True)
         if len(lens) != arr.shape[0]:
             msg = f"{func}: lengths has {len(lens)} entries but dense has {arr.shape[0]} rows"
             raise ArrowSparseValueError(msg)
-        too_long = lens > arr.shape[1]
-        if too_long.any():
-            pos = v.first_true(too_long)
-            v.fail_value(func, "lengths", f"must be <= the padded length {arr.shape[1]}",
-                         pos, lens[pos])
-        offsets = np.zeros(len(lens) + 1, dtype=np.int64)
-        np.cumsum(lens, out=offsets[1:])
-        return cls._trusted(dense_to_jagged(arr, [offsets]), offsets)
+        _, offsets = v.lengths_offsets(func, "lengths", lens, padded_length=arr.shape[1],
+                                       device=True)
+        values = unpad_levels(func, arr, [offsets], arr.dtype.type(0))
+        b.device_checks(func, xp)
+        return cls._trusted(values, offsets)
 
     @classmethod
     def from_list(cls, rows: list[Any], dtype: Any = None) -> Jagged:
@@ -366,6 +430,69 @@ class Jagged:
             raise ArrowSparseTypeError(msg)
         return _jagged_from_list_array(func, array)
 
+    @classmethod
+    def from_dlpack(cls, values: Any, offsets: Any, validity: Any = None, *,
+                    values_validity: Any = None) -> Jagged:
+        """Wrap DLPack arrays (torch, JAX, CuPy, numpy, ...) without copying them.
+
+        Parameters
+        ----------
+        values
+            The leaf values: any object with ``__dlpack__`` and ``__dlpack_device__``.
+        offsets
+            The offsets array, or a list of them for nested rows (outermost first).
+        validity
+            Optional bool row mask of the outermost level.
+        values_validity
+            Optional bool mask of the leaf values (null elements).
+
+        Returns
+        -------
+        Jagged
+            Over the producers' memory: host memory is read with ``numpy.from_dlpack``,
+            CUDA memory (on its device) with ``cupy.from_dlpack``.
+
+        Raises
+        ------
+        TypeError
+            An argument without DLPack support, memory that is neither host nor CUDA,
+            or arguments on different devices.
+        ValueError
+            Malformed offsets (see :class:`Jagged`).
+
+        See Also
+        --------
+        Jagged.to_dlpack : The inverse.
+
+        Notes
+        -----
+        A single ``__dlpack__`` would be ambiguous for a jagged array (two buffers at
+        least), so the buffers are passed one by one. On the device the offsets are
+        checked without synchronising, as in the constructor.
+
+        Examples
+        --------
+        >>> import torch
+        >>> j = asp.Jagged.from_dlpack(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0, 1, 3]))
+        >>> j
+        Jagged([[1.0], [2.0, 3.0]], dtype=float32, offsets=int64)
+        """
+        func = "Jagged.from_dlpack"
+        levels = list(offsets) if isinstance(offsets, (list, tuple)) else [offsets]
+        if not levels:
+            msg = f"{func}: offsets must be an array or a non-empty list of arrays"
+            raise ArrowSparseTypeError(msg)
+        parts = [b.from_dlpack(func, f"offsets[{k}]" if len(levels) > 1 else "offsets", o)
+                 for k, o in enumerate(levels)]
+        built: Values = b.from_dlpack(func, "values", values)
+        leaf_validity = b.from_dlpack(func, "values_validity", values_validity)
+        for k in range(len(parts) - 1, -1, -1):
+            built = cls(built, parts[k],
+                        b.from_dlpack(func, "validity", validity) if k == 0 else None,
+                        values_validity=leaf_validity if k == len(parts) - 1 else None)
+        assert isinstance(built, Jagged)
+        return built
+
     # ------------------------------------------------------------------- properties
     @property
     def values(self) -> Values:
@@ -401,37 +528,42 @@ class Jagged:
         >>> asp.Jagged.from_list([[1, 2, 3], [], [3, 6]]).lengths
         array([3, 0, 2], dtype=int32)
         """
-        return np.diff(self._offsets)
+        return self.xp.diff(self._offsets)  # type: ignore[no-any-return]
 
     @property
     def segment_ids(self) -> np.ndarray:
         """Row id of each value in ``values[offsets[0]:offsets[-1]]`` (int64).
+
+        On the device the number of values is read back (a synchronisation).
 
         Examples
         --------
         >>> asp.Jagged.from_list([[1, 2, 3], [], [3, 6]]).segment_ids
         array([0, 0, 0, 2, 2])
         """
-        return offsets_to_segment_ids(self._offsets)  # type: ignore[no-any-return]
+        return _segment_ids("Jagged.segment_ids", self._offsets,  # type: ignore[no-any-return]
+                            np.dtype(np.int64))
 
     @property
     def max_length(self) -> int:
         """Length of the longest non-null row (0 when there is none).
 
         A null row's offsets range is not counted: Arrow allows it to be non-empty,
-        but it is never read.
+        but it is never read. On the device it is read back (a synchronisation).
 
         Examples
         --------
         >>> asp.Jagged.from_list([[1, 2, 3], [], [3, 6]]).max_length
         3
         """
-        return longest_rows([self._offsets], [self._validity])[0]
+        return longest_rows("Jagged.max_length", [self._offsets], [self._validity])[0]
 
     @property
     def null_count(self) -> int:
-        """Number of null rows."""
-        return 0 if self._validity is None else int(self.num_rows - self._validity.sum())
+        """Number of null rows (on the device: read back, a synchronisation)."""
+        if self._validity is None:
+            return 0
+        return self.num_rows - b.fetch("Jagged.null_count", self._validity.sum())[0]
 
     @property
     def num_levels(self) -> int:
@@ -451,11 +583,119 @@ class Jagged:
 
     @property
     def xp(self) -> ModuleType:
-        """Array module of the buffers (numpy)."""
-        return np
+        """Array module of the buffers: numpy, or cupy when they are on the device."""
+        return b.module_of(self.leaf_values)
+
+    @property
+    def device(self) -> str:
+        """Where the buffers are: ``"cpu"``, or ``"cuda:N"`` for CUDA device N.
+
+        Examples
+        --------
+        >>> asp.Jagged.from_list([[1]]).device
+        'cpu'
+        """
+        return b.device_of(self.leaf_values)
+
+    def to_device(self, device: str) -> Jagged:
+        """Copy the buffers (values, offsets, masks, every level) to ``device``.
+
+        Parameters
+        ----------
+        device
+            ``"cpu"``, ``"cuda"`` (the current CUDA device; a Jagged already on a CUDA
+            device stays there) or ``"cuda:N"``.
+
+        Returns
+        -------
+        Jagged
+            ``self`` when it is on ``device`` already, else a copy there (to the host
+            with ``.get()``, to a GPU with ``cupy.asarray``). Nothing is re-checked.
+
+        Raises
+        ------
+        ValueError, TypeError
+            Not a device string.
+        ModuleNotFoundError
+            ``"cuda"`` without CuPy installed.
+
+        See Also
+        --------
+        Jagged.from_dlpack : Wrap device arrays of torch or JAX without copying.
+
+        Notes
+        -----
+        Arrow data lives in host memory: ``Jagged.from_arrow(arr).to_device("cuda")``
+        is the explicit transfer. Copies to the host synchronise.
+
+        Examples
+        --------
+        >>> j = asp.Jagged.from_list([[1, 2], [3]])
+        >>> j.to_device("cpu") is j
+        True
+        """
+        func = "Jagged.to_device"
+        target = b.normalize_device(func, device)
+        here = self.device
+        if here == target or (target == "cuda" and here != "cpu"):
+            return self
+
+        def move(x: Any) -> Any:
+            return b.transfer(func, x, target)
+
+        values = self._values.to_device(target) if isinstance(self._values, Jagged) else \
+            move(self._values)
+        return Jagged._trusted(values, move(self._offsets), move(self._validity),
+                               move(self._values_validity))
+
+    def to_dlpack(self) -> tuple[Any, Any]:
+        """Export the leaf values and the offsets as arrays that speak DLPack (zero-copy).
+
+        Returns
+        -------
+        tuple
+            ``(values, offsets)``: the leaf values array and the offsets array (a
+            tuple of offsets arrays, outermost first, for nested rows). They are the
+            Jagged's own numpy or CuPy arrays; ``torch.from_dlpack``,
+            ``jax.dlpack.from_dlpack`` or ``cupy.from_dlpack`` take them without copying.
+
+        See Also
+        --------
+        Jagged.from_dlpack : The inverse.
+
+        Notes
+        -----
+        Null rows and null elements are not part of the pair: export
+        :attr:`validity` and :attr:`values_validity` as well where they are not None.
+        A null row's offsets range may hold arbitrary values (Arrow allows it).
+
+        Examples
+        --------
+        >>> import torch
+        >>> values, offsets = asp.Jagged.from_list([[1, 2], [3]]).to_dlpack()
+        >>> torch.from_dlpack(offsets)
+        tensor([0, 2, 3], dtype=torch.int32)
+        """
+        levels = [self]
+        while isinstance(levels[-1].values, Jagged):
+            levels.append(levels[-1].values)  # type: ignore[arg-type]
+        offsets = tuple(level.offsets for level in levels)
+        return self.leaf_values, offsets[0] if len(offsets) == 1 else offsets
+
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused: a Jagged is two buffers at least; use :meth:`to_dlpack`."""
+        msg = ("Jagged: a jagged array is several buffers (values, offsets), not one "
+               "DLPack tensor; export them with values, offsets = j.to_dlpack()")
+        raise ArrowSparseTypeError(msg)
+
+    def __dlpack_device__(self) -> Any:
+        """Refused, as :meth:`__dlpack__`."""
+        return self.__dlpack__()
 
     def flat_values(self) -> Values:
         """The values the rows address, ``values[offsets[0]:offsets[-1]]`` (a view).
+
+        On the device the two offsets are read back (a synchronisation).
 
         Examples
         --------
@@ -463,7 +703,7 @@ class Jagged:
         >>> j.flat_values()
         array([3])
         """
-        start, stop = int(self._offsets[0]), int(self._offsets[-1])
+        start, stop = b.fetch("Jagged.flat_values", self._offsets[0], self._offsets[-1])
         values = self._values
         if isinstance(values, Jagged):
             return values[start:stop]
@@ -478,7 +718,11 @@ class Jagged:
             yield self[i]
 
     def __getitem__(self, key: Any) -> Any:
-        """Row ``key`` (a values view, a nested Jagged, or None when null) or rows ``a:b``."""
+        """Row ``key`` (a values view, a nested Jagged, or None when null) or rows ``a:b``.
+
+        On the device a row's offsets (and validity) are read back (a synchronisation);
+        a slice of rows reads nothing.
+        """
         if isinstance(key, slice):
             start, stop, step = key.indices(self.num_rows)
             if step != 1:
@@ -496,9 +740,11 @@ class Jagged:
             msg = f"Jagged: row {i} out of range for {self.num_rows} rows"
             raise ArrowSparseIndexError(msg)
         i %= self.num_rows
-        if self._validity is not None and not self._validity[i]:
+        mask = () if self._validity is None else (self._validity[i],)
+        start, stop, *valid = b.fetch("Jagged.__getitem__", self._offsets[i],
+                                      self._offsets[i + 1], *mask)
+        if valid and not valid[0]:
             return None
-        start, stop = int(self._offsets[i]), int(self._offsets[i + 1])
         return self._values[start:stop]
 
     # ------------------------------------------------------------------- exporters
@@ -515,11 +761,21 @@ class Jagged:
         pyarrow.Array
             ``ListArray`` or ``LargeListArray``.
 
+        Raises
+        ------
+        NotImplementedError
+            On the device: Arrow arrays live in host memory; call
+            ``j.to_device("cpu").to_arrow()``.
+
         Examples
         --------
         >>> asp.Jagged.from_lengths(np.array([1, 2, 3], dtype=np.int32), [1, 2]).to_arrow().type
         LargeListType(large_list<item: int32>)
         """
+        if self.device != "cpu":
+            msg = (f"Jagged.to_arrow: the Jagged is on {self.device} and Arrow arrays live "
+                   "in host memory; copy it first: j.to_device('cpu').to_arrow()")
+            raise NotImplementedError(msg)
         values = self._values
         child = values.to_arrow() if isinstance(values, Jagged) else \
             _arrow.array_from_numpy(values, self._values_validity)
@@ -537,12 +793,14 @@ class Jagged:
     def to_list(self) -> list[Any]:
         """Rows as Python lists (``None`` for null rows and null elements).
 
+        On the device the buffers are copied to the host first.
+
         Examples
         --------
         >>> asp.Jagged.from_list([[1, 2], None, []]).to_list()
         [[1, 2], None, []]
         """
-        return self.to_arrow().to_pylist()  # type: ignore[no-any-return]
+        return self.to_device("cpu").to_arrow().to_pylist()  # type: ignore[no-any-return]
 
     def to_padded(self, max_length: int | list[int] | None = None,
                   pad_value: Any = 0) -> np.ndarray:
@@ -559,13 +817,20 @@ class Jagged:
 
         Returns
         -------
-        numpy.ndarray
-            ``[num_rows, L, *inner]`` (``[num_rows, L0, L1, ...]`` when nested).
+        numpy.ndarray or cupy.ndarray
+            ``[num_rows, L, *inner]`` (``[num_rows, L0, L1, ...]`` when nested), on the
+            Jagged's device.
 
         See Also
         --------
         jagged_to_padded_dense : The same on raw values and offsets.
         Jagged.from_padded : The inverse.
+
+        Notes
+        -----
+        On the device: one kernel per level; with ``max_length`` given no
+        synchronisation, without it each level's longest row is read back (one
+        synchronisation per level).
 
         Examples
         --------
@@ -582,7 +847,7 @@ class Jagged:
         offsets = [level.offsets for level in levels]
         validity = [level.validity for level in levels]
         if max_length is None:
-            lengths = longest_rows(offsets, validity)
+            lengths = longest_rows(func, offsets, validity)
         elif isinstance(max_length, (int, np.integer)) and len(levels) == 1:
             lengths = [v.check_count(func, "max_length", max_length)]
         elif isinstance(max_length, (list, tuple)) and len(max_length) == len(levels):
@@ -591,10 +856,11 @@ class Jagged:
             msg = (f"{func}: max_length must be an int or a list of one int per level "
                    f"({len(levels)}), got {max_length!r}")
             raise ArrowSparseTypeError(msg)
-        leaf = levels[-1].values
-        assert isinstance(leaf, np.ndarray)
-        pad = _fill_value(func, pad_value, leaf.dtype, arg="pad_value")
-        return pad_levels(func, leaf, offsets, validity, lengths, pad, levels[-1].values_validity)
+        pad = _fill_value(func, pad_value, self.dtype, arg="pad_value")
+        out = pad_levels(func, self.leaf_values, offsets, validity, lengths, pad,
+                         levels[-1].values_validity)
+        b.device_checks(func, self.xp)
+        return out
 
     def to_csr(self, num_columns: int, weights: Any = None) -> SparseCSR:
         """Rows of ids as a multi-hot CSR matrix ``[num_rows, num_columns]``.
@@ -620,6 +886,8 @@ class Jagged:
             Non-integer ids, or nested rows.
         IndexError
             An id that is negative or ``>= num_columns``.
+        NotImplementedError
+            On the device (the sparse formats are host-only so far).
 
         Examples
         --------
@@ -632,6 +900,8 @@ class Jagged:
         from .sparse import SparseCSR
 
         func = "Jagged.to_csr"
+        if self.device != "cpu":
+            b.host_only(func, f"the Jagged is on {self.device}")
         if isinstance(self._values, Jagged) or self._values.ndim != 1:
             msg = f"{func}: rows must hold scalar ids, not nested lists or vectors"
             raise ArrowSparseTypeError(msg)
@@ -677,7 +947,9 @@ class Jagged:
         """Check every invariant in full (O(size)); return self.
 
         Checks offsets (non-negative, non-decreasing, within the values), the
-        lengths of the masks, and nested levels recursively.
+        lengths of the masks, and nested levels recursively. On the device the checks
+        run as kernels and are waited for (a synchronisation): this also raises any
+        error an earlier operation left to a later check.
 
         Returns
         -------
@@ -695,9 +967,11 @@ class Jagged:
         2
         """
         func = "Jagged.validate"
-        v.check_offsets(func, "offsets", self._offsets, len(self._values))
-        v.check_mask(func, "validity", self._validity, self.num_rows)
-        v.check_mask(func, "values_validity", self._values_validity, len(self._values))
+        v.check_offsets(func, "offsets", self._offsets, len(self._values), device=True)
+        v.check_mask(func, "validity", self._validity, self.num_rows, device=True)
+        v.check_mask(func, "values_validity", self._values_validity, len(self._values),
+                     device=True)
+        b.device_checks(func, self.xp, wait=True)
         if isinstance(self._values, Jagged):
             self._values.validate()
         return self
@@ -705,6 +979,7 @@ class Jagged:
     # --- arithmetic (arrow_sparse.elementwise) ---
     # Operators and numpy ufuncs act on the values and keep the offsets (shared, not
     # copied) and the validity (ANDed across Jagged operands). See docs/jagged-arithmetic.md.
+    # Host-only so far: on the device they raise NotImplementedError (_on_host).
     __hash__ = None  # type: ignore[assignment]  # == is elementwise, so no hash
 
     def __bool__(self) -> bool:
@@ -735,128 +1010,43 @@ class Jagged:
         >>> asp.Jagged.from_list([[1.0, 4.0], None, [9.0]]).map_values(np.sqrt)
         Jagged([[1.0, 2.0], None, [3.0]], dtype=float64, offsets=int32)
         """
+        _on_host("Jagged.map_values", self)
         from .elementwise import map_values
         return map_values(self, func)  # type: ignore[no-any-return]
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """Elementwise numpy ufuncs (``np.exp(j)``, ``arr * j``) apply to the values."""
+        _on_host("Jagged.__array_ufunc__", *inputs)
         from .elementwise import array_ufunc
         return array_ufunc(self, ufunc, method, *inputs, **kwargs)
 
-    def __add__(self, other: Any) -> Jagged:
-        """``self + other``: a Jagged of the same rows, scalar, per-row or padded array."""
-        from .elementwise import jagged_ufunc
-        return jagged_ufunc(np.add, self, other)
-
-    def __radd__(self, other: Any) -> Jagged:
-        """``other + self``."""
-        from .elementwise import jagged_ufunc
-        return jagged_ufunc(np.add, other, self)
-
-    def __sub__(self, other: Any) -> Jagged:
-        """``self - other``."""
-        from .elementwise import jagged_ufunc
-        return jagged_ufunc(np.subtract, self, other)
-
-    def __rsub__(self, other: Any) -> Jagged:
-        """``other - self``."""
-        from .elementwise import jagged_ufunc
-        return jagged_ufunc(np.subtract, other, self)
-
-    def __mul__(self, other: Any) -> Jagged:
-        """``self * other``."""
-        from .elementwise import jagged_ufunc
-        return jagged_ufunc(np.multiply, self, other)
-
-    def __rmul__(self, other: Any) -> Jagged:
-        """``other * self``."""
-        from .elementwise import jagged_ufunc
-        return jagged_ufunc(np.multiply, other, self)
-
-    def __truediv__(self, other: Any) -> Jagged:
-        """``self / other`` (integers give floats, as in numpy)."""
-        from .elementwise import jagged_ufunc
-        return jagged_ufunc(np.true_divide, self, other)
-
-    def __rtruediv__(self, other: Any) -> Jagged:
-        """``other / self``."""
-        from .elementwise import jagged_ufunc
-        return jagged_ufunc(np.true_divide, other, self)
-
-    def __floordiv__(self, other: Any) -> Jagged:
-        """``self // other``."""
-        from .elementwise import jagged_ufunc
-        return jagged_ufunc(np.floor_divide, self, other)
-
-    def __rfloordiv__(self, other: Any) -> Jagged:
-        """``other // self``."""
-        from .elementwise import jagged_ufunc
-        return jagged_ufunc(np.floor_divide, other, self)
-
-    def __mod__(self, other: Any) -> Jagged:
-        """``self % other``."""
-        from .elementwise import jagged_ufunc
-        return jagged_ufunc(np.remainder, self, other)
-
-    def __rmod__(self, other: Any) -> Jagged:
-        """``other % self``."""
-        from .elementwise import jagged_ufunc
-        return jagged_ufunc(np.remainder, other, self)
-
-    def __pow__(self, other: Any) -> Jagged:
-        """``self ** other``."""
-        from .elementwise import jagged_ufunc
-        return jagged_ufunc(np.power, self, other)
-
-    def __rpow__(self, other: Any) -> Jagged:
-        """``other ** self``."""
-        from .elementwise import jagged_ufunc
-        return jagged_ufunc(np.power, other, self)
-
-    def __neg__(self) -> Jagged:
-        """``-self``."""
-        from .elementwise import jagged_ufunc
-        return jagged_ufunc(np.negative, self)
-
-    def __pos__(self) -> Jagged:
-        """``+self`` (new values, same offsets)."""
-        from .elementwise import jagged_ufunc
-        return jagged_ufunc(np.positive, self)
-
-    def __abs__(self) -> Jagged:
-        """``abs(self)``."""
-        from .elementwise import jagged_ufunc
-        return jagged_ufunc(np.absolute, self)
-
-    def __eq__(self, other: Any) -> Jagged:  # type: ignore[override]
-        """``self == other`` elementwise: a bool Jagged (so Jagged is unhashable)."""
-        from .elementwise import jagged_ufunc
-        return jagged_ufunc(np.equal, self, other)
-
-    def __ne__(self, other: Any) -> Jagged:  # type: ignore[override]
-        """``self != other`` elementwise: a bool Jagged."""
-        from .elementwise import jagged_ufunc
-        return jagged_ufunc(np.not_equal, self, other)
-
-    def __lt__(self, other: Any) -> Jagged:
-        """``self < other`` elementwise: a bool Jagged."""
-        from .elementwise import jagged_ufunc
-        return jagged_ufunc(np.less, self, other)
-
-    def __le__(self, other: Any) -> Jagged:
-        """``self <= other`` elementwise: a bool Jagged."""
-        from .elementwise import jagged_ufunc
-        return jagged_ufunc(np.less_equal, self, other)
-
-    def __gt__(self, other: Any) -> Jagged:
-        """``self > other`` elementwise: a bool Jagged."""
-        from .elementwise import jagged_ufunc
-        return jagged_ufunc(np.greater, self, other)
-
-    def __ge__(self, other: Any) -> Jagged:
-        """``self >= other`` elementwise: a bool Jagged."""
-        from .elementwise import jagged_ufunc
-        return jagged_ufunc(np.greater_equal, self, other)
+    __add__ = _operator("__add__", np.add, "``self + other``: a Jagged of the same rows, "
+                        "scalar, per-row or padded array.")
+    __radd__ = _operator("__radd__", np.add, "``other + self``.", reflected=True)
+    __sub__ = _operator("__sub__", np.subtract, "``self - other``.")
+    __rsub__ = _operator("__rsub__", np.subtract, "``other - self``.", reflected=True)
+    __mul__ = _operator("__mul__", np.multiply, "``self * other``.")
+    __rmul__ = _operator("__rmul__", np.multiply, "``other * self``.", reflected=True)
+    __truediv__ = _operator("__truediv__", np.true_divide,
+                            "``self / other`` (integers give floats, as in numpy).")
+    __rtruediv__ = _operator("__rtruediv__", np.true_divide, "``other / self``.", reflected=True)
+    __floordiv__ = _operator("__floordiv__", np.floor_divide, "``self // other``.")
+    __rfloordiv__ = _operator("__rfloordiv__", np.floor_divide, "``other // self``.",
+                              reflected=True)
+    __mod__ = _operator("__mod__", np.remainder, "``self % other``.")
+    __rmod__ = _operator("__rmod__", np.remainder, "``other % self``.", reflected=True)
+    __pow__ = _operator("__pow__", np.power, "``self ** other``.")
+    __rpow__ = _operator("__rpow__", np.power, "``other ** self``.", reflected=True)
+    __neg__ = _operator("__neg__", np.negative, "``-self``.", unary=True)
+    __pos__ = _operator("__pos__", np.positive, "``+self`` (new values, same offsets).", unary=True)
+    __abs__ = _operator("__abs__", np.absolute, "``abs(self)``.", unary=True)
+    __eq__ = _operator("__eq__", np.equal,
+                       "``self == other`` elementwise: a bool Jagged (so Jagged is unhashable).")
+    __ne__ = _operator("__ne__", np.not_equal, "``self != other`` elementwise: a bool Jagged.")
+    __lt__ = _operator("__lt__", np.less, "``self < other`` elementwise: a bool Jagged.")
+    __le__ = _operator("__le__", np.less_equal, "``self <= other`` elementwise: a bool Jagged.")
+    __gt__ = _operator("__gt__", np.greater, "``self > other`` elementwise: a bool Jagged.")
+    __ge__ = _operator("__ge__", np.greater_equal, "``self >= other`` elementwise: a bool Jagged.")
     # --- end arithmetic ---
 
     def __repr__(self) -> str:
@@ -864,7 +1054,9 @@ class Jagged:
 
         More than six rows show the first four and the last two. When the rows
         address more than 1000 values, each list longer than six items shows its
-        first three and last three, as numpy does past its print threshold.
+        first three and last three, as numpy does past its print threshold. On the
+        device the rows shown are copied to the host one by one, and the device is
+        named.
         """
         rows = self.num_rows
         shown = range(rows) if rows <= _REPR_ROWS else \
@@ -872,16 +1064,25 @@ class Jagged:
         edge = _REPR_EDGE if _addressed_size(self) > _REPR_THRESHOLD else None
         parts = ["..." if i == -1 else _row_text(self, i, edge) for i in shown]
         extra = f", num_rows={rows}" if rows > _REPR_ROWS else ""
+        if self.device != "cpu":
+            extra += f", device={self.device!r}"
         return (f"Jagged([{', '.join(parts)}], dtype={self.dtype}, "
                 f"offsets={self._offsets.dtype}{extra})")
 
 
+def _on_host(func: str, *operands: Any) -> None:
+    """Refuse device operands of an operation that runs on the host only so far."""
+    for x in operands:
+        if b.is_cupy_array(x) or (isinstance(x, Jagged) and x.device != "cpu"):
+            b.host_only(func, "an operand is on the device")
+
+
 def _addressed_size(j: Jagged) -> int:
     """Number of leaf scalars the rows of ``j`` address (null rows' ranges included)."""
-    start, stop = int(j.offsets[0]), int(j.offsets[-1])
+    start, stop = b.fetch("Jagged.__repr__", j.offsets[0], j.offsets[-1])
     values = j.values
     while isinstance(values, Jagged):
-        start, stop = int(values.offsets[start]), int(values.offsets[stop])
+        start, stop = b.fetch("Jagged.__repr__", values.offsets[start], values.offsets[stop])
         values = values.values
     return (stop - start) * int(np.prod(values.shape[1:]))
 
@@ -909,9 +1110,12 @@ def _row_text(j: Jagged, i: int, edge: int | None) -> str:
     if isinstance(row, Jagged):
         parts = ["..." if k == -1 else _row_text(row, k, edge) for k in _shown(len(row), edge)]
         return f"[{', '.join(parts)}]"
-    start = int(j.offsets[i])
+    row = b.to_host(row)
     mask = j.values_validity
-    parts = ["..." if k == -1 else "None" if mask is not None and not mask[start + k]
+    if mask is not None:
+        start = b.fetch("Jagged.__repr__", j.offsets[i])[0]
+        mask = b.to_host(mask[start:start + len(row)])
+    parts = ["..." if k == -1 else "None" if mask is not None and not mask[k]
              else _array_text(row[k], edge) for k in _shown(len(row), edge)]
     return f"[{', '.join(parts)}]"
 

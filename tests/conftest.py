@@ -6,15 +6,22 @@ Profiles: ``ci`` (the default: deterministic, few examples, used by ``.ci/run``)
 
 ``ray_cluster`` starts one small local Ray cluster for the whole session (tests
 marked ``ray`` use it; they skip only where Ray is not installed).
+
+``backend`` runs a test on the CPU, the CUDA kernels through the emulator (host and
+device arrays) and real CuPy (``gpu``); :func:`to_backend` puts its inputs on the
+backend's device and :func:`from_backend` brings results back, checking their device.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import warnings
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -64,17 +71,97 @@ def ray_cluster() -> Iterator[object]:
         ray.shutdown()
 
 
-@pytest.fixture(params=["cpu", "cuda_emu"])
-def backend(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Run a test on the CPU kernels, then on the CUDA kernels through the CPU emulator.
+#: The ``backend`` fixture's parameters (see :func:`backend`).
+BACKENDS = ["cpu", "cuda_emu", "cupy_emu", pytest.param("cupy", marks=pytest.mark.gpu)]
 
-    The emulator runs the real CUDA dispatch and launch code; families without a
-    ``.cu`` file stay on the CPU.
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Run a test on every backend; put its inputs there with :func:`to_backend`.
+
+    * ``cpu``: the CPU kernels;
+    * ``cuda_emu``: host arrays through the CUDA launchers and kernels, run by the CPU
+      emulator (families without a ``.cu`` file stay on the CPU);
+    * ``cupy_emu``: device arrays of a stand-in CuPy (``tests/cuda_emu/fake_cupy.py``),
+      so the public functions take their device path (dispatch, device checks, CuPy
+      calls) and the CUDA kernels run on the emulator; host arrays stay on the CPU;
+    * ``cupy``: real CuPy on a GPU (marked ``gpu``; skipped without CuPy or a device).
+
+    Inputs the test does not move with :func:`to_backend` stay host arrays, so a test
+    that moves none runs the host path on every backend.
     """
     if request.param == "cpu":
         yield "cpu"
-        return
-    from tests.cuda_emu.emu import emulated
+    elif request.param == "cuda_emu":
+        from tests.cuda_emu.emu import emulated
 
-    with emulated():
-        yield "cuda_emu"
+        with emulated():
+            yield "cuda_emu"
+    elif request.param == "cupy_emu":
+        from tests.cuda_emu.fake_cupy import emulated_cupy
+
+        with emulated_cupy():
+            yield "cupy_emu"
+    else:
+        cupy = pytest.importorskip("cupy")
+        try:
+            if cupy.cuda.runtime.getDeviceCount() < 1:
+                pytest.skip("no CUDA device")
+        except cupy.cuda.runtime.CUDARuntimeError:
+            pytest.skip("no CUDA device")
+        yield "cupy"
+        from arrow_sparse.kernels import cuda
+
+        cuda.check_errors("test teardown")  # no device error may outlive its test
+
+
+def on_device(backend: str) -> bool:
+    """Whether ``backend`` takes device (CuPy) inputs."""
+    return backend in ("cupy_emu", "cupy")
+
+
+def to_backend(x: Any, backend: str) -> Any:
+    """``x`` as an input for ``backend``: on the device for ``cupy_emu`` / ``cupy``.
+
+    numpy arrays and sequences of numbers become CuPy arrays, a Jagged or an Arrow list
+    array a Jagged on the device, an Arrow primitive array a CuPy array, and lists or
+    tuples of those (offsets levels) are converted item by item. Other values (scalars,
+    None) are returned as they are, and everything is, on the host backends.
+    """
+    if not on_device(backend) or x is None:
+        return x
+    from arrow_sparse import Jagged
+
+    cupy = importlib.import_module("cupy")
+    if isinstance(x, Jagged):
+        return x.to_device("cuda")
+    if isinstance(x, (pa.Array, pa.ChunkedArray)):
+        if pa.types.is_list(x.type) or pa.types.is_large_list(x.type):
+            return Jagged.from_arrow(x).to_device("cuda")
+        return cupy.asarray(x.to_numpy(zero_copy_only=False))
+    if isinstance(x, np.ndarray):
+        return cupy.asarray(x)
+    if isinstance(x, (list, tuple)):
+        if all(isinstance(item, (int, float, np.generic)) for item in x):
+            return cupy.asarray(np.asarray(x))
+        return type(x)(to_backend(item, backend) for item in x)
+    return x
+
+
+def from_backend(x: Any, backend: str) -> Any:
+    """A result of ``backend`` on the host, checking it is where the inputs were.
+
+    On ``cupy_emu`` / ``cupy`` a result array must be a CuPy array (and a Jagged on the
+    device); it is copied to the host. Tuples and lists are converted item by item.
+    """
+    from arrow_sparse import Jagged, _backend
+
+    if isinstance(x, (list, tuple)):
+        return type(x)(from_backend(item, backend) for item in x)
+    if isinstance(x, Jagged):
+        assert (x.device != "cpu") == on_device(backend), x.device
+        return x.to_device("cpu")
+    if isinstance(x, np.ndarray) or _backend.is_cupy_array(x):
+        assert _backend.is_cupy_array(x) == on_device(backend), type(x)
+        return _backend.to_host(x)
+    return x

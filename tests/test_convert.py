@@ -12,6 +12,7 @@ import arrow_sparse as asp
 
 from . import _reference as ref
 from ._strategies import lengths, list_arrays, offsets
+from .conftest import from_backend, to_backend
 
 # FBGEMM's two-level example: 3 rows of [rows of 4-wide values]. The doc prints
 # Offsets[0] as [0, 4, 6, 8], but its own table (7 groups; row 2 holds only group 7)
@@ -26,14 +27,27 @@ FBGEMM_VALUES = np.array([[1, 2, 3, 4], [5, 6, 7, 8],  # group 1
 
 
 # ------------------------------------------------------ offsets, lengths, segment ids
-def test_caffe2_representations() -> None:
-    np.testing.assert_array_equal(asp.lengths_to_offsets([3, 4, 2]), [0, 3, 7, 9])
-    np.testing.assert_array_equal(asp.offsets_to_lengths([0, 3, 7, 9]), [3, 4, 2])
+def test_caffe2_representations(backend: str) -> None:
+    def run(func: object, *args: object, **kwargs: object) -> list[int]:
+        got = func(*(to_backend(a, backend) for a in args), **kwargs)  # type: ignore[operator]
+        return from_backend(got, backend).tolist()  # type: ignore[no-any-return]
+
     ids = [0, 0, 0, 1, 1, 1, 1, 2, 2]
-    np.testing.assert_array_equal(asp.lengths_to_segment_ids([3, 4, 2]), ids)
-    np.testing.assert_array_equal(asp.segment_ids_to_lengths(ids), [3, 4, 2])
-    np.testing.assert_array_equal(asp.offsets_to_segment_ids([0, 3, 7, 9]), ids)
-    np.testing.assert_array_equal(asp.segment_ids_to_offsets(ids), [0, 3, 7, 9])
+    assert run(asp.lengths_to_offsets, [3, 4, 2]) == [0, 3, 7, 9]
+    assert run(asp.offsets_to_lengths, [0, 3, 7, 9]) == [3, 4, 2]
+    assert run(asp.lengths_to_segment_ids, [3, 4, 2]) == ids
+    assert run(asp.segment_ids_to_lengths, ids) == [3, 4, 2]
+    assert run(asp.offsets_to_segment_ids, [0, 3, 7, 9]) == ids
+    assert run(asp.segment_ids_to_offsets, ids) == [0, 3, 7, 9]
+    # Sliced offsets (offsets[0] > 0), empty rows, trailing empty segments, int32.
+    assert run(asp.offsets_to_segment_ids, [4, 5, 5, 7]) == [0, 2, 2]
+    assert run(asp.offsets_to_lengths, np.array([4, 5, 5, 7], np.int32)) == [1, 0, 2]
+    assert run(asp.lengths_to_offsets, [1, 0, 2], dtype=np.int32) == [0, 1, 1, 3]
+    assert run(asp.segment_ids_to_lengths, [0, 2, 2], num_segments=4) == [1, 0, 2, 0]
+    assert run(asp.segment_ids_to_offsets, np.array([1, 1], np.int8), num_segments=3) == \
+        [0, 0, 2, 2]
+    assert run(asp.lengths_to_segment_ids, np.array([0, 2], np.uint16), dtype=np.int32) == \
+        [1, 1]
 
 
 def test_arrow_in_arrow_out() -> None:
@@ -45,15 +59,22 @@ def test_arrow_in_arrow_out() -> None:
     assert asp.segment_ids_to_lengths(pa.array([0, 0, 2])).to_pylist() == [2, 0, 1]
 
 
-def test_dtypes() -> None:
-    assert asp.lengths_to_offsets([1, 2]).dtype == np.int64
-    assert asp.lengths_to_offsets([1, 2], dtype=np.int32).dtype == np.int32
-    assert asp.offsets_to_lengths(np.array([0, 1], dtype=np.int32)).dtype == np.int32
-    assert asp.lengths_to_segment_ids([2], dtype=np.int32).dtype == np.int32
-    assert asp.offsets_to_lengths(np.array([0, 4], dtype=np.uint16)).tolist() == [4]
+def test_dtypes(backend: str) -> None:
+    def run(func: object, arg: object, **kwargs: object) -> np.ndarray:
+        got = func(to_backend(np.asarray(arg), backend), **kwargs)  # type: ignore[operator]
+        return from_backend(got, backend)  # type: ignore[no-any-return]
+
+    assert run(asp.lengths_to_offsets, [1, 2]).dtype == np.int64
+    assert run(asp.lengths_to_offsets, [1, 2], dtype=np.int32).dtype == np.int32
+    assert run(asp.offsets_to_lengths, np.array([0, 1], dtype=np.int32)).dtype == np.int32
+    assert run(asp.lengths_to_segment_ids, [2], dtype=np.int32).dtype == np.int32
+    assert run(asp.offsets_to_lengths, np.array([0, 4], dtype=np.uint16)).tolist() == [4]
+    assert run(asp.lengths_to_offsets, np.array([], np.int64)).tolist() == [0]
+    assert run(asp.segment_ids_to_lengths, np.array([], np.int64)).tolist() == []
+    assert run(asp.segment_ids_to_offsets, np.array([], np.int64), num_segments=2).tolist() == \
+        [0, 0, 0]
+    assert run(asp.offsets_to_segment_ids, np.array([3], np.int32)).tolist() == []
     assert asp.lengths_to_offsets([]).tolist() == [0]
-    assert asp.segment_ids_to_lengths([]).tolist() == []
-    assert asp.segment_ids_to_offsets([], num_segments=2).tolist() == [0, 0, 0]
 
 
 @given(lengths(max_rows=30, max_len=20))
@@ -111,7 +132,8 @@ def test_conversion_errors() -> None:
 
 # ------------------------------------------------------------- jagged <-> padded dense
 def test_fbgemm_two_level_example(backend: str) -> None:
-    dense = asp.jagged_to_padded_dense(FBGEMM_VALUES, FBGEMM_OFFSETS, [4, 2])
+    values, offsets = to_backend(FBGEMM_VALUES, backend), to_backend(FBGEMM_OFFSETS, backend)
+    dense = from_backend(asp.jagged_to_padded_dense(values, offsets, [4, 2]), backend)
     assert dense.shape == (3, 4, 2, 4) and dense.dtype == np.float32
     rows = ref.rows_of(FBGEMM_VALUES.tolist(), [o.tolist() for o in FBGEMM_OFFSETS])
     np.testing.assert_array_equal(dense, ref.pad(rows, [4, 2], 0, [0.0] * 4))
@@ -120,40 +142,53 @@ def test_fbgemm_two_level_example(backend: str) -> None:
     np.testing.assert_array_equal(dense[2, 0], [[1, 2, 3, 4], [8, 8, 9, 6]])
     np.testing.assert_array_equal(dense[2, 1:], 0)
     np.testing.assert_array_equal(dense[0, 2], 0)  # group 3 is empty
-    back = asp.dense_to_jagged(dense, FBGEMM_OFFSETS)
-    np.testing.assert_array_equal(back, FBGEMM_VALUES)
+    back = asp.dense_to_jagged(to_backend(dense, backend), offsets)
+    np.testing.assert_array_equal(from_backend(back, backend), FBGEMM_VALUES)
     # Default max_lengths are the longest rows: [4, 2].
-    np.testing.assert_array_equal(asp.jagged_to_padded_dense(FBGEMM_VALUES, FBGEMM_OFFSETS), dense)
+    default = asp.jagged_to_padded_dense(values, offsets)
+    np.testing.assert_array_equal(from_backend(default, backend), dense)
 
 
 def test_fbgemm_truncation_and_padding_read_back(backend: str) -> None:
-    dense = asp.jagged_to_padded_dense(FBGEMM_VALUES, FBGEMM_OFFSETS, [3, 1], padding_value=-1)
+    offsets = to_backend(FBGEMM_OFFSETS, backend)
+    dense = from_backend(asp.jagged_to_padded_dense(to_backend(FBGEMM_VALUES, backend), offsets,
+                                                    [3, 1], padding_value=-1), backend)
     rows = ref.rows_of(FBGEMM_VALUES.tolist(), [o.tolist() for o in FBGEMM_OFFSETS])
     np.testing.assert_array_equal(dense, ref.pad(rows, [3, 1], -1, [-1.0] * 4))
     # A dense smaller than the jagged shape: elements outside it read the padding value.
-    back = asp.dense_to_jagged(dense, FBGEMM_OFFSETS, padding_value=-5)
+    back = from_backend(asp.dense_to_jagged(to_backend(dense, backend), offsets,
+                                            padding_value=-5), backend)
     expected = ref.dense_to_jagged(dense.tolist(), [o.tolist() for o in FBGEMM_OFFSETS], -5,
                                    [-5.0] * 4)
     np.testing.assert_array_equal(back, expected)
 
 
 def test_one_level_1d_and_2d(backend: str) -> None:
+    def dev(x: object) -> object:
+        return to_backend(x, backend)
+
+    def host(x: object) -> np.ndarray:
+        return from_backend(x, backend)  # type: ignore[no-any-return]
+
     values = np.array([1, 2, 3, 2, 4, 6, 7, 3, 6])
-    dense = asp.jagged_to_padded_dense(values, np.array([0, 3, 7, 9]), 4, padding_value=-1)
+    offsets = dev(np.array([0, 3, 7, 9]))
+    dense = host(asp.jagged_to_padded_dense(dev(values), offsets, 4, padding_value=-1))
     np.testing.assert_array_equal(dense, [[1, 2, 3, -1], [2, 4, 6, 7], [3, 6, -1, -1]])
-    np.testing.assert_array_equal(asp.dense_to_jagged(dense, np.array([0, 3, 7, 9])), values)
+    np.testing.assert_array_equal(host(asp.dense_to_jagged(dev(dense), offsets)), values)
     emb = np.arange(12, dtype=np.float64).reshape(6, 2)
-    dense2 = asp.jagged_to_padded_dense(emb, [[0, 2, 2, 6]], [3])
+    dense2 = host(asp.jagged_to_padded_dense(dev(emb), dev([[0, 2, 2, 6]]), [3]))
     assert dense2.shape == (3, 3, 2)
     np.testing.assert_array_equal(dense2[2], emb[2:5])
-    np.testing.assert_array_equal(asp.dense_to_jagged(dense2, [[0, 2, 2, 6]])[:5], emb[:5])
+    back = host(asp.dense_to_jagged(dev(dense2), dev([[0, 2, 2, 6]])))
+    np.testing.assert_array_equal(back[:5], emb[:5])
 
 
 def test_offsets_above_zero_and_arrow_inputs(backend: str) -> None:
-    dense = asp.jagged_to_padded_dense(pa.array([9, 9, 1, 2, 3]), [pa.array([2, 3, 5])], [2])
-    np.testing.assert_array_equal(dense, [[1, 0], [2, 3]])
-    values = asp.dense_to_jagged(dense, [[2, 3, 5]], padding_value=7)
-    np.testing.assert_array_equal(values, [7, 7, 1, 2, 3])
+    dense = asp.jagged_to_padded_dense(to_backend(pa.array([9, 9, 1, 2, 3]), backend),
+                                       to_backend([pa.array([2, 3, 5])], backend), [2])
+    np.testing.assert_array_equal(from_backend(dense, backend), [[1, 0], [2, 3]])
+    values = asp.dense_to_jagged(dense, to_backend([[2, 3, 5]], backend), padding_value=7)
+    np.testing.assert_array_equal(from_backend(values, backend), [7, 7, 1, 2, 3])
 
 
 @given(st.data())
@@ -267,17 +302,19 @@ def test_padding_value_forms_and_a_short_message() -> None:
 
 def test_float16_values_are_copied_bit_for_bit(backend: str) -> None:
     values = np.array([1.5, -0.0, np.inf, 65504.0, 6e-8, np.nan], dtype=np.float16)
-    offsets = np.array([0, 2, 2, 6])
-    dense = asp.jagged_to_padded_dense(values, [offsets], padding_value=-1)
-    assert dense.dtype == np.float16 and dense.shape == (3, 4)
+    offsets = to_backend([np.array([0, 2, 2, 6])], backend)
+    dense = asp.jagged_to_padded_dense(to_backend(values, backend), offsets, padding_value=-1)
+    host = from_backend(dense, backend)
+    assert host.dtype == np.float16 and host.shape == (3, 4)
     expected = np.full((3, 4), -1, np.float16)
     expected[0, :2], expected[2] = values[:2], values[2:]
-    np.testing.assert_array_equal(dense.view(np.uint16), expected.view(np.uint16))
-    back = asp.dense_to_jagged(dense, [offsets])
+    np.testing.assert_array_equal(host.view(np.uint16), expected.view(np.uint16))
+    back = from_backend(asp.dense_to_jagged(dense, offsets), backend)
     np.testing.assert_array_equal(back.view(np.uint16), values.view(np.uint16))
-    arr = pa.array([[1.5, None], [2.5]], pa.list_(pa.float16()))
-    np.testing.assert_array_equal(asp.jagged_to_padded_dense(arr, padding_value=0.5),
-                                  np.array([[1.5, 0.5], [2.5, 0.5]], np.float16))
+    arr = to_backend(pa.array([[1.5, None], [2.5]], pa.list_(pa.float16())), backend)
+    np.testing.assert_array_equal(
+        from_backend(asp.jagged_to_padded_dense(arr, padding_value=0.5), backend),
+        np.array([[1.5, 0.5], [2.5, 0.5]], np.float16))
 
 
 def test_result_is_sized_before_any_work() -> None:

@@ -97,10 +97,14 @@ def test_get_kernel_routes_to_the_cuda_launcher_only_under_a_factory() -> None:
 
 def test_name_expressions_cover_every_dtype_once() -> None:
     names = cuda.name_expressions("convert")
-    assert len(names) == len(set(names)) == 2 * 10 * 2 + 2
+    # pad_rows and unpad_rows over 10 value x 2 offsets types, expand_level and
+    # check_offsets over the offsets types, check_lengths and check_segment_ids over the
+    # 4 signed integer types.
+    assert len(names) == len(set(names)) == 2 * 10 * 2 + 2 + 2 + 4 + 4
     for dtype in NUMERIC_DTYPES:
         c = _launch.DTYPE_TO_CTYPE[np.dtype(dtype)]
         assert f"pad_rows<{c}, int>" in names and f"unpad_rows<{c}, long long>" in names
+    assert not set(cuda_convert.CHECKS) & set(cuda_convert.__all__)  # device-only
 
 
 def test_unsupported_dtype_raises_not_implemented() -> None:

@@ -13,6 +13,7 @@ from arrow_sparse.errors import ArrowSparseError
 
 from . import _reference as ref
 from ._strategies import list_arrays, numeric_dtypes, pylists
+from .conftest import from_backend, on_device, to_backend
 
 CAFFE2_VALUES = [1, 2, 3, 2, 4, 6, 7, 3, 6]
 CAFFE2_ROWS = [[1, 2, 3], [2, 4, 6, 7], [3, 6]]
@@ -23,21 +24,31 @@ def address(arr: np.ndarray) -> int:
 
 
 # --------------------------------------------------------------------- constructors
-def test_caffe2_batch_every_representation() -> None:
-    values = np.array(CAFFE2_VALUES)
-    by_offsets = asp.Jagged.from_offsets(values, [0, 3, 7, 9])
-    by_lengths = asp.Jagged.from_lengths(values, [3, 4, 2])
-    by_ids = asp.Jagged.from_segment_ids(values, [0, 0, 0, 1, 1, 1, 1, 2, 2])
+def test_caffe2_batch_every_representation(backend: str) -> None:
+    def dev(x: object) -> object:
+        return to_backend(x, backend)
+
+    values = dev(np.array(CAFFE2_VALUES))
+    by_offsets = asp.Jagged.from_offsets(values, dev([0, 3, 7, 9]))
+    by_lengths = asp.Jagged.from_lengths(values, dev([3, 4, 2]))
+    by_ids = asp.Jagged.from_segment_ids(values, dev([0, 0, 0, 1, 1, 1, 1, 2, 2]))
+    by_ids_sized = asp.Jagged.from_segment_ids(values, dev([0, 0, 0, 1, 1, 1, 1, 2, 2]), 3)
     padded = np.array([[1, 2, 3, -1], [2, 4, 6, 7], [3, 6, -1, -1]])
-    by_padding = asp.Jagged.from_padded(padded, [3, 4, 2])
-    by_list = asp.Jagged.from_list(CAFFE2_ROWS)
-    for j in (by_offsets, by_lengths, by_ids, by_padding, by_list):
+    by_padding = asp.Jagged.from_padded(dev(padded), dev([3, 4, 2]))
+    by_list = dev(asp.Jagged.from_list(CAFFE2_ROWS))
+    for j in (by_offsets, by_lengths, by_ids, by_ids_sized, by_padding, by_list):
+        assert j.device == ("cuda:0" if on_device(backend) else "cpu")
         assert j.to_list() == CAFFE2_ROWS
         assert j.num_rows == len(j) == 3
-        np.testing.assert_array_equal(j.lengths, [3, 4, 2])
-        np.testing.assert_array_equal(j.segment_ids, [0, 0, 0, 1, 1, 1, 1, 2, 2])
+        np.testing.assert_array_equal(from_backend(j.lengths, backend), [3, 4, 2])
+        np.testing.assert_array_equal(from_backend(j.segment_ids, backend),
+                                      [0, 0, 0, 1, 1, 1, 1, 2, 2])
         assert j.max_length == 4
-    np.testing.assert_array_equal(by_offsets.to_padded(pad_value=-1), padded)
+        np.testing.assert_array_equal(from_backend(j[1], backend), [2, 4, 6, 7])
+        assert from_backend(j[1:], backend).to_list() == CAFFE2_ROWS[1:]
+        j.validate()
+    np.testing.assert_array_equal(from_backend(by_offsets.to_padded(pad_value=-1), backend),
+                                  padded)
     assert by_offsets.values is values  # nothing copied
 
 
@@ -166,11 +177,13 @@ def test_fixed_size_list_values_become_2d(backend: str) -> None:
     emb = pa.array([[1, 2], [3, 4], [5, 6]], type=pa.list_(pa.float32(), 2))
     arr = pa.ListArray.from_arrays(pa.array([0, 1, 3], pa.int32()), emb)
     j = asp.Jagged.from_arrow(arr)
-    assert j.values.shape == (3, 2)
-    np.testing.assert_array_equal(j[1], [[3, 4], [5, 6]])
     assert address(j.values) == emb.values.buffers()[1].address
     assert j.to_arrow().equals(arr)
-    assert j.to_padded().shape == (2, 2, 2)
+    j = to_backend(j, backend)
+    assert j.values.shape == (3, 2)
+    np.testing.assert_array_equal(from_backend(j[1], backend), [[3, 4], [5, 6]])
+    padded = from_backend(j.to_padded(), backend)
+    np.testing.assert_array_equal(padded, [[[1, 2], [0, 0]], [[3, 4], [5, 6]]])
 
 
 def test_fixed_size_list_of_fixed_size_list() -> None:
@@ -281,9 +294,11 @@ def test_to_padded_every_dtype(values_dtype: np.dtype, offsets_dtype: np.dtype,
     arr = pa.array(rows, type=pa.list_(pa.from_numpy_dtype(values_dtype)))
     if offsets_dtype == np.int64:
         arr = arr.cast(pa.large_list(arr.type.value_type))
-    got = asp.Jagged.from_arrow(arr.slice(1)).to_padded(2, pad_value=7)
+    j = to_backend(asp.Jagged.from_arrow(arr.slice(1)), backend)
+    got = from_backend(j.to_padded(2, pad_value=7), backend)
     assert got.dtype == values_dtype
     assert got.tolist() == [[7, 7], [7, 7], [4, 7]]
+    assert from_backend(j.to_padded(pad_value=7), backend).tolist() == [[7], [7], [4]]
 
 
 def test_row_indexing_and_slicing() -> None:
@@ -378,15 +393,28 @@ def test_padded_round_trip(data: st.DataObject) -> None:
 
 def test_to_padded_null_elements_are_padding(backend: str) -> None:
     arr = pa.array([[9, 1, None, 3], [None], [2, None]]).slice(1)
-    j = asp.Jagged.from_arrow(arr)
-    np.testing.assert_array_equal(j.to_padded(pad_value=-1), [[-1, -1], [2, -1]])
-    np.testing.assert_array_equal(j.to_padded(3, pad_value=7), [[7, 7, 7], [2, 7, 7]])
+    j = to_backend(asp.Jagged.from_arrow(arr), backend)
+    np.testing.assert_array_equal(from_backend(j.to_padded(pad_value=-1), backend),
+                                  [[-1, -1], [2, -1]])
+    np.testing.assert_array_equal(from_backend(j.to_padded(3, pad_value=7), backend),
+                                  [[7, 7, 7], [2, 7, 7]])
+
+
+def test_nested_to_padded_with_null_rows(backend: str) -> None:
+    rows = [[[1, 2], None, [3]], None, [[], [4, 5, 6]], [[7]]]
+    arr = pa.array([[[9, 9, 9, 9]], *rows], pa.list_(pa.large_list(pa.float32()))).slice(1)
+    j = to_backend(asp.Jagged.from_arrow(arr), backend)
+    assert j.num_levels == 2 and j.max_length == 3
+    for lengths in ([2, 2], None):
+        got = from_backend(j.to_padded(lengths, pad_value=-1), backend)
+        widths = lengths or [3, 3]  # the sliced-off 4-long row does not count
+        assert got.tolist() == ref.pad(rows, widths, -1, -1)
 
 
 def test_to_padded_2d_values_and_errors(backend: str) -> None:
-    j = asp.Jagged.from_lengths(np.arange(6).reshape(3, 2), [2, 0, 1])
-    np.testing.assert_array_equal(j.to_padded(), [[[0, 1], [2, 3]], [[0, 0], [0, 0]],
-                                                  [[4, 5], [0, 0]]])
+    j = to_backend(asp.Jagged.from_lengths(np.arange(6).reshape(3, 2), [2, 0, 1]), backend)
+    np.testing.assert_array_equal(from_backend(j.to_padded(), backend),
+                                  [[[0, 1], [2, 3]], [[0, 0], [0, 0]], [[4, 5], [0, 0]]])
     with pytest.raises(ValueError, match="pad_value -1 does not fit the values dtype uint8"):
         asp.Jagged.from_list([[1]], dtype=np.uint8).to_padded(pad_value=-1)
     with pytest.raises(ValueError, match="pad_value 0.5 does not fit the values dtype int64"):
