@@ -36,6 +36,18 @@ SCATTER_PREFETCH = 32
 
 
 # ---------------------------------------------------------- gathered table rows
+def _prefetch_row_codegen(write: bool, first_line: bool = False):  # pragma: no cover
+    def codegen(context, builder, signature, args):
+        table = context.make_array(signature.args[0])(context, builder, args[0])
+        ids = context.make_array(signature.args[1])(context, builder, args[1])
+        j = context.cast(builder, args[2], signature.args[2], types.intp)
+        _emit_prefetch_row(context, builder, signature.args[0], table, ids, j, write,
+                           first_line)
+        return context.get_dummy_value()
+
+    return codegen
+
+
 @intrinsic
 def prefetch_row(typingctx, data, indices, j):  # pragma: no cover
     """Prefetch every cache line of ``data[indices[j]]`` (if ``j`` and the row exist).
@@ -45,19 +57,31 @@ def prefetch_row(typingctx, data, indices, j):  # pragma: no cover
     """
     if not (isinstance(data, types.Array) and data.ndim == 2 and data.layout == "C"):
         return None
-    sig = types.void(data, indices, j)
-
-    def codegen(context, builder, signature, args):
-        table = context.make_array(signature.args[0])(context, builder, args[0])
-        ids = context.make_array(signature.args[1])(context, builder, args[1])
-        j = context.cast(builder, args[2], signature.args[2], types.intp)
-        _emit_prefetch_row(context, builder, signature.args[0], table, ids, j)
-        return context.get_dummy_value()
-
-    return sig, codegen
+    return types.void(data, indices, j), _prefetch_row_codegen(False)
 
 
-def _emit_prefetch_row(context, builder, table_t, table, ids, j):  # pragma: no cover
+@intrinsic
+def prefetch_row_to_write(typingctx, data, indices, j):  # pragma: no cover
+    """Prefetch ``data[indices[j]]`` as ``prefetch_row`` does, with the intent to write.
+
+    The lines arrive exclusive, so a read-modify-write of the row does not wait for a
+    second coherence transaction.
+    """
+    if not (isinstance(data, types.Array) and data.ndim == 2 and data.layout == "C"):
+        return None
+    return types.void(data, indices, j), _prefetch_row_codegen(True)
+
+
+@intrinsic
+def prefetch_item_to_write(typingctx, data, indices, j):  # pragma: no cover
+    """Prefetch, to write, the cache line of ``data[indices[j]]`` (1-D ``data``)."""
+    if not (isinstance(data, types.Array) and data.ndim == 1 and data.layout == "C"):
+        return None
+    return types.void(data, indices, j), _prefetch_row_codegen(True, True)
+
+
+def _emit_prefetch_row(context, builder, table_t, table, ids, j, write: bool = False,
+                       first_line: bool = False):  # pragma: no cover
     """IR of ``prefetch_row``: hint the lines of ``table[ids[j]]`` if both exist."""
     intp = context.get_value_type(types.intp)
     i8p = ir.IntType(8).as_pointer()
@@ -71,14 +95,17 @@ def _emit_prefetch_row(context, builder, table_t, table, ids, j):  # pragma: no 
         with builder.if_then(builder.icmp_unsigned("<", row, num_rows), likely=True):
             base = builder.gep(builder.bitcast(table.data, i8p),
                                [builder.mul(row, builder.extract_value(table.strides, 0))])
+            if first_line:
+                builder.call(fn, [base, i32(int(write)), i32(3), i32(1)])
+                return
             size = ir.Constant(intp, context.get_abi_sizeof(context.get_value_type(table_t.dtype)))
             nbytes = builder.mul(builder.extract_value(table.shape, 1), size)
             with cgutils.for_range_slice(builder, ir.Constant(intp, 0), nbytes,
                                          ir.Constant(intp, 64), intp=intp) as (off, _):
-                builder.call(fn, [builder.gep(base, [off]), i32(0), i32(3), i32(1)])
+                builder.call(fn, [builder.gep(base, [off]), i32(int(write)), i32(3), i32(1)])
             last = builder.sub(nbytes, ir.Constant(intp, 1))
             with builder.if_then(builder.icmp_signed(">=", last, ir.Constant(intp, 0))):
-                builder.call(fn, [builder.gep(base, [last]), i32(0), i32(3), i32(1)])
+                builder.call(fn, [builder.gep(base, [last]), i32(int(write)), i32(3), i32(1)])
 
 
 def _sum_rows_codegen(nvec: int, weighted: bool):  # pragma: no cover
@@ -384,7 +411,7 @@ def _scatter_part(mine, tally, values, ids, vmask, weights, zero, lo, hi):  # pr
     counting = tally.shape[0] != 0
     if weights.shape[0] != 0 or masked or counting or width != 1:
         for i in range(lo, hi):
-            prefetch_row(mine, ids, i + SCATTER_PREFETCH)
+            prefetch_row_to_write(mine, ids, i + SCATTER_PREFETCH)
             s = ids[i]
             if s < 0 or s >= num_segments:
                 return i
@@ -399,13 +426,15 @@ def _scatter_part(mine, tally, values, ids, vmask, weights, zero, lo, hi):  # pr
             else:
                 for d in range(width):
                     mine[s, d] += values[i, d]
-    else:  # the plain 1-D sum
+    else:  # the plain 1-D sum, on 1-D views (2-D indexing costs a third more here)
+        flat = mine.reshape(num_segments)
+        column = values.reshape(values.shape[0])
         for i in range(lo, hi):
-            prefetch_row(mine, ids, i + SCATTER_PREFETCH)
+            prefetch_item_to_write(flat, ids, i + SCATTER_PREFETCH)
             s = ids[i]
             if s < 0 or s >= num_segments:
                 return i
-            mine[s, 0] += values[i, 0]
+            flat[s] += column[i]
     return -1
 
 
@@ -467,7 +496,7 @@ def scatter_extreme(values, ids, vmask, is_max, init, min_count, empty, out, cou
         bad[p] = -1
         mine = acc[p]
         for i in range(p * share, min(num, (p + 1) * share)):
-            prefetch_row(mine, ids, i + SCATTER_PREFETCH)
+            prefetch_row_to_write(mine, ids, i + SCATTER_PREFETCH)
             s = ids[i]
             if s < 0 or s >= num_segments:  # checked under null values too
                 bad[p] = i
