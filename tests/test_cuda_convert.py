@@ -25,6 +25,7 @@ import pytest
 
 import arrow_sparse as asp
 from arrow_sparse import _backend
+from arrow_sparse import _validate as v
 from arrow_sparse.kernels import cuda
 from arrow_sparse.kernels.cpu import convert as cpu_convert
 from arrow_sparse.kernels.cuda import _launch
@@ -252,6 +253,69 @@ def test_pad_rows_launcher_writes_a_non_contiguous_out(cuda_emu: Emulator) -> No
     got = np.zeros((4, 3, 4), dtype=np.int64)
     cuda_convert.pad_rows(values, row_index, offsets, valid, 3, np.int64(-7), got[:, :, ::2])
     assert_same(expected, got)
+
+
+# ------------------------------------------------------------------ device checks
+def first_position(check: Any) -> int | None:
+    """The position a check reports (host or device), or None when it passes."""
+    try:
+        check()
+    except (ValueError, IndexError) as exc:
+        found = re.search(r"first at position (\d+)", str(exc))
+        assert found is not None, exc
+        return int(found.group(1))
+    return None
+
+
+def device_position(cuda_emu: Emulator, launch: Any) -> int | None:
+    launch()
+    return first_position(lambda: cuda.check_errors("check"))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_device_checks_report_the_hosts_position(cuda_emu: Emulator, seed: int,
+                                                 offsets_dtype: np.dtype) -> None:
+    # One defect per input: the device check names the same position as the host.
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, 5, size=40)
+    offsets = (3 + np.concatenate([[0], np.cumsum(lengths)])).astype(offsets_dtype)
+    num_values = int(offsets[-1]) + 2
+    bad = offsets.copy()
+    at = int(rng.integers(1, len(bad)))
+    kind = seed % 3
+    if kind == 0:
+        bad[at] = bad[at - 1] - 1
+    elif kind == 1:
+        bad[at:] += num_values
+    else:
+        bad[0] = -1
+        at = 0
+    host = first_position(lambda: v.check_offsets("f", "offsets", bad, num_values))
+    assert host == at
+    assert device_position(cuda_emu, lambda: cuda_convert.check_offsets(bad, num_values)) == host
+    assert device_position(cuda_emu,
+                           lambda: cuda_convert.check_offsets(offsets, num_values)) is None
+
+    signed = lengths.astype(np.int16)
+    signed[at - 1 if at else 0] = -2
+    ends = np.concatenate([[0], np.cumsum(signed, dtype=np.int64)])
+    host = first_position(lambda: v.check_lengths("f", "lengths", signed))
+    assert device_position(cuda_emu, lambda: cuda_convert.check_lengths(signed, ends)) == host
+    too_long = first_position(lambda: v.lengths_offsets("f", "lengths", lengths, padded_length=3))
+    ends = np.concatenate([[0], np.cumsum(lengths)])
+    assert device_position(cuda_emu, lambda: cuda_convert.check_lengths(lengths, ends, 3)) == \
+        too_long
+
+    ids = np.repeat(np.arange(40), lengths).astype(np.int32)
+    if len(ids) > 1:
+        unsorted = ids.copy()
+        k = int(rng.integers(1, len(ids)))
+        unsorted[k] = unsorted[k - 1] - 1
+        host = first_position(lambda: v.check_sorted_segment_ids("f", "ids", unsorted))
+        assert device_position(cuda_emu, lambda: cuda_convert.check_segment_ids(unsorted)) == host
+        host = first_position(lambda: v.check_segment_ids("f", "ids", ids, num_segments=20))
+        assert device_position(
+            cuda_emu, lambda: cuda_convert.check_segment_ids(ids, 20, sorted_ids=False)) == host
 
 
 # ------------------------------------------------------------------ on a real GPU

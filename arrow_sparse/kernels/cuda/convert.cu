@@ -9,11 +9,11 @@
 // Device errors. Host inputs are checked on the host before launch. Device inputs are
 // checked on the device by the check_* kernels below, which record the first violation
 // in the error word (ASP_RAISE); the public function raises it (arrow_sparse.kernels.cuda.
-// check_errors) at once where it synchronises anyway, else at the next check. The
-// conversion kernels also re-check the offsets they read, so offsets that were never
+// check_errors) at once where it synchronises anyway, else at the next check. pad_rows
+// and expand_level also re-check the offsets they read, so offsets that were never
 // checked (or were changed after their check) cannot make them read or write out of
 // bounds: such a row is treated as padding and ASP_CONVERT_ROW_OUTSIDE is recorded at the
-// position of the offset that ends it. That position is never below the one the check
+// position of the offset that ends it (unpad_rows stays in bounds by construction). That position is never below the one the check
 // of the same offsets records, and the check's code is smaller, so when both run the
 // check's message wins.
 
@@ -126,7 +126,9 @@ __global__ void expand_level(const long long* __restrict__ row_index, int identi
 // row with offsets[r] <= i < offsets[r + 1]) and j = i - offsets[r]:
 // out[i, d] = dense[p, j, d] with p = dense_row_of[r] (or r), or pad if p < 0,
 // p >= dense_rows or j >= L. Positions before offsets[0] are left alone (the host
-// fills them). Offsets out of order (j < 0: recorded) give pad.
+// fills them). Every read stays in bounds whatever the offsets (the search keeps
+// offsets[r] <= i, so j >= 0): offsets out of order give wrong values, never a fault,
+// and the host has checked them before the launch.
 // Thread mapping: one thread per element e = i * D + d of `out` (grid-stride over all
 // out_rows * D, so the host needs no offsets[0] / offsets[-1] read-back); the row is
 // found by binary search of offsets (upper bound, log2(rows) reads that neighbouring
@@ -137,8 +139,7 @@ template <typename T, typename O>
 __global__ void unpad_rows(const T* __restrict__ dense, const long long* __restrict__ dense_row_of,
                            int identity, const O* __restrict__ offsets, long long num_rows,
                            long long dense_rows, long long dense_len, long long width,
-                           long long out_rows, T pad, T* __restrict__ out,
-                           unsigned long long* error) {
+                           long long out_rows, T pad, T* __restrict__ out) {
     const long long total = out_rows * width;
     const long long first = (long long)__ldg(offsets);
     const long long last = (long long)__ldg(offsets + num_rows);
@@ -162,10 +163,6 @@ __global__ void unpad_rows(const T* __restrict__ dense, const long long* __restr
         const long long j = i - (long long)__ldg(offsets + lo);
         long long p = identity ? lo : __ldg(dense_row_of + lo);
         if (p >= dense_rows) {
-            p = -1;
-        }
-        if (j < 0) {
-            ASP_RAISE(error, ASP_CONVERT_ROW_OUTSIDE, lo + 1);
             p = -1;
         }
         T x = pad;

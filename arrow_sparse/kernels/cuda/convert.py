@@ -4,8 +4,8 @@ Each launcher in ``__all__`` has the signature and the semantics of its CPU twin
 :mod:`arrow_sparse.kernels.cpu.convert`: it picks the template instantiation from the
 dtypes, sizes the grid and packs the arguments with explicit C types. Arrays are
 device arrays (CuPy), or numpy arrays when the emulator stands in for the GPU in tests.
-The kernels re-check the offsets they read and record rows outside the values in the
-device error word (treating them as padding).
+The padding kernels re-check the offsets they read and record rows outside the values
+in the device error word (treating them as padding).
 
 :data:`CHECKS` are device-only launchers with no CPU twin: the checks of offsets,
 lengths and segment ids that :mod:`arrow_sparse._validate` runs on device inputs (on the
@@ -116,8 +116,7 @@ def unpad_rows(dense: Any, dense_row_of: Any, offsets: Any, pad: Any, out: Any) 
     _launch(name, out.shape[0] * width,
             (xp.ascontiguousarray(dense, dtype=out.dtype), index, identity,
              xp.ascontiguousarray(offsets), _I64(offsets.shape[0] - 1), _I64(dense_rows),
-             _I64(dense_len), _I64(width), _I64(out.shape[0]), out.dtype.type(pad), target,
-             error_buffer()))
+             _I64(dense_len), _I64(width), _I64(out.shape[0]), out.dtype.type(pad), target))
     if target is not out:
         out[...] = target
 
