@@ -65,6 +65,8 @@ def _device_id(x: Any) -> int:
 
 def _placement(x: Any) -> int | None:
     """``None`` for host data, the CUDA device id for device data (arrays or a Jagged)."""
+    if isinstance(x, np.ndarray):
+        return None
     if is_cupy_array(x):
         return _device_id(x)
     if isinstance(x, (list, tuple)) and x and not isinstance(x[0], (int, float, np.generic)):
@@ -200,15 +202,20 @@ def from_dlpack(func: str, arg: str, x: Any) -> Any:
                f"got {type(x).__name__}")
         raise ArrowSparseTypeError(msg)
     kind, index = x.__dlpack_device__()
-    if int(kind) == _DLPACK_CPU:
-        return np.from_dlpack(x)
-    if int(kind) in _DLPACK_CUDA:
+    if int(kind) not in (_DLPACK_CPU, *_DLPACK_CUDA):
+        msg = (f"{func}: {arg} lives on DLPack device type {int(kind)}; only host (1) and "
+               "CUDA (2, 13) memory can be read: copy it to one of them first")
+        raise ArrowSparseTypeError(msg)
+    try:
+        if int(kind) == _DLPACK_CPU:
+            return np.from_dlpack(x)
         cupy = cupy_module(func)
         with cupy.cuda.Device(int(index)):
             return cupy.from_dlpack(x)
-    msg = (f"{func}: {arg} lives on DLPack device type {int(kind)}; only host (1) and CUDA "
-           "(2, 13) memory can be read: copy it to one of them first")
-    raise ArrowSparseTypeError(msg)
+    except (BufferError, TypeError, ValueError, RuntimeError, NotImplementedError) as exc:
+        # The producer refused to export (an unsupported dtype, nulls, a strided view).
+        msg = f"{func}: {arg} could not be read through DLPack ({exc})"
+        raise ArrowSparseTypeError(msg) from None
 
 
 def cpu_kernel_names(family: str) -> list[str]:

@@ -704,10 +704,7 @@ class Jagged:
         array([3])
         """
         start, stop = b.fetch("Jagged.flat_values", self._offsets[0], self._offsets[-1])
-        values = self._values
-        if isinstance(values, Jagged):
-            return values[start:stop]
-        return values[start:stop]
+        return self._values[start:stop]  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------ row access
     def __len__(self) -> int:

@@ -450,6 +450,19 @@ def test_from_dlpack_errors(values: Any, offsets: Any, cls: type, match: str) ->
         asp.Jagged.from_dlpack(values, offsets)
 
 
+def test_from_dlpack_turns_a_refused_export_into_a_type_error() -> None:
+    class Refusing:
+        def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
+            raise BufferError("Can only use DLPack on arrays with no nulls.")
+
+        def __dlpack_device__(self) -> tuple[int, int]:
+            return (1, 0)
+
+    with pytest.raises(TypeError, match=r"^Jagged.from_dlpack: offsets could not be read "
+                       r"through DLPack \(Can only use DLPack on arrays with no nulls.\)$"):
+        asp.Jagged.from_dlpack(np.arange(2), Refusing())
+
+
 def test_from_dlpack_refuses_memory_that_is_neither_host_nor_cuda() -> None:
     class OnAnotherDevice:
         def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
