@@ -329,21 +329,23 @@ def test_result_is_sized_before_any_work() -> None:
         asp.jagged_to_padded_dense(np.arange(3), [[0, 1, 3], [0, 1, 2, 3]], [2**59, 2**59])
 
 
-def test_default_max_lengths_count_only_the_rows_that_are_read() -> None:
+def test_default_max_lengths_count_only_the_rows_that_are_read(backend: str) -> None:
     # Row 0 of the base array (an inner row of 5) lies outside the slice.
     arr = pa.array([[[1, 2, 3, 4, 5]], [[6], [7, 8]], [[9]]]).slice(1)
-    j = asp.Jagged.from_arrow(arr)
+    j = to_backend(asp.Jagged.from_arrow(arr), backend)
     leaf = j.values.values
-    got = asp.jagged_to_padded_dense(leaf, [j.offsets, j.values.offsets])
+    got = from_backend(asp.jagged_to_padded_dense(leaf, [j.offsets, j.values.offsets]), backend)
     assert got.shape == (2, 2, 2)
     assert got.tolist() == [[[6, 0], [7, 8]], [[9, 0], [0, 0]]]
-    np.testing.assert_array_equal(asp.jagged_to_padded_dense(arr), got)
+    np.testing.assert_array_equal(
+        from_backend(asp.jagged_to_padded_dense(to_backend(arr, backend)), backend), got)
     # A null row covering 7 values does not widen the result.
     null_wide = pa.ListArray.from_arrays(pa.array([0, 2, 9, 10], pa.int32()),
                                          pa.array(np.arange(10.0)),
                                          mask=pa.array([False, True, False]))
-    np.testing.assert_array_equal(asp.jagged_to_padded_dense(null_wide),
-                                  [[0.0, 1.0], [0.0, 0.0], [9.0, 0.0]])
+    np.testing.assert_array_equal(
+        from_backend(asp.jagged_to_padded_dense(to_backend(null_wide, backend)), backend),
+        [[0.0, 1.0], [0.0, 0.0], [9.0, 0.0]])
 
 
 @given(list_arrays(levels=2, null_values=True), st.data())

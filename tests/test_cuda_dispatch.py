@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import arrow_sparse as asp
 from arrow_sparse import _backend
@@ -35,6 +37,8 @@ from arrow_sparse.errors import ArrowSparseError
 from arrow_sparse.kernels import cuda
 from arrow_sparse.kernels.cuda import convert as cuda_convert
 from tests.cuda_emu.fake_cupy import DeviceBuffer, emulated_cupy
+
+from ._strategies import list_arrays
 
 
 @pytest.fixture
@@ -540,6 +544,31 @@ def test_every_jagged_member_works_on_the_device_or_says_it_is_host_only(
                            r"cuda:0|in host memory)"):
             call(j)
     cuda.check_errors("test")  # nothing was recorded
+
+
+@pytest.mark.hypothesis
+@given(list_arrays(levels=2, null_values=True, null_ranges=True), st.integers(0, 3),
+       st.integers(0, 3))
+def test_device_jagged_matches_the_host(case: tuple[pa.Array, list[Any]], l0: int,
+                                        l1: int) -> None:
+    # Sliced arrays, null rows over arbitrary ranges, null elements, two levels.
+    arr, _ = case
+    host = asp.Jagged.from_arrow(arr)
+    width = max(host.values.lengths.tolist(), default=0)  # null rows' ranges included
+
+    def answers(j: asp.Jagged, host_array: Callable[[Any], Any]) -> list[Any]:
+        inner = j.values
+        back = asp.Jagged.from_padded(inner.to_padded(width), inner.lengths)
+        return [j.max_length, j.null_count, host_array(j.lengths).tolist(),
+                host_array(j.segment_ids).tolist(), host_array(j.to_padded()).tolist(),
+                host_array(j.to_padded([l0, l1], pad_value=1)).tolist(), inner.max_length,
+                j.to_list(), back.to_list(), repr(j).replace(", device='cuda:0'", "")]
+
+    expected = answers(host, np.asarray)
+    with emulated_cupy():
+        got = answers(host.to_device("cuda"), _backend.to_host)
+        cuda.check_errors("test")
+    assert got == expected
 
 
 # ------------------------------------------------------------------ on a real GPU

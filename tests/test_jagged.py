@@ -57,13 +57,16 @@ def test_from_segment_ids_trailing_empty_rows() -> None:
     assert j.to_list() == [[5], [], [6], []]
 
 
-def test_from_list_dtype_and_empty() -> None:
+def test_from_list_dtype_and_empty(backend: str) -> None:
     assert asp.Jagged.from_list([[1, 2]], dtype=np.int8).dtype == np.int8
-    empty = asp.Jagged.from_list([])
+    empty = to_backend(asp.Jagged.from_list([]), backend)
     assert empty.num_rows == 0 and empty.max_length == 0 and empty.to_list() == []
-    only_empty = asp.Jagged.from_list([[], []])
+    assert from_backend(empty.to_padded(), backend).shape == (0, 0)
+    assert from_backend(empty.segment_ids, backend).shape == (0,)
+    only_empty = to_backend(asp.Jagged.from_list([[], []]), backend)
     assert only_empty.to_list() == [[], []]
-    assert only_empty.to_padded().shape == (2, 0)
+    assert from_backend(only_empty.to_padded(), backend).shape == (2, 0)
+    assert from_backend(only_empty.to_padded(2), backend).tolist() == [[0, 0], [0, 0]]
 
 
 def test_constructor_errors() -> None:
@@ -507,20 +510,20 @@ def test_nested_default_padding_matches_reference(case: tuple[pa.Array, list]) -
         ref.pad(rows, widths, -1, -1)
 
 
-def test_null_rows_do_not_count_towards_max_length() -> None:
+def test_null_rows_do_not_count_towards_max_length(backend: str) -> None:
     values = pa.array(np.arange(10))
     arr = pa.ListArray.from_arrays(pa.array([0, 2, 9, 10], pa.int32()), values,
                                    mask=pa.array([False, True, False]))
-    j = asp.Jagged.from_arrow(arr)
-    assert j.lengths.tolist() == [2, 7, 1]  # lengths report the range as it is
-    assert j.max_length == 2
-    assert j.to_padded().tolist() == [[0, 1], [0, 0], [9, 0]]
+    j = to_backend(asp.Jagged.from_arrow(arr), backend)
+    assert from_backend(j.lengths, backend).tolist() == [2, 7, 1]  # the range as it is
+    assert j.max_length == 2 and j.null_count == 1
+    assert from_backend(j.to_padded(), backend).tolist() == [[0, 1], [0, 0], [9, 0]]
     inner = pa.ListArray.from_arrays(pa.array([0, 1, 6, 7], pa.int32()), values.slice(0, 7))
     outer = pa.ListArray.from_arrays(pa.array([0, 1, 2, 3], pa.int32()), inner,
                                      mask=pa.array([False, True, False]))
-    nested = asp.Jagged.from_arrow(outer)  # only the null row reaches the 5-long inner row
-    assert nested.to_padded().shape == (3, 1, 1)
-    assert asp.Jagged.from_list([None, None]).max_length == 0
+    nested = to_backend(asp.Jagged.from_arrow(outer), backend)  # only the null row reaches
+    assert from_backend(nested.to_padded(), backend).shape == (3, 1, 1)  # the 5-long row
+    assert to_backend(asp.Jagged.from_list([None, None]), backend).max_length == 0
 
 
 def test_errors_are_arrow_sparse_errors() -> None:
