@@ -183,6 +183,17 @@ def test_ipc_round_trip(rows: list[Any], stream: bool, tmp_path: Path) -> None:
     _assert_all_same(rows, _column_tensors(back))
 
 
+@pytest.mark.parametrize("rows", [c for c in CASES if c.id and c.id.endswith("float64")])
+def test_flight_round_trip(rows: list[Any]) -> None:
+    pytest.importorskip("pyarrow.flight")
+    table = _table(rows)
+    with asp.io.serve_flight(table, "grpc://127.0.0.1:0", batch_rows=5) as server:
+        batches = list(asp.io.flight_batches(server.location, b"shard=0/1", timeout=20.0))
+    back = pa.Table.from_batches(batches)
+    assert back.schema.field("t").type == table.schema.field("t").type
+    _assert_all_same(rows, _column_tensors(back))
+
+
 def test_pq_write_table_and_chunked_column(tmp_path: Path) -> None:
     rows = _coo_rows(2, np.float64)
     table = pa.concat_tables([_table(rows), _table(rows[::-1])])
