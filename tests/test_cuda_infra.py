@@ -47,17 +47,7 @@ MISSING_CUDA_TWINS: dict[str, set[str]] = {
                "coo_to_compressed", "csc_spmm", "csr_spmm", "csr_spmv", "dense_csr",
                "expand_major", "lex_order2", "lines_strictly_increasing", "major_sums",
                "radix_argsort", "scatter_add", "sum_duplicates"},
-    "transforms": {"bucketize", "build_int_table", "build_string_table", "count_ints",
-                   "count_strings", "hash_ints", "hash_strings", "lookup_ints",
-                   "lookup_strings", "order_by_count"},
     "masked": {"first_unstored", "sorted_member"},
-}
-#: Public functions of ``kernels/cpu`` modules that are helpers of the kernels (the
-#: hash and division helpers of ``transforms``, which has no ``__all__``), not registry
-#: kernels; they need no twin.
-NOT_KERNELS: dict[str, set[str]] = {
-    "transforms": {"bucket_of", "divider", "int_bitflip", "long_secret", "xxh3_bytes",
-                   "xxh3_int"},
 }
 
 
@@ -70,10 +60,7 @@ def cuda_launcher_names(family: str) -> set[str]:
 # ------------------------------------------------------------------ registry
 @pytest.mark.parametrize("family", _backend.KERNEL_FAMILIES)
 def test_every_cpu_kernel_has_a_cuda_twin_or_is_listed_as_missing(family: str) -> None:
-    cpu = set(_backend.cpu_kernel_names(family))
-    helpers = NOT_KERNELS.get(family, set())
-    assert helpers <= cpu, f"stale NOT_KERNELS entries: {sorted(helpers - cpu)}"
-    kernels = cpu - helpers
+    kernels = set(_backend.cpu_kernel_names(family))
     twins = cuda_launcher_names(family)
     assert twins <= kernels, f"CUDA launchers without a CPU kernel: {sorted(twins - kernels)}"
     missing = kernels - twins

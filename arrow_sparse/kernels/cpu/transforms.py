@@ -29,8 +29,13 @@ from numba.core import types
 from numba.extending import intrinsic
 
 from ._jit import PARALLEL_THRESHOLD, kernel, parallel_kernel, pick
-from .keyed import block_bucketize  # noqa: F401  (KeyedJagged sharding, same family)
-from .padding import compact, kept_lengths, pad_or_truncate  # noqa: F401  (same family)
+from .keyed import block_bucketize  # KeyedJagged sharding, same family
+from .padding import compact, kept_lengths, pad_or_truncate  # same family
+
+#: The registry kernels of the family (the hash and division helpers are not).
+__all__ = ["block_bucketize", "bucketize", "build_int_table", "build_string_table", "compact",
+           "count_ints", "count_strings", "hash_ints", "hash_strings", "kept_lengths",
+           "lookup_ints", "lookup_strings", "order_by_count", "pad_or_truncate"]
 
 _U = np.uint64
 _MASK64 = (1 << 64) - 1
