@@ -86,10 +86,10 @@ def to_polars(data: Jagged | KeyedJagged | pa.Table | pa.RecordBatch, *,
     ['a', 'b']
     """
     func = "to_polars"
+    if not isinstance(name, str):
+        msg = f"{func}: name must be a str, got {type_name(name)}"
+        raise ArrowSparseTypeError(msg)
     if isinstance(data, Jagged):
-        if not isinstance(name, str):
-            msg = f"{func}: name must be a str, got {type_name(name)}"
-            raise ArrowSparseTypeError(msg)
         arr = data.to_arrow()
         pl = import_optional("polars", "polars")
         return pl.from_arrow(arr, rechunk=False).alias(name)
