@@ -436,12 +436,14 @@ __global__ void kept_positions(const O* __restrict__ offsets, long long rows,
 // pad_or_truncate: out[r, j, d] (out is [rows, length, width]) from values[N, width]:
 // left = 0 keeps a row's first `length` elements and pads at the end, left = 1 keeps
 // its last ones and pads in front; null rows are all padding; a null element gets
-// `pad` and, when mark is set, out_valid[r, j] = 0 (1 everywhere else). T is the
-// unsigned type of the values' item size: the kernel moves bits.
-// Thread mapping: one thread per output element (r, j, d), d fastest: coalesced writes,
-// reads coalesced along d and j within a row. Memory traffic: one write per output
-// element, one read per kept element, row metadata from cache.
-// Device checks (position r): offsets going backwards; an element outside the values.
+// `pad` and, when mark is set, out_valid[r, j] = 0 (1 everywhere else, also when width
+// is 0). T is the unsigned type of the values' item size: the kernel moves bits.
+// Thread mapping: one thread per output element (r, j, d), d fastest (one per (r, j)
+// when width is 0): coalesced writes, reads coalesced along d and j within a row.
+// Memory traffic: one write per output element, one read per kept element, row
+// metadata from cache.
+// Device checks (position r): offsets going backwards; an element outside the values
+// or the validity mask.
 template <typename T, typename O>
 __global__ void pad_or_truncate(const T* __restrict__ values, long long num_values,
                                 long long width, const O* __restrict__ offsets, long long rows,
@@ -450,11 +452,12 @@ __global__ void pad_or_truncate(const T* __restrict__ values, long long num_valu
                                 long long num_valid, long long length, int left, T pad,
                                 T* __restrict__ out, unsigned char* __restrict__ out_valid,
                                 int mark, unsigned long long* error) {
-    const long long per_row = length * width;
+    const long long lanes = width > 0 ? width : 1;
+    const long long per_row = length * lanes;
     for (ASP_GRID_STRIDE(t, rows * per_row)) {
         const long long r = t / per_row;
-        const long long j = (t - r * per_row) / width;
-        const long long d = t - r * per_row - j * width;
+        const long long j = (t - r * per_row) / lanes;
+        const long long d = t - r * per_row - j * lanes;
         long long start = 0, n = 0;
         if (num_row_valid == 0 || __ldg(row_valid + r) != 0) {
             start = (long long)__ldg(offsets + r);
@@ -471,14 +474,14 @@ __global__ void pad_or_truncate(const T* __restrict__ values, long long num_valu
         if (i >= 0 && i < m) {
             const long long e = (left ? start + n - m : start) + i;
             if (e < 0 || e >= num_values || (num_valid != 0 && e >= num_valid)) {
-                ASP_RAISE(error, ASP_TRANSFORMS_ELEMENT_RANGE, r);
+                if (d == 0) ASP_RAISE(error, ASP_TRANSFORMS_ELEMENT_RANGE, r);
             } else if (num_valid == 0 || __ldg(valid + e) != 0) {
-                value = __ldg(values + e * width + d);
+                if (width > 0) value = __ldg(values + e * width + d);
             } else {
                 flag = 0;
             }
         }
-        out[t] = value;
+        if (width > 0) out[(r * length + j) * width + d] = value;
         if (mark && d == 0) out_valid[r * length + j] = flag;
     }
 }
@@ -490,10 +493,11 @@ __global__ void pad_or_truncate(const T* __restrict__ values, long long num_valu
 // carried on from the next slot. The result is the table sequential insertion in index
 // order builds. A failed CAS re-examines the slot with the value it returned. Every
 // step moves forward, and a thread cannot pass every slot of a table with a free one
-// (slots never empty again), so `cap` steps without a free slot mean a full table.
+// (slots never empty again), so `cap` steps without a free slot mean a full table; the
+// item then carried is recorded: the items left out are the last ones by priority, so
+// the error does not depend on the thread order either.
 __device__ __forceinline__ void asp_insert_by_index(asp_u64* slots, long long cap, asp_u64 v,
-                                                    long long s, unsigned long long* error,
-                                                    long long position) {
+                                                    long long s, unsigned long long* error) {
     asp_u64 c = asp_load_slot(slots + s);
     for (long long steps = 0; steps <= cap;) {
         if (v < c) {
@@ -509,7 +513,7 @@ __device__ __forceinline__ void asp_insert_by_index(asp_u64* slots, long long ca
         ++steps;
         c = asp_load_slot(slots + s);
     }
-    ASP_RAISE(error, ASP_TRANSFORMS_TABLE_FULL, position);
+    ASP_RAISE(error, ASP_TRANSFORMS_TABLE_FULL, (long long)v);
 }
 
 // Fibonacci hashing (the CPU's _slot): the top bits of x * 2**64 / phi.
@@ -532,7 +536,7 @@ __global__ void int_table_insert(const long long* __restrict__ keys, long long n
             atomicMax(free_id, i + 2);
             continue;
         }
-        asp_insert_by_index(slots, cap, (asp_u64)i, asp_int_slot(x, shift), error, i);
+        asp_insert_by_index(slots, cap, (asp_u64)i, asp_int_slot(x, shift), error);
     }
 }
 
@@ -659,7 +663,8 @@ __device__ int asp_string_order(const O* offsets, const unsigned char* data,
 // Thread mapping: one thread per item, entering at hash & (cap - 1). Memory traffic per
 // probe step: one slot read (past L1), one hash read, a CAS on a claim; bytes compared
 // only between strings of equal hash and length.
-// Device check: no free slot within cap steps (cannot happen: cap >= 2 num; position i).
+// Device check: no free slot within cap steps (cannot happen: cap >= 2 num; position:
+// the element of the string then carried, the last ones by the order being left out).
 template <typename O>
 __global__ void string_set_insert(const O* __restrict__ offsets,
                                   const unsigned char* __restrict__ data, long long data_len,
@@ -690,7 +695,7 @@ __global__ void string_set_insert(const O* __restrict__ offsets,
             ++steps;
             c = asp_load_slot(slots + s);
         }
-        if (steps > cap) ASP_RAISE(error, ASP_TRANSFORMS_TABLE_FULL, i);
+        if (steps > cap) ASP_RAISE(error, ASP_TRANSFORMS_TABLE_FULL, __ldg(items + v));
     }
 }
 
@@ -728,7 +733,7 @@ __global__ void string_table_insert(const asp_u64* __restrict__ hashes, long lon
                                     asp_u64* slots, long long cap, unsigned long long* error) {
     for (ASP_GRID_STRIDE(i, num)) {
         const long long s = (long long)(__ldg(hashes + i) & (asp_u64)(cap - 1));
-        asp_insert_by_index(slots, cap, (asp_u64)i, s, error, i);
+        asp_insert_by_index(slots, cap, (asp_u64)i, s, error);
     }
 }
 

@@ -19,8 +19,9 @@ Work and synchronisations (a read of a data-dependent size on the host):
 * ``compact``: per-row kept counts, their cumsum (with element validity also the cumsum
   of the mask, which ranks the kept elements of a row), one scatter; one
   synchronisation (the number of kept elements).
-* ``count_ints``: ``compact``, then the kept values sorted (a radix sort, O(n) passes)
-  and cut into runs; two synchronisations (kept and distinct values).
+* ``count_ints``: ``compact``, then ``unique`` of the kept values (CuPy sorts them by
+  radix sort, O(n) passes, and cuts the runs); two synchronisations (kept and distinct
+  values).
 * ``count_strings``: ``compact``, then hashes, a table of the distinct strings (a power
   of two >= 2n slots of 8 bytes, ordered insertion by atomicCAS, see ``transforms.cu``),
   a counting pass and the occupied slots; two synchronisations.
@@ -299,13 +300,8 @@ def count_ints(values: Any, valid: Any, offsets: Any, row_valid: Any) -> tuple[A
     num = positions.shape[0]
     if num == 0:
         return xp.empty(0, dtype=np.int64), xp.empty(0, dtype=np.int64)
-    flat = values[positions].astype(np.int64)  # our own copy: sorted in place
-    flat.sort()
-    head = xp.ones(num, dtype=bool)
-    head[1:] = flat[1:] != flat[:-1]
-    starts = xp.flatnonzero(head)
-    counts = xp.diff(xp.concatenate((starts, xp.full(1, num, dtype=starts.dtype))))
-    return flat[starts], counts.astype(np.int64, copy=False)
+    keys, counts = xp.unique(values[positions].astype(np.int64), return_counts=True)
+    return keys, counts.astype(np.int64, copy=False)
 
 
 def count_strings(str_offsets: Any, data: Any, valid: Any, offsets: Any, row_valid: Any
