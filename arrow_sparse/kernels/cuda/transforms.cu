@@ -2,8 +2,9 @@
 // (XXH3 hashing into buckets, bucketize, counting, vocabulary tables and lookups),
 // padding.py (pad_or_truncate, kept_lengths, compact) and keyed.py (block_bucketize),
 // same arguments and results; see those modules' docstrings. Element positions are
-// logical (the launchers pass views starting at the first addressed element); a
-// validity argument is a byte mask (1 = valid) of which an empty one means all valid.
+// logical (Arrow's array offset applied; hash_ints and bucketize get views starting at
+// the first addressed element); a validity argument is a byte mask (1 = valid) of which
+// an empty one means all valid.
 //
 // Hashes are XXH3-64 (xxHash v0.8, XXH3_64bits_withSeed), ported function by function
 // from the CPU helpers: integers as their 8 little-endian bytes, strings straight from
@@ -20,11 +21,11 @@
 // the table the CPU builds; the counting table orders distinct strings by (hash, length,
 // bytes). Lookups probe the finished table read-only.
 //
-// Device checks (the host has checked all of them): string offsets outside the data
-// buffer, offsets going backwards or past the values, unsorted boundaries, a table
-// without a free slot, a table entry outside the vocabulary, a bucket outside my_size
-// and an output position outside the output are recorded in the error word and the
-// offending item skipped.
+// Device checks (the host has checked all of them, or built the tables): string
+// offsets outside the data buffer, offsets going backwards or past the values, unsorted
+// boundaries, a table without a free slot, a table entry outside the vocabulary, a
+// bucket outside my_size and an output position outside the output are recorded in the
+// error word and the offending item skipped.
 
 enum AspTransformsError {
     ASP_TRANSFORMS_STRING_RANGE = 1,  // message: IndexError: string offsets out of range of the data buffer
@@ -786,7 +787,8 @@ __global__ void string_table_fill(const O* __restrict__ offsets,
 // Device checks (position k; out[k] not written or `missing`): string offsets outside
 // the data, a table entry outside the vocabulary, no free row within cap probes.
 template <typename O, typename V>
-__global__ void lookup_strings(const O* __restrict__ offsets, const unsigned char* __restrict__ data,
+__global__ void lookup_strings(const O* __restrict__ offsets,
+                               const unsigned char* __restrict__ data,
                                long long data_len, const unsigned char* __restrict__ valid,
                                long long num_valid, long long start, long long stop,
                                const V* __restrict__ voc_offsets,
@@ -919,7 +921,8 @@ __global__ void bucket_scatter(const U* __restrict__ uvalues, long long num_valu
                                const unsigned char* __restrict__ all_block, long long num_keys,
                                asp_u64 my_size, int keep_original,
                                long long* __restrict__ cursor, U* __restrict__ out,
-                               long long num_out, const W* __restrict__ weights, long long num_weights,
+                               long long num_out, const W* __restrict__ weights,
+                               long long num_weights,
                                W* __restrict__ out_weights, long long* __restrict__ positions,
                                long long num_positions, long long* __restrict__ permute,
                                long long num_permute, unsigned long long* error) {

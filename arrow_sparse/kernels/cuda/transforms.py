@@ -15,13 +15,14 @@ Work and synchronisations (a read of a data-dependent size on the host):
   ``pad_or_truncate``, ``kept_lengths``, ``build_string_table``: one to three launches,
   no synchronisation. ``hash_strings`` derives XXH3's long-input secret from the seed on
   the device; the bucket is ``h % num_buckets`` by the CPU's libdivide constants.
-* ``order_by_count``: a stable argsort of the negated counts (CuPy: a radix sort).
+* ``order_by_count``: a stable argsort of the negated counts (CuPy's is Thrust's).
 * ``compact``: per-row kept counts, their cumsum (with element validity also the cumsum
   of the mask, which ranks the kept elements of a row), one scatter; one
   synchronisation (the number of kept elements).
-* ``count_ints``: ``compact``, then ``unique`` of the kept values (CuPy sorts them by
-  radix sort, O(n) passes, and cuts the runs); two synchronisations (kept and distinct
-  values).
+* ``count_ints``: ``compact``, then ``unique`` of the kept values (a sort and a cut
+  into runs); two synchronisations (kept and distinct values). The CPU counts in a
+  hash table first; a sort is what CuPy offers without another kernel, at O(n log n)
+  comparisons or a few radix passes.
 * ``count_strings``: ``compact``, then hashes, a table of the distinct strings (a power
   of two >= 2n slots of 8 bytes, ordered insertion by atomicCAS, see ``transforms.cu``),
   a counting pass and the occupied slots; two synchronisations.
