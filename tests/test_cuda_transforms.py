@@ -696,6 +696,60 @@ def test_launchers_on_device_arrays(fake: Any, monkeypatch: pytest.MonkeyPatch,
         assert same(to_host(got), expected)
 
 
+def test_grid_stride_loops_cover_more_work_than_threads(cuda_emu: Emulator,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One block of 256 threads (8 lane groups) for every launch, on bigger inputs."""
+    monkeypatch.setattr(_launch, "MAX_BLOCKS", 1)
+    rng = np.random.default_rng(12)
+    n, rows = 1500, 300
+    strings: list[bytes | None] = [STRING_POOL[i] for i in rng.integers(0, 11, size=n)]
+    strings[::13] = [None] * len(strings[::13])
+    offsets, data, valid, _ = string_buffers(strings, np.dtype(np.int64), skip=1)
+    row_ends = row_offsets(rng, n, rows, np.dtype(np.int32), first=3)
+    row_valid = rng.random(rows) > 0.2
+    ints = rng.integers(-400, 400, size=n)
+    out = np.zeros(n, dtype=np.int64)
+    voc = string_buffers(STRING_POOL, np.dtype(np.int32))[:2]
+    int_table = cpu.build_int_table(np.unique(ints[::3]))
+    cases: list[tuple[str, tuple[Any, ...], int | None]] = [
+        ("hash_ints", (ints, 0, n, 1, 1000, out), 5),
+        ("hash_strings", (offsets, data, 0, n, 1, 1000, out), 6),
+        ("bucketize", (ints, 0, n, np.sort(rng.integers(-400, 400, size=300)), True, out), 5),
+        ("lookup_ints", (ints, valid, 0, n, int_table, 1, out), 6),
+        ("lookup_strings", (offsets, data, valid, 0, n, voc, cpu.build_string_table(*voc), 1,
+                            out), 8),
+        ("kept_lengths", (row_ends, row_valid, valid), None),
+        ("compact", (row_ends, row_valid, valid), None),
+        ("compact", (row_ends, row_valid, None), None),
+        ("build_int_table", (np.unique(ints),), None),
+        ("build_string_table", string_buffers(random_strings(rng, [5] * 200),
+                                              np.dtype(np.int32))[:2], None),
+        ("block_bucketize", (rng.integers(0, 50, size=n).astype(np.uint16),
+                             row_offsets(rng, n, rows, np.dtype(np.int64)), 100,
+                             np.array([3, 5, 7], np.uint64), np.array([9, 15, 21], np.uint64),
+                             np.zeros(3, bool), 3, False, None, True, True), None),
+    ]
+    for name, args, written in cases:
+        if written is None:
+            assert same(*cpu_and_gpu(name, *args)), name
+        else:
+            expected, got = both_into(name, written, *args)
+            np.testing.assert_array_equal(got, expected, err_msg=name)
+    for name in ("count_ints", "count_strings"):
+        head = (ints,) if name == "count_ints" else (offsets, data)
+        expected, got = cpu_and_gpu(name, *head, valid, row_ends, row_valid)
+        assert as_pairs(*got) == as_pairs(*expected)
+    pad = [np.zeros((rows, 5, 1), np.int64), np.zeros((rows, 5), np.uint8)]
+    e_pad = [a.copy() for a in pad]
+    cpu.pad_or_truncate(ints.reshape(n, 1), row_ends, row_valid, valid, 5, True, np.int64(-1),
+                        *e_pad)
+    gpu.pad_or_truncate(ints.reshape(n, 1), row_ends, row_valid, valid, 5, True, np.int64(-1),
+                        *pad)
+    for e, g in zip(e_pad, pad, strict=True):
+        np.testing.assert_array_equal(g, e)
+    cuda.check_errors("grid stride")
+
+
 # ------------------------------------------------------------------- device checks
 def test_strings_outside_the_data_buffer_are_caught(cuda_emu: Emulator) -> None:
     offsets = np.array([0, 2, 9, 3, 4], dtype=np.int32)  # string 1 ends past the data
