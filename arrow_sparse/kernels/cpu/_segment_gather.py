@@ -460,12 +460,22 @@ def scatter_sum(values, ids, vmask, weights, mean, zero, min_count, empty, out, 
         if bad[p] >= 0:
             return bad[p]
     want_counts = counts.shape[0] != 0
+    if not counting:  # a plain sum: one flat loop over the output elements
+        size = num_segments * width
+        flat_acc = acc.reshape(parts, size)
+        flat_out = out.reshape(size)
+        for q in prange(parts):
+            for e in range(q * size // parts, (q + 1) * size // parts):
+                total = flat_acc[0, e]
+                for p in range(1, parts):
+                    total += flat_acc[p, e]
+                flat_out[e] = total
+        return -1
     for q in prange(parts):
         for s in range(q * num_segments // parts, (q + 1) * num_segments // parts):
             c = 0
-            if counting:
-                for p in range(parts):
-                    c += cnt[p, s]
+            for p in range(parts):
+                c += cnt[p, s]
             if want_counts:
                 counts[s] = c
             for d in range(width):
