@@ -42,13 +42,7 @@ REPO = Path(__file__).resolve().parent.parent
 #: CPU kernels that have no CUDA launcher yet, by family: the GPU backend's honest
 #: to-do list (docs/gpu.md). The registry test fails when one of them gains a twin
 #: (remove it here) and when a CPU kernel appears without one (write the twin).
-MISSING_CUDA_TWINS: dict[str, set[str]] = {
-    "sparse": {"canonical_lines", "compressed_to_dense", "compressed_transpose",
-               "coo_to_compressed", "csc_spmm", "csr_spmm", "csr_spmv", "dense_csr",
-               "expand_major", "lex_order2", "lines_strictly_increasing", "major_sums",
-               "radix_argsort", "scatter_add", "sum_duplicates"},
-    "masked": {"first_unstored", "sorted_member"},
-}
+MISSING_CUDA_TWINS: dict[str, set[str]] = {}
 
 
 def cuda_launcher_names(family: str) -> set[str]:
@@ -95,9 +89,16 @@ def without_twin(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
                         [n for n in cuda_embedding.__all__ if n != name])
 
 
+def without_family(monkeypatch: pytest.MonkeyPatch, family: str) -> None:
+    """Make ``family`` one without CUDA kernels (every family has a ``.cu`` file now)."""
+    has_family = cuda.has_family
+    monkeypatch.setattr(cuda, "has_family", lambda f: f != family and has_family(f))
+
+
 def test_get_kernel_under_the_emulator_keeps_kernels_without_a_twin_on_the_cpu(
         monkeypatch: pytest.MonkeyPatch) -> None:
     without_twin(monkeypatch, "lookup_rows")
+    without_family(monkeypatch, "sparse")
     assert _backend.get_kernel("embedding", "sgd_rows") is cpu_embedding.sgd_rows
     with emulated():
         assert _backend.get_kernel("embedding", "sgd_rows") is cuda_embedding.sgd_rows
@@ -111,6 +112,7 @@ def test_get_kernel_under_the_emulator_keeps_kernels_without_a_twin_on_the_cpu(
 def test_get_kernel_on_device_arrays_never_falls_back_to_the_cpu(
         monkeypatch: pytest.MonkeyPatch) -> None:
     without_twin(monkeypatch, "lookup_rows")
+    without_family(monkeypatch, "sparse")
     fake = types.ModuleType("cupy")  # only its identity matters to get_kernel
     assert _backend.get_kernel("embedding", "sgd_rows", fake) is cuda_embedding.sgd_rows
     with pytest.raises(NotImplementedError, match="lookup_rows: no cuda kernel in family "

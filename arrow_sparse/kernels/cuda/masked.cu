@@ -22,9 +22,16 @@
 //
 // Device check: a cell outside [0, num_cells) of an entry that is used is recorded in
 // the error word and the entry skipped.
+//
+// The searches over sorted keys (first_unstored, sorted_member; at the end) take keys
+// `cell * slice_size + pos` as long long, sorted and distinct, and search them with one
+// binary search per key instead of the CPU's merge pass: no thread depends on another,
+// and the results are the CPU's exactly.
 
 enum AspMaskedError {
     ASP_MASKED_CELL_RANGE = 1,  // message: IndexError: cell ids out of range of the output
+    ASP_MASKED_KEYS_ORDER = 2,  // message: sorted keys must be strictly increasing
+    ASP_MASKED_KEY_RANGE = 3,  // message: IndexError: keys out of range of the cells
 };
 
 // Cell of entry i, or -1 (after recording why) when it is out of range.
@@ -252,5 +259,107 @@ __global__ void masked_first_best(const long long* __restrict__ cell,
         const T v = __ldg(inm + i) ? __ldg(vals + i) : identity;
         const T b = __ldg(best + c);
         if (v == b || (v != v && b != b)) atomicMin(out + c, __ldg(pos + i));
+    }
+}
+
+// ------------------------------------------------------------- sorted-key searches
+// Whether k is one of the sorted keys[0:n]: a binary search (log2(n) reads, the first
+// ones shared by every thread through the cache).
+__device__ __forceinline__ bool asp_sorted_has(const long long* __restrict__ keys, long long n,
+                                               long long k) {
+    long long lo = 0;
+    long long hi = n;
+    while (lo < hi) {
+        const long long mid = lo + ((hi - lo) >> 1);
+        if (__ldg(keys + mid) < k) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo < n && __ldg(keys + lo) == k;
+}
+
+#define ASP_NO_POSITION 0x7FFFFFFFFFFFFFFFLL
+
+// first_unstored, step 1: the candidates of each cell c (keys k = c * slice_size + pos of
+// the masked-in positions `mkeys` and the stored positions `skeys`, sorted and distinct):
+//   best[c]             = min pos over masked-in keys not stored (the CPU's first_zero);
+//   best[num_cells + c] = min over the gaps of the union of both key sets: pos + 1 after
+//                         each key whose successor is in neither set (slice_size after
+//                         the last position), and 0 when the cell's first key of either
+//                         set is above position 0 and position 0 is not in the other set
+//                         (the smallest position in neither set: the CPU's first_out).
+// Both slots start at ASP_NO_POSITION; every cell that has keys gets a gap candidate.
+// Thread mapping: one thread per key of either set (grid-stride over nm + ns: mkeys,
+// then skeys), coalesced reads of the key and its neighbours, binary searches in the
+// other set, atomicMin on the cell's slots (results independent of the thread order).
+// Device checks: a key not above its predecessor (ASP_MASKED_KEYS_ORDER) or outside
+// [0, num_cells * slice_size) (ASP_MASKED_KEY_RANGE), at the key's index counted over
+// mkeys then skeys; the key is skipped.
+__global__ void first_unstored_candidates(const long long* __restrict__ mkeys, long long nm,
+                                          const long long* __restrict__ skeys, long long ns,
+                                          long long slice_size, long long num_cells,
+                                          long long* best, unsigned long long* error) {
+    for (ASP_GRID_STRIDE(t, nm + ns)) {
+        const bool masked = t < nm;
+        const long long* own = masked ? mkeys : skeys;
+        const long long* other = masked ? skeys : mkeys;
+        const long long n_own = masked ? nm : ns;
+        const long long n_other = masked ? ns : nm;
+        const long long i = masked ? t : t - nm;
+        const long long k = __ldg(own + i);
+        if (i > 0 && __ldg(own + i - 1) >= k) {
+            ASP_RAISE(error, ASP_MASKED_KEYS_ORDER, t);
+            continue;
+        }
+        if (k < 0 || k / slice_size >= num_cells) {
+            ASP_RAISE(error, ASP_MASKED_KEY_RANGE, t);
+            continue;
+        }
+        const long long c = k / slice_size;
+        const long long base = c * slice_size;
+        const long long pos = k - base;
+        if (masked && !asp_sorted_has(other, n_other, k)) atomicMin(best + c, pos);
+        if (pos + 1 == slice_size ||
+            (!(i + 1 < n_own && __ldg(own + i + 1) == k + 1) &&
+             !asp_sorted_has(other, n_other, k + 1))) {
+            atomicMin(best + num_cells + c, pos + 1);
+        }
+        if (pos > 0 && (i == 0 || __ldg(own + i - 1) < base) &&
+            !asp_sorted_has(other, n_other, base)) {
+            atomicMin(best + num_cells + c, 0LL);
+        }
+    }
+}
+
+// first_unstored, step 2: first_zero[c] = best[c] and first_out[c] = best[num_cells + c]
+// where a candidate exists; other cells keep what the caller set, as on the CPU.
+// Thread mapping: one thread per cell (grid-stride), coalesced.
+__global__ void first_unstored_finish(const long long* __restrict__ best, long long num_cells,
+                                      long long* __restrict__ first_zero,
+                                      long long* __restrict__ first_out) {
+    for (ASP_GRID_STRIDE(c, num_cells)) {
+        const long long zero = __ldg(best + c);
+        const long long out = __ldg(best + num_cells + c);
+        if (zero != ASP_NO_POSITION) first_zero[c] = zero;
+        if (out != ASP_NO_POSITION) first_out[c] = out;
+    }
+}
+
+// sorted_member: out[i] = queries[i] is one of the sorted, distinct keys[0:m].
+// Thread mapping: one thread per query (a binary search of keys) and, after them, one
+// per key checking its order (grid-stride over n + m); coalesced reads of queries and
+// writes of out. Device check: a key not above its predecessor (ASP_MASKED_KEYS_ORDER
+// at the key's index).
+__global__ void sorted_member(const long long* __restrict__ keys, long long m,
+                              const long long* __restrict__ queries, long long n,
+                              unsigned char* __restrict__ out, unsigned long long* error) {
+    for (ASP_GRID_STRIDE(t, n + m)) {
+        if (t < n) {
+            out[t] = asp_sorted_has(keys, m, __ldg(queries + t));
+        } else if (t > n && __ldg(keys + t - n - 1) >= __ldg(keys + t - n)) {
+            ASP_RAISE(error, ASP_MASKED_KEYS_ORDER, t - n);
+        }
     }
 }

@@ -12,9 +12,16 @@ dtype (8- and 16-bit integers through an int32 / uint32 temporary), counts and
 positions in int64, the rest in float64; any other pairing raises
 ``NotImplementedError``. A non-contiguous ``out`` is updated through a temporary.
 
-The kernels re-check the cell ids into the device error word; the public operation
-raises it with :func:`arrow_sparse.kernels.cuda.check_errors`. ``first_unstored`` and
-``sorted_member`` (searches over sorted keys) have no CUDA twin yet.
+The searches over sorted keys take the keys as int64 (other integer dtypes widened;
+uint64 and floats raise ``NotImplementedError``): ``sorted_member`` is one binary
+search per query (its ``out`` written as bytes), ``first_unstored`` one thread per key
+proposing candidates into a per-cell int64 scratch with ``atomicMin``, then one thread
+per cell writing the cells that have candidates (the others keep the caller's values,
+as on the CPU). Neither reads anything back.
+
+The kernels re-check the cell ids, and the order and range of the sorted keys, into
+the device error word; the public operation raises it with
+:func:`arrow_sparse.kernels.cuda.check_errors`.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..._backend import array_module
+from ...errors import ArrowSparseValueError
 from . import error_buffer, load_module
 from ._launch import (
     DTYPE_TO_CTYPE,
@@ -34,9 +42,9 @@ from ._launch import (
     name_expressions,
 )
 
-__all__ = ["masked_count", "masked_count_nonzero", "masked_first_best", "masked_max",
-           "masked_min", "masked_prod", "masked_sum", "masked_sum_abs_pow", "masked_sum_exp",
-           "masked_sum_sq_dev"]
+__all__ = ["first_unstored", "masked_count", "masked_count_nonzero", "masked_first_best",
+           "masked_max", "masked_min", "masked_prod", "masked_sum", "masked_sum_abs_pow",
+           "masked_sum_exp", "masked_sum_sq_dev", "sorted_member"]
 
 _LL, _ULL, _DBL = "long long", "unsigned long long", "double"
 _FLOATS = ("float", "double")
@@ -57,7 +65,12 @@ NAME_EXPRESSIONS: list[str] = [
     *name_expressions("masked_sum_sq_dev", VALUE_CTYPES),
     *name_expressions("masked_sum_exp", VALUE_CTYPES),
     *name_expressions("masked_first_best", VALUE_CTYPES),
+    "first_unstored_candidates",
+    "first_unstored_finish",
+    "sorted_member",
 ]
+#: Marks a cell without a candidate in first_unstored's scratch (ASP_NO_POSITION).
+_NO_POSITION = int(np.iinfo(np.int64).max)
 _CTYPE_TO_DTYPE = {c: d for d, c in DTYPE_TO_CTYPE.items()}
 
 _I64 = np.int64
@@ -187,3 +200,65 @@ def masked_first_best(cell: Any, pos: Any, vals: Any, inm: Any, identity: Any, b
     _scatter(name_expression(func, t), xp, cell,
              (_ids(xp, pos), xp.ascontiguousarray(vals), _bytes(xp, inm), dtype.type(identity),
               xp.ascontiguousarray(best, dtype=dtype)), (), out)
+
+
+# ------------------------------------------------------------ sorted-key searches
+def _keys(func: str, arg: str, xp: Any, keys: Any) -> Any:
+    """Sorted keys as contiguous int64; uint64 and non-integer keys have no kernel."""
+    if keys.dtype.kind not in "iu" or keys.dtype == np.uint64:
+        msg = f"{func}: no cuda kernel for {arg} of dtype {keys.dtype}"
+        raise NotImplementedError(msg)
+    return xp.ascontiguousarray(keys, dtype=np.int64)
+
+
+def first_unstored(mkeys: Any, skeys: Any, slice_size: int, first_zero: Any,
+                   first_out: Any) -> None:
+    """Per cell, the first masked-in unstored position and the first position in neither.
+
+    See the CPU kernel; cells without keys keep what the caller set.
+    """
+    func = "first_unstored"
+    xp = array_module(func, mkeys, skeys, first_zero, first_out)
+    _expect(func, "first_zero", first_zero, _LL)
+    _expect(func, "first_out", first_out, _LL)
+    if first_out.shape != first_zero.shape:
+        msg = (f"{func}: first_out has shape {tuple(first_out.shape)} but first_zero has "
+               f"{tuple(first_zero.shape)}")
+        raise ArrowSparseValueError(msg)
+    masked, stored = _keys(func, "mkeys", xp, mkeys), _keys(func, "skeys", xp, skeys)
+    work = masked.shape[0] + stored.shape[0]
+    if work == 0:
+        return
+    if slice_size <= 0:
+        msg = f"{func}: slice_size must be positive when there are keys, got {slice_size}"
+        raise ArrowSparseValueError(msg)
+    num_cells = first_zero.shape[0]
+    best = xp.full(2 * num_cells, _NO_POSITION, dtype=np.int64)
+    _launch("first_unstored_candidates", work,
+            (masked, _I64(masked.shape[0]), stored, _I64(stored.shape[0]), _I64(slice_size),
+             _I64(num_cells), best, error_buffer()))
+    zero, out = (x if x.flags.c_contiguous else xp.ascontiguousarray(x)
+                 for x in (first_zero, first_out))
+    _launch("first_unstored_finish", num_cells, (best, _I64(num_cells), zero, out))
+    for target, x in ((zero, first_zero), (out, first_out)):
+        if target is not x:
+            x[...] = target
+
+
+def sorted_member(keys: Any, queries: Any, out: Any) -> None:
+    """``out[i] = queries[i] in keys`` for sorted, distinct ``keys``."""
+    func = "sorted_member"
+    xp = array_module(func, keys, queries, out)
+    sorted_keys, wanted = _keys(func, "keys", xp, keys), _keys(func, "queries", xp, queries)
+    n = wanted.shape[0]
+    if out.shape != (n,):
+        msg = f"{func}: out must have shape {(n,)}, got {tuple(out.shape)}"
+        raise ArrowSparseValueError(msg)
+    if n == 0:
+        return
+    direct = out.flags.c_contiguous and out.dtype == np.bool_
+    target = out.view(np.uint8) if direct else xp.empty(n, dtype=np.uint8)
+    _launch(func, n + sorted_keys.shape[0],
+            (sorted_keys, _I64(sorted_keys.shape[0]), wanted, _I64(n), target, error_buffer()))
+    if not direct:
+        out[...] = target.astype(np.bool_)
