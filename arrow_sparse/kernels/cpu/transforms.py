@@ -14,7 +14,9 @@ offsets array (``len + 1`` entries, logical) and the uint8 data buffer.
 The hash is XXH3-64 (``XXH3_64bits_withSeed`` of Yann Collet's xxHash,
 https://github.com/Cyan4973/xxHash, v0.8); an integer is hashed as its 8
 little-endian bytes. ``tests/_reference.py`` holds a plain-Python twin checked
-against xxHash's published test vectors.
+against xxHash's published test vectors. The secret and the host-side constants
+(``int_bitflip``, ``long_secret``, ``divider``) live in ``kernels/xxh3.py``, which the
+CUDA launchers share without importing Numba.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from numba import prange
 from numba.core import types
 from numba.extending import intrinsic
 
+from ..xxh3 import K_4TO8, SECRET, divider, int_bitflip, long_secret, secret64
 from ._jit import PARALLEL_THRESHOLD, kernel, parallel_kernel, pick
 from .keyed import block_bucketize  # KeyedJagged sharding, same family
 from .padding import compact, kept_lengths, pad_or_truncate  # same family
@@ -38,32 +41,16 @@ __all__ = ["block_bucketize", "bucketize", "build_int_table", "build_string_tabl
            "lookup_ints", "lookup_strings", "order_by_count", "pad_or_truncate"]
 
 _U = np.uint64
-_MASK64 = (1 << 64) - 1
 _P32_1, _P32_2, _P32_3 = 0x9E3779B1, 0x85EBCA77, 0xC2B2AE3D
 _P64_1, _P64_2, _P64_3 = 0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
 _P64_4, _P64_5 = 0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5
 
-#: XXH3's default 192-byte secret (``XXH3_kSecret``).
-SECRET = np.frombuffer(bytes.fromhex(
-    "b8fe6c3923a44bbe7c01812cf721ad1cded46de9839097db7240a4a4b7b3671f"
-    "cb79e64eccc0e578825ad07dccff7221b8084674f743248ee03590e6813a264c"
-    "3c2852bb91c300cb88d0658b1b532ea371644897a20df94e3819ef46a9deacd8"
-    "a8fa763fe39c343ff9dcbbc7c70b4f1d8a51e04bcdb45931c89f7ec9d9787364"
-    "eac5ac8334d3ebc3c581a0fffa1363eb170ddd51b7f0da49d316552629d4689e"
-    "2b16be587d47a1fc8ff8b8d17ad031ce45cb3a8f95160428afd7fbcabb4b407e"), dtype=np.uint8)
-
-
-def _secret64(i: int) -> int:
-    return int.from_bytes(SECRET[i:i + 8].tobytes(), "little")
-
-
 # Secret words the short-input paths combine (constants of the algorithm).
-_K_EMPTY = _U(_secret64(56) ^ _secret64(64))
+_K_EMPTY = _U(secret64(56) ^ secret64(64))
 _K_1TO3 = _U(int.from_bytes(SECRET[0:4].tobytes(), "little")
              ^ int.from_bytes(SECRET[4:8].tobytes(), "little"))
-_K_4TO8 = _secret64(8) ^ _secret64(16)
-_K_9TO16_LO = _U(_secret64(24) ^ _secret64(32))
-_K_9TO16_HI = _U(_secret64(40) ^ _secret64(48))
+_K_9TO16_LO = _U(secret64(24) ^ secret64(32))
+_K_9TO16_HI = _U(secret64(40) ^ secret64(48))
 _MX1 = _U(0x165667919E3779F9)
 _MX2 = _U(0x9FB21C651E98DF25)
 _P1, _P2, _P3 = _U(_P64_1), _U(_P64_2), _U(_P64_3)
@@ -156,21 +143,6 @@ def xxh3_int(x, bitflip):  # pragma: no cover
     return _rrmxmx(_rotl(x, _S32) ^ bitflip, _S8)
 
 
-def int_bitflip(seed: int) -> np.uint64:
-    """Return the seed-dependent constant of XXH3's 4-8 byte path for 8-byte inputs."""
-    swapped = int.from_bytes((seed & 0xFFFFFFFF).to_bytes(4, "little"), "big")
-    seed ^= swapped << 32
-    return _U((_K_4TO8 - seed) & _MASK64)
-
-
-def long_secret(seed: int) -> np.ndarray:
-    """Return the secret XXH3 uses for inputs above 240 bytes (derived from the seed)."""
-    words = SECRET.view("<u8").astype(object)
-    words[0::2] = [(int(w) + seed) & _MASK64 for w in words[0::2]]
-    words[1::2] = [(int(w) - seed) & _MASK64 for w in words[1::2]]
-    return np.array(words, dtype="<u8").view(np.uint8)
-
-
 @numba.njit(cache=True, nogil=True)
 def _mix16(data, p, secret, q, seed):  # pragma: no cover
     return _fold128(_read64(data, p) ^ (_read64(secret, q) + seed),
@@ -244,7 +216,7 @@ def _xxh3_upto16(data, p, n, seed):  # pragma: no cover
     if n >= 4:
         s = seed ^ _swap64(seed & _LOW32)  # swap32(low half) << 32
         x = _read32(data, p + n - 4) + (_read32(data, p) << _S32)
-        return _rrmxmx(x ^ (_U(_K_4TO8) - s), _U(n))
+        return _rrmxmx(x ^ (_U(K_4TO8) - s), _U(n))
     if n > 0:
         combined = ((_U(data[_U(p)]) << _S16) | (_U(data[_U(p + (n >> 1))]) << _S24)
                     | _U(data[_U(p + n - 1)]) | (_U(n) << _S8))
@@ -285,18 +257,6 @@ def _bucket(h, n, magic, shift, mode):  # pragma: no cover
     else:
         q = q >> shift
     return np.int64(h - q * n)
-
-
-def divider(n: int) -> tuple[np.uint64, np.uint64, np.uint64, int]:
-    """``(n, magic, shift, mode)`` so that :func:`_bucket` computes ``h % n`` exactly."""
-    if n & (n - 1) == 0:
-        return _U(n), _ZERO, _ZERO, 0
-    log2 = n.bit_length() - 1
-    magic, rem = divmod(1 << (64 + log2), n)
-    if n - rem < (1 << log2):
-        return _U(n), _U(magic + 1), _U(log2), 1
-    magic = 2 * magic + (1 if 2 * rem >= n else 0)
-    return _U(n), _U((magic + 1) & _MASK64), _U(log2), 2
 
 
 @kernel

@@ -9,7 +9,7 @@
 // Hashes are XXH3-64 (xxHash v0.8, XXH3_64bits_withSeed), ported function by function
 // from the CPU helpers: integers as their 8 little-endian bytes, strings straight from
 // Arrow's offsets and data buffers, one thread per string. Buckets are h % n through the
-// same libdivide constants as the CPU (the launcher passes kernels/cpu/transforms.divider).
+// same libdivide constants as the CPU (the launcher passes kernels/xxh3.divider).
 // Every hash and bucket is bit-identical to the CPU's.
 //
 // Hash tables are built in parallel by ordered linear probing (Amble & Knuth 1974;
@@ -148,7 +148,7 @@ __device__ __forceinline__ asp_u64 asp_rrmxmx(asp_u64 h, asp_u64 n) {
     return h ^ (h >> 28);
 }
 
-// XXH3-64 of the 8 little-endian bytes of x; `bitflip` is kernels/cpu/transforms.int_bitflip
+// XXH3-64 of the 8 little-endian bytes of x; `bitflip` is kernels/xxh3.int_bitflip
 // of the seed (the host computes it once per launch).
 __device__ __forceinline__ asp_u64 asp_xxh3_int(asp_u64 x, asp_u64 bitflip) {
     return asp_rrmxmx(asp_rotl64(x, 32) ^ bitflip, 8);

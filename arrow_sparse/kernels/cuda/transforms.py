@@ -43,7 +43,7 @@ import numpy as np
 
 from ..._backend import array_module, fetch
 from ...errors import ArrowSparseValueError
-from ..cpu.transforms import divider, int_bitflip
+from ..xxh3 import divider, int_bitflip
 from . import error_buffer, load_module
 from ._launch import (
     DTYPE_TO_CTYPE,
