@@ -4,16 +4,19 @@ The forward (:func:`~arrow_sparse.embedding.lookup`), the backward
 (:func:`~arrow_sparse.embedding.lookup_backward`) and the per-sample weights' gradient
 read bags through one function, :func:`bags`, so that they agree on every input form
 (1-D ids with offsets, 2-D ids, Jagged and Arrow lists, null bags, null ids, weights).
+On the host it compacts them (:class:`Bags`); on the device it reads them with one
+kernel and compacts nothing (:class:`DeviceBags`), so that no value is read back.
 """
 
 from __future__ import annotations
 
-import functools
+import importlib
 import math
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -21,17 +24,25 @@ import pyarrow as pa
 
 from . import _arrow
 from . import _validate as v
-from ._backend import get_kernel
+from ._backend import get_kernel, is_cupy_array
 from .errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from .jagged import Jagged
 
 MODES = ("sum", "mean", "max")
 
 
-@functools.cache
-def kernel(name: str) -> Callable[..., Any]:
-    """Kernel ``name`` of the embedding family."""
-    return get_kernel("embedding", name)
+def kernel(name: str, xp: ModuleType = np) -> Callable[..., Any]:
+    """Kernel ``name`` of the embedding family for the array module ``xp``.
+
+    Not memoised: :func:`~arrow_sparse._backend.get_kernel` answers in well under a
+    microsecond, and its answer changes with the backend (the test emulator).
+    """
+    return get_kernel("embedding", name, xp)
+
+
+def is_array(x: Any) -> bool:
+    """Whether ``x`` is a numpy or CuPy array."""
+    return isinstance(x, np.ndarray) or is_cupy_array(x)
 
 
 # =============================================================================== checks
@@ -42,9 +53,9 @@ def is_list_input(x: Any) -> bool:
 
 
 def check_table(func: str, table: Any, arg: str = "table") -> np.ndarray:
-    """Check a 2-D numpy table of an integer, float32 or float64 dtype."""
-    if not isinstance(table, np.ndarray):
-        msg = (f"{func}: {arg} must be a numpy array [num_embeddings, dim], "
+    """Check a 2-D numpy or CuPy table of an integer, float32 or float64 dtype."""
+    if not is_array(table):
+        msg = (f"{func}: {arg} must be a numpy or cupy array [num_embeddings, dim], "
                f"got {type(table).__name__}")
         raise ArrowSparseTypeError(msg)
     if table.dtype.kind not in "iuf" or table.dtype == np.float16:
@@ -82,9 +93,13 @@ def check_scalar(func: str, arg: str, x: Any, *, positive: bool = False) -> floa
 
 def check_writable(func: str, arg: str, x: Any, shape: tuple[int, ...],
                    dtype: np.dtype | None = None) -> np.ndarray:
-    """Check an array updated in place: float32/64, the shape, writable, C-contiguous."""
-    if not isinstance(x, np.ndarray):
-        msg = f"{func}: {arg} must be a numpy array (updated in place), got {type(x).__name__}"
+    """Check an array updated in place: float32/64, the shape, writable, C-contiguous.
+
+    CuPy arrays have no read-only flag: they are always writable.
+    """
+    if not is_array(x):
+        msg = (f"{func}: {arg} must be a numpy or cupy array (updated in place), "
+               f"got {type(x).__name__}")
         raise ArrowSparseTypeError(msg)
     if x.dtype not in (np.float32, np.float64) or (dtype is not None and x.dtype != dtype):
         want = dtype if dtype is not None else "float32 or float64"
@@ -93,7 +108,7 @@ def check_writable(func: str, arg: str, x: Any, shape: tuple[int, ...],
     if x.shape != shape:
         msg = f"{func}: {arg} must have shape {shape}, got {x.shape}"
         raise ArrowSparseValueError(msg)
-    if not x.flags.writeable or not x.flags.c_contiguous:
+    if not getattr(x.flags, "writeable", True) or not x.flags.c_contiguous:
         msg = (f"{func}: {arg} must be a writable, C-contiguous array (a table from "
                "load_table(path) is a read-only memory map: use load_table(path, "
                "writable=True) to update the file in place, or mmap=False for a copy)")
@@ -146,31 +161,22 @@ class Bags:
         return out.reshape(self.shape)
 
 
-def bags(func: str, ids: Any, offsets: Any, weights: Any, bound: int) -> Bags:
-    """Read any form of bags (see :func:`~arrow_sparse.embedding.lookup`) as :class:`Bags`.
+def bags(func: str, ids: Any, offsets: Any, weights: Any, bound: int,
+         xp: ModuleType = np) -> Any:
+    """Read any form of bags (see :func:`~arrow_sparse.embedding.lookup`).
 
     1-D ids without offsets are bags of one id each; 2-D ids ``[n, k]`` are ``n`` bags
-    of ``k``. ``weights`` take the form of the ids (a list array for list ids).
+    of ``k``. ``weights`` take the form of the ids (a list array for list ids). Returns
+    :class:`Bags` on the host, :class:`DeviceBags` when ``xp`` is CuPy (the caller found
+    it with :func:`~arrow_sparse._backend.array_module` over every input).
     """
+    if xp is not np:
+        return _device_bags(func, ids, offsets, weights, bound)
     if isinstance(ids, (pa.Array, pa.ChunkedArray)) and is_list_input(ids):
         return _list_bags(func, Jagged.from_arrow(ids), offsets, weights, bound, True)
     if isinstance(ids, Jagged):
         return _list_bags(func, ids, offsets, weights, bound, False)
-    ndim = 2 if ndim_of(ids) == 2 else 1
-    arr = v.as_index_array(func, "ids", ids, ndim=ndim)
-    w = None if weights is None else _flat_weights(func, weights, arr.shape)
-    if ndim == 2:
-        if offsets is not None:
-            msg = f"{func}: offsets must not be given with 2-D ids (each row is a bag)"
-            raise ArrowSparseValueError(msg)
-        n, k = arr.shape
-        offs = np.arange(n + 1, dtype=np.int64) * k
-        flat = arr.reshape(-1)
-    elif offsets is None:
-        flat, offs = arr, np.arange(len(arr) + 1, dtype=np.int64)
-    else:
-        flat = arr
-        offs = v.check_offsets(func, "offsets", offsets, len(arr)).astype(np.int64, copy=False)
+    arr, flat, offs, w = _flat_bags(func, ids, offsets, weights, np)
     start, stop = int(offs[0]), int(offs[-1])
     used = flat[start:stop]
     _check_range(func, used, bound, None, start)
@@ -189,17 +195,42 @@ def ndim_of(ids: Any) -> int:
         return 1
 
 
-def _list_bags(func: str, jag: Jagged, offsets: Any, weights: Any, bound: int,
-               arrow: bool) -> Bags:
+def _flat_bags(func: str, ids: Any, offsets: Any, weights: Any, xp: ModuleType
+               ) -> tuple[Any, Any, Any, Any]:
+    """Array ids as ``(ids array, flat ids, int64 offsets, flat weights or None)``."""
+    device = xp is not np
+    ndim = 2 if ndim_of(ids) == 2 else 1
+    arr = v.as_index_array(func, "ids", ids, ndim=ndim, device=device)
+    w = None if weights is None else _flat_weights(func, weights, arr.shape, device)
+    if ndim == 2:
+        if offsets is not None:
+            msg = f"{func}: offsets must not be given with 2-D ids (each row is a bag)"
+            raise ArrowSparseValueError(msg)
+        n, k = arr.shape
+        return arr, arr.reshape(-1), xp.arange(n + 1, dtype=np.int64) * k, w
+    if offsets is None:
+        return arr, arr, xp.arange(len(arr) + 1, dtype=np.int64), w
+    offs = v.check_offsets(func, "offsets", offsets, len(arr), device=device)
+    return arr, arr, offs.astype(np.int64, copy=False), w
+
+
+def _list_values(func: str, jag: Jagged, offsets: Any) -> Any:
+    """The ids of list input ``jag`` (1-D integers); ``offsets`` must be None."""
     if offsets is not None:
         msg = f"{func}: offsets must not be given with list ids (they carry their own)"
         raise ArrowSparseValueError(msg)
     values = jag.values
-    if isinstance(values, np.ndarray) and values.size == 0 and values.dtype.kind == "f":
+    if is_array(values) and values.size == 0 and values.dtype.kind == "f":
         values = values.astype(np.int64)  # from_list([[]]) infers float64
-    if not isinstance(values, np.ndarray) or values.ndim != 1 or values.dtype.kind not in "iu":
+    if not is_array(values) or values.ndim != 1 or values.dtype.kind not in "iu":
         msg = f"{func}: ids must be a Jagged (or Arrow list array) of 1-D integers"
         raise ArrowSparseTypeError(msg)
+    return values
+
+
+def _list_bags(func: str, jag: Jagged, offsets: Any, weights: Any, bound: int,
+               arrow: bool) -> Bags:
+    values = _list_values(func, jag, offsets)
     offs = np.asarray(jag.offsets, dtype=np.int64)
     start, stop = int(offs[0]), int(offs[-1])
     lengths = np.diff(offs)
@@ -213,8 +244,14 @@ def _list_bags(func: str, jag: Jagged, offsets: Any, weights: Any, bound: int,
     used = values[start:stop]
     w = None
     if weights is not None:
-        w, wvalid = _list_weights(func, weights, offs, jag.num_rows)
-        if wvalid is not None:
+        wj, wvalues = _list_weights(func, weights, jag.num_rows)
+        woffs = np.asarray(wj.offsets, dtype=np.int64)
+        if not np.array_equal(np.diff(woffs), lengths):
+            _weight_lengths(func)
+        lo, hi = int(woffs[0]), int(woffs[-1])
+        w = wvalues[lo:hi]
+        if wj.values_validity is not None:
+            wvalid = wj.values_validity[lo:hi]
             bad = ~wvalid if keep is None else keep & ~wvalid  # null bags are empty or
             if bad.any():                                      # left out by keep
                 v.fail_value(func, "per_sample_weights", "must not be null where the id is "
@@ -252,7 +289,7 @@ def _check_range(func: str, ids: np.ndarray, bound: int, positions: np.ndarray |
     raise ArrowSparseIndexError(msg)
 
 
-def _float(func: str, w: np.ndarray) -> np.ndarray:
+def _float(func: str, w: Any) -> Any:
     if w.dtype.kind == "f" and w.dtype != np.float16:
         return w
     if w.dtype.kind not in "biuf":
@@ -261,37 +298,113 @@ def _float(func: str, w: np.ndarray) -> np.ndarray:
     return w.astype(np.float64)
 
 
-def _flat_weights(func: str, weights: Any, shape: tuple[int, ...]) -> np.ndarray:
+def _flat_weights(func: str, weights: Any, shape: tuple[int, ...], device: bool) -> Any:
     if is_list_input(weights):
         msg = (f"{func}: per_sample_weights must be a flat array like the ids (one weight "
                "per id), got a list array")
         raise ArrowSparseTypeError(msg)
-    w = v.as_values_array(func, "per_sample_weights", weights, min_ndim=0)
+    w = v.as_values_array(func, "per_sample_weights", weights, min_ndim=0, device=device)
     if w.shape != shape:
         msg = f"{func}: per_sample_weights must have the shape of ids {shape}, got {w.shape}"
         raise ArrowSparseValueError(msg)
     return _float(func, w).reshape(-1)
 
 
-def _list_weights(func: str, weights: Any, offs: np.ndarray, num_rows: int
-                  ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Weights of list ids, aligned with ``values[offs[0]:offs[-1]]``, and their validity."""
+def _list_weights(func: str, weights: Any, num_rows: int) -> tuple[Jagged, Any]:
+    """Weights of list ids: the Jagged and its float values (lengths checked by the caller)."""
     if not is_list_input(weights):
         msg = (f"{func}: per_sample_weights must be a Jagged or an Arrow list array like the "
                f"ids (one list of weights per bag), got {type(weights).__name__}")
         raise ArrowSparseTypeError(msg)
     wj = weights if isinstance(weights, Jagged) else Jagged.from_arrow(weights)
-    woffs = np.asarray(wj.offsets, dtype=np.int64)
-    if len(woffs) != num_rows + 1 or not np.array_equal(np.diff(woffs), np.diff(offs)):
-        msg = f"{func}: per_sample_weights must have the same bag lengths as ids"
-        raise ArrowSparseValueError(msg)
-    if isinstance(wj.values, Jagged) or np.ndim(wj.values) != 1:
+    if wj.num_rows != num_rows:
+        _weight_lengths(func)
+    if isinstance(wj.values, Jagged) or wj.values.ndim != 1:
         msg = f"{func}: per_sample_weights must hold one scalar weight per id"
         raise ArrowSparseTypeError(msg)
-    w = _float(func, v.as_values_array(func, "per_sample_weights", wj.values))
-    lo, hi = int(woffs[0]), int(woffs[-1])
-    wvalid = None if wj.values_validity is None else wj.values_validity[lo:hi]
-    return w[lo:hi], wvalid
+    device = is_cupy_array(wj.values)
+    return wj, _float(func, v.as_values_array(func, "per_sample_weights", wj.values,
+                                              device=device))
+
+
+def _weight_lengths(func: str) -> None:
+    msg = f"{func}: per_sample_weights must have the same bag lengths as ids"
+    raise ArrowSparseValueError(msg)
+
+
+# ========================================================================= device bags
+@dataclass(frozen=True)
+class DeviceBags:
+    """Bags of device ids, read by one kernel and not compacted (nothing is read back).
+
+    Position ``j`` of the flat ids is read when ``bag[j] >= 0`` (inside a non-null bag,
+    not a null id; the host's :class:`Bags` keep exactly those). ``offsets`` are the
+    caller's (int64, ``offsets[0]`` may be above 0).
+    """
+
+    ids: Any
+    """Flat ids, 0 where not read (so every one is in range)."""
+    key: Any
+    """Flat ids, ``bound`` where not read: a sort key whose last run is the unread ids."""
+    offsets: Any
+    bag: Any
+    """Bag of each position, -1 where not read."""
+    weights: Any | None
+    """Weight of each position (0 where not read), or None."""
+    count: Any
+    """Ids read per bag (the divisor of a mean)."""
+    read: Any | None
+    """Which positions are read (bool), None when all of ``offsets[0]:offsets[-1]`` are."""
+    valid: Any | None
+    shape: tuple[int, ...]
+
+    @property
+    def num_bags(self) -> int:
+        """Number of bags (lookup outputs)."""
+        return int(self.offsets.shape[0]) - 1
+
+    @property
+    def num_ids(self) -> int:
+        """Number of id positions (read or not)."""
+        return int(self.bag.shape[0])
+
+    def mean_scale(self) -> Any:
+        """``1 / count`` of each position's bag (float64; 1 where not read)."""
+        xp = _cupy()
+        inverse = 1.0 / xp.maximum(self.count, 1).astype(np.float64)
+        if self.num_bags == 0:
+            return xp.ones(self.num_ids, dtype=np.float64)
+        return xp.take(inverse, xp.maximum(self.bag, 0))
+
+
+def _cupy() -> ModuleType:
+    return importlib.import_module("cupy")
+
+
+def _device_bags(func: str, ids: Any, offsets: Any, weights: Any, bound: int) -> DeviceBags:
+    """The device twin of the host's bag reading: O(1) checks here, the rest in ``bag_ids``."""
+    xp = _cupy()
+    valid = vmask = woffs = wvalid = None
+    if isinstance(ids, Jagged):
+        flat = v.as_index_array(func, "ids", _list_values(func, ids, offsets), device=True)
+        offs = ids.offsets.astype(np.int64, copy=False)
+        valid, vmask, shape = ids.validity, ids.values_validity, (len(flat),)
+        w = None
+        if weights is not None:
+            wj, w = _list_weights(func, weights, ids.num_rows)
+            woffs, wvalid = wj.offsets, wj.values_validity
+    else:
+        arr, flat, offs, w = _flat_bags(func, ids, offsets, weights, xp)
+        shape = arr.shape
+    bag, key, wpos, count = importlib.import_module("arrow_sparse.kernels.cuda.embedding") \
+        .bag_ids(flat, offs, valid, vmask, woffs, wvalid, 0 if w is None else len(w), bound)
+    read = bag >= 0
+    if w is not None and woffs is not None:  # list weights: gather them to the ids
+        w = xp.where(read, xp.take(w, xp.maximum(wpos, 0)), w.dtype.type(0)) if len(w) \
+            else xp.zeros(len(flat), dtype=w.dtype)
+    masked = valid is not None or vmask is not None
+    return DeviceBags(xp.where(read, key, 0), key, offs, bag, w, count,
+                      read if masked else None, valid, shape)
 
 
 # ============================================================================== threads

@@ -13,7 +13,16 @@ import pyarrow as pa
 
 from . import _arrow
 from . import _validate as v
-from ._embedding_common import bags, check_mode, check_table, kernel
+from ._backend import (
+    array_module,
+    device_checks,
+    device_of,
+    is_cupy_array,
+    module_of,
+    normalize_device,
+    transfer,
+)
+from ._embedding_common import Bags, DeviceBags, bags, check_mode, check_table, kernel
 from .errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from .jagged import Jagged
 
@@ -30,9 +39,15 @@ class SparseGrad:
     Parameters
     ----------
     rows
-        1-D int64 row numbers.
+        1-D int64 row numbers (numpy, or CuPy on the device).
     values
-        ``[len(rows), dim]`` float gradient rows.
+        ``[len(rows), dim]`` float gradient rows, on the device of ``rows``.
+
+    Notes
+    -----
+    On the device nothing is read back here: negative rows are caught by the device
+    checks of the operations that use them (an optimizer step: ``grad.rows out of range
+    of the table``).
 
     Examples
     --------
@@ -46,23 +61,70 @@ class SparseGrad:
 
     def __post_init__(self) -> None:
         func = "SparseGrad"
-        rows = v.as_index_array(func, "rows", self.rows)
-        values = v.as_values_array(func, "values", self.values, min_ndim=2)
+        xp = array_module(func, rows=self.rows, values=self.values)
+        rows = v.as_index_array(func, "rows", self.rows, device=True)
+        values = v.as_values_array(func, "values", self.values, min_ndim=2, device=True)
         if values.dtype.kind != "f":
             msg = f"{func}: values must have a float dtype, got {values.dtype}"
             raise ArrowSparseTypeError(msg)
         if values.ndim != 2 or values.shape[0] != len(rows):
             msg = f"{func}: values must have shape ({len(rows)}, dim), got {values.shape}"
             raise ArrowSparseValueError(msg)
-        if len(rows) and rows.min() < 0:
+        if xp is np and len(rows) and rows.min() < 0:
             pos = v.first_true(rows < 0)
             msg = v.message(func, "rows", "must be non-negative", pos, rows[pos])
             raise ArrowSparseIndexError(msg)
-        object.__setattr__(self, "rows", np.asarray(rows, dtype=np.int64))
+        object.__setattr__(self, "rows", rows.astype(np.int64, copy=False))
         object.__setattr__(self, "values", values)
+        object.__setattr__(self, "_sorted", False)
+
+    @classmethod
+    def _coalesced(cls, rows: Any, values: Any) -> SparseGrad:
+        """A gradient whose rows the caller knows to be strictly increasing."""
+        grad = cls(rows, values)
+        object.__setattr__(grad, "_sorted", True)
+        return grad
 
     def __repr__(self) -> str:
         return f"SparseGrad(rows={self.rows!r}, values={self.values!r})"
+
+    @property
+    def device(self) -> str:
+        """Where the arrays are: ``"cpu"`` or ``"cuda:N"``."""
+        return device_of(self.rows)
+
+    def to_device(self, device: str) -> SparseGrad:
+        """Copy ``rows`` and ``values`` to ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:N"``).
+
+        Parameters
+        ----------
+        device
+            Where to.
+
+        Returns
+        -------
+        SparseGrad
+            ``self`` when it is there already, else a copy (coalesced if ``self`` is).
+
+        Raises
+        ------
+        ValueError
+            An unknown device name.
+        ModuleNotFoundError
+            A CUDA device without CuPy installed.
+
+        Examples
+        --------
+        >>> g = asp.embedding.SparseGrad(np.array([1]), np.ones((1, 2)))
+        >>> g.to_device("cpu") is g, g.device
+        (True, 'cpu')
+        """
+        func = "SparseGrad.to_device"
+        device = normalize_device(func, device)
+        rows, values = transfer(func, self.rows, device), transfer(func, self.values, device)
+        if rows is self.rows and values is self.values:
+            return self
+        return (SparseGrad._coalesced if self._sorted else SparseGrad)(rows, values)
 
     @property
     def dim(self) -> int:
@@ -71,8 +133,12 @@ class SparseGrad:
 
     @property
     def is_coalesced(self) -> bool:
-        """Whether ``rows`` are strictly increasing (unique and sorted)."""
-        return bool(np.all(self.rows[1:] > self.rows[:-1]))
+        """Whether ``rows`` are strictly increasing (unique and sorted).
+
+        On the device it reads the answer back (one synchronisation) unless the gradient
+        is known to be coalesced (from :func:`lookup_backward` or :meth:`coalesce`).
+        """
+        return bool(self._sorted or (self.rows[1:] > self.rows[:-1]).all())
 
     def coalesce(self) -> SparseGrad:
         """Sum the rows of repeated ids; sort the rows.
@@ -83,16 +149,26 @@ class SparseGrad:
             ``self`` when already coalesced, else a new coalesced gradient. Repeated rows
             are added in their input order, so the result is deterministic.
 
+        Notes
+        -----
+        On the device, a gradient not known to be coalesced (one built by hand) is
+        sorted: one synchronisation, to learn the number of distinct rows. Gradients
+        from :func:`lookup_backward` and :meth:`coalesce` are returned as they are.
+
         Examples
         --------
         >>> asp.embedding.SparseGrad(np.array([2, 0]), np.ones((2, 1))).coalesce().rows
         array([0, 2])
         """
-        if self.is_coalesced:
+        func = "SparseGrad.coalesce"
+        xp = module_of(self.rows)
+        if self._sorted or (xp is np and self.is_coalesced):
             return self
-        bag = np.arange(len(self.rows), dtype=np.int64)
-        rows, values = _coalesce(self.rows, bag, None, np.ascontiguousarray(self.values))
-        return SparseGrad(rows, values)
+        bag = xp.arange(len(self.rows), dtype=np.int64)
+        rows, values, _ = _coalesce(func, self.rows, bag, None,
+                                    xp.ascontiguousarray(self.values))
+        device_checks(func, xp)
+        return SparseGrad._coalesced(rows, values)
 
     def to_arrow(self) -> pa.RecordBatch:
         """Two columns: ``row`` (int64) and ``grad`` (``fixed_size_list<float>[dim]``).
@@ -111,6 +187,10 @@ class SparseGrad:
         grad: fixed_size_list<item: float>[2]
           child 0, item: float
         """
+        if is_cupy_array(self.rows):
+            msg = (f"SparseGrad.to_arrow: the gradient is on {self.device} and Arrow buffers "
+                   "live in host memory; copy it first with g.to_device('cpu').to_arrow()")
+            raise NotImplementedError(msg)
         grad = _arrow.array_from_numpy(self.values, None)
         return pa.RecordBatch.from_arrays([pa.array(self.rows), grad], names=["row", "grad"])
 
@@ -164,24 +244,30 @@ class SparseGrad:
         return cls(v.as_index_array(func, "row", batch.column("row")), values)
 
 
-def _coalesce(ids: np.ndarray, bag: np.ndarray, scale: np.ndarray | None,
-              grad_out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _coalesce(func: str, ids: Any, bag: Any, scale: Any, grad_out: Any, *,
+              drop_last: bool = False) -> tuple[Any, Any, Any]:
     """Sum ``scale[p] * grad_out[bag[p]]`` per distinct ``ids[p]``, in input order.
 
-    Returns the sorted distinct ids (int64) and the sums ``[len(rows), dim]``.
+    Returns the sorted distinct ids (int64), the sums ``[len(rows), dim]`` and the run
+    boundaries (``len(rows) + 1``; their differences count the ids summed into each). ``drop_last`` leaves the last run out (the unread
+    ids of :class:`DeviceBags`, sorted last). On the device the sort synchronises once
+    (the number of runs sizes the result), so the checks launched so far are raised
+    then, at no extra cost.
     """
-    order, rows, starts = kernel("sort_ids")(ids.astype(np.int64, copy=False))
-    values = np.empty((len(rows), grad_out.shape[1]), dtype=grad_out.dtype)
-    kernel("coalesce_sorted")(grad_out, order, bag, _NO_SCALE if scale is None else scale,
-                              starts, values)
-    return rows, values
+    xp = module_of(grad_out)
+    order, rows, starts = kernel("sort_ids", xp)(ids.astype(np.int64, copy=False))
+    device_checks(func, xp, wait=True)
+    if drop_last:
+        rows, starts = rows[:-1], starts[:-1]
+    values = xp.empty((len(rows), grad_out.shape[1]), dtype=grad_out.dtype)
+    no_scale = xp.empty(0, dtype=np.float64)
+    kernel("coalesce_sorted", xp)(grad_out, order, bag, no_scale if scale is None else scale,
+                                  starts, values)
+    return rows, values, starts
 
 
-_NO_SCALE = np.empty(0, dtype=np.float64)
-
-
-def _grad_out(func: str, grad_out: Any, num_bags: int) -> np.ndarray:
-    grad = v.as_values_array(func, "grad_out", grad_out, min_ndim=2)
+def _grad_out(func: str, grad_out: Any, num_bags: int, xp: Any) -> Any:
+    grad = v.as_values_array(func, "grad_out", grad_out, min_ndim=2, device=xp is not np)
     if grad.dtype.kind != "f" or grad.ndim != 2 or grad.dtype == np.float16:
         msg = (f"{func}: grad_out must be a 2-D float32 or float64 array, got {grad.dtype} "
                f"of shape {grad.shape}")
@@ -190,7 +276,7 @@ def _grad_out(func: str, grad_out: Any, num_bags: int) -> np.ndarray:
         msg = (f"{func}: grad_out must have one row per lookup output ({num_bags}), "
                f"got shape {grad.shape}")
         raise ArrowSparseValueError(msg)
-    return np.ascontiguousarray(grad)
+    return xp.ascontiguousarray(grad)
 
 
 def _no_max(func: str, mode: str) -> None:
@@ -266,19 +352,38 @@ def lookup_backward(grad_out: Any, ids: Any, *, offsets: Any = None, mode: str =
     >>> g.rows, g.values.ravel()
     (array([1, 2, 3, 4, 6, 7]), array([  1.,  11., 101.,  10., 110.,  10.]))
     """
+    return backward(grad_out, ids, offsets, mode, per_sample_weights, num_embeddings)[0]
+
+
+def backward(grad_out: Any, ids: Any, offsets: Any, mode: str, per_sample_weights: Any,
+             num_embeddings: Any) -> tuple[SparseGrad, Any]:
+    """:func:`lookup_backward`, and its run boundaries (``diff`` counts each row's ids)."""
     func = "lookup_backward"
+    xp = array_module(func, grad_out=grad_out, ids=ids, offsets=offsets,
+                      per_sample_weights=per_sample_weights)
     mode = check_mode(func, mode)
     _no_max(func, mode)
     num = v.check_count(func, "num_embeddings", num_embeddings)
-    b = bags(func, ids, offsets, per_sample_weights, num)
-    grad = _grad_out(func, grad_out, b.num_bags)
-    bag = b.bag_of_ids()
+    b = bags(func, ids, offsets, per_sample_weights, num, xp)
+    grad = _grad_out(func, grad_out, b.num_bags, xp)
+    if isinstance(b, Bags):
+        bag = b.bag_of_ids()
+        scale = b.weights
+        if mode == "mean":
+            inv = 1.0 / np.maximum(b.sizes, 1).astype(np.float64)
+            scale = inv[bag] if scale is None else scale * inv[bag]
+        rows, values, starts = _coalesce(func, b.ids, bag, scale, grad)
+        return SparseGrad._coalesced(rows, values), starts
     scale = b.weights
     if mode == "mean":
-        inv = 1.0 / np.maximum(b.sizes, 1).astype(np.float64)
-        scale = inv[bag] if scale is None else scale * inv[bag]
-    rows, values = _coalesce(b.ids, bag, scale, grad)
-    return SparseGrad(rows, values)
+        inv = b.mean_scale()
+        scale = inv if scale is None else scale * inv
+    # Unread ids carry the key num_embeddings: one more such id makes their run always
+    # exist, as the last one, and it is dropped (nothing is read back to know it).
+    key = xp.concatenate((b.key, xp.full(1, num, dtype=np.int64)))
+    rows, values, starts = _coalesce(func, key, b.bag, scale, grad, drop_last=True)
+    device_checks(func, xp)
+    return SparseGrad._coalesced(rows, values), starts
 
 
 def lookup_backward_weights(grad_out: Any, table: Any, ids: Any, *, offsets: Any = None,
@@ -335,22 +440,42 @@ def lookup_backward_weights(grad_out: Any, table: Any, ids: Any, *, offsets: Any
     array([ 1., 10.,  6.,  6.])
     """
     func = "lookup_backward_weights"
+    xp = array_module(func, grad_out=grad_out, table=table, ids=ids, offsets=offsets)
     mode = check_mode(func, mode)
     _no_max(func, mode)
     table = check_table(func, table)
-    b = bags(func, ids, offsets, None, len(table))
-    grad = _grad_out(func, grad_out, b.num_bags)
+    b = bags(func, ids, offsets, None, len(table), xp)
+    grad = _grad_out(func, grad_out, b.num_bags, xp)
     if grad.shape[1] != table.shape[1]:
         msg = (f"{func}: grad_out has dim {grad.shape[1]} but the table has dim "
                f"{table.shape[1]}")
         raise ArrowSparseValueError(msg)
     dtype = np.result_type(table.dtype, grad.dtype, np.float32)
-    per_id = np.empty(len(b.ids), dtype=dtype)
-    kernel("weights_grad")(np.ascontiguousarray(table), b.ids, b.offsets, grad,
-                           mode == "mean", per_id)
-    flat = b.scatter(per_id)
-    if isinstance(ids, Jagged) or b.arrow:
-        jag = Jagged.from_arrow(ids) if b.arrow else ids
+    if isinstance(b, Bags):
+        per_id = np.empty(len(b.ids), dtype=dtype)
+        kernel("weights_grad")(np.ascontiguousarray(table), b.ids, b.offsets, grad,
+                               mode == "mean", per_id)
+        flat = b.scatter(per_id)
+    else:
+        flat = _device_weights_grad(xp, xp.ascontiguousarray(table), b, grad, mode, dtype)
+    device_checks(func, xp)
+    if isinstance(ids, Jagged) or (isinstance(b, Bags) and b.arrow):
+        jag = ids if isinstance(ids, Jagged) else Jagged.from_arrow(ids)
         result = Jagged(flat, jag.offsets, jag.validity)
-        return result.to_arrow() if b.arrow else result
+        return result if isinstance(ids, Jagged) else result.to_arrow()
     return flat
+
+
+def _device_weights_grad(xp: Any, table: Any, b: DeviceBags, grad: Any, mode: str,
+                         dtype: np.dtype) -> Any:
+    """The weights' gradient of device bags, 0 at the ids not read.
+
+    The kernel runs over every position of the bags' windows, unread ones on id 0, into
+    float64 without the mean's division; the division by the bag's count of read ids
+    then rounds ``acc * (1 / count)`` once into ``dtype``, as the CPU kernel does.
+    """
+    acc = xp.zeros(b.num_ids, dtype=np.float64)
+    kernel("weights_grad", xp)(table, b.ids, b.offsets, grad, False, acc)
+    if mode == "mean":
+        acc = acc * b.mean_scale()
+    return xp.where(b.bag >= 0, acc, 0.0).astype(dtype, copy=False).reshape(b.shape)

@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from . import _arrow
 from . import _validate as v
+from ._backend import normalize_device, to_host, transfer
 from ._embedding_common import check_table
 from .errors import ArrowSparseIOError, ArrowSparseTypeError, ArrowSparseValueError
 
@@ -26,7 +27,9 @@ def save_table(table: np.ndarray, path: str | os.PathLike[str]) -> None:
     Parameters
     ----------
     table
-        Float32 or float64 numpy table ``[num_embeddings, dim]`` (one row per table row).
+        Float32 or float64 table ``[num_embeddings, dim]`` (one row per table row): a
+        numpy array, or a CuPy array, which is copied to the host to be written (one
+        transfer, a synchronisation).
     path
         File to write (replaced if it exists).
 
@@ -56,7 +59,7 @@ def save_table(table: np.ndarray, path: str | os.PathLike[str]) -> None:
     if table.dtype not in (np.float32, np.float64):
         msg = f"{func}: table must be float32 or float64, got {table.dtype}"
         raise ArrowSparseTypeError(msg)
-    column = _arrow.array_from_numpy(np.ascontiguousarray(table), None)
+    column = _arrow.array_from_numpy(np.ascontiguousarray(to_host(table)), None)
     batch = pa.RecordBatch.from_arrays([column], names=[_COLUMN])
     try:
         with pa.OSFile(os.fspath(path), "wb") as sink, \
@@ -68,7 +71,7 @@ def save_table(table: np.ndarray, path: str | os.PathLike[str]) -> None:
 
 
 def load_table(path: str | os.PathLike[str], mmap: bool = True, *,
-               writable: bool = False) -> np.ndarray:
+               writable: bool = False, device: str = "cpu") -> np.ndarray:
     """Read a table written by :func:`save_table`.
 
     Parameters
@@ -83,11 +86,15 @@ def load_table(path: str | os.PathLike[str], mmap: bool = True, *,
         With ``mmap=True``: ``False`` (default) gives a **read-only** view; ``True`` maps
         the file for writing (a ``numpy.memmap``), so the optimizers update the file in
         place: a table larger than RAM trains with only its touched pages in memory.
+    device
+        ``"cpu"`` (default), or ``"cuda"`` / ``"cuda:N"``: the table is read (through
+        the memory map with ``mmap=True``) and copied to that device in one transfer.
 
     Returns
     -------
-    numpy.ndarray
-        ``[num_embeddings, dim]`` (a ``numpy.memmap`` with ``writable=True``).
+    numpy.ndarray or cupy.ndarray
+        ``[num_embeddings, dim]`` (a ``numpy.memmap`` with ``writable=True``; a CuPy
+        array on a CUDA device).
 
     Raises
     ------
@@ -96,8 +103,8 @@ def load_table(path: str | os.PathLike[str], mmap: bool = True, *,
         opened for writing (:class:`~arrow_sparse.errors.ArrowSparseIOError`).
     ValueError
         Not an Arrow IPC file, several columns, null rows; ``writable=True`` with
-        ``mmap=False``, or on a file whose values are not one uncompressed buffer (several
-        record batches, compression).
+        ``mmap=False`` or a CUDA ``device``, or on a file whose values are not one
+        uncompressed buffer (several record batches, compression); an unknown ``device``.
     TypeError
         A column that is not ``fixed_size_list<float>``.
 
@@ -135,9 +142,14 @@ def load_table(path: str | os.PathLike[str], mmap: bool = True, *,
     func = "load_table"
     mmap = v.check_bool(func, "mmap", mmap)
     writable = v.check_bool(func, "writable", writable)
+    device = normalize_device(func, device)
     if writable and not mmap:
         msg = (f"{func}: writable=True maps the file for writing and needs mmap=True "
                "(mmap=False already gives a writable copy)")
+        raise ArrowSparseValueError(msg)
+    if writable and device != "cpu":
+        msg = (f"{func}: writable=True maps the file into host memory and needs "
+               f"device='cpu', got {device!r} (the device gets a copy)")
         raise ArrowSparseValueError(msg)
     name = os.fspath(path)
     try:
@@ -178,6 +190,8 @@ def load_table(path: str | os.PathLike[str], mmap: bool = True, *,
         msg = f"{func}: the table must not contain null values"
         raise ArrowSparseValueError(msg)
     values = flat.to_numpy(zero_copy_only=True).reshape(len(column), dim)
+    if device != "cpu":
+        return transfer(func, values, device)  # type: ignore[no-any-return]
     if writable:
         return _writable_map(func, name, source, values)
     if mmap:

@@ -11,10 +11,12 @@ from typing import Any
 import numpy as np
 
 from . import _validate as v
+from ._backend import array_module, device_checks, module_of
 from ._embedding_common import (
     check_scalar,
     check_table,
     check_writable,
+    is_array,
     kernel,
     run_in_threads,
 )
@@ -26,7 +28,7 @@ __all__ = ["adagrad", "ftrl", "rowwise_adagrad", "sgd", "update"]
 _OPTIMIZERS = ("sgd", "adagrad", "rowwise_adagrad", "ftrl")
 
 
-def _grad(func: str, table: np.ndarray, grad: Any) -> tuple[np.ndarray, np.ndarray]:
+def _grad(func: str, table: Any, grad: Any) -> tuple[Any, Any]:
     if not isinstance(grad, SparseGrad):
         msg = f"{func}: grad must be a SparseGrad (from lookup_backward), got {type(grad).__name__}"
         raise ArrowSparseTypeError(msg)
@@ -34,34 +36,44 @@ def _grad(func: str, table: np.ndarray, grad: Any) -> tuple[np.ndarray, np.ndarr
         msg = f"{func}: grad has dim {grad.dim} but the table has dim {table.shape[1]}"
         raise ArrowSparseValueError(msg)
     grad = grad.coalesce()
-    if len(grad.rows) and grad.rows[-1] >= len(table):
+    xp = module_of(table)
+    if xp is np and len(grad.rows) and grad.rows[-1] >= len(table):
         pos = v.first_true(grad.rows >= len(table))
         msg = v.message(func, "grad.rows", f"out of range [0, {len(table)})", pos,
                         grad.rows[pos])
         raise ArrowSparseIndexError(msg)
-    return grad.rows, np.ascontiguousarray(grad.values, dtype=table.dtype)
+    return grad.rows, xp.ascontiguousarray(grad.values, dtype=table.dtype)
 
 
 def _no_overlap(func: str, arrays: list[tuple[str, Any]]) -> None:
-    """Raise if two of the arrays updated in place share memory."""
+    """Raise if two of the arrays updated in place share memory (on one device)."""
     for i, (name_i, a) in enumerate(arrays):
         for name_j, b in arrays[:i]:
-            if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) \
-                    and np.may_share_memory(a, b):
+            if is_array(a) and is_array(b) and type(a) is type(b) \
+                    and module_of(a).may_share_memory(a, b):
                 msg = f"{func}: {name_j} and {name_i} share memory; the updates would race"
                 raise ArrowSparseValueError(msg)
+
+
+def _arrays(table: Any, state: Any, grad: Any) -> dict[str, Any]:
+    """The array inputs of one update, by name (for the array module)."""
+    arrays = {"table": table, "grad": grad.values if isinstance(grad, SparseGrad) else None}
+    for j, s in enumerate(state if isinstance(state, (tuple, list)) else [state]):
+        arrays[f"state{j}"] = s if is_array(s) else None
+    return arrays
 
 
 def _prepare(opt: str, table: Any, state: Any, grad: Any, hyper: dict[str, Any]
              ) -> Callable[[], None]:
     """Check one update's arguments; return the kernel call."""
+    xp = array_module(opt, **_arrays(table, state, grad))
     table = check_table(opt, table)
     table = check_writable(opt, "table", table, table.shape)
     rows, values = _grad(opt, table, grad)
     if opt == "sgd":
         lr = check_scalar(opt, "lr", hyper.pop("lr"))
         _no_extra(opt, hyper)
-        return lambda: kernel("sgd_rows")(table, rows, values, lr)
+        return lambda: kernel("sgd_rows", xp)(table, rows, values, lr)
     if opt in ("adagrad", "rowwise_adagrad"):
         shape = table.shape if opt == "adagrad" else table.shape[:1]
         s = check_writable(opt, "state", state, shape)
@@ -70,7 +82,7 @@ def _prepare(opt: str, table: Any, state: Any, grad: Any, hyper: dict[str, Any]
         eps = check_scalar(opt, "eps", hyper.pop("eps", 1e-10))
         _no_extra(opt, hyper)
         name = "adagrad_rows" if opt == "adagrad" else "rowwise_adagrad_rows"
-        return lambda: kernel(name)(table, s, rows, values, lr, eps)
+        return lambda: kernel(name, xp)(table, s, rows, values, lr, eps)
     if not isinstance(state, (tuple, list)) or len(state) != 2:
         msg = f"{opt}: state must be the pair (z, n) of accumulators"
         raise ArrowSparseTypeError(msg)
@@ -82,7 +94,13 @@ def _prepare(opt: str, table: Any, state: Any, grad: Any, hyper: dict[str, Any]
     l1 = check_scalar(opt, "l1", hyper.pop("l1", 0.001))
     l2 = check_scalar(opt, "l2", hyper.pop("l2", 0.001))
     _no_extra(opt, hyper)
-    return lambda: kernel("ftrl_rows")(table, z, n, rows, values, alpha, beta, l1, l2)
+    return lambda: kernel("ftrl_rows", xp)(table, z, n, rows, values, alpha, beta, l1, l2)
+
+
+def _step(opt: str, table: Any, state: Any, grad: Any, hyper: dict[str, Any]) -> None:
+    """One checked update, then its device checks (deferred)."""
+    _prepare(opt, table, state, grad, hyper)()
+    device_checks(opt, module_of(table))
 
 
 def _no_extra(func: str, hyper: dict[str, Any]) -> None:
@@ -136,7 +154,7 @@ def sgd(table: np.ndarray, grad: SparseGrad, lr: float) -> None:
            [-0.5, -0.6, -0.7, -0.8],
            [-0.9, -1. , -1.1, -1.2]], dtype=float32)
     """
-    _prepare("sgd", table, None, grad, {"lr": lr})()
+    _step("sgd", table, None, grad, {"lr": lr})
 
 
 def adagrad(table: np.ndarray, state: np.ndarray, grad: SparseGrad, lr: float,
@@ -188,7 +206,7 @@ def adagrad(table: np.ndarray, state: np.ndarray, grad: SparseGrad, lr: float,
            [ 4., 16.],
            [ 0.,  0.]])
     """
-    _prepare("adagrad", table, state, grad, {"lr": lr, "eps": eps})()
+    _step("adagrad", table, state, grad, {"lr": lr, "eps": eps})
 
 
 def rowwise_adagrad(table: np.ndarray, state_rows: np.ndarray, grad: SparseGrad, lr: float,
@@ -236,7 +254,7 @@ def rowwise_adagrad(table: np.ndarray, state_rows: np.ndarray, grad: SparseGrad,
     array([[ 0.1515, -0.1314],
            [ 1.    ,  1.    ]])
     """
-    _prepare("rowwise_adagrad", table, state_rows, grad, {"lr": lr, "eps": eps})()
+    _step("rowwise_adagrad", table, state_rows, grad, {"lr": lr, "eps": eps})
 
 
 def ftrl(table: np.ndarray, z: np.ndarray, n: np.ndarray, grad: SparseGrad,
@@ -300,7 +318,7 @@ def ftrl(table: np.ndarray, z: np.ndarray, n: np.ndarray, grad: SparseGrad,
     >>> z.ravel(), n.ravel(), table.ravel()
     (array([0., 2.]), array([0., 4.]), array([ 0. , -0.25]))
     """
-    _prepare("ftrl", table, (z, n), grad, {"alpha": alpha, "beta": beta, "l1": l1, "l2": l2})()
+    _step("ftrl", table, (z, n), grad, {"alpha": alpha, "beta": beta, "l1": l1, "l2": l2})
 
 
 def update(opt: str, tables: Sequence[np.ndarray], grads: Sequence[SparseGrad], *,
@@ -380,4 +398,10 @@ def update(opt: str, tables: Sequence[np.ndarray], grads: Sequence[SparseGrad], 
             if s is not None:
                 arrays.append((f"states[{i}]" + (f"[{j}]" if opt == "ftrl" else ""), s))
     _no_overlap(func, arrays)
-    run_in_threads(calls, max_workers)
+    xp = array_module(func, tables=[t for _, t in arrays])
+    if xp is np:
+        run_in_threads(calls, max_workers)
+    else:
+        for call in calls:
+            call()
+    device_checks(func, xp)

@@ -1,7 +1,8 @@
 """Embedding tables: lookups, the sparse backward pass and fused sparse optimizer steps.
 
 Tables are row-major numpy arrays ``table[num_embeddings, dim]`` (EmbeddingTables.jl's
-column-major tables, transposed). The training loop is
+column-major tables, transposed), or CuPy arrays: every function runs on the device
+when its inputs are there (docs/gpu.md, "Dispatch"). The training loop is
 
 1. ``y = lookup(table, ids)`` (gather, reducing gather, or pooled bags),
 2. ``grad = lookup_backward(dy, ids, num_embeddings=len(table))``, a :class:`SparseGrad`
@@ -28,12 +29,14 @@ import pyarrow as pa
 
 from . import _arrow
 from . import _validate as v
-from ._backend import get_kernel
+from ._backend import array_module, device_checks, get_kernel, module_of
 from ._embedding_common import (
     Bags,
+    DeviceBags,
     bags,
     check_mode,
     check_table,
+    is_array,
     is_list_input,
     kernel,
     ndim_of,
@@ -73,7 +76,8 @@ def lookup(table: Any, ids: Any, *, out: np.ndarray | None = None, mode: str = "
     Parameters
     ----------
     table
-        numpy array ``[num_embeddings, dim]`` (an integer dtype, float32 or float64).
+        numpy or CuPy array ``[num_embeddings, dim]`` (an integer dtype, float32 or
+        float64).
     ids
         - 1-D integers ``[n]``: ``out[i] = table[ids[i]]`` (``[n, dim]``);
         - 2-D integers ``[n, k]``: ``out[i] = table[ids[i, 0]] + ... + table[ids[i, k-1]]``
@@ -81,9 +85,9 @@ def lookup(table: Any, ids: Any, *, out: np.ndarray | None = None, mode: str = "
         - 1-D integers with ``offsets``, a :class:`~arrow_sparse.Jagged` or an Arrow list
           array of ids: one row per bag, pooled with ``mode`` (:func:`~arrow_sparse.embedding_bag`).
     out
-        Optional numpy array of the result's shape and dtype, written in place and
-        returned (EmbeddingTables.jl's ``lookup!``). It may be a strided view, such as a
-        block of columns of a wider matrix.
+        Optional array of the result's shape and dtype (numpy, or CuPy on the device),
+        written in place and returned (EmbeddingTables.jl's ``lookup!``). It may be a
+        strided view, such as a block of columns of a wider matrix.
     mode
         ``"sum"``, ``"mean"`` or ``"max"``: how 2-D rows and bags are pooled.
     offsets
@@ -95,12 +99,13 @@ def lookup(table: Any, ids: Any, *, out: np.ndarray | None = None, mode: str = "
 
     Returns
     -------
-    numpy.ndarray or pyarrow.Array or pyarrow.ChunkedArray
+    numpy.ndarray, cupy.ndarray, pyarrow.Array or pyarrow.ChunkedArray
         ``out`` when given. Otherwise ``[n, dim]``: a plain 1-D lookup keeps the table's
         dtype; pooled rows follow :func:`~arrow_sparse.embedding_bag` (integer sums widen
         to 64 bits, integer means are float64, weights give their float dtype). Bags of
         Arrow ids give Arrow (``fixed_size_list``, null bags null, and empty bags null for
         ``mean``/``max``) unless ``out`` is given (then null and empty bags are zeros).
+        Device inputs give a CuPy array (a Jagged on the device: null bags are zeros).
 
     Raises
     ------
@@ -109,8 +114,8 @@ def lookup(table: Any, ids: Any, *, out: np.ndarray | None = None, mode: str = "
     ValueError
         Unknown ``mode``, malformed offsets, ``out`` of the wrong shape.
     TypeError
-        A table that is not a numpy array or has a float16 (or non-numeric) dtype,
-        non-integer ids, ``out`` of the wrong dtype.
+        A table that is not an array or has a float16 (or non-numeric) dtype,
+        non-integer ids, ``out`` of the wrong dtype, host and device inputs together.
 
     See Also
     --------
@@ -127,6 +132,14 @@ def lookup(table: Any, ids: Any, *, out: np.ndarray | None = None, mode: str = "
     Arrow output. Empty bags give zeros in every mode (null for ``mean``/``max`` in Arrow
     output). ``lookup_backward`` and ``lookup_backward_weights`` read ``ids`` and weights
     the same way.
+
+    On the device: no synchronisation for a plain 1-D lookup (the kernel checks the
+    ids; an id out of range is raised by the next check, and its row is left as it
+    was); pooled forms read the bags with one kernel (its checks are deferred the same
+    way) and pool them with :func:`~arrow_sparse.embedding_bag`'s gather kernel, whose
+    own synchronisations are the only ones. With null bags or null ids the device adds
+    the ids of a bag one at a time (the host drops the nulls first and adds four at a
+    time): float sums may differ in the last bits.
 
     Examples
     --------
@@ -149,15 +162,20 @@ def lookup(table: Any, ids: Any, *, out: np.ndarray | None = None, mode: str = "
            [ 9. , 10. ]])
     """
     func = "lookup"
+    xp = array_module(func, table=table, ids=ids, offsets=offsets,
+                      per_sample_weights=per_sample_weights, out=out)
     plan = _plan(func, check_table(func, table), ids, offsets, per_sample_weights,
-                 check_mode(func, mode))
+                 check_mode(func, mode), xp)
     if out is None:
-        res = v.empty(func, (plan.rows, plan.dim), plan.dtype)
+        res = v.empty(func, (plan.rows, plan.dim), plan.dtype, xp)
         plan.write(res)
-        return plan.finish(res)
-    _check_out(func, out, (plan.rows, plan.dim), plan.dtype)
-    plan.write(out)
-    return out
+        result = plan.finish(res)
+    else:
+        _check_out(func, out, (plan.rows, plan.dim), plan.dtype)
+        plan.write(out)
+        result = out
+    device_checks(func, xp)
+    return result
 
 
 @dataclass(frozen=True)
@@ -165,7 +183,8 @@ class _Plan:
     """A checked lookup, not yet computed.
 
     ``write(o)`` fills an ``[rows, dim]`` array (any view, of any dtype ``dtype`` casts
-    to); ``finish`` wraps a filled result (Arrow for Arrow bags).
+    to; on the device a CuPy array of dtype ``dtype``); ``finish`` wraps a filled result
+    (Arrow for Arrow bags).
     """
 
     rows: int
@@ -175,17 +194,21 @@ class _Plan:
     finish: Callable[[np.ndarray], Any]
 
 
-def _plan(func: str, table: np.ndarray, ids: Any, offsets: Any, weights: Any,
-          mode: str) -> _Plan:
-    """Check one lookup's arguments (nothing is computed yet)."""
+def _plan(func: str, table: Any, ids: Any, offsets: Any, weights: Any, mode: str,
+          xp: Any) -> _Plan:
+    """Check one lookup's arguments (nothing is computed yet) for the array module ``xp``."""
     dim = table.shape[1]
-    src = np.ascontiguousarray(table)
+    src = xp.ascontiguousarray(table)
     if offsets is None and weights is None and not is_list_input(ids) and ndim_of(ids) == 1:
-        idx = v.check_indices(func, "ids", ids, len(table))
-        idx = idx if idx.dtype in (np.int32, np.int64) else idx.astype(np.int64)
-        return _Plan(len(idx), dim, table.dtype, lambda o: _write_rows(src, idx, o),
-                     lambda res: res)
-    b = bags(func, ids, offsets, weights, len(table))
+        if xp is np:
+            idx = v.check_indices(func, "ids", ids, len(table))
+            idx = idx if idx.dtype in (np.int32, np.int64) else idx.astype(np.int64)
+            return _Plan(len(idx), dim, table.dtype, lambda o: _write_rows(src, idx, o),
+                         lambda res: res)
+        idx = v.as_index_array(func, "ids", ids, device=True)  # the kernel checks the range
+        return _Plan(len(idx), dim, table.dtype,
+                     lambda o: kernel("lookup_rows", xp)(src, idx, o, 0), lambda res: res)
+    b = bags(func, ids, offsets, weights, len(table), xp)
     dtype = _pooled_dtype(table.dtype, mode, None if b.weights is None else b.weights.dtype)
     return _Plan(b.num_bags, dim, dtype, lambda o: _write_bags(src, b, mode, o),
                  lambda res: _finish_bags(ids, b, mode, res))
@@ -216,20 +239,24 @@ def _write_rows(table: np.ndarray, ids: np.ndarray, out: np.ndarray) -> None:
     kernel("lookup_rows")(table, ids, target, col)
 
 
-def _write_bags(table: np.ndarray, b: Bags, mode: str, out: np.ndarray) -> None:
-    """Run the fused gather-and-pool kernel of ``embedding_bag`` straight into ``out``."""
+def _write_bags(table: Any, b: Bags | DeviceBags, mode: str, out: Any) -> None:
+    """Run the fused gather-and-pool kernel of ``embedding_bag`` straight into ``out``.
+
+    Device bags keep their unread ids (null bags, null ids) and mask them out.
+    """
     acc = np.dtype(np.float64) if out.dtype.kind == "f" or mode == "mean" else \
         np.dtype(np.uint64 if out.dtype == np.uint64 else np.int64)
     zero = acc.type(0)
     lowest = acc.type(-np.inf) if acc.kind == "f" else acc.type(np.iinfo(acc).min)
-    get_kernel("segment", "gather_reduce")(
-        table, b.ids, b.offsets, None, None, b.weights, None, _GATHER_MODES[mode], zero,
+    read = b.read if isinstance(b, DeviceBags) else None
+    get_kernel("segment", "gather_reduce", module_of(out))(
+        table, b.ids, b.offsets, None, read, b.weights, None, _GATHER_MODES[mode], zero,
         lowest, 0 if mode == "sum" else 1, out.dtype.type(0), out, None)
 
 
-def _finish_bags(ids: Any, b: Bags, mode: str, res: np.ndarray) -> Any:
+def _finish_bags(ids: Any, b: Bags | DeviceBags, mode: str, res: Any) -> Any:
     """Arrow bags give Arrow: null bags null, and empty ones too for ``mean``/``max``."""
-    if not b.arrow:
+    if isinstance(b, DeviceBags) or not b.arrow:
         return res
     ok = b.valid
     if mode != "sum":
@@ -243,8 +270,8 @@ def _finish_bags(ids: Any, b: Bags, mode: str, res: np.ndarray) -> Any:
 
 
 def _check_out(func: str, out: Any, shape: tuple[int, ...], dtype: np.dtype) -> None:
-    if not isinstance(out, np.ndarray):
-        msg = f"{func}: out must be a numpy array, got {type(out).__name__}"
+    if not is_array(out):
+        msg = f"{func}: out must be a numpy or cupy array, got {type(out).__name__}"
         raise ArrowSparseTypeError(msg)
     if out.dtype != dtype:
         msg = f"{func}: out must have dtype {dtype}, got {out.dtype}"
@@ -252,7 +279,7 @@ def _check_out(func: str, out: Any, shape: tuple[int, ...], dtype: np.dtype) -> 
     if out.shape != shape:
         msg = f"{func}: out must have shape {shape}, got {out.shape}"
         raise ArrowSparseValueError(msg)
-    if not out.flags.writeable:
+    if not getattr(out.flags, "writeable", True):  # CuPy arrays have no such flag
         msg = f"{func}: out must be writable"
         raise ArrowSparseValueError(msg)
 
@@ -265,7 +292,7 @@ def maplookup(tables: Sequence[Any], indices: Any, strategy: str = "sequential",
     Parameters
     ----------
     tables
-        Sequence of numpy tables ``[num_embeddings_t, dim_t]``.
+        Sequence of numpy (or CuPy) tables ``[num_embeddings_t, dim_t]``.
     indices
         A sequence with one ``ids`` per table (anything :func:`lookup` takes), or a 2-D
         integer matrix ``[n, len(tables)]`` whose column ``t`` indexes table ``t``
@@ -318,6 +345,11 @@ def maplookup(tables: Sequence[Any], indices: Any, strategy: str = "sequential",
     ``omp`` do), the lookups run one after another on the calling thread, each kernel on
     every core.
 
+    On the device the lookups run one after another on the current stream, whatever the
+    strategy (each one's kernels spread over the whole device), with the
+    synchronisations of :func:`lookup` only; ``"concat"`` writes the blocks of one CuPy
+    matrix.
+
     Examples
     --------
     >>> a = np.array([[1, 1], [2, 2], [3, 3]])
@@ -346,21 +378,22 @@ def maplookup(tables: Sequence[Any], indices: Any, strategy: str = "sequential",
     if not isinstance(strategy, str) or strategy not in _STRATEGIES:
         msg = f"{func}: strategy must be 'sequential', 'parallel' or 'concat', got {strategy!r}"
         raise ArrowSparseValueError(msg)
-    if isinstance(tables, np.ndarray) or not isinstance(tables, Sequence):
+    if is_array(tables) or not isinstance(tables, Sequence):
         msg = f"{func}: tables must be a sequence of numpy tables, got {type(tables).__name__}"
         raise ArrowSparseTypeError(msg)
+    xp = array_module(func, tables=list(tables), indices=indices, out=out)
     tables = [check_table(func, t, f"tables[{i}]") for i, t in enumerate(tables)]
     mode = check_mode(func, mode)
     prepend = v.check_count(func, "prepend", prepend)
     if (prepend or out is not None) and strategy != "concat":
         msg = f"{func}: prepend and out need strategy='concat'"
         raise ArrowSparseValueError(msg)
-    if isinstance(indices, np.ndarray) and indices.ndim == 2:
+    if is_array(indices) and indices.ndim == 2:
         if indices.shape[1] != len(tables):
             msg = (f"{func}: indices matrix must have one column per table "
                    f"({len(tables)}), got shape {indices.shape}")
             raise ArrowSparseValueError(msg)
-        per_table: list[Any] = [np.ascontiguousarray(indices[:, t]) for t in range(len(tables))]
+        per_table: list[Any] = [xp.ascontiguousarray(indices[:, t]) for t in range(len(tables))]
     elif isinstance(indices, (Sequence, np.ndarray)) and not isinstance(indices, (str, bytes)):
         per_table = list(indices)
     else:
@@ -370,23 +403,20 @@ def maplookup(tables: Sequence[Any], indices: Any, strategy: str = "sequential",
     if len(per_table) != len(tables):
         msg = f"{func}: indices must hold one ids per table ({len(tables)}), got {len(per_table)}"
         raise ArrowSparseValueError(msg)
-    plans = [_plan(func, t, i, None, None, mode) for t, i in zip(tables, per_table, strict=True)]
+    plans = [_plan(func, t, i, None, None, mode, xp)
+             for t, i in zip(tables, per_table, strict=True)]
     if strategy != "concat":
         results: list[Any] = [None] * len(plans)
 
         def task(t: int) -> Callable[[], None]:
             def run() -> None:
-                res = v.empty(func, (plans[t].rows, plans[t].dim), plans[t].dtype)
+                res = v.empty(func, (plans[t].rows, plans[t].dim), plans[t].dtype, xp)
                 plans[t].write(res)
                 results[t] = plans[t].finish(res)
             return run
 
-        tasks = [task(t) for t in range(len(plans))]
-        if strategy == "sequential":
-            for run in tasks:
-                run()
-        else:
-            run_in_threads(tasks, max_workers)
+        _run(func, xp, [task(t) for t in range(len(plans))],
+             max_workers if strategy == "parallel" else 1)
         return results
     rows = {p.rows for p in plans}
     if len(rows) > 1:
@@ -397,15 +427,26 @@ def maplookup(tables: Sequence[Any], indices: Any, strategy: str = "sequential",
     dtype = np.result_type(*[p.dtype for p in plans]) if plans else np.dtype(np.float32)
     shape = (n, prepend + sum(p.dim for p in plans))
     if out is None:
-        out = v.empty(func, shape, dtype)
+        out = v.empty(func, shape, dtype, xp)
         out[:, :prepend] = 0
     else:
         _check_out(func, out, shape, dtype)
     cols = np.cumsum([prepend] + [p.dim for p in plans])
-    run_in_threads([_block_writer(p, out[:, cols[t]:cols[t + 1]])
+    _run(func, xp, [_block_writer(p, out[:, cols[t]:cols[t + 1]])
                     for t, p in enumerate(plans)], max_workers)
     return out
 
 
-def _block_writer(plan: _Plan, block: np.ndarray) -> Callable[[], None]:
+def _block_writer(plan: _Plan, block: Any) -> Callable[[], None]:
     return lambda: plan.write(block)
+
+
+def _run(func: str, xp: Any, tasks: list[Callable[[], None]], workers: int | None) -> None:
+    """Run the lookups: in threads on the host (one at a time for ``workers=1``), in turn on
+    the device; then raise the device checks (deferred)."""
+    if xp is np and workers != 1:
+        run_in_threads(tasks, workers)
+    else:
+        for task in tasks:
+            task()
+    device_checks(func, xp)

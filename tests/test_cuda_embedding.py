@@ -129,7 +129,10 @@ def assert_matches(kernel: str, expected: list[np.ndarray], got: list[np.ndarray
 # ------------------------------------------------------------------ registry and source
 def test_name_expressions_cover_every_variant_once() -> None:
     names = cuda.name_expressions("embedding")
-    assert len(names) == len(set(names)) == 20 + 2 + 4 + 80 + 2 + 4 + 4 + 2
+    assert len(names) == len(set(names)) == 20 + 2 + 2 + 4 + 80 + 2 + 4 + 4 + 2
+    assert {"bag_ids<int>", "bag_ids<long long>"} <= set(names)  # device only
+    assert cuda_embedding.DEVICE_ONLY == ("bag_ids",)
+    assert not set(cuda_embedding.DEVICE_ONLY) & set(cuda_embedding.__all__)
     for kernel, tdtype, sdtype in CASES:
         t, s = (_launch.DTYPE_TO_CTYPE[d] for d in (tdtype, sdtype))
         assert (f"{kernel}<{t}, {s}>" if "adagrad" in kernel else f"{kernel}<{t}>") in names
@@ -507,9 +510,8 @@ def test_grid_stride_loops_of_the_lookup_and_backward(
 
 # ------------------------------------------------------------------ through the public API
 def use(factory: Emulator | None) -> None:
-    """Switch the CUDA module factory, forgetting the kernels the embedding module memoised."""
+    """Switch the CUDA module factory (the embedding module memoises no kernel)."""
     _backend.set_cuda_module_factory(factory)
-    _embedding_common.kernel.cache_clear()
 
 
 def cpu_and_emu(emu: Emulator, fn: Callable[..., Any], *args: Any, **kwargs: Any

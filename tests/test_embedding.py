@@ -197,7 +197,7 @@ def test_lookup_errors() -> None:
         emb.lookup(table, [0, 4])
     with pytest.raises(IndexError, match="out of range"):
         emb.lookup(table, [0, -1])
-    with pytest.raises(TypeError, match="lookup: table must be a numpy array"):
+    with pytest.raises(TypeError, match="lookup: table must be a numpy or cupy array"):
         emb.lookup(object(), [0])
     with pytest.raises(TypeError, match="lookup: ids must have an integer dtype"):
         emb.lookup(table, [0.5])
@@ -265,7 +265,7 @@ def test_maplookup_errors() -> None:
         emb.maplookup([a, a], [[0], [0, 1]], "concat")
     with pytest.raises(IndexError, match=r"maplookup: ids out of range \[0, 3\)"):
         emb.maplookup([a], [[3]], "parallel")
-    with pytest.raises(TypeError, match=r"maplookup: tables\[0\] must be a numpy array"):
+    with pytest.raises(TypeError, match=r"maplookup: tables\[0\] must be a numpy or cupy array"):
         emb.maplookup([object()], [[0]])
 
 
@@ -761,8 +761,8 @@ def test_maplookup_parallel_threads_bag_lookups(monkeypatch) -> None:
     seen = []
     real = emb.get_kernel
 
-    def spy(family, name):
-        fn = real(family, name)
+    def spy(family, name, xp=np):
+        fn = real(family, name, xp)
         if name != "gather_reduce":
             return fn
 

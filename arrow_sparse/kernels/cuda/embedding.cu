@@ -1,7 +1,8 @@
 // Embedding tables: CUDA twins of the kernels of arrow_sparse/kernels/cpu/embedding.py
 // (same arguments and formulas; see that module's docstring): the lookup (lookup_rows),
 // the sparse backward (sort_ids' run heads, coalesce_sorted, weights_grad) and the
-// optimizer steps (*_rows). Tables and gradients are C-contiguous; 2-D rows are handled
+// optimizer steps (*_rows); plus bag_ids, which has no CPU twin: it reads the bags of
+// device inputs where the host compacts them with numpy. Tables and gradients are C-contiguous; 2-D rows are handled
 // by a lane group of 32 threads (a warp) with lanes over the feature axis, so loads and
 // stores are coalesced. Every output element is written by one thread group only: no
 // atomics (the error word aside), and the results do not depend on the thread order.
@@ -30,6 +31,8 @@ enum AspEmbeddingError {
     ASP_EMBEDDING_BAG_RANGE = 5,  // message: IndexError: bag out of range of grad_out
     ASP_EMBEDDING_RUN_BOUNDS = 6,  // message: run starts not non-decreasing within the order
     ASP_EMBEDDING_SORT = 7,  // message: ids not stably sorted by the order
+    ASP_EMBEDDING_WEIGHT_LENGTHS = 8,  // message: per_sample_weights must have the same bag lengths as ids
+    ASP_EMBEDDING_WEIGHT_NULL = 9,  // message: per_sample_weights must not be null where the id is not
 };
 
 // ------------------------------------------------------------------------ lane groups
@@ -89,6 +92,105 @@ __global__ void lookup_rows(const T* __restrict__ table, const I* __restrict__ i
         const T* src = table + r * dim;
         T* dst = out + i * width + col;
         for (long long d = lane; d < dim; d += 32) dst[d] = __ldg(src + d);
+    }
+}
+
+// ------------------------------------------------------------------- bags (device only)
+// bag_ids: the device form of the host's bag reading (arrow_sparse/_embedding_common.py),
+// without compacting anything. Bag b holds ids[offsets[b]:offsets[b + 1]]; id position j
+// is *read* when it lies in a bag b (offsets[0] <= j < offsets[B]), the bag is valid
+// (valid[b], unless all_valid) and the id is not null (vmask[j], unless !masked). Writes
+//   bag[j]   = b where j is read, else -1;
+//   key[j]   = ids[j] where j is read, else `bound` (a sort key: unread ids sort last);
+//   wpos[j]  = the position of j's weight where j is read, else -1: j itself, or with
+//              list weights (list_weights) woffsets[b] + (j - offsets[b]);
+//   count[b] = the number of non-null ids of bag b (0 for a null bag; the divisor of a mean).
+// Thread mapping: one thread per item k < max(N, B), grid-stride. Item k is id j = k
+// (binary search of its bag in offsets: log2(B) reads shared through the cache; coalesced
+// reads of ids and vmask, coalesced writes) and bag b = k (two offsets reads; with a mask
+// the bag's vmask entries are counted one by one: a long bag serialises on its thread).
+// Device checks: a read id outside [0, bound) (position j: recorded as unread), a bag
+// whose weights have another length (position b: its ids get wpos -1), a null weight
+// of a read id (position j: wpos -1). The search and the counting loop stay inside
+// offsets[0 .. B] and ids whatever the offsets (their own check is check_offsets').
+template <typename I>
+__global__ void bag_ids(const I* __restrict__ ids, const long long* __restrict__ offsets,
+                        const unsigned char* __restrict__ valid, int all_valid,
+                        const unsigned char* __restrict__ vmask, int masked,
+                        const long long* __restrict__ woffsets, int list_weights,
+                        const unsigned char* __restrict__ wvalid, int weights_masked,
+                        long long num_ids, long long num_bags, long long num_weights,
+                        long long bound, long long* __restrict__ bag, long long* __restrict__ key,
+                        long long* __restrict__ wpos, long long* __restrict__ count,
+                        unsigned long long* error) {
+    const long long first = __ldg(offsets);
+    const long long last = __ldg(offsets + num_bags);
+    const long long items = num_ids > num_bags ? num_ids : num_bags;
+    for (ASP_GRID_STRIDE(k, items)) {
+        if (k < num_bags) {
+            const long long lo = __ldg(offsets + k);
+            const long long hi = __ldg(offsets + k + 1);
+            if (list_weights && hi - lo != __ldg(woffsets + k + 1) - __ldg(woffsets + k)) {
+                ASP_RAISE(error, ASP_EMBEDDING_WEIGHT_LENGTHS, k);
+            }
+            long long c = 0;
+            if (all_valid || __ldg(valid + k)) {
+                const long long a = lo > 0 ? lo : 0;
+                const long long z = hi < num_ids ? hi : num_ids;
+                if (!masked) {
+                    c = z > a ? z - a : 0;
+                } else {
+                    for (long long j = a; j < z; ++j) c += __ldg(vmask + j) != 0;
+                }
+            }
+            count[k] = c;
+        }
+        if (k >= num_ids) continue;
+        const long long j = k;
+        long long b = -1;
+        long long r = bound;
+        long long w = -1;
+        if (j >= first && j < last) {
+            // Largest b in [0, num_bags) with offsets[b] <= j (as in weights_grad).
+            long long at = 0;
+            long long hi_b = num_bags;
+            while (hi_b - at > 1) {
+                const long long mid = at + (hi_b - at) / 2;
+                if (__ldg(offsets + mid) <= j) {
+                    at = mid;
+                } else {
+                    hi_b = mid;
+                }
+            }
+            if ((all_valid || __ldg(valid + at)) && (!masked || __ldg(vmask + j))) {
+                const long long id = (long long)__ldg(ids + j);
+                if (id < 0 || id >= bound) {
+                    ASP_RAISE(error, ASP_EMBEDDING_ID_RANGE, j);
+                } else {
+                    b = at;
+                    r = id;
+                    w = j;
+                    if (list_weights) {
+                        const long long lo = __ldg(offsets + at);
+                        const long long wlo = __ldg(woffsets + at);
+                        w = -1;  // a bag of another length is recorded by its bag's item
+                        if (__ldg(offsets + at + 1) - lo == __ldg(woffsets + at + 1) - wlo) {
+                            const long long p = wlo + (j - lo);
+                            if (p >= 0 && p < num_weights) {  // else: check_offsets' error
+                                if (weights_masked && !__ldg(wvalid + p)) {
+                                    ASP_RAISE(error, ASP_EMBEDDING_WEIGHT_NULL, j);
+                                } else {
+                                    w = p;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        bag[j] = b;
+        key[j] = r;
+        wpos[j] = w;
     }
 }
 

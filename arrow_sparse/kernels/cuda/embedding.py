@@ -19,6 +19,10 @@ arrays (CuPy), or numpy arrays when the emulator stands in for the GPU in tests.
   the table's dtype, and a non-contiguous table or state is updated through a
   contiguous temporary.
 
+:data:`DEVICE_ONLY` launchers have no CPU twin: ``bag_ids`` reads the bags of device
+inputs (which ids are read, their bags, weights and per-bag counts) where the host
+compacts them with numpy (:mod:`arrow_sparse._embedding_common`).
+
 Ids of an integer type other than int32/int64 are widened to int64; ``rows``,
 ``order``, ``bag``, ``starts`` and ``offsets`` are passed as int64. The kernels re-check
 the indices and orders they rely on into the device error word; the public operation
@@ -49,6 +53,9 @@ from ._launch import (
 __all__ = ["adagrad_rows", "coalesce_sorted", "ftrl_rows", "lookup_rows",
            "rowwise_adagrad_rows", "sgd_rows", "sort_ids", "weights_grad"]
 
+#: Device-only launchers (no CPU twin), see the module docstring.
+DEVICE_ONLY = ("bag_ids",)
+
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 #: Table dtypes whose product with a float32 gradient Numba types as float32 (with a
 #: float64 gradient, and for every other dtype, the product is float64). Not C++'s rule
@@ -66,6 +73,7 @@ def product_dtype(x: Any, grad: Any) -> np.dtype:
 NAME_EXPRESSIONS: list[str] = [
     *name_expressions("lookup_rows", tuple(DTYPE_TO_CTYPE.values()), INDEX_CTYPES),
     *name_expressions("run_heads", INDEX_CTYPES),
+    *name_expressions("bag_ids", INDEX_CTYPES),
     *name_expressions("coalesce_sorted", FLOAT_CTYPES, FLOAT_CTYPES),
     *(name_expression("weights_grad", t, DTYPE_TO_CTYPE[g],
                       DTYPE_TO_CTYPE[product_dtype(dtype, g)], out, i)
@@ -223,6 +231,49 @@ def weights_grad(table: Any, ids: Any, offsets: Any, grad_out: Any, mean: bool,
              _I64(num_bags), _I64(dim), _I64(table.shape[0]), _I64(grad_out.shape[0]),
              error_buffer()))
     _back(out, target)
+
+
+def _mask(xp: Any, mask: Any) -> tuple[Any, Any]:
+    """``(uint8 mask, present flag)``: an absent mask means no nulls."""
+    if mask is None:
+        return xp.empty(0, dtype=np.uint8), _I32(0)
+    return xp.ascontiguousarray(mask).view(np.uint8), _I32(1)
+
+
+def bag_ids(ids: Any, offsets: Any, valid: Any, vmask: Any, woffsets: Any, wvalid: Any,
+            num_weights: int, bound: int) -> tuple[Any, Any, Any, Any]:
+    """Read the bags of device ids: ``(bag, key, wpos, count)``, int64 (see ``embedding.cu``).
+
+    Bag ``b`` holds ``ids[offsets[b]:offsets[b + 1]]``; ``valid`` (bags) and ``vmask``
+    (ids) are bool masks or None; ``woffsets`` (None: weights, if any, are aligned with
+    the ids) and ``wvalid`` describe list weights of ``num_weights`` values; ids must lie
+    in ``[0, bound)``. Device-only (no CPU twin); records its checks in the error word.
+    """
+    func = "bag_ids"
+    xp = array_module(func, ids, offsets, valid, vmask, woffsets, wvalid)
+    idx = _ids(xp, ids)
+    name = name_expression(func, ctype(func, idx.dtype, INDEX_CTYPES))
+    num, num_bags = idx.shape[0], offsets.shape[0] - 1
+    if num_bags < 0:
+        msg = f"{func}: offsets must have at least one element"
+        raise ArrowSparseValueError(msg)
+    for arg, mask, size in (("valid", valid, num_bags), ("vmask", vmask, num),
+                            ("wvalid", wvalid, num_weights)):
+        if mask is not None:
+            _check_shape(func, arg, mask, (size,))
+    if woffsets is not None:
+        _check_shape(func, "woffsets", woffsets, (num_bags + 1,))
+    bag, key, wpos = (xp.empty(num, dtype=np.int64) for _ in range(3))
+    count = xp.empty(num_bags, dtype=np.int64)
+    if max(num, num_bags) == 0:
+        return bag, key, wpos, count
+    va, vm, wv = _mask(xp, valid), _mask(xp, vmask), _mask(xp, wvalid)
+    wo = xp.empty(0, dtype=np.int64) if woffsets is None else _rows(xp, woffsets)
+    _launch(name, grid_1d(max(num, num_bags)),
+            (idx, _rows(xp, offsets), va[0], _I32(1 - va[1]), vm[0], vm[1], wo,
+             _I32(woffsets is not None), wv[0], wv[1], _I64(num), _I64(num_bags),
+             _I64(num_weights), _I64(bound), bag, key, wpos, count, error_buffer()))
+    return bag, key, wpos, count
 
 
 # --------------------------------------------------------------------------- optimizers
