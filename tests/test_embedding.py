@@ -1,7 +1,10 @@
 """Tests of arrow_sparse.embedding: lookups, backward, optimizers, storage.
 
 Every op is checked against a plain-numpy loop reference written here, and (when
-torch is installed) against PyTorch's EmbeddingBag / optimizers.
+torch is installed) against PyTorch's EmbeddingBag / optimizers. The cheap op tests run
+on every ``backend`` (tests/conftest.py): the CPU kernels, the CUDA kernels on the
+emulator, and device arrays of the stand-in CuPy; ``tests/test_cuda_embedding.py`` has
+the device paths' own checks, errors and synchronisations.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from hypothesis import strategies as st
 import arrow_sparse as asp
 from arrow_sparse import embedding as emb
 from arrow_sparse.errors import ArrowSparseError
+from arrow_sparse.kernels import cuda
 from arrow_sparse.kernels.cpu import _jit
+from tests.conftest import from_backend, on_device, to_backend
 
 CAFFE2 = [[1, 2, 3], [2, 4, 6, 7], [3, 6]]
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -78,6 +83,14 @@ def ref_ftrl(w, z, n, rows, values, alpha, beta, l1, l2):
                        if abs(zz) > l1 else 0.0)
 
 
+@pytest.fixture
+def be(backend):
+    """``backend``, with ``may_share_memory`` on the stand-in CuPy (CuPy has it)."""
+    if backend == "cupy_emu":
+        sys.modules["cupy"].may_share_memory = lambda a, b: np.may_share_memory(a._a, b._a)
+    return backend
+
+
 def random_bags(rng, num_bags, num_embeddings, max_len=6):
     return [list(rng.integers(0, num_embeddings, rng.integers(0, max_len + 1)))
             for _ in range(num_bags)]
@@ -119,54 +132,71 @@ def test_embeddingtables_jl_pullback_and_update() -> None:
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
-def test_lookup_rows_and_sum(dtype) -> None:
+def test_lookup_rows_and_sum(dtype, backend) -> None:
     rng = np.random.default_rng(0)
     table = rng.integers(-5, 5, (10, 3)).astype(dtype)
     ids = rng.integers(0, 10, 7)
-    out = emb.lookup(table, ids)
+
+    def lookup(i, **kw):
+        return from_backend(emb.lookup(to_backend(table, backend), to_backend(i, backend),
+                                       **kw), backend)
+
+    out = lookup(ids)
     assert out.dtype == table.dtype
     np.testing.assert_array_equal(out, table[ids])
+    np.testing.assert_array_equal(lookup(ids.astype(np.uint16)), table[ids])
     ids2 = rng.integers(0, 10, (7, 4))
-    out2 = emb.lookup(table, ids2)
-    np.testing.assert_array_equal(out2, table[ids2].sum(axis=1))
-    np.testing.assert_allclose(emb.lookup(table, ids2, mode="mean"), table[ids2].mean(axis=1))
-    np.testing.assert_array_equal(emb.lookup(table, ids2, mode="max"), table[ids2].max(axis=1))
+    np.testing.assert_array_equal(lookup(ids2), table[ids2].sum(axis=1))
+    np.testing.assert_allclose(lookup(ids2, mode="mean"), table[ids2].mean(axis=1))
+    np.testing.assert_array_equal(lookup(ids2, mode="max"), table[ids2].max(axis=1))
 
 
 @pytest.mark.parametrize("mode", ["sum", "mean", "max"])
-def test_lookup_bags_all_forms(mode) -> None:
+def test_lookup_bags_all_forms(mode, backend) -> None:
     table = np.arange(16.0).reshape(8, 2)
     expected = ref_lookup(table, CAFFE2, mode)
     flat = np.array([i for bag in CAFFE2 for i in bag])
-    np.testing.assert_allclose(emb.lookup(table, asp.Jagged.from_list(CAFFE2), mode=mode),
-                               expected)
-    np.testing.assert_allclose(emb.lookup(table, flat, offsets=[0, 3, 7, 9], mode=mode),
-                               expected)
-    arrow = emb.lookup(table, pa.array(CAFFE2), mode=mode)
-    assert isinstance(arrow, pa.Array)
-    np.testing.assert_allclose(np.array(arrow.to_pylist()), expected)
+    t = to_backend(table, backend)
+    for ids, kw in ((asp.Jagged.from_list(CAFFE2), {}), (flat, {"offsets": [0, 3, 7, 9]}),
+                    (np.r_[5, flat, 5], {"offsets": [1, 4, 8, 10]})):  # ids outside bags
+        got = emb.lookup(t, to_backend(ids, backend), mode=mode,
+                         **{k: to_backend(np.array(x), backend) for k, x in kw.items()})
+        np.testing.assert_allclose(from_backend(got, backend), expected)
+    arrow = emb.lookup(t, to_backend(pa.array(CAFFE2), backend), mode=mode)
+    if on_device(backend):  # a Jagged on the device: CuPy rows
+        np.testing.assert_allclose(from_backend(arrow, backend), expected)
+    else:
+        assert isinstance(arrow, pa.Array)
+        np.testing.assert_allclose(np.array(arrow.to_pylist()), expected)
 
 
-def test_lookup_out_in_place() -> None:
-    table = np.arange(16.0).reshape(8, 2)
-    out = np.full((3, 2), -1.0)
-    assert emb.lookup(table, [1, 2, 3], out=out) is out
-    np.testing.assert_array_equal(out, table[[1, 2, 3]])
-    wide = np.zeros((3, 5))
-    emb.lookup(table, [1, 2, 3], out=wide[:, 2:4])  # a column block: written in place
-    np.testing.assert_array_equal(wide[:, 2:4], table[[1, 2, 3]])
-    assert not wide[:, [0, 1, 4]].any()
-    strided = np.zeros((6, 2))
-    emb.lookup(table, [1, 2, 3], out=strided[::2])
-    np.testing.assert_array_equal(strided[::2], table[[1, 2, 3]])
-    assert not strided[1::2].any()
-    wide = np.zeros((3, 5))
-    emb.lookup(table, pa.array([[1, 2], None, []]), out=wide[:, 1:3])
-    np.testing.assert_array_equal(wide, [[0, 6, 8, 0, 0], [0] * 5, [0] * 5])
+def test_lookup_out_in_place(backend) -> None:
+    table = to_backend(np.arange(16.0).reshape(8, 2), backend)
+    ids = to_backend(np.array([1, 2, 3]), backend)
+    expected = np.arange(16.0).reshape(8, 2)[[1, 2, 3]]
+
+    def zeros(*shape, fill=0.0):
+        return to_backend(np.full(shape, fill), backend)
+
+    out = zeros(3, 2, fill=-1.0)
+    assert emb.lookup(table, ids, out=out) is out
+    np.testing.assert_array_equal(from_backend(out, backend), expected)
+    wide = zeros(3, 5)
+    emb.lookup(table, ids, out=wide[:, 2:4])  # a column block: written in place
+    np.testing.assert_array_equal(from_backend(wide, backend)[:, 2:4], expected)
+    assert not from_backend(wide, backend)[:, [0, 1, 4]].any()
+    strided = zeros(6, 2)
+    emb.lookup(table, ids, out=strided[::2])
+    np.testing.assert_array_equal(from_backend(strided, backend)[::2], expected)
+    assert not from_backend(strided, backend)[1::2].any()
+    wide = zeros(3, 5)
+    emb.lookup(table, to_backend(pa.array([[1, 2], None, []]), backend), out=wide[:, 1:3])
+    np.testing.assert_array_equal(from_backend(wide, backend),
+                                  [[0, 6, 8, 0, 0], [0] * 5, [0] * 5])
     with pytest.raises(ValueError, match=r"lookup: out must have shape \(3, 2\)"):
-        emb.lookup(table, [1, 2, 3], out=np.zeros((2, 2)))
+        emb.lookup(table, ids, out=zeros(2, 2))
     with pytest.raises(TypeError, match="lookup: out must have dtype float64"):
-        emb.lookup(table, [1, 2, 3], out=np.zeros((3, 2), np.float32))
+        emb.lookup(table, ids, out=to_backend(np.zeros((3, 2), np.float32), backend))
 
 
 def test_lookup_matches_torch_embedding_bag() -> None:
@@ -230,7 +260,7 @@ def test_lookup_errors() -> None:
 
 # ========================================================================== maplookup
 @pytest.mark.parametrize("strategy", ["sequential", "parallel", "concat"])
-def test_maplookup_strategies(strategy) -> None:
+def test_maplookup_strategies(strategy, backend) -> None:
     rng = np.random.default_rng(2)
     tables = [rng.standard_normal((20 + t, 2 + t)).astype(np.float32) for t in range(4)]
     indices = [rng.integers(0, 20, 6), rng.integers(0, 20, (6, 3)),
@@ -238,10 +268,13 @@ def test_maplookup_strategies(strategy) -> None:
                pa.array([b or None for b in random_bags(rng, 6, 20)])]
     expected = [np.asarray(emb.lookup(t, i, out=np.empty((6, t.shape[1]), np.float32)))
                 for t, i in zip(tables, indices, strict=True)]
-    res = emb.maplookup(tables, indices, strategy, prepend=3 if strategy == "concat" else 0)
+    tables, indices = to_backend(tables, backend), to_backend(indices, backend)
+    res = from_backend(emb.maplookup(tables, indices, strategy,
+                                     prepend=3 if strategy == "concat" else 0), backend)
     if strategy == "concat":
-        again = np.full_like(res, 7.0)
+        again = to_backend(np.full_like(res, 7.0), backend)
         assert emb.maplookup(tables, indices, strategy, prepend=3, out=again) is again
+        again = from_backend(again, backend)
         np.testing.assert_array_equal(again[:, 3:], res[:, 3:])
         np.testing.assert_array_equal(again[:, :3], 7.0)  # dense features written before
         assert res.shape == (6, 3 + sum(t.shape[1] for t in tables))
@@ -282,8 +315,14 @@ def test_kernels_release_the_gil() -> None:
 
 
 # =========================================================================== backward
+def grad_on_host(g, backend):
+    """A SparseGrad's arrays on the host (checking they were on the backend's device)."""
+    assert isinstance(g, emb.SparseGrad)
+    return from_backend(g.rows, backend), from_backend(g.values, backend)
+
+
 @pytest.mark.parametrize("mode", ["sum", "mean"])
-def test_lookup_backward_matches_reference(mode) -> None:
+def test_lookup_backward_matches_reference(mode, backend) -> None:
     rng = np.random.default_rng(3)
     bags = random_bags(rng, 30, 12)
     dy = rng.standard_normal((30, 4))
@@ -291,38 +330,51 @@ def test_lookup_backward_matches_reference(mode) -> None:
     offsets = np.cumsum([0] + [len(b) for b in bags])
     rows, values = ref_backward(dy, bags, 12, mode)
     for ids, kw in ((flat, {"offsets": offsets}), (asp.Jagged.from_list(bags), {}),
-                    (pa.array(bags, pa.list_(pa.int64())), {})):
-        g = emb.lookup_backward(dy, ids, mode=mode, num_embeddings=12, **kw)
-        np.testing.assert_array_equal(g.rows, rows)
-        np.testing.assert_allclose(g.values, values, rtol=1e-12)
+                    (pa.array(bags, pa.list_(pa.int64())), {}),
+                    (np.r_[11, flat], {"offsets": offsets + 1})):
+        g = emb.lookup_backward(to_backend(dy, backend), to_backend(ids, backend), mode=mode,
+                                num_embeddings=12,
+                                **{k: to_backend(x, backend) for k, x in kw.items()})
         assert g.is_coalesced and g.values.dtype == dy.dtype
+        got_rows, got_values = grad_on_host(g, backend)
+        np.testing.assert_array_equal(got_rows, rows)
+        np.testing.assert_allclose(got_values, values, rtol=1e-12)
 
 
-def test_lookup_backward_2d_and_weights() -> None:
+def test_lookup_backward_2d_and_weights(backend) -> None:
     rng = np.random.default_rng(4)
     ids = rng.integers(0, 6, (5, 3))
     dy = rng.standard_normal((5, 2))
     w = rng.random((5, 3))
     bags = ids.tolist()
+    d_dy, d_ids = to_backend(dy, backend), to_backend(ids, backend)
     rows, values = ref_backward(dy, bags, 6, "sum", w.tolist())
-    g = emb.lookup_backward(dy, ids, per_sample_weights=w, num_embeddings=6)
-    np.testing.assert_array_equal(g.rows, rows)
-    np.testing.assert_allclose(g.values, values)
-    rows, values = ref_backward(dy, bags, 6, "mean")
-    g = emb.lookup_backward(dy, ids, mode="mean", num_embeddings=6)
-    np.testing.assert_allclose(g.values, values)
-    # Arrow weights next to Arrow ids (the item_scores column next to item_ids)
-    g = emb.lookup_backward(dy, pa.array(bags), per_sample_weights=pa.array(w.tolist()),
+    g = emb.lookup_backward(d_dy, d_ids, per_sample_weights=to_backend(w, backend),
                             num_embeddings=6)
-    np.testing.assert_allclose(g.values, ref_backward(dy, bags, 6, "sum", w.tolist())[1])
+    got_rows, got_values = grad_on_host(g, backend)
+    np.testing.assert_array_equal(got_rows, rows)
+    np.testing.assert_allclose(got_values, values)
+    rows, values = ref_backward(dy, bags, 6, "mean")
+    g = emb.lookup_backward(d_dy, d_ids, mode="mean", num_embeddings=6)
+    np.testing.assert_allclose(grad_on_host(g, backend)[1], values)
+    # Arrow weights next to Arrow ids (the item_scores column next to item_ids)
+    g = emb.lookup_backward(d_dy, to_backend(pa.array(bags), backend),
+                            per_sample_weights=to_backend(pa.array(w.tolist()), backend),
+                            num_embeddings=6)
+    np.testing.assert_allclose(grad_on_host(g, backend)[1],
+                               ref_backward(dy, bags, 6, "sum", w.tolist())[1])
 
 
-def test_lookup_backward_nulls_are_skipped() -> None:
-    ids = pa.array([[1, None, 1], None, [2]])
-    dy = np.array([[1.0], [100.0], [10.0]])
-    g = emb.lookup_backward(dy, ids, mode="mean", num_embeddings=3)
-    np.testing.assert_array_equal(g.rows, [1, 2])
-    np.testing.assert_allclose(g.values.ravel(), [1.0, 10.0])
+def test_lookup_backward_nulls_are_skipped(backend) -> None:
+    ids = to_backend(pa.array([[1, None, 1], None, [2]]), backend)
+    dy = to_backend(np.array([[1.0], [100.0], [10.0]]), backend)
+    for weights, expected in ((None, [1.0, 10.0]), (pa.array([[2.0, None, 4.0], None, [0.5]]),
+                                                    [3.0, 5.0])):
+        g = emb.lookup_backward(dy, ids, mode="mean", num_embeddings=3,
+                                per_sample_weights=to_backend(weights, backend))
+        rows, values = grad_on_host(g, backend)
+        np.testing.assert_array_equal(rows, [1, 2])
+        np.testing.assert_allclose(values.ravel(), expected)
 
 
 @pytest.mark.parametrize("mode", ["sum", "mean"])
@@ -419,6 +471,20 @@ def test_sparse_grad_coalesce_and_arrow() -> None:
         emb.SparseGrad.from_arrow(pa.record_batch({"row": [1]}))
 
 
+def test_sparse_grad_coalesce_on_every_backend(backend) -> None:
+    rows, values = np.array([3, 1, 3, 0, 1]), np.arange(10.0, dtype=np.float32).reshape(5, 2)
+    g = emb.SparseGrad(*to_backend([rows, values], backend))
+    assert g.device == ("cuda:0" if on_device(backend) else "cpu")
+    c = g.coalesce()
+    assert c.is_coalesced and c.coalesce() is c
+    got_rows, got_values = grad_on_host(c, backend)
+    np.testing.assert_array_equal(got_rows, [0, 1, 3])
+    np.testing.assert_array_equal(got_values, [[6, 7], [2 + 8, 3 + 9], [0 + 4, 1 + 5]])
+    assert got_values.dtype == np.float32
+    empty = emb.SparseGrad(*to_backend([np.zeros(0, np.int64), np.zeros((0, 2))], backend))
+    assert len(grad_on_host(empty.coalesce(), backend)[0]) == 0
+
+
 # ========================================================================= optimizers
 def _grads(rng, steps, num, dim, dtype=np.float32):
     out = []
@@ -431,37 +497,40 @@ def _grads(rng, steps, num, dim, dtype=np.float32):
     return out
 
 
-def test_sgd_and_adagrad_match_numpy_reference() -> None:
+def test_sgd_and_adagrad_match_numpy_reference(be) -> None:
     rng = np.random.default_rng(6)
     table = rng.standard_normal((15, 3))
-    t_sgd, t_ada, state, r_sgd, r_ada, r_state = (table.copy(), table.copy(),
-                                                  np.zeros_like(table), table.copy(),
-                                                  table.copy(), np.zeros_like(table))
-    t_row, s_row, r_row, rs_row = table.copy(), np.zeros(15), table.copy(), np.zeros(15)
+    r_sgd, r_ada, r_state = table.copy(), table.copy(), np.zeros_like(table)
+    r_row, rs_row = table.copy(), np.zeros(15)
+    t_sgd, t_ada, state, t_row, s_row = to_backend([table.copy(), table.copy(),
+                                                    np.zeros_like(table), table.copy(),
+                                                    np.zeros(15)], be)
     for flat, offsets, dy in _grads(rng, 5, 15, 3, np.float64):
-        g = emb.lookup_backward(dy, flat, offsets=offsets, num_embeddings=15)
+        g = emb.lookup_backward(*to_backend([dy, flat], be), offsets=to_backend(offsets, be),
+                                num_embeddings=15)
         emb.sgd(t_sgd, g, 0.1)
-        ref_sgd(r_sgd, g.rows, g.values, 0.1)
+        rows, values = grad_on_host(g, be)
+        ref_sgd(r_sgd, rows, values, 0.1)
         emb.adagrad(t_ada, state, g, 0.1, 1e-8)
-        ref_adagrad(r_ada, r_state, g.rows, g.values, 0.1, 1e-8)
+        ref_adagrad(r_ada, r_state, rows, values, 0.1, 1e-8)
         emb.rowwise_adagrad(t_row, s_row, g, 0.1, 1e-8)
-        ref_rowwise_adagrad(r_row, rs_row, g.rows, g.values, 0.1, 1e-8)
-    np.testing.assert_allclose(t_sgd, r_sgd, rtol=1e-12)
-    np.testing.assert_allclose(t_ada, r_ada, rtol=1e-12)
-    np.testing.assert_allclose(state, r_state, rtol=1e-12)
-    np.testing.assert_allclose(t_row, r_row, rtol=1e-12)
-    np.testing.assert_allclose(s_row, rs_row, rtol=1e-12)
+        ref_rowwise_adagrad(r_row, rs_row, rows, values, 0.1, 1e-8)
+    for got, want in ((t_sgd, r_sgd), (t_ada, r_ada), (state, r_state), (t_row, r_row),
+                      (s_row, rs_row)):
+        np.testing.assert_allclose(from_backend(got, be), want, rtol=1e-12)
 
 
-def test_ftrl_matches_caffe2_reference() -> None:
+def test_ftrl_matches_caffe2_reference(be) -> None:
     rng = np.random.default_rng(7)
-    w, z, n = np.zeros((10, 2)), np.zeros((10, 2)), np.zeros((10, 2))
-    rw, rz, rn = w.copy(), z.copy(), n.copy()
+    w, z, n = to_backend([np.zeros((10, 2)), np.zeros((10, 2)), np.zeros((10, 2))], be)
+    rw, rz, rn = np.zeros((10, 2)), np.zeros((10, 2)), np.zeros((10, 2))
     hyper = {"alpha": 0.1, "beta": 1.0, "l1": 1.0, "l2": 0.01}
     for flat, offsets, dy in _grads(rng, 6, 10, 2, np.float64):
-        g = emb.lookup_backward(dy, flat, offsets=offsets, num_embeddings=10)
+        g = emb.lookup_backward(*to_backend([dy, flat], be),
+                                offsets=to_backend(offsets, be), num_embeddings=10)
         emb.ftrl(w, z, n, g, **hyper)
-        ref_ftrl(rw, rz, rn, g.rows, g.values, **hyper)
+        ref_ftrl(rw, rz, rn, *grad_on_host(g, be), **hyper)
+    w, z, n = from_backend([w, z, n], be)
     np.testing.assert_allclose(w, rw, rtol=1e-12)
     np.testing.assert_allclose(z, rz, rtol=1e-12)
     np.testing.assert_allclose(n, rn, rtol=1e-12)
@@ -495,23 +564,24 @@ def test_optimizers_match_torch(opt) -> None:
 
 
 @pytest.mark.parametrize("opt", ["sgd", "adagrad", "rowwise_adagrad", "ftrl"])
-def test_update_many_tables_equals_one_by_one(opt) -> None:
+def test_update_many_tables_equals_one_by_one(opt, be) -> None:
     rng = np.random.default_rng(9)
     tables = [rng.standard_normal((12, 2 + t)) for t in range(3)]
-    grads = [emb.SparseGrad(rng.integers(0, 12, 9), rng.standard_normal((9, 2 + t)))
-             for t in range(3)]
+    grads = [emb.SparseGrad(*to_backend([rng.integers(0, 12, 9),
+                                         rng.standard_normal((9, 2 + t))], be))
+             for t in range(3)]  # not coalesced: repeated rows
 
     def states(ts):
         if opt == "sgd":
             return None
         if opt == "adagrad":
-            return [np.zeros_like(t) for t in ts]
+            return to_backend([np.zeros(t.shape) for t in ts], be)
         if opt == "rowwise_adagrad":
-            return [np.zeros(len(t)) for t in ts]
-        return [(np.zeros_like(t), np.zeros_like(t)) for t in ts]
+            return to_backend([np.zeros(len(t)) for t in ts], be)
+        return to_backend([(np.zeros(t.shape), np.zeros(t.shape)) for t in ts], be)
 
     hyper = {"lr": 0.1} if opt != "ftrl" else {"alpha": 0.2}
-    one = [t.copy() for t in tables]
+    one = to_backend([t.copy() for t in tables], be)
     st_one = states(one)
     for i, (t, g) in enumerate(zip(one, grads, strict=True)):
         if opt == "sgd":
@@ -520,10 +590,15 @@ def test_update_many_tables_equals_one_by_one(opt) -> None:
             emb.ftrl(t, *st_one[i], g, **hyper)
         else:
             getattr(emb, opt)(t, st_one[i], g, **hyper)
-    many = [t.copy() for t in tables]
+    many = to_backend([t.copy() for t in tables], be)
     emb.update(opt, many, grads, states=states(many), **hyper)
-    for a, b in zip(one, many, strict=True):
+    for a, b in zip(from_backend(one, be), from_backend(many, be), strict=True):
         np.testing.assert_array_equal(a, b)
+    if opt == "sgd":  # the same as the coalesced gradient on the host
+        host = [t.copy() for t in tables]
+        emb.update(opt, host, [g.to_device("cpu") for g in grads], **hyper)
+        for a, b in zip(host, from_backend(many, be), strict=True):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_optimizer_errors() -> None:
@@ -563,17 +638,18 @@ def test_optimizer_errors() -> None:
         emb.update("sgd", [table], [g], lr=0.1, eps=1.0)
 
 
-def test_updates_are_deterministic_with_duplicates() -> None:
+def test_updates_are_deterministic_with_duplicates(backend) -> None:
     rng = np.random.default_rng(10)
     ids = rng.integers(0, 5, 5000)  # heavy duplication
     dy = rng.standard_normal((5000, 3)).astype(np.float32)
-    a = emb.lookup_backward(dy, ids, num_embeddings=5)
-    b = emb.lookup_backward(dy, ids, num_embeddings=5)
-    np.testing.assert_array_equal(a.values, b.values)
+    args = to_backend([dy, ids], backend)
+    a = grad_on_host(emb.lookup_backward(*args, num_embeddings=5), backend)[1]
+    b = grad_on_host(emb.lookup_backward(*args, num_embeddings=5), backend)[1]
+    np.testing.assert_array_equal(a, b)
     expected = np.zeros((5, 3), np.float32)
     for i, row in zip(ids, dy, strict=True):  # sequential float32 sums, input order
         expected[i] += row
-    np.testing.assert_array_equal(a.values, expected)
+    np.testing.assert_array_equal(a, expected)
 
 
 # ============================================================================ storage
@@ -713,6 +789,34 @@ def test_lookup_backward_weights_is_the_derivative(mode) -> None:
         emb.lookup_backward_weights(np.ones((7, 3)), table, flat, offsets=offsets)
 
 
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_lookup_backward_weights_on_every_backend(mode, backend) -> None:
+    rng = np.random.default_rng(18)
+    table = rng.standard_normal((10, 3))
+    t = to_backend(table, backend)
+    ids = pa.array([[1, None, 2], None, [], [3, 3, 9]]).slice(0)
+    flat = np.array([4, 1, 2, 3, 3, 9, 0])
+    cases = [(ids, {}, 4), (flat, {"offsets": np.array([1, 3, 3, 6])}, 3),
+             (rng.integers(0, 10, (3, 2)), {}, 3),
+             (asp.Jagged.from_list([[5, 6], [7]]), {}, 2)]
+    for i, kw, bags in cases:
+        dy = rng.standard_normal((bags, 3))
+        want = emb.lookup_backward_weights(dy, table, i, mode=mode, **kw)
+        got = emb.lookup_backward_weights(to_backend(dy, backend), t, to_backend(i, backend),
+                                          mode=mode, **{k: to_backend(x, backend)
+                                                        for k, x in kw.items()})
+        if isinstance(want, pa.Array):  # Arrow ids give Arrow, a device Jagged a Jagged
+            want = asp.Jagged.from_arrow(want)
+            got = got if on_device(backend) else asp.Jagged.from_arrow(got)
+        if isinstance(want, asp.Jagged):
+            got = from_backend(got, backend)
+            assert got.to_list()[1:2] == want.to_list()[1:2]
+            want, got = want.values, got.values
+        else:
+            got = from_backend(got, backend)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+
+
 def test_lookup_arrow_forms_chunked_and_sliced() -> None:
     table = np.arange(16.0).reshape(8, 2)
     arr = pa.array([[9], [1, 2, 3], None, [], [2, 4, 6, 7], [3, None, 6]]).slice(1)
@@ -729,6 +833,26 @@ def test_lookup_arrow_forms_chunked_and_sliced() -> None:
     large = pa.array([[1, 2], [3]], pa.large_list(pa.int32()))
     np.testing.assert_array_equal(emb.lookup(table, large, out=np.empty((2, 2))),
                                   [table[1] + table[2], table[3]])
+
+
+def test_lookup_sliced_lists_on_every_backend(backend) -> None:
+    table = np.arange(16.0).reshape(8, 2)
+    arr = pa.array([[9], [1, 2, 3], None, [], [2, 4, 6, 7], [3, None, 6]]).slice(1)
+    want = ref_lookup(table, [[1, 2, 3], [], [], [2, 4, 6, 7], [3, 6]], "mean")
+    ids = to_backend(arr, backend)  # offsets[0] > 0, a null bag, a null id
+    got = emb.lookup(to_backend(table, backend), ids, mode="mean")
+    if not on_device(backend):
+        got = np.array([row or [0.0, 0.0] for row in got.to_pylist()])
+    np.testing.assert_allclose(from_backend(got, backend), want)
+    weights = to_backend(pa.array([[1.0, 2.0, 3.0], None, [], [1.0] * 4,
+                                   [2.0, None, 0.5]]), backend)  # not sliced
+    got = emb.lookup(to_backend(table, backend), ids, per_sample_weights=weights,
+                     out=to_backend(np.empty((5, 2)), backend))
+    want = [table[1] + 2 * table[2] + 3 * table[3], [0, 0], [0, 0], table[[2, 4, 6, 7]].sum(0),
+            2 * table[3] + 0.5 * table[6]]
+    np.testing.assert_allclose(from_backend(got, backend), want)
+    if on_device(backend):
+        cuda.check_errors("test")  # no device check recorded anything
 
 
 def test_integer_tables_widen_everywhere() -> None:

@@ -276,7 +276,7 @@ def test_errors() -> None:
     ids, offsets = torch.tensor([0, 1, 2]), torch.tensor([0, 2])
     meta = torch.empty(5, 2, device="meta")
     with pytest.raises(TypeError, match=r"embedding_bag: weight is on meta; arrow_sparse "
-                                        r"works on CPU tensors, move it first \(weight.cpu"):
+                                        r"works on CPU and CUDA tensors, move it first \(weight.cpu"):
         embedding_bag(ids, meta, offsets)
     with pytest.raises(TypeError, match="embedding_bag: input is on meta"):
         embedding_bag(ids.to("meta"), weight, offsets)

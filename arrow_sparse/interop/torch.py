@@ -14,7 +14,9 @@
 
 Tensors are made with ``torch.from_dlpack`` on the numpy views of the buffers, so they
 share memory with the Jagged (and with the Arrow array it came from): no copy, and a
-write through one is seen by the other. Arrow treats its buffers as immutable, so do
+write through one is seen by the other. CUDA tensors are read as CuPy arrays
+(``cupy.from_dlpack``, no copy either) when CuPy is installed, and the work then runs
+on the device (docs/gpu.md); a device Jagged or device results give CUDA tensors. Arrow treats its buffers as immutable, so do
 not write into tensors made from Arrow data. PyTorch has no null rows: see the
 ``null_rows`` argument. torch is imported on first use (``ModuleNotFoundError`` with an
 install hint when it is missing); importing this module does not import it, and its
@@ -29,8 +31,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .. import _backend
 from .. import _validate as v
 from .. import embedding as emb
+from .._embedding_grad import backward
+from ..convert import _repeat_rows
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged
 from ..keyed import KeyedJagged
@@ -323,8 +328,12 @@ def _key_name(key: Hashable) -> str:
     return key if isinstance(key, str) else str(key)
 
 
-def _plain_rows(func: str, jagged: Any, null_rows: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Check ``jagged``; return values + offsets starting at 0 with no null rows or elements."""
+def _plain_rows(func: str, jagged: Any, null_rows: Any) -> tuple[Any, Any]:
+    """Check ``jagged``; return values + offsets starting at 0 with no null rows or elements.
+
+    A device Jagged reads ``offsets[0]`` and ``offsets[-1]`` back (one synchronisation),
+    and more where null rows or elements are looked at.
+    """
     if not isinstance(jagged, Jagged):
         msg = f"{func}: jagged must be a Jagged, got {type_name(jagged)}"
         raise ArrowSparseTypeError(msg)
@@ -339,29 +348,29 @@ def _plain_rows(func: str, jagged: Any, null_rows: Any) -> tuple[np.ndarray, np.
         msg = (f"{func}: jagged has nested rows (lists of lists); a tensor pair holds one "
                "jagged level: convert each level's offsets yourself")
         raise ArrowSparseTypeError(msg)
-    offsets = jagged.offsets
-    start, stop = int(offsets[0]), int(offsets[-1])
+    xp, offsets = jagged.xp, jagged.offsets
+    start, stop = _backend.fetch(func, offsets[0], offsets[-1])
     valid = jagged.validity
     in_null_row = None  # per value of values[start:stop]: does a null row cover it?
     if valid is not None:
         if null_rows == "raise":
-            pos = v.first_true(~valid)
+            pos = _backend.fetch(func, (~valid).argmax())[0]
             msg = (f"{func}: jagged has null rows (first at position {pos}) and torch has no "
                    "nulls; pass null_rows='empty' to make them empty rows")
             raise ArrowSparseValueError(msg)
-        in_null_row = np.repeat(~valid, np.diff(offsets))
+        in_null_row = _repeat_rows(~valid, xp.diff(offsets), offsets, start, stop)
     if jagged.values_validity is not None:
         null_element = ~jagged.values_validity[start:stop]
         if in_null_row is not None:
             null_element &= ~in_null_row  # dropped with their row: never read
-        if null_element.any():
-            pos = start + v.first_true(null_element)
+        if bool(null_element.any()):
+            pos = start + _backend.fetch(func, null_element.argmax())[0]
             msg = (f"{func}: jagged has null elements (first at value {pos}) and torch has "
                    "no nulls; fill them first (pyarrow.compute.fill_null)")
             raise ArrowSparseValueError(msg)
-    if valid is not None and in_null_row is not None and in_null_row.any():
-        new_offsets = np.zeros(len(offsets), dtype=offsets.dtype)
-        np.cumsum(np.where(valid, np.diff(offsets), 0), out=new_offsets[1:])
+    if valid is not None and in_null_row is not None and bool(in_null_row.any()):
+        new_offsets = xp.zeros(len(offsets), dtype=offsets.dtype)
+        xp.cumsum(xp.where(valid, xp.diff(offsets), 0), out=new_offsets[1:])
         return values[start:stop][~in_null_row], new_offsets
     if start != 0:
         offsets = offsets - offsets.dtype.type(start)
@@ -377,15 +386,29 @@ def _tensor(func: str, torch: Any, array: np.ndarray) -> Any:
         raise ArrowSparseTypeError(msg) from None
 
 
-def _array(func: str, arg: str, torch: Any, tensor: Any) -> np.ndarray:
-    """Share a CPU tensor with numpy through DLPack (no copy)."""
-    if tensor.device.type != "cpu":
-        msg = (f"{func}: {arg} is on {tensor.device}; arrow_sparse works on CPU tensors, "
-               f"move it first ({arg}.cpu(), a copy)")
+def _array(func: str, arg: str, torch: Any, tensor: Any) -> Any:
+    """Share a tensor through DLPack (no copy): a CPU one with numpy, a CUDA one with CuPy.
+
+    Without CuPy a CUDA tensor raises TypeError; so does any other device.
+    """
+    kind = tensor.device.type
+    if kind == "cuda":
+        try:
+            _backend.cupy_module(func)
+        except ModuleNotFoundError:
+            msg = (f"{func}: {arg} is on {tensor.device}; arrow_sparse reads CUDA tensors "
+                   "through CuPy, which is not installed (pip install 'arrow-sparse[gpu]'), "
+                   f"or move it to the CPU first ({arg}.cpu(), a copy)")
+            raise ArrowSparseTypeError(msg) from None
+    elif kind != "cpu":
+        msg = (f"{func}: {arg} is on {tensor.device}; arrow_sparse works on CPU and CUDA "
+               f"tensors, move it first ({arg}.cpu(), a copy)")
         raise ArrowSparseTypeError(msg)
     if tensor.layout != torch.strided:
         msg = f"{func}: {arg} has layout {tensor.layout}; only dense (strided) tensors"
         raise ArrowSparseTypeError(msg)
+    if kind == "cuda":
+        return _backend.from_dlpack(func, arg, tensor.detach())
     try:
         return np.from_dlpack(tensor.detach())
     except (BufferError, RuntimeError, TypeError) as exc:
@@ -398,28 +421,26 @@ _BAG_MODES = ("sum", "mean", "max")
 
 
 class _Bags(NamedTuple):
-    """PyTorch ``EmbeddingBag`` inputs as arrow_sparse bags (numpy views of the tensors)."""
+    """PyTorch ``EmbeddingBag`` inputs as arrow_sparse bags (views of the tensors)."""
 
-    ids: np.ndarray
-    """int64 ids in use (``padding_idx`` entries removed)."""
-    offsets: np.ndarray
-    """int64 bag boundaries into ``ids``, ``bags + 1`` long."""
-    weights: np.ndarray | None
-    """Per-sample weights aligned with ``ids``."""
-    kept: np.ndarray | None
-    """Positions in the flattened input of ``ids`` (None: every position)."""
+    ids: Any
+    """Flat ids (with ``offsets``), or a Jagged whose null ids are the ``padding_idx`` ones."""
+    offsets: Any
+    """int64 bag boundaries into flat ``ids``, ``bags + 1`` long; None for a Jagged."""
+    weights: Any
+    """Per-sample weights in the form of ``ids`` (flat, or a Jagged), or None."""
     shape: tuple[int, ...]
     """The input's shape (the per-sample weights' gradient has it)."""
 
 
-def _tensor_arg(func: str, torch: Any, arg: str, x: Any) -> np.ndarray:
+def _tensor_arg(func: str, torch: Any, arg: str, x: Any) -> Any:
     if not isinstance(x, torch.Tensor):
         msg = f"{func}: {arg} must be a torch.Tensor, got {type_name(x)}"
         raise ArrowSparseTypeError(msg)
     return _array(func, arg, torch, x)
 
 
-def _weight_array(func: str, torch: Any, weight: Any) -> np.ndarray:
+def _weight_array(func: str, torch: Any, weight: Any) -> Any:
     table = _tensor_arg(func, torch, "weight", weight)
     if table.dtype not in (np.float32, np.float64):
         msg = f"{func}: weight must be float32 or float64, got {weight.dtype}"
@@ -434,8 +455,12 @@ def _weight_array(func: str, torch: Any, weight: Any) -> np.ndarray:
 def _torch_bags(func: str, torch: Any, input: Any, offsets: Any, per_sample_weights: Any,
                 include_last_offset: bool, padding_idx: int | None,
                 num_embeddings: int) -> _Bags:
-    """Check PyTorch's ``embedding_bag`` arguments; return them as flat ids + full offsets."""
+    """Check PyTorch's ``embedding_bag`` arguments; return them as flat ids + full offsets.
+
+    On the device nothing is read back: the ids are checked by the lookup's kernels.
+    """
     ids = _tensor_arg(func, torch, "input", input)
+    xp = _backend.module_of(ids)
     if ids.dtype.kind not in "iu":
         msg = f"{func}: input must be an integer tensor, got {input.dtype}"
         raise ArrowSparseTypeError(msg)
@@ -444,26 +469,28 @@ def _torch_bags(func: str, torch: Any, input: Any, offsets: Any, per_sample_weig
             msg = f"{func}: offsets must be None when input is 2-D (bags of equal size)"
             raise ArrowSparseValueError(msg)
         flat = ids.reshape(-1)
-        offs = np.arange(ids.shape[0] + 1, dtype=np.int64) * ids.shape[1]
+        offs = xp.arange(ids.shape[0] + 1, dtype=np.int64) * ids.shape[1]
     elif ids.ndim == 1:
         if offsets is None:
             msg = f"{func}: offsets is required when input is 1-D"
             raise ArrowSparseValueError(msg)
         starts = _tensor_arg(func, torch, "offsets", offsets)
-        if include_last_offset:
-            offs = starts
-        else:
-            starts = v.as_index_array(func, "offsets", starts)
-            offs = np.append(starts, np.array(len(ids), dtype=starts.dtype))
-        offs = v.check_offsets(func, "offsets", offs, len(ids)).astype(np.int64, copy=False)
+        _backend.array_module(func, input=ids, offsets=starts)
+        starts = v.as_index_array(func, "offsets", starts, device=xp is not np)
+        if not include_last_offset:
+            starts = xp.concatenate((starts, xp.full(1, len(ids), dtype=starts.dtype)))
+        offs = v.check_offsets(func, "offsets", starts, len(ids), device=True)
+        offs = offs.astype(np.int64, copy=False)
         flat = ids
     else:
         msg = f"{func}: input must be 1-D (with offsets) or 2-D, got shape {tuple(ids.shape)}"
         raise ArrowSparseValueError(msg)
-    flat = v.check_indices(func, "input", flat, num_embeddings).astype(np.int64, copy=False)
+    if xp is np:
+        flat = v.check_indices(func, "input", flat, num_embeddings)
     w = None
     if per_sample_weights is not None:
         w = _tensor_arg(func, torch, "per_sample_weights", per_sample_weights)
+        _backend.array_module(func, input=ids, per_sample_weights=w)
         if w.dtype.kind != "f":
             msg = (f"{func}: per_sample_weights must be a float tensor, "
                    f"got {per_sample_weights.dtype}")
@@ -473,16 +500,12 @@ def _torch_bags(func: str, torch: Any, input: Any, offsets: Any, per_sample_weig
                    f"got {tuple(w.shape)}")
             raise ArrowSparseValueError(msg)
         w = w.reshape(-1)
-    kept = None
-    if padding_idx is not None:
-        keep = flat != padding_idx
-        if not keep.all():
-            kept = np.flatnonzero(keep)
-            before = np.zeros(len(flat) + 1, dtype=np.int64)  # kept ids before each position
-            np.cumsum(keep, out=before[1:])
-            offs, flat = before[offs], flat[kept]
-            w = None if w is None else w[kept]
-    return _Bags(flat, offs, w, kept, tuple(ids.shape))
+    if padding_idx is None:
+        return _Bags(flat, offs, w, tuple(ids.shape))
+    # Padding ids are null ids: left out of their bag, not counted by "mean", no gradient.
+    bags = Jagged._trusted(flat, offs, values_validity=flat != padding_idx)
+    return _Bags(bags, None, None if w is None else Jagged._trusted(w, offs),
+                 tuple(ids.shape))
 
 
 def _padding(func: str, padding_idx: Any, num_embeddings: int) -> int | None:
@@ -562,13 +585,22 @@ def sparse_grad_to_torch(grad: emb.SparseGrad, num_embeddings: int) -> Any:
         raise ArrowSparseTypeError(msg)
     num = v.check_count(func, "num_embeddings", num_embeddings)
     grad = grad.coalesce()
-    if len(grad.rows) and grad.rows[-1] >= num:
-        pos = v.first_true(grad.rows >= num)
-        msg = v.message(func, "grad.rows", f"out of range [0, {num})", pos, grad.rows[pos])
-        raise ArrowSparseIndexError(msg)
-    torch = import_optional("torch", "torch")
+    if len(grad.rows):
+        first, last = _backend.fetch(func, grad.rows[0], grad.rows[-1])
+        if first < 0 or last >= num:
+            bad = (grad.rows < 0) | (grad.rows >= num)
+            pos = _backend.fetch(func, bad.argmax())[0]
+            msg = v.message(func, "grad.rows", f"out of range [0, {num})", pos,
+                            first if first < 0 else _backend.fetch(func, grad.rows[pos])[0])
+            raise ArrowSparseIndexError(msg)
+    return _sparse_tensor(func, import_optional("torch", "torch"), grad, num)
+
+
+def _sparse_tensor(func: str, torch: Any, grad: emb.SparseGrad, num: int) -> Any:
+    """A coalesced COO tensor sharing a coalesced gradient's memory (nothing checked)."""
+    xp = _backend.module_of(grad.values)
     return torch.sparse_coo_tensor(_tensor(func, torch, grad.rows.reshape(1, -1)),
-                                   _tensor(func, torch, np.ascontiguousarray(grad.values)),
+                                   _tensor(func, torch, xp.ascontiguousarray(grad.values)),
                                    (num, grad.dim), check_invariants=False, is_coalesced=True)
 
 
@@ -627,10 +659,10 @@ def sparse_grad_from_torch(grad: Any) -> emb.SparseGrad:
                f"got {grad.sparse_dim()} sparse and {grad.dense_dim()} dense")
         raise ArrowSparseTypeError(msg)
     rows = _array(func, "grad", torch, grad._indices()[0])
-    if not grad.is_coalesced() and not np.all(rows[1:] > rows[:-1]):
+    if not grad.is_coalesced() and not bool((rows[1:] > rows[:-1]).all()):
         grad = grad.coalesce()
         rows = _array(func, "grad", torch, grad._indices()[0])
-    return emb.SparseGrad(rows, _array(func, "grad", torch, grad._values()))
+    return emb.SparseGrad._coalesced(rows, _array(func, "grad", torch, grad._values()))
 
 
 def _describe(torch: Any, x: Any) -> str:
@@ -764,22 +796,21 @@ def _backward(ctx: Any, torch: Any, grad_output: Any) -> tuple[Any, Any]:
     dy = _array(func, "grad_output", torch, grad_output.contiguous())
     d_weight = d_samples = None
     if ctx.needs_input_grad[0]:
-        g = emb.lookup_backward(dy, bags.ids, offsets=bags.offsets, mode=ctx.mode,
-                                per_sample_weights=bags.weights, num_embeddings=len(table))
+        g, starts = backward(dy, bags.ids, bags.offsets, ctx.mode, bags.weights, len(table))
         if ctx.scale_grad_by_freq and len(g.rows):
-            counts = np.unique(bags.ids, return_counts=True)[1]  # same sorted rows
-            g = emb.SparseGrad(g.rows, g.values / counts[:, None].astype(g.values.dtype))
-        d_weight = sparse_grad_to_torch(g, len(table))
+            counts = _backend.module_of(starts).diff(starts)  # reads of each row's id
+            g = emb.SparseGrad._coalesced(
+                g.rows, g.values / counts[:, None].astype(g.values.dtype))
+        d_weight = _sparse_tensor(func, torch, g, len(table))
         if not ctx.sparse:
             d_weight = d_weight.to_dense()
     if ctx.needs_input_grad[3]:
         flat = emb.lookup_backward_weights(dy, table, bags.ids, offsets=bags.offsets,
                                            mode=ctx.mode)
-        if bags.kept is not None:
-            full = np.zeros(int(np.prod(bags.shape)), dtype=flat.dtype)
-            full[bags.kept] = flat
-            flat = full
-        d_samples = torch.from_numpy(flat.reshape(bags.shape).astype(table.dtype, copy=False))
+        if isinstance(flat, Jagged):  # padding ids (null ids) got 0
+            flat = flat.values
+        d_samples = _tensor(func, torch, flat.reshape(bags.shape).astype(table.dtype,
+                                                                         copy=False))
     return d_weight, d_samples
 
 
@@ -805,7 +836,7 @@ def _classes() -> dict[str, type]:
             ctx.bags, ctx.mode, ctx.sparse = bags, mode, sparse
             ctx.scale_grad_by_freq = scale_grad_by_freq
             ctx.save_for_backward(weight)
-            return torch.from_numpy(out.astype(table.dtype, copy=False))
+            return _tensor(func, torch, out.astype(table.dtype, copy=False))
 
         @staticmethod
         @once_differentiable  # type: ignore[misc]
