@@ -6,10 +6,13 @@ entries, empty cells) for all ten value dtypes, and must match its CPU (Numba) t
 exactly for integers, counts, extremes and positions; within ``rtol=1e-12`` for float
 sums, products and the float64 sums of powers, squared deviations and exponentials,
 which combine in atomic order. Every launch also runs in reversed and shuffled thread
-order; integer results must not change at all. The public masked reductions over
-sparse and jagged inputs are compared the same way. ``nvcc --ptx`` is in
-``test_cuda_infra.py``; ``gpu``-marked tests run the launchers on CuPy arrays where a
-device exists.
+order; integer results must not change at all. The searches over sorted keys
+(``first_unstored``, ``sorted_member``) must match exactly on key sets with empty, full
+and one-sided cells, sorted and unsorted queries, and also run on device arrays of the
+stand-in CuPy without reading anything back. The public masked reductions over sparse
+and jagged inputs (dense, COO and CSR masks) are compared the same way. ``nvcc --ptx``
+is in ``test_cuda_infra.py``; ``gpu``-marked tests run the launchers on CuPy arrays
+where a device exists.
 """
 
 from __future__ import annotations
@@ -23,12 +26,13 @@ import pytest
 
 import arrow_sparse as asp
 from arrow_sparse import _backend
-from arrow_sparse.errors import ArrowSparseIndexError
+from arrow_sparse.errors import ArrowSparseIndexError, ArrowSparseValueError
 from arrow_sparse.kernels import cuda
 from arrow_sparse.kernels.cpu import masked as cpu_masked
 from arrow_sparse.kernels.cuda import _launch
 from arrow_sparse.kernels.cuda import masked as cuda_masked
 from tests.conftest import NUMERIC_DTYPES
+from tests.cuda_emu import fake_cupy
 from tests.cuda_emu.emu import Emulator, emulated
 
 NUM_CELLS = 9  # the last two cells get no entries
@@ -203,13 +207,16 @@ def sparse_inputs() -> list[tuple[str, Any, Any]]:
     return [("coo", coo, mask), ("csr", csr, mask), ("jagged", jagged, jmask)]
 
 
+def norm_of(p: float) -> Callable[..., Any]:
+    return lambda x, dim, mask: asp.masked.norm(x, p, dim, mask=mask)
+
+
 REDUCTIONS: dict[str, Callable[..., Any]] = {
     "sum": asp.masked.sum, "prod": asp.masked.prod, "amax": asp.masked.amax,
     "amin": asp.masked.amin, "argmax": asp.masked.argmax, "argmin": asp.masked.argmin,
     "mean": asp.masked.mean, "var": asp.masked.var, "std": asp.masked.std,
     "logsumexp": asp.masked.logsumexp,
-    **{f"norm{p}": (lambda p: lambda x, dim, mask: asp.masked.norm(x, p, dim, mask=mask))(p)
-       for p in (2, 1, 0, 0.5, float("inf"), float("-inf"))},
+    **{f"norm{p}": norm_of(p) for p in (2, 1, 0, 0.5, float("inf"), float("-inf"))},
 }
 
 
@@ -227,6 +234,163 @@ def test_public_masked_reductions_match_cpu(cuda_emu: Emulator, op: str, layout:
         assert got.dtype == expected.dtype
         np.testing.assert_allclose(got, expected, rtol=1e-12, equal_nan=True)
         assert any(n.startswith("masked_") for n in cuda_emu.launches[before:]), name
+
+
+def test_public_reductions_with_sparse_masks_match_cpu(cuda_emu: Emulator) -> None:
+    """Sparse masks go through sorted_member, arg reductions through first_unstored."""
+    rng = np.random.default_rng(12)
+    dense = rng.integers(-3, 4, size=(6, 8)).astype(np.float64)
+    dense[rng.random(dense.shape) < 0.4] = 0
+    mask = rng.random(dense.shape) < 0.6
+    mask[1] = True  # a row masked in everywhere
+    inputs = [asp.SparseCOO.from_dense(dense), asp.SparseCSR.from_dense(dense)]
+    masks = [None, asp.SparseCOO.from_dense(mask), asp.SparseCSR.from_dense(mask)]
+    for x in inputs:
+        for m in masks:
+            for op in ("argmax", "argmin", "sum", "amax"):
+                for dim in (None, 0, 1):
+                    fn = REDUCTIONS[op]
+                    _backend.set_cuda_module_factory(None)
+                    expected = fn(x, dim, mask=m)
+                    _backend.set_cuda_module_factory(cuda_emu)
+                    before = len(cuda_emu.launches)
+                    got = fn(x, dim, mask=m)
+                    assert got.dtype == expected.dtype
+                    np.testing.assert_array_equal(got, expected)
+                    launched = {n.split("<")[0] for n in cuda_emu.launches[before:]}
+                    assert m is None or "sorted_member" in launched
+                    assert op not in ("argmax", "argmin") or "first_unstored_candidates" in \
+                        launched
+
+
+# ------------------------------------------------------------------ sorted-key searches
+#: Per cell: the share of positions masked in and stored (a cell without keys, full
+#: cells, cells with only one kind of key, position 0 missing or present).
+CELL_PATTERNS = [(0.0, 0.0), (1.0, 0.0), (0.0, 1.0), (0.5, 0.5), (0.3, 0.9), (1.0, 1.0),
+                 (0.2, 0.0), (0.0, 0.3)]
+
+
+def key_sets(seed: int, slice_size: int = SLICE) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted, distinct ``cell * slice_size + pos`` keys: (masked-in, stored)."""
+    rng = np.random.default_rng(seed)
+    mkeys, skeys = [], []
+    for c, (pm, ps) in enumerate(CELL_PATTERNS * 2):
+        pos = np.arange(slice_size)
+        mkeys.append(c * slice_size + pos[rng.random(slice_size) < pm])
+        skeys.append(c * slice_size + pos[rng.random(slice_size) < ps])
+    return np.concatenate(mkeys).astype(np.int64), np.concatenate(skeys).astype(np.int64)
+
+
+def run_search(emu: Emulator, name: str, args: tuple[Any, ...], written: tuple[int, ...]
+               ) -> tuple[list[np.ndarray], list[np.ndarray], list[str]]:
+    """The CPU kernel and the launcher on copies: (expected, got, launches)."""
+    cpu_args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    gpu_args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    getattr(cpu_masked, name)(*cpu_args)
+    launcher = _backend.get_kernel("masked", name)
+    assert launcher is getattr(cuda_masked, name)
+    before = len(emu.launches)
+    launcher(*gpu_args)
+    cuda.check_errors(name)
+    return [cpu_args[i] for i in written], [gpu_args[i] for i in written], emu.launches[before:]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("slice_size", [1, 5, SLICE])
+def test_first_unstored_matches_cpu(cuda_emu: Emulator, seed: int, slice_size: int) -> None:
+    mkeys, skeys = key_sets(seed, slice_size)
+    cells = 2 * len(CELL_PATTERNS) + 1  # the last cell has no keys
+    rng = np.random.default_rng(seed)
+    for first_zero, first_out in ((np.full(cells, slice_size), np.zeros(cells, np.int64)),
+                                  (rng.integers(-5, 50, size=cells),
+                                   rng.integers(-5, 50, size=cells))):
+        for m, s in ((mkeys, skeys), (skeys[:0], skeys), (mkeys, skeys[:0]),
+                     (mkeys[:0], skeys[:0])):
+            expected, got, launches = run_search(
+                cuda_emu, "first_unstored", (m, s, slice_size, first_zero, first_out), (3, 4))
+            for g, e in zip(got, expected, strict=True):
+                assert g.dtype == e.dtype
+                np.testing.assert_array_equal(g, e)
+            assert launches == (["first_unstored_candidates", "first_unstored_finish"]
+                                if len(m) + len(s) else [])
+
+
+def test_first_unstored_into_non_contiguous_outputs(cuda_emu: Emulator) -> None:
+    mkeys, skeys = key_sets(3)
+    cells = 2 * len(CELL_PATTERNS)
+    wide = np.full((cells, 2), 99, np.int64)
+    expected, got, _ = run_search(cuda_emu, "first_unstored",
+                                  (mkeys, skeys, SLICE, wide[:, 0], wide[:, 1]), (3, 4))
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(g, e)
+
+
+@pytest.mark.parametrize("key_dtype", [np.int32, np.int64, np.uint16])
+def test_sorted_member_matches_cpu(cuda_emu: Emulator, key_dtype: Any) -> None:
+    rng = np.random.default_rng(5)
+    keys = np.unique(rng.integers(0, 300, size=120)).astype(key_dtype)
+    queries = rng.integers(0, 320, size=200).astype(key_dtype)
+    for q in (queries, np.sort(queries), queries[:0]):  # binary searches, merge, nothing
+        for k in (keys, keys[:0], keys[:1]):
+            for out in (np.zeros(len(q), bool), np.zeros(len(q), np.uint8),
+                        np.zeros((len(q), 2), bool)[:, 1]):
+                expected, got, launches = run_search(cuda_emu, "sorted_member", (k, q, out),
+                                                     (2,))
+                np.testing.assert_array_equal(got[0], expected[0])
+                assert got[0].dtype == out.dtype
+                assert launches == (["sorted_member"] if len(q) else [])
+
+
+# ------------------------------------------------------------------ device checks and errors
+SEARCH_ERRORS: dict[str, tuple[Callable[[], Any], type, str]] = {
+    "unsorted mkeys": (lambda: cuda_masked.first_unstored(
+        np.array([3, 1]), np.array([0, 4]), 4, np.zeros(2, np.int64), np.zeros(2, np.int64)),
+        ArrowSparseValueError, r"^first_unstored: sorted keys must be strictly increasing "
+        r"\(first at position 1; found by a device check\)$"),
+    "repeated skeys": (lambda: cuda_masked.first_unstored(
+        np.array([1, 3]), np.array([0, 4, 4]), 4, np.zeros(2, np.int64),
+        np.zeros(2, np.int64)), ArrowSparseValueError,
+        r"^first_unstored: sorted keys must be strictly increasing \(first at position 4;"),
+    "key beyond the cells": (lambda: cuda_masked.first_unstored(
+        np.array([1, 9]), np.array([-1, 4]), 4, np.zeros(2, np.int64),
+        np.zeros(2, np.int64)), ArrowSparseIndexError,
+        r"^first_unstored: keys out of range of the cells \(first at position 1;"),
+    "unsorted keys": (lambda: cuda_masked.sorted_member(
+        np.array([1, 5, 5, 2]), np.array([5, 0]), np.zeros(2, bool)), ArrowSparseValueError,
+        r"^sorted_member: sorted keys must be strictly increasing \(first at position 2;"),
+}
+
+
+@pytest.mark.parametrize("case", list(SEARCH_ERRORS))
+def test_key_searches_check_order_and_range_on_the_device(cuda_emu: Emulator,
+                                                          case: str) -> None:
+    call, error, message = SEARCH_ERRORS[case]
+    call()
+    func = "sorted_member" if case == "unsorted keys" else "first_unstored"
+    with pytest.raises(error, match=message):
+        cuda.check_errors(func)
+
+
+def test_key_searches_host_checks() -> None:
+    z = np.zeros(2, np.int64)
+    with pytest.raises(NotImplementedError, match=r"^sorted_member: no cuda kernel for keys of "
+                       r"dtype float64$"):
+        cuda_masked.sorted_member(np.ones(2), z, np.zeros(2, bool))
+    with pytest.raises(NotImplementedError, match=r"^first_unstored: no cuda kernel for skeys "
+                       r"of dtype uint64$"):
+        cuda_masked.first_unstored(z, z.astype(np.uint64), 4, z, z.copy())
+    with pytest.raises(NotImplementedError, match=r"^first_unstored: no cuda kernel for "
+                       r"first_out of dtype int32 \(want int64\)$"):
+        cuda_masked.first_unstored(z, z, 4, z, z.astype(np.int32))
+    with pytest.raises(ArrowSparseValueError, match=r"^first_unstored: first_out has shape "
+                       r"\(3,\) but first_zero has \(2,\)$"):
+        cuda_masked.first_unstored(z, z, 4, z, np.zeros(3, np.int64))
+    with pytest.raises(ArrowSparseValueError, match=r"^first_unstored: slice_size must be "
+                       r"positive when there are keys, got 0$"):
+        cuda_masked.first_unstored(z, z, 0, z, z.copy())
+    with pytest.raises(ArrowSparseValueError, match=r"^sorted_member: out must have shape "
+                       r"\(2,\), got \(3,\)$"):
+        cuda_masked.sorted_member(z, z, np.zeros(3, bool))
 
 
 # ------------------------------------------------------------------ device checks and errors
@@ -252,7 +416,51 @@ def test_unsupported_dtypes_raise_not_implemented() -> None:
         cuda_masked.masked_max(cell, np.ones(2, np.int32), inm, np.zeros(1, np.int64))
 
 
+def search_cases() -> dict[str, tuple[tuple[Any, ...], tuple[int, ...]]]:
+    """Arguments of one call of each key search and the arrays it writes."""
+    mkeys, skeys = key_sets(6)
+    cells = 2 * len(CELL_PATTERNS)
+    queries = np.random.default_rng(6).integers(0, cells * SLICE, size=90)
+    return {"first_unstored": ((mkeys, skeys, SLICE, np.full(cells, SLICE),
+                                np.zeros(cells, np.int64)), (3, 4)),
+            "sorted_member": ((skeys, queries, np.zeros(90, bool)), (2,))}
+
+
+@pytest.mark.parametrize("name", ["first_unstored", "sorted_member"])
+def test_key_searches_on_device_arrays_read_nothing_back(name: str) -> None:
+    args, written = search_cases()[name]
+    expected = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    getattr(cpu_masked, name)(*expected)
+    with fake_cupy.emulated_cupy(check_orders=("reverse",)) as module:
+        device = [module.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+        module.stats.reset()
+        _backend.get_kernel("masked", name, module)(*device)
+        assert module.stats.syncs == 0
+        cuda.check_errors(name)
+        for i in written:
+            np.testing.assert_array_equal(device[i].get(), expected[i])
+
+
 # ------------------------------------------------------------------ on a real GPU
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["first_unstored", "sorted_member"])
+def test_gpu_key_searches_match_cpu(name: str) -> None:
+    cupy = pytest.importorskip("cupy")
+    try:
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            pytest.skip("no CUDA device")
+    except cupy.cuda.runtime.CUDARuntimeError:
+        pytest.skip("no CUDA device")
+    args, written = search_cases()[name]
+    expected = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    getattr(cpu_masked, name)(*expected)
+    device = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+    _backend.get_kernel("masked", name, cupy)(*device)
+    cuda.check_errors(name)
+    for i in written:
+        np.testing.assert_array_equal(cupy.asnumpy(device[i]), expected[i])
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("key", KEYS)
 def test_gpu_launchers_match_cpu(key: str, values_dtype: np.dtype) -> None:

@@ -294,6 +294,8 @@ __device__ __forceinline__ bool asp_sorted_has(const long long* __restrict__ key
 // Thread mapping: one thread per key of either set (grid-stride over nm + ns: mkeys,
 // then skeys), coalesced reads of the key and its neighbours, binary searches in the
 // other set, atomicMin on the cell's slots (results independent of the thread order).
+// Memory traffic: 8 bytes per key (neighbours from cache), log2 of the other set's size
+// cached reads per search, at most three 8-byte atomics per key.
 // Device checks: a key not above its predecessor (ASP_MASKED_KEYS_ORDER) or outside
 // [0, num_cells * slice_size) (ASP_MASKED_KEY_RANGE), at the key's index counted over
 // mkeys then skeys; the key is skipped.
@@ -336,6 +338,7 @@ __global__ void first_unstored_candidates(const long long* __restrict__ mkeys, l
 // first_unstored, step 2: first_zero[c] = best[c] and first_out[c] = best[num_cells + c]
 // where a candidate exists; other cells keep what the caller set, as on the CPU.
 // Thread mapping: one thread per cell (grid-stride), coalesced.
+// Memory traffic: 16 bytes read and at most 16 written per cell.
 __global__ void first_unstored_finish(const long long* __restrict__ best, long long num_cells,
                                       long long* __restrict__ first_zero,
                                       long long* __restrict__ first_out) {
@@ -350,8 +353,10 @@ __global__ void first_unstored_finish(const long long* __restrict__ best, long l
 // sorted_member: out[i] = queries[i] is one of the sorted, distinct keys[0:m].
 // Thread mapping: one thread per query (a binary search of keys) and, after them, one
 // per key checking its order (grid-stride over n + m); coalesced reads of queries and
-// writes of out. Device check: a key not above its predecessor (ASP_MASKED_KEYS_ORDER
-// at the key's index).
+// writes of out. Memory traffic: 8 bytes read and one byte written per query, log2(m)
+// cached reads of keys per search; 8 bytes per key for the check.
+// Device check: a key not above its predecessor (ASP_MASKED_KEYS_ORDER at the key's
+// index).
 __global__ void sorted_member(const long long* __restrict__ keys, long long m,
                               const long long* __restrict__ queries, long long n,
                               unsigned char* __restrict__ out, unsigned long long* error) {

@@ -149,18 +149,18 @@ def _extreme(func: str, is_max: bool, cell: Any, vals: Any, inm: Any, out: Any) 
 
 
 def masked_max(cell: Any, vals: Any, inm: Any, out: Any) -> None:
-    """Running maximum over masked-in entries; a NaN sticks, as in ``numpy.max``."""
+    """Take the running maximum over masked-in entries; a NaN sticks, as in ``numpy.max``."""
     _extreme("masked_max", True, cell, vals, inm, out)
 
 
 def masked_min(cell: Any, vals: Any, inm: Any, out: Any) -> None:
-    """Running minimum over masked-in entries; a NaN sticks, as in ``numpy.min``."""
+    """Take the running minimum over masked-in entries; a NaN sticks, as in ``numpy.min``."""
     _extreme("masked_min", False, cell, vals, inm, out)
 
 
 def _per_value(func: str, cell: Any, vals: Any, inm: Any, out: Any, out_ctype: str,
                per_cell: Any = None, scalar: Any = None) -> None:
-    """A kernel with an optional float64 per-cell array or scalar after ``inm``."""
+    """Launch a kernel with an optional float64 per-cell array or scalar after ``inm``."""
     xp = array_module(func, cell, vals, inm, per_cell, out)
     _expect(func, "out", out, out_ctype)
     extra = () if per_cell is None else (xp.ascontiguousarray(per_cell, dtype=np.float64),)

@@ -9,8 +9,9 @@
 //   argsort (a CUB radix sort on CuPy; two LSD passes where the order has two keys)
 //   followed by gathers, not an atomic scatter (the order of atomics is not stable).
 //   The line of each sorted entry comes from expand_major (a binary search of indptr).
-// * duplicates of sorted lines are summed by flagging run heads (line_run_heads), compacting
-//   the flags (flatnonzero) and one thread per run adding it left to right (sum_runs).
+// * duplicates of sorted lines are summed by flagging run heads (line_run_heads),
+//   compacting the flags (flatnonzero) and one thread per run adding it left to right
+//   (sum_runs).
 // * products that the CPU computes as an ordered scatter (dense @ CSR, CSC @ dense) run
 //   as csr_spmm on the other layout (one stable conversion), so every output element is
 //   summed by one lane, in the CPU's order.
@@ -130,6 +131,7 @@ __device__ __forceinline__ bool asp_line_inside(const O* __restrict__ indptr, lo
 // (ASP_SPARSE_INDEX_RANGE at i) and not counted.
 // Thread mapping: one thread per key (grid-stride), coalesced reads, one atomicAdd per
 // key on its bucket (buckets of frequent keys serialise; they stay in L2).
+// Memory traffic: sizeof(K) read and one 8-byte atomic per key.
 template <typename K>
 __global__ void count_keys(const K* __restrict__ keys, long long n, long long num_keys,
                            long long* counts, unsigned long long* error) {
@@ -148,6 +150,8 @@ __global__ void count_keys(const K* __restrict__ keys, long long n, long long nu
 // alone, as on the CPU. With perm, the lines of the entries in a permuted (sorted) order.
 // Thread mapping: one thread per output element (grid-stride): coalesced writes (and
 // perm reads), the line by binary search of indptr (log2(rows) cached reads).
+// Memory traffic: sizeof(T) written (plus 8 bytes of perm read) per element; the upper
+// levels of the search hit the cache.
 template <typename O, typename T>
 __global__ void expand_major(const O* __restrict__ indptr, long long rows,
                              const long long* __restrict__ perm, int identity, long long n,
@@ -167,6 +171,7 @@ __global__ void expand_major(const O* __restrict__ indptr, long long rows,
 // Thread mapping: one thread per entry (grid-stride): coalesced reads of minor (p and
 // p - 1, shared with the neighbour through the cache) and writes of head; the binary
 // search of indptr runs only where minor[p] == minor[p - 1] (duplicates are rare).
+// Memory traffic: sizeof(M) read and one byte written per entry.
 template <typename O, typename M>
 __global__ void line_run_heads(const O* __restrict__ indptr, long long rows,
                                const M* __restrict__ minor, long long n,
@@ -183,6 +188,8 @@ __global__ void line_run_heads(const O* __restrict__ indptr, long long rows,
 // to right in T's accumulator, exactly like the CPU kernel (bit-identical floats).
 // Thread mapping: one thread per run (grid-stride); runs are short (the duplicates of
 // one coordinate), so neighbouring threads read neighbouring entries.
+// Memory traffic: every entry's value read once, the run's first minor index read and
+// (sizeof(M) + sizeof(T)) written per run, 8-16 bytes of starts per run.
 template <typename M, typename T>
 __global__ void sum_runs(const long long* __restrict__ starts, long long num_runs, long long n,
                          const M* __restrict__ minor, const T* __restrict__ values,
@@ -204,6 +211,7 @@ __global__ void sum_runs(const long long* __restrict__ starts, long long num_run
 // kernel's (sorted, strictly sorted)).
 // Thread mapping: one thread per adjacent pair (grid-stride), coalesced reads; a flag is
 // written (atomicOr) only by a thread that finds it still clear.
+// Memory traffic: both key arrays read once (the neighbour's element from cache).
 template <typename K>
 __global__ void lex_order2(const K* __restrict__ first, const K* __restrict__ second,
                            long long n, unsigned int* flags) {
@@ -229,6 +237,7 @@ __global__ void lex_order2(const K* __restrict__ first, const K* __restrict__ se
 // the num_entries bound, so the host reads nothing): coalesced reads of indices[p - 1]
 // and indices[p]; only a pair out of order pays the binary search telling whether p
 // starts a line (then the pair does not count).
+// Memory traffic: the addressed indices read once (the neighbour's from cache).
 template <typename O, typename I>
 __global__ void lines_strictly_increasing(const O* __restrict__ indptr, long long rows,
                                           const I* __restrict__ indices, long long num_entries,
@@ -298,6 +307,8 @@ __global__ void csr_spmm(const O* __restrict__ indptr, const I* __restrict__ ind
 // unsigned int for 8- and 16-bit T (a temporary of the launcher).
 // Numerics: integers are exact (64-bit wrapping partials, truncated); float partials
 // combine in atomic order: the CPU's left-to-right sum re-associated (at most 32 terms).
+// Memory traffic: sizeof(I) + sizeof(T) coalesced plus one gathered sizeof(T) per
+// entry, at most 32 atomics per row.
 // Device checks: as csr_spmm (indices against the vector's length).
 template <typename T, typename S, typename O, typename I>
 __global__ void csr_spmv(const O* __restrict__ indptr, const I* __restrict__ indices,
@@ -326,7 +337,8 @@ __global__ void csr_spmv(const O* __restrict__ indptr, const I* __restrict__ ind
 // major_sums: out[i] += sum of values[indptr[i]:indptr[i + 1]] (T: the sum dtypes int64,
 // uint64, float32, float64; out is T).
 // Thread mapping and numerics: as csr_spmv (a 32-lane group per line, strided lane
-// partials, one atomic per lane with entries).
+// partials, one atomic per lane with entries). Memory traffic: sizeof(T) coalesced per
+// entry, at most 32 atomics per line.
 template <typename T, typename O>
 __global__ void major_sums(const O* __restrict__ indptr, const T* __restrict__ values,
                            long long num_entries, long long rows, T* out,
@@ -352,6 +364,8 @@ __global__ void major_sums(const O* __restrict__ indptr, const T* __restrict__ v
 // of indices and values, the line by binary search of indptr, one atomic add into out.
 // Entries without duplicates add to distinct cells (exact); repeated coordinates add in
 // atomic order (integers exact, floats re-associated).
+// Memory traffic: sizeof(I) + sizeof(T) coalesced per entry, one scattered atomic into
+// out per entry (out itself is zeroed or copied by the caller).
 // Device checks: entries outside [0, num_entries) (ASP_SPARSE_ENTRIES), an index outside
 // the minor dimension (ASP_SPARSE_INDEX_RANGE at p).
 template <typename T, typename S, typename O, typename I>
@@ -377,6 +391,7 @@ __global__ void compressed_to_dense(const O* __restrict__ indptr, long long rows
 
 // scatter_add: out[positions[p]] += values[p] (out in slot type S, as above).
 // Thread mapping: one thread per entry (grid-stride), coalesced reads, one atomic add.
+// Memory traffic: sizeof(P) + sizeof(T) read and one scattered atomic per entry.
 // Distinct positions are exact; repeated ones add in atomic order (floats re-associated).
 // Device check: a position outside [0, size) (ASP_SPARSE_POSITION_RANGE at p).
 template <typename T, typename S, typename P>

@@ -181,7 +181,7 @@ def _expand(xp: Any, indptr: Any, perm: Any, out: Any) -> None:
 
 def _transpose(xp: Any, indptr: Any, indices: Any, values: Any, num_minor: int,
                line_dtype: Any) -> tuple[Any, Any, Any]:
-    """The other compressed layout of contiguous int32/int64 ``indptr`` and ``indices``."""
+    """Convert contiguous int32/int64 ``indptr`` and ``indices`` to the other layout."""
     start, stop = _range(indptr)
     keys = indices[start:stop]
     ptr = _counts_to_indptr(xp, keys, num_minor)
