@@ -4,10 +4,17 @@ A column's scalar elements as a :class:`_Leaf` (numbers, or an Arrow string leaf
 from its offsets and data buffers), and the element-wise map that replaces the leaf
 values of any list nesting while sharing the input's offsets and validity buffers.
 Used by ``transforms.py`` and ``vocabulary.py``.
+
+Device inputs (CuPy arrays, a :class:`~arrow_sparse.Jagged` on the device) hold numbers
+only: strings live in Arrow's host buffers. Their leaves are CuPy arrays, the kernels
+those of :func:`_kernel` for CuPy, and an element-wise map replaces the whole values
+buffer of the Jagged (the values outside the rows' range too), so that it reads no
+offsets back.
 """
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -15,13 +22,24 @@ import pyarrow as pa
 
 from . import _arrow
 from . import _validate as v
-from ._backend import get_kernel
+from ._backend import array_module, device_checks, get_kernel, module_of, to_host
 from .errors import ArrowSparseTypeError
 from .jagged import Jagged
 
 
-def _kernel(name: str) -> Any:
-    return get_kernel("transforms", name)
+def _kernel(name: str, xp: ModuleType = np) -> Any:
+    return get_kernel("transforms", name, xp)
+
+
+def _read_back(func: str, x: Any) -> Any:
+    """Return ``x`` on the host, raising the device checks recorded so far first.
+
+    A device array is copied (a synchronisation); the checks are raised at once since
+    the values may depend on inputs they reject. Host data costs nothing.
+    """
+    host = to_host(x)
+    device_checks(func, module_of(x), wait=True)
+    return host
 
 
 # ----------------------------------------------------------------------- leaves
@@ -48,11 +66,12 @@ class _Leaf:
 
 
 def _numpy_leaf(values: np.ndarray, mask: np.ndarray | None) -> _Leaf:
-    """Wrap numpy values as a leaf; N-D values are flattened (a mask repeats per row)."""
+    """Wrap numpy (or CuPy) values as a leaf; N-D values are flattened (a mask repeats per row)."""
+    xp = module_of(values)
     width = int(np.prod(values.shape[1:])) if values.ndim > 1 else 1
-    flat = np.ascontiguousarray(values).reshape(-1)
+    flat = xp.ascontiguousarray(values).reshape(-1)
     if mask is not None and width != 1:
-        mask = np.repeat(mask, width)
+        mask = xp.repeat(mask, width)
     kind = {"i": "int", "u": "int", "f": "float", "b": "bool"}[values.dtype.kind]
     return _Leaf(kind, f"dtype {values.dtype}", values=flat, mask=mask)
 
@@ -108,7 +127,11 @@ def _per_chunk(func: str, x: pa.ChunkedArray, one: Any) -> pa.ChunkedArray:
 
 # ------------------------------------------------------------ element-wise maps
 class _ElementOp:
-    """Computes int64 results for leaf positions ``[start, stop)``."""
+    """Computes int64 results for leaf positions ``[start, stop)``.
+
+    ``out`` is a numpy or a CuPy array, like the leaf: ``compute`` picks its kernels
+    with ``module_of(out)``.
+    """
 
     keep_nulls = True
 
@@ -120,6 +143,11 @@ class _ElementOp:
 
 
 def _map_elements(func: str, x: Any, op: _ElementOp) -> Any:
+    xp = array_module(func, values=x)
+    if xp is not np:
+        result = _map_device(func, x, op, xp)
+        device_checks(func, xp)
+        return result
     if isinstance(x, Jagged):
         return _map_jagged(func, x, op, 0, x.num_rows)
     if isinstance(x, pa.ChunkedArray):
@@ -139,6 +167,32 @@ def _map_elements(func: str, x: Any, op: _ElementOp) -> Any:
     out = _int64_buffer(values.size, 0)[1]
     op.compute(leaf, 0, values.size, out)
     return out.reshape(values.shape)
+
+
+def _map_device(func: str, x: Any, op: _ElementOp, xp: ModuleType) -> Any:
+    """The map of a CuPy array or a Jagged on the device (nothing read back)."""
+    if isinstance(x, Jagged):
+        return _map_device_jagged(func, x, op, xp)
+    values = v.as_values_array(func, "values", x, min_ndim=0, device=True)
+    leaf = _numpy_leaf(values.reshape(-1), None)
+    op.check(func, leaf)
+    out = xp.empty(values.size, dtype=np.int64)
+    op.compute(leaf, 0, values.size, out)
+    return out.reshape(values.shape)
+
+
+def _map_device_jagged(func: str, j: Jagged, op: _ElementOp, xp: ModuleType) -> Jagged:
+    """Every leaf value of a device Jagged mapped; offsets and validity are shared."""
+    if isinstance(j.values, Jagged):
+        return Jagged._trusted(_map_device_jagged(func, j.values, op, xp), j.offsets,
+                               j.validity)
+    values = j.values
+    leaf = _numpy_leaf(values, j.values_validity)
+    op.check(func, leaf)
+    out = xp.empty(values.size, dtype=np.int64)
+    op.compute(leaf, 0, values.size, out)
+    keep = j.values_validity if op.keep_nulls else None
+    return Jagged._trusted(out.reshape(values.shape), j.offsets, j.validity, keep)
 
 
 def _map_jagged(func: str, j: Jagged, op: _ElementOp, start: int, stop: int) -> Jagged:

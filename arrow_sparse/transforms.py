@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from . import _arrow
 from . import _validate as v
+from ._backend import array_module, device_checks, module_of
 from ._transforms_common import (
     _arrow_leaf,
     _bytes_type,
@@ -34,6 +35,7 @@ from ._transforms_common import (
     _map_elements,
     _not_a_column,
     _per_chunk,
+    _read_back,
 )
 from .errors import ArrowSparseTypeError, ArrowSparseValueError
 from .jagged import Jagged
@@ -78,7 +80,8 @@ class _HashOp(_ElementOp):
 
     def compute(self, leaf: _Leaf, start: int, stop: int, out: np.ndarray) -> None:
         if leaf.kind == "int":
-            _kernel("hash_ints")(leaf.values, start, stop, self.seed, self.num_buckets, out)
+            _kernel("hash_ints", module_of(out))(leaf.values, start, stop, self.seed,
+                                                 self.num_buckets, out)
         else:
             _kernel("hash_strings")(leaf.offsets, leaf.data, start, stop, self.seed,
                                     self.num_buckets, out)
@@ -96,8 +99,8 @@ class _BucketizeOp(_ElementOp):
 
     def compute(self, leaf: _Leaf, start: int, stop: int, out: np.ndarray) -> None:
         common = np.result_type(leaf.values.dtype, self.boundaries.dtype)
-        _kernel("bucketize")(leaf.values, start, stop, self.boundaries.astype(common),
-                             self.right, out)
+        _kernel("bucketize", module_of(out))(leaf.values, start, stop,
+                                             self.boundaries.astype(common), self.right, out)
 
 
 def hash_bucket(values: Any, num_buckets: int, seed: int = 0) -> Any:
@@ -146,6 +149,11 @@ def hash_bucket(values: Any, num_buckets: int, seed: int = 0) -> Any:
     So ``xxhash.xxh3_64_intdigest(b"apple", seed=7) % n`` (the ``xxhash`` package) gives
     the same bucket. The ids are stable across runs, machines and releases;
     docs/feature-transforms.md lists test vectors.
+
+    On the device (a CuPy array, or a Jagged on the device): integers only (strings
+    live in Arrow's host buffers); CuPy results, the same buckets; no synchronisation.
+    A Jagged's whole values buffer is hashed (its offsets are not read back) and the
+    result shares its offsets and masks.
 
     Examples
     --------
@@ -202,6 +210,11 @@ def bucketize(values: Any, boundaries: Any, *, right: bool = False) -> Any:
     opposite meaning). NaN values go to the last bucket, ``len(boundaries)``, as in
     numpy. Values and boundaries are compared in ``numpy.result_type`` of their dtypes.
 
+    On the device (a CuPy array, or a Jagged on the device): ``boundaries`` is a CuPy
+    array on the same device; no synchronisation. Their NaNs and decreasing pairs are
+    found by a device check, raised by the next check ("boundaries must be
+    non-decreasing and not NaN (first at position i; found by a device check, ...)").
+
     Examples
     --------
     >>> arr = pa.array([[1, 2, 3], [2, 4, 6, 7], None, [3, 6]])
@@ -214,21 +227,23 @@ def bucketize(values: Any, boundaries: Any, *, right: bool = False) -> Any:
     """
     func = "bucketize"
     right = v.check_bool(func, "right", right)
-    bounds = v.as_values_array(func, "boundaries", boundaries, min_ndim=0)
+    xp = array_module(func, values=values, boundaries=boundaries)
+    bounds = v.as_values_array(func, "boundaries", boundaries, min_ndim=0, device=True)
     if bounds.ndim != 1:
         msg = f"{func}: boundaries must be 1-dimensional, got shape {bounds.shape}"
         raise ArrowSparseValueError(msg)
     if bounds.dtype.kind == "b":
         msg = f"{func}: boundaries must be numbers, got dtype bool"
         raise ArrowSparseTypeError(msg)
-    if bounds.dtype.kind == "f" and np.isnan(bounds).any():
-        pos = v.first_true(np.isnan(bounds))
-        v.fail_value(func, "boundaries", "must not contain NaN", pos, bounds[pos])
-    decreasing = bounds[1:] < bounds[:-1]
-    if decreasing.any():
-        pos = v.first_true(decreasing) + 1
-        v.fail_value(func, "boundaries", "must be non-decreasing", pos, bounds[pos])
-    return _map_elements(func, values, _BucketizeOp(np.ascontiguousarray(bounds), right))
+    if xp is np:  # on the device the kernel checks them (deferred)
+        if bounds.dtype.kind == "f" and np.isnan(bounds).any():
+            pos = v.first_true(np.isnan(bounds))
+            v.fail_value(func, "boundaries", "must not contain NaN", pos, bounds[pos])
+        decreasing = bounds[1:] < bounds[:-1]
+        if decreasing.any():
+            pos = v.first_true(decreasing) + 1
+            v.fail_value(func, "boundaries", "must be non-decreasing", pos, bounds[pos])
+    return _map_elements(func, values, _BucketizeOp(xp.ascontiguousarray(bounds), right))
 
 
 def _check_int(func: str, arg: str, x: Any, lo: int, hi: int) -> int:
@@ -302,7 +317,7 @@ def _list_like(col: _Col, offsets: np.ndarray, validity: np.ndarray | None,
                values: Any) -> Any:
     """Build a result of the input's kind: Jagged, or an Arrow list with its field."""
     if isinstance(col.source, Jagged):
-        return Jagged(values, offsets, validity, validate=False)
+        return Jagged._trusted(values, offsets, validity)
     child = values if isinstance(values, pa.Array) else _arrow.array_from_numpy(values, None)
     assert col.field is not None
     field = col.field.with_type(child.type)
@@ -379,6 +394,11 @@ def pad_or_truncate(values: Any, length: int, pad_value: Any = 0, side: str = "r
     --------
     Jagged.to_padded : Pad to the longest row (right side).
 
+    Notes
+    -----
+    On the device (a Jagged of numbers on the device): a CuPy array back; no
+    synchronisation.
+
     Examples
     --------
     >>> arr = pa.array([[1, 2, 3], [2, 4, 6, 7], None, [3, 6]])
@@ -404,18 +424,21 @@ def pad_or_truncate(values: Any, length: int, pad_value: Any = 0, side: str = "r
         if col.leaf is not None:
             return _pad_strings(func, col, length, pad_value, left)
         values2 = col.values
+        xp = module_of(values2)
         inner = values2.shape[1:]
         width = int(np.prod(inner)) if inner else 1
         pad = _scalar_of(func, "pad_value", pad_value, values2.dtype)
         rows = col.num_rows
-        out = v.empty(func, (rows, length) + inner, values2.dtype)
+        out = v.empty(func, (rows, length) + inner, values2.dtype, xp)
         arrow = isinstance(x, pa.Array)
         out_valid = np.ones((rows, length), dtype=np.uint8) \
             if arrow and col.values_validity is not None else None
-        _kernel("pad_or_truncate")(np.ascontiguousarray(values2).reshape(len(values2), width),
-                                   col.offsets, col.validity, col.values_validity, length,
-                                   left, pad, out.reshape(rows, length, width), out_valid)
+        _kernel("pad_or_truncate", xp)(
+            xp.ascontiguousarray(values2).reshape(len(values2), width), col.offsets,
+            col.validity, col.values_validity, length, left, pad,
+            out.reshape(rows, length, width), out_valid)
         if not arrow:
+            device_checks(func, xp)
             return out
         child_valid = None if out_valid is None else out_valid.reshape(-1).view(bool)
         child = _arrow.array_from_numpy(out.reshape((rows * length,) + inner), child_valid)
@@ -495,6 +518,12 @@ def drop_nulls(values: Any) -> Any:
     --------
     fill_null : Replace null elements instead.
 
+    Notes
+    -----
+    On the device (a Jagged of numbers on the device): a Jagged on the device back;
+    one synchronisation (the number of elements kept sizes the values), none when
+    there are no null elements.
+
     Examples
     --------
     >>> arr = pa.array([[1, None, 3], [None], None, [3, 6]])
@@ -509,9 +538,12 @@ def drop_nulls(values: Any) -> Any:
         col = _read_col(func, x)
         if col.values_validity is None:
             return x
-        offsets, positions = _kernel("compact")(col.offsets, col.validity, col.values_validity)
+        xp = module_of(col.offsets)
+        offsets, positions = _kernel("compact", xp)(col.offsets, col.validity,
+                                                    col.values_validity)
         kept = col.leaf.take(pa.array(positions)) if col.leaf is not None \
             else col.values[positions]
+        device_checks(func, xp)
         return _list_like(col, offsets, col.validity, kept)
 
     return _structural(func, values, one)
@@ -549,6 +581,14 @@ def fill_null(values: Any, value: Any, *, empty_null_rows: bool = False) -> Any:
     --------
     drop_nulls : Remove null elements instead.
 
+    Notes
+    -----
+    On the device (a Jagged of numbers on the device): a Jagged on the device back,
+    whose whole values buffer is filled (the offsets are not read back); no
+    synchronisation. With ``empty_null_rows`` and null rows, one: the rows are then
+    always compacted (offsets from 0), as the host does only where a null row covers
+    elements.
+
     Examples
     --------
     >>> arr = pa.array([[1, None, 3], None, [None, 6]])
@@ -562,6 +602,8 @@ def fill_null(values: Any, value: Any, *, empty_null_rows: bool = False) -> Any:
 
     def one(x: Any) -> Any:
         col = _read_col(func, x)
+        if module_of(col.offsets) is not np:
+            return _fill_null_device(func, col, value, empty_rows)
         stop = int(col.offsets[-1])
         start = int(col.offsets[0])
         filled: Any
@@ -607,6 +649,23 @@ def fill_null(values: Any, value: Any, *, empty_null_rows: bool = False) -> Any:
         return _list_like(col, offsets, validity, filled)
 
     return _structural(func, values, one)
+
+
+def _fill_null_device(func: str, col: _Col, value: Any, empty_rows: bool) -> Jagged:
+    """:func:`fill_null` of a Jagged on the device: the whole values buffer is filled."""
+    xp = module_of(col.offsets)
+    fill = _scalar_of(func, "value", value, col.values.dtype)
+    filled = col.values
+    if col.values_validity is not None:
+        mask = col.values_validity.reshape((-1,) + (1,) * (filled.ndim - 1))
+        filled = xp.where(mask, filled, fill).astype(filled.dtype, copy=False)
+    offsets, validity = col.offsets, col.validity
+    if empty_rows and validity is not None:
+        offsets, positions = _kernel("compact", xp)(offsets, validity, None)
+        filled = filled[positions]
+        validity = None
+    device_checks(func, xp)
+    return _list_like(col, offsets, validity, filled)
 
 
 # ------------------------------------------------------------------ length stats
@@ -670,6 +729,11 @@ def length_stats(values: Any) -> LengthStats:
     --------
     pad_or_truncate : Choose a fixed length from ``p90`` or ``p99``.
 
+    Notes
+    -----
+    On the device (a Jagged on the device): one synchronisation, the statistics read
+    back together.
+
     Examples
     --------
     >>> asp.length_stats(pa.array([[1, 2, 3], [2, 4, 6, 7], None, [3, 6], []]))
@@ -677,6 +741,8 @@ def length_stats(values: Any) -> LengthStats:
                 min=0, p50=2, p90=4, p99=4, max=4)
     """
     func = "length_stats"
+    if isinstance(values, Jagged) and values.device != "cpu":
+        return _length_stats_device(func, values)
     if isinstance(values, pa.ChunkedArray):
         parts = list(values.chunks)
     elif isinstance(values, (pa.Array, Jagged)):
@@ -710,11 +776,62 @@ def length_stats(values: Any) -> LengthStats:
     n = len(lengths)
     quantiles: list[int | None] = [None] * 5
     if n:
-        ranks = [0] + [max(-(-q * n // 100), 1) - 1 for q in (50, 90, 99)] + [n - 1]
+        ranks = _ranks(n)
         part_sorted = np.partition(lengths, sorted(set(ranks)))
         quantiles = [int(part_sorted[r]) for r in ranks]
     return LengthStats(rows=rows, null_rows=rows - n,
                        empty_rows=int(np.count_nonzero(lengths == 0)),
                        total_values=int(lengths.sum()), null_values=null_values,
                        min=quantiles[0], p50=quantiles[1], p90=quantiles[2], p99=quantiles[3],
+                       max=quantiles[4])
+
+
+def _ranks(n: Any) -> Any:
+    """Sorted positions of min, p50, p90, p99 and max among ``n >= 1`` lengths.
+
+    Nearest rank: the ``q`` percentile is at ``ceil(q * n / 100) - 1``, which is
+    ``(q * n - 1) // 100`` (and 0 for ``q = 0``). ``n`` is an int (a list of ints
+    back), or a device scalar (a device array back).
+    """
+    if isinstance(n, (int, np.integer)):
+        return [(q * n + c) // 100 for q, c in zip(*_RANK_TERMS, strict=True)]
+    terms = module_of(n).asarray(np.array(_RANK_TERMS))
+    return (terms[0] * n + terms[1]) // 100
+
+
+#: The percents of min, p50, p90, p99 and max, and the terms that make their ranks.
+_RANK_TERMS = ((0, 50, 90, 99, 100), (0, -1, -1, -1, -1))
+
+
+def _int64(x: Any) -> Any:
+    return x if x.dtype == np.int64 else x.astype(np.int64)
+
+
+def _length_stats_device(func: str, j: Jagged) -> LengthStats:
+    """:func:`length_stats` of a Jagged on the device: one read-back of a few numbers."""
+    xp = j.xp
+    offsets, validity = j.offsets, j.validity
+    rows = len(offsets) - 1
+    child_valid = j.values.validity if isinstance(j.values, Jagged) else j.values_validity
+    lengths = xp.diff(offsets)
+    kept, keys, n = lengths, lengths, rows
+    if validity is not None:
+        kept = xp.where(validity, lengths, 0)
+        keys = xp.where(validity, lengths, np.iinfo(lengths.dtype).max)  # nulls sort last
+        n = validity.sum()
+    sums = [kept.sum(), (kept == 0).sum()]
+    if child_valid is not None:
+        sums.append(_kernel("kept_lengths", xp)(offsets, validity, child_valid).sum())
+    if validity is not None:
+        sums.append(n)
+    picked = xp.sort(keys)[xp.asarray(_ranks(n))] if rows else xp.zeros(5, np.int64)
+    numbers = _read_back(func, xp.concatenate([_int64(xp.stack(sums)), _int64(picked)]))
+    numbers = numbers.tolist()
+    total, zeros = numbers[0], numbers[1]
+    present = numbers[2] if child_valid is not None else total
+    n = numbers[len(sums) - 1] if validity is not None else rows
+    quantiles = numbers[len(sums):] if n else [None] * 5
+    return LengthStats(rows=rows, null_rows=rows - n, empty_rows=zeros - (rows - n),
+                       total_values=total, null_values=total - present, min=quantiles[0],
+                       p50=quantiles[1], p90=quantiles[2], p99=quantiles[3],
                        max=quantiles[4])

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from . import _arrow
 from . import _validate as v
+from ._backend import array_module, device_checks, device_of, is_cupy_array, module_of, transfer
 from ._transforms_common import (
     _arrow_leaf,
     _bytes_type,
@@ -30,6 +31,7 @@ from ._transforms_common import (
     _map_elements,
     _not_a_column,
     _numpy_leaf,
+    _read_back,
 )
 from .errors import ArrowSparseIOError, ArrowSparseTypeError, ArrowSparseValueError
 from .jagged import Jagged
@@ -62,10 +64,10 @@ class _CategorifyOp(_ElementOp):
             raise ArrowSparseTypeError(msg)
 
     def compute(self, leaf: _Leaf, start: int, stop: int, out: np.ndarray) -> None:
-        table, strings = self.vocabulary._lookup_table()
+        table, strings = self.vocabulary._lookup_table(device_of(out))
         if leaf.kind == "int":
-            _kernel("lookup_ints")(leaf.values, leaf.validity(), start, stop, table,
-                                   MISSING_ID, out)
+            _kernel("lookup_ints", module_of(out))(leaf.values, leaf.validity(), start, stop,
+                                                   table, MISSING_ID, out)
         else:
             _kernel("lookup_strings")(leaf.offsets, leaf.data, leaf.validity(), start, stop,
                                       strings, table, MISSING_ID, out)
@@ -114,6 +116,11 @@ def categorify(values: Any, vocabulary: Vocabulary) -> Any:
     out-of-vocabulary values 2 and start the vocabulary at 3; here one id covers both
     (docs/feature-transforms.md compares the two).
 
+    On the device (a CuPy array, or a Jagged of integers on the device): CuPy results.
+    An integer vocabulary is copied to each device it is used on and its lookup table
+    built there once, then kept: the first call on a device synchronises once, later
+    ones not at all.
+
     Examples
     --------
     >>> arr = pa.array([[1, 2, 3], [2, 4, 6, 7], None, [3, 6]])
@@ -150,10 +157,20 @@ class _Counts:
 
 
 def _one_level(func: str, x: Any) -> tuple[np.ndarray, np.ndarray | None, _Leaf, Any]:
-    """Offsets, row validity and leaf of any column (nested lists are flattened)."""
+    """Offsets, row validity and leaf of any column (nested lists are flattened).
+
+    Device data (a Jagged, a CuPy array) gives device arrays; the rows of a nested
+    Jagged are then those of its leaf level, null where a null row above covers them.
+    """
+    xp = array_module(func, values=x)
+    if xp is not np and not isinstance(x, Jagged):
+        arr = v.as_values_array(func, "values", x, min_ndim=0, device=True).reshape(-1)
+        offsets = xp.zeros(2, dtype=np.int64)
+        offsets[1] = len(arr)
+        return offsets, None, _numpy_leaf(arr, None), None
     if isinstance(x, Jagged):
         if isinstance(x.values, Jagged):
-            return _one_level(func, x.to_arrow())
+            return _one_level(func, x.to_arrow() if xp is np else _leaf_rows(func, x))
         if x.values.ndim != 1:
             msg = f"{func}: rows must hold scalars, got values of shape {x.values.shape}"
             raise ArrowSparseTypeError(msg)
@@ -183,12 +200,31 @@ def _one_level(func: str, x: Any) -> tuple[np.ndarray, np.ndarray | None, _Leaf,
     return np.array([0, len(arr)], dtype=np.int64), None, _numpy_leaf(arr, None), None
 
 
+def _leaf_rows(func: str, j: Jagged) -> Jagged:
+    """The leaf level of a nested device Jagged, rows that a null row above covers null.
+
+    Each level below the top reads back the number of its rows kept (a compaction).
+    """
+    xp = j.xp
+    row_valid = j.validity
+    while isinstance(j.values, Jagged):
+        inner = j.values
+        _, kept = _kernel("compact", xp)(j.offsets, row_valid, None)
+        row_valid = xp.zeros(len(inner), dtype=bool)
+        row_valid[kept] = True
+        if inner.validity is not None:
+            row_valid = xp.logical_and(row_valid, inner.validity)
+        j = inner
+    return Jagged._trusted(j.values, j.offsets, row_valid, j.values_validity)
+
+
 def _count_batch(func: str, x: Any) -> _Counts:
     if isinstance(x, pa.ChunkedArray):
         if x.num_chunks == 0:
             return _count_batch(func, pa.array([], type=x.type))
         return _merge_counts(func, [_count_batch(func, c) for c in x.chunks])
     offsets, validity, leaf, arrow_type = _one_level(func, x)
+    xp = module_of(offsets)
     if leaf.kind == "bytes":
         positions, counts = _kernel("count_strings")(leaf.offsets, leaf.data, leaf.validity(),
                                                      offsets, validity)
@@ -196,11 +232,12 @@ def _count_batch(func: str, x: Any) -> _Counts:
         return _Counts("bytes", leaf._source.take(pa.array(positions)), counts, arrow_type, None)
     values = leaf.values
     if leaf.kind == "int":
-        keys, counts = _kernel("count_ints")(values, leaf.validity(), offsets, validity)
+        keys, counts = _kernel("count_ints", xp)(values, leaf.validity(), offsets, validity)
         return _Counts("int", keys, counts, arrow_type, values.dtype)
-    # floats and booleans: gather the counted elements, then count by sorting.
-    _, positions = _kernel("compact")(offsets, validity, leaf.validity())
-    keys, counts = np.unique(values[positions], return_counts=True, equal_nan=True)
+    # floats and booleans: gather the counted elements, then count by sorting (NaNs
+    # count as one value, numpy's and CuPy's default).
+    _, positions = _kernel("compact", xp)(offsets, validity, leaf.validity())
+    keys, counts = xp.unique(values[positions], return_counts=True)
     return _Counts(leaf.kind, keys, counts.astype(np.int64), arrow_type, values.dtype)
 
 
@@ -257,10 +294,13 @@ def _ordered(keys: Any, counts: np.ndarray) -> tuple[Any, np.ndarray]:
         order = pc.sort_indices(pa.table({"value": keys, "count": counts}),
                                 sort_keys=[("count", "descending"), ("value", "ascending")])
         return keys.take(order), counts[order.to_numpy()]
-    if len(keys) > 1 and not (keys[1:] > keys[:-1]).all():  # counting sorted most already
-        by_value = np.argsort(keys)  # the keys are distinct: any sort is stable enough
+    xp = module_of(keys)
+    # counting sorted most already; the device's counts are sorted as int64 (unique)
+    unsorted = keys.dtype == np.uint64 if xp is not np else not (keys[1:] > keys[:-1]).all()
+    if len(keys) > 1 and unsorted:
+        by_value = xp.argsort(keys)  # the keys are distinct: any sort is stable enough
         keys, counts = keys[by_value], counts[by_value]
-    order = _kernel("order_by_count")(counts)
+    order = _kernel("order_by_count", xp)(counts)
     return keys[order], counts[order]
 
 
@@ -294,6 +334,10 @@ def value_counts(values: Any) -> Any:
     -----
     Null rows and null elements are not counted. Floats count NaN as one value.
 
+    On the device (a CuPy array, or a Jagged of numbers on the device): CuPy arrays
+    back; two synchronisations (the counted elements, then the distinct values, size
+    the results), one more per level of a nested Jagged.
+
     Examples
     --------
     >>> arr = pa.array([[1, 2, 3], [2, 4, 6, 7], None, [3, 6]])
@@ -305,10 +349,11 @@ def value_counts(values: Any) -> Any:
     func = "value_counts"
     counted = _count_batch(func, values)
     keys = counted.keys
-    if not isinstance(keys, pa.Array):
-        keys = keys.astype(counted.dtype, copy=False)  # uint64: order by the unsigned value
+    if not isinstance(keys, pa.Array) and keys.dtype != counted.dtype:
+        keys = keys.astype(counted.dtype)  # uint64: order by the unsigned value
     keys, counts = _ordered(keys, counted.counts)
     if not isinstance(values, (pa.Array, pa.ChunkedArray)):
+        device_checks(func, module_of(counts))
         return keys, counts
     if isinstance(keys, pa.Array):
         target = counted.arrow_type
@@ -354,7 +399,7 @@ class Vocabulary:
     array([2, 3, 4])
     """
 
-    __slots__ = ("_values", "_counts", "_kind", "_table")
+    __slots__ = ("_values", "_counts", "_kind", "_tables")
 
     def __init__(self, values: Any, counts: Any) -> None:
         func = "Vocabulary"
@@ -383,7 +428,7 @@ class Vocabulary:
         _check_unique(func, keys)
         self._values, self._counts = _ordered(keys, cnt)
         self._kind = kind
-        self._table: Any = None
+        self._tables: dict[str, Any] = {}
 
     @property
     def values(self) -> Any:
@@ -590,19 +635,30 @@ class Vocabulary:
                 raise ArrowSparseValueError(msg)
         return voc
 
-    def _lookup_table(self) -> tuple[Any, Any]:
-        """Return the hash table :func:`categorify` probes (built once, then cached).
+    def _lookup_table(self, device: str = "cpu") -> tuple[Any, Any]:
+        """Return the hash table :func:`categorify` probes on ``device`` (``"cuda:N"``).
 
-        For strings, also the vocabulary's offsets and data buffer.
+        Built once per device, then cached. For strings (host only), also the
+        vocabulary's offsets and data buffer. On a CUDA device the values are copied
+        there and the table is built there; reading back the id of INT64_MIN is that
+        build's one synchronisation.
         """
-        if self._table is None:
-            if isinstance(self._values, pa.Array):
-                leaf = _arrow_leaf("categorify", self._values)[0]
-                strings = (leaf.offsets, leaf.data)
-                self._table = (_kernel("build_string_table")(*strings), strings)
-            else:
-                self._table = (_kernel("build_int_table")(self._values), None)
-        return self._table  # type: ignore[no-any-return]
+        table = self._tables.get(device)
+        if table is not None:
+            return table  # type: ignore[no-any-return]
+        if isinstance(self._values, pa.Array):
+            leaf = _arrow_leaf("categorify", self._values)[0]
+            strings = (leaf.offsets, leaf.data)
+            table = (_kernel("build_string_table")(*strings), strings)
+        elif device == "cpu":
+            table = (_kernel("build_int_table")(self._values), None)
+        else:
+            keys = transfer("categorify", self._values, device)
+            xp = module_of(keys)
+            with xp.cuda.Device(keys.device.id):
+                table = (_kernel("build_int_table", xp)(keys), None)
+        self._tables[device] = table
+        return table  # type: ignore[no-any-return]
 
 
 def _check_unique(func: str, keys: Any) -> None:
@@ -648,7 +704,7 @@ def _pruned(keys: Any, counts: np.ndarray, threshold: int, size: int | None) -> 
     voc._counts = counts
     voc._kind = "int64" if not isinstance(keys, pa.Array) else \
         "string" if pa.types.is_large_string(keys.type) else "binary"
-    voc._table = None
+    voc._tables = {}
     return voc
 
 
@@ -695,6 +751,10 @@ def fit_vocabulary(column_or_batches: Any, freq_threshold: int = 1,
     int64 (a dense array when they span a small range, a hash table, or a sort when
     most values are distinct); uint64 values above ``2**63 - 1`` wrap to negative int64.
 
+    Batches on the device (CuPy arrays, Jaggeds of integers on the device) are counted
+    there, as :func:`value_counts` does, and their distinct values and counts copied to
+    the host, where the vocabulary lives: three synchronisations per batch.
+
     Examples
     --------
     >>> arr = pa.array([[1, 2, 3], [2, 4, 6, 7], None, [3, 6]])
@@ -707,9 +767,10 @@ def fit_vocabulary(column_or_batches: Any, freq_threshold: int = 1,
     threshold, size = _check_prune(func, freq_threshold, max_size)
     x = column_or_batches
     batches: Any
-    if isinstance(x, _COLUMN_TYPES):
+    if isinstance(x, _COLUMN_TYPES) or is_cupy_array(x):
         batches = [x]
-    elif isinstance(x, (list, tuple)) and x and all(isinstance(b, _COLUMN_TYPES) for b in x):
+    elif isinstance(x, (list, tuple)) and x and all(isinstance(b, _COLUMN_TYPES)
+                                                    or is_cupy_array(b) for b in x):
         batches = x
     elif isinstance(x, (list, tuple, range)):
         batches = [x]
@@ -731,7 +792,11 @@ def fit_vocabulary(column_or_batches: Any, freq_threshold: int = 1,
                 pa.types.is_large_string(counted.keys.type)
             counted.keys = counted.keys.cast(pa.large_string() if is_str else pa.large_binary())
         else:
-            counted.keys = counted.keys.astype(np.int64, copy=False)
+            keys = counted.keys.astype(np.int64, copy=False)
+            if is_cupy_array(keys):  # the vocabulary lives in host memory
+                keys, counted.counts = _read_back(func, module_of(keys).stack(
+                    [keys, counted.counts]))
+            counted.keys = keys
             counted.dtype = np.dtype(np.int64)
         parts.append(counted)  # each batch's distinct values; merged once, at the end
     if not parts:

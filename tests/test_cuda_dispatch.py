@@ -339,7 +339,26 @@ SYNCS: dict[str, tuple[Callable[[dict[str, Any]], Any], int]] = {
     "Jagged.validate": (lambda b: b["jagged"].validate(), 0),  # the error word only
     "Jagged[a:b]": (lambda b: b["jagged"][1:3], 0),
     "Jagged.to_device": (lambda b: b["jagged"].to_device("cuda:1"), 0),
+    # transforms (the Jagged of ids holds null values where the values are negative)
+    "hash_bucket": (lambda b: asp.hash_bucket(_ids(b), 100), 0),
+    "bucketize": (lambda b: asp.bucketize(b["jagged"], b["values"][:3].cumsum()), 0),
+    "categorify": (lambda b: asp.categorify(_ids(b), asp.fit_vocabulary(np.arange(3))), 1),
+    "value_counts": (lambda b: asp.value_counts(_ids(b)), 2),
+    "fit_vocabulary": (lambda b: asp.fit_vocabulary(_ids(b)), 3),
+    "pad_or_truncate": (lambda b: asp.pad_or_truncate(_ids(b), 3), 0),
+    "drop_nulls": (lambda b: asp.drop_nulls(_ids(b)), 1),
+    "fill_null": (lambda b: asp.fill_null(_ids(b), 0), 0),
+    "fill_null empty_null_rows": (
+        lambda b: asp.fill_null(_ids(b), 0, empty_null_rows=True), 1),
+    "length_stats": (lambda b: asp.length_stats(_ids(b)), 1),
 }
+
+
+def _ids(b: dict[str, Any]) -> asp.Jagged:
+    """A Jagged of int ids with null rows and null values, on the batch's device."""
+    values = b["values"]
+    return asp.Jagged._trusted((values * 3).astype(np.int64), b["offsets"], b["lengths"] != 1,
+                               values > 0)
 
 
 @pytest.mark.parametrize("name", SYNCS)

@@ -807,9 +807,13 @@ def test_offsets_past_the_values_are_caught(cuda_emu: Emulator) -> None:
 def test_unsorted_boundaries_are_caught(cuda_emu: Emulator) -> None:
     gpu.bucketize(np.zeros(3), 0, 3, np.array([0.0, 2.0, 1.0, 3.0]), False,
                   np.zeros(3, np.int64))
-    with pytest.raises(ArrowSparseValueError, match=r"^bucketize: boundaries not "
-                       r"non-decreasing \(first at position 2; found by a device check\)$"):
+    with pytest.raises(ArrowSparseValueError, match=r"^bucketize: boundaries must be "
+                       r"non-decreasing and not NaN \(first at position 2; found by a device "
+                       r"check\)$"):
         cuda.check_errors("bucketize")
+    gpu.bucketize(np.zeros(0), 0, 0, np.array([1.0, np.nan]), False, np.zeros(0, np.int64))
+    with pytest.raises(ArrowSparseValueError, match=r"not NaN \(first at position 1;"):
+        cuda.check_errors("bucketize")  # checked without values, a NaN at its position
 
 
 def test_full_tables_are_caught(cuda_emu: Emulator) -> None:

@@ -19,6 +19,8 @@ from arrow_sparse.kernels.cpu import transforms as kernels
 
 from . import _reference as ref
 from ._strategies import list_arrays
+from .conftest import from_backend, on_device, to_backend
+from .cuda_emu.fake_cupy import emulated_cupy
 
 CAFFE2 = [[1, 2, 3], [2, 4, 6, 7], None, [3, 6]]
 INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
@@ -892,3 +894,201 @@ def test_bucketize_counting_and_binary_search_agree(count: int) -> None:
 def test_vocabulary_load_missing_file(tmp_path) -> None:
     with pytest.raises(OSError, match="Vocabulary.load: .* could not be opened"):
         asp.Vocabulary.load(tmp_path / "missing.parquet")
+
+
+# ------------------------------------------------------------------- every backend
+# Jagged columns (and flat arrays) on every backend: cpu, cuda_emu (host arrays through
+# the CUDA launchers), cupy_emu (device arrays of the stand-in CuPy, the device path)
+# and cupy (a GPU). Device results are compared with the host results of the same
+# Jagged. Strings live in Arrow's host buffers, so only numbers go to the device.
+def _null_rows_over_values() -> pa.Array:
+    values = pa.array([1, None, 3, 4, 5, 6, None, 8, 9], type=pa.int16())
+    return pa.ListArray.from_arrays(pa.array([0, 2, 5, 5, 9], pa.int32()), values,
+                                    mask=pa.array([False, True, False, True]))
+
+
+COLUMNS: dict[str, pa.Array] = {
+    "caffe2": pa.array([[1, 2, 3], [2, None, 6, 7], None, [3, 6], []]),
+    "sliced large": pa.array([[9], [1, 2, 3], None, [2, 4, 6, 7], [3, 6], [5]],
+                             pa.large_list(pa.uint32())).slice(1, 4),
+    "null rows over values": _null_rows_over_values(),
+    "nested": pa.array([[[1, 2], None], None, [[3, 3], [], [7, -2]]],
+                       pa.list_(pa.large_list(pa.int8()))),
+    "empty": pa.array([], pa.list_(pa.int64())),
+}
+FLOATS = pa.array([[0.5, None, 2.0], [float("nan"), -1.0], None, [], [2.0, 7.5]]).slice(0)
+
+
+def on(backend: str, column: pa.Array) -> Any:
+    """The column as the backend takes it: a host Jagged, or a Jagged on the device."""
+    return to_backend(asp.Jagged.from_arrow(column), backend)
+
+
+def same_jagged(got: Any, expected: asp.Jagged, backend: str) -> None:
+    got = from_backend(got, backend)
+    assert isinstance(got, asp.Jagged)
+    assert (got.dtype, got.offsets.dtype) == (expected.dtype, expected.offsets.dtype)
+    assert got.to_list() == expected.to_list()
+
+
+@pytest.mark.parametrize("name", list(COLUMNS))
+def test_element_wise_transforms_on_every_backend(backend: str, name: str) -> None:
+    host = asp.Jagged.from_arrow(COLUMNS[name])
+    vocab = asp.fit_vocabulary(pa.array([3, 2, 2, 7, -2]))
+    x = on(backend, COLUMNS[name])
+    same_jagged(asp.hash_bucket(x, 97, seed=5), asp.hash_bucket(host, 97, seed=5), backend)
+    bounds = np.array([1, 3, 6])
+    same_jagged(asp.bucketize(x, to_backend(bounds, backend), right=True),
+                asp.bucketize(host, bounds, right=True), backend)
+    same_jagged(asp.categorify(x, vocab), asp.categorify(host, vocab), backend)
+    same_jagged(asp.categorify(x, vocab), asp.categorify(host, vocab), backend)  # cached
+    if on_device(backend) and not isinstance(host.values, asp.Jagged):
+        result = asp.hash_bucket(x, 97)  # zero-copy: the input's offsets and masks
+        assert result.offsets is x.offsets and result.validity is x.validity
+        assert result.values_validity is x.values_validity
+
+
+def test_element_wise_transforms_of_arrays_and_floats_on_every_backend(backend: str) -> None:
+    ints = np.array([[3, -1, 7], [2**40, 0, 3]], dtype=np.int64)
+    got = from_backend(asp.hash_bucket(to_backend(ints, backend), 1000), backend)
+    np.testing.assert_array_equal(got, asp.hash_bucket(ints, 1000))
+    vocab = asp.fit_vocabulary(ints[1])
+    got = from_backend(asp.categorify(to_backend(ints, backend), vocab), backend)
+    np.testing.assert_array_equal(got, asp.categorify(ints, vocab))
+    floats = np.array([0.5, np.nan, -np.inf, 2.0, 1.0])
+    bounds = np.array([0.0, 1.0, 1.0, 2.0])
+    got = from_backend(asp.bucketize(to_backend(floats, backend), to_backend(bounds, backend)),
+                       backend)
+    np.testing.assert_array_equal(got, np.digitize(floats, bounds))
+    host = asp.Jagged.from_arrow(FLOATS)
+    same_jagged(asp.bucketize(on(backend, FLOATS), to_backend(bounds, backend)),
+                asp.bucketize(host, bounds), backend)
+    vectors = asp.Jagged.from_offsets(np.arange(12, dtype=np.int32).reshape(6, 2),
+                                      np.array([1, 3, 3, 6]))
+    same_jagged(asp.hash_bucket(to_backend(vectors, backend), 10),
+                asp.hash_bucket(vectors, 10), backend)
+
+
+@pytest.mark.parametrize("name", list(COLUMNS))
+def test_counting_on_every_backend(backend: str, name: str) -> None:
+    host = asp.Jagged.from_arrow(COLUMNS[name])
+    x = on(backend, COLUMNS[name])
+    keys, counts = from_backend(asp.value_counts(x), backend)
+    want_keys, want_counts = asp.value_counts(host)
+    assert keys.dtype == want_keys.dtype
+    np.testing.assert_array_equal(keys, want_keys)
+    np.testing.assert_array_equal(counts, want_counts)
+    assert asp.fit_vocabulary([x, x], max_size=3) == asp.fit_vocabulary([host, host],
+                                                                        max_size=3)
+    assert asp.length_stats(x) == asp.length_stats(host)
+
+
+def test_counting_floats_bools_and_uint64_on_every_backend(backend: str) -> None:
+    for column in (FLOATS, pa.array([[True, None], [False, True, True]]),
+                   pa.array([[2**64 - 1, 5, 2**63], [5, 2**63, 1]], pa.list_(pa.uint64()))):
+        keys, counts = from_backend(asp.value_counts(on(backend, column)), backend)
+        want_keys, want_counts = asp.value_counts(asp.Jagged.from_arrow(column))
+        np.testing.assert_array_equal(keys, want_keys)
+        np.testing.assert_array_equal(counts, want_counts)
+    flat = np.array([4, 4, -1, 9, 4])
+    keys, counts = from_backend(asp.value_counts(to_backend(flat, backend)), backend)
+    assert (keys.tolist(), counts.tolist()) == ([4, -1, 9], [3, 1, 1])
+    assert asp.fit_vocabulary(to_backend(flat, backend)) == asp.fit_vocabulary(flat)
+
+
+@pytest.mark.parametrize("name", [n for n in COLUMNS if n != "nested"])
+def test_padding_and_null_handling_on_every_backend(backend: str, name: str) -> None:
+    host = asp.Jagged.from_arrow(COLUMNS[name])
+    x = on(backend, COLUMNS[name])
+    for length, side in ((3, "left"), (0, "right"), (5, "right")):
+        got = from_backend(asp.pad_or_truncate(x, length, pad_value=7, side=side), backend)
+        want = asp.pad_or_truncate(host, length, pad_value=7, side=side)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    same_jagged(asp.drop_nulls(x), asp.drop_nulls(host), backend)
+    same_jagged(asp.fill_null(x, 0), asp.fill_null(host, 0), backend)
+    same_jagged(asp.fill_null(x, 9, empty_null_rows=True),
+                asp.fill_null(host, 9, empty_null_rows=True), backend)
+
+
+def test_padding_vectors_on_every_backend(backend: str) -> None:
+    vectors = asp.Jagged(np.arange(12.0).reshape(6, 2), np.array([1, 3, 3, 6]),
+                         validity=np.array([True, False, True]),
+                         values_validity=np.array([True] * 4 + [False, True]))
+    x = to_backend(vectors, backend)
+    got = from_backend(asp.pad_or_truncate(x, 2, side="left"), backend)
+    np.testing.assert_array_equal(got, asp.pad_or_truncate(vectors, 2, side="left"))
+    same_jagged(asp.fill_null(x, -1.0), asp.fill_null(vectors, -1.0), backend)
+
+
+def test_device_boundaries_are_checked_on_the_device() -> None:
+    # Data-dependent checks of device inputs are device checks (deferred to the next
+    # check); the O(1) ones stay on the host with the host's messages.
+    with emulated_cupy() as cp:
+        x = cp.asarray(np.array([0.5, 1.5]))
+        for bounds, position in (([0.0, 2.0, 1.0], 2), ([np.nan, 1.0], 0), ([np.nan], 0)):
+            asp.bucketize(x, cp.asarray(np.array(bounds)))
+            with pytest.raises(ValueError, match=r"^bucketize: boundaries must be "
+                               r"non-decreasing and not NaN \(first at position "
+                               rf"{position}; found by a device check, reported by a later "
+                               r"call\)$"):
+                asp.offsets_to_lengths(cp.asarray(np.array([0, 1])))
+        asp.bucketize(cp.asarray(np.zeros(0)), cp.asarray(np.array([2.0, 1.0])))
+        with pytest.raises(ValueError, match="boundaries must be non-decreasing"):
+            asp.offsets_to_lengths(cp.asarray(np.array([0, 1])))  # checked without values
+        with pytest.raises(TypeError, match="^bucketize: boundaries must be numbers"):
+            asp.bucketize(x, cp.asarray(np.array([True])))
+        with pytest.raises(ValueError, match="^bucketize: boundaries must be 1-dimensional"):
+            asp.bucketize(x, cp.asarray(np.zeros((1, 2))))
+
+
+def test_device_and_host_inputs_do_not_mix() -> None:
+    with emulated_cupy() as cp:
+        x = asp.Jagged.from_arrow(COLUMNS["caffe2"]).to_device("cuda")
+        with pytest.raises(TypeError, match=r"^bucketize: boundaries is a host \(numpy/Arrow\) "
+                           r"array but values is a device \(cupy\) array; move them to one "
+                           "device first"):
+            asp.bucketize(x, [1, 2])
+        with pytest.raises(TypeError, match=r"^bucketize: values is a host \(numpy/Arrow\) "
+                           r"array but boundaries is a device"):
+            asp.bucketize(np.arange(3), cp.asarray(np.array([1])))
+        with pytest.raises(TypeError, match="^hash_bucket: values of dtype float64 cannot be "
+                           "hashed"):
+            asp.hash_bucket(cp.asarray(np.zeros(2)), 10)
+        with pytest.raises(TypeError, match="^categorify: values of dtype int64 do not match a "
+                           "vocabulary of string values"):
+            asp.categorify(x, asp.fit_vocabulary(pa.array(["a"])))
+        with pytest.raises(ValueError, match="^pad_or_truncate: pad_value 0.5 does not fit"):
+            asp.pad_or_truncate(x, 2, pad_value=0.5)
+        with pytest.raises(TypeError, match="^fit_vocabulary: values of type float64 cannot "
+                           "form a vocabulary"):
+            asp.fit_vocabulary(cp.asarray(np.zeros(2)))
+        with pytest.raises(TypeError, match="^drop_nulls: values must be an Arrow list array, "
+                           "a ChunkedArray or a Jagged, got ndarray"):
+            asp.drop_nulls(cp.asarray(np.zeros(2)))
+
+
+def test_vocabulary_tables_are_built_once_per_device() -> None:
+    vocab = asp.fit_vocabulary(np.array([5, 5, 7]))
+    with emulated_cupy() as cp:
+        x = cp.asarray(np.array([5, 6, 7]))
+        for syncs in (1, 0):  # built (the id of INT64_MIN is read back), then kept
+            cp.stats.reset()
+            got = asp.categorify(x, vocab)
+            assert cp.stats.syncs == syncs
+            assert got.get().tolist() == [2, 1, 3]
+        with cp.cuda.Device(1):
+            got = asp.categorify(cp.asarray(np.array([7, 5])), vocab)
+        assert got.device.id == 1 and got.get().tolist() == [3, 2]
+        assert set(vocab._tables) == {"cuda:0", "cuda:1"}
+        nested = asp.Jagged.from_arrow(COLUMNS["nested"]).to_device("cuda")
+        cp.stats.reset()
+        asp.value_counts(nested)
+        assert cp.stats.syncs == 3  # one more for the level above the leaves
+
+
+def test_every_transform_is_in_the_synchronisation_table() -> None:
+    from .test_cuda_dispatch import SYNCS
+
+    ops = {name for name in asp.transforms.__all__ if name.islower()}
+    assert ops <= {key.split(" ")[0] for key in SYNCS}

@@ -366,7 +366,7 @@ def _function(name: str, *, syncs: bool = False) -> Callable[..., Any]:
 #: numpy functions CuPy has with the same behaviour on device arrays.
 DEVICE_FUNCTIONS = ("diff", "cumsum", "searchsorted", "where", "maximum", "minimum", "stack",
                     "concatenate", "take", "logical_and", "logical_or", "logical_not",
-                    "isnan", "count_nonzero", "argsort")
+                    "isnan", "count_nonzero", "argsort", "sort", "repeat")
 #: Those whose result size depends on the data: CuPy reads it back (a synchronisation).
 SYNCING_FUNCTIONS = ("nonzero", "flatnonzero", "unique")
 

@@ -31,7 +31,7 @@ enum AspTransformsError {
     ASP_TRANSFORMS_STRING_RANGE = 1,  // message: IndexError: string offsets out of range of the data buffer
     ASP_TRANSFORMS_OFFSETS_ORDER = 2,  // message: offsets not non-decreasing
     ASP_TRANSFORMS_ELEMENT_RANGE = 3,  // message: IndexError: offsets out of range of the values
-    ASP_TRANSFORMS_BOUNDARY_ORDER = 4,  // message: boundaries not non-decreasing
+    ASP_TRANSFORMS_BOUNDARY_ORDER = 4,  // message: boundaries must be non-decreasing and not NaN
     ASP_TRANSFORMS_TABLE_FULL = 5,  // message: hash table has no free slot (not a table of build_int_table or build_string_table)
     ASP_TRANSFORMS_TABLE_ENTRY = 6,  // message: IndexError: hash table entry out of range of the vocabulary
     ASP_TRANSFORMS_BUCKET_RANGE = 7,  // message: IndexError: bucket out of range of my_size (block sizes or thresholds wrong)
@@ -324,8 +324,9 @@ __device__ __forceinline__ bool asp_is_nan(double x) { return x != x; }
 // (right = 1); NaN -> nb. Values are already of the boundaries' type (the launcher
 // converts them to numpy.result_type, where the CPU compares).
 // Thread mapping: one thread per element, a binary search of the sorted boundaries (the
-// CPU counts them all when there are at most 64: the same number). The first nb - 1
-// threads also check boundaries[j] <= boundaries[j + 1]. Memory traffic: one read and
+// CPU counts them all when there are at most 64: the same number). The first nb
+// threads also check boundary j: a NaN (position j) or boundaries[j] > boundaries[j + 1]
+// (position j + 1), so it is checked even without values. Memory traffic: one read and
 // one write per element, log2(nb) boundary reads from cache.
 template <typename T>
 __global__ void bucketize(const T* __restrict__ values, long long count,
@@ -345,8 +346,11 @@ __global__ void bucketize(const T* __restrict__ values, long long count,
         }
         out[k] = lo;
     }
-    for (ASP_GRID_STRIDE(j, nb - 1)) {
-        if (!(__ldg(boundaries + j) <= __ldg(boundaries + j + 1))) {
+    for (ASP_GRID_STRIDE(j, nb)) {
+        const T b = __ldg(boundaries + j);
+        if (asp_is_nan(b)) {
+            ASP_RAISE(error, ASP_TRANSFORMS_BOUNDARY_ORDER, j);
+        } else if (j + 1 < nb && b > __ldg(boundaries + j + 1)) {
             ASP_RAISE(error, ASP_TRANSFORMS_BOUNDARY_ORDER, j + 1);
         }
     }

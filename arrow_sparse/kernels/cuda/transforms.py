@@ -20,12 +20,14 @@ Work and synchronisations (a read of a data-dependent size on the host):
   of the mask, which ranks the kept elements of a row), one scatter; one
   synchronisation (the number of kept elements).
 * ``count_ints``: ``compact``, then ``unique`` of the kept values (a sort and a cut
-  into runs); two synchronisations (kept and distinct values). The CPU counts in a
-  hash table first; a sort is what CuPy offers without another kernel, at O(n log n)
+  into runs); two synchronisations (kept and distinct values), each followed by a
+  check of the error word (free after a synchronisation). The CPU counts in a hash
+  table first; a sort is what CuPy offers without another kernel, at O(n log n)
   comparisons or a few radix passes.
 * ``count_strings``: ``compact``, then hashes, a table of the distinct strings (a power
   of two >= 2n slots of 8 bytes, ordered insertion by atomicCAS, see ``transforms.cu``),
-  a counting pass and the occupied slots; two synchronisations.
+  a counting pass and the occupied slots; two synchronisations, each followed by a
+  check of the error word.
 * ``build_int_table``: the same table kernels as the CPU's layout; one synchronisation
   (the id of INT64_MIN is returned as an int, like the CPU's).
 * ``block_bucketize``: one thread per row (as FBGEMM's kernel) counts, a cumsum, one
@@ -41,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._backend import array_module, fetch
+from ..._backend import array_module, device_checks, fetch
 from ...errors import ArrowSparseValueError
 from ..xxh3 import divider, int_bitflip
 from . import error_buffer, load_module
@@ -134,6 +136,11 @@ def _into(xp: Any, out: Any) -> Any:
     return xp.empty(out.shape, dtype=np.int64)
 
 
+def _as(x: Any, dtype: Any) -> Any:
+    """``x`` in ``dtype``: itself when it has it (no launch), else a converted copy."""
+    return x if x.dtype == dtype else x.astype(dtype)
+
+
 def _back(out: Any, target: Any, start: int, stop: int) -> None:
     if target is not out:
         out[start:stop] = target[start:stop]
@@ -195,12 +202,12 @@ def bucketize(values: Any, start: int, stop: int, boundaries: Any, right: bool,
     name = name_expression(func, ctype(func, common))
     _need(func, "values", values, stop)
     _need(func, "out", out, stop)
-    count, nb = stop - start, boundaries.shape[0]
-    if count <= 0:
+    count, nb = max(stop - start, 0), boundaries.shape[0]
+    if count == 0 and nb == 0:
         return
-    view = out[start:stop]
+    view = out[start:start + count]
     target = _into(xp, view)
-    _launch(name, grid_1d(max(count, nb - 1)),
+    _launch(name, grid_1d(max(count, nb)),
             (xp.ascontiguousarray(values[start:stop], dtype=common), _I64(count),
              xp.ascontiguousarray(boundaries, dtype=common), _I64(nb), _I32(bool(right)), target,
              error_buffer()))
@@ -236,7 +243,7 @@ def compact(offsets: Any, row_valid: Any, valid: Any) -> tuple[Any, Any]:
     rows = offsets.shape[0] - 1
     lengths = kept_lengths(offsets, row_valid, valid)
     new_offsets = xp.zeros(rows + 1, dtype=np.int64)
-    new_offsets[1:] = xp.cumsum(lengths)
+    xp.cumsum(lengths, out=new_offsets[1:])
     total = fetch(func, new_offsets[-1])[0]
     positions = xp.empty(total, dtype=np.int64)
     if total > 0:
@@ -246,7 +253,7 @@ def compact(offsets: Any, row_valid: Any, valid: Any) -> tuple[Any, Any]:
                 (xp.ascontiguousarray(offsets), _I64(rows), rmask, _I64(rmask.shape[0]), mask,
                  incl, _I64(mask.shape[0]), new_offsets, positions, _I64(total),
                  error_buffer()))
-    return new_offsets.astype(offsets.dtype, copy=False), positions
+    return _as(new_offsets, offsets.dtype), positions
 
 
 # ------------------------------------------------------------------------ padding
@@ -301,8 +308,9 @@ def count_ints(values: Any, valid: Any, offsets: Any, row_valid: Any) -> tuple[A
     num = positions.shape[0]
     if num == 0:
         return xp.empty(0, dtype=np.int64), xp.empty(0, dtype=np.int64)
-    keys, counts = xp.unique(values[positions].astype(np.int64), return_counts=True)
-    return keys, counts.astype(np.int64, copy=False)
+    keys, counts = xp.unique(_as(values[positions], np.int64), return_counts=True)
+    device_checks(func, xp, wait=True)  # unique synchronised: checking is free
+    return keys, _as(counts, np.int64)
 
 
 def count_strings(str_offsets: Any, data: Any, valid: Any, offsets: Any, row_valid: Any
@@ -333,6 +341,7 @@ def count_strings(str_offsets: Any, data: Any, valid: Any, offsets: Any, row_val
     _launch(name_expression("string_set_count", o), grid,
             (*strings, items, hashes, _I64(num), slots, _I64(cap), counts))
     occupied = xp.flatnonzero(slots != _FREE_SLOT)
+    device_checks(func, xp, wait=True)  # flatnonzero synchronised: checking is free
     return items[slots[occupied].astype(np.int64)], counts[occupied]
 
 
@@ -341,8 +350,7 @@ def order_by_count(counts: Any) -> Any:
     xp = array_module("order_by_count", counts)
     if counts.shape[0] == 0:
         return xp.empty(0, dtype=np.int64)
-    negated = -counts.astype(np.int64)
-    return xp.argsort(negated, kind="stable").astype(np.int64, copy=False)
+    return _as(xp.argsort(-_as(counts, np.int64), kind="stable"), np.int64)
 
 
 # ------------------------------------------------------------------------ lookup
