@@ -765,14 +765,13 @@ def test_gpu_launchers_match_cpu(name: str) -> None:
     args, written, _ = device_cases()[name]
     expected_args = copies(args)
     expected = getattr(cpu_sparse, name)(*expected_args)
-    device = tuple(cupy.asarray(a) if isinstance(a, np.ndarray) else
-                   [cupy.asarray(k) for k in a] if isinstance(a, list) else a for a in args)
+    device = to_device(cupy, args)
     got = _backend.get_kernel("sparse", name, cupy)(*device)
     cuda.check_errors(name)
     if written:
         got, expected = tuple(device[i] for i in written), tuple(expected_args[i] for i in written)
-    got = tuple(cupy.asnumpy(g) for g in got) if isinstance(got, tuple) else \
-        cupy.asnumpy(got) if isinstance(got, cupy.ndarray) else got
+    got = tuple(g.get() if isinstance(g, cupy.ndarray) else g for g in got) \
+        if isinstance(got, tuple) else got.get() if isinstance(got, cupy.ndarray) else got
     if name in ATOMIC:
         np.testing.assert_allclose(got[0], expected[0], rtol=1e-12, atol=1e-12)
     else:
