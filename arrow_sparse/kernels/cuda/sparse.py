@@ -192,8 +192,8 @@ def _transpose(xp: Any, indptr: Any, indices: Any, values: Any, num_minor: int,
     return ptr, lines.astype(line_dtype, copy=False), values[start:stop][order]
 
 
-def _spmm(xp: Any, indptr: Any, indices: Any, values: Any, dense: Any, out: Any,
-          skip_zero: bool) -> None:
+def _spmm(indptr: Any, indices: Any, values: Any, dense: Any, out: Any, skip_zero: bool
+          ) -> None:
     """Launch ``csr_spmm`` on contiguous arrays: ``out[rows, k] += csr @ dense[:, k]``."""
     rows, width = out.shape
     if rows == 0 or width == 0:
@@ -242,7 +242,7 @@ def csr_spmm(indptr: Any, indices: Any, values: Any, dense: Any, out: Any) -> No
     if rows <= 0 or out.size == 0:
         return
     target = out if out.flags.c_contiguous else xp.ascontiguousarray(out)
-    _spmm(xp, _index(xp, indptr), _index(xp, indices),
+    _spmm(_index(xp, indptr), _index(xp, indices),
           xp.ascontiguousarray(values, dtype=out.dtype),
           xp.ascontiguousarray(dense, dtype=out.dtype), target, False)
     _back(out, target)
@@ -284,7 +284,7 @@ def dense_csr(dense: Any, indptr: Any, indices: Any, values: Any, out: Any) -> N
     tptr, tlines, tvals = _transpose(xp, ptr, idx, xp.asarray(values, dtype=out.dtype),
                                      out.shape[1], np.int64)
     result = xp.ascontiguousarray(out.T)
-    _spmm(xp, tptr, tlines, xp.ascontiguousarray(tvals),
+    _spmm(tptr, tlines, xp.ascontiguousarray(tvals),
           xp.ascontiguousarray(dense.T, dtype=out.dtype), result, True)
     out[...] = result.T
 
@@ -306,7 +306,7 @@ def csc_spmm(indptr: Any, indices: Any, values: Any, dense: Any, out: Any) -> No
     rptr, rcols, rvals = _transpose(xp, ptr, idx, xp.asarray(values, dtype=out.dtype),
                                     out.shape[0], np.int64)
     target = out if out.flags.c_contiguous else xp.ascontiguousarray(out)
-    _spmm(xp, rptr, rcols, xp.ascontiguousarray(rvals),
+    _spmm(rptr, rcols, xp.ascontiguousarray(rvals),
           xp.ascontiguousarray(dense, dtype=out.dtype), target, False)
     _back(out, target)
 
