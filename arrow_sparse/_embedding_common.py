@@ -342,8 +342,6 @@ class DeviceBags:
     caller's (int64, ``offsets[0]`` may be above 0).
     """
 
-    ids: Any
-    """Flat ids, 0 where not read (so every one is in range)."""
     key: Any
     """Flat ids, ``bound`` where not read: a sort key whose last run is the unread ids."""
     offsets: Any
@@ -362,6 +360,11 @@ class DeviceBags:
     def num_bags(self) -> int:
         """Number of bags (lookup outputs)."""
         return int(self.offsets.shape[0]) - 1
+
+    @property
+    def ids(self) -> Any:
+        """Flat ids, 0 where not read (so every one is in range)."""
+        return _cupy().where(self.bag >= 0, self.key, 0)
 
     @property
     def num_ids(self) -> int:
@@ -398,13 +401,11 @@ def _device_bags(func: str, ids: Any, offsets: Any, weights: Any, bound: int) ->
         shape = arr.shape
     bag, key, wpos, count = importlib.import_module("arrow_sparse.kernels.cuda.embedding") \
         .bag_ids(flat, offs, valid, vmask, woffs, wvalid, 0 if w is None else len(w), bound)
-    read = bag >= 0
     if w is not None and woffs is not None:  # list weights: gather them to the ids
-        w = xp.where(read, xp.take(w, xp.maximum(wpos, 0)), w.dtype.type(0)) if len(w) \
-            else xp.zeros(len(flat), dtype=w.dtype)
-    masked = valid is not None or vmask is not None
-    return DeviceBags(xp.where(read, key, 0), key, offs, bag, w, count,
-                      read if masked else None, valid, shape)
+        w = xp.where(wpos >= 0, xp.take(w, xp.maximum(wpos, 0)), w.dtype.type(0)) \
+            if len(w) else xp.zeros(len(flat), dtype=w.dtype)
+    read = bag >= 0 if valid is not None or vmask is not None else None
+    return DeviceBags(key, offs, bag, w, count, read, valid, shape)
 
 
 # ============================================================================== threads

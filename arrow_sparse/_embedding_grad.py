@@ -458,11 +458,12 @@ def lookup_backward_weights(grad_out: Any, table: Any, ids: Any, *, offsets: Any
         flat = b.scatter(per_id)
     else:
         flat = _device_weights_grad(xp, xp.ascontiguousarray(table), b, grad, mode, dtype)
-    device_checks(func, xp)
     if isinstance(ids, Jagged) or (isinstance(b, Bags) and b.arrow):
         jag = ids if isinstance(ids, Jagged) else Jagged.from_arrow(ids)
-        result = Jagged(flat, jag.offsets, jag.validity)
+        result = Jagged._trusted(flat, jag.offsets, jag.validity)  # checked by bags()
+        device_checks(func, xp)
         return result if isinstance(ids, Jagged) else result.to_arrow()
+    device_checks(func, xp)
     return flat
 
 

@@ -24,23 +24,26 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterator
+from types import ModuleType
 from typing import Any
 
 import numba
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import arrow_sparse as asp
-from arrow_sparse import _backend, _embedding_common
-from arrow_sparse.errors import ArrowSparseIndexError, ArrowSparseValueError
+from arrow_sparse import _backend
+from arrow_sparse.errors import ArrowSparseError, ArrowSparseIndexError, ArrowSparseValueError
 from arrow_sparse.kernels import cuda
 from arrow_sparse.kernels.cpu import embedding as cpu_embedding
 from arrow_sparse.kernels.cuda import _launch
 from arrow_sparse.kernels.cuda import embedding as cuda_embedding
 from tests.conftest import NUMERIC_DTYPES
 from tests.cuda_emu.emu import Emulator, emulated
+from tests.cuda_emu.fake_cupy import emulated_cupy
 
 FLOATS = [np.dtype(np.float32), np.dtype(np.float64)]
 IDS = [np.dtype(np.int32), np.dtype(np.int64)]
@@ -665,6 +668,226 @@ def test_host_checks_of_the_lookup_and_backward_launchers() -> None:
     with pytest.raises(NotImplementedError, match="weights_grad: no cuda kernel for float16"):
         cuda_embedding.weights_grad(grad, order, starts, grad.astype(np.float16), False,
                                     np.zeros(2))
+
+
+# ------------------------------------------------------------------ bags on the device
+def ref_bag_ids(ids: list[int], offsets: list[int], valid: list[bool] | None,
+                vmask: list[bool] | None, woffsets: list[int] | None,
+                wvalid: list[bool] | None, bound: int) -> tuple[list[int], ...]:
+    """Plain loops of what ``bag_ids`` computes, and the errors it must record."""
+    n, num_bags = len(ids), len(offsets) - 1
+    bag, key, wpos, count = [-1] * n, [bound] * n, [-1] * n, [0] * num_bags
+    errors: list[tuple[int, str]] = []
+    for b in range(num_bags):
+        lo, hi = offsets[b], offsets[b + 1]
+        same = woffsets is None or hi - lo == woffsets[b + 1] - woffsets[b]
+        if not same:
+            errors.append((b, "same bag lengths"))
+        if valid is not None and not valid[b]:
+            continue
+        for j in range(lo, hi):
+            if vmask is not None and not vmask[j]:
+                continue
+            count[b] += 1
+            if not 0 <= ids[j] < bound:
+                errors.append((j, "ids out of range"))
+                continue
+            bag[j], key[j] = b, ids[j]
+            if woffsets is None:
+                wpos[j] = j
+            elif same:
+                p = woffsets[b] + j - lo
+                if wvalid is not None and not wvalid[p]:
+                    errors.append((j, "must not be null"))
+                else:
+                    wpos[j] = p
+    return bag, key, wpos, count, sorted(errors)
+
+
+def bag_case(seed: int) -> dict[str, Any]:
+    """Random bags: sliced offsets, masks and list weights in some, bad ids in others."""
+    rng = np.random.default_rng(seed)
+    num_bags = int(rng.integers(0, 40))
+    lengths = rng.integers(0, 6, num_bags)
+    start = int(rng.integers(0, 3))
+    offsets = np.r_[start, start + np.cumsum(lengths)].astype(np.int64)
+    n = int(offsets[-1]) + int(rng.integers(0, 3))
+    bound = 20
+    ids = rng.integers(0, bound + (seed % 3 == 0), n)  # one seed in three: ids == bound
+    case: dict[str, Any] = {"ids": ids, "offsets": offsets, "valid": None, "vmask": None,
+                            "woffsets": None, "wvalid": None, "bound": bound}
+    if seed % 2:
+        case["valid"] = rng.random(num_bags) < 0.8
+        case["vmask"] = rng.random(n) < 0.8
+    if seed % 4 >= 2:
+        wlen = lengths.copy()
+        if seed % 8 >= 6 and num_bags:
+            wlen[rng.integers(0, num_bags)] += 1  # one bag of another length
+        wstart = int(rng.integers(0, 4))
+        case["woffsets"] = np.r_[wstart, wstart + np.cumsum(wlen)].astype(np.int64)
+        case["wvalid"] = rng.random(int(case["woffsets"][-1]) + 1) < 0.9
+    return case
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_bag_ids_matches_a_reference(cuda_emu: Emulator, seed: int) -> None:
+    case = bag_case(seed)
+    mask = [None if case[k] is None else case[k].tolist() for k in ("valid", "vmask",
+                                                                     "wvalid")]
+    woffsets = None if case["woffsets"] is None else case["woffsets"].tolist()
+    *expected, errors = ref_bag_ids(case["ids"].tolist(), case["offsets"].tolist(), mask[0],
+                                    mask[1], woffsets, mask[2], case["bound"])
+    num_weights = 0 if case["wvalid"] is None else len(case["wvalid"])
+    got = cuda_embedding.bag_ids(case["ids"].astype(np.int32), case["offsets"], case["valid"],
+                                 case["vmask"], case["woffsets"], case["wvalid"], num_weights,
+                                 case["bound"])
+    for g, e in zip(got, expected, strict=True):
+        assert g.dtype == np.int64 and g.tolist() == e
+    if errors:
+        position, text = errors[0]
+        with pytest.raises(ArrowSparseError, match=f"^bags: .*{text}.* \\(first at position "
+                           f"{position};"):
+            cuda.check_errors("bags")
+    cuda.check_errors("bags")
+    assert not cuda_emu.order_effects
+
+
+def test_bag_ids_checks_its_arguments() -> None:
+    ids, offsets = np.arange(3), np.array([0, 3])
+    with pytest.raises(ArrowSparseValueError, match=r"bag_ids: vmask must have shape \(3,\), "
+                       r"got \(2,\)"):
+        cuda_embedding.bag_ids(ids, offsets, None, np.ones(2, bool), None, None, 0, 5)
+    with pytest.raises(ArrowSparseValueError, match=r"bag_ids: woffsets must have shape \(2,\)"):
+        cuda_embedding.bag_ids(ids, offsets, None, None, np.zeros(3, np.int64), None, 0, 5)
+    with pytest.raises(ArrowSparseValueError, match="bag_ids: offsets must have at least one"):
+        cuda_embedding.bag_ids(ids, offsets[:0], None, None, None, None, 0, 5)
+
+
+# ------------------------------------------------------------------ public functions on device arrays
+@pytest.fixture
+def cp() -> Iterator[ModuleType]:
+    """The stand-in CuPy (with CuPy's ``may_share_memory``), every launch in three orders."""
+    with emulated_cupy(check_orders=("reverse", "shuffle")) as module:
+        module.may_share_memory = lambda a, b: np.may_share_memory(a._a, b._a)
+        yield module
+
+
+DEFERRED = r" \(first at position {}; found by a device check, reported by a later call\)$"
+AT_ONCE = r" \(first at position {}; found by a device check\)$"
+
+
+def later() -> None:
+    """The next check: what an earlier operation left in the error word is raised now."""
+    cuda.check_errors("next")
+
+
+def test_device_lookup_checks_are_raised_by_the_next_check(cp: ModuleType) -> None:
+    table = cp.asarray(np.arange(8.0).reshape(4, 2))
+    out = asp.embedding.lookup(table, cp.asarray(np.array([1, 9, 2])))  # no synchronisation
+    assert cp.stats.syncs == 0 and out.get()[[0, 2]].tolist() == [[2, 3], [4, 5]]
+    with pytest.raises(IndexError, match="^lookup: ids out of range of the table"
+                       + DEFERRED.format(1)):
+        later()
+    ids = asp.Jagged.from_list([[1, 2], [3, -1]]).to_device("cuda")
+    asp.embedding.lookup(table, ids, mode="mean")
+    with pytest.raises(IndexError, match="^lookup: ids out of range of the table"
+                       + DEFERRED.format(3)):
+        later()
+    two = asp.Jagged.from_list([[1, 2], [3]]).to_device("cuda")
+    for weights, message in (
+            ([[1.0], [2.0, 3.0]], "per_sample_weights must have the same bag lengths as ids"
+             + DEFERRED.format(0)),
+            (pa.array([[1.0, None], [2.0]]), "per_sample_weights must not be null where the "
+             "id is not" + DEFERRED.format(1))):
+        w = asp.Jagged.from_arrow(pa.array(weights)).to_device("cuda")
+        asp.embedding.lookup(table, two, per_sample_weights=w)
+        with pytest.raises(ValueError, match="^lookup: " + message):
+            later()
+    asp.embedding.lookup_backward_weights(cp.asarray(np.ones((2, 2))), table, ids)
+    with pytest.raises(IndexError, match="^lookup_backward_weights: ids out of range"):
+        later()
+    asp.embedding.lookup(table, cp.asarray(np.array([0, 1, 2])),
+                         offsets=cp.asarray(np.array([0, 3, 1])))
+    with pytest.raises(ValueError, match="^lookup: offsets must be non-decreasing"
+                       + DEFERRED.format(2)):
+        later()
+
+
+def test_device_backward_checks_are_raised_at_once(cp: ModuleType) -> None:
+    dy = cp.asarray(np.ones((3, 2)))
+    with pytest.raises(IndexError, match="^lookup_backward: ids out of range of the table"
+                       + AT_ONCE.format(2)):
+        asp.embedding.lookup_backward(dy, cp.asarray(np.array([0, 1, 7])), num_embeddings=4)
+    with pytest.raises(ValueError, match="^lookup_backward: offsets must be non-decreasing"
+                       + AT_ONCE.format(2)):
+        asp.embedding.lookup_backward(dy, cp.asarray(np.array([0, 1, 2])), num_embeddings=4,
+                                      offsets=cp.asarray(np.array([0, 2, 1, 3])))
+    rows = cp.asarray(np.array([3, -1, 3]))
+    grad = asp.embedding.SparseGrad(rows, dy)  # not read back: no check here
+    table = cp.asarray(np.zeros((4, 2)))
+    asp.embedding.sgd(table, grad, 0.5)  # coalesced first (one synchronisation)
+    with pytest.raises(IndexError, match="^sgd: grad.rows out of range of the table"
+                       + DEFERRED.format(0)):
+        later()
+    assert table.get().tolist() == [[0, 0]] * 3 + [[-1, -1]]  # the row in range was updated
+
+
+@pytest.mark.parametrize(("call", "match"), [
+    (lambda cp: asp.embedding.lookup(cp.asarray(np.zeros((3, 2))), np.array([0])),
+     "^lookup: ids is a host .numpy/Arrow. array but table is a device .cupy. array"),
+    (lambda cp: asp.embedding.lookup(np.zeros((3, 2)), cp.asarray(np.array([0]))),
+     "^lookup: table is a host"),
+    (lambda cp: asp.embedding.lookup(np.zeros((3, 2)), [0], out=cp.asarray(np.zeros((1, 2)))),
+     "^lookup: table is a host"),
+    (lambda cp: asp.embedding.lookup_backward(cp.asarray(np.ones((1, 2))), [0],
+                                              num_embeddings=3), "^lookup_backward: ids is a"),
+    (lambda cp: asp.embedding.maplookup([np.zeros((3, 2)), cp.asarray(np.zeros((3, 2)))],
+                                        [cp.asarray(np.array([0]))] * 2),
+     "^maplookup: inputs mix host"),
+    (lambda cp: asp.embedding.sgd(cp.asarray(np.zeros((3, 2))),
+                                  asp.embedding.SparseGrad([0], np.ones((1, 2))), 0.1),
+     "^sgd: grad is a host"),
+    (lambda cp: asp.embedding.update("sgd", [np.zeros((3, 2)), cp.asarray(np.zeros((3, 2)))],
+                                     [asp.embedding.SparseGrad([0], np.ones((1, 2))),
+                                      asp.embedding.SparseGrad(cp.asarray(np.array([0])),
+                                                               cp.asarray(np.ones((1, 2))))],
+                                     lr=0.1), "^update: inputs mix host"),
+    (lambda cp: asp.embedding.SparseGrad(cp.asarray(np.array([0])), np.ones((1, 2))),
+     "^SparseGrad: values is a host"),
+])
+def test_host_and_device_inputs_together_are_refused(cp: ModuleType, call: Callable[..., Any],
+                                                     match: str) -> None:
+    with pytest.raises(TypeError, match=match + ".*move them to one device first"):
+        call(cp)
+
+
+def test_sparse_grad_on_the_device(cp: ModuleType) -> None:
+    g = asp.embedding.SparseGrad(cp.asarray(np.array([2, 0])), cp.asarray(np.ones((2, 3))))
+    assert g.device == "cuda:0" and not g.is_coalesced  # read back: one synchronisation
+    with pytest.raises(NotImplementedError, match=r"^SparseGrad.to_arrow: the gradient is on "
+                       r"cuda:0 .* g.to_device\('cpu'\).to_arrow\(\)$"):
+        g.to_arrow()
+    host = g.to_device("cpu")
+    assert host.device == "cpu" and host.rows.tolist() == [2, 0]
+    back = host.coalesce().to_device("cuda")
+    cp.stats.reset()
+    assert back.is_coalesced and back.coalesce() is back and cp.stats.syncs == 0
+    assert back.to_device("cuda:0") is back and back.to_device("cuda:1").device == "cuda:1"
+
+
+def test_tables_load_to_and_save_from_the_device(cp: ModuleType, tmp_path: Any) -> None:
+    path = tmp_path / "t.arrow"
+    table = np.arange(6, dtype=np.float32).reshape(3, 2)
+    asp.embedding.save_table(cp.asarray(table), path)  # copied to the host to be written
+    on = asp.embedding.load_table(path, device="cuda")
+    assert _backend.is_cupy_array(on) and on.get().tolist() == table.tolist()
+    assert asp.embedding.load_table(path, mmap=False, device="cuda:1").device.id == 1
+    with pytest.raises(ValueError, match="^load_table: writable=True maps the file into host "
+                       "memory and needs device='cpu', got 'cuda'"):
+        asp.embedding.load_table(path, writable=True, device="cuda")
+    with pytest.raises(ValueError, match="^load_table: device must be 'cpu', 'cuda' or "
+                       "'cuda:N', got 'gpu'"):
+        asp.embedding.load_table(path, device="gpu")
 
 
 # ------------------------------------------------------------------ on a real GPU

@@ -233,10 +233,10 @@ def weights_grad(table: Any, ids: Any, offsets: Any, grad_out: Any, mean: bool,
     _back(out, target)
 
 
-def _mask(xp: Any, mask: Any) -> tuple[Any, Any]:
-    """``(uint8 mask, present flag)``: an absent mask means no nulls."""
+def _mask(xp: Any, mask: Any, absent: Any) -> tuple[Any, Any]:
+    """``(uint8 mask, present flag)``: an absent mask (``absent``, empty) means no nulls."""
     if mask is None:
-        return xp.empty(0, dtype=np.uint8), _I32(0)
+        return absent, _I32(0)
     return xp.ascontiguousarray(mask).view(np.uint8), _I32(1)
 
 
@@ -263,12 +263,14 @@ def bag_ids(ids: Any, offsets: Any, valid: Any, vmask: Any, woffsets: Any, wvali
             _check_shape(func, arg, mask, (size,))
     if woffsets is not None:
         _check_shape(func, "woffsets", woffsets, (num_bags + 1,))
-    bag, key, wpos = (xp.empty(num, dtype=np.int64) for _ in range(3))
-    count = xp.empty(num_bags, dtype=np.int64)
+    out = xp.empty(3 * num + num_bags, dtype=np.int64)  # one allocation, four results
+    bag, key, wpos, count = (out[:num], out[num:2 * num], out[2 * num:3 * num],
+                             out[3 * num:])
     if max(num, num_bags) == 0:
         return bag, key, wpos, count
-    va, vm, wv = _mask(xp, valid), _mask(xp, vmask), _mask(xp, wvalid)
-    wo = xp.empty(0, dtype=np.int64) if woffsets is None else _rows(xp, woffsets)
+    absent = xp.empty(0, dtype=np.uint8)
+    va, vm, wv = (_mask(xp, m, absent) for m in (valid, vmask, wvalid))
+    wo = out[:0] if woffsets is None else _rows(xp, woffsets)
     _launch(name, grid_1d(max(num, num_bags)),
             (idx, _rows(xp, offsets), va[0], _I32(1 - va[1]), vm[0], vm[1], wo,
              _I32(woffsets is not None), wv[0], wv[1], _I64(num), _I64(num_bags),
