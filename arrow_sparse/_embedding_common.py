@@ -215,7 +215,7 @@ def _flat_bags(func: str, ids: Any, offsets: Any, weights: Any, xp: ModuleType
 
 
 def _list_values(func: str, jag: Jagged, offsets: Any) -> Any:
-    """The ids of list input ``jag`` (1-D integers); ``offsets`` must be None."""
+    """Return the ids of list input ``jag`` (1-D integers); ``offsets`` must be None."""
     if offsets is not None:
         msg = f"{func}: offsets must not be given with list ids (they carry their own)"
         raise ArrowSparseValueError(msg)
@@ -385,7 +385,7 @@ def _cupy() -> ModuleType:
 
 
 def _device_bags(func: str, ids: Any, offsets: Any, weights: Any, bound: int) -> DeviceBags:
-    """The device twin of the host's bag reading: O(1) checks here, the rest in ``bag_ids``."""
+    """Read device bags: the O(1) checks here, the rest in the ``bag_ids`` kernel."""
     xp = _cupy()
     valid = vmask = woffs = wvalid = None
     if isinstance(ids, Jagged):

@@ -80,7 +80,7 @@ class SparseGrad:
 
     @classmethod
     def _coalesced(cls, rows: Any, values: Any) -> SparseGrad:
-        """A gradient whose rows the caller knows to be strictly increasing."""
+        """Build a gradient whose rows the caller knows to be strictly increasing."""
         grad = cls(rows, values)
         object.__setattr__(grad, "_sorted", True)
         return grad
@@ -249,7 +249,8 @@ def _coalesce(func: str, ids: Any, bag: Any, scale: Any, grad_out: Any, *,
     """Sum ``scale[p] * grad_out[bag[p]]`` per distinct ``ids[p]``, in input order.
 
     Returns the sorted distinct ids (int64), the sums ``[len(rows), dim]`` and the run
-    boundaries (``len(rows) + 1``; their differences count the ids summed into each). ``drop_last`` leaves the last run out (the unread
+    boundaries (``len(rows) + 1``; their differences count the ids summed into each).
+    ``drop_last`` leaves the last run out (the unread
     ids of :class:`DeviceBags`, sorted last). On the device the sort synchronises once
     (the number of runs sizes the result), so the checks launched so far are raised
     then, at no extra cost.
@@ -469,7 +470,7 @@ def lookup_backward_weights(grad_out: Any, table: Any, ids: Any, *, offsets: Any
 
 def _device_weights_grad(xp: Any, table: Any, b: DeviceBags, grad: Any, mode: str,
                          dtype: np.dtype) -> Any:
-    """The weights' gradient of device bags, 0 at the ids not read.
+    """Compute the weights' gradient of device bags, 0 at the ids not read.
 
     The kernel runs over every position of the bags' windows, unread ones on id 0, into
     float64 without the mean's division; the division by the bag's count of read ids

@@ -56,7 +56,7 @@ def _no_overlap(func: str, arrays: list[tuple[str, Any]]) -> None:
 
 
 def _arrays(table: Any, state: Any, grad: Any) -> dict[str, Any]:
-    """The array inputs of one update, by name (for the array module)."""
+    """Name the array inputs of one update (for the array module)."""
     arrays = {"table": table, "grad": grad.values if isinstance(grad, SparseGrad) else None}
     for j, s in enumerate(state if isinstance(state, (tuple, list)) else [state]):
         arrays[f"state{j}"] = s if is_array(s) else None

@@ -442,8 +442,10 @@ def _block_writer(plan: _Plan, block: Any) -> Callable[[], None]:
 
 
 def _run(func: str, xp: Any, tasks: list[Callable[[], None]], workers: int | None) -> None:
-    """Run the lookups: in threads on the host (one at a time for ``workers=1``), in turn on
-    the device; then raise the device checks (deferred)."""
+    """Run the lookups, then raise the device checks (deferred).
+
+    In threads on the host (one after another for ``workers=1``), in turn on the device.
+    """
     if xp is np and workers != 1:
         run_in_threads(tasks, workers)
     else:

@@ -763,7 +763,7 @@ def test_bag_ids_checks_its_arguments() -> None:
         cuda_embedding.bag_ids(ids, offsets[:0], None, None, None, None, 0, 5)
 
 
-# ------------------------------------------------------------------ public functions on device arrays
+# ------------------------------------------------------------------ public functions, device
 @pytest.fixture
 def cp() -> Iterator[ModuleType]:
     """The stand-in CuPy (with CuPy's ``may_share_memory``), every launch in three orders."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from typing import Any
@@ -231,3 +232,65 @@ def test_keyed_to_torchrec_shares_memory(torch: Any) -> None:
     assert inputs.weights.data_ptr() == weighted.weights.ctypes.data
     with pytest.raises(ArrowSparseTypeError, match="^keyed_to_torchrec: kj must be a KeyedJagged"):
         keyed_to_torchrec(caffe2())  # type: ignore[arg-type]
+
+
+# ================================================================= CUDA tensors (no GPU here)
+class CudaTensorStandIn:
+    """What ``_array`` reads of a CUDA tensor: its device, layout and DLPack export."""
+
+    def __init__(self, torch: Any, memory: np.ndarray) -> None:
+        from tests.cuda_emu.fake_cupy import DeviceBuffer
+
+        self.device, self.layout = torch.device("cuda", 0), torch.strided
+        self._buffer = DeviceBuffer(memory, 0)
+
+    def detach(self) -> Any:
+        return self._buffer
+
+
+def test_cuda_tensors_are_read_through_cupy_without_a_copy(torch: Any) -> None:
+    from arrow_sparse.interop import torch as bridge
+    from tests.cuda_emu.fake_cupy import emulated_cupy
+
+    memory = np.arange(4.0)
+    with emulated_cupy() as cp:
+        got = bridge._array("f", "values", torch, CudaTensorStandIn(torch, memory))
+        assert isinstance(got, cp.ndarray) and got._a is memory  # the tensor's memory
+
+
+def test_cuda_tensors_without_cupy_say_how_to_get_it(torch: Any,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from arrow_sparse.interop import torch as bridge
+
+    monkeypatch.setitem(sys.modules, "cupy", None)  # makes `import cupy` fail
+    with pytest.raises(ArrowSparseTypeError, match=r"^f: values is on cuda:0; arrow_sparse "
+                       r"reads CUDA tensors through CuPy, which is not installed \(pip install "
+                       r"'arrow-sparse\[gpu\]'\), or move it to the CPU first \(values.cpu\(\), "
+                       r"a copy\)$"):
+        bridge._array("f", "values", torch, CudaTensorStandIn(torch, np.arange(2.0)))
+
+
+@pytest.mark.parametrize("null_rows", ["raise", "empty"])
+def test_a_device_jagged_gives_the_rows_of_the_host_one(null_rows: str) -> None:
+    from arrow_sparse.interop import torch as bridge
+    from tests.cuda_emu.fake_cupy import emulated_cupy
+
+    covered = asp.Jagged(np.arange(5), np.array([0, 2, 4]), validity=np.array([True, False]))
+    cases = [  # (Jagged, synchronisations with null_rows="empty")
+        (asp.Jagged.from_arrow(pa.array([[9], [1, 2, 3], [2, 4, 6, 7]]).slice(1)), 1),
+        (asp.Jagged.from_arrow(pa.array([[1, 2], None, [3]])), 2),  # offsets; any covered
+        (covered, 3)]  # and the values it drops
+    for host, syncs in cases:
+        try:
+            want = bridge._plain_rows("to_torch", host, null_rows)
+        except ArrowSparseValueError as exc:
+            with emulated_cupy(), pytest.raises(ArrowSparseValueError, match=re.escape(str(exc))):
+                bridge._plain_rows("to_torch", host.to_device("cuda"), null_rows)
+            continue
+        with emulated_cupy() as cp:
+            device = host.to_device("cuda")
+            cp.stats.reset()
+            got = bridge._plain_rows("to_torch", device, null_rows)
+            assert cp.stats.syncs == syncs
+            for g, w in zip(got, want, strict=True):
+                assert isinstance(g, cp.ndarray) and g.get().tolist() == w.tolist()

@@ -270,13 +270,65 @@ def test_function_apply_and_sparse_grad_round_trip() -> None:
     assert sparse_grad_from_torch(unsorted).rows.tolist() == [1, 3]
 
 
+# ====================================================== the device path (no GPU here)
+def run_bag(kw: dict[str, Any], sparse: bool) -> list[Any]:
+    """Forward and gradients of one embedding_bag call on CPU tensors."""
+    b = batch(4)
+    weight = torch.from_numpy(np.random.default_rng(4).standard_normal((NUM, DIM)))
+    weight.requires_grad_()
+    input, offsets, psw = b["input"], b["offsets"], b["per_sample_weights"].double()
+    if kw.pop("two_d", False):
+        input, offsets, psw = input[:12].reshape(4, 3), None, psw[:12].reshape(4, 3)
+    psw = psw.requires_grad_() if kw.pop("psw", False) else None
+    if kw.get("include_last_offset"):
+        offsets = torch.cat([offsets, torch.tensor([len(input)])])
+    out = embedding_bag(input, weight, offsets, sparse=sparse, per_sample_weights=psw, **kw)
+    (out * torch.linspace(-1, 1, out.numel(), dtype=out.dtype).reshape(out.shape)).sum() \
+        .backward()
+    grads = [weight.grad.to_dense() if sparse else weight.grad]
+    return [out.detach(), *grads, *([] if psw is None else [psw.grad])]
+
+
+@pytest.mark.parametrize("kw", [
+    {"mode": "sum"}, {"mode": "mean", "include_last_offset": True},
+    {"mode": "mean", "padding_idx": 3, "psw": True}, {"mode": "sum", "psw": True, "two_d": True},
+    {"mode": "mean", "scale_grad_by_freq": True, "padding_idx": 2},
+], ids=lambda kw: ",".join(f"{k}={v}" for k, v in kw.items()))
+@pytest.mark.parametrize("sparse", [True, False])
+def test_the_device_path_gives_the_cpu_results(kw: dict[str, Any], sparse: bool,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # CUDA tensors cannot exist here: the bridge's two DLPack conversions are replaced by
+    # copies between CPU tensors and the stand-in CuPy's arrays, so everything between
+    # them (bags, padding as null ids, lookup, backward, counts, sparse gradient) runs on
+    # device arrays.
+    from arrow_sparse import _backend
+    from arrow_sparse.interop import torch as bridge
+    from arrow_sparse.kernels import cuda
+    from tests.cuda_emu.fake_cupy import emulated_cupy
+
+    want = run_bag(dict(kw), sparse)
+    real_array, real_tensor = bridge._array, bridge._tensor
+    with emulated_cupy() as cp:
+        monkeypatch.setattr(bridge, "_array", lambda func, arg, torch_, tensor: cp.asarray(
+            real_array(func, arg, torch_, tensor)))
+        monkeypatch.setattr(bridge, "_tensor", lambda func, torch_, array: real_tensor(
+            func, torch_, array.get() if _backend.is_cupy_array(array) else array))
+        cp.stats.reset()
+        got = run_bag(dict(kw), sparse)
+        assert cp.stats.launches > 10  # the work ran on device arrays
+        cuda.check_errors("test")  # no device check recorded anything
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-12, atol=1e-12)
+
+
 # ================================================================================ errors
 def test_errors() -> None:
     weight = torch.randn(5, 2)
     ids, offsets = torch.tensor([0, 1, 2]), torch.tensor([0, 2])
     meta = torch.empty(5, 2, device="meta")
     with pytest.raises(TypeError, match=r"embedding_bag: weight is on meta; arrow_sparse "
-                                        r"works on CPU and CUDA tensors, move it first \(weight.cpu"):
+                                        r"works on CPU and CUDA tensors, move it first "
+                                        r"\(weight.cpu"):
         embedding_bag(ids, meta, offsets)
     with pytest.raises(TypeError, match="embedding_bag: input is on meta"):
         embedding_bag(ids.to("meta"), weight, offsets)

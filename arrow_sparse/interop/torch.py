@@ -16,8 +16,9 @@ Tensors are made with ``torch.from_dlpack`` on the numpy views of the buffers, s
 share memory with the Jagged (and with the Arrow array it came from): no copy, and a
 write through one is seen by the other. CUDA tensors are read as CuPy arrays
 (``cupy.from_dlpack``, no copy either) when CuPy is installed, and the work then runs
-on the device (docs/gpu.md); a device Jagged or device results give CUDA tensors. Arrow treats its buffers as immutable, so do
-not write into tensors made from Arrow data. PyTorch has no null rows: see the
+on the device (docs/gpu.md); a device Jagged or device results give CUDA tensors.
+Arrow treats its buffers as immutable, so do not write into tensors made from Arrow
+data. PyTorch has no null rows: see the
 ``null_rows`` argument. torch is imported on first use (``ModuleNotFoundError`` with an
 install hint when it is missing); importing this module does not import it, and its
 doctests are collected only where torch is installed (``conftest.py`` beside it).
@@ -597,7 +598,7 @@ def sparse_grad_to_torch(grad: emb.SparseGrad, num_embeddings: int) -> Any:
 
 
 def _sparse_tensor(func: str, torch: Any, grad: emb.SparseGrad, num: int) -> Any:
-    """A coalesced COO tensor sharing a coalesced gradient's memory (nothing checked)."""
+    """Make a coalesced COO tensor sharing a coalesced gradient's memory (no checks)."""
     xp = _backend.module_of(grad.values)
     return torch.sparse_coo_tensor(_tensor(func, torch, grad.rows.reshape(1, -1)),
                                    _tensor(func, torch, xp.ascontiguousarray(grad.values)),
