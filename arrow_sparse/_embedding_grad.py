@@ -336,6 +336,12 @@ def lookup_backward(grad_out: Any, ids: Any, *, offsets: Any = None, mode: str =
     null ids of Arrow / Jagged input get no gradient, and ``"mean"`` divides by the
     number of non-null ids, as the forward does. Empty bags contribute nothing.
 
+    On the device (CuPy ``grad_out`` and ids): one synchronisation, the sort's (the
+    number of distinct ids sizes the result), after which the device checks of the ids
+    and offsets are raised at once. The bags are read without compacting them (null
+    ids sort last and are dropped), and the sums are the host's, bit for bit. The
+    result is known to be coalesced: the optimizers use it without another sort.
+
     Examples
     --------
     EmbeddingTables.jl's pullback (transposed): ids ``[0, 2, 3]``.
@@ -425,11 +431,19 @@ def lookup_backward_weights(grad_out: Any, table: Any, ids: Any, *, offsets: Any
     IndexError
         An id outside the table.
     TypeError
-        Non-float ``grad_out``, a table that is not a numpy array, non-integer ids.
+        Non-float ``grad_out``, a table that is not an array, non-integer ids, host and
+        device inputs together.
 
     See Also
     --------
     lookup_backward : The gradient with respect to the table.
+
+    Notes
+    -----
+    On the device: no synchronisation (ids out of range are raised by the next check;
+    their entries are left 0). List ids give a Jagged on the device. The dot products
+    are summed as a butterfly of 32 lane partials there, a few float64 ulp from the
+    host's left-to-right sums.
 
     Examples
     --------

@@ -115,7 +115,7 @@ def sgd(table: np.ndarray, grad: SparseGrad, lr: float) -> None:
     Parameters
     ----------
     table
-        Writable, C-contiguous float table ``[num_embeddings, dim]``.
+        Writable, C-contiguous float table ``[num_embeddings, dim]`` (numpy or CuPy).
     grad
         A :class:`SparseGrad` (coalesced first when it is not).
     lr
@@ -139,6 +139,11 @@ def sgd(table: np.ndarray, grad: SparseGrad, lr: float) -> None:
     One Numba kernel over the unique rows (threads split rows, so each row is written
     by one thread): the result is deterministic, and equals ``torch.optim.SGD`` on a
     sparse gradient.
+
+    On the device (a CuPy table and gradient; the same for every optimizer here): one
+    CUDA kernel and no synchronisation; the kernel checks the rows, and a row outside
+    the table is raised by the next check (the other rows are updated). A gradient not
+    known to be coalesced (one built by hand) is coalesced first: one synchronisation.
 
     Examples
     --------
@@ -167,7 +172,7 @@ def adagrad(table: np.ndarray, state: np.ndarray, grad: SparseGrad, lr: float,
     Parameters
     ----------
     table
-        Writable, C-contiguous float table ``[num_embeddings, dim]``.
+        Writable, C-contiguous float table ``[num_embeddings, dim]`` (numpy or CuPy).
     state
         Running sum of squared gradients, the table's shape and a float dtype
         (start from zeros, or from ``initial_accumulator_value``).
@@ -190,6 +195,10 @@ def adagrad(table: np.ndarray, state: np.ndarray, grad: SparseGrad, lr: float,
     See Also
     --------
     rowwise_adagrad : One accumulator per row.
+
+    Notes
+    -----
+    On the device: as :func:`sgd` (one kernel, no synchronisation).
 
     Examples
     --------
@@ -219,7 +228,7 @@ def rowwise_adagrad(table: np.ndarray, state_rows: np.ndarray, grad: SparseGrad,
     Parameters
     ----------
     table
-        Writable, C-contiguous float table ``[num_embeddings, dim]``.
+        Writable, C-contiguous float table ``[num_embeddings, dim]`` (numpy or CuPy).
     state_rows
         Float ``[num_embeddings]`` accumulators.
     grad
@@ -241,6 +250,11 @@ def rowwise_adagrad(table: np.ndarray, state_rows: np.ndarray, grad: SparseGrad,
     See Also
     --------
     adagrad : One accumulator per element.
+
+    Notes
+    -----
+    On the device: as :func:`sgd` (one kernel, no synchronisation). The row's sum of
+    squares is a butterfly of 32 lane partials there (within ``1e-14`` of the host's).
 
     Examples
     --------
@@ -308,6 +322,7 @@ def ftrl(table: np.ndarray, z: np.ndarray, n: np.ndarray, grad: SparseGrad,
     Caffe2 keeps ``n`` and ``z`` interleaved in one ``[..., 2]`` blob; here they are two
     arrays. Caffe2 applies a repeated index once per occurrence; here the gradient is
     coalesced first (one step with the summed gradient), as ``sgd`` and ``adagrad`` do.
+    On the device: as :func:`sgd` (one kernel, no synchronisation).
 
     Examples
     --------
@@ -361,7 +376,8 @@ def update(opt: str, tables: Sequence[np.ndarray], grads: Sequence[SparseGrad], 
     each pool thread runs them on one core, so the result is the same as calling the
     single-table function on each table in turn. Where Numba's threading layer does not
     allow kernels in several threads at once (``workqueue``; ``tbb`` and ``omp`` do), the
-    tables are updated one after another, each on every core.
+    tables are updated one after another, each on every core. On the device the tables
+    are updated one after another on the current stream, without synchronising.
 
     Examples
     --------

@@ -1,6 +1,6 @@
 """PyTorch interop through DLPack: tensors that share the Jagged's memory.
 
-- :func:`to_torch` -> ``(values, offsets)`` CPU tensors (FBGEMM's / TorchRec's
+- :func:`to_torch` -> ``(values, offsets)`` tensors (FBGEMM's / TorchRec's
   ``JaggedTensor`` layout), :func:`from_torch` back to a :class:`~arrow_sparse.Jagged`;
 - :func:`to_torch_nested` -> a ``torch.nested`` jagged-layout nested tensor;
 - :func:`keyed_to_torchrec` -> the arguments of TorchRec's ``KeyedJaggedTensor``
@@ -70,7 +70,7 @@ class TorchRecInputs(NamedTuple):
 
 
 def to_torch(jagged: Jagged, *, null_rows: str = "raise") -> tuple[Any, Any]:
-    """Convert to ``(values, offsets)`` CPU tensors that share the Jagged's memory.
+    """Convert to ``(values, offsets)`` tensors that share the Jagged's memory.
 
     Parameters
     ----------
@@ -108,6 +108,9 @@ def to_torch(jagged: Jagged, *, null_rows: str = "raise") -> tuple[Any, Any]:
     Zero-copy through DLPack: ``values`` is a view of the values the rows address
     (``jagged.flat_values()``) and ``offsets`` is the Jagged's offsets array, both
     shared with the Jagged (``tensor.data_ptr()`` is the numpy array's address).
+    A Jagged on the device gives CUDA tensors (the same sharing, through CuPy); it reads
+    ``offsets[0]`` and ``offsets[-1]`` back (one synchronisation), and with null rows
+    one more to see whether any covers values, and one to drop those values.
     Two cases copy: a sliced Jagged (``offsets[0] > 0``) gets its offsets rebased to
     start at 0 (a new ``rows + 1`` array; values are still a view), and with
     ``null_rows="empty"`` a null row that covers values (Arrow allows it) has those
@@ -190,16 +193,16 @@ def to_torch_nested(jagged: Jagged, *, null_rows: str = "raise") -> Any:
 
 
 def from_torch(values: Any, offsets: Any = None, validity: Any = None) -> Jagged:
-    """Wrap CPU tensors ``values`` and ``offsets`` as a Jagged (zero-copy).
+    """Wrap tensors ``values`` and ``offsets`` as a Jagged (zero-copy).
 
     Parameters
     ----------
     values
-        A CPU ``torch.Tensor`` ``[N, ...]`` of numbers or booleans, or a jagged-layout
+        A CPU or CUDA ``torch.Tensor`` ``[N, ...]`` of numbers or booleans, or a jagged-layout
         nested tensor (``torch.nested``, ``layout=torch.jagged``), whose values and
         offsets are then used and ``offsets`` must be None.
     offsets
-        A CPU integer tensor of ``rows + 1`` offsets into ``values`` (int32 and int64
+        An integer tensor of ``rows + 1`` offsets into ``values`` (int32 and int64
         are kept; other integer dtypes become int64).
     validity
         Optional bool row mask (a tensor or an array; False = null row).
@@ -207,14 +210,15 @@ def from_torch(values: Any, offsets: Any = None, validity: Any = None) -> Jagged
     Returns
     -------
     Jagged
-        Whose values and offsets are numpy views of the tensors' memory.
+        Whose values and offsets are numpy views of the tensors' memory, or CuPy views
+        for CUDA tensors (a Jagged on their device).
 
     Raises
     ------
     TypeError
-        Not tensors, a tensor on another device than the CPU (``.cpu()`` copies it
-        there), a dtype numpy has no equivalent for (bfloat16, complex32), or a
-        non-jagged nested tensor.
+        Not tensors, a tensor on another device than the CPU or CUDA (``.cpu()`` copies
+        it there), a CUDA tensor without CuPy installed, a dtype numpy has no equivalent
+        for (bfloat16, complex32), or a non-jagged nested tensor.
     ValueError
         Malformed offsets (as :class:`~arrow_sparse.Jagged` checks them), or
         ``offsets`` missing (or given with a nested tensor).
@@ -226,11 +230,12 @@ def from_torch(values: Any, offsets: Any = None, validity: Any = None) -> Jagged
 
     Notes
     -----
-    Zero-copy through DLPack (``np.from_dlpack``): the Jagged shares the tensors'
-    memory. Tensors that require grad are detached first (no copy; the Jagged is not
-    part of the autograd graph). Arrow export (:meth:`Jagged.to_arrow`) then wraps the
-    same memory again. This function never imports torch: a tensor can only exist if
-    torch is imported already.
+    Zero-copy through DLPack (``np.from_dlpack``, or ``cupy.from_dlpack`` for CUDA
+    tensors): the Jagged shares the tensors' memory. Tensors that require grad are
+    detached first (no copy; the Jagged is not part of the autograd graph). Arrow export
+    (:meth:`Jagged.to_arrow`) then wraps the same memory again (host tensors only).
+    This function never imports torch: a tensor can only exist if torch is imported
+    already.
 
     Examples
     --------
@@ -570,6 +575,12 @@ def sparse_grad_to_torch(grad: emb.SparseGrad, num_embeddings: int) -> Any:
     --------
     sparse_grad_from_torch : The inverse.
 
+    Notes
+    -----
+    A gradient on the device gives CUDA tensors; checking its rows reads the first and
+    the last back (one synchronisation), after the coalescing of one not known to be
+    coalesced (another).
+
     Examples
     --------
     >>> from arrow_sparse.interop.torch import sparse_grad_to_torch
@@ -611,7 +622,7 @@ def sparse_grad_from_torch(grad: Any) -> emb.SparseGrad:
     Parameters
     ----------
     grad
-        A 2-D CPU ``torch.sparse_coo`` tensor ``(num_embeddings, dim)`` with one sparse
+        A 2-D CPU or CUDA ``torch.sparse_coo`` tensor ``(num_embeddings, dim)`` with one sparse
         dimension, as ``torch.nn.EmbeddingBag(sparse=True)`` and :class:`EmbeddingBag`
         leave in ``weight.grad``.
 
@@ -619,12 +630,13 @@ def sparse_grad_from_torch(grad: Any) -> emb.SparseGrad:
     -------
     SparseGrad
         Coalesced; its rows and values share the tensor's memory (unless it had to be
-        coalesced).
+        coalesced): numpy arrays, or CuPy arrays for a CUDA tensor.
 
     Raises
     ------
     TypeError
-        Not a sparse COO tensor with one sparse and one dense dimension, or not on the CPU.
+        Not a sparse COO tensor with one sparse and one dense dimension, or not on the
+        CPU or CUDA (CUDA needs CuPy).
 
     See Also
     --------
@@ -685,10 +697,11 @@ def embedding_bag(input: Any, weight: Any, offsets: Any = None, max_norm: float 
     Parameters
     ----------
     input
-        Integer CPU tensor of ids: 1-D with ``offsets``, or 2-D ``[bags, k]`` (bags of
+        Integer tensor of ids: 1-D with ``offsets``, or 2-D ``[bags, k]`` (bags of
         ``k`` ids each, ``offsets`` None).
     weight
-        The table, a float32 or float64 CPU tensor ``[num_embeddings, embedding_dim]``.
+        The table, a float32 or float64 tensor ``[num_embeddings, embedding_dim]``: on
+        the CPU, or on a CUDA device with every other tensor (read through CuPy).
     offsets
         1-D integer tensor. ``include_last_offset=False`` (PyTorch's default): the start
         of each bag, the last bag running to the end of ``input``. ``True``: ``bags + 1``
@@ -727,9 +740,9 @@ def embedding_bag(input: Any, weight: Any, offsets: Any = None, max_norm: float 
     Raises
     ------
     TypeError
-        Arguments that are not tensors, tensors on another device than the CPU (such as
-        CUDA tensors: move them with ``.cpu()``), a weight that is not float32/float64,
-        non-integer ids.
+        Arguments that are not tensors, tensors on another device than the CPU or CUDA
+        (move them with ``.cpu()``), CUDA tensors without CuPy installed, tensors on
+        different devices, a weight that is not float32/float64, non-integer ids.
     ValueError
         An unknown ``mode``, ``max_norm`` given, malformed offsets, ``offsets`` with a
         2-D input (or missing with a 1-D one), ``mode="max"`` when a gradient is needed.
@@ -749,6 +762,11 @@ def embedding_bag(input: Any, weight: Any, offsets: Any = None, max_norm: float 
     and the gradient are numpy arrays handed to torch without a copy. ``mode="max"``
     has no gradient here (PyTorch has none either with ``sparse=True``): it raises when
     autograd would need one. Empty bags give zeros, as in PyTorch.
+
+    CUDA tensors run on their device through CuPy (:mod:`arrow_sparse.embedding` on
+    device arrays, results handed back as CUDA tensors): the ids are checked by the
+    kernels there (an id out of range is raised by a later check, as a ``lookup``
+    error), and the backward synchronises once (the sort of the ids).
 
     Examples
     --------
@@ -964,7 +982,8 @@ _MODULE_DOC = """A drop-in ``torch.nn.EmbeddingBag`` computed by :mod:`arrow_spa
     tensor (unique, sorted rows) that ``torch.optim.SGD``, ``torch.optim.Adagrad`` and
     ``torch.optim.SparseAdam`` accept, or that :func:`sparse_grad_from_torch` hands to
     the fused optimizers of :mod:`arrow_sparse.embedding`. ``max_norm`` is not
-    supported; ``mode="max"`` has no gradient. CPU tensors only.
+    supported; ``mode="max"`` has no gradient. CPU tensors, or CUDA tensors with CuPy
+    installed.
 
     Parameters
     ----------
