@@ -7,6 +7,7 @@ validity, batch size) and returns them as a :class:`Built`, which
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, NamedTuple, NoReturn
 
@@ -16,6 +17,7 @@ import pyarrow.compute as pc
 
 from . import _arrow
 from . import _validate as v
+from ._backend import is_cupy_array
 from .errors import ArrowSparseKeyError, ArrowSparseTypeError, ArrowSparseValueError
 from .jagged import Jagged
 
@@ -81,7 +83,7 @@ def _check_mapping(func: str, arg: str, data: Any) -> dict[Hashable, Any]:
 
 
 def _as_1d_values(func: str, arg: str, x: Any) -> np.ndarray:
-    arr = v.as_values_array(func, arg, x)
+    arr = v.as_values_array(func, arg, x, device=True)
     if arr.ndim != 1:
         msg = f"{func}: {arg} must be 1-dimensional, got shape {arr.shape}"
         raise ArrowSparseValueError(msg)
@@ -110,9 +112,16 @@ def _batch_size_of(func: str, arg: str, num_lengths: int, num_keys: int,
 
 
 def _check_validity(func: str, validity: Any, lengths: np.ndarray) -> np.ndarray | None:
-    """Check a key-major row mask; a null row must be empty."""
-    mask = v.check_mask(func, "validity", validity, len(lengths))
-    if mask is not None:
+    """Check a key-major row mask; a null row must be empty.
+
+    On the device that check is a device check (``check_null_rows``), raised by the
+    caller's :func:`~arrow_sparse._backend.device_checks` or a later check.
+    """
+    mask = v.check_mask(func, "validity", validity, len(lengths), device=True)
+    if mask is not None and is_cupy_array(mask):
+        importlib.import_module("arrow_sparse.kernels.cuda.transforms").check_null_rows(
+            lengths, mask)
+    elif mask is not None:
         bad = ~mask & (lengths != 0)
         if bad.any():
             pos = v.first_true(bad)
@@ -154,6 +163,10 @@ def _check_list_type(func: str, arg: str, t: pa.DataType) -> None:
 
 def _part_of(func: str, arg: str, j: Jagged) -> _Part:
     """One Jagged as a part: null rows emptied, values gathered to exactly its rows."""
+    if j.device != "cpu":
+        msg = (f"{func}: {arg} is on {j.device}, but KeyedJagged is built on the host; "
+               "build it from host data and move it with .to_device('cuda')")
+        raise NotImplementedError(msg)
     values = j.values
     if isinstance(values, Jagged) or values.ndim != 1:
         _fail_nested(func, arg, "nested lists" if isinstance(values, Jagged)

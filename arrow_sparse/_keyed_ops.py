@@ -1,9 +1,12 @@
 """Reshaping and sharding methods of ``KeyedJagged`` (private; mixed into the class).
 
 Key selection (``permute``, ``split``, ``concat``, ``regroup``) moves whole key ranges:
-each result buffer is one ``numpy.concatenate`` of per-key slices, or a view when the
-keys picked are consecutive keys of one input. ``block_bucketize`` runs a Numba kernel
-over the values; ``to_padded_dict`` pads each key with the conversion kernels.
+each result buffer is one ``concatenate`` of per-key slices, or a view when the keys
+picked are consecutive keys of one input. ``block_bucketize`` runs the transforms
+family's kernels over the values; ``to_padded_dict`` pads each key with the conversion
+kernels. On the device (CuPy buffers) the same code runs with CuPy; the key bounds
+(:meth:`~KeyedJagged.offset_per_key`) of the inputs are read back once per call, the one
+synchronisation of key selection.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from . import _validate as v
-from ._backend import get_kernel
+from ._backend import array_module, device_checks, get_kernel
 from ._keyed_build import _common_dtype, _is_int
+from ._transforms_common import _read_back
 from .convert import _fill_value, pad_levels
 from .errors import (
     ArrowSparseIndexError,
@@ -79,7 +83,8 @@ class KeyedOps:
         KeyedJagged
             With the keys in the given order. Values, weights, lengths and validity
             are gathered (one copy), except when the selection is a run of
-            consecutive keys in their order: then they are views.
+            consecutive keys in their order: then they are views. On the device: one
+            synchronisation (where each key's values start).
 
         Raises
         ------
@@ -120,7 +125,8 @@ class KeyedOps:
         -------
         list of KeyedJagged
             ``len(sizes)`` parts with the same batch size; their values, weights,
-            lengths and validity are views of this one's (nothing copied).
+            lengths and validity are views of this one's (nothing copied). On the
+            device: one synchronisation (where each key's values start).
 
         Raises
         ------
@@ -151,7 +157,9 @@ class KeyedOps:
             msg = f"{func}: sizes sum to {sum(counts)} but there are {self.num_keys} keys"
             raise ArrowSparseValueError(msg)
         starts = np.cumsum([0, *counts])
-        return [_gather(func, [self], [(0, k) for k in range(int(a), int(b))], self.batch_size)
+        bounds = _key_bounds(func, [self])  # read once for every part
+        return [_gather(func, [self], [(0, k) for k in range(int(a), int(b))], self.batch_size,
+                        bounds)
                 for a, b in zip(starts[:-1], starts[1:], strict=True)]  # a loop over parts
 
     @classmethod
@@ -170,7 +178,8 @@ class KeyedOps:
             The keys of ``kjs[0]``, then those of ``kjs[1]``, and so on. Values are
             cast to the inputs' common dtype (integers, floats and booleans may not
             mix); lengths are int32 when every input's are. Buffers are copied once,
-            except for a single input, whose buffers are shared.
+            except for a single input, whose buffers are shared. On the device (all
+            inputs on one device): one synchronisation.
 
         Raises
         ------
@@ -232,6 +241,7 @@ class KeyedOps:
             One per group, with the batch size of the inputs. A group that is a run
             of consecutive keys of one input shares its buffers (views); the others
             are gathered (one copy each), values cast to the group's common dtype.
+            On the device (all inputs on one device): one synchronisation.
 
         Raises
         ------
@@ -280,6 +290,7 @@ class KeyedOps:
             msg = f"{func}: groups must be a sequence of key lists, got {type(groups).__name__}"
             raise ArrowSparseTypeError(msg)
         out = []
+        bounds = _key_bounds(func, inputs)  # read once for every group
         for g, group in enumerate(groups):  # a loop over groups and their keys
             arg = f"groups[{g}]"
             if isinstance(group, (str, bytes)) or not isinstance(group, Sequence):
@@ -293,7 +304,7 @@ class KeyedOps:
                 except (KeyError, TypeError):
                     msg = v.message(func, arg, "names a key of no input", i, repr(key))
                     raise ArrowSparseKeyError(msg) from None
-            out.append(_gather(func, inputs, picks, inputs[0].batch_size))
+            out.append(_gather(func, inputs, picks, inputs[0].batch_size, bounds))
         return out
 
     @classmethod
@@ -410,7 +421,9 @@ class KeyedOps:
         Notes
         -----
         Two passes over the values, parallel over rows: count per (bucket, row), then
-        scatter. The buckets' buffers are views of one new buffer per output.
+        scatter. The buckets' buffers are views of one new buffer per output. On the
+        device: two synchronisations (the number of values, then where each bucket
+        starts).
 
         Examples
         --------
@@ -440,25 +453,30 @@ class KeyedOps:
                   ("keep_orig_idx", keep_orig_idx))]
         sizes = _per_key(func, "block_sizes", self, block_sizes, minimum=1)
         bits = 8 * values.dtype.itemsize
-        block = np.array(sizes, dtype=np.uint64)
         span = [size * shards for size in sizes]
-        all_block = np.array([s > (1 << bits) - 1 for s in span], dtype=bool)
-        threshold = np.array([min(s, (1 << 64) - 1) for s in span], dtype=np.uint64)
+        xp = self.xp
+        # per-key parameters, made on the host and copied to the values' device
+        block = xp.asarray(np.array(sizes, dtype=np.uint64))
+        all_block = xp.asarray(np.array([s > (1 << bits) - 1 for s in span], dtype=bool))
+        threshold = xp.asarray(np.array([min(s, (1 << 64) - 1) for s in span], dtype=np.uint64))
         unsigned = values.view(values.dtype.newbyteorder("=").str.replace("i", "u"))
         new_offsets, out, out_weights, positions, permute = get_kernel(
-            "transforms", "block_bucketize")(
+            "transforms", "block_bucketize", xp)(
             unsigned, self.offsets, max(self.batch_size, 1), block, threshold, all_block,
             shards, flags[2], self.weights, flags[1], flags[0])
         out = out.view(values.dtype)
         rows = len(self.lengths)
-        lengths = np.diff(new_offsets).astype(self.lengths.dtype, copy=False)
+        lengths = xp.diff(new_offsets).astype(self.lengths.dtype, copy=False)
+        # where each bucket starts: one read of my_size + 1 offsets on the device
+        starts = _read_back(func, new_offsets[::rows]).tolist() if rows else [0] * (shards + 1)
+        device_checks(func, xp)
         buckets, bucket_positions = [], []
         for p in range(shards):  # a loop over buckets
-            start, stop = int(new_offsets[p * rows]), int(new_offsets[(p + 1) * rows])
+            start, stop = starts[p], starts[p + 1]
             buckets.append(type(self)._new(
                 tuple(self.keys()), out[start:stop], lengths[p * rows:(p + 1) * rows],
                 None if out_weights is None else out_weights[start:stop], self.validity,
-                self.batch_size))
+                self.batch_size, new_offsets[p * rows:(p + 1) * rows + 1] - start))
             if positions is not None:
                 bucket_positions.append(positions[start:stop])
         return BlockBuckets(buckets, permute, bucket_positions if flags[1] else None)
@@ -483,7 +501,8 @@ class KeyedOps:
         -------
         dict
             ``{key: numpy.ndarray}`` in key order, each ``[batch_size, L]`` with the
-            values dtype (a new array).
+            values dtype (a new array; CuPy arrays on the device, where a key padded
+            to its longest row costs one synchronisation for every such key together).
 
         Raises
         ------
@@ -516,11 +535,14 @@ class KeyedOps:
         """
         func = "KeyedJagged.to_padded_dict"
         rows = self.batch_size
-        longest = self.lengths.reshape(self.num_keys, rows).max(axis=1, initial=0)
         if max_lengths is None or isinstance(max_lengths, Mapping):
             given = {} if max_lengths is None else _per_key(func, "max_lengths", self,
                                                               max_lengths, partial=True)
-            lengths = [given.get(k, int(longest[k])) for k in range(self.num_keys)]
+            longest = [0] * self.num_keys
+            if rows and len(given) < self.num_keys:  # read on the device: one synchronisation
+                longest = _read_back(func, self.lengths.reshape(self.num_keys, rows).max(
+                    axis=1)).tolist()
+            lengths = [given.get(k, longest[k]) for k in range(self.num_keys)]
         else:
             lengths = _per_key(func, "max_lengths", self, max_lengths)
         try:
@@ -533,6 +555,7 @@ class KeyedOps:
             if key not in out:
                 offsets = self.offsets[k * rows:(k + 1) * rows + 1]
                 out[key] = pad_levels(func, self.values, [offsets], [None], [lengths[k]], pad)
+        device_checks(func, self.xp)
         return out
 
 
@@ -635,6 +658,11 @@ def _check_inputs(func: str, arg: str, kjs: Any, cls: type[KeyedJagged]) -> list
     return inputs
 
 
+def _cast(x: Any, dtype: Any) -> Any:
+    """``x`` in ``dtype`` (unchecked cast); itself when it has it already."""
+    return x if x.dtype == dtype else x.astype(dtype)
+
+
 def _runs(picks: list[_Pick]) -> list[tuple[int, int, int]]:
     """Merge picks into runs ``(input, first key, number of keys)`` of consecutive keys."""
     runs: list[tuple[int, int, int]] = []
@@ -646,40 +674,64 @@ def _runs(picks: list[_Pick]) -> list[tuple[int, int, int]]:
     return runs
 
 
-def _gather(func: str, inputs: list[KeyedJagged], picks: list[_Pick],
-            rows: int) -> KeyedJagged:
-    """A KeyedJagged of the picked keys; views when they are one run of one input."""
+def _key_bounds(func: str, inputs: list[KeyedJagged]) -> list[list[int]]:
+    """Each input's :meth:`~KeyedJagged.offset_per_key` on the host.
+
+    Inputs on the device are read back together: one synchronisation. Host and device
+    inputs together raise (the inputs' values name them).
+    """
+    xp = array_module(func, *[kj.values for kj in inputs])
+    per_key = [kj._key_offsets() for kj in inputs]
+    if xp is np:
+        return [p.tolist() for p in per_key]
+    flat = _read_back(func, per_key[0] if len(per_key) == 1 else xp.concatenate(per_key))
+    flat = flat.tolist()
+    ends = np.cumsum([len(p) for p in per_key]).tolist()
+    return [flat[end - len(p):end] for p, end in zip(per_key, ends, strict=True)]
+
+
+def _gather(func: str, inputs: list[KeyedJagged], picks: list[_Pick], rows: int,
+            bounds: list[list[int]] | None = None) -> KeyedJagged:
+    """A KeyedJagged of the picked keys; views when they are one run of one input.
+
+    ``bounds``: the inputs' :func:`_key_bounds`, read here when not given (and needed).
+    """
     cls = type(inputs[0])
     keys = tuple(inputs[s].keys()[k] for s, k in picks)
     runs = _runs(picks)
+    if runs and bounds is None:
+        bounds = _key_bounds(func, inputs)
     parts = []  # per run: input, first and last row, first and last value
     for s, k, n in runs:
-        kj = inputs[s]
-        lo, hi = k * rows, (k + n) * rows
-        parts.append((kj, lo, hi, int(kj.offsets[lo]), int(kj.offsets[hi])))
+        assert bounds is not None
+        parts.append((inputs[s], k * rows, (k + n) * rows, bounds[s][k], bounds[s][k + n]))
     if len(parts) <= 1:
         kj, lo, hi, start, stop = parts[0] if parts else (inputs[0], 0, 0, 0, 0)
+        offsets = kj.offsets[lo:hi + 1]
         return cls._new(keys, kj.values[start:stop], kj.lengths[lo:hi],
                         None if kj.weights is None else kj.weights[start:stop],
-                        None if kj.validity is None else kj.validity[lo:hi], rows)
+                        None if kj.validity is None else kj.validity[lo:hi], rows,
+                        offsets - start if start else offsets)
+    assert bounds is not None
+    xp = inputs[0].xp
     named = [(inputs[s].keys()[k], inputs[s].dtype) for s, k in picks]
     non_empty = [nd for (s, k), nd in zip(picks, named, strict=True)
-                 if inputs[s].offsets[(k + 1) * rows] > inputs[s].offsets[k * rows]]
+                 if bounds[s][k + 1] > bounds[s][k]]
     dtype = _common_dtype(func, "values", non_empty or named)
     # the common dtype holds every key's values; only keys without values may be of
     # another kind (an all-empty float column), hence the unchecked cast
-    values = np.concatenate([kj.values[a:b] for kj, _, _, a, b in parts], dtype=dtype,
-                            casting="unsafe")
-    lengths = np.concatenate([kj.lengths[lo:hi] for kj, lo, hi, _, _ in parts])
+    values = xp.concatenate([_cast(kj.values[a:b], dtype) for kj, _, _, a, b in parts])
+    lengths = xp.concatenate([kj.lengths[lo:hi] for kj, lo, hi, _, _ in parts])
     if all(kj.lengths.dtype == np.int32 for kj, *_ in parts):
-        lengths = lengths.astype(np.int32, copy=False)
+        lengths = _cast(lengths, np.int32)
     weights = None
     if parts[0][0].weights is not None:  # the inputs are all weighted or none is
         wdtype = np.result_type(*[kj.weights.dtype for kj, *_ in parts])  # type: ignore[union-attr]
-        weights = np.concatenate([kj.weights[a:b] for kj, _, _, a, b in parts],  # type: ignore[index]
-                                 dtype=wdtype)
+        weights = xp.concatenate([_cast(kj.weights[a:b], wdtype)  # type: ignore[index]
+                                  for kj, _, _, a, b in parts])
     validity = None
     if any(kj.validity is not None for kj, *_ in parts):
-        validity = np.concatenate([np.ones(hi - lo, dtype=bool) if kj.validity is None
+        validity = xp.concatenate([xp.ones(hi - lo, dtype=bool) if kj.validity is None
                                    else kj.validity[lo:hi] for kj, lo, hi, _, _ in parts])
+    device_checks(func, xp)
     return cls._new(keys, values, lengths, weights, validity, rows)

@@ -10,6 +10,7 @@ gives the mapping to and from Arrow in full.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,15 @@ import pyarrow as pa
 
 from . import _arrow
 from . import _validate as v
+from ._backend import (
+    array_module,
+    device_checks,
+    device_of,
+    fetch,
+    module_of,
+    normalize_device,
+    transfer,
+)
 from ._keyed_build import (
     _REPR_KEYS,
     _as_1d_values,
@@ -31,6 +41,7 @@ from ._keyed_build import (
     _keys_text,
 )
 from ._keyed_ops import BlockBuckets, KeyedOps
+from ._transforms_common import _read_back
 from .errors import ArrowSparseKeyError, ArrowSparseTypeError, ArrowSparseValueError
 from .jagged import Jagged
 
@@ -94,6 +105,13 @@ class KeyedJagged(KeyedOps):
     ``offsets``. Null rows are empty rows (``lengths`` 0); ``validity`` remembers them,
     and ``kj[key]`` and :meth:`to_arrow` give them back as nulls.
 
+    CuPy arrays (all on one device) make a KeyedJagged on the device, as
+    :meth:`to_device` does; its methods then run there (:meth:`to_arrow` excepted) and
+    give CuPy arrays. The constructor checks the data-dependent invariants (lengths,
+    offsets, null rows empty) with device checks, raised by the next check; with
+    ``offsets`` it reads the first and last back (one synchronisation) to slice the
+    values. An all-True ``validity`` is kept on the device (checking reads it back).
+
     Examples
     --------
     Caffe2's ``LIST<MAP<INT, LIST<INT>>>`` example: two examples, ``{1: [10, 11], 3:
@@ -134,6 +152,8 @@ class KeyedJagged(KeyedOps):
                  weights: Any = None, *, offsets: Any = None, validity: Any = None,
                  batch_size: int | None = None) -> None:
         func = "KeyedJagged"
+        xp = array_module(func, values=values, lengths=lengths, weights=weights,
+                          offsets=offsets, validity=validity)
         key_tuple = _check_keys(func, "keys", keys)
         vals = _as_1d_values(func, "values", values)
         wts = None if weights is None else _as_1d_values(func, "weights", weights)
@@ -141,24 +161,29 @@ class KeyedJagged(KeyedOps):
             msg = f"{func}: weights has {len(wts)} entries but there are {len(vals)} values"
             raise ArrowSparseValueError(msg)
         if v.check_exactly_one(func, lengths=lengths, offsets=offsets) == "offsets":
-            offs = v.check_offsets(func, "offsets", offsets, len(vals))
-            lens = np.diff(offs)
-            start, stop = int(offs[0]), int(offs[-1])
+            offs = v.check_offsets(func, "offsets", offsets, len(vals), device=True)
+            lens = xp.diff(offs)
+            start, stop = fetch(func, offs[0], offs[-1])
             vals = vals[start:stop]
             wts = None if wts is None else wts[start:stop]
             arg = "offsets"
-        else:
+        elif xp is np:
             lens = v.check_lengths(func, "lengths", lengths, len(vals))
+            arg = "lengths"
+        else:
+            lens = v.lengths_offsets(func, "lengths", lengths, num_values=len(vals),
+                                     device=True)[0]
             arg = "lengths"
         if lens.dtype not in v.OFFSET_DTYPES:
             lens = lens.astype(np.int64)
         num_rows = _batch_size_of(func, arg, len(lens), len(key_tuple), batch_size)
         valid = _check_validity(func, validity, lens)
         self._init(key_tuple, vals, lens, wts, valid, num_rows)
+        device_checks(func, xp)
 
     def _init(self, keys: tuple[Hashable, ...], values: np.ndarray, lengths: np.ndarray,
               weights: np.ndarray | None, validity: np.ndarray | None,
-              batch_size: int) -> None:
+              batch_size: int, offsets: np.ndarray | None = None) -> None:
         self._keys = keys
         self._index: dict[Hashable, int] = {}
         for i, key in enumerate(keys):  # a repeated key (from permute) maps to its first
@@ -166,19 +191,27 @@ class KeyedJagged(KeyedOps):
         self._values = values
         self._lengths = lengths
         self._weights = weights
-        self._validity = None if validity is None or validity.all() else validity
+        xp = module_of(values)
+        # On the device an all-valid mask is kept: checking would read it back.
+        self._validity = None if validity is None or (xp is np and validity.all()) \
+            else validity
         self._batch_size = batch_size
-        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(lengths, dtype=np.int64, out=offsets[1:])
+        if offsets is None:
+            offsets = xp.zeros(len(lengths) + 1, dtype=np.int64)
+            xp.cumsum(lengths, dtype=np.int64, out=offsets[1:])
         self._offsets = offsets
 
     @classmethod
     def _new(cls, keys: tuple[Hashable, ...], values: np.ndarray, lengths: np.ndarray,
              weights: np.ndarray | None, validity: np.ndarray | None,
-             batch_size: int) -> KeyedJagged:
-        """Build from parts already checked (no validation)."""
+             batch_size: int, offsets: np.ndarray | None = None) -> KeyedJagged:
+        """Build from parts already checked (no validation).
+
+        ``offsets``: the running sum of ``lengths`` (int64, from 0) when the caller has
+        it; computed otherwise.
+        """
         kj = cls.__new__(cls)
-        kj._init(keys, values, lengths, weights, validity, batch_size)
+        kj._init(keys, values, lengths, weights, validity, batch_size, offsets)
         return kj
 
     # ----------------------------------------------------------------- constructors
@@ -454,13 +487,88 @@ class KeyedJagged(KeyedOps):
 
     @property
     def validity(self) -> np.ndarray | None:
-        """Bool mask of rows, key-major (False = the row was null), or None if none was."""
+        """Bool mask of rows, key-major (False = the row was null), or None if none was.
+
+        On the device it may be an all-True mask (checking would read it back).
+        """
         return self._validity
 
     @property
     def dtype(self) -> np.dtype:
         """The values' dtype."""
         return self._values.dtype
+
+    @property
+    def xp(self) -> ModuleType:
+        """Array module of the buffers: numpy, or cupy when they are on the device."""
+        return module_of(self._values)
+
+    @property
+    def device(self) -> str:
+        """Where the buffers are: ``"cpu"``, or ``"cuda:N"`` for CUDA device N.
+
+        Examples
+        --------
+        >>> asp.KeyedJagged.from_dict({"a": [[1]]}).device
+        'cpu'
+        """
+        return device_of(self._values)
+
+    def to_device(self, device: str) -> KeyedJagged:
+        """Copy the buffers (values, lengths, offsets, weights, validity) to ``device``.
+
+        Parameters
+        ----------
+        device
+            ``"cpu"``, ``"cuda"`` (the current CUDA device; a KeyedJagged already on a
+            CUDA device stays there) or ``"cuda:N"``.
+
+        Returns
+        -------
+        KeyedJagged
+            ``self`` when it is on ``device`` already, else a copy there (to the host
+            with ``.get()``, to a GPU with ``cupy.asarray``). Nothing is re-checked.
+
+        Raises
+        ------
+        ValueError, TypeError
+            Not a device string.
+        ModuleNotFoundError
+            ``"cuda"`` without CuPy installed.
+
+        See Also
+        --------
+        Jagged.to_device : The same for one feature.
+
+        Notes
+        -----
+        Arrow data lives in host memory: ``KeyedJagged.from_arrow(batch).to_device("cuda")``
+        is the explicit transfer. On the device, every method runs there except
+        :meth:`to_arrow` (and the constructors from Arrow or Jagged columns, which
+        build on the host); docs/keyed-arrow-mapping.md lists their synchronisations.
+        Copies to the host synchronise.
+
+        Examples
+        --------
+        >>> kj = asp.KeyedJagged.from_dict({"a": [[1, 2], [3]]})
+        >>> kj.to_device("cpu") is kj
+        True
+        """
+        func = "KeyedJagged.to_device"
+        target = normalize_device(func, device)
+        here = self.device
+        if here == target or (target == "cuda" and here != "cpu"):
+            return self
+
+        def move(x: Any) -> Any:
+            return transfer(func, x, target)
+
+        kj = type(self).__new__(type(self))
+        kj._keys, kj._index, kj._batch_size = self._keys, self._index, self._batch_size
+        kj._values, kj._lengths, kj._offsets = (move(self._values), move(self._lengths),
+                                                move(self._offsets))
+        kj._weights, kj._validity = move(self._weights), move(self._validity)
+        return kj
 
     def length_per_key(self) -> np.ndarray:
         """Count the values of each key (TorchRec's ``length_per_key``).
@@ -480,8 +588,7 @@ class KeyedJagged(KeyedOps):
         >>> kj.length_per_key()
         array([3, 2])
         """
-        per_key = self.offset_per_key()
-        return np.diff(per_key)
+        return self.xp.diff(self.offset_per_key())
 
     def offset_per_key(self) -> np.ndarray:
         """Where each key's values start in :attr:`values`, then the total.
@@ -501,8 +608,14 @@ class KeyedJagged(KeyedOps):
         >>> kj.offset_per_key()
         array([0, 3, 5])
         """
-        positions = np.arange(self.num_keys + 1, dtype=np.int64) * self._batch_size
-        return self._offsets[positions]
+        return self._key_offsets().copy()
+
+    def _key_offsets(self) -> np.ndarray:
+        """:meth:`offset_per_key` as a view of :attr:`offsets` where possible."""
+        rows = self._batch_size
+        if rows == 0:
+            return self.xp.zeros(self.num_keys + 1, dtype=np.int64)  # type: ignore[no-any-return]
+        return self._offsets[::rows]
 
     def __len__(self) -> int:
         return self._batch_size
@@ -527,7 +640,8 @@ class KeyedJagged(KeyedOps):
         """Rows of one key as a :class:`Jagged` (values are a view, nothing copied).
 
         Offsets are rebuilt from zero (int32 when :attr:`lengths` are int32); null
-        rows come back as null rows.
+        rows come back as null rows. On the device nothing is read back: the Jagged's
+        values are the whole values buffer and its offsets a slice of :attr:`offsets`.
         """
         return self._jagged(self._position("KeyedJagged[]", key), self._values)
 
@@ -565,12 +679,23 @@ class KeyedJagged(KeyedOps):
         return self._jagged(pos, self._weights)
 
     def _jagged(self, pos: int, buffer: np.ndarray) -> Jagged:
+        """Key ``pos``'s rows over ``buffer`` (values or weights), without copying values.
+
+        On the host the values are sliced and the offsets rebuilt from zero. On the
+        device nothing is read back: the values are the whole buffer and the offsets a
+        slice of :attr:`offsets` (from the key's first value; int32 when the lengths
+        are int32 and the buffer is short enough).
+        """
         rows = self._batch_size
         offsets = self._offsets[pos * rows:(pos + 1) * rows + 1]
-        start, stop = int(offsets[0]), int(offsets[-1])
-        dtype = np.int32 if self._lengths.dtype == np.int32 and stop - start <= _INT32_MAX \
-            else np.int64
         validity = None if self._validity is None else self._validity[pos * rows:(pos + 1) * rows]
+        int32 = self._lengths.dtype == np.int32
+        if self.xp is not np:
+            if int32 and len(buffer) <= _INT32_MAX:
+                offsets = offsets.astype(np.int32)
+            return Jagged._trusted(buffer, offsets, validity)
+        start, stop = int(offsets[0]), int(offsets[-1])
+        dtype = np.int32 if int32 and stop - start <= _INT32_MAX else np.int64
         return Jagged(buffer[start:stop], (offsets - start).astype(dtype), validity,
                       validate=False)
 
@@ -619,6 +744,9 @@ class KeyedJagged(KeyedOps):
         ------
         ValueError
             Two keys, or a key and a weights column, with the same column name.
+        NotImplementedError
+            On the device: Arrow arrays live in host memory; call
+            ``kj.to_device("cpu").to_arrow()``.
 
         See Also
         --------
@@ -632,6 +760,10 @@ class KeyedJagged(KeyedOps):
         {'a': [[1], None], 'b': [[3], [4, 5]]}
         """
         func = "KeyedJagged.to_arrow"
+        if self.device != "cpu":
+            msg = (f"{func}: the KeyedJagged is on {self.device} and Arrow arrays live in host "
+                   "memory; copy it first: kj.to_device('cpu').to_arrow()")
+            raise NotImplementedError(msg)
         if not isinstance(weights_suffix, str):
             msg = f"{func}: weights_suffix must be a str, got {type(weights_suffix).__name__}"
             raise ArrowSparseTypeError(msg)
@@ -670,52 +802,75 @@ class KeyedJagged(KeyedOps):
         ValueError
             The first broken invariant.
 
+        Notes
+        -----
+        On the device the checks run there and are raised at once: it synchronises
+        a few times (offsets, then the error word), and once more per repeated key.
+
         Examples
         --------
         >>> asp.KeyedJagged.from_dict({"a": [[1], [2, 3]]}).validate().batch_size
         2
         """
         func = "KeyedJagged.validate"
+        xp = self.xp
         _check_keys(func, "keys", self._keys, repeats=True)
-        lens = v.check_lengths(func, "lengths", self._lengths, len(self._values))
+        if xp is np:
+            lens = v.check_lengths(func, "lengths", self._lengths, len(self._values))
+        else:
+            lens = v.lengths_offsets(func, "lengths", self._lengths,
+                                     num_values=len(self._values), device=True)[0]
         if len(lens) != self.num_keys * self._batch_size:
             msg = (f"{func}: lengths has {len(lens)} entries but num_keys * batch_size is "
                    f"{self.num_keys * self._batch_size}")
             raise ArrowSparseValueError(msg)
-        expected = np.zeros(len(lens) + 1, dtype=np.int64)
-        np.cumsum(lens, out=expected[1:])
-        wrong = self._offsets != expected if len(self._offsets) == len(expected) else None
-        if wrong is None or wrong.any():
-            pos = 0 if wrong is None else v.first_true(wrong)
-            v.fail_value(func, "offsets", "differ from the running sum of lengths", pos,
-                         self._offsets[pos] if len(self._offsets) > pos else None)
+        expected = xp.zeros(len(lens) + 1, dtype=np.int64)
+        xp.cumsum(lens, out=expected[1:])
+        bad, pos = 1, 0
+        if len(self._offsets) == len(expected):
+            wrong = self._offsets != expected
+            bad, pos = fetch(func, wrong.any(), wrong.argmax())  # the lengths' checks first
+        if bad:
+            value = fetch(func, self._offsets[pos])[0] if len(self._offsets) else None
+            v.fail_value(func, "offsets", "differ from the running sum of lengths", pos, value)
         if self._weights is not None and len(self._weights) != len(self._values):
             msg = (f"{func}: weights has {len(self._weights)} entries but there are "
                    f"{len(self._values)} values")
             raise ArrowSparseValueError(msg)
         _check_validity(func, self._validity, lens)
+        device_checks(func, xp, wait=True)
+        bounds: list[int] = []
         for pos, key in enumerate(self._keys):  # a loop over keys
             first = self._index[key]
-            if first != pos and not self._same_rows(first, pos):
-                v.fail_value(func, "keys", "repeat a key with different rows", pos, repr(key))
+            if first != pos:
+                bounds = bounds or _read_back(func, self._key_offsets()).tolist()
+                if not self._same_rows(func, first, pos, bounds):
+                    v.fail_value(func, "keys", "repeat a key with different rows", pos,
+                                 repr(key))
         return self
 
-    def _same_rows(self, a: int, b: int) -> bool:
-        """Whether keys ``a`` and ``b`` hold the same rows, weights and validity."""
+    def _same_rows(self, func: str, a: int, b: int, bounds: list[int]) -> bool:
+        """Whether keys ``a`` and ``b`` hold the same rows, weights and validity.
+
+        ``bounds`` is :meth:`offset_per_key` on the host.
+        """
+        (sa, ea), (sb, eb) = bounds[a:a + 2], bounds[b:b + 2]
+        if ea - sa != eb - sb:
+            return False
         rows = self._batch_size
-        ja, jb = self._jagged(a, self._values), self._jagged(b, self._values)
-        same = (np.array_equal(ja.offsets, jb.offsets) and np.array_equal(ja.values, jb.values)
-                and np.array_equal(*(np.ones(rows, bool) if j.validity is None else j.validity
-                                     for j in (ja, jb))))
-        if same and self._weights is not None:
-            same = np.array_equal(self._jagged(a, self._weights).values,
-                                  self._jagged(b, self._weights).values)
-        return bool(same)
+        ra, rb = slice(a * rows, (a + 1) * rows), slice(b * rows, (b + 1) * rows)
+        pairs = [(self._lengths[ra], self._lengths[rb]), (self._values[sa:ea], self._values[sb:eb])]
+        if self._weights is not None:
+            pairs.append((self._weights[sa:ea], self._weights[sb:eb]))
+        if self._validity is not None:
+            pairs.append((self._validity[ra], self._validity[rb]))
+        return all(fetch(func, *[(x == y).all() for x, y in pairs]))
 
     def __repr__(self) -> str:
         weights = "None" if self._weights is None else str(self._weights.dtype)
+        where = "" if self.device == "cpu" else f", device={self.device!r}"
         lines = [f"KeyedJagged(num_keys={self.num_keys}, batch_size={self._batch_size}, "
-                 f"dtype={self.dtype}, lengths={self._lengths.dtype}, weights={weights})"]
+                 f"dtype={self.dtype}, lengths={self._lengths.dtype}, weights={weights}{where})"]
         shown = self._keys if self.num_keys <= _REPR_KEYS else self._keys[:_REPR_KEYS - 2]
         for pos, key in enumerate(shown):
             lines.append(f"  {key!r}: {_rows_text(self._jagged(pos, self._values))}")

@@ -39,13 +39,14 @@ from arrow_sparse.kernels.cuda import convert as cuda_convert
 from tests.cuda_emu.fake_cupy import DeviceBuffer, emulated_cupy
 
 from ._strategies import list_arrays
+from .test_elementwise import with_device_ufuncs
 
 
 @pytest.fixture
 def cp() -> Iterator[ModuleType]:
-    """The stand-in ``cupy``, installed with the emulator for this test only."""
+    """The stand-in ``cupy`` (with numpy's ufuncs, as CuPy has), for this test only."""
     with emulated_cupy(check_orders=("reverse", "shuffle")) as module:
-        yield module
+        yield with_device_ufuncs(module)
 
 
 def dev(cp: ModuleType, x: Any, dtype: Any = None) -> Any:
@@ -325,7 +326,11 @@ def _embedding(b: dict[str, Any]) -> dict[str, Any]:
 
 
 #: Launches of the operations that may make more than 25 (none grows with the batch).
-LAUNCHES = {"embedding.lookup_backward": 40, "SparseGrad.coalesce": 30}
+LAUNCHES = {"embedding.lookup_backward": 40, "SparseGrad.coalesce": 30,
+            # a KeyedJagged (11 launches) then, per key run, bucket or group, slices
+            # and a concatenation or a view: launches grow with those, not the batch
+            "KeyedJagged.permute": 30, "KeyedJagged.concat": 45,
+            "KeyedJagged.regroup": 40, "KeyedJagged.block_bucketize": 55}
 
 #: Each conversion on a device batch, and the synchronisations it documents.
 SYNCS: dict[str, tuple[Callable[[dict[str, Any]], Any], int]] = {
@@ -379,6 +384,59 @@ SYNCS: dict[str, tuple[Callable[[dict[str, Any]], Any], int]] = {
     "fill_null empty_null_rows": (
         lambda b: asp.fill_null(_ids(b), 0, empty_null_rows=True), 1),
     "length_stats": (lambda b: asp.length_stats(_ids(b)), 1),
+    # jagged arithmetic (elementwise.py)
+    "jagged_ufunc": (lambda b: asp.elementwise.jagged_ufunc(np.add, b["jagged"], 1), 0),
+    "array_ufunc": (lambda b: np.exp(b["jagged"]), 0),
+    "Jagged * Jagged": (lambda b: b["jagged"] * b["jagged"], 0),
+    "Jagged * per-row": (lambda b: b["jagged"] * b["lengths"], 0),
+    "Jagged * padded": (lambda b: b["jagged"] * b["dense"], 0),
+    "map_values": (lambda b: b["jagged"].map_values(lambda x: x * 2), 0),
+    "segment_softmax": (lambda b: asp.segment_softmax(b["jagged"]), 0),
+    "segment_softmax segment_ids": (
+        lambda b: asp.segment_softmax(b["flat"], segment_ids=b["ids"]), 1),
+    "jagged_softmax": (lambda b: asp.jagged_softmax(b["values"], b["offsets"], 2), 0),
+    "segment_cumsum": (lambda b: asp.segment_cumsum(b["flat"], lengths=b["lengths"]), 0),
+    "jagged_dense_elementwise_add": (
+        lambda b: asp.jagged_dense_elementwise_add(b["values"], [b["offsets"]], b["dense"]), 0),
+    "jagged_dense_elementwise_add dense": (lambda b: asp.jagged_dense_elementwise_add(
+        b["jagged"], None, b["dense"], output="dense"), 0),
+    "jagged_dense_elementwise_add_jagged_output": (
+        lambda b: asp.jagged_dense_elementwise_add_jagged_output(b["jagged"], None, b["dense"]),
+        0),
+    "jagged_dense_elementwise_mul": (
+        lambda b: asp.jagged_dense_elementwise_mul(b["values"], [b["offsets"]], b["dense"]), 0),
+    "jagged_dense_bmm": (lambda b: asp.jagged_dense_bmm(
+        b["values"].reshape(-1, 1), b["offsets"], b["dense"].reshape(-1, 1, 3)), 0),
+    "jagged_jagged_bmm": (lambda b: asp.jagged_jagged_bmm(
+        b["values"].reshape(-1, 1), b["values"].reshape(-1, 1), b["offsets"]), 0),
+    "index_select": (lambda b: asp.index_select(b["jagged"], b["ids"]), 1),
+    "jagged_index_select": (lambda b: asp.jagged_index_select(b["flat"], b["lengths"], b["ids"]),
+                            1),
+    "list_slice": (lambda b: asp.list_slice(b["jagged"], 1, -1), 1),
+    "truncate": (lambda b: asp.truncate(b["jagged"], 2), 1),
+    "jagged_unique": (lambda b: asp.jagged_unique(b["jagged"]), 1),
+    "repeat": (lambda b: asp.repeat(b["lengths"], b["jagged"]), 0),
+    "expand_into_jagged": (lambda b: asp.expand_into_jagged(b["lengths"], b["offsets"]), 1),
+    # KeyedJagged (two keys over the batch's rows, weighted, every third row null)
+    "KeyedJagged": (lambda b: asp.KeyedJagged(["a"], b["flat"], b["lengths"]), 0),
+    "KeyedJagged offsets": (lambda b: asp.KeyedJagged(["a"], b["values"], offsets=b["offsets"]),
+                            1),
+    "KeyedJagged[]": (lambda b: _keyed(b)["b"], 0),
+    "KeyedJagged.weights_of": (lambda b: _keyed(b).weights_of("b"), 0),
+    "KeyedJagged.to_dict": (lambda b: _keyed(b).to_dict(), 0),
+    "KeyedJagged.offset_per_key": (lambda b: _keyed(b).offset_per_key(), 0),
+    "KeyedJagged.length_per_key": (lambda b: _keyed(b).length_per_key(), 0),
+    "KeyedJagged.to_device": (lambda b: _keyed(b).to_device("cuda:1"), 0),
+    "KeyedJagged.permute": (lambda b: _keyed(b).permute(["b", "a"]), 1),
+    "KeyedJagged.split": (lambda b: _keyed(b).split([1, 1]), 1),
+    "KeyedJagged.concat": (lambda b: asp.KeyedJagged.concat([_keyed(b), _keyed(b, ("c",))]),
+                           1),
+    "KeyedJagged.regroup": (lambda b: asp.KeyedJagged.regroup(_keyed(b), [["b"], ["b", "a"]]),
+                            1),
+    "KeyedJagged.block_bucketize": (lambda b: _keyed(b).block_bucketize(
+        4, 3, sequence=True, bucketize_pos=True), 2),
+    "KeyedJagged.to_padded_dict sized": (lambda b: _keyed(b).to_padded_dict(3), 0),
+    "KeyedJagged.to_padded_dict": (lambda b: _keyed(b).to_padded_dict(), 1),
 }
 
 
@@ -387,6 +445,20 @@ def _ids(b: dict[str, Any]) -> asp.Jagged:
     values = b["values"]
     return asp.Jagged._trusted((values * 3).astype(np.int64), b["offsets"], b["lengths"] != 1,
                                values > 0)
+
+
+def _keyed(b: dict[str, Any], keys: tuple[str, ...] = ("a", "b")) -> asp.KeyedJagged:
+    """A KeyedJagged of weighted ids, one copy of the batch's rows per key, on its device.
+
+    Its empty rows are null rows.
+    """
+    cp = _backend.module_of(b["flat"])
+    n = len(keys)
+    ids = (b["flat"] * 4).astype(np.int64) % 50
+    return asp.KeyedJagged._new(keys, cp.concatenate([ids] * n),
+                                cp.concatenate([b["lengths"]] * n),
+                                cp.concatenate([b["flat"]] * n),
+                                cp.concatenate([b["lengths"] > 0] * n), b["rows"])
 
 
 @pytest.mark.parametrize("name", SYNCS)
@@ -557,6 +629,14 @@ def device_calls(cp: ModuleType) -> dict[str, Callable[[asp.Jagged], Any]]:
         "from_arrow": lambda j: asp.Jagged.from_arrow(pa.array([[1]])).to_device("cuda"),
         "__getitem__": lambda j: (j[0], j[1], j[0:2]), "__len__": len,
         "__iter__": list, "__repr__": repr,
+        "map_values": lambda j: j.map_values(lambda x: x * 2),
+        "__array_ufunc__": lambda j: np.negative(j),
+        **{name: (lambda j, name=name: getattr(j, name)(1) if name not in
+                  ("__neg__", "__pos__", "__abs__") else getattr(j, name)())
+           for name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+                        "__truediv__", "__rtruediv__", "__floordiv__", "__rfloordiv__",
+                        "__mod__", "__rmod__", "__pow__", "__rpow__", "__neg__", "__pos__",
+                        "__abs__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__")},
     }
 
 
@@ -564,14 +644,6 @@ def device_calls(cp: ModuleType) -> dict[str, Callable[[asp.Jagged], Any]]:
 HOST_ONLY = {
     "to_arrow": lambda j: j.to_arrow(),
     "to_csr": lambda j: j.to_csr(4),
-    "map_values": lambda j: j.map_values(lambda x: x),
-    "__array_ufunc__": lambda j: np.negative(j),
-    **{name: (lambda j, name=name: getattr(j, name)(1) if name not in
-              ("__neg__", "__pos__", "__abs__") else getattr(j, name)())
-       for name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
-                    "__truediv__", "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__",
-                    "__rmod__", "__pow__", "__rpow__", "__neg__", "__pos__", "__abs__",
-                    "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__")},
 }
 
 

@@ -136,12 +136,13 @@ def both_into(name: str, out_index: int, *args: Any) -> tuple[np.ndarray, np.nda
 # ------------------------------------------------------------------- registry
 def test_name_expressions_cover_every_variant_once() -> None:
     names = gpu.NAME_EXPRESSIONS
-    assert len(names) == len(set(names)) == 67
+    assert len(names) == len(set(names)) == 69
     assert {_launch.group_of(n).split("<")[0] for n in names} == {
         "hash_ints", "hash_strings", "bucketize", "kept_lengths", "kept_positions",
         "pad_or_truncate", "int_table_insert", "int_table_fill", "lookup_ints",
         "string_hashes", "string_set_insert", "string_set_count", "string_table_insert",
-        "string_table_fill", "lookup_strings", "bucket_counts", "bucket_scatter"}
+        "string_table_fill", "lookup_strings", "bucket_counts", "bucket_scatter",
+        "check_null_rows"}
 
 
 def test_launchers_take_the_cpu_kernels_arguments() -> None:
@@ -802,6 +803,23 @@ def test_offsets_past_the_values_are_caught(cuda_emu: Emulator) -> None:
         with pytest.raises(ArrowSparseIndexError, match=r"^f: offsets out of range of the "
                            r"values \(first at position 1; found by a device check\)$"):
             cuda.check_errors("f")
+
+
+@pytest.mark.parametrize("ldtype", OFFSETS, ids=str)
+def test_null_rows_with_values_are_caught(cuda_emu: Emulator, ldtype: np.dtype) -> None:
+    valid = np.array([True, False, False, True, False])
+    gpu.check_null_rows(np.array([3, 0, 0, 1, 0], dtype=ldtype), valid)
+    cuda.check_errors("f")  # null rows are empty: nothing recorded
+    gpu.check_null_rows(np.array([3, 0, 2, 1, 5], dtype=ldtype), valid)
+    with pytest.raises(ArrowSparseValueError, match=r"^f: validity marks a row with values as "
+                       r"null \(null rows are empty\) \(first at position 2; found by a "
+                       r"device check\)$"):
+        cuda.check_errors("f")
+    gpu.check_null_rows(np.zeros(0, dtype=ldtype), np.zeros(0, bool))
+    assert gpu.CHECKS == ("check_null_rows",) and "check_null_rows" not in gpu.__all__
+    with pytest.raises(ArrowSparseValueError, match="^check_null_rows: valid has 1 elements, "
+                       "fewer than the 2 it must cover$"):
+        gpu.check_null_rows(np.zeros(2, dtype=ldtype), np.ones(1, bool))
 
 
 def test_unsorted_boundaries_are_caught(cuda_emu: Emulator) -> None:

@@ -21,7 +21,12 @@ from arrow_sparse.errors import (
     ArrowSparseValueError,
 )
 
+from arrow_sparse.kernels import cuda
+from arrow_sparse.keyed import BlockBuckets
+
 from ._strategies import scalars
+from .conftest import from_backend, on_device, to_backend
+from .cuda_emu.fake_cupy import emulated_cupy
 from .test_keyed import ABC, ABC_W, Table, abc, assert_kj, nn
 
 KeyedJagged = asp.KeyedJagged
@@ -453,3 +458,202 @@ def test_to_padded_dict_errors() -> None:
         kj.to_padded_dict({"z": 1})
     with pytest.raises(ArrowSparseTypeError, match="max_lengths must be an integer, a sequence"):
         kj.to_padded_dict(1.5)
+
+
+# ------------------------------------------------------------------- every backend
+# KeyedJagged on every backend (tests/conftest.py): cpu, cuda_emu (host arrays through
+# the CUDA launchers), cupy_emu (the stand-in CuPy's device arrays: the device path)
+# and cupy (a GPU). Results come back with .to_device("cpu") and must equal the host's.
+def host_of(x: Any, backend: str) -> Any:
+    """A backend's result on the host: KeyedJagged, Jagged, arrays, lists and dicts."""
+    if isinstance(x, KeyedJagged):
+        assert (x.device != "cpu") == on_device(backend)
+        return x.to_device("cpu")
+    if isinstance(x, dict):
+        return {k: host_of(item, backend) for k, item in x.items()}
+    if isinstance(x, (list, tuple)) and not isinstance(x, BlockBuckets):
+        return type(x)(host_of(item, backend) for item in x)
+    if isinstance(x, BlockBuckets):
+        return BlockBuckets(*(host_of(item, backend) for item in x))
+    return from_backend(x, backend)
+
+
+def same_kj(got: KeyedJagged, want: KeyedJagged) -> None:
+    got.validate()
+    assert got.keys() == want.keys() and got.batch_size == want.batch_size
+    for name in ("values", "lengths", "offsets", "weights"):
+        a, b = getattr(got, name), getattr(want, name)
+        assert (a is None) == (b is None), name
+        if a is not None:
+            assert a.dtype == b.dtype, name
+            np.testing.assert_array_equal(a, b)
+    valid = [np.ones(len(k.lengths), bool) if k.validity is None else k.validity
+             for k in (got, want)]
+    np.testing.assert_array_equal(*valid)
+
+
+def same(got: Any, want: Any) -> None:
+    if isinstance(want, KeyedJagged):
+        same_kj(got, want)
+    elif isinstance(want, asp.Jagged):
+        assert (got.dtype, got.to_list()) == (want.dtype, want.to_list())
+    elif isinstance(want, dict):
+        assert list(got) == list(want)
+        for key in want:
+            same(got[key], want[key])
+    elif isinstance(want, (list, tuple)):
+        assert len(got) == len(want)
+        for a, b in zip(got, want, strict=True):
+            same(a, b)
+    elif want is None:
+        assert got is None
+    else:
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+def lengths32() -> KeyedJagged:
+    kj = abc()
+    return KeyedJagged(kj.keys(), kj.values, kj.lengths.astype(np.int32), kj.weights,
+                       validity=kj.validity)
+
+
+OPS: dict[str, Any] = {
+    "getitem": lambda kj: kj["a"],
+    "weights_of": lambda kj: kj.weights_of("c"),
+    "to_dict": lambda kj: kj.to_dict(),
+    "per_key": lambda kj: (kj.length_per_key(), kj.offset_per_key()),
+    "permute": lambda kj: kj.permute(["c", "a", "c"]),
+    "permute view": lambda kj: kj.permute(["b", "c"]),
+    "split": lambda kj: kj.split([1, 0, 2]),
+    "concat": lambda kj: KeyedJagged.concat(kj.split([2, 1])),
+    "regroup": lambda kj: KeyedJagged.regroup(kj.split([1, 2]), [["c", "a"], [], ["b"]]),
+    "regroup_as_dict": lambda kj: KeyedJagged.regroup_as_dict(kj, [["b"]], ["x"]),
+    "block_bucketize": lambda kj: kj.block_bucketize([2, 3, 1], 3, sequence=True,
+                                                     bucketize_pos=True),
+    "block_bucketize keep": lambda kj: kj.block_bucketize(2, 2, keep_orig_idx=True),
+    "to_padded_dict": lambda kj: kj.to_padded_dict(pad_value=-1),
+    "to_padded_dict sized": lambda kj: kj.to_padded_dict({"a": 1, "c": 3}),
+    "validate": lambda kj: kj.validate(),
+}
+
+
+@pytest.mark.parametrize("make", [abc, lengths32], ids=["int64", "int32"])
+@pytest.mark.parametrize("op", list(OPS))
+def test_keyed_ops_on_every_backend(backend: str, op: str, make: Any) -> None:
+    host = make()
+    kj = host.to_device("cuda") if on_device(backend) else host
+    same(host_of(OPS[op](kj), backend), OPS[op](host))
+
+
+def test_keyed_constructor_on_every_backend(backend: str) -> None:
+    host = abc()
+    parts = {name: to_backend(getattr(host, name), backend)
+             for name in ("values", "lengths", "weights", "validity")}
+    kj = KeyedJagged(host.keys(), parts["values"], parts["lengths"], parts["weights"],
+                     validity=parts["validity"])
+    same_kj(host_of(kj, backend), host)
+    offsets = 2 + host.offsets  # a slice of longer values
+    values = np.concatenate([[9, 9], host.values, [9]])
+    kj = KeyedJagged(host.keys(), to_backend(values, backend),
+                     offsets=to_backend(offsets, backend), validity=parts["validity"])
+    assert kj.device == ("cuda:0" if on_device(backend) else "cpu")
+    same_kj(host_of(kj, backend),
+            KeyedJagged(host.keys(), values, offsets=offsets, validity=host.validity))
+
+
+def test_keyed_on_the_device_reads_back_only_what_it_documents() -> None:
+    host = abc()
+    with emulated_cupy() as cp:
+        kj = host.to_device("cuda")
+        assert (kj.device, kj.xp, host.device, host.xp) == ("cuda:0", cp, "cpu", np)
+        assert kj.to_device("cuda") is kj and host.to_device("cpu") is host
+        assert kj.to_device("cuda:1").values.device.id == 1
+        assert repr(kj).splitlines()[0].endswith("weights=float64, device='cuda:0')")
+        assert repr(kj).splitlines()[1:] == repr(host).splitlines()[1:]
+        j = kj["c"]  # a view of the whole buffer, offsets from the key's first value
+        assert j.values is kj.values and j.to_list() == host["c"].to_list()
+        for call, syncs in ((lambda: kj.permute(["b"]), 1), (lambda: kj.split([1, 2]), 1),
+                            (lambda: kj.block_bucketize(2, 2), 2),
+                            (lambda: kj.to_padded_dict(2), 0), (lambda: kj["a"], 0)):
+            cp.stats.reset()
+            call()
+            assert cp.stats.syncs == syncs
+        with pytest.raises(NotImplementedError, match=r"^KeyedJagged.to_arrow: the KeyedJagged "
+                           r"is on cuda:0 and Arrow arrays live in host memory; copy it first: "
+                           r"kj.to_device\('cpu'\).to_arrow\(\)$"):
+            kj.to_arrow()
+        with pytest.raises(NotImplementedError, match=r"^KeyedJagged.from_jagged_dict: column "
+                           r"'a' is on cuda:0, but KeyedJagged is built on the host; build it "
+                           r"from host data and move it with .to_device\('cuda'\)$"):
+            KeyedJagged.from_jagged_dict({"a": host["a"].to_device("cuda")})
+        with pytest.raises(TypeError, match=r"^KeyedJagged.concat: argument 1 is a host "
+                           r"\(numpy/Arrow\) array but argument 0 is a device"):
+            KeyedJagged.concat([kj.permute(["a"]), host.permute(["b"])])
+        with pytest.raises(TypeError, match=r"^KeyedJagged: lengths is a host \(numpy/Arrow\) "
+                           r"array but values is a device"):
+            KeyedJagged(["a"], kj.values, [len(host.values)])
+
+
+def test_keyed_device_checks() -> None:
+    later = r" \(first at position {}; found by a device check, reported by a later call\)$"
+    now = r" \(first at position {}; found by a device check\)$"
+    with emulated_cupy() as cp:
+        values = cp.asarray(np.arange(4))
+
+        def raised_later() -> None:
+            asp.offsets_to_lengths(cp.asarray(np.array([0, 1])))
+
+        for lengths, valid, message in (
+                ([2, -1, 3], None, "lengths must be non-negative" + later.format(1)),
+                ([2, 1, 2], None, "lengths do not sum to the number of values" + later.format(2)),
+                ([2, 0, 2], [True, True, False], r"validity marks a row with values as null "
+                 r"\(null rows are empty\)" + later.format(2))):
+            KeyedJagged(["a"], values, cp.asarray(np.array(lengths)),
+                        validity=None if valid is None else cp.asarray(np.array(valid)))
+            with pytest.raises(ValueError, match="^KeyedJagged: " + message):
+                raised_later()
+        with pytest.raises(ValueError, match="^KeyedJagged: offsets must be non-decreasing"
+                           + now.format(2)):
+            KeyedJagged(["a"], values, offsets=cp.asarray(np.array([0, 3, 1, 4])))
+        kj = abc().to_device("cuda")
+        bad = KeyedJagged._new(("a",), kj.values[:3], kj.lengths[:3] * 0 + 2, None, None, 3)
+        with pytest.raises(ValueError, match=r"^KeyedJagged.validate: lengths do not sum to "
+                           r"the number of values \(first at position \d+; found by a device "
+                           r"check\)$"):
+            bad.validate()
+        wrong = KeyedJagged._new(("a",), kj.values[:3], kj.lengths[:3], None, None, 3,
+                                 kj.offsets[:4] * 2)
+        with pytest.raises(ValueError, match=r"^KeyedJagged.validate: offsets differ from the "
+                           r"running sum of lengths \(first at position 1: 2\)$"):
+            wrong.validate()
+        twice = KeyedJagged._new(("b", "b"), kj.values[:5], kj.lengths[:6], None, None, 3)
+        with pytest.raises(ValueError, match=r"^KeyedJagged.validate: keys repeat a key with "
+                           r"different rows \(first at position 1: 'b'\)$"):
+            twice.validate()
+        kj.permute(["a", "c", "a"]).validate()
+        cuda.check_errors("test")
+
+
+def test_every_keyed_member_works_on_the_device_or_says_it_is_host_only() -> None:
+    public = {name for name in dir(KeyedJagged) if not name.startswith("_")}
+    built_on_the_host = {"from_arrow", "from_dict", "from_jagged_dict"}
+    attributes = {"keys", "num_keys", "batch_size", "values", "lengths", "offsets", "weights",
+                  "validity", "dtype", "xp", "device", "to_device", "length_per_key",
+                  "offset_per_key", "weights_of", "to_dict", "validate"}
+    assert public == attributes | built_on_the_host | set(OPS_BY_MEMBER) | {"to_arrow"}
+    with emulated_cupy():
+        kj = abc().to_device("cuda")
+        for name in attributes - {"weights_of", "to_device"}:
+            member = getattr(kj, name)
+            result = member() if callable(member) else member
+            assert not isinstance(result, np.ndarray), name
+        for name in OPS_BY_MEMBER:
+            OPS[OPS_BY_MEMBER[name]](kj)
+        cuda.check_errors("test")
+
+
+#: Each public method of KeyedJagged not in the attributes, and its entry in OPS.
+OPS_BY_MEMBER = {"permute": "permute", "split": "split", "concat": "concat",
+                 "regroup": "regroup", "regroup_as_dict": "regroup_as_dict",
+                 "block_bucketize": "block_bucketize", "to_padded_dict": "to_padded_dict"}

@@ -36,6 +36,7 @@ enum AspTransformsError {
     ASP_TRANSFORMS_TABLE_ENTRY = 6,  // message: IndexError: hash table entry out of range of the vocabulary
     ASP_TRANSFORMS_BUCKET_RANGE = 7,  // message: IndexError: bucket out of range of my_size (block sizes or thresholds wrong)
     ASP_TRANSFORMS_POSITION_RANGE = 8,  // message: IndexError: output position out of range of the output
+    ASP_TRANSFORMS_NULL_ROW_VALUES = 9,  // message: validity marks a row with values as null (null rows are empty)
 };
 
 typedef unsigned long long asp_u64;
@@ -954,6 +955,23 @@ __global__ void bucket_scatter(const U* __restrict__ uvalues, long long num_valu
             if (num_weights != 0) out_weights[pos] = __ldg(weights + i);
             if (num_positions != 0) positions[pos] = i - start;
             if (num_permute != 0) permute[i] = pos;
+        }
+    }
+}
+
+// --------------------------------------------------------------- KeyedJagged checks
+// check_null_rows: a KeyedJagged row marked null (valid[r] == 0) must be empty
+// (lengths[r] == 0). A device check with no CPU twin (the host checks with numpy):
+// CHECKS in kernels/cuda/transforms.py.
+// Thread mapping: one thread per row (grid-stride). Memory traffic: one coalesced read
+// of a validity byte per row, and of its length for a null row.
+template <typename L>
+__global__ void check_null_rows(const L* __restrict__ lengths,
+                                const unsigned char* __restrict__ valid, long long rows,
+                                unsigned long long* error) {
+    for (ASP_GRID_STRIDE(r, rows)) {
+        if (__ldg(valid + r) == 0 && __ldg(lengths + r) != 0) {
+            ASP_RAISE(error, ASP_TRANSFORMS_NULL_ROW_VALUES, r);
         }
     }
 }

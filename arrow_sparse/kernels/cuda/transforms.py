@@ -8,6 +8,8 @@ types. Arrays are device arrays (CuPy), or numpy arrays when the emulator stands
 the GPU in tests. Hashes, buckets, counts, ids, tables and positions are bit-identical
 to the CPU's; the unordered outputs of ``count_ints`` and ``count_strings`` hold the
 same (value, count) pairs in another order (sorted by value, and in table order).
+:data:`CHECKS` are device-only launchers with no CPU twin (``check_null_rows``, for
+``KeyedJagged`` on the device).
 
 Work and synchronisations (a read of a data-dependent size on the host):
 
@@ -87,7 +89,12 @@ NAME_EXPRESSIONS: list[str] = [
     *name_expressions("lookup_strings", INDEX_CTYPES, INDEX_CTYPES),
     *name_expressions("bucket_counts", _UNSIGNED),
     *name_expressions("bucket_scatter", _UNSIGNED, _WEIGHT_BITS),
+    *name_expressions("check_null_rows", INDEX_CTYPES),
 ]
+
+#: Device-only launchers with no CPU twin: KeyedJagged's check of its null rows, which
+#: the host does with numpy.
+CHECKS = ("check_null_rows",)
 
 _I32 = np.int32
 _I64 = np.int64
@@ -478,7 +485,7 @@ def block_bucketize(uvalues: Any, offsets: Any, batch_size: int, block: Any, thr
         _launch(name_expression("bucket_counts", u), grid_1d(rows),
                 (*head, counts, error_buffer()))
     new_offsets = xp.zeros(my_size * rows + 1, dtype=np.int64)
-    new_offsets[1:] = xp.cumsum(counts)
+    xp.cumsum(counts, out=new_offsets[1:])
     cursor = new_offsets[:-1].copy()
     out = xp.empty(total, dtype=uvalues.dtype)
     out_weights = None if weights is None else xp.empty(total, dtype=weights.dtype)
@@ -494,3 +501,16 @@ def block_bucketize(uvalues: Any, offsets: Any, batch_size: int, block: Any, thr
                  _I64(perm.shape[0]), error_buffer()))
     return (new_offsets, out, out_weights, pos if positions else None,
             perm if permute else None)
+
+
+# ------------------------------------------------------------------------- checks
+def check_null_rows(lengths: Any, valid: Any) -> None:
+    """Record a row that ``valid`` marks null but whose length is not 0 (device check)."""
+    func = "check_null_rows"
+    xp = array_module(func, lengths, valid)
+    rows = lengths.shape[0]
+    _need(func, "valid", valid, rows)
+    if rows == 0:
+        return
+    _launch(name_expression(func, _offsets_type(func, lengths)), grid_1d(rows),
+            (xp.ascontiguousarray(lengths), _mask(xp, valid), _I64(rows), error_buffer()))
