@@ -79,9 +79,18 @@ class SparseGrad:
         object.__setattr__(self, "_sorted", False)
 
     @classmethod
-    def _coalesced(cls, rows: Any, values: Any) -> SparseGrad:
-        """Build a gradient whose rows the caller knows to be strictly increasing."""
-        grad = cls(rows, values)
+    def _coalesced(cls, rows: Any, values: Any, *, checked: bool = False) -> SparseGrad:
+        """Build a gradient whose rows the caller knows to be strictly increasing.
+
+        ``checked``: ``rows`` (1-D int64) and ``values`` (2-D float, as many rows) are
+        known to be valid already, and are not checked again.
+        """
+        if checked:
+            grad = object.__new__(cls)
+            object.__setattr__(grad, "rows", rows)
+            object.__setattr__(grad, "values", values)
+        else:
+            grad = cls(rows, values)
         object.__setattr__(grad, "_sorted", True)
         return grad
 
@@ -168,7 +177,7 @@ class SparseGrad:
         rows, values, _ = _coalesce(func, self.rows, bag, None,
                                     xp.ascontiguousarray(self.values))
         device_checks(func, xp)
-        return SparseGrad._coalesced(rows, values)
+        return SparseGrad._coalesced(rows, values, checked=True)
 
     def to_arrow(self) -> pa.RecordBatch:
         """Two columns: ``row`` (int64) and ``grad`` (``fixed_size_list<float>[dim]``).
@@ -380,7 +389,7 @@ def backward(grad_out: Any, ids: Any, offsets: Any, mode: str, per_sample_weight
             inv = 1.0 / np.maximum(b.sizes, 1).astype(np.float64)
             scale = inv[bag] if scale is None else scale * inv[bag]
         rows, values, starts = _coalesce(func, b.ids, bag, scale, grad)
-        return SparseGrad._coalesced(rows, values), starts
+        return SparseGrad._coalesced(rows, values, checked=True), starts
     scale = b.weights
     if mode == "mean":
         inv = b.mean_scale()
@@ -390,7 +399,7 @@ def backward(grad_out: Any, ids: Any, offsets: Any, mode: str, per_sample_weight
     key = xp.concatenate((b.key, xp.full(1, num, dtype=np.int64)))
     rows, values, starts = _coalesce(func, key, b.bag, scale, grad, drop_last=True)
     device_checks(func, xp)
-    return SparseGrad._coalesced(rows, values), starts
+    return SparseGrad._coalesced(rows, values, checked=True), starts
 
 
 def lookup_backward_weights(grad_out: Any, table: Any, ids: Any, *, offsets: Any = None,

@@ -517,6 +517,20 @@ def use(factory: Emulator | None) -> None:
     _backend.set_cuda_module_factory(factory)
 
 
+def test_kernels_follow_the_backend_when_it_changes() -> None:
+    # Nothing memoises a kernel across a change of the module factory: a launcher picked
+    # while the emulator is on must not outlive it.
+    from arrow_sparse._embedding_common import kernel
+
+    assert kernel("lookup_rows") is cpu_embedding.lookup_rows
+    with emulated() as emu:
+        assert kernel("lookup_rows") is cuda_embedding.lookup_rows
+        asp.embedding.lookup(np.ones((3, 2)), [0, 2])
+        assert len(emu.launches) == 1
+    assert kernel("lookup_rows") is cpu_embedding.lookup_rows
+    assert asp.embedding.lookup(np.ones((3, 2)), [0, 2]).tolist() == [[1, 1], [1, 1]]
+
+
 def cpu_and_emu(emu: Emulator, fn: Callable[..., Any], *args: Any, **kwargs: Any
                 ) -> tuple[Any, Any, list[str]]:
     """``fn`` on the CPU kernels, then through the emulator; and the launches it made."""
