@@ -692,7 +692,7 @@ def _key_bounds(func: str, inputs: list[KeyedJagged]) -> list[list[int]]:
 
 def _gather(func: str, inputs: list[KeyedJagged], picks: list[_Pick], rows: int,
             bounds: list[list[int]] | None = None) -> KeyedJagged:
-    """A KeyedJagged of the picked keys; views when they are one run of one input.
+    """Build a KeyedJagged of the picked keys; views when they are one run of one input.
 
     ``bounds``: the inputs' :func:`_key_bounds`, read here when not given (and needed).
     """

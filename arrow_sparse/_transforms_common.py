@@ -170,7 +170,7 @@ def _map_elements(func: str, x: Any, op: _ElementOp) -> Any:
 
 
 def _map_device(func: str, x: Any, op: _ElementOp, xp: ModuleType) -> Any:
-    """The map of a CuPy array or a Jagged on the device (nothing read back)."""
+    """Map a CuPy array or a Jagged on the device (nothing read back)."""
     if isinstance(x, Jagged):
         return _map_device_jagged(func, x, op, xp)
     values = v.as_values_array(func, "values", x, min_ndim=0, device=True)

@@ -170,7 +170,7 @@ def _one_level(func: str, x: Any) -> tuple[np.ndarray, np.ndarray | None, _Leaf,
         return offsets, None, _numpy_leaf(arr, None), None
     if isinstance(x, Jagged):
         if isinstance(x.values, Jagged):
-            return _one_level(func, x.to_arrow() if xp is np else _leaf_rows(func, x))
+            return _one_level(func, x.to_arrow() if xp is np else _leaf_rows(x))
         if x.values.ndim != 1:
             msg = f"{func}: rows must hold scalars, got values of shape {x.values.shape}"
             raise ArrowSparseTypeError(msg)
@@ -200,8 +200,8 @@ def _one_level(func: str, x: Any) -> tuple[np.ndarray, np.ndarray | None, _Leaf,
     return np.array([0, len(arr)], dtype=np.int64), None, _numpy_leaf(arr, None), None
 
 
-def _leaf_rows(func: str, j: Jagged) -> Jagged:
-    """The leaf level of a nested device Jagged, rows that a null row above covers null.
+def _leaf_rows(j: Jagged) -> Jagged:
+    """Return the leaf level of a nested device Jagged; rows a null row above covers are null.
 
     Each level below the top reads back the number of its rows kept (a compaction).
     """

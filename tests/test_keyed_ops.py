@@ -20,7 +20,6 @@ from arrow_sparse.errors import (
     ArrowSparseTypeError,
     ArrowSparseValueError,
 )
-
 from arrow_sparse.kernels import cuda
 from arrow_sparse.keyed import BlockBuckets
 

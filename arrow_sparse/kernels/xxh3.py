@@ -25,7 +25,7 @@ SECRET = np.frombuffer(bytes.fromhex(
 
 
 def secret64(i: int) -> int:
-    """The little-endian 8 bytes of :data:`SECRET` at byte ``i``, as an int."""
+    """Return the little-endian 8 bytes of :data:`SECRET` at byte ``i`` as an int."""
     return int.from_bytes(SECRET[i:i + 8].tobytes(), "little")
 
 
