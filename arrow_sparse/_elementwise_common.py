@@ -1,7 +1,9 @@
 """Shared machinery of the jagged arithmetic modules.
 
 Reading inputs, answering in the input's form, walking the jagged levels, masking
-hidden values, word-wise copies.
+hidden values, word-wise copies. The helpers take numpy or CuPy arrays (the kernels come
+from the inputs' array module) unless their docstring says "host": those read offsets
+(row windows), which the device paths (:mod:`arrow_sparse._elementwise_device`) avoid.
 
 Private: :mod:`arrow_sparse.elementwise` holds the public functions.
 """
@@ -9,6 +11,7 @@ Private: :mod:`arrow_sparse.elementwise` holds the public functions.
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -16,7 +19,8 @@ import pyarrow as pa
 
 from . import _arrow
 from . import _validate as v
-from ._backend import get_kernel
+from ._backend import array_module, get_kernel, is_cupy_array, module_of
+from .convert import _ids_to_offsets
 from .errors import ArrowSparseTypeError, ArrowSparseValueError
 from .jagged import Jagged
 
@@ -28,8 +32,12 @@ Window = tuple[Jagged, int, int]
 
 
 # =============================================================================== helpers
-def _kernel(name: str) -> Callable[..., Any]:
-    return get_kernel("elementwise", name)
+def _kernel(name: str, xp: ModuleType = np) -> Callable[..., Any]:
+    return get_kernel("elementwise", name, xp)
+
+
+def _is_array(x: Any) -> bool:
+    return isinstance(x, np.ndarray) or is_cupy_array(x)
 
 
 def _is_list_array(x: Any) -> bool:
@@ -51,8 +59,9 @@ def _as_jagged(func: str, data: Any, offsets: Any, arg: str = "data") -> tuple[J
         msg = (f"{func}: {arg} must be a Jagged or an Arrow list array, or a values array "
                f"with offsets, got {type(data).__name__}")
         raise ArrowSparseTypeError(msg)
-    vals = v.as_values_array(func, arg, data)
-    offs = v.check_offsets(func, "offsets", offsets, len(vals))
+    array_module(func, **{arg: data, "offsets": offsets})
+    vals = v.as_values_array(func, arg, data, device=True)
+    offs = v.check_offsets(func, "offsets", offsets, len(vals), device=True)
     kind = "arrow_values" if isinstance(data, (pa.Array, pa.ChunkedArray)) else "values"
     return Jagged._trusted(vals, offs), kind
 
@@ -91,16 +100,16 @@ def _is_chunked_list(data: Any) -> bool:
 
 
 def _i64(offsets: np.ndarray) -> np.ndarray:
-    return offsets.astype(np.int64, copy=False)
+    return offsets if offsets.dtype == np.int64 else offsets.astype(np.int64)
 
 
 def _u8(mask: np.ndarray | None) -> np.ndarray | None:
-    return None if mask is None else np.ascontiguousarray(mask).view(np.uint8)
+    return None if mask is None else module_of(mask).ascontiguousarray(mask).view(np.uint8)
 
 
-def _zeros(func: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+def _zeros(func: str, shape: tuple[int, ...], dtype: Any, xp: ModuleType = np) -> np.ndarray:
     try:
-        return np.zeros(shape, dtype=dtype)
+        return xp.zeros(shape, dtype=dtype)  # type: ignore[no-any-return]
     except ValueError:
         msg = f"{func}: the result of shape {shape} is too large to allocate"
         raise ArrowSparseValueError(msg) from None
@@ -112,8 +121,16 @@ def _max_length(func: str, max_length: Any) -> int:
     return min(v.check_count(func, "max_length", max_length), _INT64_MAX)
 
 
+def _levels(j: Jagged) -> list[Jagged]:
+    """List the jagged levels of ``j``, outermost first (one Jagged per level)."""
+    levels = [j]
+    while isinstance(levels[-1].values, Jagged):
+        levels.append(levels[-1].values)
+    return levels
+
+
 def _windows(j: Jagged) -> tuple[list[Window], tuple[int, int]]:
-    """Each level with the rows the top level addresses, and the leaf values window."""
+    """Each level with the rows the top level addresses, and the leaf values window (host)."""
     wins: list[Window] = []
     lo, hi = 0, j.num_rows
     node = j
@@ -125,28 +142,33 @@ def _windows(j: Jagged) -> tuple[list[Window], tuple[int, int]]:
         node = node.values
 
 
-def _leaf_offsets(wins: list[Window]) -> np.ndarray:
+def _leaf_offsets(levels: list[Jagged]) -> np.ndarray:
     """Offsets of the top rows straight into the leaf values (levels composed)."""
-    comp = wins[0][0].offsets
-    for node, _, _ in wins[1:]:
+    comp = levels[0].offsets
+    for node in levels[1:]:
         comp = node.offsets[comp]
     return _i64(comp)
 
 
+def _check_levels(func: str, arg: str, levels: list[Jagged], olevels: list[Jagged]) -> None:
+    """Compare two Jaggeds' shapes, the O(1) part of comparing rows: levels and rows."""
+    if len(olevels) != len(levels):
+        msg = f"{func}: {arg} has {len(olevels)} jagged levels but the Jagged has {len(levels)}"
+        raise ArrowSparseValueError(msg)
+    if olevels[0].num_rows != levels[0].num_rows:
+        msg = (f"{func}: {arg} has {olevels[0].num_rows} rows but the Jagged has "
+               f"{levels[0].num_rows}")
+        raise ArrowSparseValueError(msg)
+
+
 def _same_structure(func: str, arg: str, wins: list[Window], other: Jagged
                     ) -> tuple[list[Window], tuple[int, int]]:
-    """Check that ``other`` has the rows of ``wins`` at every level; return its windows.
+    """Check that ``other`` has the rows of ``wins`` at every level; return its windows (host).
 
     The offsets may start elsewhere: lengths are compared, level by level.
     """
-    base = wins[0][0]
+    _check_levels(func, arg, [node for node, _, _ in wins], _levels(other))
     owins, leaf = _windows(other)
-    if len(owins) != len(wins):
-        msg = f"{func}: {arg} has {len(owins)} jagged levels but the Jagged has {len(wins)}"
-        raise ArrowSparseValueError(msg)
-    if other.num_rows != base.num_rows:
-        msg = f"{func}: {arg} has {other.num_rows} rows but the Jagged has {base.num_rows}"
-        raise ArrowSparseValueError(msg)
     for level, ((node, lo, hi), (onode, olo, ohi)) in enumerate(zip(wins, owins, strict=True)):
         mine = _i64(node.offsets[lo:hi + 1])
         theirs = _i64(onode.offsets[olo:ohi + 1])
@@ -162,7 +184,7 @@ def _same_structure(func: str, arg: str, wins: list[Window], other: Jagged
 
 def _and_mask(mine: np.ndarray | None, size: int, lo: int, hi: int,
               theirs: np.ndarray | None, tlo: int) -> np.ndarray | None:
-    """``mine`` with ``[lo, hi)`` ANDed with ``theirs[tlo:...]`` (None = all True)."""
+    """``mine`` with ``[lo, hi)`` ANDed with ``theirs[tlo:...]`` (None = all True; host)."""
     if theirs is None:
         return mine
     part = theirs[tlo:tlo + hi - lo]
@@ -180,6 +202,7 @@ def _rebuild(wins: list[Window], window: np.ndarray, start: int,
 
     The leaf buffer is ``window`` itself when it starts at 0 and ends at the last
     offset; otherwise a zero-filled buffer holding it (the rows never read the zeros).
+    Host: the last offset is read.
     """
     last = wins[-1][0]
     total = max(int(last.offsets[-1]), min_len)
@@ -189,15 +212,25 @@ def _rebuild(wins: list[Window], window: np.ndarray, start: int,
         leaf = np.zeros((total,) + window.shape[1:], dtype=window.dtype)
         leaf[start:start + len(window)] = window
     vv = None if values_validity is None else values_validity[:total]
-    node = Jagged._trusted(leaf, last.offsets, validities[-1], vv)
-    for (level, _, _), validity in zip(wins[-2::-1], validities[-2::-1], strict=True):
+    return _rebuild_whole([node for node, _, _ in wins], leaf, validities, vv)
+
+
+def _rebuild_whole(levels: list[Jagged], leaf: Any, validities: list[Any],
+                   values_validity: Any) -> Jagged:
+    """Build a Jagged with the offsets of ``levels`` (shared), ``validities`` and ``leaf``.
+
+    ``leaf`` (numpy or CuPy) stands where the leaf values of ``levels`` were: the rows
+    address the same positions of it. Nothing is read.
+    """
+    node = Jagged._trusted(leaf, levels[-1].offsets, validities[-1], values_validity)
+    for level, validity in zip(levels[-2::-1], validities[-2::-1], strict=True):
         node = Jagged._trusted(node, level.offsets, validity)
     return node
 
 
 def _visible_rows(wins: list[Window], validities: list[np.ndarray | None]
                   ) -> list[np.ndarray | None]:
-    """Per level, which rows of its window are visible (None: all of them).
+    """Per level, which rows of its window are visible (None: all of them; host).
 
     A row is visible when it is valid and every row above it is: Arrow allows a null
     row to cover a non-empty range, whose rows and values are then never read.
@@ -217,7 +250,7 @@ def _visible_rows(wins: list[Window], validities: list[np.ndarray | None]
 def _hidden_mask(wins: list[Window], validities: list[np.ndarray | None],
                  values_validity: np.ndarray | None, start: int, stop: int
                  ) -> np.ndarray | None:
-    """Mask the visible values of the leaf window ``[start, stop)``; None when all are.
+    """Mask the visible values of the leaf window ``[start, stop)``; None when all are (host).
 
     Hidden: values under a null row at any level, and null values.
     """
@@ -236,7 +269,7 @@ def _hidden_mask(wins: list[Window], validities: list[np.ndarray | None],
 
 
 def _visible(fn: Callable[..., Any], args: list[Any], keep: np.ndarray | None) -> np.ndarray:
-    """``fn(*args)`` on the visible positions only; hidden positions of the result are 0.
+    """``fn(*args)`` on the visible positions only; hidden positions of the result are 0 (host).
 
     Arrow leaves the values under null rows and null elements unspecified: computing
     on them could raise floating-point warnings about values nobody sees.
@@ -252,27 +285,35 @@ def _visible(fn: Callable[..., Any], args: list[Any], keep: np.ndarray | None) -
 
 def _as_words(arr: np.ndarray) -> np.ndarray:
     """``arr[N, ...]`` seen as ``[N, W]`` machine words (uint64 where the row size allows)."""
-    arr = np.ascontiguousarray(arr)
+    xp = module_of(arr)
+    arr = xp.ascontiguousarray(arr)
     width = int(np.prod(arr.shape[1:], dtype=np.int64))
     row_bytes = arr.dtype.itemsize * width
     if row_bytes == 0:
-        return np.empty((len(arr), 0), dtype=np.uint8)
+        return xp.empty((len(arr), 0), dtype=np.uint8)  # type: ignore[no-any-return]
     word = next(w for w in (8, 4, 2, 1) if row_bytes % w == 0)
     raw = arr.reshape(len(arr), width).view(np.uint8)
-    return raw.view(np.dtype(f"u{word}"))
+    return raw.view(np.dtype(f"u{word}"))  # type: ignore[no-any-return]
 
 
 def _from_words(words: np.ndarray, dtype: np.dtype, inner: tuple[int, ...]) -> np.ndarray:
     if words.shape[1] == 0:
-        return np.zeros((len(words),) + inner, dtype=dtype)
+        return module_of(words).zeros((len(words),) + inner,  # type: ignore[no-any-return]
+                                      dtype=dtype)
     return words.view(np.uint8).view(dtype).reshape((len(words),) + inner)
 
 
-def _repeat(arr: np.ndarray, comp: np.ndarray, start: int, stop: int) -> np.ndarray:
-    """``out[k - start] = arr[r]`` for every leaf position ``k`` of row ``r``."""
+def _repeat(arr: np.ndarray, comp: np.ndarray, start: int, stop: int, *,
+            covered: bool = True) -> np.ndarray:
+    """``out[k - start] = arr[r]`` for every leaf position ``k`` of row ``r``.
+
+    ``covered``: the rows cover ``[start, stop)`` (else the other positions are 0).
+    """
+    xp = module_of(arr)
     words = _as_words(arr)
-    out = np.empty((stop - start, words.shape[1]), dtype=words.dtype)
-    _kernel("repeat_rows")(words, comp, start, out)
+    shape = (stop - start, words.shape[1])
+    out = xp.empty(shape, dtype=words.dtype) if covered else xp.zeros(shape, dtype=words.dtype)
+    _kernel("repeat_rows", xp)(words, comp, start, out)
     return _from_words(out, arr.dtype, arr.shape[1:])
 
 
@@ -280,14 +321,12 @@ def _segment_offsets(func: str, num_values: int, offsets: Any, lengths: Any,
                      segment_ids: Any) -> np.ndarray:
     which = v.check_exactly_one(func, offsets=offsets, lengths=lengths, segment_ids=segment_ids)
     if which == "offsets":
-        return v.check_offsets(func, "offsets", offsets, num_values)
+        return v.check_offsets(func, "offsets", offsets, num_values, device=True)
     if which == "lengths":
-        lens = v.check_lengths(func, "lengths", lengths, num_values)
-        out = np.zeros(len(lens) + 1, dtype=np.int64)
-        np.cumsum(lens, out=out[1:])
-        return out
-    ids, n = v.check_sorted_segment_ids(func, "segment_ids", segment_ids, num_values)
-    return np.searchsorted(ids, np.arange(n + 1), side="left").astype(np.int64)
+        return v.lengths_offsets(func, "lengths", lengths, num_values=num_values, device=True)[1]
+    ids, n = v.check_sorted_segment_ids(func, "segment_ids", segment_ids, num_values,
+                                        device=True)
+    return _ids_to_offsets(ids, n)  # type: ignore[no-any-return]
 
 
 def _segments_input(func: str, data: Any, offsets: Any, lengths: Any,
@@ -301,7 +340,8 @@ def _segments_input(func: str, data: Any, offsets: Any, lengths: Any,
             raise ArrowSparseTypeError(msg)
         j, kind = _as_jagged(func, data, None)
         return j, kind, 0
-    vals = v.as_values_array(func, "data", data)
+    array_module(func, data=data, offsets=offsets, lengths=lengths, segment_ids=segment_ids)
+    vals = v.as_values_array(func, "data", data, device=True)
     offs = _segment_offsets(func, len(vals), offsets, lengths, segment_ids)
     kind = "arrow_values" if isinstance(data, (pa.Array, pa.ChunkedArray)) else "values"
     return Jagged._trusted(vals, offs), kind, len(vals)
@@ -318,7 +358,7 @@ def _window_as(values: np.ndarray, start: int, stop: int, dtype: np.dtype) -> np
     width = int(np.prod(values.shape[1:], dtype=np.int64))
     if values.dtype == dtype:
         return values[:stop].reshape(stop, width)
-    out = np.zeros((stop, width), dtype=dtype)
+    out = module_of(values).zeros((stop, width), dtype=dtype)
     out[start:stop] = values[start:stop].reshape(stop - start, width)
     return out
 
@@ -347,35 +387,41 @@ def _scalar_operand(x: Any) -> bool:
 
 
 def _dense_row_of(offs: list[np.ndarray], dense_shape: tuple[int, ...]) -> tuple[Any, int]:
-    """(dense row of every last-level jagged row or -1 / None for one level, dense rows)."""
+    """(dense row of every last-level jagged row or -1 / None for one level, dense rows).
+
+    The upper levels are expanded over the dense extents, then inverted: the entries
+    that are no row write a spare last slot, so nothing is read back on the device.
+    """
     num_out = dense_shape[0]
     if len(offs) == 1:
         return None, num_out
-    expand = get_kernel("convert", "expand_level")
+    xp = module_of(offs[0])
+    expand = get_kernel("convert", "expand_level", xp)
     row_index = None
     for level in range(len(offs) - 1):
         extent = dense_shape[1 + level]
         row_index = expand(row_index, offs[level], None, extent, num_out)
         num_out *= extent
     assert row_index is not None
-    dense_row_of = np.full(len(offs[-1]) - 1, -1, dtype=np.int64)
-    present = row_index >= 0
-    dense_row_of[row_index[present]] = np.flatnonzero(present)
-    return dense_row_of, num_out
+    rows = len(offs[-1]) - 1
+    slots = xp.full(rows + 1, -1, dtype=np.int64)
+    slots[xp.where(row_index >= 0, row_index, rows)] = xp.arange(len(row_index))
+    return slots[:rows], num_out
 
 
-def _read_dense(arr: np.ndarray, offs: list[np.ndarray]) -> np.ndarray:
+def _read_dense(arr: np.ndarray, offs: list[np.ndarray], total: int) -> np.ndarray:
     """Each leaf value's padded position read from ``arr`` (FBGEMM's dense_to_jagged).
 
-    Positions before ``offs[-1][0]`` are left unset: the callers never read them.
+    ``total`` leaf positions; those no row addresses are 0.
     """
+    xp = module_of(arr)
     levels = len(offs)
     inner = arr.shape[1 + levels:]
     width = int(np.prod(inner, dtype=np.int64))
     dense_row_of, num_out = _dense_row_of(offs, arr.shape)
-    dense3 = np.ascontiguousarray(arr).reshape(num_out, arr.shape[levels], width)
-    out = np.empty((int(offs[-1][-1]), width), dtype=arr.dtype)
-    _kernel("jagged_dense_jagged_out")(out, dense3, dense_row_of, _i64(offs[-1]), 2, out)
-    return out.reshape((len(out),) + inner)
+    dense3 = xp.ascontiguousarray(arr).reshape(num_out, arr.shape[levels], width)
+    out = xp.zeros((total, width), dtype=arr.dtype)
+    _kernel("jagged_dense_jagged_out", xp)(None, dense3, dense_row_of, _i64(offs[-1]), 2, out)
+    return out.reshape((total,) + inner)  # type: ignore[no-any-return]
 
 

@@ -1,6 +1,8 @@
 """FBGEMM's jagged x padded-dense elementwise operators and the per-row matrix products.
 
 Re-exported by :mod:`arrow_sparse.elementwise`, whose docstring describes the input forms.
+Every function runs on numpy or CuPy inputs alike: the results span the whole values
+buffer, so no offset is read back, and none synchronises on the device.
 """
 
 from __future__ import annotations
@@ -10,11 +12,11 @@ from typing import Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 
+from . import _elementwise_device as _D
 from . import _validate as v
-from ._backend import get_kernel
+from ._backend import array_module, device_checks, get_kernel, is_cupy_array, module_of
 from ._elementwise_common import (
     _VALUES_KINDS,
-    _and_mask,
     _arith_dtype,
     _as_jagged,
     _dense_row_of,
@@ -22,10 +24,10 @@ from ._elementwise_common import (
     _i64,
     _is_list_array,
     _kernel,
+    _levels,
     _max_length,
-    _rebuild,
+    _rebuild_whole,
     _u8,
-    _windows,
     _zeros,
 )
 from .convert import _offsets_list
@@ -56,25 +58,25 @@ class _Inputs(NamedTuple):
 
 
 def _jagged_dense_inputs(func: str, values: Any, offsets: Any, dense: Any) -> _Inputs:
+    array_module(func, values=values, offsets=offsets, dense=dense)
     j = None
     elem_valid = None
     if isinstance(values, Jagged) or _is_list_array(values):
         j, kind = _as_jagged(func, values, offsets, "values")
-        wins, _ = _windows(j)
-        vals = wins[-1][0].values
-        assert isinstance(vals, np.ndarray)
-        offs = [node.offsets for node, _, _ in wins]
-        valids = [node.validity for node, _, _ in wins]
-        elem_valid = wins[-1][0].values_validity
+        levels = _levels(j)
+        vals = levels[-1].values
+        offs = [node.offsets for node in levels]
+        valids = [node.validity for node in levels]
+        elem_valid = levels[-1].values_validity
     else:
-        vals = v.as_values_array(func, "values", values)
+        vals = v.as_values_array(func, "values", values, device=True)
         if offsets is None:
             msg = f"{func}: offsets are needed with a values array (a list, outermost first)"
             raise ArrowSparseTypeError(msg)
-        offs = _offsets_list(func, offsets, len(vals))
+        offs = _offsets_list(func, offsets, len(vals), device=True)
         valids = [None] * len(offs)
         kind = "arrow_values" if isinstance(values, (pa.Array, pa.ChunkedArray)) else "values"
-    arr = v.as_values_array(func, "dense", dense)
+    arr = v.as_values_array(func, "dense", dense, device=True)
     levels, inner = len(offs), vals.shape[1:]
     rows = len(offs[0]) - 1
     if arr.ndim != 1 + levels + len(inner) or arr.shape[1 + levels:] != inner \
@@ -88,28 +90,31 @@ def _jagged_dense_inputs(func: str, values: Any, offsets: Any, dense: Any) -> _I
 
 
 def _jagged_dense_jagged(func: str, values: Any, offsets: Any, dense: Any, op: int) -> Any:
-    vals, offs, _, _, arr, kind, j, dtype = _jagged_dense_inputs(func, values, offsets, dense)
+    vals, offs, valids, elem_valid, arr, kind, j, dtype = _jagged_dense_inputs(
+        func, values, offsets, dense)
+    xp = module_of(vals)
     width = int(np.prod(vals.shape[1:], dtype=np.int64))
     x = vals.astype(dtype, copy=False).reshape(len(vals), width)
     dense_row_of, num_out = _dense_row_of(offs, arr.shape)
-    dense3 = np.ascontiguousarray(arr, dtype=dtype).reshape(num_out, arr.shape[len(offs)], width)
-    first, last = int(offs[-1][0]), int(offs[-1][-1])
-    if kind in _VALUES_KINDS:
+    dense3 = xp.ascontiguousarray(arr, dtype=dtype).reshape(num_out, arr.shape[len(offs)], width)
+    if kind not in _VALUES_KINDS:
+        out = _zeros(func, x.shape, dtype, xp)
+    elif xp is np:
+        first, last = int(offs[-1][0]), int(offs[-1][-1])
         out = v.empty(func, x.shape, dtype)
         ufunc = np.add if op == 0 else np.multiply
         with np.errstate(all="ignore"):  # x * 0 where x is inf: nan, as FBGEMM gives
             ufunc(x[:first], dtype.type(0), out=out[:first])
             ufunc(x[last:], dtype.type(0), out=out[last:])
-    else:
-        out = _zeros(func, x.shape, dtype)
-    _kernel("jagged_dense_jagged_out")(x, dense3, dense_row_of, _i64(offs[-1]), op, out)
+    else:  # values no row addresses are x op 0 too: all of them, the kernel does the rows
+        with np.errstate(all="ignore"):
+            out = x * dtype.type(0) if op else x + dtype.type(0)
+    _kernel("jagged_dense_jagged_out", xp)(x, dense3, dense_row_of, _i64(offs[-1]), op, out)
     result = out.reshape(vals.shape)
+    device_checks(func, xp)
     if j is None:
         return pa.array(result) if kind == "arrow_values" else result
-    wins, _ = _windows(j)
-    validities = [node.validity for node, _, _ in wins]
-    return _finish(_rebuild(wins, result, 0, validities, wins[-1][0].values_validity,
-                            len(result)), kind)
+    return _finish(_rebuild_whole(_levels(j), result, valids, elem_valid), kind)
 
 
 def jagged_dense_elementwise_add(values: Any, offsets: Any, dense: Any, *,
@@ -179,19 +184,21 @@ def jagged_dense_elementwise_add(values: Any, offsets: Any, dense: Any, *,
         raise ArrowSparseValueError(msg)
     vals, offs, valids, elem_valid, arr, _, _, dtype = _jagged_dense_inputs(func, values,
                                                                              offsets, dense)
+    xp = module_of(vals)
     width = int(np.prod(vals.shape[1:], dtype=np.int64))
     x = vals.astype(dtype, copy=False).reshape(len(vals), width)
-    expand = get_kernel("convert", "expand_level")
+    expand = get_kernel("convert", "expand_level", xp)
     row_index = None
     num_out = arr.shape[0]
     for level in range(len(offs) - 1):
         extent = arr.shape[1 + level]
         row_index = expand(row_index, offs[level], _u8(valids[level]), extent, num_out)
         num_out *= extent
-    dense3 = np.ascontiguousarray(arr, dtype=dtype).reshape(num_out, arr.shape[len(offs)], width)
-    out = v.empty(func, dense3.shape, dtype)
-    _kernel("jagged_dense_dense_out")(x, row_index, _i64(offs[-1]), _u8(valids[-1]),
-                                      _u8(elem_valid), dense3, out)
+    dense3 = xp.ascontiguousarray(arr, dtype=dtype).reshape(num_out, arr.shape[len(offs)], width)
+    out = v.empty(func, dense3.shape, dtype, xp)
+    _kernel("jagged_dense_dense_out", xp)(x, row_index, _i64(offs[-1]), _u8(valids[-1]),
+                                          _u8(elem_valid), dense3, out)
+    device_checks(func, xp)
     return out.reshape(arr.shape)
 
 
@@ -332,12 +339,13 @@ def jagged_dense_bmm(values: Any, offsets: Any, dense: Any, max_length: int | No
            [10., 10.]])
     """
     func = "jagged_dense_bmm"
+    xp = array_module(func, values=values, offsets=offsets, dense=dense)
     j, kind = _as_jagged(func, values, offsets, "values")
     x = j.values
     if isinstance(x, Jagged):
         msg = f"{func}: values must be one jagged level of [total, K] rows, not nested lists"
         raise ArrowSparseTypeError(msg)
-    arr = v.as_values_array(func, "dense", dense)
+    arr = v.as_values_array(func, "dense", dense, device=True)
     if x.ndim != 2:
         msg = f"{func}: values must be 2-D [total, K], got shape {x.shape}"
         raise ArrowSparseValueError(msg)
@@ -346,12 +354,14 @@ def jagged_dense_bmm(values: Any, offsets: Any, dense: Any, max_length: int | No
         raise ArrowSparseValueError(msg)
     dtype = _arith_dtype(func, x.dtype, arr.dtype)
     limit = _max_length(func, max_length)
-    total = len(x) if kind in _VALUES_KINDS else int(j.offsets[-1])
-    out = _zeros(func, (total, arr.shape[2]), dtype)
+    # The whole values buffer on the device: reading offsets[-1] would synchronise.
+    total = len(x) if kind in _VALUES_KINDS or xp is not np else int(j.offsets[-1])
+    out = _zeros(func, (total, arr.shape[2]), dtype, xp)
     vv = None if j.values_validity is None else j.values_validity[:total]
-    _kernel("jagged_dense_bmm")(x[:total].astype(dtype, copy=False), _i64(j.offsets),
-                                _u8(j.validity), _u8(vv), np.ascontiguousarray(arr, dtype=dtype),
-                                limit, out)
+    _kernel("jagged_dense_bmm", xp)(x[:total].astype(dtype, copy=False), _i64(j.offsets),
+                                    _u8(j.validity), _u8(vv),
+                                    xp.ascontiguousarray(arr, dtype=dtype), limit, out)
+    device_checks(func, xp)
     return _finish(Jagged._trusted(out, j.offsets, j.validity, vv), kind)
 
 
@@ -400,6 +410,7 @@ def jagged_jagged_bmm(x: Any, y: Any, offsets: Any = None,
            [[6., 6.]]])
     """
     func = "jagged_jagged_bmm"
+    xp = array_module(func, x=x, y=y, offsets=offsets)
     if offsets is None:
         jx, _ = _as_jagged(func, x, None, "x")
         jy, _ = _as_jagged(func, y, None, "y")
@@ -410,32 +421,45 @@ def jagged_jagged_bmm(x: Any, y: Any, offsets: Any = None,
             msg = f"{func}: y has {jy.num_rows} rows but x has {jx.num_rows}"
             raise ArrowSparseValueError(msg)
         xv, yv, xo, yo = jx.values, jy.values, jx.offsets, jy.offsets
-        valid = _and_mask(jx.validity, jx.num_rows, 0, jx.num_rows, jy.validity, 0)
-        differ = np.diff(_i64(xo)) != np.diff(_i64(yo))
-        if valid is not None:  # a null row is never read: its length is free
-            differ &= valid
-        if differ.any():
-            pos = v.first_true(differ)
-            v.fail_value(func, "y", "rows differ in length from x's", pos,
-                         f"{yo[pos + 1] - yo[pos]} != {xo[pos + 1] - xo[pos]}")
+        valid = _D.and_validity(jx.validity, jy.validity, 0, 0, jx.num_rows)
+        _same_lengths(func, xo, yo, valid)
         x_valid, y_valid = jx.values_validity, jy.values_validity
     else:
-        xv = v.as_values_array(func, "x", x)
-        yv = v.as_values_array(func, "y", y)
+        xv = v.as_values_array(func, "x", x, device=True)
+        yv = v.as_values_array(func, "y", y, device=True)
         if len(xv) != len(yv):
             msg = f"{func}: y has {len(yv)} values but x has {len(xv)}; they share the offsets"
             raise ArrowSparseValueError(msg)
-        xo = yo = v.check_offsets(func, "offsets", offsets, len(xv))
+        xo = yo = v.check_offsets(func, "offsets", offsets, len(xv), device=True)
         valid = x_valid = y_valid = None
     if xv.ndim != 2 or yv.ndim != 2:
         msg = f"{func}: x and y values must be 2-D, got shapes {xv.shape} and {yv.shape}"
         raise ArrowSparseValueError(msg)
     dtype = _arith_dtype(func, xv.dtype, yv.dtype)
     limit = _max_length(func, max_length)
-    out = _zeros(func, (len(xo) - 1, xv.shape[1], yv.shape[1]), dtype)
-    _kernel("jagged_jagged_bmm")(xv.astype(dtype, copy=False), _i64(xo), _u8(x_valid),
-                                 yv.astype(dtype, copy=False), _i64(yo), _u8(y_valid),
-                                 _u8(valid), limit, out)
+    out = _zeros(func, (len(xo) - 1, xv.shape[1], yv.shape[1]), dtype, xp)
+    _kernel("jagged_jagged_bmm", xp)(xv.astype(dtype, copy=False), _i64(xo), _u8(x_valid),
+                                     yv.astype(dtype, copy=False), _i64(yo), _u8(y_valid),
+                                     _u8(valid), limit, out)
+    device_checks(func, xp)
     return out
+
+
+def _same_lengths(func: str, xo: Any, yo: Any, valid: Any) -> None:
+    """Rows of ``y`` (offsets ``yo``) as long as ``x``'s, except where a row is null.
+
+    On the device the first differing row is recorded in the error word.
+    """
+    xp = module_of(xo)
+    differ = xp.diff(_i64(xo)) != xp.diff(_i64(yo))
+    if valid is not None:  # a null row is never read: its length is free
+        differ &= valid
+    if is_cupy_array(differ):
+        positions = xp.where(differ, xp.arange(len(differ), dtype=np.int64), -1)
+        _D.cuda_checks().check_positions(positions, _D.cuda_checks().ROWS_DIFFER)
+    elif differ.any():
+        pos = v.first_true(differ)
+        v.fail_value(func, "y", "rows differ in length from x's", pos,
+                     f"{yo[pos + 1] - yo[pos]} != {xo[pos + 1] - xo[pos]}")
 
 

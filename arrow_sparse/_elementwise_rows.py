@@ -1,6 +1,9 @@
 """Per-row selection: gathers, slices, per-row unique values, repeats.
 
 Re-exported by :mod:`arrow_sparse.elementwise`, whose docstring describes the input forms.
+Every function runs on numpy or CuPy inputs alike. Gathers, slices and unique read the
+size of their result back from the device (one synchronisation per jagged level: the
+size depends on the data); ``repeat`` reads nothing.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import pyarrow as pa
 
 from . import _elementwise_arrow as _A
 from . import _validate as v
-from ._backend import get_kernel
+from ._backend import array_module, device_checks, fetch, is_cupy_array, module_of
 from ._elementwise_common import (
     _INT32_MAX,
     _INT64_MAX,
@@ -27,12 +30,13 @@ from ._elementwise_common import (
     _is_list_array,
     _kernel,
     _leaf_offsets,
+    _levels,
     _map_innermost,
     _rebuild,
+    _rebuild_whole,
     _repeat,
     _u8,
     _windows,
-    _zeros,
 )
 from .convert import _offsets_list
 from .errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
@@ -50,61 +54,102 @@ __all__ = [
 
 
 # ================================================================ gathers and slices
-def _gather(values: np.ndarray, starts: np.ndarray, out_offsets: np.ndarray) -> np.ndarray:
+#: A device check of row ids, read with the result's size: ``(arg, problem, ids, position
+#: of the first bad id (or of any id), whether it is bad)``, the last two device scalars.
+Pending = tuple[str, str, Any, Any, Any]
+
+
+def _gather(values: np.ndarray, starts: np.ndarray, out_offsets: np.ndarray,
+            total: int) -> np.ndarray:
+    xp = module_of(values)
     words = _as_words(values)
-    out = np.empty((int(out_offsets[-1]), words.shape[1]), dtype=words.dtype)
-    _kernel("gather_ranges")(words, starts, out_offsets, out)
+    out = xp.empty((total, words.shape[1]), dtype=words.dtype)
+    _kernel("gather_ranges", xp)(words, starts, out_offsets, out)
     return _from_words(out, values.dtype, values.shape[1:])
 
 
 def _take_ranges(func: str, j: Jagged, starts: np.ndarray, lengths: np.ndarray,
-                 validity: np.ndarray | None) -> Jagged:
-    """Row ``i`` of the result: elements ``[starts[i], starts[i] + lengths[i])`` of ``j``."""
-    out_offsets = np.zeros(len(starts) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=out_offsets[1:])
-    total = int(out_offsets[-1])
+                 validity: np.ndarray | None, pending: Pending | None = None) -> Jagged:
+    """Row ``i`` of the result: elements ``[starts[i], starts[i] + lengths[i])`` of ``j``.
+
+    The result's size is read (on the device: a synchronisation, which also raises the
+    device checks launched so far and the ``pending`` check of the row ids).
+    """
+    xp = module_of(lengths)
+    out_offsets = xp.zeros(len(starts) + 1, dtype=np.int64)
+    xp.cumsum(lengths, out=out_offsets[1:])
+    scalars = () if pending is None else pending[3:]
+    total, *check = fetch(func, out_offsets[-1], *scalars)
+    if pending is not None and check[1]:
+        arg, problem, ids, _, _ = pending
+        value = fetch(func, ids[check[0]])[0]
+        raise ArrowSparseIndexError(v.message(func, arg, problem, check[0], value))
     if j.offsets.dtype == np.int32 and total > _INT32_MAX:
         msg = (f"{func}: the result holds {total} elements, too many for int32 offsets "
                "(Arrow list); use large_list (int64 offsets)")
         raise ArrowSparseValueError(msg)
-    starts = _i64(starts)
     values = j.values
     vv = None
     if isinstance(values, Jagged):
-        elements = _kernel("ranges_to_indices")(starts, out_offsets)
+        elements = _kernel("ranges_to_indices", xp)(starts, out_offsets,
+                                                    xp.empty(total, dtype=np.int64))
         new_values: Any = _take_rows(func, values, elements)
     else:
-        new_values = _gather(values, starts, out_offsets)
+        new_values = _gather(values, starts, out_offsets, total)
         if j.values_validity is not None:
-            vv = _gather(j.values_validity, starts, out_offsets)
-    return Jagged._trusted(new_values, out_offsets.astype(j.offsets.dtype, copy=False),
-                           validity, vv)
+            vv = _gather(j.values_validity, starts, out_offsets, total)
+    if j.offsets.dtype != out_offsets.dtype:
+        out_offsets = out_offsets.astype(j.offsets.dtype)
+    return Jagged._trusted(new_values, out_offsets, validity, vv)
 
 
 def _row_ranges(offsets: np.ndarray, validity: np.ndarray | None, rows: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Return ``(starts, lengths, validity)`` of rows ``rows``; null rows become empty."""
-    starts = _i64(offsets[rows])
-    lengths = _i64(offsets[rows + 1]) - starts
+    xp = module_of(offsets)
+    offsets = _i64(offsets)
+    starts = offsets[rows]
+    lengths = xp.diff(offsets)[rows]
     picked = None if validity is None else validity[rows]
     if picked is not None:
-        lengths = np.where(picked, lengths, 0)
+        lengths = xp.where(picked, lengths, 0)
     return starts, lengths, picked
 
 
-def _take_rows(func: str, j: Jagged, rows: np.ndarray) -> Jagged:
-    """Rows ``rows`` (checked, non-negative) of ``j``; null rows become empty nulls."""
-    return _take_ranges(func, j, *_row_ranges(j.offsets, j.validity, rows))
+def _take_rows(func: str, j: Jagged, rows: np.ndarray, pending: Pending | None = None
+               ) -> Jagged:
+    """Take rows ``rows`` (non-negative; checked, or ``pending``) of ``j``.
+
+    Null rows become empty nulls.
+    """
+    return _take_ranges(func, j, *_row_ranges(j.offsets, j.validity, rows), pending)
 
 
-def _check_rows(func: str, arg: str, rows: Any, num_rows: int) -> np.ndarray:
-    idx = v.as_index_array(func, arg, rows)
-    bad = (idx < -num_rows) | (idx >= num_rows)
-    if bad.any():
-        pos = v.first_true(bad)
-        msg = v.message(func, arg, f"out of range [-{num_rows}, {num_rows})", pos, idx[pos])
-        raise ArrowSparseIndexError(msg)
-    return np.where(idx < 0, idx + num_rows, idx).astype(np.int64, copy=False)
+def _check_rows(func: str, arg: str, rows: Any, num_rows: int
+                ) -> tuple[np.ndarray, Pending | None]:
+    """Row ids in ``[-num_rows, num_rows)`` made non-negative, and the pending device check.
+
+    On the host a bad id raises now. On the device the ids are clamped into range (so
+    the gathers stay in bounds) and the check is read with the result's size.
+    """
+    problem = f"out of range [-{num_rows}, {num_rows})"
+    idx = v.as_index_array(func, arg, rows, device=True)
+    if not is_cupy_array(idx):
+        bad = (idx < -num_rows) | (idx >= num_rows)
+        if bad.any():
+            pos = v.first_true(bad)
+            raise ArrowSparseIndexError(v.message(func, arg, problem, pos, idx[pos]))
+        return np.where(idx < 0, idx + num_rows, idx).astype(np.int64, copy=False), None
+    if len(idx) == 0:
+        return idx, None
+    if num_rows == 0:  # every id is out of range
+        raise ArrowSparseIndexError(v.message(func, arg, problem, 0, fetch(func, idx[0])[0]))
+    lowest = 0 if rows.dtype.kind == "u" else -num_rows  # unsigned ids wrapped to negative
+    idx = _i64(idx)
+    bad = (idx - lowest).view(np.uint64) >= num_rows - lowest  # outside [lowest, num_rows)
+    first = bad.argmax()
+    # Python's modulo wraps the negative ids and keeps the bad ones in bounds.
+    return idx % num_rows, (arg, problem, idx, first, bad[first])
 
 
 def index_select(data: Any, rows: Any, *, offsets: Any = None) -> Any:
@@ -141,6 +186,12 @@ def index_select(data: Any, rows: Any, *, offsets: Any = None) -> Any:
     --------
     jagged_index_select : FBGEMM's signature (values, lengths, indices).
 
+    Notes
+    -----
+    On the device (``rows`` a CuPy array): the result's size is read back, one
+    synchronisation per jagged level, which also raises a row id out of range (and the
+    device checks of the input) at once.
+
     Examples
     --------
     >>> j = asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], [3, 6]])
@@ -154,10 +205,13 @@ def index_select(data: Any, rows: Any, *, offsets: Any = None) -> Any:
     func = "index_select"
     if _A.take_only(data, offsets):
         arr, kind = _A.as_list_array(func, data, offsets)
-        ranges = _row_ranges(*_A.parts(arr), _check_rows(func, "rows", rows, len(arr)))
-        return _A.finish(_A.take_ranges(func, arr, *ranges), kind)
+        picked, _ = _check_rows(func, "rows", rows, len(arr))
+        return _A.finish(_A.take_ranges(func, arr, *_row_ranges(*_A.parts(arr), picked)), kind)
+    xp = array_module(func, data=data, rows=rows, offsets=offsets)
     j, kind = _as_jagged(func, data, offsets)
-    return _finish_rows(_take_rows(func, j, _check_rows(func, "rows", rows, j.num_rows)), kind)
+    result = _take_rows(func, j, *_check_rows(func, "rows", rows, j.num_rows))
+    device_checks(func, xp)
+    return _finish_rows(result, kind)
 
 
 def jagged_index_select(values: Any, lengths: Any, indices: Any) -> Any:
@@ -191,6 +245,11 @@ def jagged_index_select(values: Any, lengths: Any, indices: Any) -> Any:
     --------
     index_select : The same on a Jagged or an Arrow list array.
 
+    Notes
+    -----
+    On the device (CuPy arrays): one synchronisation, the result's size, which also
+    raises bad lengths or indices at once.
+
     Examples
     --------
     >>> asp.jagged_index_select(np.array([1, 2, 3, 2, 4, 6, 7, 3, 6]), [3, 4, 2], [2, 2, 0])
@@ -199,16 +258,20 @@ def jagged_index_select(values: Any, lengths: Any, indices: Any) -> Any:
     func = "jagged_index_select"
     if _A.take_only(values, lengths):
         values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-        lens = v.check_lengths(func, "lengths", lengths, len(values))
-        arr, _ = _A.as_list_array(func, values, _lengths_to_offsets(lens))
-        picked = _check_rows(func, "indices", indices, len(lens))
+        lens, offs = v.lengths_offsets(func, "lengths", lengths, num_values=len(values))
+        arr, _ = _A.as_list_array(func, values, offs)
+        picked, _ = _check_rows(func, "indices", indices, len(lens))
         res = _A.take_ranges(func, arr, *_row_ranges(*_A.parts(arr), picked))
         return res.values, pa.array(np.diff(_A.parts(res)[0]).astype(lens.dtype, copy=False))
-    vals = v.as_values_array(func, "values", values)
-    lens = v.check_lengths(func, "lengths", lengths, len(vals))
-    j = Jagged._trusted(vals, _lengths_to_offsets(lens))
-    res = _take_rows(func, j, _check_rows(func, "indices", indices, j.num_rows))
-    out_lengths = np.diff(res.offsets).astype(lens.dtype, copy=False)
+    xp = array_module(func, values=values, lengths=lengths, indices=indices)
+    vals = v.as_values_array(func, "values", values, device=True)
+    lens, offs = v.lengths_offsets(func, "lengths", lengths, num_values=len(vals), device=True)
+    j = Jagged._trusted(vals, offs)
+    res = _take_rows(func, j, *_check_rows(func, "indices", indices, j.num_rows))
+    out_lengths = xp.diff(res.offsets)
+    if out_lengths.dtype != lens.dtype:
+        out_lengths = out_lengths.astype(lens.dtype)
+    device_checks(func, xp)
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         return pa.array(res.values), pa.array(out_lengths)
     return res.values, out_lengths
@@ -223,26 +286,21 @@ def _slice_bound(func: str, arg: str, x: Any) -> int | None:
     return max(min(int(x), _INT64_MAX // 2), -(_INT64_MAX // 2))
 
 
-def _lengths_to_offsets(lengths: np.ndarray) -> np.ndarray:
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    return offsets
-
-
 def _slice_ranges(offsets: np.ndarray, validity: np.ndarray | None, start: int | None,
                   stop: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Return ``(starts, lengths, validity)`` of ``row[start:stop]`` for every row."""
-    lens = np.diff(_i64(offsets))
+    xp = module_of(offsets)
+    lens = xp.diff(_i64(offsets))
 
     def bound(i: int | None, default: Any) -> Any:
         if i is None:
             return default
-        return np.maximum(lens + i, 0) if i < 0 else np.minimum(lens, i)
+        return xp.maximum(lens + i, 0) if i < 0 else xp.minimum(lens, i)
 
     first = bound(start, 0)
-    new_lengths = np.maximum(bound(stop, lens) - first, 0)
+    new_lengths = xp.maximum(bound(stop, lens) - first, 0)
     if validity is not None:
-        new_lengths = np.where(validity, new_lengths, 0)
+        new_lengths = xp.where(validity, new_lengths, 0)
     return _i64(offsets[:-1]) + first, new_lengths, validity
 
 
@@ -254,8 +312,9 @@ def _list_slice(func: str, data: Any, offsets: Any, start: int | None,
         return _A.finish(_A.take_ranges(func, arr, *_slice_ranges(*_A.parts(arr), start, stop)),
                          kind)
     j, kind = _as_jagged(func, data, offsets)
-    return _finish_rows(_take_ranges(func, j, *_slice_ranges(j.offsets, j.validity, start, stop)),
-                        kind)
+    result = _take_ranges(func, j, *_slice_ranges(j.offsets, j.validity, start, stop))
+    device_checks(func, j.xp)
+    return _finish_rows(result, kind)
 
 
 def list_slice(data: Any, start: int | None = None, stop: int | None = None, *,
@@ -354,17 +413,17 @@ def truncate(data: Any, length: int, *, offsets: Any = None) -> Any:
 # ======================================================================== unique
 def _unique(func: str, j: Jagged) -> Jagged:
     vals = j.values
-    assert isinstance(vals, np.ndarray)
+    xp = j.xp
     if vals.ndim != 1:
         msg = f"{func}: rows must hold scalars, got values of shape {vals.shape}"
         raise ArrowSparseTypeError(msg)
     work = vals.view(np.uint8) if vals.dtype == bool else \
         vals.astype(np.float32) if vals.dtype == np.float16 else vals
-    out, counts = get_kernel("elementwise", "unique_rows")(
-        work, _i64(j.offsets), _u8(j.validity), _u8(j.values_validity), work.dtype)
+    out, counts = _kernel("unique_rows", xp)(work, _i64(j.offsets), _u8(j.validity),
+                                             _u8(j.values_validity))
     out = out.view(bool) if vals.dtype == bool else out.astype(vals.dtype, copy=False)
-    offsets = np.zeros(len(counts) + 1, dtype=j.offsets.dtype)
-    np.cumsum(counts, out=offsets[1:])
+    offsets = xp.zeros(len(counts) + 1, dtype=j.offsets.dtype)
+    xp.cumsum(counts, dtype=offsets.dtype, out=offsets[1:])
     return Jagged._trusted(out, offsets, j.validity)
 
 
@@ -397,6 +456,12 @@ def jagged_unique(data: Any, *, offsets: Any = None) -> Any:
     --------
     numpy.unique : The same on one array.
 
+    Notes
+    -----
+    On the device: a segmented sort (two stable argsorts) and one synchronisation, the
+    number of distinct values (the result's size); the device checks are read right
+    after it (the error word: a small second read) and raised at once.
+
     Examples
     --------
     >>> asp.jagged_unique(asp.Jagged.from_list([[3, 1, 3, 2], [], None, [7, 7]]))
@@ -411,7 +476,9 @@ def jagged_unique(data: Any, *, offsets: Any = None) -> Any:
         arr, kind = _A.as_list_array(func, data, offsets)
         return _A.finish(_A.unique(func, arr), kind)
     j, kind = _as_jagged(func, data, offsets)
-    return _finish_rows(_map_innermost(j, lambda lvl: _unique(func, lvl)), kind)
+    result = _map_innermost(j, lambda lvl: _unique(func, lvl))
+    device_checks(func, j.xp, wait=True)  # the launcher has read the result's size
+    return _finish_rows(result, kind)
 
 
 # ======================================================================== repeat
@@ -421,8 +488,8 @@ def repeat(x: Any, like: Any) -> Any:
     Parameters
     ----------
     x
-        One value or vector per row: ``[rows]`` or ``[rows, *inner]`` (numpy or Arrow).
-        An Arrow array of strings (or any other type) needs an Arrow ``like``.
+        One value or vector per row: ``[rows]`` or ``[rows, *inner]`` (numpy, Arrow or
+        CuPy). An Arrow array of strings (or any other type) needs an Arrow ``like``.
     like
         A :class:`Jagged` (nested: down to the leaves) or Arrow list array giving the rows
         (its elements may be of any type: only its offsets and validity are read).
@@ -444,6 +511,11 @@ def repeat(x: Any, like: Any) -> Any:
     --------
     expand_into_jagged : The same with offsets, giving values.
 
+    Notes
+    -----
+    On the device: no synchronisation (one kernel); the result's values span the whole
+    values buffer of ``like`` (0 where no row addresses a value).
+
     Examples
     --------
     >>> like = asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], [3, 6]])
@@ -459,14 +531,21 @@ def repeat(x: Any, like: Any) -> Any:
         msg = (f"{func}: x of Arrow type {x.type} needs like to be an Arrow list array "
                "(a Jagged holds numbers only)")
         raise ArrowSparseTypeError(msg)
-    arr = v.as_values_array(func, "x", x)
+    xp = array_module(func, x=x, like=like)
+    arr = v.as_values_array(func, "x", x, device=True)
     j, kind = _as_jagged(func, like, None, "like")
     if len(arr) != j.num_rows:
         msg = f"{func}: x has {len(arr)} rows but like has {j.num_rows}"
         raise ArrowSparseValueError(msg)
-    wins, (start, stop) = _windows(j)
-    window = _repeat(arr, _leaf_offsets(wins), start, stop)
-    return _finish(_rebuild(wins, window, start, [n.validity for n, _, _ in wins], None), kind)
+    levels = _levels(j)
+    validities = [node.validity for node in levels]
+    if xp is np:
+        wins, (start, stop) = _windows(j)
+        window = _repeat(arr, _leaf_offsets(levels), start, stop)
+        return _finish(_rebuild(wins, window, start, validities, None), kind)
+    whole = _repeat(arr, _leaf_offsets(levels), 0, len(levels[-1].values), covered=False)
+    device_checks(func, xp)
+    return _finish(_rebuild_whole(levels, whole, validities, None), kind)
 
 
 def expand_into_jagged(x: Any, offsets: Any) -> Any:
@@ -482,7 +561,7 @@ def expand_into_jagged(x: Any, offsets: Any) -> Any:
 
     Returns
     -------
-    numpy.ndarray or pyarrow.Array
+    numpy.ndarray, cupy.ndarray or pyarrow.Array
         Values ``[offsets[-1][-1], *inner]``: position ``k`` of row ``r`` holds ``x[r]``;
         positions before the first row hold 0.
 
@@ -497,18 +576,20 @@ def expand_into_jagged(x: Any, offsets: Any) -> Any:
     --------
     repeat : The same shaped like a Jagged.
 
+    Notes
+    -----
+    On the device: the result's size ``offsets[-1][-1]`` is read back (one
+    synchronisation, which also raises bad offsets at once); one kernel.
+
     Examples
     --------
     >>> asp.expand_into_jagged(np.array([10, 20, 30]), np.array([0, 3, 7, 9]))
     array([10, 10, 10, 20, 20, 20, 20, 30, 30])
     """
     func = "expand_into_jagged"
-    arr = v.as_values_array(func, "x", x)
-    if isinstance(offsets, (np.ndarray, pa.Array, pa.ChunkedArray)):
-        offsets = [offsets]
-    last = offsets[-1] if isinstance(offsets, (list, tuple)) and offsets else offsets
-    first = v.as_index_array(func, "offsets[-1]", last)
-    offs = _offsets_list(func, offsets, int(first[-1]) if len(first) else 0)
+    xp = array_module(func, x=x, offsets=offsets)
+    arr = v.as_values_array(func, "x", x, device=True)
+    offs = _offsets_list(func, offsets, None, device=True)
     rows = len(offs[0]) - 1
     if len(arr) != rows:
         msg = f"{func}: x has {len(arr)} rows but offsets[0] describes {rows}"
@@ -516,9 +597,7 @@ def expand_into_jagged(x: Any, offsets: Any) -> Any:
     comp = _i64(offs[0])
     for o in offs[1:]:
         comp = _i64(o[comp])
-    start, stop = int(comp[0]), int(comp[-1])
-    total = int(offs[-1][-1])
-    out = _zeros(func, (total,) + arr.shape[1:], arr.dtype)
-    out[start:stop] = _repeat(arr, comp, start, stop)
+    total = fetch(func, offs[-1][-1])[0]
+    out = _repeat(arr, comp, 0, total, covered=False)
+    device_checks(func, xp)
     return pa.array(out) if isinstance(x, (pa.Array, pa.ChunkedArray)) else out
-

@@ -12,6 +12,11 @@ The ``jagged_*`` functions named after FBGEMM operators keep FBGEMM's argument o
 ``(values, offsets, ...)``; pass a Jagged or an Arrow list array as ``values`` with
 ``offsets=None`` to use the other forms. The examples use Caffe2's batch
 ``[1, 2, 3] [2, 4, 6, 7] [3, 6]``; ``docs/jagged-arithmetic.md`` has the concepts.
+
+Every function also runs on CuPy arrays (and a :class:`Jagged` on the device) through
+the CUDA kernels and answers with CuPy arrays (a Jagged on the device, values, or
+``(values, offsets)``): see docs/gpu.md ("Dispatch"). Each docstring's Notes say what
+it synchronises.
 """
 
 from __future__ import annotations
@@ -21,26 +26,32 @@ from typing import Any
 
 import numpy as np
 
+from . import _elementwise_device as _D
 from . import _validate as v
+from ._backend import array_module, device_checks
 from ._elementwise_common import (
     _INT64_MAX,
     _VALUES_KINDS,
     Window,
     _and_mask,
     _as_jagged,
+    _check_levels,
     _chunkwise,
     _finish,
     _float_dtype,
     _hidden_mask,
     _i64,
+    _is_array,
     _is_chunked_list,
     _is_list_array,
     _kernel,
     _leaf_offsets,
+    _levels,
     _map_innermost,
     _max_length,
     _read_dense,
     _rebuild,
+    _rebuild_whole,
     _repeat,
     _same_structure,
     _scalar_operand,
@@ -50,6 +61,7 @@ from ._elementwise_common import (
     _visible_rows,
     _window_as,
     _windows,
+    _zeros,
 )
 from ._elementwise_dense import (
     jagged_dense_bmm,
@@ -131,6 +143,16 @@ def jagged_ufunc(ufunc: np.ufunc, *operands: Any, **kwargs: Any) -> Jagged:
     --------
     map_values : Any elementwise function of the values.
 
+    Notes
+    -----
+    On the device (a Jagged on the device, CuPy arrays and scalars): no synchronisation.
+    The ufunc is CuPy's of the same name, applied to the whole values buffer (the
+    window the rows address is not read back); positions outside the rows, under null
+    rows and null elements are then set to 0, and the values buffer keeps its length.
+    Rows that differ from the other Jagged's, or are longer than a padded operand, are
+    raised by the next check (docs/gpu.md, "Dispatch"). Where CuPy differs from numpy
+    (integer overflow and negative powers are not errors there), the device follows CuPy.
+
     Examples
     --------
     >>> j = asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], [3, 6]])
@@ -155,6 +177,12 @@ def jagged_ufunc(ufunc: np.ufunc, *operands: Any, **kwargs: Any) -> Jagged:
     if base is None:
         msg = f"{func}: no operand is a Jagged"
         raise ArrowSparseTypeError(msg)
+    xp = array_module(func, **{f"operand {i}": op for i, op in enumerate(ops)
+                               if not _scalar_operand(op)})
+    if xp is not np:
+        result = _device_ufunc(func, xp, ufunc, ops, base, kwargs)
+        device_checks(func, xp)
+        return result
     wins, (start, stop) = _windows(base)
     leaf = wins[-1][0].values
     assert isinstance(leaf, np.ndarray)
@@ -182,55 +210,130 @@ def jagged_ufunc(ufunc: np.ufunc, *operands: Any, **kwargs: Any) -> Jagged:
             args[i] = _broadcast(func, "other", op, wins, validities, start, stop)
     args = _align_elements(func, args)
     keep = _hidden_mask(wins, validities, values_validity, start, stop)
+    result = _numeric(func, _visible(lambda *a: _call(func, ufunc, a, kwargs), args, keep))
+    return _rebuild(wins, result, start, validities, values_validity)
+
+
+def _device_ufunc(func: str, xp: Any, ufunc: np.ufunc, ops: list[Any], base: Jagged,
+                  kwargs: dict[str, Any]) -> Jagged:
+    """:func:`jagged_ufunc` on the device: on the whole values buffer (see its Notes)."""
+    device_ufunc = getattr(xp, ufunc.__name__, None)
+    if device_ufunc is None:
+        msg = (f"{func}: numpy's {ufunc.__name__} has no CuPy counterpart; move the Jagged to "
+               "the host first with Jagged.to_device('cpu')")
+        raise NotImplementedError(msg)
+    levels = _levels(base)
+    bounds = _D.windows(levels)
+    leaf = levels[-1].values
+    size = len(leaf)
+    validities = [node.validity for node in levels]
+    values_validity = levels[-1].values_validity
+    args: list[Any] = [None] * len(ops)
+    for i, op in enumerate(ops):  # the Jaggeds first: their validity decides what is read
+        if op is base:
+            args[i] = leaf
+        elif isinstance(op, Jagged):
+            olevels = _levels(op)
+            _check_levels(func, "other", levels, olevels)
+            obounds = _D.same_structure(func, levels, bounds, olevels)
+            for level, (node, onode) in enumerate(zip(levels, olevels, strict=True)):
+                validities[level] = _D.and_validity(validities[level], onode.validity,
+                                                    bounds[level][0], obounds[level][0],
+                                                    node.num_rows)
+            lo, olo = bounds[-1][0], obounds[-1][0]
+            values_validity = _D.and_validity(values_validity, olevels[-1].values_validity,
+                                              lo, olo, size)
+            other = olevels[-1].values
+            same = obounds is bounds and len(other) == size
+            args[i] = other if same else _D.aligned(other, lo, olo, size)
+    for i, op in enumerate(ops):
+        if _scalar_operand(op):
+            args[i] = op
+        elif not isinstance(op, Jagged):
+            arr = v.as_values_array(func, "other", op, min_ndim=0, device=True)
+            form = _operand_form(func, "other", arr, levels)
+            if form == "scalar":
+                args[i] = arr
+            elif form == "padded":
+                args[i] = _D.padded(arr, levels, validities, bounds)
+            else:
+                args[i] = _per_row_shape(_D.per_row(arr, levels), arr, leaf)
+    args = _align_elements(func, args)
+    mask = _D.keep(levels, validities, values_validity, bounds)
+    with np.errstate(all="ignore"):  # values no one reads are computed too; CuPy never warns
+        result = _call(func, device_ufunc, args, kwargs)
+    result = _numeric(func, _D.zero_hidden(result, mask))
+    return _rebuild_whole(levels, result, validities, values_validity)
+
+
+def _call(func: str, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:
+    """``fn(*args, **kwargs)`` with its errors named after ``func``."""
     try:
-        result = _visible(lambda *a: ufunc(*a, **kwargs), args, keep)
+        return fn(*args, **kwargs)
     except TypeError as exc:
         msg = f"{func}: {exc}"
         raise ArrowSparseTypeError(msg) from None
     except (ValueError, OverflowError) as exc:
         msg = f"{func}: {exc}"
         raise ArrowSparseValueError(msg) from None
+
+
+def _numeric(func: str, result: Any) -> Any:
     if result.dtype.kind not in "biuf":
         msg = f"{func}: the result has dtype {result.dtype}; Jagged values must be numbers"
         raise ArrowSparseTypeError(msg)
-    return _rebuild(wins, result, start, validities, values_validity)
+    return result
 
 
-def _broadcast(func: str, arg: str, op: Any, wins: list[Window],
-               validities: list[np.ndarray | None], start: int, stop: int) -> np.ndarray:
-    """Read a per-row or padded operand at every leaf position of ``[start, stop)``."""
-    arr = v.as_values_array(func, arg, op, min_ndim=0)
+def _operand_form(func: str, arg: str, arr: Any, levels: list[Jagged]) -> str:
+    """``"scalar"`` (0-d), ``"per_row"`` or ``"padded"``: how ``arr`` meets the rows."""
     if arr.ndim == 0:
-        return arr
-    base = wins[0][0]
-    leaf = wins[-1][0].values
-    assert isinstance(leaf, np.ndarray)
+        return "scalar"
+    leaf = levels[-1].values
     inner = leaf.shape[1:]
-    rows = base.num_rows
+    rows = levels[0].num_rows
     if arr.shape[0] != rows:
         msg = f"{func}: {arg} has {arr.shape[0]} rows but the Jagged has {rows}"
         raise ArrowSparseValueError(msg)
     if arr.ndim in (1, 1 + len(inner)):
-        out = _repeat(arr, _leaf_offsets(wins), start, stop)
-        return out.reshape(out.shape + (1,) * len(inner)) if arr.ndim == 1 else out
-    if arr.ndim == 1 + len(wins) + len(inner):
-        visible = _visible_rows(wins, validities)
-        for level, ((node, lo, hi), shown) in enumerate(zip(wins, visible, strict=True)):
-            lens = np.diff(_i64(node.offsets[lo:hi + 1]))
-            if shown is not None:  # hidden rows are never read: their length is free
-                lens = np.where(shown, lens, 0)
-            extent = arr.shape[1 + level]
-            too_long = lens > extent
-            if too_long.any():
-                pos = v.first_true(too_long)
-                where = "" if level == 0 else f" (level {level})"
-                v.fail_value(func, arg, f"axis {1 + level} (length {extent}) is shorter than "
-                             f"a row of the Jagged{where}", pos, lens[pos])
-        return _read_dense(arr, [node.offsets for node, _, _ in wins])[start:stop]
+        return "per_row"
+    if arr.ndim == 1 + len(levels) + len(inner):
+        return "padded"
     msg = (f"{func}: {arg} of shape {arr.shape} does not broadcast against a Jagged of "
            f"{rows} rows with values of shape {leaf.shape}: use a scalar, a per-row array "
            f"[rows] or [rows, *inner], or a padded array [rows, L, ..., *inner]")
     raise ArrowSparseValueError(msg)
+
+
+def _broadcast(func: str, arg: str, op: Any, wins: list[Window],
+               validities: list[np.ndarray | None], start: int, stop: int) -> np.ndarray:
+    """Read a per-row or padded operand at every leaf position of ``[start, stop)`` (host)."""
+    arr = v.as_values_array(func, arg, op, min_ndim=0)
+    levels = [node for node, _, _ in wins]
+    form = _operand_form(func, arg, arr, levels)
+    if form == "scalar":
+        return arr
+    if form == "per_row":
+        return _per_row_shape(_repeat(arr, _leaf_offsets(levels), start, stop), arr,
+                              levels[-1].values)
+    visible = _visible_rows(wins, validities)
+    for level, ((node, lo, hi), shown) in enumerate(zip(wins, visible, strict=True)):
+        lens = np.diff(_i64(node.offsets[lo:hi + 1]))
+        if shown is not None:  # hidden rows are never read: their length is free
+            lens = np.where(shown, lens, 0)
+        extent = arr.shape[1 + level]
+        too_long = lens > extent
+        if too_long.any():
+            pos = v.first_true(too_long)
+            where = "" if level == 0 else f" (level {level})"
+            v.fail_value(func, arg, f"axis {1 + level} (length {extent}) is shorter than "
+                         f"a row of the Jagged{where}", pos, lens[pos])
+    return _read_dense(arr, [node.offsets for node in levels], stop)[start:stop]
+
+
+def _per_row_shape(out: Any, arr: Any, leaf: Any) -> Any:
+    """Shape a ``[rows]`` operand read at each element as one scalar per vector element."""
+    return out.reshape(out.shape + (1,) * (leaf.ndim - 1)) if arr.ndim == 1 else out
 
 
 def _align_elements(func: str, args: list[Any]) -> list[Any]:
@@ -240,12 +343,12 @@ def _align_elements(func: str, args: list[Any]) -> list[Any]:
     or matrix element (``[n, D]``) as ``[n, 1]``: element ``k`` of each operand pairs
     with element ``k`` of the other, never with a column.
     """
-    shapes = [a.shape[1:] for a in args if isinstance(a, np.ndarray) and a.ndim]
+    shapes = [a.shape[1:] for a in args if _is_array(a) and a.ndim]
     depth = max((len(s) for s in shapes), default=0)
     if depth == 0:
         return args
-    lined = [a.reshape(a.shape + (1,) * depth)
-             if isinstance(a, np.ndarray) and a.ndim == 1 else a for a in args]
+    lined = [a.reshape(a.shape + (1,) * depth) if _is_array(a) and a.ndim == 1 else a
+             for a in args]
     elements = [s for s in shapes if s]
     try:
         if any(len(s) != depth for s in elements):
@@ -304,12 +407,13 @@ def map_values(data: Any, func: Callable[[np.ndarray], Any], *, offsets: Any = N
     ----------
     data
         A :class:`Jagged` (nested: the leaf values are mapped), an Arrow list array, or
-        values ``[N, *inner]`` (numpy or Arrow) with ``offsets=``.
+        values ``[N, *inner]`` (numpy, Arrow or CuPy) with ``offsets=``.
     func
         Called once with the visible values the rows address (``[n, *inner]``: a view, or
         a copy without the values under null rows and null elements when there are
         any); must return ``n`` values (any numeric dtype; the inner shape may change).
-        It must work value by value.
+        It must work value by value. On the device: called with the whole values buffer
+        (a CuPy array) and must return a CuPy array of as many values.
     offsets
         Row offsets of ``data`` when it is a values array (may start above zero and end
         before the last value).
@@ -333,6 +437,13 @@ def map_values(data: Any, func: Callable[[np.ndarray], Any], *, offsets: Any = N
     --------
     jagged_ufunc : What the operators and numpy ufuncs (``np.exp(j)``) use.
 
+    Notes
+    -----
+    On the device: no synchronisation. ``func`` sees the whole values buffer, the values
+    no row addresses and those under null rows and null elements included (selecting
+    the others would read their number back); those positions are 0 in the result,
+    whose values buffer keeps the input's length.
+
     Examples
     --------
     >>> j = asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], None, [3, 6]])
@@ -348,6 +459,19 @@ def map_values(data: Any, func: Callable[[np.ndarray], Any], *, offsets: Any = N
         msg = f"{name}: func must be callable, got {type(func).__name__}"
         raise ArrowSparseTypeError(msg)
     j, kind = _as_jagged(name, data, offsets)
+
+    def call(window: np.ndarray, expected: int) -> np.ndarray:
+        result = v.as_values_array(name, "func(values)", func(window), device=True)
+        if len(result) != expected:
+            msg = (f"{name}: func returned {len(result)} values for {expected}; it must map "
+                   "the values one to one")
+            raise ArrowSparseValueError(msg)
+        return result
+
+    if j.xp is not np:
+        result = _D.mapped(name, j, lambda leaf: call(leaf, len(leaf)))
+        device_checks(name, j.xp)
+        return _finish(result, kind)
     min_len = len(j.values) if kind in _VALUES_KINDS else 0
     wins, (start, stop) = _windows(j)
     leaf = wins[-1][0].values
@@ -356,34 +480,50 @@ def map_values(data: Any, func: Callable[[np.ndarray], Any], *, offsets: Any = N
     values_validity = wins[-1][0].values_validity
     keep = _hidden_mask(wins, validities, values_validity, start, stop)
     expected = stop - start if keep is None else int(np.count_nonzero(keep))
-
-    def call(window: np.ndarray) -> np.ndarray:
-        result = v.as_values_array(name, "func(values)", func(window))
-        if len(result) != expected:
-            msg = (f"{name}: func returned {len(result)} values for {expected}; it must map "
-                   "the values one to one")
-            raise ArrowSparseValueError(msg)
-        return result
-
-    result = _visible(call, [leaf[start:stop]], keep)
+    result = _visible(lambda window: call(window, expected), [leaf[start:stop]], keep)
     return _finish(_rebuild(wins, result, start, validities, values_validity, min_len), kind)
 
 
 # ================================================================= softmax and cumsum
-def _softmax(j: Jagged, max_length: int, min_len: int) -> Jagged:
+def _row_scan_buffers(func: str, j: Jagged, min_len: int, dtype: np.dtype, zeroed: bool
+                      ) -> tuple[Any, Any]:
+    """``(values as 2-D dtype, out)`` for a kernel that writes the positions the rows address.
+
+    Host: ``out`` spans ``max(offsets[-1], min_len)`` values, zeroed outside the rows (all
+    of it when ``zeroed``), and only the rows' window is converted. Device: the whole
+    values buffer, all zeroed (the window's bounds are not read back).
+    """
     vals = j.values
-    assert isinstance(vals, np.ndarray)
-    dtype = _float_dtype(vals.dtype)
-    start, stop = int(j.offsets[0]), int(j.offsets[-1])
-    total = max(stop, min_len)
+    xp = j.xp
     width = int(np.prod(vals.shape[1:], dtype=np.int64))
-    out = v.empty("segment_softmax", (total, width), dtype)
-    out[:start] = 0  # the kernel writes every position the rows address, and only those
-    out[stop:] = 0
-    _kernel("softmax")(_window_as(vals, start, stop, dtype), _i64(j.offsets), _u8(j.validity),
-                       _u8(j.values_validity), max_length, out)
+    if xp is np:
+        start, stop = int(j.offsets[0]), int(j.offsets[-1])
+        total = max(stop, min_len)
+    else:
+        start, stop = 0, len(vals)
+        total, zeroed = stop, True
+    if zeroed:
+        out = _zeros(func, (total, width), dtype, xp)
+    else:
+        out = v.empty(func, (total, width), dtype)
+        out[:start] = 0  # the kernel writes every position the rows address, and only those
+        out[stop:] = 0
+    return _window_as(vals, start, stop, dtype), out
+
+
+def _scanned(j: Jagged, out: Any) -> Jagged:
+    """``j`` with new values ``out`` (2-D, reshaped to the values' inner shape)."""
+    total = len(out)
     vv = None if j.values_validity is None else j.values_validity[:total]
-    return Jagged._trusted(out.reshape((total,) + vals.shape[1:]), j.offsets, j.validity, vv)
+    return Jagged._trusted(out.reshape((total,) + j.values.shape[1:]), j.offsets, j.validity,
+                           vv)
+
+
+def _softmax(func: str, j: Jagged, max_length: int, min_len: int) -> Jagged:
+    x, out = _row_scan_buffers(func, j, min_len, _float_dtype(j.values.dtype), zeroed=False)
+    _kernel("softmax", j.xp)(x, _i64(j.offsets), _u8(j.validity), _u8(j.values_validity),
+                             max_length, out)
+    return _scanned(j, out)
 
 
 def jagged_softmax(values: Any, offsets: Any = None, max_length: int | None = None) -> Any:
@@ -417,6 +557,12 @@ def jagged_softmax(values: Any, offsets: Any = None, max_length: int | None = No
     --------
     segment_softmax : The same with lengths or segment ids, null rows and null elements.
 
+    Notes
+    -----
+    On the device: no synchronisation (one kernel); a Jagged's result spans its whole
+    values buffer (0 where no row addresses a value). Bad offsets are raised by the next
+    check (docs/gpu.md, "Dispatch").
+
     Examples
     --------
     >>> values = np.array([0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 5.0, 5.0])
@@ -431,7 +577,9 @@ def jagged_softmax(values: Any, offsets: Any = None, max_length: int | None = No
     j, kind = _as_jagged(func, values, offsets, "values")
     limit = _max_length(func, max_length)
     min_len = len(j.values) if kind in _VALUES_KINDS else 0
-    return _finish(_map_innermost(j, lambda lvl: _softmax(lvl, limit, min_len)), kind)
+    result = _finish(_map_innermost(j, lambda lvl: _softmax(func, lvl, limit, min_len)), kind)
+    device_checks(func, j.xp)
+    return result
 
 
 def segment_softmax(data: Any, *, offsets: Any = None, lengths: Any = None,
@@ -474,6 +622,10 @@ def segment_softmax(data: Any, *, offsets: Any = None, lengths: Any = None,
     -----
     A row holding ``inf`` or only ``-inf`` gives NaN, as ``torch.softmax`` does.
 
+    On the device: no synchronisation (one kernel), except with ``segment_ids`` and no
+    way to know the number of rows: the last id is read back (one synchronisation). A
+    Jagged's result spans its whole values buffer (0 where no row addresses a value).
+
     Examples
     --------
     >>> j = asp.Jagged.from_list([[1.0, 1.0], [], None, [0.0, 0.0, 0.0, 0.0]])
@@ -487,7 +639,10 @@ def segment_softmax(data: Any, *, offsets: Any = None, lengths: Any = None,
         return _chunkwise(data, lambda c: segment_softmax(c, offsets=offsets, lengths=lengths,
                                                           segment_ids=segment_ids))
     j, kind, min_len = _segments_input(func, data, offsets, lengths, segment_ids)
-    return _finish(_map_innermost(j, lambda lvl: _softmax(lvl, _INT64_MAX, min_len)), kind)
+    result = _finish(_map_innermost(j, lambda lvl: _softmax(func, lvl, _INT64_MAX, min_len)),
+                     kind)
+    device_checks(func, j.xp)
+    return result
 
 
 def _cumsum_dtype(dtype: np.dtype) -> np.dtype:
@@ -499,17 +654,11 @@ def _cumsum_dtype(dtype: np.dtype) -> np.dtype:
 
 
 def _cumsum(j: Jagged, exclusive: bool, min_len: int) -> Jagged:
-    vals = j.values
-    assert isinstance(vals, np.ndarray)
-    dtype = _cumsum_dtype(vals.dtype)
-    start, stop = int(j.offsets[0]), int(j.offsets[-1])
-    total = max(stop, min_len)
-    width = int(np.prod(vals.shape[1:], dtype=np.int64))
-    out = np.zeros((total, width), dtype=dtype)
-    _kernel("cumsum")(_window_as(vals, start, stop, dtype), _i64(j.offsets), _u8(j.validity),
-                      _u8(j.values_validity), exclusive, out)
-    vv = None if j.values_validity is None else j.values_validity[:total]
-    return Jagged._trusted(out.reshape((total,) + vals.shape[1:]), j.offsets, j.validity, vv)
+    x, out = _row_scan_buffers("segment_cumsum", j, min_len, _cumsum_dtype(j.values.dtype),
+                               zeroed=True)
+    _kernel("cumsum", j.xp)(x, _i64(j.offsets), _u8(j.validity), _u8(j.values_validity),
+                            exclusive, out)
+    return _scanned(j, out)
 
 
 def segment_cumsum(data: Any, *, offsets: Any = None, lengths: Any = None,
@@ -550,6 +699,11 @@ def segment_cumsum(data: Any, *, offsets: Any = None, lengths: Any = None,
     --------
     lengths_to_offsets : The exclusive cumsum of lengths.
 
+    Notes
+    -----
+    On the device: as :func:`segment_softmax` (no synchronisation but the last segment
+    id read back with ``segment_ids``).
+
     Examples
     --------
     >>> j = asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], [3, 6]])
@@ -565,6 +719,8 @@ def segment_cumsum(data: Any, *, offsets: Any = None, lengths: Any = None,
                                                          segment_ids=segment_ids,
                                                          exclusive=excl))
     j, kind, min_len = _segments_input(func, data, offsets, lengths, segment_ids)
-    return _finish(_map_innermost(j, lambda lvl: _cumsum(lvl, excl, min_len)), kind)
+    result = _finish(_map_innermost(j, lambda lvl: _cumsum(lvl, excl, min_len)), kind)
+    device_checks(func, j.xp)
+    return result
 
 

@@ -48,11 +48,9 @@ def _operator(name: str, ufunc: Any, doc: str, *, reflected: bool = False,
               unary: bool = False) -> Any:
     """Make the operator method ``Jagged.<name>``: ``ufunc`` on the values.
 
-    It calls ``arrow_sparse.elementwise.jagged_ufunc``; host-only so far: a device
-    operand raises NotImplementedError.
+    It calls ``arrow_sparse.elementwise.jagged_ufunc`` (on the host or the device).
     """
     def apply(*operands: Any) -> Jagged:
-        _on_host(f"Jagged.{name}", *operands)
         from .elementwise import jagged_ufunc
         return jagged_ufunc(ufunc, *operands)  # type: ignore[no-any-return]
 
@@ -976,7 +974,7 @@ class Jagged:
     # --- arithmetic (arrow_sparse.elementwise) ---
     # Operators and numpy ufuncs act on the values and keep the offsets (shared, not
     # copied) and the validity (ANDed across Jagged operands). See docs/jagged-arithmetic.md.
-    # Host-only so far: on the device they raise NotImplementedError (_on_host).
+    # On the device they run CuPy's ufuncs on the whole values buffer (jagged_ufunc's Notes).
     __hash__ = None  # type: ignore[assignment]  # == is elementwise, so no hash
 
     def __bool__(self) -> bool:
@@ -991,7 +989,8 @@ class Jagged:
         Parameters
         ----------
         func
-            Called with the values the rows address; returns as many values.
+            Called with the values the rows address; returns as many values. On the
+            device it is called with the whole values buffer (a CuPy array).
 
         Returns
         -------
@@ -1007,13 +1006,11 @@ class Jagged:
         >>> asp.Jagged.from_list([[1.0, 4.0], None, [9.0]]).map_values(np.sqrt)
         Jagged([[1.0, 2.0], None, [3.0]], dtype=float64, offsets=int32)
         """
-        _on_host("Jagged.map_values", self)
         from .elementwise import map_values
         return map_values(self, func)  # type: ignore[no-any-return]
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """Elementwise numpy ufuncs (``np.exp(j)``, ``arr * j``) apply to the values."""
-        _on_host("Jagged.__array_ufunc__", *inputs)
         from .elementwise import array_ufunc
         return array_ufunc(self, ufunc, method, *inputs, **kwargs)
 
@@ -1065,13 +1062,6 @@ class Jagged:
             extra += f", device={self.device!r}"
         return (f"Jagged([{', '.join(parts)}], dtype={self.dtype}, "
                 f"offsets={self._offsets.dtype}{extra})")
-
-
-def _on_host(func: str, *operands: Any) -> None:
-    """Refuse device operands of an operation that runs on the host only so far."""
-    for x in operands:
-        if b.is_cupy_array(x) or (isinstance(x, Jagged) and x.device != "cpu"):
-            b.host_only(func, "an operand is on the device")
 
 
 def _addressed_size(j: Jagged) -> int:

@@ -5,7 +5,7 @@ and launch code and must match its CPU (Numba) twin on random inputs of every dt
 variant the public operations produce: empty rows, rows longer than a 32-lane group,
 ``offsets[0] > 0``, values no row addresses, int32 and int64 offsets, null rows and
 null elements. Every launch also runs in reversed and shuffled thread order and must
-leave the same bits (no kernel uses atomics).
+leave the same bits (the only atomics add integers).
 
 Exact (bit for bit) for every kernel but two: ``softmax``, whose exponentials come from
 another library (numpy's SIMD exp on the CPU; the C library in the emulator, libdevice
@@ -41,6 +41,8 @@ from arrow_sparse.kernels.cuda import elementwise as cuda_ew
 from tests._strategies import list_arrays
 from tests.conftest import FLOAT_DTYPES, NUMERIC_DTYPES
 from tests.cuda_emu.emu import Emulator, emulated
+from tests.cuda_emu.fake_cupy import emulated_cupy
+from tests.test_elementwise import close_rows, with_device_ufuncs
 
 KERNELS = ("softmax", "cumsum", "gather_ranges", "ranges_to_indices", "repeat_rows",
            "unique_rows", "jagged_dense_jagged_out", "jagged_dense_dense_out",
@@ -59,7 +61,8 @@ SOFTMAX_ATOL = {np.dtype(np.float32): 1.2e-38, np.dtype(np.float64): 0.0}
 def cuda_emu() -> Iterator[Emulator]:
     """The emulator, every launch also run in reversed and shuffled thread order.
 
-    No kernel of the family uses atomics, so every order must leave the same bits.
+    The family's only atomics add integers (unique's counts), so every order must leave
+    the same bits.
     """
     with emulated(check_orders=("reverse", "shuffle")) as emulator:
         yield emulator
@@ -140,10 +143,10 @@ def test_launchers_take_the_cpu_kernels_arguments() -> None:
 
 def test_name_expressions_cover_every_variant_once() -> None:
     names = cuda.name_expressions("elementwise")
-    assert len(names) == len(set(names)) == 2 * 2 + 4 + 2 * 4 + 2 + 5 * 10
+    assert len(names) == len(set(names)) == 2 * 2 + 4 + 2 * 4 + 2 + 6 * 10 + 1
     for dtype in NUMERIC_DTYPES:
-        for kernel in ("unique_run_starts", "jagged_dense_jagged_out", "jagged_dense_dense_out",
-                       "jagged_dense_bmm", "jagged_jagged_bmm"):
+        for kernel in ("unique_run_starts", "unique_write", "jagged_dense_jagged_out",
+                       "jagged_dense_dense_out", "jagged_dense_bmm", "jagged_jagged_bmm"):
             assert name(kernel, dtype) in names
     for dtype in FLOAT_DTYPES:
         assert name("softmax_rows", dtype) in names and name("softmax_columns", dtype) in names
@@ -153,7 +156,8 @@ def test_device_error_messages_are_declared() -> None:
     table = _launch.error_messages(cuda.source("elementwise"))
     assert {code: cls for code, (_, cls, _) in table.items()} == {
         1: ArrowSparseIndexError, 2: ArrowSparseIndexError, 3: ArrowSparseIndexError,
-        4: ArrowSparseIndexError}
+        4: ArrowSparseIndexError, cuda_ew.ROWS_DIFFER: ArrowSparseValueError,
+        cuda_ew.PADDED_SHORT: ArrowSparseValueError}
 
 
 # ------------------------------------------------------------------ softmax and cumsum
@@ -254,15 +258,18 @@ def test_gather_ranges_matches_cpu(cuda_emu: Emulator, dtype: Any, width: int) -
     assert cuda_emu.launches == ([name("gather_ranges", word)] if width else [])
 
 
+@pytest.mark.parametrize("given", [False, True], ids=["allocated", "into out"])
 @pytest.mark.parametrize("num_ranges", [0, 1, 12])
-def test_ranges_to_indices_matches_cpu(cuda_emu: Emulator, num_ranges: int) -> None:
+def test_ranges_to_indices_matches_cpu(cuda_emu: Emulator, num_ranges: int, given: bool) -> None:
     rng = np.random.default_rng(num_ranges)
     lengths = rng.integers(0, 6, size=num_ranges)
     starts = rng.integers(0, 100, size=num_ranges).astype(np.int32)  # widened on the way
     out_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    expected, got, _, _ = run_both("ranges_to_indices", (starts.astype(np.int64), out_offsets),
-                                   (starts, out_offsets))
-    assert got.dtype == np.int64
+    out = (np.full(int(out_offsets[-1]), -7, np.int64),) if given else ()
+    expected, got, _, got_args = run_both("ranges_to_indices",
+                                          (starts.astype(np.int64), out_offsets, *out),
+                                          (starts, out_offsets, *out))
+    assert got.dtype == np.int64 and (not given or got is got_args[-1])
     np.testing.assert_array_equal(got, expected)
 
 
@@ -303,14 +310,15 @@ def test_unique_rows_matches_cpu(cuda_emu: Emulator, dtype: Any, mask: str,
     num_values = int(offsets[-1]) + 2
     values = unique_values(dtype, num_values, rng)
     rows, elems = masks(mask, len(offsets) - 1, num_values, rng)
-    args = (values, offsets, rows, elems, values.dtype)
+    args = (values, offsets, rows, elems)
     expected, got, _, _ = run_both("unique_rows", args,
                                    (values, widened(offsets, offsets_dtype), *args[2:]))
     (out, counts), (want, want_counts) = got, expected
     assert counts.dtype == np.int64 and out.dtype == values.dtype
     np.testing.assert_array_equal(counts, want_counts)
     np.testing.assert_array_equal(out, want)  # NaN equals NaN, -0.0 equals 0.0
-    assert cuda_emu.launches[-1] == name("unique_run_starts", dtype)
+    assert cuda_emu.launches[-2:] == [name("unique_run_starts", dtype),
+                                      name("unique_write", dtype)]
 
 
 @pytest.mark.parametrize("case", ["no rows", "empty rows", "all hidden"])
@@ -318,13 +326,14 @@ def test_unique_rows_without_visible_values(cuda_emu: Emulator, case: str) -> No
     values = np.array([4, 1, 4], np.int16)
     offsets = {"no rows": [1], "empty rows": [2, 2, 2], "all hidden": [0, 2, 3]}[case]
     elems = np.zeros(3, np.uint8) if case == "all hidden" else None
-    args = (values, np.array(offsets, np.int64), None, elems, values.dtype)
+    args = (values, np.array(offsets, np.int64), None, elems)
     expected, got, _, _ = run_both("unique_rows", args)
     for e, g in zip(expected, got, strict=True):
         assert g.dtype == e.dtype
         np.testing.assert_array_equal(g, e)
-    assert cuda_emu.launches == ([] if case != "all hidden" else
-                                 ["unique_element_rows<long long>"])
+    assert cuda_emu.launches == ([] if case == "no rows" else  # nothing is read back first
+                                 ["unique_element_rows<long long>", "unique_run_starts<short>",
+                                  "unique_write<short>"])
 
 
 # ------------------------------------------------------------ jagged x dense
@@ -661,7 +670,63 @@ def test_public_row_functions_match_cpu_on_random_arrays(data: st.DataObject) ->
         assert_softmax_close(got.flatten().to_numpy(zero_copy_only=False), e)
 
 
+#: Public functions run on a device Jagged by the property test below (the host values of
+#: ``x`` and ``rows`` become device arrays there).
+DEVICE_CALLS: dict[str, Callable[[asp.Jagged, Any, Any], Any]] = {
+    "operators": lambda j, x, rows: j * 2 + 1,
+    "same rows": lambda j, x, rows: j * j - j,
+    "ufunc": lambda j, x, rows: np.exp(j / 1000),
+    "per row": lambda j, x, rows: j + x,
+    "map_values": lambda j, x, rows: j.map_values(lambda v: v - 1),
+    "segment_softmax": lambda j, x, rows: asp.segment_softmax(j),
+    "segment_cumsum": lambda j, x, rows: asp.segment_cumsum(j, exclusive=True),
+    "index_select": lambda j, x, rows: asp.index_select(j, rows),
+    "list_slice": lambda j, x, rows: asp.list_slice(j, 1, -1),
+    "jagged_unique": lambda j, x, rows: asp.jagged_unique(j),
+    "repeat": lambda j, x, rows: asp.repeat(x, j),
+}
+
+
+@given(st.integers(1, 2).flatmap(lambda levels: list_arrays(
+    np.dtype(np.float64), levels=levels, null_values=True, null_ranges=True)), st.data())
+def test_device_functions_match_the_host_on_random_arrays(case: tuple[pa.Array, list[Any]],
+                                                          data: st.DataObject) -> None:
+    # Sliced arrays, null rows over arbitrary ranges, null elements, one or two levels.
+    arr, rows_list = case
+    n = len(rows_list)
+    rows = np.array(data.draw(st.lists(st.integers(-n, n - 1), max_size=6) if n else
+                              st.just([])), dtype=np.int64)
+    x = np.arange(n, dtype=np.float64)
+    host = asp.Jagged.from_arrow(arr)
+    expected = {name: call(host, x, rows).to_list() for name, call in DEVICE_CALLS.items()}
+    with emulated_cupy() as cp:
+        device = host.to_device("cuda")
+        with_device_ufuncs(cp)
+        for name, call in DEVICE_CALLS.items():
+            got = call(device, cp.asarray(x), cp.asarray(rows))
+            assert got.device == "cuda:0", name
+            close_rows(got.to_device("cpu").to_list(), expected[name], rel=1e-12)
+        cuda.check_errors("test")
+
+
 # ------------------------------------------------------------------ device checks
+def test_check_positions_records_the_smallest_position(cuda_emu: Emulator) -> None:
+    cuda_ew.check_positions(np.array([-1, 7, 3, -1, 5]), cuda_ew.ROWS_DIFFER)
+    with pytest.raises(ArrowSparseValueError, match=r"^op: rows differ in length between the "
+                       r"operands \(first at position 3; found by a device check\)$"):
+        cuda.check_errors("op")
+    cuda_ew.check_positions(np.array([2, 0]), cuda_ew.PADDED_SHORT)
+    with pytest.raises(ArrowSparseValueError, match=r"^op: other \(a padded operand\) is "
+                       r"shorter than a row of the Jagged \(first at position 0;"):
+        cuda.check_errors("op")
+    cuda_ew.check_positions(np.array([-1, -1]), cuda_ew.ROWS_DIFFER)
+    cuda_ew.check_positions(np.empty(0, np.int64), cuda_ew.ROWS_DIFFER)
+    cuda.check_errors("op")
+    assert cuda_emu.launches == ["check_positions<long long>"] * 3
+    with pytest.raises(ValueError, match="^check_positions: unknown error code 1$"):
+        cuda_ew.check_positions(np.array([0]), 1)
+
+
 def test_a_range_outside_the_source_is_caught_by_the_device_check(cuda_emu: Emulator) -> None:
     src = np.arange(8, dtype=np.uint32).reshape(4, 2)
     out = np.zeros((5, 2), np.uint32)
@@ -684,7 +749,7 @@ def test_rows_outside_the_values_are_caught_by_the_device_check(cuda_emu: Emulat
         lambda: cuda_ew.softmax(np.ones((6, 2)), bad, None, None, INT64_MAX,
                                 np.zeros((6, 2))),
         lambda: cuda_ew.cumsum(x, bad, None, None, False, np.zeros((6, 1))),
-        lambda: cuda_ew.unique_rows(np.ones(6), bad, None, None, np.float64),
+        lambda: cuda_ew.unique_rows(np.ones(6), bad, None, None),
         lambda: cuda_ew.jagged_dense_dense_out(x, None, bad, None, None, np.zeros((2, 8, 1)),
                                                np.zeros((2, 8, 1))),
         lambda: cuda_ew.jagged_jagged_bmm(x, bad, None, x, bad, None, None, INT64_MAX,
@@ -760,8 +825,8 @@ def test_mismatched_shapes_raise_before_launch(cuda_emu: Emulator, call: Callabl
                              np.zeros((2, 1), np.float16)), "softmax: no cuda kernel for float16"),
     (lambda: cuda_ew.cumsum(np.zeros((2, 1)), np.array([0, 2]), None, None, False,
                             np.zeros((2, 1), np.int32)), "cumsum: no cuda kernel for int32"),
-    (lambda: cuda_ew.unique_rows(np.zeros(2, np.float16), np.array([0, 2]), None, None,
-                                 np.float16), "unique_rows: no cuda kernel for float16"),
+    (lambda: cuda_ew.unique_rows(np.zeros(2, np.float16), np.array([0, 2]), None, None),
+     "unique_rows: no cuda kernel for float16"),
     (lambda: cuda_ew.jagged_dense_jagged_out(np.zeros((2, 1), np.float16),
                                              np.zeros((1, 2, 1), np.float16), None,
                                              np.array([0, 2]), 0, np.zeros((2, 1), np.float16)),
@@ -798,7 +863,7 @@ def gpu_problem(kernel: str, dtype: Any) -> tuple[Any, ...]:
                 np.zeros((total, 3), dtype))
     if kernel == "unique_rows":
         values = unique_values(dtype, total, rng)
-        return (values, offsets, rows, elems, values.dtype)
+        return (values, offsets, rows, elems)
     if kernel == "jagged_dense_dense_out":
         dense = random_values(dtype, (num_rows, 6, 2), rng)
         return (random_values(dtype, (total, 2), rng), None, offsets, rows, elems, dense,

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import math
 import operator
+import sys
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -16,9 +18,12 @@ from hypothesis import strategies as st
 
 import arrow_sparse as asp
 from arrow_sparse.errors import ArrowSparseTypeError
+from arrow_sparse.kernels import cuda
 
 from . import _reference as ref
 from ._strategies import list_arrays, offsets, pylists
+from .conftest import from_backend, to_backend
+from .cuda_emu import fake_cupy
 
 CAFFE2_VALUES = np.array([1, 2, 3, 2, 4, 6, 7, 3, 6])
 CAFFE2_OFFSETS = np.array([0, 3, 7, 9])
@@ -45,7 +50,28 @@ def close_rows(actual: Any, expected: Any, rel: float = 1e-9) -> None:
 
 def shares_offsets(result: asp.Jagged, source: asp.Jagged) -> None:
     assert result.offsets is source.offsets
-    assert np.shares_memory(result.offsets, source.offsets)
+    if not on_device_jagged(result):
+        assert np.shares_memory(result.offsets, source.offsets)
+
+
+def on_device_jagged(j: asp.Jagged) -> bool:
+    return j.device != "cpu"
+
+
+def with_device_ufuncs(module: ModuleType) -> ModuleType:
+    """Give the stand-in CuPy numpy's elementwise ufuncs, which CuPy has by the same names."""
+    for name in dir(np):
+        if isinstance(getattr(np, name), np.ufunc) and not hasattr(module, name):
+            setattr(module, name, fake_cupy._function(name))
+    return module
+
+
+@pytest.fixture
+def backend(backend: str) -> str:
+    """conftest's ``backend``; on ``cupy_emu`` the stand-in CuPy also has numpy's ufuncs."""
+    if backend == "cupy_emu":
+        with_device_ufuncs(sys.modules["cupy"])
+    return backend
 
 
 # ============================================================================ operators
@@ -543,6 +569,231 @@ def test_cumsum_errors() -> None:
         asp.segment_cumsum(pa.array([[1]]), offsets=[0, 1])
 
 
+# ===================================================== every backend (the device too)
+#: Rows of ``sample()``: a null row, a null element, an empty row; sliced (offsets[0] > 0).
+ROWS = [[1.0, None, 3.0], None, [], [4.0, 5.0, -2.0], [0.5]]
+OTHER_ROWS = [[2.0, 2.0, None], [], None, [1.0, -1.0, 0.5], [4.0]]  # the same lengths
+
+
+def sample(rows: list = ROWS, dtype: Any = np.float64, skip: int = 1) -> asp.Jagged:
+    """A Jagged from an Arrow array of ``rows`` sliced after ``skip`` leading rows."""
+    arrow_type = pa.list_(pa.from_numpy_dtype(dtype))
+    return asp.Jagged.from_arrow(pa.array([[9] * skip] * skip + rows, arrow_type).slice(skip))
+
+
+def on(backend: str, *xs: Any) -> Any:
+    moved = [to_backend(x, backend) for x in xs]
+    return moved[0] if len(moved) == 1 else moved
+
+
+def check_jagged(got: Any, backend: str, expected: list, rel: float = 1e-9) -> asp.Jagged:
+    """``got`` is on ``backend``'s device and holds ``expected`` (close for floats)."""
+    host = from_backend(got, backend)
+    assert isinstance(host, asp.Jagged)
+    close_rows(host.to_list(), expected, rel)
+    host.validate()
+    return host
+
+
+def test_operators_and_ufuncs_on_every_backend(backend: str) -> None:
+    j, k = on(backend, sample(), sample(OTHER_ROWS, skip=2))  # k's offsets start elsewhere
+    cases: list[tuple[Any, list]] = [
+        (j + 1, ref.map_rows(lambda a: a + 1, ROWS)),
+        (2 * j, ref.map_rows(lambda a: 2 * a, ROWS)),
+        (j / 2, ref.map_rows(lambda a: a / 2, ROWS)),
+        (j ** 2, ref.map_rows(lambda a: a ** 2, ROWS)),
+        (-j, ref.map_rows(lambda a: -a, ROWS)),
+        (abs(j), ref.map_rows(abs, ROWS)),
+        (j > 1, ref.map_rows(lambda a: a > 1, ROWS)),
+        (np.exp(j), ref.map_rows(math.exp, ROWS)),
+        (np.maximum(j, 2.0), ref.map_rows(lambda a: max(a, 2.0), ROWS)),
+        (j * k, ref.map_rows(operator.mul, ROWS, OTHER_ROWS)),
+        (k - j, ref.map_rows(operator.sub, OTHER_ROWS, ROWS)),
+        (j + j, ref.map_rows(lambda a: a + a, ROWS)),
+    ]
+    for got, expected in cases:
+        check_jagged(got, backend, expected)
+    assert (j + 1).offsets is j.offsets and (k - j).offsets is k.offsets  # the first Jagged's
+    assert np.add(j, 1, dtype=np.float32).dtype == np.float32
+    assert (j > 1).dtype == np.bool_
+    if backend != "cpu":
+        cuda.check_errors("test")
+
+
+def test_per_row_padded_nested_and_vector_operands_on_every_backend(backend: str) -> None:
+    j = on(backend, sample())
+    per_row, padded = on(backend, np.arange(5.0), np.arange(15.0).reshape(5, 3))
+    check_jagged(j * per_row, backend, ref.map_rows(lambda a, b: a * b, ROWS,
+                                                    [[r] * 3 for r in range(5)]))
+    check_jagged(j + padded, backend, ref.map_rows(
+        lambda a, b: a + b, ROWS, [[3.0 * r + c for c in range(3)] for r in range(5)]))
+    nested_rows = [[[1, 2], [3]], None, [[], [4, 5, 6]]]
+    nested = on(backend, asp.Jagged.from_list(nested_rows))
+    check_jagged(nested * 10, backend, [[[10, 20], [30]], None, [[], [40, 50, 60]]])
+    check_jagged(nested + nested, backend, [[[2, 4], [6]], None, [[], [8, 10, 12]]])
+    check_jagged(nested - on(backend, np.array([1, 2, 3])), backend,
+                 [[[0, 1], [2]], None, [[], [1, 2, 3]]])
+    dense = on(backend, np.arange(18).reshape(3, 2, 3))
+    check_jagged(nested + dense, backend, [[[1, 3], [6]], None, [[], [19, 21, 23]]])
+    check_jagged(nested[2:] * 2, backend, [[[], [8, 10, 12]]])
+    emb = on(backend, asp.Jagged(np.arange(10.0).reshape(5, 2), np.array([0, 2, 5])))
+    vectors = np.arange(10.0).reshape(5, 2)
+    check_jagged(emb * on(backend, np.array([1.0, 10.0])), backend,
+                 [(vectors[:2] * 1).tolist(), (vectors[2:] * 10).tolist()])
+    check_jagged(emb * on(backend, np.array([[1.0, -1.0], [2.0, 0.0]])), backend,
+                 [(vectors[:2] * [1, -1]).tolist(), (vectors[2:] * [2, 0]).tolist()])
+    check_jagged(emb + on(backend, np.ones((2, 3, 2))), backend,
+                 [(vectors[:2] + 1).tolist(), (vectors[2:] + 1).tolist()])
+    scalars = on(backend, asp.Jagged(np.array([10.0, 20.0, 30.0, 40.0, 50.0]),
+                                     np.array([0, 2, 5])))
+    check_jagged(emb + scalars, backend, [(vectors[:2] + [[10], [20]]).tolist(),
+                                          (vectors[2:] + [[30], [40], [50]]).tolist()])
+    if backend != "cpu":
+        cuda.check_errors("test")
+
+
+def test_validities_combine_and_hidden_values_are_zero_on_every_backend(backend: str) -> None:
+    a = asp.Jagged(np.array([1, 2, 99, 3, 4]), np.array([0, 2, 3, 4, 5]),
+                   np.array([True, False, True, True]))
+    b = asp.Jagged(np.array([1, 0, 5, 77, 6]), np.array([0, 2, 3, 4, 5]),
+                   np.array([True, True, False, True]),
+                   values_validity=np.array([True, False, True, True, True]))
+    da, db = on(backend, a, b)
+    assert check_jagged(da + db, backend, [[2, None], None, None, [10]]).values[:2].tolist() \
+        == [2, 0]  # the null element is 0
+    check_jagged(db * da, backend, [[1, None], None, None, [24]])
+    values = pa.array([1.0, np.nan, 1e300, 2.0])  # NaN and 1e300 under a null row
+    arr = pa.ListArray.from_arrays(pa.array([0, 1, 3, 4], pa.int32()), values,
+                                   mask=pa.array([False, True, False]))
+    hidden = on(backend, asp.Jagged.from_arrow(arr))
+    got = check_jagged(hidden * 1e10, backend, [[1e10], None, [2e10]])
+    assert got.values.tolist() == [1e10, 0.0, 0.0, 2e10]
+    check_jagged(hidden.map_values(lambda x: x * 1e300), backend, [[1e300], None, [2e300]])
+
+
+def test_map_values_on_every_backend(backend: str) -> None:
+    j = on(backend, sample())
+    got = j.map_values(lambda x: 2 * x + 1)
+    assert got.offsets is j.offsets
+    check_jagged(got, backend, ref.map_rows(lambda a: 2 * a + 1, ROWS))
+    values, offs = on(backend, np.arange(6.0) - 3, np.array([1, 3, 3, 5]))
+    out = from_backend(asp.map_values(values, lambda x: -x, offsets=offs), backend)
+    np.testing.assert_array_equal(out, [0.0, 2.0, 1.0, -0.0, -1.0, 0.0])
+
+
+def test_softmax_and_cumsum_on_every_backend(backend: str) -> None:
+    j = on(backend, sample())
+    check_jagged(asp.segment_softmax(j), backend, ref.softmax_rows(ROWS))
+    check_jagged(asp.jagged_softmax(j, max_length=2), backend, ref.softmax_rows(ROWS, 2))
+    ints = [[1, None, 3], None, [], [4, 5, -2], [7]]
+    for exclusive in (False, True):
+        check_jagged(asp.segment_cumsum(on(backend, sample(ints, np.int16)), exclusive=exclusive),
+                     backend, ref.cumsum_rows(ints, exclusive))
+    values = np.array([2.0, 0.0, 0.0, np.log(3.0), 7.0, 7.0])
+    lengths, ids, offs = np.array([3, 0, 2]), np.array([0, 0, 0, 2, 2]), np.array([1, 4, 4, 6])
+    want = np.array([0.0, 1 / 5, 1 / 5, 3 / 5, 0.5, 0.5])
+    dv, dl, di, do = on(backend, values, lengths, ids, offs)
+    np.testing.assert_allclose(from_backend(asp.jagged_softmax(dv, do), backend), want,
+                               rtol=1e-12)
+    np.testing.assert_allclose(from_backend(asp.segment_softmax(dv[1:], lengths=dl), backend),
+                               want[1:], rtol=1e-12)
+    np.testing.assert_allclose(from_backend(asp.segment_softmax(dv[1:], segment_ids=di),
+                                            backend), want[1:], rtol=1e-12)
+    vectors = on(backend, np.arange(8).reshape(4, 2))
+    np.testing.assert_array_equal(
+        from_backend(asp.segment_cumsum(vectors, offsets=on(backend, np.array([1, 3, 4]))),
+                     backend), [[0, 0], [2, 3], [6, 8], [6, 7]])
+    nested = on(backend, asp.Jagged.from_list([[[1, 2], [3]], None, [[4, 5, 6]]]))
+    check_jagged(asp.segment_cumsum(nested), backend, [[[1, 3], [3]], None, [[4, 9, 15]]])
+
+
+# ============================================================= on the device only
+@pytest.fixture
+def cp() -> Any:
+    """The stand-in CuPy with numpy's ufuncs, every launch also run in reversed order."""
+    with fake_cupy.emulated_cupy(check_orders=("reverse",)) as module:
+        yield with_device_ufuncs(module)
+
+
+def raised_later(cp: ModuleType) -> None:
+    asp.offsets_to_lengths(cp.asarray(np.array([0, 1])))
+
+
+LATER = r" \(first at position {}; found by a device check, reported by a later call\)$"
+
+
+def test_device_results_keep_the_offsets_and_the_whole_values_buffer(cp: ModuleType) -> None:
+    host = sample()
+    j = host.to_device("cuda")
+    cp.stats.reset()
+    results = [j + 1, np.exp(j), j.map_values(lambda x: x * 2), asp.segment_softmax(j),
+               asp.segment_cumsum(j), j * cp.asarray(np.arange(5.0))]
+    assert cp.stats.syncs == 0
+    for result in results:
+        assert result.offsets is j.offsets and result.device == "cuda:0"
+        assert len(result.values) == len(j.values)  # no offset read back to trim it
+        assert result.values[:int(host.offsets[0])].get().tolist() == [0.0]  # before the rows
+    cuda.check_errors("test")
+
+
+def test_device_operand_checks_are_raised_by_the_next_check(cp: ModuleType) -> None:
+    j = sample().to_device("cuda")
+    longer = sample([[1.0, 2.0, 3.0], None, [5.0], [4.0, 5.0, -2.0], [0.5]]).to_device("cuda")
+    j + longer  # noqa: B018 (rows 2 differ: position 3 of the offsets)
+    with pytest.raises(ValueError, match=r"^Jagged.add: rows differ in length between the "
+                       r"operands" + LATER.format(3)):
+        raised_later(cp)
+    j * cp.asarray(np.ones((5, 2)))  # noqa: B018 (rows 0 and 3 have 3 elements)
+    with pytest.raises(ValueError, match=r"^Jagged.multiply: other \(a padded operand\) is "
+                       r"shorter than a row of the Jagged" + LATER.format(0)):
+        raised_later(cp)
+    nested = asp.Jagged.from_list([[[1], [2]], None]).to_device("cuda")
+    nested + asp.Jagged.from_list([[[1, 2], []], None]).to_device("cuda")  # noqa: B018
+    with pytest.raises(ValueError, match="rows differ in length between the operands"
+                       + LATER.format(1)):
+        raised_later(cp)
+    inner = pa.ListArray.from_arrays(pa.array([0, 1, 3], pa.int32()), pa.array([1.0, 2.0, 3.0]),
+                                     mask=pa.array([False, True]))  # a null row over 2 values
+    outer = asp.Jagged.from_arrow(pa.ListArray.from_arrays(pa.array([0, 2], pa.int32()), inner))
+    got = outer.to_device("cuda") * cp.asarray(np.full((1, 2, 1), 2.0))  # fits but for the null
+    assert got.to_list() == [[[2.0], None]]
+    raised_later(cp)  # nothing was recorded
+    with pytest.raises(ValueError, match="^Jagged.add: other has 2 rows but the Jagged has 5$"):
+        j + j[:2]  # noqa: B018 (O(1) checks stay on the host, at once)
+    with pytest.raises(ValueError, match=r"other of shape \(5, 1, 1\) does not broadcast"):
+        j * cp.asarray(np.ones((5, 1, 1)))  # noqa: B018
+
+
+def test_device_operands_must_all_be_on_the_device(cp: ModuleType) -> None:
+    j = sample().to_device("cuda")
+    with pytest.raises(TypeError, match=r"^Jagged.multiply: operand 1 is a host \(numpy/Arrow\) "
+                       r"array but operand 0 is a device \(cupy\) array; move them"):
+        j * np.arange(5.0)  # noqa: B018
+    with pytest.raises(TypeError, match="^Jagged.add: operand 1 is a host"):
+        j + sample()  # noqa: B018
+    with pytest.raises(TypeError, match=r"^map_values: func\(values\) is a host \(numpy/Arrow\) "
+                       "array but values is a device"):
+        j.map_values(lambda x: x.get())
+    with pytest.raises(ValueError, match="^map_values: func returned 2 values for 8; it must"):
+        j.map_values(lambda x: x[:2])
+    assert (j + np.float32(1)).dtype == np.float64 and (j * 2).device == "cuda:0"
+
+
+def test_every_function_is_in_the_synchronisation_table() -> None:
+    from .test_cuda_dispatch import SYNCS  # it imports this module
+
+    assert set(asp.elementwise.__all__) <= {key.split(" ")[0] for key in SYNCS}
+
+
+def test_a_ufunc_cupy_lacks_names_itself_and_the_fix() -> None:
+    with fake_cupy.emulated_cupy():  # numpy's ufuncs are not given to it here
+        j = sample().to_device("cuda")
+        with pytest.raises(NotImplementedError, match=r"^Jagged.exp: numpy's exp has no CuPy "
+                           r"counterpart; move the Jagged to the host first with "
+                           r"Jagged.to_device\('cpu'\)$"):
+            np.exp(j)
+
+
 # ======================================================== the registry-wide contract
 SAMPLE_CALLS: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "expand_into_jagged": ((np.arange(3), CAFFE2_OFFSETS), {}),
@@ -635,7 +886,8 @@ def test_parallel_paths_match_numpy() -> None:
     got_mul = asp.jagged_dense_elementwise_mul(values, [offs], y)
     np.testing.assert_array_equal(got_mul, np.where(pos < 8, values * y[rows, np.minimum(pos, 7)],
                                                     0.0))
-    np.testing.assert_array_equal(asp.jagged_dense_elementwise_add(values, [offs], y, output="dense"),
+    np.testing.assert_array_equal(asp.jagged_dense_elementwise_add(values, [offs], y,
+                                                                   output="dense"),
                                   padded_x + y)
     x2 = rng.standard_normal((n, 4))
     w = rng.standard_normal((len(lengths), 4, 3))

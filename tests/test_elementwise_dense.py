@@ -12,10 +12,22 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import arrow_sparse as asp
+from arrow_sparse.kernels import cuda
 
 from . import _reference as ref
 from ._strategies import list_arrays
-from .test_elementwise import CAFFE2_OFFSETS, CAFFE2_VALUES, caffe2, shares_offsets
+from .conftest import from_backend
+from .cuda_emu.fake_cupy import emulated_cupy
+from .test_elementwise import (
+    CAFFE2_OFFSETS,
+    CAFFE2_VALUES,
+    LATER,
+    caffe2,
+    check_jagged,
+    on,
+    raised_later,
+    shares_offsets,
+)
 
 
 # ====================================================== FBGEMM jagged x dense elementwise
@@ -25,8 +37,8 @@ def test_jagged_dense_matches_fbgemm_example() -> None:
     x = np.array([[1.0], [2.0], [3.0], [4.0], [5.0]])
     offs = [np.array([0, 3, 5])]
     y = np.array([[[10.0], [20.0]], [[30.0], [40.0]]])
-    np.testing.assert_array_equal(asp.jagged_dense_elementwise_add(x, offs, y, output="dense")[..., 0],
-                                  [[11, 22], [34, 45]])
+    np.testing.assert_array_equal(
+        asp.jagged_dense_elementwise_add(x, offs, y, output="dense")[..., 0], [[11, 22], [34, 45]])
     np.testing.assert_array_equal(asp.jagged_dense_elementwise_mul(x, offs, y)[:, 0],
                                   [10, 40, 0, 120, 200])
     np.testing.assert_array_equal(
@@ -128,8 +140,10 @@ def test_jagged_dense_errors() -> None:
         asp.jagged_dense_elementwise_mul(CAFFE2_VALUES, [CAFFE2_OFFSETS], np.ones((3, 2, 2)))
     with pytest.raises(ValueError, match=r"dense must have shape \[3, L0\].* got \(2, 4\)"):
         asp.jagged_dense_elementwise_add(CAFFE2_VALUES, [CAFFE2_OFFSETS], np.ones((2, 4)))
-    with pytest.raises(ValueError, match="jagged_dense_elementwise_add: output must be 'jagged' or 'dense', got 'x'"):
-        asp.jagged_dense_elementwise_add(CAFFE2_VALUES, [CAFFE2_OFFSETS], np.ones((3, 4)), output="x")
+    with pytest.raises(ValueError, match="jagged_dense_elementwise_add: output must be "
+                                         "'jagged' or 'dense', got 'x'"):
+        asp.jagged_dense_elementwise_add(CAFFE2_VALUES, [CAFFE2_OFFSETS], np.ones((3, 4)),
+                                         output="x")
     with pytest.raises(TypeError, match="jagged_dense_elementwise_add_jagged_output: values must "
                                         "be integers or floats, got bool and bool"):
         asp.jagged_dense_elementwise_add_jagged_output(np.ones(9, bool), [CAFFE2_OFFSETS],
@@ -240,6 +254,80 @@ def test_bmm_errors() -> None:
         asp.jagged_jagged_bmm(np.ones(3), np.ones(3), [0, 3])
 
 
+# ===================================================== every backend (the device too)
+def test_jagged_dense_on_every_backend(backend: str) -> None:
+    outer, inner = np.array([0, 2, 2, 3]), np.array([1, 3, 3, 7, 8])  # values 0 and 8 unread
+    values = np.arange(1, 19, dtype=np.int16).reshape(9, 2)
+    dense = (np.arange(3 * 2 * 3 * 2, dtype=np.int32) * 3 - 7).reshape(3, 2, 3, 2)
+    offs_list = [outer.tolist(), inner.tolist()]
+    dv, do, di, dd = on(backend, values, outer, inner, dense)
+    for fn, op in ((asp.jagged_dense_elementwise_mul, operator.mul),
+                   (asp.jagged_dense_elementwise_add, operator.add),
+                   (asp.jagged_dense_elementwise_add_jagged_output, operator.add)):
+        got = from_backend(fn(dv, [do, di], dd), backend)
+        assert got.dtype == np.int32
+        assert got.tolist() == ref.jagged_dense_elementwise(values.tolist(), offs_list,
+                                                            dense.tolist(), op, [0, 0])
+    got = from_backend(asp.jagged_dense_elementwise_add(dv, [do, di], dd, output="dense"),
+                       backend)
+    padded = ref.pad(ref.rows_of(values.tolist(), offs_list), [2, 3], 0, [0, 0])
+    assert got.tolist() == (np.array(padded) + dense).tolist()
+    j = on(backend, asp.Jagged.from_list([[1.0, 2.0, 3.0], None, [4.0, None]]))
+    small = on(backend, np.array([[1.0, 10.0], [5.0, 5.0], [2.0, 2.0]]))
+    check_jagged(asp.jagged_dense_elementwise_mul(j, None, small), backend,
+                 [[1.0, 20.0, 0.0], None, [8.0, None]])
+    check_jagged(asp.jagged_dense_elementwise_add(j, None, small), backend,
+                 [[2.0, 12.0, 3.0], None, [6.0, None]])
+    np.testing.assert_array_equal(
+        from_backend(asp.jagged_dense_elementwise_add(j, None, small, output="dense"), backend),
+        [[2.0, 12.0], [5.0, 5.0], [6.0, 2.0]])  # null rows and elements are padding
+    if backend != "cpu":
+        cuda.check_errors("test")
+
+
+def test_bmm_on_every_backend(backend: str) -> None:
+    rng = np.random.default_rng(4)
+    offs = np.array([2, 4, 4, 9], np.int32)
+    x = rng.integers(-5, 5, size=(10, 3)).astype(np.int32)
+    y = rng.integers(-5, 5, size=(10, 2)).astype(np.int64)
+    w = rng.integers(-5, 5, size=(3, 3, 4)).astype(np.int64)
+    rows_x = [x[offs[i]:offs[i + 1]].tolist() for i in range(3)]
+    rows_y = [y[offs[i]:offs[i + 1]].tolist() for i in range(3)]
+    dx, dy, dw, do = on(backend, x, y, w, offs)
+    got = from_backend(asp.jagged_dense_bmm(dx, do, dw, max_length=4), backend)
+    assert got.dtype == np.int64 and not got[:2].any()  # no row addresses the first two
+    assert [got[offs[i]:offs[i + 1]].tolist() for i in range(3)] == \
+        ref.jagged_dense_bmm(rows_x, w.tolist(), 4)
+    got = from_backend(asp.jagged_jagged_bmm(dx, dy, do, max_length=3), backend)
+    assert got.tolist() == ref.jagged_jagged_bmm(rows_x, rows_y, 3, 2, 3)
+    jx = on(backend, asp.Jagged(np.ones((4, 2)), np.array([0, 1, 1, 4]),
+                                np.array([True, True, False])))
+    jy = on(backend, asp.Jagged(np.ones((6, 3)), np.array([2, 3, 3, 6])))  # starts elsewhere
+    np.testing.assert_array_equal(from_backend(asp.jagged_jagged_bmm(jx, jy), backend),
+                                  [np.ones((2, 3)), np.zeros((2, 3)), np.zeros((2, 3))])
+    eye = on(backend, np.stack([np.eye(2), np.eye(2), np.eye(2) * 5]))
+    check_jagged(asp.jagged_dense_bmm(jx, None, eye), backend, [[[1.0, 1.0]], [], None])
+    if backend != "cpu":
+        cuda.check_errors("test")
+
+
+def test_device_checks_of_the_dense_functions() -> None:
+    with emulated_cupy() as cp:
+        x = asp.Jagged(np.ones((3, 2)), np.array([0, 1, 3])).to_device("cuda")
+        y = asp.Jagged(np.ones((3, 2)), np.array([0, 2, 3])).to_device("cuda")
+        cp.stats.reset()
+        asp.jagged_jagged_bmm(x, y)
+        assert cp.stats.syncs == 0
+        with pytest.raises(ValueError, match="^jagged_jagged_bmm: rows differ in length between "
+                           "the operands" + LATER.format(0)):
+            raised_later(cp)
+        with pytest.raises(TypeError, match=r"^jagged_dense_elementwise_mul: dense is a host "
+                           r"\(numpy/Arrow\) array but values is a device"):
+            asp.jagged_dense_elementwise_mul(x, None, np.ones((2, 2)))
+        with pytest.raises(ValueError, match=r"dense must have shape \[2, L0, 2\]"):
+            asp.jagged_dense_elementwise_mul(x, None, cp.asarray(np.ones((2, 2))))
+
+
 # ============================================ Jagged and Arrow inputs with nulls (Hypothesis)
 def _fill_null_elements(rows: list, levels: int, fill: object) -> list:
     """Null elements replaced by ``fill``; null rows (at any level) kept as None."""
@@ -316,7 +404,8 @@ def _vector_array(rows: list, width: int, sliced: bool) -> pa.Array:
 
 @given(st.data())
 def test_bmm_with_null_rows_and_elements(data: st.DataObject) -> None:
-    k, m, n = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3)), data.draw(st.integers(0, 2))
+    k, m = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
+    n = data.draw(st.integers(0, 2))
     num_rows = data.draw(st.integers(0, 5))
     xrows = data.draw(vector_rows(k, num_rows))
     lengths = [0 if r is None else len(r) for r in xrows]

@@ -13,10 +13,22 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import arrow_sparse as asp
+from arrow_sparse.kernels import cuda
 
 from . import _reference as ref
 from ._strategies import lengths, list_arrays, numeric_dtypes
-from .test_elementwise import CAFFE2_OFFSETS, CAFFE2_VALUES, caffe2, shares_offsets
+from .conftest import from_backend
+from .cuda_emu.fake_cupy import emulated_cupy
+from .test_elementwise import (
+    CAFFE2_OFFSETS,
+    CAFFE2_VALUES,
+    ROWS,
+    caffe2,
+    check_jagged,
+    on,
+    sample,
+    shares_offsets,
+)
 
 
 # ==================================================================== gathers and slices
@@ -245,6 +257,95 @@ def test_repeat_errors() -> None:
     with pytest.raises(ValueError, match=r"expand_into_jagged: offsets\[0\] must be "
                                          r"non-decreasing"):
         asp.expand_into_jagged(np.array([1, 2]), np.array([0, 3, 1]))
+
+
+# ===================================================== every backend (the device too)
+def test_gathers_and_slices_on_every_backend(backend: str) -> None:
+    j = on(backend, sample())
+    rows = on(backend, np.array([3, 0, -1, 1, 3], np.int32))
+    check_jagged(asp.index_select(j, rows), backend,
+                 ref.index_select_rows(ROWS, [3, 0, -1, 1, 3]))
+    check_jagged(asp.list_slice(j, 1, -1), backend, ref.slice_rows(ROWS, 1, -1))
+    check_jagged(asp.truncate(j, 2), backend, ref.slice_rows(ROWS, None, 2))
+    nested_rows = [[[1, 2], [3]], None, [[4], [], [5, 6, 7]], [[8]]]
+    nested = on(backend, asp.Jagged.from_list(nested_rows, dtype=np.int8)[1:])
+    check_jagged(asp.index_select(nested, on(backend, np.array([2, 0, 1, 2]))), backend,
+                 ref.index_select_rows(nested_rows[1:], [2, 0, 1, 2]))
+    check_jagged(asp.list_slice(nested, -2), backend, ref.slice_rows(nested_rows[1:], -2, None))
+    values, offs, lens = on(backend, CAFFE2_VALUES, CAFFE2_OFFSETS, np.array([3, 4, 2]))
+    got_values, got_offsets = from_backend(asp.index_select(values, on(backend, np.array([1])),
+                                                            offsets=offs), backend)
+    assert got_values.tolist() == [2, 4, 6, 7] and got_offsets.tolist() == [0, 4]
+    got_values, got_lengths = from_backend(
+        asp.jagged_index_select(values, lens, on(backend, np.array([2, -3]))), backend)
+    assert got_values.tolist() == [3, 6, 1, 2, 3] and got_lengths.tolist() == [2, 3]
+    emb = on(backend, asp.Jagged(np.arange(9, dtype=np.int8).reshape(3, 3),
+                                 np.array([0, 1, 3])))  # rows of 3 bytes
+    check_jagged(asp.index_select(emb, on(backend, np.array([1]))), backend,
+                 [[[3, 4, 5], [6, 7, 8]]])
+    if backend != "cpu":
+        cuda.check_errors("test")
+
+
+def test_unique_and_repeat_on_every_backend(backend: str) -> None:
+    rows = [[3, 1, None, 3, 2], None, [], [7, 7, -1], [0]]
+    check_jagged(asp.jagged_unique(on(backend, sample(rows, np.int32))), backend,
+                 ref.unique_rows(rows))
+    nan = float("nan")
+    floats = on(backend, sample([[nan, 1.0, nan, -0.5, 1.0], [], None, [2.0, 2.0]]))
+    got = from_backend(asp.jagged_unique(floats), backend)
+    assert got.to_list()[1:] == [[], None, [2.0]] and got.to_list()[0][:2] == [-0.5, 1.0]
+    assert math.isnan(got.to_list()[0][2]) and len(got.to_list()[0]) == 3
+    flags = on(backend, asp.Jagged.from_list([[True, False, True], []]))
+    check_jagged(asp.jagged_unique(flags), backend, [[False, True], []])
+    values, offs = on(backend, np.array([5, 5, 1, 2, 2]), np.array([0, 3, 5]))
+    got_values, got_offsets = from_backend(asp.jagged_unique(values, offsets=offs), backend)
+    assert got_values.tolist() == [1, 5, 2] and got_offsets.tolist() == [0, 2, 3]
+    like = on(backend, sample())
+    x = np.array([0.5, 1.0, 2.0, -1.0, 4.0])
+    got_repeat = asp.repeat(on(backend, x), like)
+    assert got_repeat.offsets is like.offsets
+    check_jagged(got_repeat, backend, ref.repeat_rows(x.tolist(), [
+        None if r is None else [0] * len(r) for r in ROWS]))
+    nested = on(backend, asp.Jagged.from_list([[[1, 2], []], None, [[3]]]))
+    check_jagged(asp.repeat(on(backend, np.array([7, 8, 9])), nested), backend,
+                 [[[7, 7], []], None, [[9]]])
+    two = asp.expand_into_jagged(on(backend, np.array([1, 2])),
+                                 on(backend, [np.array([0, 2, 3]), np.array([1, 2, 2, 4])]))
+    assert from_backend(two, backend).tolist() == [0, 1, 2, 2]
+    if backend != "cpu":
+        cuda.check_errors("test")
+
+
+def test_device_row_ids_are_checked_at_once() -> None:
+    with emulated_cupy() as cp:
+        j = sample().to_device("cuda")
+        cp.stats.reset()
+        asp.index_select(j, cp.asarray(np.array([4, -5, 0])))
+        assert cp.stats.syncs == 1  # the result's size, with the check
+        with pytest.raises(IndexError, match=r"^index_select: rows out of range \[-5, 5\) "
+                           r"\(first at position 2: 5\)$"):
+            asp.index_select(j, cp.asarray(np.array([4, -5, 5, -6])))
+        with pytest.raises(IndexError, match=r"^jagged_index_select: indices out of range "
+                           r"\[-3, 3\) \(first at position 0: -4\)$"):
+            asp.jagged_index_select(cp.asarray(CAFFE2_VALUES), cp.asarray(np.array([3, 4, 2])),
+                                    cp.asarray(np.array([-4])))
+        with pytest.raises(IndexError, match=r"^index_select: rows out of range \[-0, 0\) "
+                           r"\(first at position 0: 0\)$"):
+            asp.index_select(j[:0], cp.asarray(np.array([0])))
+        big = cp.asarray(np.array([1, 2**64 - 1], np.uint64))  # wraps to -1 on the device
+        with pytest.raises(IndexError, match=r"rows out of range \[-5, 5\) \(first at "
+                           r"position 1: -1\)$"):
+            asp.index_select(j, big)
+        with pytest.raises(ValueError, match="^jagged_index_select: lengths do not sum to the "
+                           "number of values" + r" \(first at position 2; found by a device "
+                           r"check\)$"):
+            asp.jagged_index_select(cp.asarray(CAFFE2_VALUES), cp.asarray(np.array([3, 4, 1])),
+                                    cp.asarray(np.array([0])))
+        with pytest.raises(TypeError, match=r"^index_select: rows is a host \(numpy/Arrow\) "
+                           r"array but data is a device"):
+            asp.index_select(j, [0])
+        assert asp.index_select(j, cp.asarray(np.array([], np.int64))).num_rows == 0
 
 
 # ====================================================== string and binary lists (take)

@@ -410,9 +410,14 @@ def gather_ranges(src: np.ndarray, starts: np.ndarray, out_offsets: np.ndarray,
     pick(_GATHER_RANGES, out.size)(src, starts, out_offsets, out)
 
 
-def ranges_to_indices(starts: np.ndarray, out_offsets: np.ndarray) -> np.ndarray:
-    """List the element ids ``starts[i] + j`` of every range, concatenated (int64)."""
-    out = np.empty(int(out_offsets[-1]), dtype=np.int64)
+def ranges_to_indices(starts: np.ndarray, out_offsets: np.ndarray,
+                      out: np.ndarray | None = None) -> np.ndarray:
+    """List the element ids ``starts[i] + j`` of every range, concatenated (int64).
+
+    ``out`` (``out_offsets[-1]`` long) receives them when given; else it is allocated.
+    """
+    if out is None:
+        out = np.empty(int(out_offsets[-1]), dtype=np.int64)
     pick(_RANGES_TO_INDICES, out.size)(starts, out_offsets, out)
     return out
 
@@ -423,8 +428,7 @@ def repeat_rows(src: np.ndarray, offsets: np.ndarray, base: int, out: np.ndarray
 
 
 def unique_rows(values: np.ndarray, offsets: np.ndarray, row_valid: np.ndarray | None,
-                elem_valid: np.ndarray | None,
-                out_dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+                elem_valid: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """Sorted distinct non-null values of each row of 1-D ``values``: (values, lengths)."""
     num_rows = len(offsets) - 1
     work = int(offsets[-1] - offsets[0])
@@ -440,10 +444,15 @@ def unique_rows(values: np.ndarray, offsets: np.ndarray, row_valid: np.ndarray |
     return out, num_unique
 
 
-def jagged_dense_jagged_out(x: np.ndarray, dense: np.ndarray, dense_row_of: np.ndarray | None,
-                            offsets: np.ndarray, op: int, out: np.ndarray) -> None:
-    """``out = x op dense`` at each element's padded position (0: add, 1: mul, 2: read)."""
-    pick(_JAGGED_DENSE_JAGGED_OUT, out.size)(x, dense, _index(dense_row_of), offsets, op,
+def jagged_dense_jagged_out(x: np.ndarray | None, dense: np.ndarray,
+                            dense_row_of: np.ndarray | None, offsets: np.ndarray, op: int,
+                            out: np.ndarray) -> None:
+    """``out = x op dense`` at each element's padded position (0: add, 1: mul, 2: read).
+
+    ``x`` is None for a read (op 2), which does not look at it.
+    """
+    pick(_JAGGED_DENSE_JAGGED_OUT, out.size)(out if x is None else x, dense,
+                                             _index(dense_row_of), offsets, op,
                                              out.dtype.type(0), out)
 
 

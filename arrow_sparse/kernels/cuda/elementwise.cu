@@ -6,8 +6,8 @@
 // element valid); a row index (long long, -1 = none) maps rows unless `identity` is set.
 // Copy-only kernels (gather_ranges, repeat_rows) see the values as machine words.
 //
-// Every output element is written by one thread (no atomics, the error word aside), so
-// the results do not depend on the thread order. Numerics repeat the CPU kernels'
+// Every output element is written by one thread (no atomics but the error word and
+// unique_run_starts' integer counts), so the results do not depend on the thread order. Numerics repeat the CPU kernels'
 // operations in their types: sums and products of floats with asp_mul_rn (no FMA
 // contraction), integers in two's complement (wrapping, as Numba does), so cumsum, the
 // jagged x dense kernels and both bmm's are bit-identical to the CPU. Softmax uses the
@@ -23,6 +23,8 @@ enum AspElementwiseError {
     ASP_ELEMENTWISE_SOURCE_RANGE = 2,  // message: IndexError: a range reaches outside the source rows
     ASP_ELEMENTWISE_DENSE_ROW = 3,  // message: IndexError: dense row out of range of the dense tensor
     ASP_ELEMENTWISE_JAGGED_ROW = 4,  // message: IndexError: row index out of range of the jagged rows
+    ASP_ELEMENTWISE_ROWS_DIFFER = 5,  // message: rows differ in length between the operands
+    ASP_ELEMENTWISE_PADDED_SHORT = 6,  // message: other (a padded operand) is shorter than a row of the Jagged
 };
 
 // ------------------------------------------------------------------------- helpers
@@ -398,48 +400,91 @@ __global__ void repeat_rows(const W* __restrict__ src, long long src_rows,
 
 // --------------------------------------------------------------------- unique
 // unique_rows is a segmented sort by (row, value) done by the launcher; these kernels
-// are its two elementwise steps.
+// are its elementwise steps.
 //
-// unique_element_rows: rows[k] = the row of element base + k, or -1 where that element
-// is hidden (null row or null element), for k < work = offsets[-1] - base.
-// Thread mapping: one thread per element (grid-stride), row by binary search of the
-// offsets; coalesced mask reads and 8-byte writes. Memory traffic: one write per element.
+// unique_element_rows: rows[k] = the row of element k of the values buffer, or num_rows
+// (a key sorted after every row) where no row addresses it (k outside [offsets[0],
+// offsets[num_rows])) or it is hidden (null row or null element), for k < num_values:
+// the whole buffer, so the host never reads the offsets. Thread i < num_rows also checks
+// that row i lies inside the values.
+// Thread mapping: one thread per element (grid-stride over max(num_values, num_rows)),
+// row by binary search of the offsets; coalesced mask reads and 8-byte writes.
+// Memory traffic: one write per element.
 template <typename O>
 __global__ void unique_element_rows(const O* __restrict__ offsets, long long num_rows,
                                     const unsigned char* __restrict__ row_valid, int all_rows,
                                     const unsigned char* __restrict__ elem_valid, int all_elems,
-                                    long long num_values, long long base, long long work,
-                                    O* __restrict__ rows, unsigned long long* error) {
-    for (ASP_GRID_STRIDE(i, work)) {
-        const long long k = base + i;
-        long long r = asp_ew_row_of(offsets, num_rows, k);
-        if (k < 0 || k >= num_values) {
-            ASP_RAISE(error, ASP_ELEMENTWISE_ROW_RANGE, r);
-            r = -1;
-        } else if (!asp_ew_valid(row_valid, all_rows, r) ||
-                   !asp_ew_valid(elem_valid, all_elems, k)) {
-            r = -1;
+                                    long long num_values, O* __restrict__ rows,
+                                    unsigned long long* error) {
+    if (num_rows <= 0) return;
+    const long long first = __ldg(offsets);
+    const long long last = __ldg(offsets + num_rows);
+    const long long work = asp_max(num_values, num_rows);
+    for (ASP_GRID_STRIDE(k, work)) {
+        if (k < num_rows) {
+            asp_ew_inside(__ldg(offsets + k), __ldg(offsets + k + 1), num_values, k, error);
         }
-        rows[i] = r;
+        if (k >= num_values) continue;
+        long long r = num_rows;
+        if (k >= first && k < last) {
+            r = asp_ew_row_of(offsets, num_rows, k);
+            if (!asp_ew_valid(row_valid, all_rows, r) || !asp_ew_valid(elem_valid, all_elems, k)) {
+                r = num_rows;
+            }
+        }
+        rows[k] = r;
     }
 }
 
 // unique_run_starts: first[i] = 1 where sorted element i starts a run of equal values
-// of its row (a new row, or a value unequal to its predecessor; NaNs are all equal).
+// of its row (a new row, or a value unequal to its predecessor; NaNs are all equal),
+// and counts[row] gains one for it; never for the hidden elements (key num_rows).
 // Thread mapping: one thread per element (grid-stride); coalesced reads of the element
-// and its predecessor (shared with the neighbouring thread through the cache).
+// and its predecessor (shared with the neighbouring thread through the cache); an
+// integer atomicAdd per run (the same counts in any order).
 template <typename T>
 __global__ void unique_run_starts(const T* __restrict__ sorted,
                                   const long long* __restrict__ rows, long long n,
-                                  unsigned char* __restrict__ first) {
+                                  long long num_rows, unsigned char* __restrict__ first,
+                                  unsigned long long* __restrict__ counts) {
     for (ASP_GRID_STRIDE(i, n)) {
-        bool start = i == 0 || __ldg(rows + i) != __ldg(rows + i - 1);
-        if (!start) {
+        const long long r = __ldg(rows + i);
+        bool start = r < num_rows && (i == 0 || r != __ldg(rows + i - 1));
+        if (!start && r < num_rows) {
             const T x = __ldg(sorted + i);
             const T prev = __ldg(sorted + i - 1);
             start = x != prev && !(asp_ew_isnan(x) && asp_ew_isnan(prev));
         }
         first[i] = start ? 1 : 0;
+        if (start) atomicAdd(counts + r, 1ULL);
+    }
+}
+
+// unique_write: out[runs[i]] = sorted[i] for every run start i (runs[i + 1] > runs[i];
+// runs is the exclusive prefix sum of the run starts, n + 1 long).
+// Thread mapping: one thread per sorted element (grid-stride); coalesced reads, one
+// write per run. Memory traffic: two reads of runs and at most one copy per element.
+template <typename T>
+__global__ void unique_write(const T* __restrict__ sorted, const long long* __restrict__ runs,
+                             long long n, T* __restrict__ out) {
+    for (ASP_GRID_STRIDE(i, n)) {
+        const long long at = __ldg(runs + i);
+        if (__ldg(runs + i + 1) != at) out[at] = __ldg(sorted + i);
+    }
+}
+
+// ------------------------------------------------------------------ device checks
+// check_positions: a device check with no CPU twin (the host finds the same violations
+// with numpy). Every entry positions[i] >= 0 is a violation of `code` (an enum above) at
+// that position; ASP_RAISE keeps the smallest. The launcher computes the positions with
+// array functions (where(bad, position, -1)).
+// Thread mapping: one thread per entry (grid-stride); one coalesced read each.
+template <typename O>
+__global__ void check_positions(const O* __restrict__ positions, long long n, int code,
+                                unsigned long long* error) {
+    for (ASP_GRID_STRIDE(i, n)) {
+        const long long p = __ldg(positions + i);
+        if (p >= 0) ASP_RAISE(error, code, p);
     }
 }
 

@@ -15,17 +15,22 @@ uint64, float32, float64), the copies (``gather_ranges``, ``repeat_rows`` and th
 ``jagged_dense_jagged_out``) for machine words of 1, 2, 4 or 8 bytes (any dtype is
 copied through a view of its bytes), the rest for the ten numeric dtypes.
 
-``unique_rows`` is a segmented sort done here: a kernel marks the row of every visible
-element, the array module compacts them and sorts them by (row, value) with two
-stable argsorts (radix sorts on a GPU: a few passes over the visible elements, whatever
-the row lengths), a kernel flags the first element of every run of equal values, and
-``bincount`` counts each row's runs. ``ranges_to_indices`` and ``unique_rows`` read
-their output size back from the device (a synchronisation), as their results' sizes
-depend on the data.
+``unique_rows`` is a segmented sort done here: a kernel marks the row of every element
+of the values buffer (hidden ones and those no row addresses get a key after the last
+row), the array module sorts them by (row, value) with two stable argsorts (radix sorts
+on a GPU: a few passes over the values, whatever the row lengths), a kernel flags the
+first element of every run of equal values and counts each row's runs, a prefix sum
+numbers the runs, and a kernel writes the runs' first elements. The number of runs is
+read back from the device (one synchronisation: the result's size depends on the data).
+``ranges_to_indices`` reads its output size back only when it is not given ``out``.
 
 The kernels re-check what they rely on (rows inside the values, source ranges, dense
 and jagged row indices) into the device error word; the public operation raises it
 with :func:`arrow_sparse.kernels.cuda.check_errors`.
+
+:data:`CHECKS` are device-only launchers with no CPU twin: ``check_positions`` records
+the violations the public operations find with array functions on device inputs
+(:data:`ROWS_DIFFER`, :data:`PADDED_SHORT`), where the host raises them with numpy.
 """
 
 from __future__ import annotations
@@ -52,6 +57,12 @@ __all__ = ["cumsum", "gather_ranges", "jagged_dense_bmm", "jagged_dense_dense_ou
            "jagged_dense_jagged_out", "jagged_jagged_bmm", "ranges_to_indices", "repeat_rows",
            "softmax", "unique_rows"]
 
+#: Device-only launchers (no CPU twin), see the module docstring.
+CHECKS = ("check_positions",)
+#: Codes of ``elementwise.cu``'s error enum that :func:`check_positions` records.
+ROWS_DIFFER = 5
+PADDED_SHORT = 6
+
 #: Unsigned machine words: the element types of the copy kernels.
 _WORDS = ("unsigned char", "unsigned short", "unsigned int", "unsigned long long")
 #: Accumulator types of cumsum (numpy's cumsum dtypes, float16 widened).
@@ -67,10 +78,12 @@ NAME_EXPRESSIONS: list[str] = [
     *name_expressions("repeat_rows", _WORDS),
     *name_expressions("unique_element_rows", _LL),
     *name_expressions("unique_run_starts", VALUE_CTYPES),
+    *name_expressions("unique_write", VALUE_CTYPES),
     *name_expressions("jagged_dense_jagged_out", VALUE_CTYPES),
     *name_expressions("jagged_dense_dense_out", VALUE_CTYPES),
     *name_expressions("jagged_dense_bmm", VALUE_CTYPES),
     *name_expressions("jagged_jagged_bmm", VALUE_CTYPES),
+    *name_expressions("check_positions", _LL),
 ]
 
 _I32 = np.int32
@@ -122,7 +135,8 @@ def softmax(values: Any, offsets: Any, row_valid: Any, elem_valid: Any, max_leng
             out: Any) -> None:
     """Per-row softmax of float ``values[N, D]`` into ``out`` (see the CPU kernel)."""
     func = "softmax"
-    xp = array_module(func, values, offsets, out)
+    xp = array_module(func, values=values, offsets=offsets, row_valid=row_valid,
+                      elem_valid=elem_valid, out=out)
     t = ctype(func, out.dtype, FLOAT_CTYPES)
     offs = _ids(xp, offsets)
     num_rows, width = offs.shape[0] - 1, out.shape[1]
@@ -147,7 +161,8 @@ def cumsum(values: Any, offsets: Any, row_valid: Any, elem_valid: Any, exclusive
            out: Any) -> None:
     """Per-row running sum of ``values[N, D]`` into ``out`` (its dtype accumulates)."""
     func = "cumsum"
-    xp = array_module(func, values, offsets, out)
+    xp = array_module(func, values=values, offsets=offsets, row_valid=row_valid,
+                      elem_valid=elem_valid, out=out)
     t = ctype(func, out.dtype, _SCAN)
     offs = _ids(xp, offsets)
     num_rows, width = offs.shape[0] - 1, out.shape[1]
@@ -185,89 +200,92 @@ def _copy_rows(func: str, xp: Any, src: Any, index: Any, offsets: Any, extra: tu
 def gather_ranges(src: Any, starts: Any, out_offsets: Any, out: Any) -> None:
     """Copy ``src[starts[i]:...]`` (2-D) to row ``i`` of ``out`` at ``out_offsets``."""
     func = "gather_ranges"
-    xp = array_module(func, src, starts, out_offsets, out)
+    xp = array_module(func, src=src, starts=starts, out_offsets=out_offsets, out=out)
     _copy_rows(func, xp, src, (_ids(xp, starts),), out_offsets, (), out)
 
 
-def ranges_to_indices(starts: Any, out_offsets: Any) -> Any:
-    """List the element ids ``starts[i] + j`` of every range, concatenated (int64)."""
+def ranges_to_indices(starts: Any, out_offsets: Any, out: Any = None) -> Any:
+    """List the element ids ``starts[i] + j`` of every range, concatenated (int64).
+
+    Without ``out`` its size ``out_offsets[-1]`` is read back from the device.
+    """
     func = "ranges_to_indices"
-    xp = array_module(func, starts, out_offsets)
+    xp = array_module(func, starts=starts, out_offsets=out_offsets, out=out)
     offs = _ids(xp, out_offsets)
-    total = int(offs[-1])  # the output size: read back from the device
-    out = xp.empty(total, dtype=np.int64)
-    num = offs.shape[0] - 1
+    if out is None:
+        out = xp.empty(int(offs[-1]), dtype=np.int64)  # the output size: read back
+    num, total = offs.shape[0] - 1, out.shape[0]
     if num > 0 and total > 0:
+        target = _into(xp, out)
         _launch(name_expression(func, "long long"), grid_1d(total),
-                (_ids(xp, starts), offs, _I64(num), _I64(total), out))
+                (_ids(xp, starts), offs, _I64(num), _I64(total), target))
+        _back(out, target)
     return out
 
 
 def repeat_rows(src: Any, offsets: Any, base: int, out: Any) -> None:
     """``out[k - base] = src[r]`` for every position ``k`` of row ``r`` (2-D)."""
     func = "repeat_rows"
-    xp = array_module(func, src, offsets, out)
+    xp = array_module(func, src=src, offsets=offsets, out=out)
     _copy_rows(func, xp, src, (), offsets, (_I64(base),), out)
 
 
 # ------------------------------------------------------------------------ unique
-def unique_rows(values: Any, offsets: Any, row_valid: Any, elem_valid: Any,
-                out_dtype: Any) -> tuple[Any, Any]:
+def unique_rows(values: Any, offsets: Any, row_valid: Any, elem_valid: Any
+                ) -> tuple[Any, Any]:
     """Sorted distinct non-null values of each row of 1-D ``values``: (values, lengths).
 
-    As on the CPU, the values keep ``values``' dtype (``out_dtype`` is not read).
+    One synchronisation: the number of distinct values (the result's size).
     """
     func = "unique_rows"
-    xp = array_module(func, values, offsets)
+    xp = array_module(func, values=values, offsets=offsets, row_valid=row_valid,
+                      elem_valid=elem_valid)
     t = ctype(func, values.dtype)
     offs = _ids(xp, offsets)
-    num_rows = max(offs.shape[0] - 1, 0)
+    num_rows, num_values = max(offs.shape[0] - 1, 0), values.shape[0]
     counts = xp.zeros(num_rows, dtype=np.int64)
-    empty = xp.empty(0, dtype=values.dtype)
-    if num_rows == 0:
-        return empty, counts
-    base, stop = (int(b) for b in offs[::num_rows].tolist())  # one read back
-    work = stop - base
-    if work <= 0:
-        return empty, counts
+    if num_rows == 0 or num_values == 0:
+        return xp.empty(0, dtype=values.dtype), counts
     vals = xp.ascontiguousarray(values)
     rows, all_rows = _mask_or_empty(xp, row_valid)
     elems, all_elems = _mask_or_empty(xp, elem_valid)
-    row_of = xp.empty(work, dtype=np.int64)
-    _launch(name_expression("unique_element_rows", "long long"), grid_1d(work),
-            (offs, _I64(num_rows), rows, all_rows, elems, all_elems, _I64(vals.shape[0]),
-             _I64(base), _I64(work), row_of, error_buffer()))
-    picked = xp.flatnonzero(row_of >= 0)
-    if picked.shape[0] == 0:
-        return empty, counts
-    row_of = row_of[picked]
-    picked += base
-    kept = vals[picked]
-    order = xp.argsort(kept, kind="stable")
-    order = order[xp.argsort(row_of[order], kind="stable")]
-    kept = xp.ascontiguousarray(kept[order])
-    row_of = xp.ascontiguousarray(row_of[order])
-    first = xp.empty(kept.shape[0], dtype=np.uint8)
-    _launch(name_expression("unique_run_starts", t), grid_1d(kept.shape[0]),
-            (kept, row_of, _I64(kept.shape[0]), first))
-    starts = first.view(np.bool_)
-    counts = xp.bincount(row_of[starts], minlength=num_rows).astype(np.int64, copy=False)
-    return kept[starts], counts
+    key = xp.empty(num_values, dtype=np.int64)  # the row, num_rows for hidden elements
+    _launch(name_expression("unique_element_rows", "long long"),
+            grid_1d(max(num_values, num_rows)),
+            (offs, _I64(num_rows), rows, all_rows, elems, all_elems, _I64(num_values), key,
+             error_buffer()))
+    order = xp.argsort(vals, kind="stable")
+    order = order[xp.argsort(key[order], kind="stable")]
+    kept = xp.ascontiguousarray(vals[order])
+    key = xp.ascontiguousarray(key[order])
+    first = xp.empty(num_values, dtype=np.uint8)
+    _launch(name_expression("unique_run_starts", t), grid_1d(num_values),
+            (kept, key, _I64(num_values), _I64(num_rows), first, counts.view(np.uint64)))
+    runs = xp.zeros(num_values + 1, dtype=np.int64)
+    xp.cumsum(first, dtype=np.int64, out=runs[1:])
+    out = xp.empty(int(runs[-1]), dtype=values.dtype)  # the result's size: read back
+    _launch(name_expression("unique_write", t), grid_1d(num_values),
+            (kept, runs, _I64(num_values), out))
+    return out, counts
 
 
 # ------------------------------------------------------------ jagged x dense
 def jagged_dense_jagged_out(x: Any, dense: Any, dense_row_of: Any, offsets: Any, op: int,
                             out: Any) -> None:
-    """``out = x op dense`` at each element's padded position (0: add, 1: mul, 2: read)."""
+    """``out = x op dense`` at each element's padded position (0: add, 1: mul, 2: read).
+
+    ``x`` is None for a read (op 2), which does not look at it.
+    """
     func = "jagged_dense_jagged_out"
-    xp = array_module(func, x, dense, offsets, out)
+    xp = array_module(func, x=x, dense=dense, dense_row_of=dense_row_of, offsets=offsets,
+                      out=out)
     offs = _ids(xp, offsets)
     num_rows = offs.shape[0] - 1
     if num_rows <= 0 or out.size == 0:
         return
     index, identity = _index_or_empty(xp, dense_row_of)
     target = _into(xp, out)
-    if op == 2:  # a copy: any dtype, as machine words; x is not read
+    if op == 2:  # a copy: any dtype, as machine words; x (None) is not read
         result = _words(target)
         table = _words(xp.ascontiguousarray(dense, dtype=out.dtype))
         operand = result
@@ -289,7 +307,8 @@ def jagged_dense_dense_out(x: Any, row_index: Any, offsets: Any, valid: Any, ele
                            dense: Any, out: Any) -> None:
     """``out[P, L, D] = padded(x) + dense``; null elements count as padding."""
     func = "jagged_dense_dense_out"
-    xp = array_module(func, x, offsets, dense, out)
+    xp = array_module(func, x=x, row_index=row_index, offsets=offsets, valid=valid,
+                      elem_valid=elem_valid, dense=dense, out=out)
     name = name_expression(func, ctype(func, out.dtype))
     _check_shape(func, "dense", dense.shape, out.shape)
     if out.size == 0:
@@ -313,7 +332,8 @@ def jagged_dense_bmm(x: Any, offsets: Any, valid: Any, elem_valid: Any, dense: A
                      max_length: int, out: Any) -> None:
     """Per row ``[L_b, K] @ dense[b] ([K, M])`` added into ``out[N, M]``."""
     func = "jagged_dense_bmm"
-    xp = array_module(func, x, offsets, dense, out)
+    xp = array_module(func, x=x, offsets=offsets, valid=valid, elem_valid=elem_valid,
+                      dense=dense, out=out)
     name = name_expression(func, ctype(func, out.dtype))
     offs = _ids(xp, offsets)
     num_rows = offs.shape[0] - 1
@@ -338,7 +358,8 @@ def jagged_jagged_bmm(x: Any, x_offsets: Any, x_valid: Any, y: Any, y_offsets: A
                       y_valid: Any, valid: Any, max_length: int, out: Any) -> None:
     """Per row ``x_b^T @ y_b`` added into ``out[B, M, N]``, skipping null elements."""
     func = "jagged_jagged_bmm"
-    xp = array_module(func, x, x_offsets, y, y_offsets, out)
+    xp = array_module(func, x=x, x_offsets=x_offsets, x_valid=x_valid, y=y,
+                      y_offsets=y_offsets, y_valid=y_valid, valid=valid, out=out)
     name = name_expression(func, ctype(func, out.dtype))
     xo, yo = _ids(xp, x_offsets), _ids(xp, y_offsets)
     num_rows = xo.shape[0] - 1
@@ -357,3 +378,16 @@ def jagged_jagged_bmm(x: Any, x_offsets: Any, x_valid: Any, y: Any, y_offsets: A
              all_valid, _I64(num_rows), _I64(out.shape[1]), _I64(out.shape[2]),
              _I64(max_length), target, error_buffer()))
     _back(out, target)
+
+
+# ------------------------------------------------------------------ device checks
+def check_positions(positions: Any, code: int) -> None:
+    """Record error ``code`` at the smallest non-negative entry of ``positions`` (int64)."""
+    func = "check_positions"
+    if code not in (ROWS_DIFFER, PADDED_SHORT):
+        msg = f"{func}: unknown error code {code}"
+        raise ValueError(msg)
+    xp = array_module(func, positions=positions)
+    if positions.shape[0] > 0:
+        _launch(name_expression(func, "long long"), grid_1d(positions.shape[0]),
+                (_ids(xp, positions), _I64(positions.shape[0]), _I32(code), error_buffer()))
