@@ -100,8 +100,11 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str]:
     elif request.param == "cupy_emu":
         from tests.cuda_emu.fake_cupy import emulated_cupy
 
+        from arrow_sparse.kernels import cuda
+
         with emulated_cupy():
             yield "cupy_emu"
+            cuda.check_errors("test teardown")  # no device error may outlive its test
     else:
         cupy = pytest.importorskip("cupy")
         try:

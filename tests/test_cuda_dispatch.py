@@ -39,14 +39,13 @@ from arrow_sparse.kernels.cuda import convert as cuda_convert
 from tests.cuda_emu.fake_cupy import DeviceBuffer, emulated_cupy
 
 from ._strategies import list_arrays
-from .test_elementwise import with_device_ufuncs
 
 
 @pytest.fixture
 def cp() -> Iterator[ModuleType]:
-    """The stand-in ``cupy`` (with numpy's ufuncs, as CuPy has), for this test only."""
+    """The stand-in ``cupy``, for this test only."""
     with emulated_cupy(check_orders=("reverse", "shuffle")) as module:
-        yield with_device_ufuncs(module)
+        yield module
 
 
 def dev(cp: ModuleType, x: Any, dtype: Any = None) -> Any:

@@ -358,7 +358,10 @@ def _function(name: str, *, syncs: bool = False) -> Callable[..., Any]:
         _launch(name)
         if syncs:
             _sync()
-        return _wrap(np_func(*_unwrap(args), **_unwrap(kwargs)))
+        result = np_func(*_unwrap(args), **_unwrap(kwargs))
+        if isinstance(result, (bool, int, float)):  # CuPy answers a 0-d device array
+            result = np.asarray(result)
+        return _wrap(result)
     function.__name__ = name
     return function
 
@@ -392,6 +395,10 @@ def make_module() -> types.ModuleType:
         setattr(module, name, _function(name))
     for name in SYNCING_FUNCTIONS:
         setattr(module, name, _function(name, syncs=True))
+    for name in dir(np):  # CuPy has numpy's elementwise ufuncs by the same names
+        if isinstance(getattr(np, name), np.ufunc) and not hasattr(module, name):
+            setattr(module, name, _function(name))
+    module.may_share_memory = lambda a, b: np.may_share_memory(_unwrap(a), _unwrap(b))
     return module
 
 
