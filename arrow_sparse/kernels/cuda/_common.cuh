@@ -34,6 +34,14 @@ __device__ __forceinline__ long long asp_grid_stride() {
 #define ASP_GRID_STRIDE(i, n) \
     long long i = asp_thread_id(); i < (long long)(n); i += asp_grid_stride()
 
+// ------------------------------------------------------------------------ lane groups
+// Lane groups are warps: 32 consecutive threads of a block (BLOCK is a multiple of 32),
+// so every lane of a group sees the same group index in the grid-stride loops, and a
+// group that skips an item skips it as a whole (it stays converged).
+__device__ __forceinline__ long long asp_lane() { return asp_thread_id() & 31; }
+__device__ __forceinline__ long long asp_group() { return asp_thread_id() >> 5; }
+__device__ __forceinline__ long long asp_group_stride() { return asp_grid_stride() >> 5; }
+
 template <typename T>
 __device__ __forceinline__ T asp_min(T a, T b) { return b < a ? b : a; }
 

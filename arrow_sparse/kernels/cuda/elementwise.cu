@@ -109,10 +109,8 @@ __device__ __forceinline__ float asp_ew_exp(float x) {
 __device__ __forceinline__ double asp_ew_exp(double x) { return asp_exp(x); }
 
 // ------------------------------------------------------------------ lane groups
-// A lane group is 32 consecutive threads of a block (a warp): lane l of group g.
-__device__ __forceinline__ long long asp_ew_lane() { return asp_thread_id() & 31; }
-__device__ __forceinline__ long long asp_ew_group() { return asp_thread_id() >> 5; }
-__device__ __forceinline__ long long asp_ew_group_stride() { return asp_grid_stride() >> 5; }
+// A lane group is 32 consecutive threads of a block (a warp): asp_lane() of asp_group()
+// (_common.cuh).
 
 // Run lane `lane`'s share of a row, work(l) doing elements l, l + 32, ... GPU: each
 // lane does its own. Barrier-free variant (ARROW_SPARSE_EMULATOR): the calling thread,
@@ -195,8 +193,8 @@ __global__ void softmax_rows(const T* __restrict__ x, const long long* __restric
                              const unsigned char* __restrict__ elem_valid, int all_elems,
                              long long num_rows, long long num_values, long long max_length,
                              T* __restrict__ out, unsigned long long* error) {
-    const long long lane = asp_ew_lane();
-    for (long long r = asp_ew_group(); r < num_rows; r += asp_ew_group_stride()) {
+    const long long lane = asp_lane();
+    for (long long r = asp_group(); r < num_rows; r += asp_group_stride()) {
 #if defined(ARROW_SPARSE_EMULATOR)
         if (lane != 0) continue;
 #endif

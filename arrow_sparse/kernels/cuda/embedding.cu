@@ -36,13 +36,7 @@ enum AspEmbeddingError {
 };
 
 // ------------------------------------------------------------------------ lane groups
-// Lane groups are warps: 32 consecutive threads of a block (BLOCK is a multiple of 32),
-// so every lane of a group sees the same group index in the grid-stride loops below,
-// and a group that skips an item skips it as a whole (it stays converged).
-__device__ __forceinline__ long long asp_lane() { return asp_thread_id() & 31; }
-__device__ __forceinline__ long long asp_group() { return asp_thread_id() >> 5; }
-__device__ __forceinline__ long long asp_group_stride() { return asp_grid_stride() >> 5; }
-
+// (asp_lane, asp_group and asp_group_stride are in _common.cuh.)
 // The sum over a lane group of 32 lane partials, partial(l) being lane l's (a double):
 // the butterfly with xor offsets 16, 8, 4, 2, 1, a fixed order that leaves the same
 // bits in every lane. GPU: each lane computes its own partial and the group adds them

@@ -45,13 +45,6 @@ typedef unsigned long long asp_u64;
 // A free slot of the tables being built: above every item index.
 #define ASP_SLOT_FREE 0xFFFFFFFFFFFFFFFFULL
 
-// ------------------------------------------------------------------------ lane groups
-// Lane groups are warps: 32 consecutive threads of a block (BLOCK is a multiple of 32),
-// so every lane of a group sees the same group index in the grid-stride loops below.
-__device__ __forceinline__ long long asp_lane() { return asp_thread_id() & 31; }
-__device__ __forceinline__ long long asp_group() { return asp_thread_id() >> 5; }
-__device__ __forceinline__ long long asp_group_stride() { return asp_grid_stride() >> 5; }
-
 // A slot of a table other threads are writing: read past the (incoherent) L1 cache.
 __device__ __forceinline__ asp_u64 asp_load_slot(const asp_u64* slot) {
     return *(const volatile asp_u64*)slot;
