@@ -38,6 +38,7 @@ from arrow_sparse.kernels import cuda
 from arrow_sparse.kernels.cpu import sparse as cpu_sparse
 from arrow_sparse.kernels.cuda import _launch
 from arrow_sparse.kernels.cuda import sparse as cuda_sparse
+from arrow_sparse.sparse import SparseTensor
 from tests.conftest import NUMERIC_DTYPES
 from tests.cuda_emu import fake_cupy
 from tests.cuda_emu.emu import Emulator, emulated
@@ -153,7 +154,7 @@ def magnitudes(name: str, args: tuple[Any, ...], written: int) -> np.ndarray:
 # ------------------------------------------------------------------ registry and source
 def test_name_expressions_cover_every_variant_once() -> None:
     names = cuda.name_expressions("sparse")
-    assert len(names) == len(set(names)) == 2 + 4 + 4 + 20 + 2 + 4 + 40 + 40 + 8 + 40 + 20
+    assert len(names) == len(set(names)) == 2 + 4 + 4 + 20 + 2 + 4 + 40 + 40 + 8 + 40 + 20 + 2
     for dtype in NUMERIC_DTYPES:
         c = _launch.DTYPE_TO_CTYPE[np.dtype(dtype)]
         assert f"csr_spmm<{c}, int, long long>" in names
@@ -582,6 +583,38 @@ def test_public_sparse_operations_match_cpu(case: str) -> None:
             assert g == e
 
 
+def device_tensors(module: Any) -> dict[str, Any]:
+    """:func:`public_tensors` on the stand-in CuPy's device."""
+    return {k: v.to_device("cuda") if isinstance(v, SparseTensor) else module.asarray(v)
+            for k, v in public_tensors().items()}
+
+
+def from_device(parts: list[Any]) -> list[Any]:
+    """The parts of a device result on the host; every array must have been on the device."""
+    out = []
+    for part in parts:
+        assert not isinstance(part, (np.ndarray, np.generic)), "a host array came back"
+        out.append(part.get() if isinstance(part, fake_cupy.ndarray) else part)
+    return out
+
+
+@pytest.mark.parametrize("case", list(PUBLIC))
+def test_public_sparse_operations_on_device_arrays_match_cpu(case: str) -> None:
+    expected = flatten(PUBLIC[case](public_tensors()))
+    with fake_cupy.emulated_cupy(check_orders=("reverse",)) as module:
+        got = from_device(flatten(PUBLIC[case](device_tensors(module))))
+        cuda.check_errors(case)
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected, strict=True):
+        if isinstance(e, np.ndarray) and e.dtype.kind == "f":
+            assert g.dtype == e.dtype and g.shape == e.shape
+            np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-12)
+        elif isinstance(e, np.ndarray):
+            assert_same(g, e)
+        else:
+            assert g == e
+
+
 # ------------------------------------------------------------ device checks and errors
 def bad_spmm() -> tuple[Any, ...]:
     indptr, indices = np.array([1, 3, 5]), np.array([9, 0, 2, 7, 1])
@@ -619,7 +652,26 @@ DEVICE_ERRORS: dict[str, tuple[Callable[[], Any], type, str]] = {
     "lines_strictly_increasing entries": (lambda: cuda_sparse.lines_strictly_increasing(
         np.array([-1, 2]), np.zeros(4, np.int64)), ArrowSparseValueError,
         r"indptr addresses entries outside the stored indices \(first at position 0;"),
+    "check_index_range": (lambda: cuda_sparse.check_index_range(
+        np.array([0, 3, 1, -1, 5], np.int32), 3), ArrowSparseIndexError,
+        r"indices out of range of the dimension \(first at position 1;"),
+    "check_index_range window": (lambda: cuda_sparse.check_index_range(
+        np.array([7, 0, 5, 1, 9]), 3, np.array([1, 4])), ArrowSparseIndexError,
+        r"indices out of range of the dimension \(first at position 2;"),
 }
+
+
+def test_check_index_range_reads_only_its_window(cuda_emu: Emulator) -> None:
+    idx = np.array([7, 0, 2, 1, 9])
+    for window in ([1, 4], [1, 2], [3, 3], [4, 1]):
+        cuda_sparse.check_index_range(idx, 3, np.array(window))
+        cuda.check_errors("window")  # 7 and 9 are outside every window
+    for window, position in (([2, 99], 4), ([-3, 1], 0)):  # clipped to the indices
+        cuda_sparse.check_index_range(idx, 3, np.array(window))
+        with pytest.raises(ArrowSparseIndexError, match=f"first at position {position};"):
+            cuda.check_errors("clipped")
+    cuda_sparse.check_index_range(idx[:0], 3)
+    assert cuda_emu.launches == ["check_index_range<long long>"] * 6
 
 
 @pytest.mark.parametrize("case", list(DEVICE_ERRORS))
@@ -750,6 +802,150 @@ def test_launchers_on_device_arrays(name: str) -> None:
         np.testing.assert_allclose(got[0], expected[0], rtol=1e-12, atol=1e-12)
     else:
         assert_same(got, expected)
+
+
+# ------------------------------------------------------------ tensors on the device
+@pytest.fixture
+def cp() -> Iterator[Any]:
+    """The stand-in ``cupy`` with the emulator, for one test."""
+    with fake_cupy.emulated_cupy(check_orders=("reverse",)) as module:
+        yield module
+
+
+DEFERRED = r" \(first at position {}; found by a device check, reported by a later call\)$"
+AT_ONCE = r" \(first at position {}; found by a device check\)$"
+
+
+def every_format(dense: np.ndarray) -> list[SparseTensor]:
+    return [asp.SparseCOO.from_dense(dense), asp.SparseCSR.from_dense(dense),
+            asp.SparseCSC.from_dense(dense), asp.SparseCSF.from_dense(dense, (1, 0))]
+
+
+def test_to_device_moves_every_buffer_and_back(cp: Any) -> None:
+    for x in every_format(np.array([[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]])):
+        on = x.to_device("cuda")
+        assert (on.device, on.xp, x.device, x.xp) == ("cuda:0", cp, "cpu", np)
+        assert type(on) is type(x) and on.shape == x.shape and on.dtype == x.dtype
+        assert on.to_device("cuda") is on and on.to_device("cuda:0") is on
+        assert x.to_device("cpu") is x
+        other = on.to_device("cuda:1")
+        assert other.device == "cuda:1"
+        assert repr(on) == repr(x)[:-1] + ", device='cuda:0')"
+        np.testing.assert_array_equal(other.to_device("cpu").to_dense(), x.to_dense())
+        assert_same(tuple(flatten(on.to_device("cpu"))), tuple(flatten(x)))
+    with pytest.raises(ValueError, match=r"^SparseCSR.to_device: device must be 'cpu', 'cuda' "
+                       r"or 'cuda:N', got 'gpu'$"):
+        asp.SparseCSR.from_dense(np.eye(2)).to_device("gpu")
+
+
+@pytest.mark.parametrize("op", ["to_arrow", "to_scipy", "to_pydata_sparse", "to_torch"])
+def test_exports_to_host_libraries_name_the_transfer(cp: Any, op: str) -> None:
+    for x in every_format(np.eye(3)):
+        name = type(x).__name__
+        with pytest.raises(NotImplementedError, match=rf"^{name}.{op}: the tensor is on cuda:0, "
+                           rf"but {op} needs host memory; move it first with "
+                           rf"\.to_device\('cpu'\)\.{op}\(\.\.\.\)$"):
+            getattr(x.to_device("cuda"), op)()
+    with pytest.raises(NotImplementedError, match=r"^sparse_tensor_array: tensors\[1\] is on "
+                       r"cuda:0, but Arrow arrays live in host memory; move it first with "
+                       r"\.to_device\('cpu'\)$"):
+        asp.sparse.sparse_tensor_array([x, x.to_device("cuda")])
+
+
+def test_host_and_device_inputs_are_refused_together(cp: Any) -> None:
+    fix = r" .*; move them to one device first"
+    with pytest.raises(TypeError, match=r"^SparseCOO: values is a host .* but indices is a "
+                       r"device" + fix):
+        asp.SparseCOO(cp.asarray(np.zeros((1, 2), np.int64)), np.ones(2), (3,))
+    with pytest.raises(TypeError, match=r"^SparseCSR: indices is a host" + fix):
+        asp.SparseCSR(cp.asarray(np.array([0, 1])), [0], cp.asarray(np.ones(1)), (1, 2))
+    with pytest.raises(TypeError, match=r"^SparseCSF: values is a host" + fix):
+        asp.SparseCSF([cp.asarray(np.array([0, 1]))], [cp.asarray(np.array([0])),
+                                                       cp.asarray(np.array([0]))], [1.0], (1, 1))
+    csr = asp.SparseCSR.from_dense(np.eye(2)).to_device("cuda")
+    with pytest.raises(TypeError, match=r"^SparseCSR.matmul: other is a host" + fix):
+        csr @ np.ones(2)
+    with pytest.raises(TypeError, match=r"^SparseCSR.__rmatmul__: other is a host" + fix):
+        np.ones(2) @ csr
+    with pytest.raises(TypeError, match=r"^SparseCOO.multiply: other is a host" + fix):
+        csr.to_coo().multiply(np.ones(2))
+    with pytest.raises(TypeError, match=r"^SparseCSR.matmul: values is a host" + fix):
+        asp.SparseCSR.from_dense(np.eye(2)) @ cp.asarray(np.ones(2))
+    assert (csr * np.float32(2)).device == "cuda:0"  # scalars are no arrays
+    assert csr.multiply(np.array(2.0)).dtype == np.float64
+
+
+def test_device_constructors_check_on_the_device(cp: Any) -> None:
+    def dev(x: Any, dtype: Any = None) -> Any:
+        return cp.asarray(np.asarray(x, dtype=dtype))
+
+    coo = asp.SparseCOO(dev([[0, 2, 1], [0, 0, 4]]), dev([1.0, 2.0, 3.0]), (3, 4))
+    assert cp.stats.syncs == 0  # nothing raised yet
+    with pytest.raises(IndexError, match="^SparseCOO: indices out of range of the dimension"
+                       + DEFERRED.format(2)):
+        asp.offsets_to_lengths(dev([0, 1]))  # the next check of any operation
+    with pytest.raises(IndexError, match="^SparseCOO.validate: indices out of range of the "
+                       "dimension" + AT_ONCE.format(2)):
+        coo.validate()
+    # CSR: only the entries indptr addresses are checked; a bad one outside is never read
+    csr = asp.SparseCSR(dev([1, 2, 4]), dev([9, 0, 2, 1, 9], np.int32), dev(np.ones(5)), (2, 3))
+    cuda.check_errors("no error")
+    assert csr.nnz == 3
+    asp.SparseCSR(dev([1, 2, 4]), dev([9, 0, 2, 7, 9]), dev(np.ones(5)), (2, 3))
+    with pytest.raises(IndexError, match="^SparseCSR: indices out of range of the dimension"
+                       + DEFERRED.format(3)):
+        cuda.check_errors("next")
+    bad = asp.SparseCSC(dev([0, 3, 2]), dev([0, 1, 0]), dev(np.ones(3)), (2, 2))
+    with pytest.raises(ValueError, match="^SparseCSC: offsets must be non-decreasing"
+                       + DEFERRED.format(2)):
+        bad.nnz  # noqa: B018 (reads indptr, raising the constructor's checks first)
+    with pytest.raises(ValueError, match="^SparseCSR: offsets exceed the number of values"
+                       + DEFERRED.format(2)):
+        asp.SparseCSR(dev([0, 1, 5]), dev([0, 1]), dev(np.ones(2)), (2, 2))
+        cuda.check_errors("next")
+    # CSF: the reachable nodes of each level are found on the device
+    csf = asp.SparseCSF([dev([1, 3]), dev([0, 5, 6, 8, 8])],
+                        [dev([0]), dev([9, 0, 1, 9]), dev([9, 9, 9, 9, 9, 2, 0, 1, 9])],
+                        dev(np.ones(9)), (1, 2, 3))
+    cuda.check_errors("nothing reachable is out of range")
+    assert csf.nnz == 3 and csf.validate() is csf
+    np.testing.assert_array_equal(csf.to_dense().get(), [[[0.0, 0.0, 1.0], [1.0, 1.0, 0.0]]])
+    asp.SparseCSF([dev([0, 1]), dev([0, 1])], [dev([0]), dev([3]), dev([0])], dev([1.0]),
+                  (1, 2, 1))
+    with pytest.raises(IndexError, match="^SparseCSF: indices out of range of the dimension"
+                       + DEFERRED.format(0)):
+        cuda.check_errors("next")
+    # validate=False checks nothing; the kernels still stay inside the buffers
+    unchecked = asp.SparseCSR(dev([0, 2, 9]), dev([0, 5, 1]), dev(np.ones(3)), (2, 2),
+                              validate=False)
+    np.testing.assert_array_equal(unchecked.sum(axis=1).get(), [2.0, 0.0])
+    with pytest.raises(ValueError, match="^SparseCSR.sum: indptr addresses entries outside the "
+                       "stored indices" + DEFERRED.format(2)):
+        cuda.check_errors("next")
+    np.testing.assert_array_equal(unchecked.to_dense().get(), np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="^SparseCSR.to_dense: indptr addresses entries outside "
+                       "the stored indices" + DEFERRED.format(2)):
+        cuda.check_errors("next")  # the scatter kernel writes nothing then
+    with pytest.raises(ValueError, match="^SparseCSR: indices .3. and values .2. must have the "
+                       "same length$"):
+        asp.SparseCSR(dev([0, 1]), dev([0, 1, 1]), dev([1.0, 2.0]), (1, 2))
+
+
+def test_jaggeds_on_the_device(cp: Any) -> None:
+    host = asp.Jagged.from_list([[[1.0, 2.0], [3.0]], [], [[4.0, 5.0, 6.0]]])
+    csf = asp.SparseCSF.from_jagged(host.to_device("cuda"))
+    assert csf.device == "cuda:0" and csf.indptr[0] is csf.to_jagged().offsets
+    assert_same(tuple(flatten(csf.to_device("cpu"))),
+                tuple(flatten(asp.SparseCSF.from_jagged(host))))
+    assert csf.to_jagged().to_list() == host.to_list()
+    nulls = asp.Jagged.from_list([[[1.0, None], None], None, [[4.0, 5.0, 6.0]]])
+    got = asp.SparseCSF.from_jagged(nulls.to_device("cuda"), shape=(3, 2, 4))
+    assert_same(tuple(flatten(got.to_device("cpu"))),
+                tuple(flatten(asp.SparseCSF.from_jagged(nulls, shape=(3, 2, 4)))))
+    csr = asp.SparseCSR.from_dense(np.array([[0, 1], [2, 3]])).to_device("cuda")
+    ids, weights = csr.to_jagged()
+    assert (ids.device, ids.to_list(), weights.to_list()) == ("cuda:0", [[1], [0, 1]],
+                                                              [[1], [2, 3]])
 
 
 # ------------------------------------------------------------------ on a real GPU

@@ -2,7 +2,10 @@
 
 Dense numpy arrays (and scipy where it has the operation) are the oracles. The worked
 examples are the Compressed Sparse Fibers post's: its 4x6 matrix and its 4-d tensor
-(1-based coordinates kept, so the shape is ``(3, 3, 3, 4)``).
+(1-based coordinates kept, so the shape is ``(3, 3, 3, 4)``). Tests taking ``backend``
+also run with the CUDA kernels on the emulator and on device arrays of the stand-in
+CuPy (``tests/conftest.py``): tensors are built on the backend's device and every
+result is checked to be there before it is compared.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import pytest
 import arrow_sparse as asp
 from arrow_sparse.errors import ArrowSparseError
 from arrow_sparse.sparse import SparseTensor
+
+from .conftest import from_backend, on_device, to_backend
 
 # The post's 4x6 matrix and its COO table / CSR arrays.
 POST_MATRIX = np.array([[10, 20, 0, 0, 0, 0],
@@ -57,22 +62,39 @@ def random_dense(shape: tuple[int, ...], dtype: Any, density: float = 0.3,
     return np.where(rng.random(shape) < density, values, 0).astype(dtype)
 
 
-def make(fmt: str, dense: np.ndarray, axis_order: Any = None) -> Any:
+def make(fmt: str, dense: np.ndarray, axis_order: Any = None, backend: str = "cpu") -> Any:
+    """``fmt`` of ``dense``, built from it on the backend's device."""
+    arr = to_backend(dense, backend)
     if fmt == "coo":
-        return asp.SparseCOO.from_dense(dense)
+        return asp.SparseCOO.from_dense(arr)
     if fmt == "csr":
-        return asp.SparseCSR.from_dense(dense)
+        return asp.SparseCSR.from_dense(arr)
     if fmt == "csc":
-        return asp.SparseCSC.from_dense(dense)
-    return asp.SparseCSF.from_dense(dense, axis_order)
+        return asp.SparseCSC.from_dense(arr)
+    return asp.SparseCSF.from_dense(arr, axis_order)
+
+
+def on(x: Any, backend: str) -> Any:
+    """A tensor (or an array) moved to the backend's device."""
+    if isinstance(x, SparseTensor):
+        return x.to_device("cuda") if on_device(backend) else x
+    return to_backend(x, backend)
+
+
+def host(x: Any, backend: str) -> Any:
+    """A result on the host, after checking it came back on the backend's device."""
+    if isinstance(x, SparseTensor):
+        assert (x.device != "cpu") == on_device(backend), x.device
+        return x.to_device("cpu")
+    return from_backend(x, backend)
 
 
 def convert(x: SparseTensor, fmt: str, axis_order: Any = None) -> Any:
     return x.to_csf(axis_order) if fmt == "csf" else getattr(x, f"to_{fmt}")()
 
 
-def assert_dense_equal(x: SparseTensor, expected: np.ndarray) -> None:
-    got = x.to_dense()
+def assert_dense_equal(x: SparseTensor, expected: np.ndarray, backend: str = "cpu") -> None:
+    got = host(x.to_dense(), backend)
     assert got.shape == expected.shape
     assert got.dtype == x.dtype
     np.testing.assert_array_equal(got, expected)
@@ -148,17 +170,17 @@ def test_post_4d_tensor_every_axis_order() -> None:
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("src", FORMATS)
 @pytest.mark.parametrize("dst", FORMATS)
-def test_conversion_every_pair_2d(src: str, dst: str, dtype: Any) -> None:
+def test_conversion_every_pair_2d(src: str, dst: str, dtype: Any, backend: str) -> None:
     dense = random_dense((5, 7), dtype)
     dense[2] = 0  # an empty row
     dense[:, 4] = 0  # an empty column
     for src_order in ([(0, 1), (1, 0)] if src == "csf" else [None]):
-        x = make(src, dense, src_order)
+        x = make(src, dense, src_order, backend)
         for dst_order in ([None, (0, 1), (1, 0)] if dst == "csf" else [None]):
             y = convert(x, dst, dst_order)
             assert y.format == dst
             assert y.dtype == np.dtype(dtype)
-            assert_dense_equal(y, dense)
+            assert_dense_equal(y, dense, backend)
             # COO keeps the source's stored order (column-major from CSC).
             row_major = src in ("coo", "csr") or src_order == (0, 1)
             assert y.is_canonical == (dst != "coo" or row_major)
@@ -166,51 +188,60 @@ def test_conversion_every_pair_2d(src: str, dst: str, dtype: Any) -> None:
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("shape", [(4,), (3, 4, 5), (2, 3, 1, 4), (0, 3), (2, 0, 3)])
-def test_conversion_nd_coo_csf(shape: tuple[int, ...], dtype: Any) -> None:
+def test_conversion_nd_coo_csf(shape: tuple[int, ...], dtype: Any, backend: str) -> None:
     dense = random_dense(shape, dtype, seed=len(shape))
-    coo = asp.SparseCOO.from_dense(dense)
-    assert_dense_equal(coo, dense)
+    coo = make("coo", dense, backend=backend)
+    assert_dense_equal(coo, dense, backend)
     for order in itertools.permutations(range(len(shape))):
         csf = coo.to_csf(order)
-        assert_dense_equal(csf, dense)
-        assert_dense_equal(asp.SparseCSF.from_dense(dense, order), dense)
-        assert_dense_equal(csf.to_csf(tuple(reversed(order))), dense)
-        assert csf.to_coo().canonical().indices.tolist() == coo.indices.tolist()
+        assert_dense_equal(csf, dense, backend)
+        assert_dense_equal(make("csf", dense, order, backend), dense, backend)
+        assert_dense_equal(csf.to_csf(tuple(reversed(order))), dense, backend)
+        assert host(csf.to_coo().canonical(), backend).indices.tolist() == \
+            host(coo, backend).indices.tolist()
 
 
-def test_conversions_keep_duplicates_and_canonical_sums_them() -> None:
+def test_conversions_keep_duplicates_and_canonical_sums_them(backend: str) -> None:
     rows, cols = [1, 0, 1, 1, 0], [2, 0, 2, 0, 0]
-    coo = asp.SparseCOO([rows, cols], np.array([1, 2, 3, 4, 5]), (2, 3))
+    coo = on(asp.SparseCOO([rows, cols], np.array([1, 2, 3, 4, 5]), (2, 3)), backend)
     dense = np.zeros((2, 3), dtype=np.int64)
     np.add.at(dense, (rows, cols), [1, 2, 3, 4, 5])
-    assert_dense_equal(coo, dense)
+    assert_dense_equal(coo, dense, backend)
     for fmt in FORMATS:
         y = convert(coo, fmt)
         assert y.nnz == 5
         assert not y.is_canonical
-        assert_dense_equal(y, dense)
+        assert_dense_equal(y, dense, backend)
         c = y.canonical()
         assert c.is_canonical
         assert c.nnz == 3
-        assert_dense_equal(c, dense)
+        assert_dense_equal(c, dense, backend)
         assert c.canonical() is c
-        assert_dense_equal(y.sum_duplicates(), dense)
-    assert coo.canonical().indices.tolist() == [[0, 1, 1], [0, 0, 2]]
-    assert coo.canonical().values.tolist() == [7, 4, 4]
+        assert_dense_equal(y.sum_duplicates(), dense, backend)
+    assert host(coo.canonical(), backend).indices.tolist() == [[0, 1, 1], [0, 0, 2]]
+    assert host(coo.canonical(), backend).values.tolist() == [7, 4, 4]
+    three = on(asp.SparseCOO([[1, 0, 1, 1], [0, 0, 0, 2], [3, 1, 3, 3]],
+                             np.array([True, False, False, True]), (2, 3, 4)), backend)
+    got = host(three.canonical(), backend)
+    assert got.indices.tolist() == [[0, 1, 1], [0, 0, 2], [1, 3, 3]]
+    assert got.values.tolist() == [False, True, True]  # logical or of each run
 
 
-def test_conversions_are_stable_for_duplicates() -> None:
+def test_conversions_are_stable_for_duplicates(backend: str) -> None:
     # Repeated coordinates keep their input order, so sums are deterministic.
-    coo = asp.SparseCOO([[1, 0, 1]], np.array([0.1, 5.0, 0.2]), (2,))
-    assert coo.to_csf().values.tolist() == [5.0, 0.1, 0.2]
+    coo = on(asp.SparseCOO([[1, 0, 1]], np.array([0.1, 5.0, 0.2]), (2,)), backend)
+    assert host(coo.to_csf(), backend).values.tolist() == [5.0, 0.1, 0.2]
+    pairs = on(asp.SparseCOO([[1, 0, 1], [2, 0, 2]], np.array([0.1, 5.0, 0.2]), (2, 3)), backend)
+    for fmt in ("csr", "csc", "csf"):
+        assert host(convert(pairs, fmt), backend).values.tolist() == [5.0, 0.1, 0.2]
 
 
-def test_from_dense_counts_nan_as_stored() -> None:
+def test_from_dense_counts_nan_as_stored(backend: str) -> None:
     dense = np.array([[0.0, np.nan], [1.0, 0.0]])
     for fmt in FORMATS:
-        x = make(fmt, dense)
+        x = make(fmt, dense, backend=backend)
         assert x.nnz == 2
-        np.testing.assert_array_equal(x.to_dense(), dense)
+        np.testing.assert_array_equal(host(x.to_dense(), backend), dense)
 
 
 def test_sorted_coo_converts_without_copying() -> None:
@@ -236,12 +267,13 @@ def test_csr_csf_share_leaf_buffers() -> None:
     assert csf_t.to_csc().values is csc.values
 
 
-def test_csr_with_empty_rows_to_csf_lists_nonempty_rows() -> None:
-    csr = asp.SparseCSR([0, 2, 2, 3], [0, 1, 1], np.array([1, 2, 3]), (3, 2))
+def test_csr_with_empty_rows_to_csf_lists_nonempty_rows(backend: str) -> None:
+    csr = on(asp.SparseCSR([0, 2, 2, 3], [0, 1, 1], np.array([1, 2, 3]), (3, 2)), backend)
     csf = csr.to_csf()
+    assert csf.is_canonical
+    csf = host(csf, backend)
     assert csf.indices[0].tolist() == [0, 2]
     assert csf.indptr[0].tolist() == [0, 2, 3]
-    assert csf.is_canonical
 
 
 def test_csr_to_csc_is_scipy_tocsc() -> None:
@@ -256,16 +288,16 @@ def test_csr_to_csc_is_scipy_tocsc() -> None:
     np.testing.assert_array_equal(ours.values, ref.data)
 
 
-def test_empty_and_all_zero_tensors() -> None:
+def test_empty_and_all_zero_tensors(backend: str) -> None:
     for shape in [(0,), (3,), (0, 0), (2, 3), (2, 0, 4)]:
         dense = np.zeros(shape)
         for fmt in FORMATS if len(shape) == 2 else ["coo", "csf"]:
-            x = make(fmt, dense)
+            x = make(fmt, dense, backend=backend)
             assert x.nnz == 0
-            assert_dense_equal(x, dense)
+            assert_dense_equal(x, dense, backend)
             for dst in FORMATS if len(shape) == 2 else ["coo", "csf"]:
-                assert_dense_equal(convert(x, dst), dense)
-            assert x.sum() == 0
+                assert_dense_equal(convert(x, dst), dense, backend)
+            assert host(x.sum(), backend) == 0
 
 
 def test_from_methods_match_to_methods() -> None:
@@ -393,37 +425,42 @@ def test_large_conversions_match_scipy(threads: int, index_dtype: Any) -> None:
 
 
 # ------------------------------------------------------------------ canonical form
-def test_is_canonical_of_each_format() -> None:
-    assert asp.SparseCOO([[0, 1], [2, 0]], np.ones(2), (2, 3)).is_canonical
-    assert not asp.SparseCOO([[1, 0], [0, 2]], np.ones(2), (2, 3)).is_canonical
-    assert not asp.SparseCOO([[0, 0], [2, 2]], np.ones(2), (2, 3)).is_canonical
-    assert asp.SparseCSR([0, 2, 3], [0, 2, 0], np.ones(3), (2, 3)).is_canonical
-    assert not asp.SparseCSR([0, 2, 3], [2, 0, 0], np.ones(3), (2, 3)).is_canonical
-    assert not asp.SparseCSR([0, 2, 3], [1, 1, 0], np.ones(3), (2, 3)).is_canonical
-    assert asp.SparseCSC([0, 1, 2], [1, 0], np.ones(2), (2, 2)).is_canonical
-    csf = asp.SparseCSF([[0, 1, 2]], [[0, 1], [1, 0]], np.ones(2), (2, 2))
-    assert csf.is_canonical
-    assert not asp.SparseCSF([[0, 1, 2]], [[1, 0], [1, 0]], np.ones(2), (2, 2)).is_canonical
+def test_is_canonical_of_each_format(backend: str) -> None:
+    def canonical(x: SparseTensor) -> bool:
+        return on(x, backend).is_canonical
+
+    assert canonical(asp.SparseCOO([[0, 1], [2, 0]], np.ones(2), (2, 3)))
+    assert not canonical(asp.SparseCOO([[1, 0], [0, 2]], np.ones(2), (2, 3)))
+    assert not canonical(asp.SparseCOO([[0, 0], [2, 2]], np.ones(2), (2, 3)))
+    assert canonical(asp.SparseCOO([[0, 0, 1], [1, 2, 0], [5, 0, 0]], np.ones(3), (2, 3, 6)))
+    assert not canonical(asp.SparseCOO([[0, 0, 0], [1, 1, 0], [5, 5, 0]], np.ones(3), (2, 3, 6)))
+    assert canonical(asp.SparseCSR([0, 2, 3], [0, 2, 0], np.ones(3), (2, 3)))
+    assert not canonical(asp.SparseCSR([0, 2, 3], [2, 0, 0], np.ones(3), (2, 3)))
+    assert not canonical(asp.SparseCSR([0, 2, 3], [1, 1, 0], np.ones(3), (2, 3)))
+    assert canonical(asp.SparseCSC([0, 1, 2], [1, 0], np.ones(2), (2, 2)))
+    assert canonical(asp.SparseCSF([[0, 1, 2]], [[0, 1], [1, 0]], np.ones(2), (2, 2)))
+    assert not canonical(asp.SparseCSF([[0, 1, 2]], [[1, 0], [1, 0]], np.ones(2), (2, 2)))
+    assert not canonical(asp.SparseCSF([[0, 2]], [[0], [1, 1]], np.ones(2), (1, 2)))
     # A childless node is not canonical.
-    assert not asp.SparseCSF([[0, 0, 1]], [[0, 1], [1]], np.ones(1), (2, 2)).is_canonical
+    assert not canonical(asp.SparseCSF([[0, 0, 1]], [[0, 1], [1]], np.ones(1), (2, 2)))
 
 
-def test_canonical_keeps_explicit_zeros() -> None:
-    coo = asp.SparseCOO([[0, 0, 1]], np.array([1.0, -1.0, 0.0]), (2,)).canonical()
+def test_canonical_keeps_explicit_zeros(backend: str) -> None:
+    coo = on(asp.SparseCOO([[0, 0, 1]], np.array([1.0, -1.0, 0.0]), (2,)), backend).canonical()
     assert coo.nnz == 2
-    assert coo.values.tolist() == [0.0, 0.0]
+    assert host(coo, backend).values.tolist() == [0.0, 0.0]
 
 
-def test_canonical_of_csf_keeps_axis_order() -> None:
+def test_canonical_of_csf_keeps_axis_order(backend: str) -> None:
     dense = post_tensor()
     coo = asp.SparseCOO(np.concatenate([POST_COORDS, POST_COORDS], axis=1),
                         np.concatenate([POST_TENSOR_VALUES, POST_TENSOR_VALUES]), POST_SHAPE)
-    csf = coo.to_csf((2, 0, 3, 1))
+    csf = on(coo, backend).to_csf((2, 0, 3, 1))
     assert not csf.is_canonical
     fixed = csf.canonical()
     assert fixed.axis_order == (2, 0, 3, 1)
     assert fixed.nnz == 8
-    np.testing.assert_array_equal(fixed.to_dense(), 2 * dense)
+    assert_dense_equal(fixed, 2 * dense, backend)
 
 
 # ----------------------------------------------------------------------- slicing
@@ -440,22 +477,30 @@ def test_csr_row_slice_is_a_view() -> None:
     np.testing.assert_array_equal(nested.to_dense(), POST_MATRIX[2:4])
 
 
-def test_sliced_csr_operations_match_dense() -> None:
-    part = asp.SparseCSR.from_dense(POST_MATRIX)[1:3]
+def test_sliced_csr_operations_match_dense(backend: str) -> None:
+    part = make("csr", POST_MATRIX, backend=backend)[1:3]
     dense = POST_MATRIX[1:3]
     assert part.nnz == 5
     for fmt in FORMATS:
-        np.testing.assert_array_equal(convert(part, fmt).to_dense(), dense)
-    np.testing.assert_array_equal(part @ np.eye(6, dtype=np.int64), dense)
-    np.testing.assert_array_equal(part.sum(axis=0), dense.sum(axis=0))
-    np.testing.assert_array_equal(part.sum(axis=1), dense.sum(axis=1))
-    assert part.sum() == dense.sum()
-    np.testing.assert_array_equal((part * 2).to_dense(), dense * 2)
-    scaled = part.multiply(np.arange(6))
-    assert scaled.indptr[0] == 0
-    np.testing.assert_array_equal(scaled.to_dense(), dense * np.arange(6))
-    np.testing.assert_array_equal(part.T.to_dense(), dense.T)
+        assert_dense_equal(convert(part, fmt), dense, backend)
+    np.testing.assert_array_equal(host(part @ on(np.eye(6, dtype=np.int64), backend), backend),
+                                  dense)
+    np.testing.assert_array_equal(host(part.sum(axis=0), backend), dense.sum(axis=0))
+    np.testing.assert_array_equal(host(part.sum(axis=1), backend), dense.sum(axis=1))
+    assert host(part.sum(), backend) == dense.sum()
+    assert_dense_equal(part * 2, dense * 2, backend)
+    scaled = part.multiply(on(np.arange(6), backend))
+    assert host(scaled, backend).indptr[0] == 0
+    assert_dense_equal(scaled, dense * np.arange(6), backend)
+    assert_dense_equal(part.T, dense.T, backend)
     assert part.canonical() is part
+    # indptr above zero (the first two entries belong to no row), rows unsorted
+    unsorted = on(asp.SparseCSR([2, 4, 7], [7, 7, 2, 0, 1, 2, 1],
+                                np.array([0, 0, 1, 2, 3, 4, 5]), (2, 3)), backend)
+    assert not unsorted.is_canonical
+    fixed = host(unsorted.canonical(), backend)
+    assert fixed.indptr.tolist() == [0, 2, 4]
+    assert (fixed.indices.tolist(), fixed.values.tolist()) == ([0, 2, 1, 2], [2, 1, 8, 4])
 
 
 def test_csr_slice_errors() -> None:
@@ -478,42 +523,44 @@ def test_csc_column_slice_is_a_view() -> None:
 
 
 @pytest.mark.parametrize("order", list(itertools.permutations(range(3))))
-def test_csf_sub_fibres_match_dense(order: tuple[int, ...]) -> None:
+def test_csf_sub_fibres_match_dense(order: tuple[int, ...], backend: str) -> None:
     dense = random_dense((4, 3, 5), np.float64, seed=7)
     dense[1] = 0
-    csf = asp.SparseCSF.from_dense(dense, order)
+    csf = make("csf", dense, order, backend)
     outer = order[0]
     for i in range(-dense.shape[outer], dense.shape[outer]):
         sub = csf[i]
-        np.testing.assert_array_equal(sub.to_dense(), np.take(dense, i, axis=outer))
+        assert_dense_equal(sub, np.take(dense, i, axis=outer), backend)
         assert sub.values is csf.values
     for a, b in [(0, 2), (1, 3), (2, 2), (1, None)]:
         part = csf[a:b]
         expected = np.take(dense, range(dense.shape[outer])[a:b], axis=outer)
-        np.testing.assert_array_equal(part.to_dense(), expected)
+        assert_dense_equal(part, expected, backend)
         assert part.axis_order == order
         assert part.values is csf.values
 
 
-def test_csf_nested_sub_fibres() -> None:
-    csf = asp.SparseCOO(POST_COORDS, POST_TENSOR_VALUES, POST_SHAPE).to_csf()
+def test_csf_nested_sub_fibres(backend: str) -> None:
+    csf = on(asp.SparseCOO(POST_COORDS, POST_TENSOR_VALUES, POST_SHAPE), backend).to_csf()
     dense = post_tensor()
-    np.testing.assert_array_equal(csf[1][2].to_dense(), dense[1, 2])
-    np.testing.assert_array_equal(csf[1][2][1].to_dense(), dense[1, 2, 1])
-    assert csf[2][2][2][2] == 8.0
-    assert csf[2][2][2][0] == 0.0
-    np.testing.assert_array_equal(csf[1:3][1][2].to_dense(), dense[2, 2])
-    sub = csf[2]
+    assert_dense_equal(csf[1][2], dense[1, 2], backend)
+    assert_dense_equal(csf[1][2][1], dense[1, 2, 1], backend)
+    assert host(csf[2][2][2][2], backend) == 8.0
+    assert host(csf[2][2][2][0], backend) == 0.0
+    assert_dense_equal(csf[1:3][1][2], dense[2, 2], backend)
+    sub = host(csf[2], backend)
     t = sub.to_arrow()  # a sub-fibre is compacted for pyarrow
     np.testing.assert_array_equal(t.to_tensor().to_numpy(), dense[2])
 
 
-def test_csf_slice_of_unsorted_outer_level_goes_through_coo() -> None:
-    csf = asp.SparseCSF([[0, 1, 2, 3]], [[2, 0, 2], [1, 0, 0]], np.array([1, 2, 3]), (3, 2))
-    dense = csf.to_dense()
-    np.testing.assert_array_equal(csf[2].to_dense(), dense[2])
-    np.testing.assert_array_equal(csf[1:3].to_dense(), dense[1:3])
-    np.testing.assert_array_equal(csf[0:3].to_dense(), dense)
+def test_csf_slice_of_unsorted_outer_level_goes_through_coo(backend: str) -> None:
+    csf = on(asp.SparseCSF([[0, 1, 2, 3]], [[2, 0, 2], [1, 0, 0]], np.array([1, 2, 3]), (3, 2)),
+             backend)
+    dense = np.array([[2, 0], [0, 0], [3, 1]])
+    assert_dense_equal(csf, dense, backend)
+    assert_dense_equal(csf[2], dense[2], backend)
+    assert_dense_equal(csf[1:3], dense[1:3], backend)
+    assert_dense_equal(csf[0:3], dense, backend)
 
 
 def test_csf_index_errors() -> None:
@@ -529,26 +576,26 @@ def test_csf_index_errors() -> None:
 # --------------------------------------------------------------------- reductions
 @pytest.mark.parametrize("dtype", DTYPES + [np.bool_], ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_sum_matches_numpy(fmt: str, dtype: Any) -> None:
+def test_sum_matches_numpy(fmt: str, dtype: Any, backend: str) -> None:
     dense = random_dense((5, 6), dtype, seed=2)
-    x = make(fmt, dense)
-    total = x.sum()
+    x = make(fmt, dense, backend=backend)
+    total = host(x.sum(), backend)
     assert total == dense.sum() and total.dtype == dense.sum().dtype
     for axis in [0, 1, -1, -2]:
-        got = x.sum(axis=axis)
+        got = host(x.sum(axis=axis), backend)
         np.testing.assert_array_equal(got, dense.sum(axis=axis))
         assert got.dtype == dense.sum(axis=axis).dtype
 
 
 @pytest.mark.parametrize("order", [(0, 1, 2), (2, 0, 1)])
-def test_sum_nd_matches_numpy(order: tuple[int, ...]) -> None:
+def test_sum_nd_matches_numpy(order: tuple[int, ...], backend: str) -> None:
     dense = random_dense((3, 4, 5), np.float32, seed=4)
-    for x in [asp.SparseCOO.from_dense(dense), asp.SparseCSF.from_dense(dense, order)]:
-        np.testing.assert_allclose(x.sum(), dense.sum(), rtol=1e-6)
+    for x in [make("coo", dense, backend=backend), make("csf", dense, order, backend)]:
+        np.testing.assert_allclose(host(x.sum(), backend), dense.sum(), rtol=1e-6)
         for axis in range(-3, 3):
-            np.testing.assert_allclose(x.sum(axis), dense.sum(axis), rtol=1e-6)
-    one_d = asp.SparseCOO([[0, 3, 3]], np.array([1, 2, 3]), (4,))
-    assert one_d.sum(axis=0) == 6
+            np.testing.assert_allclose(host(x.sum(axis), backend), dense.sum(axis), rtol=1e-6)
+    one_d = on(asp.SparseCOO([[0, 3, 3]], np.array([1, 2, 3]), (4,)), backend)
+    assert host(one_d.sum(axis=0), backend) == 6
 
 
 def test_sum_axis_errors() -> None:
@@ -563,19 +610,19 @@ def test_sum_axis_errors() -> None:
 
 # ------------------------------------------------------------------------ multiply
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_multiply_scalar_and_broadcast(fmt: str) -> None:
+def test_multiply_scalar_and_broadcast(fmt: str, backend: str) -> None:
     dense = random_dense((4, 5), np.float32, seed=5)
-    x = make(fmt, dense)
-    for other in [2, 0.5, np.float32(3), np.arange(5, dtype=np.float32),
-                  np.arange(4.0).reshape(4, 1), np.full((4, 5), -1.0)]:
-        got = x.multiply(other)
+    x = make(fmt, dense, backend=backend)
+    for other in [2, 0.5, np.float32(3), np.array(2.0), np.arange(5, dtype=np.float32),
+                  np.arange(4.0).reshape(4, 1), np.full((4, 5), -1.0), np.ones((1, 1), np.int8)]:
+        got = x.multiply(on(other, backend) if isinstance(other, np.ndarray) else other)
         expected = dense * other
         assert got.format == fmt
         assert got.dtype == expected.dtype
-        np.testing.assert_array_equal(got.to_dense(), expected)
-    np.testing.assert_array_equal((x * 3).to_dense(), dense * 3)
-    np.testing.assert_array_equal((3 * x).to_dense(), dense * 3)
-    np.testing.assert_array_equal((np.arange(5.0) * x).to_dense(), dense * np.arange(5.0))
+        assert_dense_equal(got, expected, backend)
+    assert_dense_equal(x * 3, dense * 3, backend)
+    assert_dense_equal(3 * x, dense * 3, backend)
+    assert_dense_equal(on(np.arange(5.0), backend) * x, dense * np.arange(5.0), backend)
 
 
 def test_multiply_shares_structure_and_only_touches_stored_entries() -> None:
@@ -607,17 +654,18 @@ def test_multiply_errors() -> None:
 # -------------------------------------------------------------------------- matmul
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("k", [1, 3, 17])
-def test_csr_matmul_matches_numpy(dtype: Any, k: int) -> None:
+def test_csr_matmul_matches_numpy(dtype: Any, k: int, backend: str) -> None:
     dense = random_dense((30, 20), dtype, seed=k)
     other = random_dense((20, k), dtype, density=0.9, seed=k + 1)
-    for m in [asp.SparseCSR.from_dense(dense), asp.SparseCSC.from_dense(dense)]:
-        got = m @ other
+    rhs, lhs = on(other, backend), on(np.ascontiguousarray(other.T), backend)
+    for m in [make("csr", dense, backend=backend), make("csc", dense, backend=backend)]:
+        got = host(m @ rhs, backend)
         assert got.dtype == (dense @ other).dtype
         np.testing.assert_allclose(got, dense @ other, rtol=1e-5)
-        np.testing.assert_allclose(m @ other[:, 0], dense @ other[:, 0], rtol=1e-5)
-        lhs = other.T
-        np.testing.assert_allclose(lhs @ m.T, lhs @ dense.T, rtol=1e-5)
-        np.testing.assert_allclose(other[:, 0] @ m.T, other[:, 0] @ dense.T, rtol=1e-5)
+        np.testing.assert_allclose(host(m @ rhs[:, 0], backend), dense @ other[:, 0], rtol=1e-5)
+        np.testing.assert_allclose(host(lhs @ m.T, backend), other.T @ dense.T, rtol=1e-5)
+        np.testing.assert_allclose(host(rhs[:, 0] @ m.T, backend), other[:, 0] @ dense.T,
+                                   rtol=1e-5)
 
 
 def test_csr_matmul_large_uses_threads_and_matches_scipy() -> None:
@@ -637,15 +685,17 @@ def test_csr_matmul_large_uses_threads_and_matches_scipy() -> None:
     np.testing.assert_allclose(lhs @ ours, lhs @ m, rtol=1e-12)
 
 
-def test_matmul_mixed_and_bool_dtypes() -> None:
-    m = asp.SparseCSR.from_dense(np.array([[1, 0], [0, 2]], dtype=np.int32))
-    got = m @ np.array([[0.5], [0.25]])
+def test_matmul_mixed_and_bool_dtypes(backend: str) -> None:
+    m = make("csr", np.array([[1, 0], [0, 2]], dtype=np.int32), backend=backend)
+    got = host(m @ on(np.array([[0.5], [0.25]]), backend), backend)
     assert got.dtype == np.float64
     np.testing.assert_array_equal(got, [[0.5], [0.5]])
-    b = asp.SparseCSR.from_dense(np.array([[True, False], [True, True]]))
-    got_b = b @ np.array([[False], [True]])
+    b = make("csr", np.array([[True, False], [True, True]]), backend=backend)
+    got_b = host(b @ on(np.array([[False], [True]]), backend), backend)
     assert got_b.dtype == bool
     np.testing.assert_array_equal(got_b, [[False], [True]])
+    got_t = host(on(np.array([[True, False]]), backend) @ b.T, backend)
+    np.testing.assert_array_equal(got_t, [[True, True]])
 
 
 def test_matmul_errors() -> None:
@@ -663,16 +713,18 @@ def test_matmul_errors() -> None:
 
 
 @pytest.mark.parametrize("axis_order", [(0, 1), (1, 0)])
-def test_coo_and_csf_matmul_go_through_csr_issue_6(axis_order: tuple[int, int]) -> None:
+def test_coo_and_csf_matmul_go_through_csr_issue_6(axis_order: tuple[int, int],
+                                                   backend: str) -> None:
     dense = random_dense((7, 5), np.float64, seed=3)
     other = random_dense((5, 4), np.float64, density=0.8, seed=4)
     lhs = random_dense((3, 7), np.float64, density=0.8, seed=5)
     coo = asp.SparseCOO.from_dense(dense)
-    coo = asp.SparseCOO(coo.indices[:, ::-1], coo.values[::-1], coo.shape)  # unsorted
-    for m in (coo, asp.SparseCSF.from_dense(dense, axis_order=axis_order)):
-        np.testing.assert_allclose(m @ other, dense @ other)
-        np.testing.assert_allclose(m.matmul(other[:, 0]), dense @ other[:, 0])
-        np.testing.assert_allclose(lhs @ m, lhs @ dense)
+    coo = on(asp.SparseCOO(coo.indices[:, ::-1], coo.values[::-1], coo.shape), backend)  # unsorted
+    for m in (coo, make("csf", dense, axis_order, backend)):
+        np.testing.assert_allclose(host(m @ on(other, backend), backend), dense @ other)
+        np.testing.assert_allclose(host(m.matmul(on(other[:, 0], backend)), backend),
+                                   dense @ other[:, 0])
+        np.testing.assert_allclose(host(on(lhs, backend) @ m, backend), lhs @ dense)
 
 
 def test_matmul_of_non_matrix_raises() -> None:
@@ -687,26 +739,26 @@ def test_matmul_of_non_matrix_raises() -> None:
 
 
 # ----------------------------------------------------------------------- transpose
-def test_transpose_of_each_format() -> None:
-    csr = asp.SparseCSR.from_dense(POST_MATRIX)
+def test_transpose_of_each_format(backend: str) -> None:
+    csr = make("csr", POST_MATRIX, backend=backend)
     csc = csr.T
     assert isinstance(csc, asp.SparseCSC)
     assert csc.indptr is csr.indptr and csc.indices is csr.indices and csc.values is csr.values
-    np.testing.assert_array_equal(csc.to_dense(), POST_MATRIX.T)
+    assert_dense_equal(csc, POST_MATRIX.T, backend)
     assert isinstance(csc.T, asp.SparseCSR)
     assert csr.transpose((0, 1)) is csr
     dense = post_tensor()
-    coo = asp.SparseCOO(POST_COORDS, POST_TENSOR_VALUES, POST_SHAPE)
+    coo = on(asp.SparseCOO(POST_COORDS, POST_TENSOR_VALUES, POST_SHAPE), backend)
     csf = coo.to_csf((1, 3, 0, 2))
     for axes in [None, (1, 0, 3, 2), (3, 1, 2, 0)]:
         expected = np.transpose(dense, axes)
-        np.testing.assert_array_equal(coo.transpose(axes).to_dense(), expected)
+        assert_dense_equal(coo.transpose(axes), expected, backend)
         t = csf.transpose(axes)
-        np.testing.assert_array_equal(t.to_dense(), expected)
+        assert_dense_equal(t, expected, backend)
         assert t.values is csf.values
         assert all(a is b for a, b in zip(t.indices, csf.indices, strict=True))
-    np.testing.assert_array_equal(coo.T.to_dense(), dense.T)
-    np.testing.assert_array_equal(csf.T.to_dense(), dense.T)
+    assert_dense_equal(coo.T, dense.T, backend)
+    assert_dense_equal(csf.T, dense.T, backend)
     with pytest.raises(ValueError, match=r"^SparseCOO.transpose: axis_order must be a permutation"):
         coo.transpose((0, 1))
     with pytest.raises(ValueError, match=r"^SparseCSR.transpose: axis_order must be a permutation"):
@@ -733,15 +785,16 @@ def test_properties() -> None:
     assert (csr.ndim, csr.format, csr.T.format) == (2, "csr", "csc")
 
 
-def test_bool_values() -> None:
+def test_bool_values(backend: str) -> None:
     dense = np.array([[True, False], [False, True]])
     for fmt in FORMATS:
-        x = make(fmt, dense)
-        np.testing.assert_array_equal(x.to_dense(), dense)
-        assert x.sum() == 2
-    dup = asp.SparseCOO([[0, 0]], np.array([True, True]), (2,))
-    np.testing.assert_array_equal(dup.to_dense(), [True, False])
-    assert dup.canonical().values.tolist() == [True]
+        x = make(fmt, dense, backend=backend)
+        assert_dense_equal(x, dense, backend)
+        assert host(x.sum(), backend) == 2
+    dup = on(asp.SparseCOO([[0, 0, 1]], np.array([True, True, False]), (2,)), backend)
+    assert_dense_equal(dup, np.array([True, False]), backend)
+    assert host(dup.canonical(), backend).values.tolist() == [True, False]
+    assert_dense_equal(dup.to_csf(), np.array([True, False]), backend)
 
 
 # -------------------------------------------------------------------- validation

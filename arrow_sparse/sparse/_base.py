@@ -1,15 +1,33 @@
-"""The base class of the sparse formats and the checks and sorting helpers they share."""
+"""The base class of the sparse formats and the checks and sorting helpers they share.
+
+The helpers work on numpy or CuPy arrays (the array module of their inputs): a tensor
+whose arrays are on a CUDA device runs its operations there, with the CUDA twins of the
+sparse kernels (see docs/gpu.md, "Dispatch").
+"""
 
 from __future__ import annotations
 
+import functools
+import importlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from .. import _validate as v
-from .._backend import get_kernel
+from .._backend import (
+    array_module,
+    device_checks,
+    device_of,
+    fetch,
+    get_kernel,
+    is_cupy_array,
+    module_of,
+    normalize_device,
+    transfer,
+)
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 
 if TYPE_CHECKING:
@@ -32,13 +50,17 @@ class SparseTensor:
 
     Holds what every format shares: ``shape``, ``ndim``, ``dtype``, ``nnz``, the
     conversions between formats, and the operators defined on top of them.
-    Subclasses store numpy arrays and never modify them in place: every operation
-    returns a new object, which may share buffers with its input (said per method).
+    Subclasses store numpy arrays, or CuPy arrays on one CUDA device (every operation
+    then runs there, see :meth:`to_device`), and never modify them in place: every
+    operation returns a new object, which may share buffers with its input (said per
+    method).
     """
 
     __slots__ = ()
-    #: numpy defers binary operators to us (``dense @ m``, ``dense * m`` call ``__r*__``).
+    #: numpy and CuPy defer binary operators to us (``dense @ m`` calls ``__rmatmul__``).
     __array_ufunc__ = None
+    #: What CuPy versions before NEP 13 support compare instead of ``__array_ufunc__``.
+    __array_priority__ = 1000
     #: ``"coo"``, ``"csr"``, ``"csc"`` or ``"csf"``.
     format: ClassVar[str] = ""
     shape: tuple[int, ...]
@@ -60,8 +82,83 @@ class SparseTensor:
         """Number of stored entries (explicit zeros and duplicates included)."""
         raise NotImplementedError
 
+    @property
+    def xp(self) -> ModuleType:
+        """Array module of the buffers: numpy, or cupy when they are on a CUDA device."""
+        return module_of(self.values)
+
+    @property
+    def device(self) -> str:
+        """``"cpu"``, or ``"cuda:N"`` when the buffers are CuPy arrays on device N.
+
+        Examples
+        --------
+        >>> asp.SparseCOO([[0, 1]], np.array([1.0, 2.0]), (3,)).device
+        'cpu'
+        """
+        return device_of(self.values)
+
+    def to_device(self, device: str) -> Any:
+        """Copy every buffer (indices, pointers, values) to ``device``.
+
+        Parameters
+        ----------
+        device
+            ``"cpu"``, ``"cuda"`` (the current CUDA device; a tensor already on a CUDA
+            device stays there) or ``"cuda:N"``.
+
+        Returns
+        -------
+        SparseTensor
+            ``self`` when it is on ``device`` already, else a copy of the same format
+            there (to the host with ``.get()``, to a GPU with ``cupy.asarray``).
+            Nothing is re-checked.
+
+        Raises
+        ------
+        ValueError, TypeError
+            Not a device string.
+        ModuleNotFoundError
+            ``"cuda"`` without CuPy installed.
+
+        Notes
+        -----
+        On the device every operation runs with the CUDA kernels and returns CuPy
+        arrays; the exchanges with pyarrow, scipy, pydata ``sparse`` and torch need
+        host memory and raise NotImplementedError there. Copies to the host
+        synchronise.
+
+        Examples
+        --------
+        >>> coo = asp.SparseCOO([[0, 1]], np.array([1.0, 2.0]), (3,))
+        >>> coo.to_device("cpu") is coo
+        True
+        """
+        func = f"{type(self).__name__}.to_device"
+        target = normalize_device(func, device)
+        here = self.device
+        if here == target or (target == "cuda" and here != "cpu"):
+            return self
+        return self._map(lambda x: transfer(func, x, target))
+
+    def _map(self, fn: Callable[[Any], Any]) -> Any:  # pragma: no cover - overridden
+        """Return the same tensor with ``fn`` applied to every buffer."""
+        raise NotImplementedError
+
+    def _on_host(self, op: str) -> None:
+        """Refuse an operation that needs host memory for a tensor on the device."""
+        if self.xp is not np:
+            name = f"{type(self).__name__}.{op}"
+            msg = (f"{name}: the tensor is on {self.device}, but {op} needs host memory; "
+                   f"move it first with .to_device('cpu').{op}(...)")
+            raise NotImplementedError(msg)
+
+    def _repr_device(self) -> str:
+        return "" if self.xp is np else f", device={self.device!r}"
+
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(shape={self.shape}, nnz={self.nnz}, dtype={self.dtype})"
+        return (f"{type(self).__name__}(shape={self.shape}, nnz={self.nnz}, dtype={self.dtype}"
+                f"{self._repr_device()})")
 
     # -------------------------------------------------------------- conversions
     def to_dense(self) -> np.ndarray:  # pragma: no cover - every subclass overrides
@@ -326,6 +423,22 @@ class SparseTensor:
         return self.to_csr()
 
 
+def checked(method: Callable[..., Any]) -> Callable[..., Any]:
+    """End a public method with its device checks (deferred; a no-op on the host).
+
+    What its kernels recorded in the device error word (an index out of range, pointers
+    outside the entries) is raised by the next check, naming ``<Class>.<method>``.
+    """
+    name = method.__name__
+
+    @functools.wraps(method)
+    def run(self: SparseTensor, *args: Any, **kwargs: Any) -> Any:
+        out = method(self, *args, **kwargs)
+        device_checks(f"{type(self).__name__}.{name}", self.xp)
+        return out
+    return run
+
+
 # ------------------------------------------------------------------- checks
 def check_shape(func: str, shape: Any, ndim: int | None = None) -> tuple[int, ...]:
     """Check a shape: a sequence of non-negative ints (``ndim`` of them when given)."""
@@ -386,16 +499,19 @@ def check_axis(func: str, axis: Any, ndim: int) -> int:
 
 
 def index_array(func: str, arg: str, x: Any, *, ndim: int = 1) -> np.ndarray:
-    """Return an int32 or int64 index array (other integer dtypes are widened to int64)."""
-    arr = v.as_index_array(func, arg, x, ndim=ndim)
+    """Return an int32 or int64 index array (other integer dtypes are widened to int64).
+
+    CuPy arrays are accepted and stay on their device.
+    """
+    arr = v.as_index_array(func, arg, x, ndim=ndim, device=True)
     if arr.dtype not in INDEX_DTYPES:
         arr = arr.astype(np.int64)
     return arr
 
 
 def values_array(func: str, x: Any) -> np.ndarray:
-    """Return a 1-D bool, integer, float32 or float64 values array."""
-    arr = v.as_values_array(func, "values", x)
+    """Return a 1-D bool, integer, float32 or float64 values array (numpy or CuPy)."""
+    arr = v.as_values_array(func, "values", x, device=True)
     if arr.dtype == np.float16:
         msg = f"{func}: values of dtype float16 are not supported; cast them to float32"
         raise ArrowSparseTypeError(msg)
@@ -405,14 +521,50 @@ def values_array(func: str, x: Any) -> np.ndarray:
     return arr
 
 
-def check_in_range(func: str, arg: str, idx: np.ndarray, bound: int, offset: int = 0) -> None:
-    """Raise IndexError when an index lies outside ``[0, bound)``; positions add ``offset``."""
-    bad = (idx < 0) | (idx >= bound)
+def check_in_range(func: str, arg: str, idx: np.ndarray, bound: int, window: Any = None) -> None:
+    """IndexError for an index outside ``[0, bound)`` among ``idx[lo:hi]``; positions absolute.
+
+    ``window`` is ``(lo, hi)`` on the host and a 2-element int64 device array on the
+    device (pointers are not read there), None for every index. On the device a check
+    kernel records the first bad position in the error word, raised by the caller's
+    ``device_checks`` (or the next check).
+    """
+    if is_cupy_array(idx):
+        importlib.import_module("arrow_sparse.kernels.cuda.sparse").check_index_range(
+            idx, bound, window)
+        return
+    lo, hi = (0, len(idx)) if window is None else window
+    part = idx[lo:hi]
+    bad = (part < 0) | (part >= bound)
     if bad.any():
         pos = v.first_true(bad)
         msg = (f"{func}: {arg} out of range [0, {bound}) "
-               f"(first at position {pos + offset}: {idx[pos].item()})")
+               f"(first at position {pos + lo}: {part[pos].item()})")
         raise ArrowSparseIndexError(msg)
+
+
+def pointer_window(ptr: np.ndarray, window: Any = None) -> Any:
+    """Return the entries ``[ptr[lo], ptr[hi])`` that the pointers ``ptr[lo:hi + 1]`` address.
+
+    ``window`` is ``(lo, hi)``, the nodes of ``ptr``'s own level (None: all of them,
+    ``(0, len(ptr) - 1)``). On the host the result is ``(start, stop)`` ints. On the
+    device nothing is read: ``window`` and the result are 2-element int64 device arrays
+    (so the window of each level of a CSF tensor follows from the one above), and
+    positions are clipped into ``ptr`` so that unchecked pointers index inside it.
+    """
+    last = len(ptr) - 1
+    if not is_cupy_array(ptr):
+        lo, hi = (0, last) if window is None else window
+        return int(ptr[lo]), int(ptr[hi])
+    xp = module_of(ptr)
+    at = xp.asarray(np.array([0, last], dtype=np.int64)) if window is None else window
+    return ptr[xp.minimum(xp.maximum(at, 0), max(last, 0))].astype(np.int64)
+
+
+def ends(func: str, ptr: np.ndarray) -> tuple[int, int]:
+    """``(ptr[0], ptr[-1])`` on the host: one read on the device, raising its checks at once."""
+    first, last = fetch(func, ptr[0], ptr[-1])
+    return first, last
 
 
 def check_length(func: str, arg: str, arr: np.ndarray, length: int, what: str) -> None:
@@ -440,9 +592,11 @@ def lex_order(keys: Sequence[np.ndarray]) -> tuple[bool, bool]:
     n = len(keys[0]) if len(keys) else 0
     if n < 2:
         return True, True
+    xp = module_of(keys[0])
     if len(keys) == 2:
-        return get_kernel("sparse", "lex_order2")(keys[0], keys[1])  # type: ignore[no-any-return]
-    decided = np.zeros(n - 1, dtype=bool)
+        return get_kernel("sparse", "lex_order2", xp)(  # type: ignore[no-any-return]
+            keys[0], keys[1])
+    decided = xp.zeros(n - 1, dtype=bool)
     for key in keys:
         before, after = key[:-1], key[1:]
         if (~decided & (after < before)).any():
@@ -488,9 +642,15 @@ def sorted_coords(keys: Sequence[np.ndarray], sizes: Sequence[int],
     The inputs themselves when already sorted. When the keys split into a leading and
     a trailing group whose raveled ranges are both small: two stable counting sorts
     (by the trailing group, then by the leading one), in parallel, as CSR is built;
-    else an LSD radix sort of a permutation, one pass per key.
+    else an LSD radix sort of a permutation, one pass per key. On the device: one
+    stable radix sort of the raveled keys, without checking the order first (that
+    would synchronise).
     """
     keys = list(keys)
+    xp = module_of(values)
+    if xp is not np:
+        perm = get_kernel("sparse", "radix_argsort", xp)(keys, [int(s) for s in sizes])
+        return [k[perm] for k in keys], values[perm]
     if lex_order(keys)[0]:
         return keys, values
     n = len(keys[0])
@@ -521,37 +681,43 @@ def _unravel(flat: np.ndarray, dims: list[int], dtype: np.dtype) -> list[np.ndar
     return [k.astype(dtype) for k in np.unravel_index(flat, dims)]
 
 
-def group_starts(sorted_keys: Sequence[np.ndarray]) -> np.ndarray | None:
-    """Start of each run of equal rows of lexicographically sorted keys; None if all distinct."""
-    n = len(sorted_keys[0]) if len(sorted_keys) else 0
-    if n < 2:
-        return None
-    same = np.ones(n - 1, dtype=bool)
-    for key in sorted_keys:
-        same &= key[1:] == key[:-1]
-    if not same.any():
-        return None
-    starts = np.empty(n - int(same.sum()), dtype=np.int64)
-    starts[0] = 0
-    starts[1:] = np.flatnonzero(~same) + 1
-    return starts
+def sum_sorted_runs(keys: Sequence[np.ndarray], values: np.ndarray
+                    ) -> tuple[list[np.ndarray], np.ndarray]:
+    """Distinct rows of lexicographically sorted keys and the sum of each run of equal rows.
 
-
-def sum_runs(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Sum of each run ``values[starts[i]:starts[i + 1]]`` (bools: logical or)."""
-    if len(values) == 0:
-        return np.empty(0, dtype=values.dtype)
-    op = np.logical_or if values.dtype.kind == "b" else np.add
-    return np.asarray(op.reduceat(values, starts, dtype=values.dtype))
+    Sums are added left to right (bools: logical or) by the ``sum_duplicates`` kernel
+    over the run numbers as one line; each run's keys are scattered to its number.
+    New arrays (numpy or CuPy).
+    """
+    xp = module_of(values)
+    n = len(values)
+    changed = xp.zeros(n, dtype=bool)
+    if n:
+        changed[0] = True
+    for key in keys:
+        changed[1:] |= key[1:] != key[:-1]
+    run = xp.cumsum(changed, dtype=np.int64) - 1
+    line = xp.asarray(np.array([0, n], dtype=np.int64))
+    _, ids, sums = get_kernel("sparse", "sum_duplicates", xp)(line, run, values)
+    distinct = []
+    for key in keys:
+        out = xp.empty(len(ids), dtype=key.dtype)
+        out[run] = key  # every entry of a run writes the same coordinate
+        distinct.append(out)
+    return distinct, sums
 
 
 def dense_operand(func: str, arg: str, x: Any) -> np.ndarray:
-    """Return a numeric numpy array (Arrow arrays and sequences accepted); sparse inputs refused."""
+    """Return a numeric numpy or CuPy array (Arrow arrays and sequences accepted).
+
+    Sparse inputs are refused.
+    """
     if isinstance(x, SparseTensor):
         msg = (f"{func}: {arg} must be dense here, got a {type(x).__name__}; "
                "densify one operand with .to_dense()")
         raise ArrowSparseTypeError(msg)
-    arr = np.asarray(x) if np.isscalar(x) else v.as_values_array(func, arg, x, min_ndim=0)
+    arr = np.asarray(x) if np.isscalar(x) else v.as_values_array(func, arg, x, min_ndim=0,
+                                                                  device=True)
     if arr.dtype.kind not in "biuf" or arr.dtype == np.float16:
         msg = f"{func}: {arg} must be a bool, integer, float32 or float64 array, got {arr.dtype}"
         raise ArrowSparseTypeError(msg)
@@ -560,11 +726,53 @@ def dense_operand(func: str, arg: str, x: Any) -> np.ndarray:
 
 def broadcast_gather(func: str, other: np.ndarray, shape: tuple[int, ...],
                      coords: Sequence[np.ndarray]) -> np.ndarray:
-    """``broadcast_to(other, shape)[coords]`` without materialising the broadcast."""
+    """``broadcast_to(other, shape)[coords]`` without materialising the broadcast.
+
+    A dimension of ``other`` of size 1 is indexed by 0 instead of its coordinate.
+    """
     try:
-        full = np.broadcast_to(other, shape)
+        full = np.broadcast_shapes(tuple(other.shape), tuple(shape))
     except ValueError:
+        full = None
+    if full != tuple(shape):
         msg = f"{func}: other of shape {other.shape} does not broadcast to the shape {shape}"
-        raise ArrowSparseValueError(msg) from None
-    gathered: np.ndarray = full[tuple(coords)]
+        raise ArrowSparseValueError(msg)
+    padded = other.reshape((1,) * (len(shape) - other.ndim) + tuple(other.shape))
+    gathered: np.ndarray = padded[tuple(c if n != 1 else 0
+                                        for c, n in zip(coords, padded.shape, strict=True))]
     return gathered
+
+
+def multiplier(func: str, values: np.ndarray, other: Any, shape: tuple[int, ...],
+               coords: Callable[[], Sequence[np.ndarray]]) -> Any:
+    """Factor of every stored entry in ``values * other``.
+
+    A scalar ``other`` as it is (a 0-d host array as a numpy scalar, same promotion);
+    an array broadcast to ``shape`` is gathered at the entries' coordinates
+    (``coords()``, called only then). An array on another device than ``values``
+    raises the mixed-device TypeError.
+    """
+    arr = dense_operand(func, "other", other)
+    if arr.ndim or is_cupy_array(arr):
+        array_module(func, values=values, other=arr)
+    if arr.ndim == 0:
+        return other if np.isscalar(other) else arr if is_cupy_array(arr) else arr[()]
+    return broadcast_gather(func, arr, shape, coords())
+
+
+def ravel_coords(coords: Sequence[np.ndarray], dims: Sequence[int]) -> np.ndarray:
+    """Row-major flat int64 position of each coordinate row (numpy or CuPy, unchecked)."""
+    flat = coords[0].astype(np.int64)
+    for c, d in zip(coords[1:], dims[1:], strict=True):
+        flat = flat * np.int64(d) + c
+    return flat
+
+
+def expand_lines(indptr: np.ndarray, count: int) -> np.ndarray:
+    """Line of each of the ``count`` entries ``indptr`` addresses (int64), from ``indptr[0]``.
+
+    ``repeat(arange(len(indptr) - 1), diff(indptr))``, by the ``expand_major`` kernel.
+    """
+    xp = module_of(indptr)
+    out = xp.empty(count, dtype=np.int64)
+    return get_kernel("sparse", "expand_major", xp)(indptr, out)  # type: ignore[no-any-return]

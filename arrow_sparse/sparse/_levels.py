@@ -1,6 +1,8 @@
-"""Compressed sparse fibre internals: building levels, checking, selecting sub-fibres.
+"""Compressed sparse fibre internals: building, checking, expanding and selecting levels.
 
-Levels are built from sorted coordinates or from a nested Jagged.
+Levels are built from sorted coordinates or from a nested Jagged. Every helper works on
+numpy or CuPy arrays (the tensor's array module); where a size depends on the data it
+is read back on the device (``flatnonzero``, :func:`~arrow_sparse._backend.fetch`).
 """
 
 from __future__ import annotations
@@ -10,15 +12,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ArrowSparseTypeError, ArrowSparseValueError
+from .. import _validate as v
+from .._backend import fetch, get_kernel, module_of
+from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from . import _base as b
 
 if TYPE_CHECKING:
     from ..jagged import Jagged
     from .csf import SparseCSF
 
-__all__ = ["array_list", "build_levels", "fibres_strictly_increasing", "from_jagged_levels",
-           "from_jagged_with_nulls", "is_canonical", "jagged_shape", "select_fibres"]
+__all__ = ["array_list", "as_compressed", "build_levels", "check", "from_jagged_levels",
+           "from_jagged_with_nulls", "getitem", "is_canonical", "jagged_shape", "level_coords",
+           "select_fibres"]
 
 
 def build_levels(keys: Sequence[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -26,57 +31,123 @@ def build_levels(keys: Sequence[np.ndarray]) -> tuple[list[np.ndarray], list[np.
 
     ``keys[k]`` is the coordinate of every entry at level ``k``. A node of level ``k``
     starts wherever the prefix ``keys[0..k]`` changes; the leaves are all entries
-    (repeated coordinates stay repeated leaves).
+    (repeated coordinates stay repeated leaves). On the device the number of nodes of
+    each inner level is read back (one synchronisation per level).
     """
+    xp = module_of(keys[0])
     ndim = len(keys)
     n = len(keys[0])
-    changed = np.zeros(n, dtype=bool)
+    changed = xp.zeros(n, dtype=bool)
     if n:
         changed[0] = True
     starts: list[np.ndarray] = []
     for k in range(ndim - 1):
         if n > 1:
             changed[1:] |= keys[k][1:] != keys[k][:-1]
-        starts.append(np.flatnonzero(changed))
-    starts.append(np.arange(n, dtype=np.int64))
+        starts.append(xp.flatnonzero(changed))
+    starts.append(xp.arange(n, dtype=np.int64))
     indices = [keys[k][starts[k]] for k in range(ndim - 1)] + [keys[-1]]
     indptr = []
     for k in range(ndim - 1):
-        ptr = np.empty(len(starts[k]) + 1, dtype=np.int64)
-        ptr[:-1] = np.searchsorted(starts[k + 1], starts[k]) if k + 1 < ndim - 1 else starts[k]
+        ptr = xp.empty(len(starts[k]) + 1, dtype=np.int64)
+        ptr[:-1] = xp.searchsorted(starts[k + 1], starts[k]) if k + 1 < ndim - 1 else starts[k]
         ptr[-1] = len(starts[k + 1])
         indptr.append(ptr)
     return indptr, indices
 
 
-def fibres_strictly_increasing(ptr: np.ndarray, idx: np.ndarray) -> bool:
-    """Whether ``idx`` increases strictly within each ``ptr`` range (ptr starts at 0)."""
-    n = len(idx)
-    if n < 2:
-        return True
-    ok = idx[1:] > idx[:-1]
-    inner = ptr[1:-1]
-    inner = inner[(inner > 0) & (inner < n)]
-    ok[inner - 1] = True
-    return bool(ok.all())
+def check(csf: SparseCSF) -> None:
+    """Check every pointer array and every reachable coordinate (on the device: kernels)."""
+    func = "SparseCSF"
+    for k, ptr in enumerate(csf.indptr):
+        v.check_offsets(func, f"indptr[{k}]", ptr, len(csf.indices[k + 1]), device=True)
+    window = None  # the reachable nodes of level k, computed on the device there
+    for k in range(csf.ndim):
+        b.check_in_range(func, f"indices[{k}]", csf.indices[k], csf.shape[csf.axis_order[k]],
+                         window)
+        if k < csf.ndim - 1:
+            window = b.pointer_window(csf.indptr[k], window)
 
 
 def is_canonical(csf: SparseCSF) -> bool:
-    """Every fibre's children strictly increasing, and no childless node."""
+    """Every fibre's children strictly increasing, and no childless node.
+
+    On the device each test reads its answer back (a few synchronisations per level).
+    """
+    xp = csf.xp
     ranges = csf._ranges()
     lo, hi = ranges[0]
     first = csf.indices[0][lo:hi]
-    if (first[1:] <= first[:-1]).any():
+    if bool((first[1:] <= first[:-1]).any()):
         return False
+    increasing = get_kernel("sparse", "lines_strictly_increasing", xp)
     for k, ptr in enumerate(csf.indptr):
         lo, hi = ranges[k]
-        if (np.diff(ptr[lo:hi + 1]) <= 0).any():
-            return False
-        child_lo, child_hi = ranges[k + 1]
-        sub = ptr[lo:hi + 1] - child_lo
-        if not fibres_strictly_increasing(sub, csf.indices[k + 1][child_lo:child_hi]):
+        part = ptr[lo:hi + 1]
+        if bool((xp.diff(part) <= 0).any()) or not increasing(part, csf.indices[k + 1]):
             return False
     return True
+
+
+def level_coords(csf: SparseCSF) -> list[np.ndarray]:
+    """Coordinates of every leaf, one array per level (in storage order)."""
+    ranges = csf._ranges()
+    lo, hi = ranges[0]
+    coords = [csf.indices[0][lo:hi]]
+    for k, ptr in enumerate(csf.indptr):
+        lo, hi = ranges[k]
+        child_lo, child_hi = ranges[k + 1]
+        line = b.expand_lines(ptr[lo:hi + 1], child_hi - child_lo)
+        coords = [c[line] for c in coords]
+        coords.append(csf.indices[k + 1][child_lo:child_hi])
+    return coords
+
+
+def as_compressed(csf: SparseCSF, major: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Return CSR (major 0) / CSC (1) arrays sharing the leaf buffers, or None.
+
+    Possible when level 0 stores ``major`` in non-decreasing order (on the device that
+    test reads its answer back).
+    """
+    if csf.ndim != 2 or csf.axis_order[0] != major:
+        return None
+    top = csf.indices[0]
+    if bool((top[1:] < top[:-1]).any()):
+        return None
+    xp = csf.xp
+    ptr0 = csf.indptr[0]
+    lengths = xp.zeros(csf.shape[major], dtype=np.int64)
+    get_kernel("sparse", "scatter_add", xp)(lengths, top, xp.diff(ptr0))
+    start = ptr0[:1].astype(np.int64)
+    indptr = xp.concatenate([start, xp.cumsum(lengths) + start])
+    return indptr, csf.indices[1], csf.values
+
+
+def getitem(csf: SparseCSF, key: Any) -> Any:
+    """``csf[key]``: the sub-fibre(s) at ``key`` (an int or a slice) of the outermost level."""
+    func = "SparseCSF"
+    top = csf.indices[0]
+    size = csf.shape[csf.axis_order[0]]
+    xp = csf.xp
+    if isinstance(key, slice):
+        start, stop, step = key.indices(size)
+        if step != 1:
+            msg = f"{func}: slices must have step 1; convert with to_coo() for other orders"
+            raise ArrowSparseValueError(msg)
+        stop = max(start, stop)
+        positions = xp.flatnonzero((top >= start) & (top < stop))
+        return select_fibres(csf, positions, start, stop, drop=False)
+    if isinstance(key, (bool, np.bool_)) or not isinstance(key, (int, np.integer)):
+        msg = (f"{func}: sub-fibres are selected with an int or a slice along the "
+               f"outermost stored dimension, got {type(key).__name__}")
+        raise ArrowSparseTypeError(msg)
+    i = int(key)
+    if not -size <= i < size:
+        msg = (f"{func}: index {i} out of range for dimension {csf.axis_order[0]} "
+               f"of size {size}")
+        raise ArrowSparseIndexError(msg)
+    i %= size
+    return select_fibres(csf, xp.flatnonzero(top == i), i, i + 1, drop=True)
 
 
 def select_fibres(csf: SparseCSF, positions: np.ndarray, start: int, stop: int,
@@ -84,30 +155,35 @@ def select_fibres(csf: SparseCSF, positions: np.ndarray, start: int, stop: int,
     """Select the sub-fibres of the level-0 nodes at ``positions`` (coordinates ``start:stop``).
 
     Views when those nodes are contiguous; ``drop`` removes the outer dimension (an
-    integer index). An unsorted outer level is gathered through COO (copies).
+    integer index). An unsorted outer level is gathered through COO (copies). On the
+    device the first and last positions and their pointers are read back.
     """
     from .coo import SparseCOO
     from .csf import SparseCSF
 
+    func = "SparseCSF"
     a0 = csf.axis_order[0]
-    contiguous = len(positions) == 0 or positions[-1] - positions[0] + 1 == len(positions)
-    if not contiguous:
+    p = q = 0
+    if len(positions):
+        p, last = b.ends(func, positions)
+        q = last + 1
+    if q - p != len(positions):  # not contiguous
         coo = csf.to_coo()
-        keep = (coo.indices[a0] >= start) & (coo.indices[a0] < stop)
-        idx = coo.indices[:, keep].copy()
-        idx[a0] -= start
+        xp = csf.xp
+        keep = xp.flatnonzero((coo.indices[a0] >= start) & (coo.indices[a0] < stop))
+        idx = coo.indices[:, keep]
+        idx[a0] = idx[a0] - start
         dims = list(csf.shape)
         dims[a0] = stop - start
         sub = SparseCOO._new(idx, coo.values[keep], tuple(dims)).to_csf(csf.axis_order)
         return sub[0] if drop else sub
-    p, q = (int(positions[0]), int(positions[-1]) + 1) if len(positions) else (0, 0)
     if drop:
         if csf.ndim == 1:
             return csf.values[p:q].sum(dtype=csf.dtype)
         shape = tuple(s for d, s in enumerate(csf.shape) if d != a0)
         order = tuple(a - (a > a0) for a in csf.axis_order[1:])
         ptr0 = csf.indptr[0]
-        lo, hi = (int(ptr0[p]), int(ptr0[q])) if len(positions) else (int(ptr0[0]),) * 2
+        lo, hi = fetch(func, ptr0[p], ptr0[q]) if len(positions) else fetch(func, ptr0[0]) * 2
         indices = (csf.indices[1][lo:hi],) + csf.indices[2:]
         indptr = (csf.indptr[1][lo:hi + 1],) + csf.indptr[2:] if csf.ndim > 2 else ()
         values = csf.values[lo:hi] if csf.ndim == 2 else csf.values
@@ -123,8 +199,8 @@ def select_fibres(csf: SparseCSF, positions: np.ndarray, start: int, stop: int,
 
 
 def array_list(func: str, arg: str, x: Any, count: int) -> tuple[np.ndarray, ...]:
-    if isinstance(x, np.ndarray) and x.ndim == 2 and x.dtype.kind in "iu":
-        x = list(x)
+    if getattr(x, "ndim", None) == 2 and getattr(x, "dtype", np.dtype(object)).kind in "iu":
+        x = [x[k] for k in range(x.shape[0])]  # a 2-d numpy or CuPy array: one row per level
     if not isinstance(x, (list, tuple)):
         msg = f"{func}: {arg} must be a list of {count} index arrays, got {type(x).__name__}"
         raise ArrowSparseTypeError(msg)
@@ -134,6 +210,17 @@ def array_list(func: str, arg: str, x: Any, count: int) -> tuple[np.ndarray, ...
     return tuple(b.index_array(func, f"{arg}[{k}]", a) for k, a in enumerate(x))
 
 
+def _child_positions(func: str, part: np.ndarray) -> tuple[int, int, np.ndarray, np.ndarray]:
+    """``(child_lo, child_hi, line, position)`` of the children of the rows ``part`` points to.
+
+    ``line`` is each child's row (from 0) and ``position`` its place in that row.
+    """
+    xp = module_of(part)
+    child_lo, child_hi = b.ends(func, part)
+    line = b.expand_lines(part, child_hi - child_lo)
+    return child_lo, child_hi, line, xp.arange(child_lo, child_hi, dtype=np.int64) - part[line]
+
+
 def from_jagged_levels(func: str, levels: list[Jagged],
                        shape: Sequence[int] | None) -> SparseCSF:
     """Positions as coordinates: pointer levels are the offsets (views)."""
@@ -141,22 +228,20 @@ def from_jagged_levels(func: str, levels: list[Jagged],
 
     indptr = [level.offsets for level in levels]
     leaf = levels[-1].values
-    assert isinstance(leaf, np.ndarray)
-    indices = [np.arange(levels[0].num_rows, dtype=np.int64)]
-    longest = [levels[0].num_rows]
+    xp = module_of(leaf)
+    indices = [xp.arange(levels[0].num_rows, dtype=np.int64)]
+    longest: list[Any] = [levels[0].num_rows]
     lo, hi = 0, levels[0].num_rows
     for k, ptr in enumerate(indptr):
         child_len = len(levels[k + 1]) if k + 1 < len(levels) else len(leaf)
-        pos = np.zeros(child_len, dtype=np.int64)
         part = ptr[lo:hi + 1]
-        child_lo, child_hi = int(part[0]), int(part[-1])
-        counts = np.diff(part)
-        seg_starts = np.repeat(part[:-1], counts)
-        pos[child_lo:child_hi] = np.arange(child_lo, child_hi) - seg_starts
+        child_lo, child_hi, _, within = _child_positions(func, part)
+        pos = xp.zeros(child_len, dtype=np.int64)
+        pos[child_lo:child_hi] = within
         indices.append(pos)
-        longest.append(int(counts.max()) if len(counts) else 0)
+        longest.append(xp.diff(part).max() if hi > lo else 0)
         lo, hi = child_lo, child_hi
-    dims = jagged_shape(func, shape, longest)
+    dims = jagged_shape(func, shape, fetch(func, *longest))
     return SparseCSF._new(indptr, indices, leaf, dims, tuple(range(len(dims))))
 
 
@@ -166,29 +251,27 @@ def from_jagged_with_nulls(func: str, levels: list[Jagged],
     from .coo import SparseCOO
 
     leaf = levels[-1].values
-    assert isinstance(leaf, np.ndarray)
+    xp = module_of(leaf)
     lo, hi = 0, levels[0].num_rows
-    coords = [np.arange(hi, dtype=np.int64)]
-    keep = np.ones(hi, dtype=bool) if levels[0].validity is None else levels[0].validity.copy()
-    longest = [hi]
+    coords = [xp.arange(hi, dtype=np.int64)]
+    keep = xp.ones(hi, dtype=bool) if levels[0].validity is None else levels[0].validity
+    longest: list[Any] = [hi]
     for k, level in enumerate(levels):
         part = level.offsets[lo:hi + 1]
-        counts = np.diff(part)
-        live = np.where(keep, counts, 0)
-        longest.append(int(live.max()) if len(live) else 0)
-        coords = [np.repeat(c, counts) for c in coords]
-        child_lo, child_hi = int(part[0]), int(part[-1])
-        coords.append(np.arange(child_lo, child_hi) - np.repeat(part[:-1], counts))
-        keep = np.repeat(keep, counts)
+        live = xp.where(keep, xp.diff(part), 0)
+        longest.append(live.max() if hi > lo else 0)
+        child_lo, child_hi, line, within = _child_positions(func, part)
+        coords = [c[line] for c in coords] + [within]
+        keep = keep[line]
         child = levels[k + 1] if k + 1 < len(levels) else None
         mask = level.values_validity if child is None else child.validity
         if mask is not None:
-            keep &= mask[child_lo:child_hi]
+            keep = keep & mask[child_lo:child_hi]
         lo, hi = child_lo, child_hi
-    dims = jagged_shape(func, shape, longest)
-    indices = np.array([c[keep] for c in coords], dtype=np.int64).reshape(len(dims), -1)
-    values = leaf[lo:hi][keep]
-    return SparseCOO._new(indices, values, dims, canonical=None).to_csf()
+    dims = jagged_shape(func, shape, fetch(func, *longest))
+    kept = xp.flatnonzero(keep)
+    indices = xp.stack([c[kept] for c in coords]).astype(np.int64, copy=False)
+    return SparseCOO._new(indices, leaf[lo:hi][kept], dims, canonical=None).to_csf()
 
 
 def jagged_shape(func: str, shape: Sequence[int] | None, longest: list[int]) -> tuple[int, ...]:

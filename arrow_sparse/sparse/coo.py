@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._backend import get_kernel
+from .._backend import array_module, device_checks, get_kernel
 from ..errors import ArrowSparseValueError
 from . import _base as b
 from . import _interop
@@ -63,6 +64,12 @@ class SparseCOO(SparseTensor):
     values add up, as in scipy); the *canonical* form is sorted lexicographically
     (row-major) without duplicates. Explicit zeros are kept.
 
+    CuPy ``indices`` and ``values`` make a tensor on their CUDA device (see
+    :meth:`to_device`): the coordinates are then checked by a device kernel, without
+    a synchronisation, and a coordinate outside the shape is raised by the next check
+    (e.g. :meth:`validate`) as ``"SparseCOO: indices out of range of the dimension
+    (first at position p; found by a device check, ...)"``, ``p`` being the entry.
+
     Examples
     --------
     The 4-d tensor of the Compressed Sparse Fibers post (its coordinates start at 1,
@@ -86,6 +93,7 @@ class SparseCOO(SparseTensor):
 
     def __init__(self, indices: Any, values: Any, shape: Any, *, validate: bool = True) -> None:
         func = "SparseCOO"
+        xp = array_module(func, indices=indices, values=values)
         validate = b.check_flag(func, "validate", validate)
         dims = b.check_shape(func, shape)
         idx = b.index_array(func, "indices", indices, ndim=2)
@@ -102,7 +110,8 @@ class SparseCOO(SparseTensor):
         self.shape: tuple[int, ...] = dims
         self._canonical: bool | None = None
         if validate:
-            self.validate()
+            self._check()
+            device_checks(func, xp)
 
     @classmethod
     def _new(cls, indices: np.ndarray, values: np.ndarray, shape: tuple[int, ...],
@@ -113,6 +122,13 @@ class SparseCOO(SparseTensor):
         out.shape = shape
         out._canonical = canonical
         return out
+
+    def _map(self, fn: Any) -> SparseCOO:
+        return SparseCOO._new(fn(self.indices), fn(self.values), self.shape, self._canonical)
+
+    def _rows(self) -> list[np.ndarray]:
+        """One coordinate array per dimension (views of the rows of ``indices``)."""
+        return [self.indices[k] for k in range(self.ndim)]
 
     # ----------------------------------------------------------------- properties
     @property
@@ -130,6 +146,9 @@ class SparseCOO(SparseTensor):
     def is_canonical(self) -> bool:
         """Whether the coordinates are sorted row-major and distinct (O(nnz), cached).
 
+        On the device the answer is read back: one synchronisation (one per
+        dimension beyond two).
+
         Examples
         --------
         >>> asp.SparseCOO([[0, 2]], np.array([1, 2]), (3,)).is_canonical
@@ -138,7 +157,7 @@ class SparseCOO(SparseTensor):
         False
         """
         if self._canonical is None:
-            self._canonical = b.lex_order(list(self.indices))[1]
+            self._canonical = b.lex_order(self._rows())[1]
         return self._canonical
 
     def validate(self) -> SparseCOO:
@@ -152,7 +171,9 @@ class SparseCOO(SparseTensor):
         Raises
         ------
         IndexError
-            The first coordinate outside the shape, by dimension then position.
+            The first coordinate outside the shape, by dimension then position (on
+            the device: the first entry holding one, found by a check kernel; this
+            waits for it, a synchronisation).
 
         Examples
         --------
@@ -160,9 +181,13 @@ class SparseCOO(SparseTensor):
         >>> coo.validate().nnz
         2
         """
+        self._check()
+        device_checks("SparseCOO.validate", self.xp, wait=True)
+        return self
+
+    def _check(self) -> None:
         for axis, size in enumerate(self.shape):
             b.check_in_range("SparseCOO", f"indices[{axis}]", self.indices[axis], size)
-        return self
 
     # --------------------------------------------------------------- constructors
     @classmethod
@@ -177,7 +202,8 @@ class SparseCOO(SparseTensor):
         Returns
         -------
         SparseCOO
-            Canonical (row-major, distinct); int64 indices; new arrays.
+            Canonical (row-major, distinct); int64 indices; new arrays (on the device
+            of a CuPy input).
 
         Raises
         ------
@@ -189,6 +215,10 @@ class SparseCOO(SparseTensor):
         See Also
         --------
         numpy.nonzero : The coordinates it stores.
+
+        Notes
+        -----
+        On the device: one synchronisation (``nonzero`` reads the number of entries).
 
         Examples
         --------
@@ -202,8 +232,9 @@ class SparseCOO(SparseTensor):
         func = "SparseCOO.from_dense"
         arr = b.dense_operand(func, "dense", dense)
         shape = b.check_shape(func, arr.shape)
-        nz = np.nonzero(arr)
-        indices = np.array(nz, dtype=np.int64).reshape(len(shape), -1)
+        xp = b.module_of(arr)
+        nz = xp.nonzero(arr)
+        indices = xp.stack(nz).astype(np.int64, copy=False)
         return cls._new(indices, arr[nz], shape, canonical=True)
 
     @classmethod
@@ -343,28 +374,22 @@ class SparseCOO(SparseTensor):
                              _interop.from_torch("SparseCOO.from_torch", tensor))
 
     # ---------------------------------------------------------------- exporters
+    @b.checked
     def to_dense(self) -> np.ndarray:
         """Dense array of ``shape``; repeated coordinates add up (bools: logical or).
 
         Returns
         -------
         numpy.ndarray
-            A new C-ordered array of the values dtype.
+            A new C-ordered array of the values dtype (a CuPy array on the device:
+            no synchronisation; repeated float coordinates add in atomic order).
 
         Examples
         --------
         >>> asp.SparseCOO([[0, 2, 0]], np.array([1, 2, 3]), (3,)).to_dense()
         array([4, 0, 2])
         """
-        out = np.zeros(self.shape, dtype=self.dtype)
-        if self.nnz == 0:
-            return out
-        if self.dtype.kind == "b":
-            out[tuple(self.indices[:, self.values])] = True
-            return out
-        flat = np.ravel_multi_index(tuple(self.indices), self.shape)
-        get_kernel("sparse", "scatter_add")(out.reshape(-1), flat, self.values)
-        return out
+        return scatter_dense(self._rows(), self.values, self.shape)
 
     def to_coo(self) -> SparseCOO:
         """Return self (already COO).
@@ -390,10 +415,11 @@ class SparseCOO(SparseTensor):
         axis, a counting sort by major index and a sort of every line (copies).
         """
         keys = [self.indices[major], self.indices[1 - major]]
-        if b.lex_order(keys)[0]:
+        xp = self.xp
+        if xp is np and b.lex_order(keys)[0]:  # on the device the check would synchronise
             return _counts_to_indptr(keys[0], self.shape[major]), keys[1], self.values
         num_minor = self.shape[1 - major]
-        return get_kernel("sparse", "coo_to_compressed")(  # type: ignore[no-any-return]
+        return get_kernel("sparse", "coo_to_compressed", xp)(  # type: ignore[no-any-return]
             keys[0], keys[1], self.values, self.shape[major],
             num_minor if b.counting_range(num_minor, self.nnz) else None)
 
@@ -402,6 +428,7 @@ class SparseCOO(SparseTensor):
             msg = f"{func}: needs a 2-d tensor, got shape {self.shape}"
             raise ArrowSparseValueError(msg)
 
+    @b.checked
     def to_csr(self) -> SparseCSR:
         """Compressed sparse row matrix (2-d only): entries sorted by (row, column).
 
@@ -412,6 +439,8 @@ class SparseCOO(SparseTensor):
             When the COO is already sorted the column indices and values are views;
             otherwise they are copied by a counting sort on rows, then every row's
             columns are sorted (in parallel), as scipy's ``tocsr`` + ``sort_indices``.
+            On the device: always sorted (a histogram of the rows and a stable radix
+            sort), without synchronisation.
 
         Raises
         ------
@@ -435,6 +464,7 @@ class SparseCOO(SparseTensor):
         csr: SparseCSR = SparseCSR._new(indptr, cols, vals, self.shape, self._canonical or None)
         return csr
 
+    @b.checked
     def to_csc(self) -> SparseCSC:
         """Compressed sparse column matrix (2-d only): entries sorted by (column, row).
 
@@ -532,6 +562,7 @@ class SparseCOO(SparseTensor):
         array([[0., 1.],
                [2., 0.]])
         """
+        self._on_host("to_arrow")
         return _interop.coo_to_arrow(self)
 
     def to_scipy(self, *, matrix: bool = False) -> Any:
@@ -561,6 +592,7 @@ class SparseCOO(SparseTensor):
         array([[0., 1.],
                [2., 0.]])
         """
+        self._on_host("to_scipy")
         return _interop.to_scipy(self, matrix)
 
     def to_pydata_sparse(self) -> Any:
@@ -587,6 +619,7 @@ class SparseCOO(SparseTensor):
         >>> s.todense()
         array([1., 2., 0.])
         """
+        self._on_host("to_pydata_sparse")
         return _interop.to_pydata(self)
 
     def to_torch(self) -> Any:
@@ -614,9 +647,11 @@ class SparseCOO(SparseTensor):
         >>> t.to_dense()
         tensor([1., 2., 0.], dtype=torch.float64)
         """
+        self._on_host("to_torch")
         return _interop.to_torch(self)
 
     # --------------------------------------------------------------- operations
+    @b.checked
     def canonical(self) -> SparseCOO:
         """Sorted row-major with duplicates summed (explicit zeros are kept).
 
@@ -625,6 +660,11 @@ class SparseCOO(SparseTensor):
         SparseCOO
             ``self`` when already canonical; else new arrays (an O(nnz) radix sort
             for the usual shapes, then one sum per run of equal coordinates).
+
+        Notes
+        -----
+        On the device a few values are read back: whether the tensor is canonical
+        (one synchronisation) and the number of distinct coordinates (two).
 
         See Also
         --------
@@ -638,20 +678,17 @@ class SparseCOO(SparseTensor):
         """
         if self.is_canonical:
             return self
+        xp = self.xp
         if self.ndim == 2:
-            indptr, cols, vals = get_kernel("sparse", "sum_duplicates")(*self._compressed(0))
-            indices = np.empty((2, len(cols)), dtype=self.indices.dtype)
-            get_kernel("sparse", "expand_major")(indptr, indices[0])
+            indptr, cols, vals = get_kernel("sparse", "sum_duplicates", xp)(*self._compressed(0))
+            indices = xp.empty((2, len(cols)), dtype=self.indices.dtype)
+            get_kernel("sparse", "expand_major", xp)(indptr, indices[0])
             indices[1] = cols
             return SparseCOO._new(indices, vals, self.shape, canonical=True)
-        keys, vals = self._sorted(range(self.ndim))
-        starts = b.group_starts(keys)
-        if starts is not None:
-            keys = [k[starts] for k in keys]
-            vals = b.sum_runs(vals, starts)
-        indices = np.stack(keys) if keys else self.indices[:, :0]
-        return SparseCOO._new(indices, vals, self.shape, canonical=True)
+        keys, vals = b.sum_sorted_runs(*self._sorted(range(self.ndim)))
+        return SparseCOO._new(xp.stack(keys), vals, self.shape, canonical=True)
 
+    @b.checked
     def sum(self, axis: int | None = None) -> Any:
         """Sum of all entries, or along one axis (a dense result).
 
@@ -665,7 +702,8 @@ class SparseCOO(SparseTensor):
         -------
         numpy scalar or numpy.ndarray
             numpy's sum dtype (int64 for smaller ints and bools). With ``axis``, a new
-            dense array of the shape without that axis.
+            dense array of the shape without that axis. On the device a CuPy array
+            (0-d for the total), without synchronisation.
 
         Raises
         ------
@@ -690,13 +728,14 @@ class SparseCOO(SparseTensor):
             return self.values.sum(dtype=total_dtype)
         ax = b.check_axis(func, axis, self.ndim)
         keep = [k for k in range(self.ndim) if k != ax]
-        out = np.zeros([self.shape[k] for k in keep], dtype=total_dtype)
         if not keep:
             return self.values.sum(dtype=total_dtype)
+        xp = self.xp
+        out = xp.zeros([self.shape[k] for k in keep], dtype=total_dtype)
         if self.nnz and out.size:
-            flat = np.ravel_multi_index(tuple(self.indices[keep]), out.shape)
-            get_kernel("sparse", "scatter_add")(out.reshape(-1), flat,
-                                                self.values.astype(total_dtype, copy=False))
+            flat = b.ravel_coords([self.indices[k] for k in keep], out.shape)
+            get_kernel("sparse", "scatter_add", xp)(out.reshape(-1), flat,
+                                                    self.values.astype(total_dtype, copy=False))
         return out
 
     def multiply(self, other: Any) -> SparseCOO:
@@ -731,12 +770,8 @@ class SparseCOO(SparseTensor):
         array([-1.,  2.])
         """
         func = "SparseCOO.multiply"
-        arr = b.dense_operand(func, "other", other)
-        if arr.ndim == 0:
-            vals = self.values * (other if np.isscalar(other) else arr)
-        else:
-            vals = self.values * b.broadcast_gather(func, arr, self.shape, list(self.indices))
-        return SparseCOO._new(self.indices, np.asarray(vals), self.shape, self._canonical)
+        vals = self.values * b.multiplier(func, self.values, other, self.shape, self._rows)
+        return SparseCOO._new(self.indices, vals, self.shape, self._canonical)
 
     def transpose(self, axes: Sequence[int] | None = None) -> SparseCOO:
         """Permute the dimensions (default: reverse them).
@@ -784,6 +819,27 @@ class SparseCOO(SparseTensor):
         (3, 2, 1)
         """
         return self.transpose()
+
+
+def scatter_dense(coords: list[np.ndarray], values: np.ndarray, shape: tuple[int, ...]
+                  ) -> np.ndarray:
+    """Dense array of ``shape`` with ``values`` added at ``coords`` (bools: logical or).
+
+    numpy or CuPy, by the ``scatter_add`` kernel; a bool is set by a scatter of True
+    (False entries go to a spare slot past the end), whatever the order.
+    """
+    xp = b.module_of(values)
+    size = math.prod(shape)
+    if len(values) == 0:
+        return xp.zeros(shape, dtype=values.dtype)
+    flat = b.ravel_coords(coords, shape)
+    if values.dtype.kind == "b":
+        hit = xp.zeros(size + 1, dtype=bool)
+        hit[xp.where(values, flat, size)] = True
+        return hit[:size].reshape(shape)  # type: ignore[no-any-return]
+    out = xp.zeros(size, dtype=values.dtype)
+    get_kernel("sparse", "scatter_add", xp)(out, flat, values)
+    return out.reshape(shape)  # type: ignore[no-any-return]
 
 
 def _counts_to_indptr(sorted_major: np.ndarray, num_major: int) -> np.ndarray:

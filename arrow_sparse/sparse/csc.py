@@ -90,6 +90,7 @@ class SparseCSC(_Compressed):
         array([[0., 0.],
                [4., 0.]])
         """
+        self._on_host("to_arrow")
         return _interop.compressed_to_arrow(self)
 
     def to_scipy(self, *, matrix: bool = False) -> Any:
@@ -118,6 +119,7 @@ class SparseCSC(_Compressed):
         array([[0., 0.],
                [4., 0.]])
         """
+        self._on_host("to_scipy")
         return _interop.to_scipy(self, matrix)
 
     def to_pydata_sparse(self) -> Any:
@@ -144,6 +146,7 @@ class SparseCSC(_Compressed):
         array([[0., 0.],
                [4., 0.]])
         """
+        self._on_host("to_pydata_sparse")
         return _interop.to_pydata(self)
 
     def to_torch(self) -> Any:
@@ -171,4 +174,5 @@ class SparseCSC(_Compressed):
         tensor([[0., 0.],
                 [4., 0.]], dtype=torch.float64)
         """
+        self._on_host("to_torch")
         return _interop.to_torch(self)

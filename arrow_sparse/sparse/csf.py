@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import _validate as v
-from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
+from .._backend import array_module, device_checks, fetch
+from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 from . import _base as b
 from . import _interop
 from . import _levels as lv
@@ -70,8 +70,10 @@ class SparseCSF(SparseTensor):
 
     Notes
     -----
-    The constructor copies nothing. Only nodes reachable from level 0 are read: level
-    ``k + 1`` uses the positions ``indptr[k][0]:indptr[k][-1]`` of its buffers. In
+    The constructor copies nothing; CuPy arrays make a tensor on their device (checked
+    by kernels there, see :class:`SparseCOO`). Only nodes reachable from level 0 are
+    read: level ``k + 1`` uses the positions ``indptr[k][0]:indptr[k][-1]`` of its
+    buffers (on the device their bounds are read back once, and cached). In
     the *canonical* form the coordinates of every fibre's children are strictly
     increasing and no node is childless (what :meth:`SparseCOO.to_csf` builds from a
     canonical COO); repeated leaves add up when densified. ``csf[i]`` is the sub-fibre
@@ -108,12 +110,14 @@ class SparseCSF(SparseTensor):
     array([1, 2, 3])
     """
 
-    __slots__ = ("_canonical", "axis_order", "indices", "indptr", "shape", "values")
+    __slots__ = ("_canonical", "_range_cache", "axis_order", "indices", "indptr", "shape",
+                 "values")
     format = "csf"
 
     def __init__(self, indptr: Any, indices: Any, values: Any, shape: Any,
                  axis_order: Sequence[int] | None = None, *, validate: bool = True) -> None:
         func = "SparseCSF"
+        xp = array_module(func, indptr=indptr, indices=indices, values=values)
         validate = b.check_flag(func, "validate", validate)
         dims = b.check_shape(func, shape)
         order = b.check_axis_order(func, axis_order, len(dims))
@@ -129,8 +133,10 @@ class SparseCSF(SparseTensor):
         self.shape: tuple[int, ...] = dims
         self.axis_order: tuple[int, ...] = order
         self._canonical: bool | None = None
+        self._range_cache: list[tuple[int, int]] | None = None
         if validate:
-            self.validate()
+            lv.check(self)
+            device_checks(func, xp)
 
     @classmethod
     def _new(cls, indptr: Sequence[np.ndarray], indices: Sequence[np.ndarray],
@@ -145,21 +151,35 @@ class SparseCSF(SparseTensor):
         out.shape = tuple(shape)
         out.axis_order = tuple(axis_order)
         out._canonical = canonical
+        out._range_cache = None
         return out
+
+    def _map(self, fn: Any) -> SparseCSF:
+        return SparseCSF._new([fn(p) for p in self.indptr], [fn(i) for i in self.indices],
+                              fn(self.values), self.shape, self.axis_order, self._canonical)
 
     def __repr__(self) -> str:
         return (f"SparseCSF(shape={self.shape}, nnz={self.nnz}, dtype={self.dtype}, "
-                f"axis_order={self.axis_order})")
+                f"axis_order={self.axis_order}{self._repr_device()})")
 
     # ----------------------------------------------------------------- internals
     def _ranges(self) -> list[tuple[int, int]]:
-        """Return the reachable ``[lo, hi)`` positions of every level (the last one: the leaves)."""
-        lo, hi = 0, len(self.indices[0])
-        ranges = [(lo, hi)]
-        for ptr in self.indptr:
-            lo, hi = int(ptr[lo]), int(ptr[hi])
-            ranges.append((lo, hi))
-        return ranges
+        """Return the reachable ``[lo, hi)`` positions of every level (the last one: the leaves).
+
+        Cached. On the device the windows are computed there and read back at once
+        (one synchronisation, raising the device checks so far).
+        """
+        if self._range_cache is None:
+            windows: list[Any] = []
+            window = None
+            for ptr in self.indptr:
+                window = b.pointer_window(ptr, window)
+                windows.append(window)
+            if self.xp is not np:
+                flat = fetch("SparseCSF", *[w[i] for w in windows for i in (0, 1)])
+                windows = list(zip(flat[::2], flat[1::2], strict=True))
+            self._range_cache = [(0, len(self.indices[0])), *windows]
+        return self._range_cache
 
     def _compact(self) -> SparseCSF:
         """Return this tensor with every level cut to its reachable part (pointers rebased)."""
@@ -178,19 +198,6 @@ class SparseCSF(SparseTensor):
         return SparseCSF._new(indptr, indices, self.values[lo:hi], self.shape, self.axis_order,
                               self._canonical)
 
-    def _level_coords(self) -> list[np.ndarray]:
-        """Coordinates of every leaf, one array per level (in storage order)."""
-        ranges = self._ranges()
-        lo, hi = ranges[0]
-        coords = [self.indices[0][lo:hi]]
-        for k, ptr in enumerate(self.indptr):
-            lo, hi = ranges[k]
-            counts = np.diff(ptr[lo:hi + 1])
-            coords = [np.repeat(c, counts) for c in coords]
-            child_lo, child_hi = ranges[k + 1]
-            coords.append(self.indices[k + 1][child_lo:child_hi])
-        return coords
-
     # ----------------------------------------------------------------- properties
     @property
     def nnz(self) -> int:
@@ -205,6 +212,7 @@ class SparseCSF(SparseTensor):
         return hi - lo
 
     @property
+    @b.checked
     def is_canonical(self) -> bool:
         """Whether every fibre's children are strictly increasing and no node is childless.
 
@@ -232,18 +240,19 @@ class SparseCSF(SparseTensor):
         IndexError
             A coordinate outside the shape.
 
+        Notes
+        -----
+        On the device check kernels record the first violation; this waits for them
+        (a synchronisation). Their messages name ``offsets`` for the pointers.
+
         Examples
         --------
         >>> csf = asp.SparseCSF([[0, 1]], [[1], [0]], np.array([1.0]), (2, 2))
         >>> csf.validate().nnz
         1
         """
-        func = "SparseCSF"
-        for k, ptr in enumerate(self.indptr):
-            v.check_offsets(func, f"indptr[{k}]", ptr, len(self.indices[k + 1]))
-        for k, (lo, hi) in enumerate(self._ranges()):
-            b.check_in_range(func, f"indices[{k}]", self.indices[k][lo:hi],
-                             self.shape[self.axis_order[k]], lo)
+        lv.check(self)
+        device_checks("SparseCSF.validate", self.xp, wait=True)
         return self
 
     # --------------------------------------------------------------- constructors
@@ -262,7 +271,8 @@ class SparseCSF(SparseTensor):
         Returns
         -------
         SparseCSF
-            New int64 arrays.
+            New int64 arrays (on the device of a CuPy input: one synchronisation for
+            the entries and one per level).
 
         Raises
         ------
@@ -283,11 +293,12 @@ class SparseCSF(SparseTensor):
         arr = b.dense_operand(func, "dense", dense)
         shape = b.check_shape(func, arr.shape)
         order = b.check_axis_order(func, axis_order, len(shape))
-        moved = np.transpose(arr, order)
-        nz = np.nonzero(moved)
-        keys = [np.ascontiguousarray(k, dtype=np.int64) for k in nz]  # nonzero gives strided views
+        xp = b.module_of(arr)
+        nz = xp.nonzero(arr)
+        keys = [xp.ascontiguousarray(nz[a], dtype=np.int64) for a in order]  # strided views
+        keys, vals = b.sorted_coords(keys, [shape[a] for a in order], arr[nz])
         indptr, indices = lv.build_levels(keys)
-        return cls._new(indptr, indices, moved[nz], shape, order, canonical=True)
+        return cls._new(indptr, indices, vals, shape, order, canonical=True)
 
     @classmethod
     def from_arrow(cls, tensor: Any, axis_order: Sequence[int] | None = None) -> SparseCSF:
@@ -458,7 +469,9 @@ class SparseCSF(SparseTensor):
         SparseCSF
             Zero-copy pointers and values. Rows with no elements are childless nodes,
             so the result is canonical only when no list is empty. Null rows and null
-            elements are left out (not stored); that case is converted (copies).
+            elements are left out (not stored); that case is converted (copies). A
+            Jagged on the device gives a tensor there: its masks, each level's bounds
+            and the longest lists are read back (a few synchronisations per level).
 
         Raises
         ------
@@ -495,14 +508,12 @@ class SparseCSF(SparseTensor):
         while isinstance(levels[-1].values, Jagged):
             levels.append(levels[-1].values)
         leaf = levels[-1].values
-        assert isinstance(leaf, np.ndarray)
         if leaf.ndim != 1:
             msg = f"{func}: the leaf values must be scalars, got shape {leaf.shape}"
             raise ArrowSparseTypeError(msg)
         b.values_array(func, leaf)
-        nulls = any(level.validity is not None and not level.validity.all()
-                    or level.values_validity is not None and not level.values_validity.all()
-                    for level in levels)
+        nulls = any(mask is not None and not bool(mask.all()) for level in levels
+                    for mask in (level.validity, level.values_validity))
         if nulls:
             return lv.from_jagged_with_nulls(func, levels, shape)
         return lv.from_jagged_levels(func, levels, shape)
@@ -587,35 +598,17 @@ class SparseCSF(SparseTensor):
         """
         from .coo import SparseCOO
 
-        coords = self._level_coords()
+        coords = lv.level_coords(self)
         lo, hi = self._ranges()[-1]
         dtype = np.result_type(*[c.dtype for c in coords])
-        indices = np.empty((self.ndim, hi - lo), dtype=dtype)
+        indices = self.xp.empty((self.ndim, hi - lo), dtype=dtype)
         for k, axis in enumerate(self.axis_order):
             indices[axis] = coords[k]
         identity = self.axis_order == tuple(range(self.ndim))
         canonical = True if identity and self._canonical else None
         return SparseCOO._new(indices, self.values[lo:hi], self.shape, canonical)
 
-    def _as_compressed(self, major: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """Return CSR (major 0) / CSC (1) arrays sharing the leaf buffers, or None.
-
-        Possible when level 0 stores ``major`` in non-decreasing order.
-        """
-        if self.ndim != 2 or self.axis_order[0] != major:
-            return None
-        top = self.indices[0]
-        if (top[1:] < top[:-1]).any():
-            return None
-        ptr0 = self.indptr[0]
-        lengths = np.zeros(self.shape[major], dtype=np.int64)
-        np.add.at(lengths, top, np.diff(ptr0))
-        indptr = np.empty(self.shape[major] + 1, dtype=np.int64)
-        indptr[0] = ptr0[0]
-        np.cumsum(lengths, out=indptr[1:])
-        indptr[1:] += ptr0[0]
-        return indptr, self.indices[1], self.values
-
+    @b.checked
     def to_csr(self) -> SparseCSR:
         """Convert this 2-d tensor to a :class:`SparseCSR`.
 
@@ -623,7 +616,8 @@ class SparseCSF(SparseTensor):
         -------
         SparseCSR
             With ``axis_order=(0, 1)`` the column indices and values are the leaf
-            buffers (zero-copy; only ``indptr`` is built); otherwise converted.
+            buffers (zero-copy; only ``indptr`` is built, after checking the rows'
+            order: one synchronisation on the device); otherwise converted.
 
         Raises
         ------
@@ -639,12 +633,13 @@ class SparseCSF(SparseTensor):
         from .csr import SparseCSR
 
         self._check_2d("SparseCSF.to_csr")
-        parts = self._as_compressed(0)
+        parts = lv.as_compressed(self, 0)
         if parts is None:
             return self.to_coo().to_csr()
         csr: SparseCSR = SparseCSR._new(*parts, self.shape, self._canonical or None)
         return csr
 
+    @b.checked
     def to_csc(self) -> SparseCSC:
         """Convert this 2-d tensor to a :class:`SparseCSC`.
 
@@ -668,7 +663,7 @@ class SparseCSF(SparseTensor):
         from .csc import SparseCSC
 
         self._check_2d("SparseCSF.to_csc")
-        parts = self._as_compressed(1)
+        parts = lv.as_compressed(self, 1)
         if parts is None:
             return self.to_coo().to_csc()
         csc: SparseCSC = SparseCSC._new(*parts, self.shape, self._canonical or None)
@@ -730,6 +725,7 @@ class SparseCSF(SparseTensor):
                [0, 0],
                [2, 3]])
         """
+        self._on_host("to_arrow")
         return _interop.csf_to_arrow(self._compact())
 
     def to_scipy(self, *, matrix: bool = False) -> Any:
@@ -757,6 +753,7 @@ class SparseCSF(SparseTensor):
         array([[0., 0.],
                [1., 0.]])
         """
+        self._on_host("to_scipy")
         return _interop.to_scipy(self.to_coo(), matrix)
 
     def to_pydata_sparse(self) -> Any:
@@ -782,6 +779,7 @@ class SparseCSF(SparseTensor):
         >>> s.nnz
         1
         """
+        self._on_host("to_pydata_sparse")
         return _interop.to_pydata(self.to_coo())
 
     def to_torch(self) -> Any:
@@ -808,6 +806,7 @@ class SparseCSF(SparseTensor):
         tensor([[0., 0.],
                 [1., 0.]], dtype=torch.float64)
         """
+        self._on_host("to_torch")
         return _interop.to_torch(self.to_coo())
 
     # ------------------------------------------------------------------ operations
@@ -900,15 +899,14 @@ class SparseCSF(SparseTensor):
         array([  1, 200, 300])
         """
         func = "SparseCSF.multiply"
-        arr = b.dense_operand(func, "other", other)
         compact = self._compact()
-        if arr.ndim == 0:
-            new = compact.values * (other if np.isscalar(other) else arr)
-        else:
-            coords = compact._level_coords()
-            ordered = [coords[self.axis_order.index(d)] for d in range(self.ndim)]
-            new = compact.values * b.broadcast_gather(func, arr, self.shape, ordered)
-        return SparseCSF._new(compact.indptr, compact.indices, np.asarray(new), self.shape,
+
+        def coords() -> list[np.ndarray]:
+            levels = lv.level_coords(compact)
+            return [levels[self.axis_order.index(d)] for d in range(self.ndim)]
+
+        new = compact.values * b.multiplier(func, compact.values, other, self.shape, coords)
+        return SparseCSF._new(compact.indptr, compact.indices, new, self.shape,
                               self.axis_order, self._canonical)
 
     def transpose(self, axes: Sequence[int] | None = None) -> SparseCSF:
@@ -966,26 +964,4 @@ class SparseCSF(SparseTensor):
 
         ``csf[i]`` drops that dimension; ``csf[a:b]`` keeps it with size ``b - a``.
         """
-        func = "SparseCSF"
-        top = self.indices[0]
-        size = self.shape[self.axis_order[0]]
-        if isinstance(key, slice):
-            start, stop, step = key.indices(size)
-            if step != 1:
-                msg = f"{func}: slices must have step 1; convert with to_coo() for other orders"
-                raise ArrowSparseValueError(msg)
-            stop = max(start, stop)
-            positions = np.flatnonzero((top >= start) & (top < stop))
-            return lv.select_fibres(self, positions, start, stop, drop=False)
-        if isinstance(key, (bool, np.bool_)) or not isinstance(key, (int, np.integer)):
-            msg = (f"{func}: sub-fibres are selected with an int or a slice along the "
-                   f"outermost stored dimension, got {type(key).__name__}")
-            raise ArrowSparseTypeError(msg)
-        i = int(key)
-        if not -size <= i < size:
-            msg = (f"{func}: index {i} out of range for dimension {self.axis_order[0]} "
-                   f"of size {size}")
-            raise ArrowSparseIndexError(msg)
-        i %= size
-        positions = np.flatnonzero(top == i)
-        return lv.select_fibres(self, positions, i, i + 1, drop=True)
+        return lv.getitem(self, key)

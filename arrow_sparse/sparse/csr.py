@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from .. import _validate as v
-from .._backend import get_kernel
+from .._backend import array_module, device_checks, get_kernel
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 from . import _base as b
 from . import _interop
@@ -39,12 +39,13 @@ class _Compressed(SparseTensor):
     def __init__(self, indptr: Any, indices: Any, values: Any, shape: Any, *,
                  validate: bool = True) -> None:
         func = type(self).__name__
+        xp = array_module(func, indptr=indptr, indices=indices, values=values)
         validate = b.check_flag(func, "validate", validate)
         dims = b.check_shape(func, shape, ndim=2)
         num_major = dims[self._major]
-        if validate:
+        if validate and xp is np:
             ptr = v.check_offsets(func, "indptr", indptr)
-        else:
+        else:  # on the device the pointers are checked with the indices, by kernels
             ptr = b.index_array(func, "indptr", indptr)
             if len(ptr) == 0:
                 msg = f"{func}: indptr must have at least one element (number of rows + 1)"
@@ -54,9 +55,10 @@ class _Compressed(SparseTensor):
             raise ArrowSparseValueError(msg)
         idx = b.index_array(func, "indices", indices)
         vals = b.values_array(func, values)
-        if not (len(idx) == len(vals) >= ptr[-1]):
+        if len(idx) != len(vals) or (xp is np and len(idx) < ptr[-1]):
+            at_least = "" if xp is not np else f", at least indptr[-1] = {ptr[-1]}"
             msg = (f"{func}: indices ({len(idx)}) and values ({len(vals)}) "
-                   f"must have the same length, at least indptr[-1] = {ptr[-1]}")
+                   f"must have the same length{at_least}")
             raise ArrowSparseValueError(msg)
         self.indptr: np.ndarray = ptr
         self.indices: np.ndarray = idx
@@ -64,7 +66,8 @@ class _Compressed(SparseTensor):
         self.shape: tuple[int, ...] = dims
         self._canonical: bool | None = None
         if validate:
-            self.validate()
+            self._check()
+            device_checks(func, xp)
 
     @classmethod
     def _new(cls, indptr: np.ndarray, indices: np.ndarray, values: np.ndarray,
@@ -77,6 +80,10 @@ class _Compressed(SparseTensor):
         out._canonical = canonical
         return out
 
+    def _map(self, fn: Any) -> Any:
+        return self._new(fn(self.indptr), fn(self.indices), fn(self.values), self.shape,
+                         self._canonical)
+
     # ----------------------------------------------------------------- internals
     @property
     def _num_major(self) -> int:
@@ -87,7 +94,8 @@ class _Compressed(SparseTensor):
         return self.shape[1 - self._major]
 
     def _range(self) -> tuple[int, int]:
-        return int(self.indptr[0]), int(self.indptr[-1])
+        """``(indptr[0], indptr[-1])``: one read on the device (raising its checks at once)."""
+        return b.ends(type(self).__name__, self.indptr)
 
     def _compact(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(indptr, indices, values)`` with ``indptr`` starting at zero (views if it does)."""
@@ -98,18 +106,22 @@ class _Compressed(SparseTensor):
     # ----------------------------------------------------------------- properties
     @property
     def nnz(self) -> int:
-        """Number of stored entries (``indptr[-1] - indptr[0]``).
+        """Number of stored entries (``indptr[-1] - indptr[0]``; read back on the device).
 
         Examples
         --------
         >>> asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([1.0, 2.0, 3.0]), (2, 3)).nnz
         3
         """
-        return int(self.indptr[-1] - self.indptr[0])
+        start, stop = self._range()
+        return stop - start
 
     @property
+    @b.checked
     def is_canonical(self) -> bool:
         """Whether every major line has strictly increasing indices (sorted, no duplicates).
+
+        Cached; on the device the answer is read back (one synchronisation).
 
         Examples
         --------
@@ -117,7 +129,7 @@ class _Compressed(SparseTensor):
         False
         """
         if self._canonical is None:
-            self._canonical = get_kernel("sparse", "lines_strictly_increasing")(
+            self._canonical = get_kernel("sparse", "lines_strictly_increasing", self.xp)(
                 self.indptr, self.indices)
         return self._canonical
 
@@ -136,16 +148,26 @@ class _Compressed(SparseTensor):
         IndexError
             An index outside ``[0, shape[1])`` (CSR) or ``[0, shape[0])`` (CSC).
 
+        Notes
+        -----
+        On the device check kernels record the first violation (the constructor stops
+        there: the next check raises it); this waits for them (a synchronisation). Their
+        messages name ``offsets`` for ``indptr``, and positions without values.
+
         Examples
         --------
         >>> asp.SparseCSR([0, 1], [2], np.array([5.0]), (1, 3)).validate().nnz
         1
         """
-        func = type(self).__name__
-        v.check_offsets(func, "indptr", self.indptr, len(self.indices))
-        start, stop = self._range()
-        b.check_in_range(func, "indices", self.indices[start:stop], self._num_minor, start)
+        self._check()
+        device_checks(f"{type(self).__name__}.validate", self.xp, wait=True)
         return self
+
+    def _check(self) -> None:
+        func = type(self).__name__
+        v.check_offsets(func, "indptr", self.indptr, len(self.indices), device=True)
+        b.check_in_range(func, "indices", self.indices, self._num_minor,
+                         b.pointer_window(self.indptr))
 
     # --------------------------------------------------------------- constructors
     @classmethod
@@ -160,7 +182,8 @@ class _Compressed(SparseTensor):
         Returns
         -------
         SparseCSR or SparseCSC
-            New int64 arrays, canonical.
+            New int64 arrays, canonical (on the device of a CuPy input: one
+            synchronisation, the number of nonzeros).
 
         Raises
         ------
@@ -184,11 +207,12 @@ class _Compressed(SparseTensor):
         func = f"{cls.__name__}.from_dense"
         arr = b.dense_operand(func, "dense", dense)
         shape = b.check_shape(func, arr.shape, ndim=2)
+        xp = b.module_of(arr)
         oriented = arr if cls._major == 0 else arr.T
-        major, minor = np.nonzero(oriented)
-        indptr = np.zeros(oriented.shape[0] + 1, dtype=np.int64)
-        np.cumsum(np.bincount(major, minlength=oriented.shape[0]), out=indptr[1:])
-        return cls._new(indptr, np.ascontiguousarray(minor, dtype=np.int64), oriented[major, minor],
+        major, minor = xp.nonzero(oriented)
+        lines = xp.arange(oriented.shape[0] + 1, dtype=np.int64)
+        indptr = xp.searchsorted(major, lines, side="left").astype(np.int64, copy=False)
+        return cls._new(indptr, xp.ascontiguousarray(minor, dtype=np.int64), oriented[major, minor],
                         shape, canonical=True)
 
     @classmethod
@@ -319,13 +343,15 @@ class _Compressed(SparseTensor):
         return cls._from_any(func, _interop.from_torch(func, tensor))
 
     # ------------------------------------------------------------------ exporters
+    @b.checked
     def to_dense(self) -> np.ndarray:
         """Dense ``[rows, columns]`` array; repeated entries add up (bools: logical or).
 
         Returns
         -------
         numpy.ndarray
-            A new C-ordered array of the values dtype.
+            A new C-ordered array of the values dtype (CuPy on the device: no
+            synchronisation; repeated float entries add in atomic order).
 
         Examples
         --------
@@ -336,9 +362,10 @@ class _Compressed(SparseTensor):
         """
         if self.dtype.kind == "b":
             return self.to_coo().to_dense()
-        out = np.zeros(self.shape, dtype=self.dtype)
-        get_kernel("sparse", "compressed_to_dense")(self.indptr, self.indices, self.values,
-                                                    out, self._major == 1)
+        xp = self.xp
+        out = xp.zeros(self.shape, dtype=self.dtype)
+        get_kernel("sparse", "compressed_to_dense", xp)(self.indptr, self.indices, self.values,
+                                                        out, self._major == 1)
         return out
 
     def to_coo(self) -> SparseCOO:
@@ -349,7 +376,8 @@ class _Compressed(SparseTensor):
         SparseCOO
             Shares ``values`` (the addressed range); ``indices`` is a new array (the
             compressed axis is expanded, in parallel) of the index dtype, int64 when
-            the compressed axis is too long for it.
+            the compressed axis is too long for it. On the device ``indptr[0]`` and
+            ``indptr[-1]`` are read back (one synchronisation: the size).
 
         Examples
         --------
@@ -363,23 +391,26 @@ class _Compressed(SparseTensor):
         start, stop = self._range()
         dtype = self.indices.dtype if self._num_major <= np.iinfo(self.indices.dtype).max \
             else np.dtype(np.int64)
-        coords = np.empty((2, stop - start), dtype=dtype)
-        get_kernel("sparse", "expand_major")(self.indptr, coords[self._major])
+        coords = self.xp.empty((2, stop - start), dtype=dtype)
+        get_kernel("sparse", "expand_major", self.xp)(self.indptr, coords[self._major])
         coords[1 - self._major] = self.indices[start:stop]
         canonical = True if self._major == 0 and self._canonical else None
         return SparseCOO._new(coords, self.values[start:stop], self.shape, canonical)
 
     def _transposed_layout(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return get_kernel("sparse", "compressed_transpose")(  # type: ignore[no-any-return]
+        return get_kernel("sparse", "compressed_transpose", self.xp)(  # type: ignore[no-any-return]
             self.indptr, self.indices, self.values, self._num_minor)
 
+    @b.checked
     def to_csr(self) -> SparseCSR:
         """Convert to CSR: itself for a :class:`SparseCSR`; a counting sort from CSC.
 
         Returns
         -------
         SparseCSR
-            From CSC: new arrays, columns sorted within each row (duplicates kept).
+            From CSC: new arrays, columns sorted within each row (duplicates kept). On
+            the device a histogram and a stable radix sort; ``indptr[0]`` and
+            ``indptr[-1]`` are read back (one synchronisation).
 
         Examples
         --------
@@ -393,6 +424,7 @@ class _Compressed(SparseTensor):
         csr: SparseCSR = SparseCSR._new(ptr, idx, vals, self.shape, self._canonical or None)
         return csr
 
+    @b.checked
     def to_csc(self) -> SparseCSC:
         """Convert to CSC: itself for a :class:`SparseCSC`; a counting sort from CSR.
 
@@ -400,7 +432,8 @@ class _Compressed(SparseTensor):
         -------
         SparseCSC
             From CSR: new arrays, rows sorted within each column (duplicates kept);
-            O(nnz + rows + columns), like scipy's ``tocsc``.
+            O(nnz + rows + columns), like scipy's ``tocsc``. On the device as
+            :meth:`to_csr` (one synchronisation).
 
         Examples
         --------
@@ -433,6 +466,8 @@ class _Compressed(SparseTensor):
             indices and values are the same buffers (zero-copy); level 0 lists the
             non-empty lines (its ``indptr`` is this ``indptr`` when no line is empty).
             The other order goes through :meth:`to_csc`/:meth:`to_csr` (a counting sort).
+            On the device finding the non-empty lines reads their number back (one
+            synchronisation).
 
         Raises
         ------
@@ -452,12 +487,12 @@ class _Compressed(SparseTensor):
         if order[0] != self._major:
             other = self.to_csc() if self._major == 0 else self.to_csr()
             return other.to_csf(order)
-        lengths = np.diff(self.indptr)
-        nonempty = np.flatnonzero(lengths)
+        xp = self.xp
+        nonempty = xp.flatnonzero(xp.diff(self.indptr))
         if len(nonempty) == self._num_major:
             ptr0 = self.indptr
         else:
-            ptr0 = np.concatenate([self.indptr[nonempty], self.indptr[-1:]])
+            ptr0 = xp.concatenate([self.indptr[nonempty], self.indptr[-1:]])
         return SparseCSF._new((ptr0,), (nonempty, self.indices), self.values, self.shape,
                               order, self._canonical or None)
 
@@ -498,7 +533,9 @@ class _Compressed(SparseTensor):
         Returns
         -------
         SparseCSR or SparseCSC
-            ``self`` when already canonical; else new arrays.
+            ``self`` when already canonical; else new arrays. On the device whether it
+            is canonical, ``indptr``'s ends and the number of distinct entries are read
+            back (three synchronisations).
 
         Examples
         --------
@@ -508,9 +545,11 @@ class _Compressed(SparseTensor):
         """
         if self.is_canonical:
             return self
-        parts = get_kernel("sparse", "canonical_lines")(*self._compact())
+        parts = get_kernel("sparse", "canonical_lines", self.xp)(self.indptr, self.indices,
+                                                                 self.values)
         return self._new(*parts, self.shape, canonical=True)
 
+    @b.checked
     def sum(self, axis: int | None = None) -> Any:
         """Sum of all entries, or along one axis (a dense vector).
 
@@ -523,7 +562,10 @@ class _Compressed(SparseTensor):
         Returns
         -------
         numpy scalar or numpy.ndarray
-            numpy's sum dtype (int64 for smaller ints and bools).
+            numpy's sum dtype (int64 for smaller ints and bools). On the device a CuPy
+            array (0-d for the total); the total and ``axis=0`` of a CSR (``1`` of a
+            CSC) read ``indptr``'s ends back (one synchronisation), the line sums
+            nothing.
 
         Raises
         ------
@@ -542,17 +584,17 @@ class _Compressed(SparseTensor):
         """
         func = f"{type(self).__name__}.sum"
         total_dtype = b.sum_dtype(self.dtype)
-        ptr, idx, vals = self._compact()
-        if axis is None:
-            return vals.sum(dtype=total_dtype)
-        ax = b.check_axis(func, axis, 2)
-        vals = vals.astype(total_dtype, copy=False)
+        ax = None if axis is None else b.check_axis(func, axis, 2)
+        xp = self.xp
         if ax == 1 - self._major:  # reduce the minor axis: one value per major line
-            out = np.zeros(self._num_major, dtype=total_dtype)
-            get_kernel("sparse", "major_sums")(ptr, vals, out)
-        else:
-            out = np.zeros(self._num_minor, dtype=total_dtype)
-            get_kernel("sparse", "scatter_add")(out, idx, vals)
+            out = xp.zeros(self._num_major, dtype=total_dtype)
+            get_kernel("sparse", "major_sums", xp)(self.indptr, self.values, out)
+            return out
+        _, idx, vals = self._compact()
+        if ax is None:
+            return vals.sum(dtype=total_dtype)
+        out = xp.zeros(self._num_minor, dtype=total_dtype)
+        get_kernel("sparse", "scatter_add", xp)(out, idx, vals.astype(total_dtype, copy=False))
         return out
 
     def multiply(self, other: Any) -> Any:
@@ -569,7 +611,8 @@ class _Compressed(SparseTensor):
         SparseCSR or SparseCSC
             Same structure with new values (``indices`` shared; ``indptr`` shared
             unless a slice had to be rebased to start at zero). Only stored entries
-            are multiplied.
+            are multiplied. On the device ``indptr``'s ends are read back (one
+            synchronisation); ``other`` must be there too.
 
         Raises
         ------
@@ -585,17 +628,16 @@ class _Compressed(SparseTensor):
         array([ 10.,  20., 300.])
         """
         func = f"{type(self).__name__}.multiply"
-        arr = b.dense_operand(func, "other", other)
         ptr, idx, vals = self._compact()
-        if arr.ndim == 0:
-            new = vals * (other if np.isscalar(other) else arr)
-        else:
-            coords: list[np.ndarray] = [np.empty(0)] * 2
-            coords[self._major] = np.repeat(np.arange(self._num_major), np.diff(ptr))
-            coords[1 - self._major] = idx
-            new = vals * b.broadcast_gather(func, arr, self.shape, coords)
-        return self._new(ptr, idx, np.asarray(new), self.shape, self._canonical)
 
+        def coords() -> list[np.ndarray]:
+            lines = b.expand_lines(ptr, len(idx))
+            return [lines, idx] if self._major == 0 else [idx, lines]
+
+        new = vals * b.multiplier(func, vals, other, self.shape, coords)
+        return self._new(ptr, idx, new, self.shape, self._canonical)
+
+    @b.checked
     def matmul(self, other: Any) -> np.ndarray:
         """Matrix product with a dense matrix or vector: ``self @ other``.
 
@@ -609,7 +651,11 @@ class _Compressed(SparseTensor):
         numpy.ndarray
             Dense ``[rows, k]`` (or ``[rows]``) of numpy's result dtype. CSR runs a
             Numba kernel with ``prange`` over chunks of rows of about equal numbers
-            of entries; CSC runs a serial scatter kernel.
+            of entries; CSC runs a serial scatter kernel. On the device (``other`` a
+            CuPy array there) a CuPy array: CSR with one lane group per row and
+            column block, bit for bit the CPU's result, without synchronisation (a
+            vector: 32 lanes per row, float sums re-associated); CSC as CSR of its
+            transpose, reading ``indptr``'s ends (one synchronisation).
 
         Raises
         ------
@@ -633,20 +679,21 @@ class _Compressed(SparseTensor):
         array([3., 3.])
         """
         func = f"{type(self).__name__}.matmul"
-        dense = _matmul_operand(func, other, self.shape[1], "first")
+        dense = _matmul_operand(func, self.values, other, self.shape[1], "first")
         dtype, work, vals = _matmul_dtypes(self.values, dense)
-        rhs = np.ascontiguousarray(dense, dtype=work)
+        xp = self.xp
+        rhs = xp.ascontiguousarray(dense, dtype=work)
         if self._major == 0 and (rhs.ndim == 1 or rhs.shape[1] == 1):
-            out = np.zeros(self.shape[0], dtype=work)
-            get_kernel("sparse", "csr_spmv")(self.indptr, self.indices, vals,
-                                             rhs.reshape(self.shape[1]), out)
+            out = xp.zeros(self.shape[0], dtype=work)
+            get_kernel("sparse", "csr_spmv", xp)(self.indptr, self.indices, vals,
+                                                 rhs.reshape(self.shape[1]), out)
             if rhs.ndim == 2:
                 out = out.reshape(self.shape[0], 1)
         else:
             rhs2 = rhs if rhs.ndim == 2 else rhs[:, None]
-            out = np.zeros((self.shape[0], rhs2.shape[1]), dtype=work)
+            out = xp.zeros((self.shape[0], rhs2.shape[1]), dtype=work)
             name = "csr_spmm" if self._major == 0 else "csc_spmm"
-            get_kernel("sparse", name)(self.indptr, self.indices, vals, rhs2, out)
+            get_kernel("sparse", name, xp)(self.indptr, self.indices, vals, rhs2, out)
             if rhs.ndim == 1:
                 out = out.reshape(self.shape[0])
         return out != 0 if dtype.kind == "b" else out
@@ -654,17 +701,19 @@ class _Compressed(SparseTensor):
     def __matmul__(self, other: Any) -> np.ndarray:
         return self.matmul(other)
 
+    @b.checked
     def __rmatmul__(self, other: Any) -> np.ndarray:
         func = f"{type(self).__name__}.__rmatmul__"
-        dense = _matmul_operand(func, other, self.shape[0], "last")
+        dense = _matmul_operand(func, self.values, other, self.shape[0], "last")
         dtype, work, vals = _matmul_dtypes(self.values, dense)
+        xp = self.xp
         if self._major == 1:  # dense @ csc == (csc.T @ dense.T).T, and csc.T is a CSR
             transposed = SparseCSR._new(self.indptr, self.indices, vals, self.shape[::-1])
             out = transposed.matmul(dense.T).T
-            return np.ascontiguousarray(out != 0 if dtype.kind == "b" else out)
-        lhs = np.ascontiguousarray(dense if dense.ndim == 2 else dense[None, :], dtype=work)
-        out = np.zeros((lhs.shape[0], self.shape[1]), dtype=work)
-        get_kernel("sparse", "dense_csr")(lhs, self.indptr, self.indices, vals, out)
+            return xp.ascontiguousarray(out != 0 if dtype.kind == "b" else out)
+        lhs = xp.ascontiguousarray(dense if dense.ndim == 2 else dense[None, :], dtype=work)
+        out = xp.zeros((lhs.shape[0], self.shape[1]), dtype=work)
+        get_kernel("sparse", "dense_csr", xp)(lhs, self.indptr, self.indices, vals, out)
         if dense.ndim == 1:
             out = out.reshape(self.shape[1])
         return out != 0 if dtype.kind == "b" else out
@@ -820,6 +869,7 @@ class SparseCSR(_Compressed):
         array([[1., 0., 2.],
                [0., 3., 0.]])
         """
+        self._on_host("to_arrow")
         return _interop.compressed_to_arrow(self)
 
     def to_scipy(self, *, matrix: bool = False) -> Any:
@@ -847,6 +897,7 @@ class SparseCSR(_Compressed):
         >>> asp.SparseCSR([0, 1], [2], np.array([5.0]), (1, 3)).to_scipy().toarray()
         array([[0., 0., 5.]])
         """
+        self._on_host("to_scipy")
         return _interop.to_scipy(self, matrix)
 
     def to_pydata_sparse(self) -> Any:
@@ -872,6 +923,7 @@ class SparseCSR(_Compressed):
         >>> s.todense()
         array([[0., 0., 5.]])
         """
+        self._on_host("to_pydata_sparse")
         return _interop.to_pydata(self)
 
     def to_torch(self) -> Any:
@@ -898,12 +950,15 @@ class SparseCSR(_Compressed):
         >>> t.to_dense()
         tensor([[0., 0., 5.]], dtype=torch.float64)
         """
+        self._on_host("to_torch")
         return _interop.to_torch(self)
 
 
 # ------------------------------------------------------------------------ helpers
-def _matmul_operand(func: str, other: Any, size: int, which: str) -> np.ndarray:
+def _matmul_operand(func: str, values: np.ndarray, other: Any, size: int, which: str
+                    ) -> np.ndarray:
     dense = b.dense_operand(func, "other", other)
+    array_module(func, values=values, other=dense)
     if dense.ndim not in (1, 2):
         msg = f"{func}: other must be a 1-d or 2-d dense array, got shape {dense.shape}"
         raise ArrowSparseValueError(msg)

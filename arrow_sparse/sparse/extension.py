@@ -394,6 +394,10 @@ def _type_of(func: str, tensors: Sequence[Any], given: Any) -> SparseTensorType:
             msg = (f"{func}: tensors[{pos}] is a {type(x).__name__}, expected a SparseCOO, "
                    f"SparseCSR, SparseCSC, SparseCSF or None")
             raise ArrowSparseTypeError(msg)
+        if x.device != "cpu":
+            msg = (f"{func}: tensors[{pos}] is on {x.device}, but Arrow arrays live in host "
+                   f"memory; move it first with .to_device('cpu')")
+            raise NotImplementedError(msg)
         if first is None:
             first = pos
     if given is not None:
@@ -455,6 +459,8 @@ def sparse_tensor_array(tensors: Sequence[SparseTensor | None],
         A row that is not a sparse tensor or None; rows of different formats, value
         dtypes or numbers of dimensions (or not matching ``type``); no tensor to
         infer the type from and no ``type``.
+    NotImplementedError
+        A tensor on a CUDA device (move it with ``.to_device('cpu')``).
 
     See Also
     --------

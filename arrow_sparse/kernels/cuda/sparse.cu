@@ -253,6 +253,26 @@ __global__ void lines_strictly_increasing(const O* __restrict__ indptr, long lon
     }
 }
 
+// check_index_range: a device check with no CPU twin (the host checks with numpy): records
+// ASP_SPARSE_INDEX_RANGE at the first position p whose index lies outside [0, bound), over
+// [0, n) (whole) or over [range[0], range[1]) clamped to [0, n): the addressed entries of
+// a compressed matrix or a CSF level, whose pointers the host has not read.
+// Thread mapping: one thread per position of [0, n) (grid-stride; positions outside the
+// range are skipped): coalesced reads of the indices, the two range bounds from cache.
+// Memory traffic: sizeof(I) per addressed index.
+template <typename I>
+__global__ void check_index_range(const long long* __restrict__ range, int whole,
+                                  const I* __restrict__ indices, long long n, long long bound,
+                                  unsigned long long* error) {
+    const long long first = whole ? 0 : asp_max(__ldg(range), 0LL);
+    const long long last = whole ? n : asp_min(__ldg(range + 1), n);
+    for (ASP_GRID_STRIDE(p, n)) {
+        if (p < first || p >= last) continue;
+        const long long k = (long long)__ldg(indices + p);
+        if (k < 0 || k >= bound) ASP_RAISE(error, ASP_SPARSE_INDEX_RANGE, p);
+    }
+}
+
 // ------------------------------------------------------------------------ products
 // csr_spmm: out[i, j] += sum over p in [indptr[i], indptr[i + 1]) of values[p] *
 // dense[indices[p], j], in p order; with skip_zero, terms whose dense[indices[p], j] is 0

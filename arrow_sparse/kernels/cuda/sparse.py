@@ -39,6 +39,10 @@ it ``dense_csr`` and ``csc_spmm``), ``sum_duplicates`` and ``canonical_lines`` r
 ``indptr[0]`` and ``indptr[-1]``, and the last two the number of distinct entries; the
 others read nothing. The kernels re-check the indices, positions and entry ranges they
 rely on into the device error word (:func:`arrow_sparse.kernels.cuda.check_errors`).
+
+:data:`CHECKS` are device-only launchers with no CPU twin: ``check_index_range``, the
+check of coordinates against their dimension that the sparse constructors run on device
+inputs (on the host they check with numpy).
 """
 
 from __future__ import annotations
@@ -68,6 +72,9 @@ __all__ = ["canonical_lines", "compressed_to_dense", "compressed_transpose",
            "expand_major", "lex_order2", "lines_strictly_increasing", "major_sums",
            "radix_argsort", "scatter_add", "sum_duplicates"]
 
+#: Device-only launchers (no CPU twin), see the module docstring.
+CHECKS = ("check_index_range",)
+
 _O = INDEX_CTYPES
 #: Slot type of the atomic kernels: 8- and 16-bit integers go through a 32-bit temporary.
 _SLOT = {**{t: t for t in VALUE_CTYPES}, "signed char": "int", "short": "int",
@@ -92,6 +99,7 @@ NAME_EXPRESSIONS: list[str] = [
     *(name_expression("compressed_to_dense", t, _SLOT[t], o, i) for t in VALUE_CTYPES
       for o in _O for i in _O),
     *(name_expression("scatter_add", t, _SLOT[t], p) for t in VALUE_CTYPES for p in _O),
+    *name_expressions("check_index_range", _O),
 ]
 
 _I32 = np.int32
@@ -494,3 +502,23 @@ def radix_argsort(keys: list[Any], sizes: list[int]) -> Any:
         return np.arange(0, dtype=np.int64)
     xp = array_module(func, *keys)
     return _lex_argsort(xp, list(keys), [int(s) for s in sizes])
+
+
+# ------------------------------------------------------------------ device input checks
+def check_index_range(indices: Any, bound: int, window: Any = None) -> None:
+    """Record the first index outside ``[0, bound)`` in the error word (no CPU twin).
+
+    ``window``: None to check every index, else a 2-element int64 device array
+    ``[lo, hi]``: only positions ``lo <= p < hi`` are checked (the entries a pointer
+    array addresses, read on the device). Positions are absolute. No synchronisation.
+    """
+    func = "check_index_range"
+    xp = array_module(func, indices=indices, window=window)
+    n = indices.shape[0]
+    if n == 0:
+        return
+    idx = _index(xp, indices)
+    whole = window is None
+    rng = xp.zeros(2, dtype=np.int64) if whole else xp.ascontiguousarray(window, dtype=np.int64)
+    _launch(name_expression(func, _c(idx)), grid_1d(n),
+            (rng, _I32(whole), idx, _I64(n), _I64(bound), error_buffer()))
