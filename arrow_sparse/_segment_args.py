@@ -5,13 +5,22 @@ then calls one kernel: :class:`_Rows` holds one input's checked rows, ``_weights
 weights that go with them, and ``_finish`` wraps a kernel's output (Arrow in -> Arrow
 out). The output dtypes and accumulators documented in ``docs/segment-reductions.md``
 are chosen here.
+
+Device (CuPy) inputs take the same path with the array module of the inputs
+(``_Rows.xp``): the O(1) checks run on the host, the data-dependent ones are launched
+as device checks (``arrow_sparse._validate`` with ``device=True``) or re-made by the
+kernels themselves (index ranges, weights rows), and nothing is read back except a
+data-dependent output size (the number of segments when ``num_segments`` is not
+given).
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import math
 from collections.abc import Callable, Hashable
+from types import ModuleType
 from typing import Any, NoReturn, cast
 
 import numpy as np
@@ -19,7 +28,7 @@ import pyarrow as pa
 
 from . import _arrow
 from . import _validate as v
-from ._backend import array_module, get_kernel, is_cupy_array
+from ._backend import get_kernel, is_cupy_array, module_of
 from .errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from .jagged import Jagged
 
@@ -27,10 +36,15 @@ _MODES = {"sum": 0, "mean": 1, "max": 2}  # kernels.cpu.segment.MODE_*
 _INT64, _UINT64, _FLOAT32, _FLOAT64 = (np.dtype(t) for t in ("i8", "u8", "f4", "f8"))
 
 
-def _kernel(name: str) -> Callable[..., Any]:
+def _kernel(name: str, xp: ModuleType = np) -> Callable[..., Any]:
     # Not cached here: the registry picks the backend per call (tests swap in the
     # CUDA emulator), and its own module lookup is a dict hit.
-    return get_kernel("segment", name)
+    return get_kernel("segment", name, xp)
+
+
+def _device_kernels() -> ModuleType:
+    """Import the CUDA launchers of the segment family (for its device-only kernels)."""
+    return importlib.import_module("arrow_sparse.kernels.cuda.segment")
 
 
 # ================================================================ input normalisation
@@ -38,16 +52,17 @@ class _Rows:
     """Checked rows of one input (or one chunk), laid out as the kernels want them."""
 
     __slots__ = ("arrow", "chunked", "dtype", "given_rows", "inner", "listlike", "offsets",
-                 "valid", "values", "vmask")
+                 "valid", "values", "vmask", "xp")
 
     def __init__(self, values: np.ndarray, offsets: np.ndarray, valid: np.ndarray | None,
                  vmask: np.ndarray | None, arrow: bool, listlike: bool) -> None:
+        self.xp = module_of(values)  # numpy, or CuPy for device values
         self.inner: tuple[int, ...] = values.shape[1:]  # shape of one value
         self.dtype: np.dtype = values.dtype  # as given (bool values are computed as uint8)
         if values.dtype.kind == "b":
             values = values.view(np.uint8)
         if not values.flags.c_contiguous:
-            values = np.ascontiguousarray(values)  # a copy
+            values = self.xp.ascontiguousarray(values)  # a copy
         if values.ndim > 2:
             values = values.reshape(len(values), _width(values))
         self.values = values  # [N] or [N, D], C-contiguous
@@ -95,12 +110,9 @@ def _flat(func: str, arg: str, x: Any) -> tuple[np.ndarray, np.ndarray | None]:
         else:
             arr = _arrow.primitive_values(func, x)
         mask = _arrow.validity_of(x)
-    elif is_cupy_array(x):
-        get_kernel("segment", func, array_module(func, x))
-        raise AssertionError  # pragma: no cover  (get_kernel raised)
-    else:
+    else:  # numpy, CuPy (device values, never null) or a sequence
         arr, mask = x, None
-    arr = v.as_values_array(func, arg, arr)
+    arr = v.as_values_array(func, arg, arr, device=True)
     if arr.dtype.kind == "f" and arr.dtype.itemsize < 4:
         msg = f"{func}: {arg} of dtype {arr.dtype} are not supported; cast to float32 first"
         raise ArrowSparseTypeError(msg)
@@ -135,15 +147,13 @@ def _rows(func: str, values: Any, offsets: Any, lengths: Any, segment_ids: Any,
                                     segment_ids=segment_ids)
         n = len(vals)
         if which == "offsets":
-            offs = v.check_offsets(func, "offsets", offsets, n)
+            offs = v.check_offsets(func, "offsets", offsets, n, device=True)
         elif which == "lengths":
-            lens = v.check_lengths(func, "lengths", lengths, n)
-            offs = np.zeros(len(lens) + 1, dtype=np.int64)
-            np.cumsum(lens, out=offs[1:])
+            _, offs = v.lengths_offsets(func, "lengths", lengths, num_values=n, device=True)
         else:
             ids, count = v.check_sorted_segment_ids(func, "segment_ids", segment_ids, n,
-                                                    num_segments)
-            offs = _kernel("sorted_ids_to_offsets")(ids, count)
+                                                    num_segments, device=True)
+            offs = _kernel("sorted_ids_to_offsets", module_of(ids))(ids, count)
             num_segments = None
         valid, listlike = None, False
     rows = _Rows(vals, offs, valid, vmask, arrow, listlike)
@@ -166,12 +176,14 @@ def _extend(func: str, offsets: np.ndarray, valid: np.ndarray | None,
 
 def _pad_rows(offsets: np.ndarray, valid: np.ndarray | None,
               n: int) -> tuple[np.ndarray, np.ndarray | None]:
-    """Append empty (valid) rows to ``n`` rows in all."""
+    """Append empty (valid) rows to ``n`` rows in all (on the offsets' device, no reads)."""
     rows = len(offsets) - 1
     if n > rows:
-        offsets = np.concatenate([offsets, np.full(n - rows, offsets[-1], offsets.dtype)])
+        xp = module_of(offsets)
+        tail = offsets[-1:] + xp.zeros(n - rows, dtype=offsets.dtype)  # offsets[-1], n - rows times
+        offsets = xp.concatenate([offsets, tail])
         if valid is not None:
-            valid = np.concatenate([valid, np.ones(n - rows, dtype=bool)])
+            valid = xp.concatenate([valid, xp.ones(n - rows, dtype=bool)])
     return offsets, valid
 
 
@@ -207,6 +219,14 @@ def _weights(func: str, weights: Any, rows: _Rows,
     valid = rows.valid
     if wvalid is not None:
         valid = wvalid if valid is None else valid & wvalid
+    if rows.xp is not np:
+        # The kernels compare the rows' lengths as they read them; null weights are a
+        # device check.
+        if wj.values_validity is not None:
+            _device_kernels().check_null_weights(woffsets, valid, wj.values_validity,
+                                                 len(wj.values))
+        w, _ = _flat(func, arg, wj.values)
+        return _scalar_dtype(w), woffsets, valid
     wlens = np.diff(woffsets)
     bad = wlens != np.diff(rows.offsets)
     if valid is not None:
@@ -229,7 +249,7 @@ def _weights(func: str, weights: Any, rows: _Rows,
 
 
 def _scalar_dtype(w: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(w.view(np.uint8) if w.dtype.kind == "b" else w)
+    return module_of(w).ascontiguousarray(w.view(np.uint8) if w.dtype.kind == "b" else w)
 
 
 # ===================================================================== dtypes and results
@@ -373,7 +393,8 @@ def _table(func: str, data: Any) -> tuple[np.ndarray, np.ndarray, tuple[int, ...
     if mask is not None:
         pos = v.first_true(~mask)
         v.fail_value(func, "data", "must not contain null rows", pos, None)
-    table = np.ascontiguousarray(arr.view(np.uint8) if arr.dtype.kind == "b" else arr)
+    table = module_of(arr).ascontiguousarray(arr.view(np.uint8) if arr.dtype.kind == "b"
+                                             else arr)
     return arr, table.reshape(len(table), _width(table)), arr.shape[1:]
 
 
@@ -384,7 +405,7 @@ def _check_ids(func: str, arg: str, rows: _Rows) -> np.ndarray:
         msg = f"{func}: {arg} must be 1-D integers, got {rows.dtype} of shape {ids.shape}"
         raise ArrowSparseTypeError(msg)
     if ids.dtype.kind == "u":
-        ids = v.as_index_array(func, arg, ids)
+        ids = v.as_index_array(func, arg, ids, device=True)
     if ids.dtype not in (np.int32, np.int64):
         ids = ids.astype(np.int64)
     return ids
@@ -407,14 +428,15 @@ def _index_ndim(indices: Any) -> int:
 
 
 def _writable(func: str, data: Any) -> np.ndarray:
-    if not isinstance(data, np.ndarray):
-        msg = (f"{func}: data must be a numpy array (updated in place), got "
+    if not (isinstance(data, np.ndarray) or is_cupy_array(data)):
+        msg = (f"{func}: data must be a numpy or cupy array (updated in place), got "
                f"{type(data).__name__}; Arrow arrays are immutable")
         raise ArrowSparseTypeError(msg)
-    if data.ndim == 0 or not data.flags.writeable or not data.flags.c_contiguous:
+    writeable = is_cupy_array(data) or data.flags.writeable  # device arrays always are
+    if data.ndim == 0 or not writeable or not data.flags.c_contiguous:
         msg = f"{func}: data must be a writable, C-contiguous array of at least 1 dimension"
         raise ArrowSparseValueError(msg)
-    arr = v.as_values_array(func, "data", data)
+    arr = v.as_values_array(func, "data", data, device=True)
     if arr.dtype.kind == "f" and arr.dtype.itemsize < 4:
         msg = f"{func}: data of dtype {arr.dtype} are not supported; cast to float32 first"
         raise ArrowSparseTypeError(msg)
@@ -422,7 +444,7 @@ def _writable(func: str, data: Any) -> np.ndarray:
 
 
 def _slices(func: str, slices: Any, data: np.ndarray, num: int) -> np.ndarray:
-    arr = v.as_values_array(func, "slices", slices, min_ndim=0)
+    arr = v.as_values_array(func, "slices", slices, min_ndim=0, device=True)
     if arr.shape != (num,) + data.shape[1:]:
         msg = (f"{func}: slices must have shape {(num,) + data.shape[1:]} (one data row "
                f"per index), got {arr.shape}")
@@ -430,5 +452,5 @@ def _slices(func: str, slices: Any, data: np.ndarray, num: int) -> np.ndarray:
     if not np.can_cast(arr.dtype, data.dtype, "same_kind"):
         msg = f"{func}: slices of dtype {arr.dtype} cannot be written into {data.dtype} data"
         raise ArrowSparseTypeError(msg)
-    return np.ascontiguousarray(arr, dtype=data.dtype).reshape(num, _width(data))
+    return module_of(arr).ascontiguousarray(arr, dtype=data.dtype).reshape(num, _width(data))
 

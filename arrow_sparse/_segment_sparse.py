@@ -2,7 +2,7 @@
 
 Public through :mod:`arrow_sparse.segment` (and ``asp.<name>``); the argument checks
 and output dtypes are shared with the other segment reductions
-(:mod:`arrow_sparse._segment_args`).
+(:mod:`arrow_sparse._segment_args`), and so is the device path (CuPy in, CuPy out).
 """
 
 from __future__ import annotations
@@ -14,10 +14,12 @@ import pyarrow as pa
 
 from . import _arrow
 from . import _validate as v
+from ._backend import array_module, device_checks, is_cupy_array
 from ._segment_args import (
     _MODES,
     _acc_zero,
     _check_ids,
+    _device_kernels,
     _empty_scalar,
     _finish,
     _float_dtype,
@@ -59,6 +61,8 @@ def _fused(func: str, mode: str, data: Any, indices: Any, offsets: Any, lengths:
         return _per_chunk(func, indices, weights, num_segments, lambda chunk, w: _fused(
             func, mode, data, chunk, offsets, lengths, segment_ids, None, w, empty_value,
             names))
+    xp = array_module(func, data=data, **{names[0]: indices, names[1]: weights},
+                      offsets=offsets, lengths=lengths, segment_ids=segment_ids)
     arr, table, inner = _table(func, data)
     rows = _rows(func, indices, offsets, lengths, segment_ids, num_segments, arg=names[0])
     ids = _check_ids(func, names[0], rows)
@@ -75,17 +79,20 @@ def _fused(func: str, mode: str, data: Any, indices: Any, offsets: Any, lengths:
     empty = _empty_scalar(func, empty_value, out_dtype)
     zero = np.float64(0) if mode == "mean" else _acc_zero(out_dtype)
     lowest = _lowest(zero.dtype)
-    out = np.empty((rows.num_rows, table.shape[1]),
-                   dtype=np.uint8 if out_dtype.kind == "b" else out_dtype)
+    out = v.empty(func, (rows.num_rows, table.shape[1]),
+                  np.dtype(np.uint8) if out_dtype.kind == "b" else out_dtype, xp)
     counts = np.empty(rows.num_rows, np.int64) if rows.arrow and mc and rows.vmask is not None \
         else None
-    bad = _kernel("gather_reduce")(table, ids, rows.offsets, _u8(valid), _u8(rows.vmask), w,
-                                   woffs, _MODES[mode], zero, lowest, mc, empty, out, counts)
-    if bad >= 0:
+    bad = _kernel("gather_reduce", xp)(table, ids, rows.offsets, _u8(valid), _u8(rows.vmask),
+                                       w, woffs, _MODES[mode], zero, lowest, mc, empty, out,
+                                       counts)
+    if bad >= 0:  # host arrays only: device kernels record it in the error word
         _raise_out_of_range(func, names[0], ids, bad, len(table))
     if out_dtype.kind == "b":
         out = out.view(bool)
-    return _finish(rows, valid, out, counts, mc, inner)
+    result = _finish(rows, valid, out, counts, mc, inner)
+    device_checks(func, xp)
+    return result
 
 
 def sparse_segment_sum(data: Any, indices: Any, *, offsets: Any = None, lengths: Any = None,
@@ -140,6 +147,10 @@ def sparse_segment_sum(data: Any, indices: Any, *, offsets: Any = None, lengths:
     alone: the final rounding). Rows are prefetched 64 indices ahead; each segment's
     indices are range-checked just before its rows are read.
 
+    On the device (CuPy data and indices, or a device Jagged of indices): no
+    synchronisation, except with ``segment_ids`` and no ``num_segments`` (the last
+    id is read back: one). An index out of range is reported by the next check.
+
     Examples
     --------
     Caffe2's batch of page ids, pooled from a 1-wide table of ``10 * id``:
@@ -187,6 +198,12 @@ def sparse_segment_weighted_sum(data: Any, indices: Any, *, weights: Any, offset
     --------
     sparse_segment_sum, embedding_bag
 
+    Notes
+    -----
+    On the device (CuPy data and indices, or a device Jagged of indices): no
+    synchronisation, except with ``segment_ids`` and no ``num_segments`` (the last
+    id is read back: one). An index out of range is reported by the next check.
+
     Examples
     --------
     >>> table = np.array([[1.0, 4.0], [3.0, 2.0], [8.0, 1.0]])
@@ -232,6 +249,12 @@ def sparse_segment_mean(data: Any, indices: Any, *, offsets: Any = None, lengths
     --------
     segment_mean, embedding_bag
 
+    Notes
+    -----
+    On the device (CuPy data and indices, or a device Jagged of indices): no
+    synchronisation, except with ``segment_ids`` and no ``num_segments`` (the last
+    id is read back: one). An index out of range is reported by the next check.
+
     Examples
     --------
     >>> table = np.arange(8) * 10
@@ -276,7 +299,12 @@ def sparse_segment_max(data: Any, indices: Any, *, offsets: Any = None, lengths:
 
     Notes
     -----
-    NaN propagates as in ``numpy.max``.
+    NaN propagates as in ``numpy.max``, and the max of ``-0.0`` and ``0.0`` is ``0.0``, as
+    in :func:`segment_max`.
+
+    On the device (CuPy data and indices, or a device Jagged of indices): no
+    synchronisation, except with ``segment_ids`` and no ``num_segments`` (the last
+    id is read back: one). An index out of range is reported by the next check.
 
     Examples
     --------
@@ -346,6 +374,10 @@ def embedding_bag(table: Any, ids: Any, *, offsets: Any = None, lengths: Any = N
     it are not read), float32 sums accumulate in float64, and there is no
     ``padding_idx`` (drop those ids, or give them null).
 
+    On the device (CuPy table, ids and offsets or lengths, or a device
+    Jagged of ids): no synchronisation. An id out of range is reported by
+    the next check.
+
     Examples
     --------
     >>> table = np.arange(16.0).reshape(8, 2)
@@ -377,12 +409,13 @@ def embedding_bag(table: Any, ids: Any, *, offsets: Any = None, lengths: Any = N
             msg = (f"{func}: include_last_offset=False describes offsets= (bag starts) "
                    f"and cannot be used with {given}")
             raise ArrowSparseValueError(msg)
+        xp = array_module(func, ids=ids, offsets=offsets)
         num_ids = len(ids) if isinstance(ids, (np.ndarray, pa.Array, pa.ChunkedArray)) \
-            else len(v.as_index_array(func, "ids", ids))
-        starts = v.as_index_array(func, "offsets", offsets)
+            or is_cupy_array(ids) else len(v.as_index_array(func, "ids", ids))
+        starts = v.as_index_array(func, "offsets", offsets, device=True)
         if len(starts):  # checked as starts, so an error cites the caller's own value
-            starts = v.check_offsets(func, "offsets", starts, num_ids)
-        offsets = np.append(starts, np.array(num_ids, dtype=starts.dtype))
+            starts = v.check_offsets(func, "offsets", starts, num_ids, device=True)
+        offsets = xp.concatenate([starts, xp.full(1, num_ids, dtype=starts.dtype)])
     return _fused(func, mode, table, ids, offsets, lengths, None, None, per_sample_weights, 0,
                   ("ids", "per_sample_weights"))
 
@@ -415,6 +448,11 @@ def gather(data: Any, indices: Any) -> Any:
     sparse_segment_sum : Gather and reduce without materialising the rows.
     numpy.take
 
+    Notes
+    -----
+    On the device (CuPy data and indices): no synchronisation; an index out of
+    range is reported by the next check and its row is left zero.
+
     Examples
     --------
     >>> table = np.array([[1, 4], [3, 2], [8, 1]])
@@ -429,9 +467,15 @@ def gather(data: Any, indices: Any) -> Any:
     if isinstance(data, (pa.Array, pa.ChunkedArray)):
         idx = v.check_indices(func, "indices", indices, len(data))
         return data.take(pa.array(idx))
-    arr = v.as_values_array(func, "data", data)
-    idx = v.check_indices(func, "indices", indices, len(arr), ndim=_index_ndim(indices))
-    return np.take(arr, idx, axis=0)
+    xp = array_module(func, data=data, indices=indices)
+    arr = v.as_values_array(func, "data", data, device=True)
+    if xp is np:
+        idx = v.check_indices(func, "indices", indices, len(arr), ndim=_index_ndim(indices))
+        return np.take(arr, idx, axis=0)
+    idx = v.as_index_array(func, "indices", indices, ndim=_index_ndim(indices), device=True)
+    out = _device_kernels().gather_rows(arr, idx.reshape(-1))
+    device_checks(func, xp)
+    return out.reshape(idx.shape + arr.shape[1:])
 
 
 def scatter_assign(data: Any, indices: Any, slices: Any) -> np.ndarray:
@@ -469,6 +513,9 @@ def scatter_assign(data: Any, indices: Any, slices: Any) -> np.ndarray:
     Rows are written in index order, so for a repeated index the last write wins
     (deterministically).
 
+    On the device (CuPy data, updated in place): no synchronisation; an
+    index out of range is skipped and reported by the next check.
+
     Examples
     --------
     >>> data = np.zeros((3, 2), dtype=np.int64)
@@ -478,13 +525,22 @@ def scatter_assign(data: Any, indices: Any, slices: Any) -> np.ndarray:
            [8, 1]])
     """
     func = "scatter_assign"
+    xp = array_module(func, data=data, indices=indices, slices=slices)
     arr = _writable(func, data)
-    idx = v.check_indices(func, "indices", indices, len(arr))
+    idx = _scatter_indices(func, indices, len(arr), xp)
     rows = _slices(func, slices, arr, len(idx))
     view = arr.view(np.uint8) if arr.dtype.kind == "b" else arr
-    _kernel("scatter_assign")(view.reshape(len(arr), _width(arr)), idx,
-                              rows.view(np.uint8) if rows.dtype.kind == "b" else rows)
+    _kernel("scatter_assign", xp)(view.reshape(len(arr), _width(arr)), idx,
+                                  rows.view(np.uint8) if rows.dtype.kind == "b" else rows)
+    device_checks(func, xp)
     return arr
+
+
+def _scatter_indices(func: str, indices: Any, bound: int, xp: Any) -> np.ndarray:
+    """Row indices of a scatter: range-checked on the host, by the kernels on the device."""
+    if xp is np:
+        return v.check_indices(func, "indices", indices, bound)
+    return v.as_index_array(func, "indices", indices, device=True)
 
 
 def scatter_weighted_sum(data: Any, w0: Any, indices: Any, slices: Any, w1: Any) -> np.ndarray:
@@ -531,6 +587,11 @@ def scatter_weighted_sum(data: Any, w0: Any, indices: Any, slices: Any, w1: Any)
     duplicate simply accumulates. Each scaling and each addition is computed in float64
     and rounded to ``data``'s dtype.
 
+    On the device (CuPy data, updated in place; ``w0`` and ``w1``
+    host numbers): no value is read back, but CuPy's sort of the
+    indices may block the host until it is done. An index out of
+    range is skipped and reported by the next check.
+
     Examples
     --------
     >>> data = np.ones((3, 2))
@@ -548,6 +609,7 @@ def scatter_weighted_sum(data: Any, w0: Any, indices: Any, slices: Any, w1: Any)
            [9.  , 9.25]])
     """
     func = "scatter_weighted_sum"
+    xp = array_module(func, data=data, indices=indices, slices=slices)
     arr = _writable(func, data)
     if arr.dtype.kind != "f":
         msg = f"{func}: data must have a float dtype, got {arr.dtype}"
@@ -560,11 +622,12 @@ def scatter_weighted_sum(data: Any, w0: Any, indices: Any, slices: Any, w1: Any)
         except (ValueError, TypeError):
             warr = None
         if warr is None or warr.size != 1 or warr.dtype.kind not in "biuf":
-            msg = f"{func}: {name} must be a real number (or a one-element array)"
+            msg = f"{func}: {name} must be a real number (or a one-element host array)"
             raise ArrowSparseValueError(msg)
         weights.append(float(warr.reshape(())))
-    idx = v.check_indices(func, "indices", indices, len(arr))
+    idx = _scatter_indices(func, indices, len(arr), xp)
     rows = _slices(func, slices, arr, len(idx))
-    _kernel("scatter_weighted_sum")(arr.reshape(len(arr), _width(arr)), weights[0], idx, rows,
-                                    weights[1])
+    _kernel("scatter_weighted_sum", xp)(arr.reshape(len(arr), _width(arr)), weights[0], idx,
+                                        rows, weights[1])
+    device_checks(func, xp)
     return arr

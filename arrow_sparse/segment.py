@@ -15,6 +15,14 @@ Values may be N-D: the first axis is the jagged one and the others are kept
 (``[N, 64] -> [rows, 64]``; Arrow ``fixed_size_list`` values and results). Null
 values inside a list are skipped. See ``docs/segment-reductions.md`` for the tables of
 null/empty semantics and accumulator dtypes.
+
+Every function also runs on the GPU: CuPy arrays (or a :class:`~arrow_sparse.Jagged` on
+the device) in, CuPy arrays out, through the CUDA kernels of ``kernels/cuda/segment.cu``.
+A device Jagged reduces like a host one (null rows as empty rows); nothing is Arrow on
+the device. Host and device inputs together raise a TypeError. Bad structure or
+indices in device inputs are found by device checks and raised by the next check (or
+at once where a function reads a device value anyway); each docstring's Notes say what
+it reads back.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import pyarrow as pa
 
 from . import _arrow
 from . import _validate as v
+from ._backend import array_module, device_checks
 from ._segment_args import (
     _OUT_DTYPE,
     _acc_zero,
@@ -86,6 +95,8 @@ def _sorted(func: str, op: str, values: Any, offsets: Any, lengths: Any, segment
     if isinstance(values, pa.ChunkedArray) and _arrow.is_list_type(values.type):
         return _per_chunk(func, values, weights, num_segments, lambda chunk, w: _sorted(
             func, op, chunk, offsets, lengths, segment_ids, None, min_count, empty_value, w))
+    xp = array_module(func, values=values, weights=weights, offsets=offsets, lengths=lengths,
+                      segment_ids=segment_ids)
     rows = _rows(func, values, offsets, lengths, segment_ids, num_segments)
     vals, valid = rows.values, rows.valid
     w = woffs = None
@@ -94,35 +105,37 @@ def _sorted(func: str, op: str, values: Any, offsets: Any, lengths: Any, segment
     mc = _min_count(func, min_count, 0 if op in ("sum", "weighted_sum", "prod") else 1)
     out_dtype = _OUT_DTYPE[op](rows.dtype, None if w is None else w.dtype)
     empty = _empty_scalar(func, empty_value, out_dtype)
-    out = np.empty((rows.num_rows,) + vals.shape[1:],
-                   dtype=np.uint8 if out_dtype.kind == "b" else out_dtype)
+    out = v.empty(func, (rows.num_rows,) + vals.shape[1:],
+                  np.dtype(np.uint8) if out_dtype.kind == "b" else out_dtype, xp)
     want_counts = rows.arrow and mc > 0  # the kernel counts; cheaper than np.diff later
     counts = np.empty(rows.num_rows, dtype=np.int64) if want_counts else None
     vmask = _u8(rows.vmask)
     if op in ("sum", "mean", "weighted_sum"):
         zero = np.float64(0) if op == "mean" else _acc_zero(out_dtype)
-        _kernel("sorted_sum")(vals, rows.offsets, _u8(valid), vmask, w, woffs, op == "mean",
-                              zero, mc, empty, out, counts)
+        _kernel("sorted_sum", xp)(vals, rows.offsets, _u8(valid), vmask, w, woffs,
+                                  op == "mean", zero, mc, empty, out, counts)
     elif op in ("max", "min"):
-        _kernel("sorted_extreme")(vals, rows.offsets, _u8(valid), vmask, op == "max",
-                                  _lowest(vals.dtype, op == "min"), mc,
-                                  out.dtype.type(empty), out, counts)
+        _kernel("sorted_extreme", xp)(vals, rows.offsets, _u8(valid), vmask, op == "max",
+                                      _lowest(vals.dtype, op == "min"), mc,
+                                      out.dtype.type(empty), out, counts)
     else:
         vals2 = rows.values_2d()
         out2 = out.reshape(rows.num_rows, vals2.shape[1])
         if op == "prod":
-            _kernel("sorted_prod")(vals2, rows.offsets, _u8(valid), vmask,
-                                   _acc_zero(out_dtype).dtype.type(1), mc, empty, out2,
-                                   counts)
+            _kernel("sorted_prod", xp)(vals2, rows.offsets, _u8(valid), vmask,
+                                       _acc_zero(out_dtype).dtype.type(1), mc, empty, out2,
+                                       counts)
         elif op == "logsumexp":
-            _kernel("sorted_logsumexp")(vals2, rows.offsets, _u8(valid), vmask, mc, empty,
-                                        out2, counts)
+            _kernel("sorted_logsumexp", xp)(vals2, rows.offsets, _u8(valid), vmask, mc,
+                                            empty, out2, counts)
         else:
-            _kernel("sorted_arg_extreme")(vals2, rows.offsets, _u8(valid), vmask,
-                                          op == "argmax", mc, empty, out2, counts)
+            _kernel("sorted_arg_extreme", xp)(vals2, rows.offsets, _u8(valid), vmask,
+                                              op == "argmax", mc, empty, out2, counts)
     if out_dtype.kind == "b":
         out = out.view(bool)
-    return _finish(rows, valid, out, counts, mc, rows.inner)
+    result = _finish(rows, valid, out, counts, mc, rows.inner)
+    device_checks(func, xp)
+    return result
 
 
 # ==================================================================== sorted reductions
@@ -183,6 +196,9 @@ def segment_sum(values: Any, *, offsets: Any = None, lengths: Any = None,
     accurate as numpy's float64 sum of the same values. A 1-D float row is summed in
     64-byte vector lanes (value ``i`` into lane ``(i - start) % 16`` for float32, ``% 8``
     for float64) combined in a fixed order: reproducible on any machine, no fast-math.
+
+    On the device (CuPy values, a device Jagged): no synchronisation, except with
+    ``segment_ids`` and no ``num_segments`` (the last id is read back: one).
 
     Examples
     --------
@@ -246,6 +262,11 @@ def segment_weighted_sum(values: Any, weights: Any, *, offsets: Any = None,
     --------
     segment_sum, sparse_segment_weighted_sum, unsorted_segment_weighted_sum
 
+    Notes
+    -----
+    On the device (CuPy values, a device Jagged): no synchronisation, except with
+    ``segment_ids`` and no ``num_segments`` (the last id is read back: one).
+
     Examples
     --------
     Caffe2's page-id scores:
@@ -297,6 +318,9 @@ def segment_mean(values: Any, *, offsets: Any = None, lengths: Any = None,
     The mean divides by the number of non-null values. Empty and null rows are null
     in Arrow output and ``empty_value`` (0) in numpy output.
 
+    On the device (CuPy values, a device Jagged): no synchronisation, except with
+    ``segment_ids`` and no ``num_segments`` (the last id is read back: one).
+
     Examples
     --------
     >>> asp.segment_mean(np.array([1, 2, 3, 2, 4, 6, 7, 3, 6]), lengths=[3, 4, 2, 0])
@@ -339,8 +363,13 @@ def segment_max(values: Any, *, offsets: Any = None, lengths: Any = None,
 
     Notes
     -----
-    NaN propagates as in ``numpy.max``: a segment holding a NaN has max NaN. Empty and
-    null rows are null (Arrow) or ``empty_value`` (numpy).
+    NaN propagates as in ``numpy.max``: a segment holding a NaN has max NaN. The max of
+    ``-0.0`` and ``0.0`` is ``0.0`` (IEEE 754-2019 ``maximum``; numpy keeps whichever
+    comes first), on every path and device. Empty and null rows are null (Arrow) or
+    ``empty_value`` (numpy).
+
+    On the device (CuPy values, a device Jagged): no synchronisation, except with
+    ``segment_ids`` and no ``num_segments`` (the last id is read back: one).
 
     Examples
     --------
@@ -383,8 +412,12 @@ def segment_min(values: Any, *, offsets: Any = None, lengths: Any = None,
 
     Notes
     -----
-    NaN propagates as in ``numpy.min``. Empty and null rows are null (Arrow) or
-    ``empty_value`` (numpy).
+    NaN propagates as in ``numpy.min``; the min of ``-0.0`` and ``0.0`` is ``-0.0`` (IEEE
+    754-2019 ``minimum``). Empty and null rows are null (Arrow) or ``empty_value``
+    (numpy).
+
+    On the device (CuPy values, a device Jagged): no synchronisation, except with
+    ``segment_ids`` and no ``num_segments`` (the last id is read back: one).
 
     Examples
     --------
@@ -423,6 +456,11 @@ def segment_prod(values: Any, *, offsets: Any = None, lengths: Any = None,
     See Also
     --------
     segment_sum, segment_logsumexp
+
+    Notes
+    -----
+    On the device (CuPy values, a device Jagged): no synchronisation, except with
+    ``segment_ids`` and no ``num_segments`` (the last id is read back: one).
 
     Examples
     --------
@@ -469,6 +507,9 @@ def segment_logsumexp(values: Any, *, offsets: Any = None, lengths: Any = None,
     large values do not overflow. A segment whose max is ``+inf`` gives ``+inf``, one of
     only ``-inf`` gives ``-inf``, one with a NaN gives NaN.
 
+    On the device (CuPy values, a device Jagged): no synchronisation, except with
+    ``segment_ids`` and no ``num_segments`` (the last id is read back: one).
+
     Examples
     --------
     >>> asp.segment_logsumexp(np.array([1000.0, 1000.0, 0.0]), lengths=[2, 1, 0])
@@ -513,6 +554,9 @@ def segment_argmax(values: Any, *, offsets: Any = None, lengths: Any = None,
     Ties go to the first position; the first NaN wins, as in ``numpy.argmax``. Null
     values are never chosen. Empty and null rows are null (Arrow) or ``empty_value``.
 
+    On the device (CuPy values, a device Jagged): no synchronisation, except with
+    ``segment_ids`` and no ``num_segments`` (the last id is read back: one).
+
     Examples
     --------
     >>> asp.segment_argmax(np.array([1, 2, 3, 2, 4, 6, 7, 3, 6]), lengths=[3, 4, 2])
@@ -554,6 +598,9 @@ def segment_argmin(values: Any, *, offsets: Any = None, lengths: Any = None,
     -----
     As :func:`segment_argmax`, with the first minimum.
 
+    On the device (CuPy values, a device Jagged): no synchronisation, except with
+    ``segment_ids`` and no ``num_segments`` (the last id is read back: one).
+
     Examples
     --------
     >>> asp.segment_argmin(pa.array([[1, 2, 3], [2, 4, 6, 7], [], [6, 3]])).to_pylist()
@@ -571,9 +618,10 @@ def _unsorted(func: str, op: str, values: Any, segment_ids: Any, num_segments: A
         msg = (f"{func}: values must be flat (one value per segment id), got a list array; "
                f"use {func.replace('unsorted_', '')} for jagged rows")
         raise ArrowSparseTypeError(msg)
+    xp = array_module(func, values=values, weights=weights, segment_ids=segment_ids)
     vals, vmask = _flat(func, "values", values)
     ids, count = _segment_ids(func, segment_ids, len(vals), num_segments)
-    rows = _Rows(vals, np.zeros(1, np.int64), None, vmask, isinstance(values, (
+    rows = _Rows(vals, xp.zeros(1, np.int64), None, vmask, isinstance(values, (
         pa.Array, pa.ChunkedArray)), False)
     w = None
     if op == "weighted_sum":
@@ -581,24 +629,26 @@ def _unsorted(func: str, op: str, values: Any, segment_ids: Any, num_segments: A
     mc = _min_count(func, min_count, 0 if op in ("sum", "weighted_sum") else 1)
     out_dtype = _OUT_DTYPE[op](rows.dtype, None if w is None else w.dtype)
     empty = _empty_scalar(func, empty_value, out_dtype)
-    out = np.empty((count,) + rows.values.shape[1:],
-                   dtype=np.uint8 if out_dtype.kind == "b" else out_dtype)
+    out = v.empty(func, (count,) + rows.values.shape[1:],
+                  np.dtype(np.uint8) if out_dtype.kind == "b" else out_dtype, xp)
     counts = np.empty(count, np.int64) if rows.arrow and mc > 0 else None
     if op in ("max", "min"):
-        bad = _kernel("scatter_extreme")(rows.values, ids, _u8(vmask), op == "max",
-                                         _lowest(rows.values.dtype, op == "min"), mc,
-                                         out.dtype.type(empty), out, counts)
+        bad = _kernel("scatter_extreme", xp)(rows.values, ids, _u8(vmask), op == "max",
+                                             _lowest(rows.values.dtype, op == "min"), mc,
+                                             out.dtype.type(empty), out, counts)
     else:
         zero = np.float64(0) if op == "mean" else _acc_zero(out_dtype)
-        bad = _kernel("scatter_sum")(rows.values, ids, _u8(vmask), w, op == "mean", zero, mc,
-                                     empty, out, counts)
-    if bad >= 0:
+        bad = _kernel("scatter_sum", xp)(rows.values, ids, _u8(vmask), w, op == "mean", zero,
+                                         mc, empty, out, counts)
+    if bad >= 0:  # host arrays only: device kernels record it in the error word
         problem = "must be non-negative" if ids[bad] < 0 else f"must be < num_segments={count}"
         raise ArrowSparseIndexError(v.message(func, "segment_ids", problem, bad, ids[bad]))
     if out_dtype.kind == "b":
         out = out.view(bool)
     rows.chunked = isinstance(values, pa.ChunkedArray)
-    return _finish(rows, None, out, counts, mc, rows.inner)
+    result = _finish(rows, None, out, counts, mc, rows.inner)
+    device_checks(func, xp)
+    return result
 
 
 def _segment_ids(func: str, segment_ids: Any, num_values: int,
@@ -607,15 +657,16 @@ def _segment_ids(func: str, segment_ids: Any, num_values: int,
 
     With ``num_segments`` given, signed integer ids are only converted here: the
     kernel checks their range as it reads them, which saves two passes over them.
+    Without it, device ids are checked on the device and their maximum read back.
     """
     unsigned = (pa.types.is_unsigned_integer(segment_ids.type)
                 if isinstance(segment_ids, (pa.Array, pa.ChunkedArray))
                 else getattr(getattr(segment_ids, "dtype", None), "kind", "") == "u")
     if num_segments is None or unsigned:  # uint64 ids may not fit int64: the full check
         ids, count = v.check_segment_ids(func, "segment_ids", segment_ids, num_values,
-                                         num_segments)
+                                         num_segments, device=True)
     else:
-        ids = v.as_index_array(func, "segment_ids", segment_ids)
+        ids = v.as_index_array(func, "segment_ids", segment_ids, device=True)
         if len(ids) != num_values:
             msg = (f"{func}: segment_ids has length {len(ids)} but there are {num_values} "
                    "values")
@@ -671,6 +722,10 @@ def unsorted_segment_sum(values: Any, segment_ids: Any, num_segments: int | None
     run only by float64 rounding. Segment ids are range-checked as they are read when
     ``num_segments`` is given.
 
+    On the device (CuPy values and ids): no synchronisation with ``num_segments``;
+    without it the largest id is read back (one), which also raises the device
+    check of the ids at once.
+
     Examples
     --------
     Caffe2's unsorted segment ids:
@@ -715,6 +770,12 @@ def unsorted_segment_weighted_sum(values: Any, weights: Any, segment_ids: Any,
     --------
     segment_weighted_sum, unsorted_segment_sum
 
+    Notes
+    -----
+    On the device (CuPy values and ids): no synchronisation with ``num_segments``;
+    without it the largest id is read back (one), which also raises the device
+    check of the ids at once.
+
     Examples
     --------
     >>> asp.unsorted_segment_weighted_sum(np.array([1.0, 2.0, 3.0]), [0.5, 1.0, 2.0],
@@ -754,6 +815,12 @@ def unsorted_segment_mean(values: Any, segment_ids: Any, num_segments: int | Non
     --------
     segment_mean, unsorted_segment_sum
 
+    Notes
+    -----
+    On the device (CuPy values and ids): no synchronisation with ``num_segments``;
+    without it the largest id is read back (one), which also raises the device
+    check of the ids at once.
+
     Examples
     --------
     >>> values = pa.array([4.0, 1.0, None, 6.0])
@@ -766,7 +833,7 @@ def unsorted_segment_mean(values: Any, segment_ids: Any, num_segments: int | Non
 
 def unsorted_segment_max(values: Any, segment_ids: Any, num_segments: int | None = None, *,
                          min_count: int = 1, empty_value: Any = 0) -> Any:
-    """Maximum by segment id, ids in any order; NaN propagates.
+    """Maximum by segment id, ids in any order; NaN propagates, ``max(-0.0, 0.0) = 0.0``.
 
     Parameters
     ----------
@@ -793,6 +860,12 @@ def unsorted_segment_max(values: Any, segment_ids: Any, num_segments: int | None
     --------
     segment_max, unsorted_segment_min
 
+    Notes
+    -----
+    On the device (CuPy values and ids): no synchronisation with ``num_segments``;
+    without it the largest id is read back (one), which also raises the device
+    check of the ids at once.
+
     Examples
     --------
     >>> asp.unsorted_segment_max(np.array([4, 1, 3, 6, 3, 2, 7, 2, 6]),
@@ -805,7 +878,7 @@ def unsorted_segment_max(values: Any, segment_ids: Any, num_segments: int | None
 
 def unsorted_segment_min(values: Any, segment_ids: Any, num_segments: int | None = None, *,
                          min_count: int = 1, empty_value: Any = 0) -> Any:
-    """Minimum by segment id, ids in any order; NaN propagates.
+    """Minimum by segment id, ids in any order; NaN propagates, ``min(-0.0, 0.0) = -0.0``.
 
     Parameters
     ----------
@@ -831,6 +904,12 @@ def unsorted_segment_min(values: Any, segment_ids: Any, num_segments: int | None
     See Also
     --------
     segment_min, unsorted_segment_max
+
+    Notes
+    -----
+    On the device (CuPy values and ids): no synchronisation with ``num_segments``;
+    without it the largest id is read back (one), which also raises the device
+    check of the ids at once.
 
     Examples
     --------

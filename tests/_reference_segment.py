@@ -38,22 +38,28 @@ def _mean(xs: list[Any]) -> float:
     return float(_sum([float(x) for x in xs])) / len(xs)
 
 
+def _negative_zero(x: Any) -> bool:
+    return isinstance(x, float) and x == 0 and math.copysign(1.0, x) < 0
+
+
 def _max(xs: list[Any]) -> Any:
+    # IEEE 754-2019 maximum: NaN propagates, and -0.0 < 0.0 (so max(-0.0, 0.0) is 0.0)
     best = xs[0]
     for x in xs[1:]:
         if _is_nan(best):
             break
-        if _is_nan(x) or x > best:
+        if _is_nan(x) or x > best or (x == best and _negative_zero(best)):
             best = x
     return best
 
 
 def _min(xs: list[Any]) -> Any:
+    # IEEE 754-2019 minimum: NaN propagates, and min(-0.0, 0.0) is -0.0
     best = xs[0]
     for x in xs[1:]:
         if _is_nan(best):
             break
-        if _is_nan(x) or x < best:
+        if _is_nan(x) or x < best or (x == best and _negative_zero(x)):
             best = x
     return best
 

@@ -39,6 +39,7 @@ from arrow_sparse.kernels.cuda import convert as cuda_convert
 from tests.cuda_emu.fake_cupy import DeviceBuffer, emulated_cupy
 
 from ._strategies import list_arrays
+from .test_segment_device import SEGMENT_SYNCS
 
 
 @pytest.fixture
@@ -436,6 +437,8 @@ SYNCS: dict[str, tuple[Callable[[dict[str, Any]], Any], int]] = {
         4, 3, sequence=True, bucketize_pos=True), 2),
     "KeyedJagged.to_padded_dict sized": (lambda b: _keyed(b).to_padded_dict(3), 0),
     "KeyedJagged.to_padded_dict": (lambda b: _keyed(b).to_padded_dict(), 1),
+    # segment reductions, gather and scatter (tests/test_segment_device.py)
+    **SEGMENT_SYNCS,
 }
 
 

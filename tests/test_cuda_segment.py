@@ -8,10 +8,19 @@ launchers on CuPy arrays where a device exists.
 
 Tolerance: sorted and fused reductions follow the CPU kernels operation by operation,
 so they are compared exactly (logsumexp too: g++ calls the same libm; on a GPU
-libdevice's exp/log may differ by 2 ulp, hence ``rtol=1e-14`` in the gpu test). Scatter
+libdevice's exp/log may differ by 2 ulp), except 1-D float sums and means (the CPU adds
+in 64-byte vector lanes, the CUDA twin in four partial sums: ``rtol=1e-12``). Scatter
 sums combine in atomic order: exact for integers, and in the emulator's thread order
 (the CPU's input order while one pass of the grid covers the input); with a grid
-smaller than the input the floats are compared with ``rtol=1e-12``.
+smaller than the input the floats are compared with ``rtol=1e-12``. Floats are also
+compared by sign bit (max/min follow IEEE maximum/minimum on both sides, so the sign
+of a zero is defined), NaN by position only (its payload is not).
+
+Thread order: every launch runs forward, reversed and shuffled (``emulated``'s
+``check_orders``) and must give the same results; only the float atomic sums
+(``scatter_add`` into double) may differ within the emulator's tolerance, and no other
+kernel may show an order effect at all (integers, max/min with signed zeros,
+positions).
 """
 
 from __future__ import annotations
@@ -45,13 +54,24 @@ def use_factory(factory: Emulator | None) -> None:
     getattr(segment_module._kernel, "cache_clear", lambda: None)()
 
 
+def float_atomic_sum(name: str) -> bool:
+    """Whether launch ``name`` adds floats with atomics (its result depends on the order)."""
+    return name.startswith("scatter_add<") and ", double, " in name
+
+
 @pytest.fixture
 def cuda_emu() -> Iterator[Emulator]:
-    """Route the CUDA kernel families through the CPU emulator (tests/cuda_emu)."""
-    with emulated() as emulator:
+    """Route the CUDA kernel families through the CPU emulator (tests/cuda_emu).
+
+    Every launch also runs in reversed and shuffled thread order; afterwards only float
+    atomic sums may have shown an order effect.
+    """
+    with emulated(check_orders=("reverse", "shuffle")) as emulator:
         use_factory(emulator)
         yield emulator
     use_factory(None)
+    unexpected = {k: n for k, n in emulator.order_effects.items() if not float_atomic_sum(k)}
+    assert not unexpected, f"results depend on the thread order: {unexpected}"
 
 
 def cpu_and_emu(emu: Emulator, fn: Callable[..., Any], *args: Any,
@@ -83,6 +103,10 @@ def assert_same(expected: Any, got: Any, rtol: float = 0.0) -> None:
         expected, got = (dense_of(x) for x in (expected, got))
     assert got.dtype == expected.dtype
     assert got.shape == expected.shape
+    if got.dtype.kind == "f":
+        nan = np.isnan(expected)
+        np.testing.assert_array_equal(np.isnan(got), nan)
+        np.testing.assert_array_equal(np.signbit(got[~nan]), np.signbit(expected[~nan]))
     if rtol:
         np.testing.assert_allclose(got, expected, rtol=rtol)
     else:
@@ -224,6 +248,70 @@ def test_sorted_floats_nan_inf_and_signed_zero_match_cpu(cuda_emu: Emulator) -> 
         for fn in SORTED.values():
             expected, got, _ = cpu_and_emu(cuda_emu, fn, vals, lengths=lengths)
             assert_same(expected, got)
+
+
+def signed_zero_rows(dtype: Any, other: float, seed: int) -> tuple[np.ndarray, np.ndarray,
+                                                                  np.ndarray, np.ndarray]:
+    """Rows of zeros of both signs, a third of them replaced by ``other`` (not the first).
+
+    Returns the values, the row lengths, and whether each row holds a ``0.0`` and a
+    ``-0.0``: with ``other`` negative the max of every row is a zero, ``0.0`` where the
+    row holds one (IEEE 754-2019 maximum); with ``other`` positive the min is, ``-0.0``
+    where the row holds one.
+    """
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 40, size=60)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    values = rng.choice(np.array([-0.0, 0.0]), size=int(lengths.sum()))
+    replaced = rng.random(len(values)) < 0.3
+    replaced[starts] = False
+    values[replaced] = other
+    row = np.repeat(np.arange(len(lengths)), lengths)
+    zero = values == 0
+    plus = np.zeros(len(lengths), bool)
+    np.logical_or.at(plus, row, zero & ~np.signbit(values))
+    minus = np.zeros(len(lengths), bool)
+    np.logical_or.at(minus, row, zero & np.signbit(values))
+    return values.astype(dtype), lengths, plus, minus
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=["float32", "float64"])
+def test_max_keeps_plus_zero_and_min_minus_zero_on_every_path(cuda_emu: Emulator,
+                                                              dtype: Any) -> None:
+    # audit B1: the sign of a zero max/min was the first zero seen (or the CPU's lane
+    # split); now IEEE maximum/minimum on every path, whatever the order.
+    below, lengths, plus, _ = signed_zero_rows(dtype, -1.0, 1)
+    ids = np.repeat(np.arange(len(lengths)), lengths)
+    perm = np.random.default_rng(2).permutation(len(ids))
+    table_ids = np.arange(len(ids))
+    maxima = {
+        "sorted 1-D": lambda x: asp.segment_max(x, lengths=lengths),
+        "sorted 2-D": lambda x: asp.segment_max(np.stack([x, x], axis=1), lengths=lengths)[:, 1],
+        "unsorted": lambda x: asp.unsorted_segment_max(x[perm], ids[perm], len(lengths)),
+        "fused": lambda x: asp.sparse_segment_max(x[:, None], table_ids, lengths=lengths)[:, 0],
+        "fused weighted": lambda x: asp.sparse_segment_max(
+            x[:, None], table_ids, lengths=lengths, weights=np.ones(len(x), dtype))[:, 0],
+        "embedding_bag": lambda x: asp.embedding_bag(x[:, None], table_ids, lengths=lengths,
+                                                     mode="max")[:, 0],
+    }
+    for name, call in maxima.items():
+        expected, got, _ = cpu_and_emu(cuda_emu, call, below)
+        np.testing.assert_array_equal(expected, 0.0)
+        np.testing.assert_array_equal(np.signbit(expected), ~plus, err_msg=name)
+        assert_same(expected, got)
+    above, lengths, _, minus = signed_zero_rows(dtype, 1.0, 3)
+    ids = np.repeat(np.arange(len(lengths)), lengths)
+    perm = np.random.default_rng(4).permutation(len(ids))
+    minima = {
+        "sorted 1-D": lambda x: asp.segment_min(x, lengths=lengths),
+        "sorted 2-D": lambda x: asp.segment_min(np.stack([x, x], axis=1), lengths=lengths)[:, 1],
+        "unsorted": lambda x: asp.unsorted_segment_min(x[perm], ids[perm], len(lengths)),
+    }
+    for name, call in minima.items():
+        expected, got, _ = cpu_and_emu(cuda_emu, call, above)
+        np.testing.assert_array_equal(expected, 0.0)
+        np.testing.assert_array_equal(np.signbit(expected), minus, err_msg=name)
+        assert_same(expected, got)
 
 
 @pytest.mark.parametrize("op", ["segment_sum", "segment_mean", "segment_max",
@@ -567,15 +655,17 @@ def test_gpu_launchers_match_cpu(values_dtype: np.dtype, offsets_dtype: np.dtype
     np.testing.assert_array_equal(cupy.asnumpy(out), expected)
     ids = np.random.default_rng(1).integers(0, 5, size=len(values))
     for is_max in (True, False):
-        init = values_dtype.type(np.iinfo(values_dtype).min if values_dtype.kind in "iu"
-                                 else -np.inf) if is_max else values_dtype.type(
-            np.iinfo(values_dtype).max if values_dtype.kind in "iu" else np.inf)
-        exp_out = np.full((5, 3), init)
-        exp_counts = np.zeros(5, np.int64)
-        cpu_segment.scatter_extreme(values, ids, None, is_max, exp_out, exp_counts)
-        got_out = cupy.full((5, 3), init)
-        got_counts = cupy.zeros(5, np.int64)
+        info = np.finfo if values_dtype.kind == "f" else np.iinfo
+        init = values_dtype.type(info(values_dtype).min if is_max else info(values_dtype).max)
+        exp_out = np.empty((5, 3), values_dtype)
+        exp_counts = np.empty(5, np.int64)
+        cpu_segment.scatter_extreme(values, ids, None, is_max, init, 1, values_dtype.type(0),
+                                    exp_out, exp_counts)
+        got_out = cupy.empty((5, 3), values_dtype)
+        got_counts = cupy.empty(5, np.int64)
         _backend.get_kernel("segment", "scatter_extreme", cupy)(
-            cupy.asarray(values), cupy.asarray(ids), None, is_max, got_out, got_counts)
+            cupy.asarray(values), cupy.asarray(ids), None, is_max, init, 1,
+            values_dtype.type(0), got_out, got_counts)
+        cuda.check_errors("test")
         np.testing.assert_array_equal(cupy.asnumpy(got_out), exp_out)
         np.testing.assert_array_equal(cupy.asnumpy(got_counts), exp_counts)

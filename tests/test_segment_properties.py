@@ -159,6 +159,42 @@ def test_sorted_numpy_property(op: str, data: st.DataObject) -> None:
     assert_close(SORTED[op](j, num_segments=len(rows) + extra), expected, out_dtype(op, dtype))
 
 
+#: Values whose max/min bring out the sign of zero (and NaN), as in IEEE maximum/minimum.
+SIGNED = st.sampled_from([-0.0, 0.0, -0.0, 0.0, -1.5, 2.0, float("nan")])
+
+
+def bits_equal(got: np.ndarray, expected: list[Any], dtype: np.dtype) -> None:
+    """Each result is NaN where the oracle's is, else the same value with the same sign."""
+    want = np.array(expected, dtype=dtype)
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    np.testing.assert_array_equal(got[~nan], want[~nan])
+    np.testing.assert_array_equal(np.signbit(got[~nan]), np.signbit(want[~nan]))
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+@given(data=st.data())
+def test_max_min_signed_zeros_property(op: str, data: st.DataObject) -> None:
+    # max(-0.0, 0.0) = 0.0 and min(-0.0, 0.0) = -0.0 whatever the order, on every path:
+    # 1-D rows (vector lanes), 2-D rows, unsorted (parallel parts) and fused.
+    dtype = np.dtype(data.draw(st.sampled_from([np.float32, np.float64])))
+    rows = data.draw(st.lists(st.lists(SIGNED, min_size=1, max_size=40), min_size=1,
+                              max_size=8))
+    flat = np.array([x for r in rows for x in r], dtype=dtype)
+    lens = [len(r) for r in rows]
+    expected = ref.segment_reduce([[float(dtype.type(x)) for x in r] for r in rows], op)
+    bits_equal(SORTED[op](flat, lengths=lens), expected, dtype)
+    bits_equal(SORTED[op](np.stack([flat, flat], axis=1), lengths=lens)[:, 0], expected, dtype)
+    ids = np.repeat(np.arange(len(rows)), lens)
+    perm = np.array(data.draw(st.permutations(range(len(flat)))), dtype=np.int64)
+    bits_equal(UNSORTED[op](flat[perm], ids[perm], len(rows)), expected, dtype)
+    if op == "max":
+        got = asp.sparse_segment_max(flat[:, None], perm, lengths=lens)[:, 0]
+        gathered = [[float(dtype.type(x)) for x in flat[perm][a:b]]
+                    for a, b in zip(np.cumsum([0, *lens[:-1]]), np.cumsum(lens), strict=True)]
+        bits_equal(got, ref.segment_reduce(gathered, "max"), dtype)
+
+
 @given(data=st.data())
 def test_weighted_sum_arrow_property(data: st.DataObject) -> None:
     arr, rows = data.draw(list_arrays(dtype=np.dtype(np.float32), null_values=True))

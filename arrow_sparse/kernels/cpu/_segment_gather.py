@@ -19,7 +19,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ._jit import kernel
-from ._segment_ir import NVEC, float_table, inline, prefetch_fn, splat
+from ._segment_ir import NVEC, float_table, inline, prefetch_fn, splat, take_max, take_min
 
 #: Rows summed in the table's dtype before they are added into float64 (fast path).
 BLOCK = 4
@@ -371,17 +371,13 @@ def gather_reduce(data, indices, offsets, valid, vmask, weights, woffsets, mode,
                         w = zero + weights[i + shift]
                         if is_max:
                             for d in range(width):
-                                x = w * data[row, d]
-                                m = acc[d]
-                                acc[d] = x if (x > m or x != x) else m
+                                acc[d] = take_max(w * data[row, d], acc[d])
                         else:
                             for d in range(width):
                                 acc[d] += w * data[row, d]
                     elif is_max:
                         for d in range(width):
-                            x = data[row, d]
-                            m = acc[d]
-                            acc[d] = x if (x > m or x != x) else m
+                            acc[d] = take_max(data[row, d], acc[d])
                     else:
                         for d in range(width):
                             acc[d] += data[row, d]
@@ -514,13 +510,12 @@ def scatter_extreme(values, ids, vmask, is_max, init, min_count, empty, out, cou
             if masked and vmask[i] == 0:
                 continue
             cnt[p, s] += 1
-            for d in range(width):
-                x = values[i, d]
-                m = mine[s, d]
-                if is_max:
-                    mine[s, d] = x if (x > m or x != x) else m
-                else:
-                    mine[s, d] = x if (x < m or x != x) else m
+            if is_max:
+                for d in range(width):
+                    mine[s, d] = take_max(values[i, d], mine[s, d])
+            else:
+                for d in range(width):
+                    mine[s, d] = take_min(values[i, d], mine[s, d])
     for p in range(parts):
         if bad[p] >= 0:
             return bad[p]
@@ -535,11 +530,7 @@ def scatter_extreme(values, ids, vmask, is_max, init, min_count, empty, out, cou
             for d in range(width):
                 m = acc[0, s, d]
                 for p in range(1, parts):
-                    x = acc[p, s, d]
-                    if is_max:
-                        m = x if (x > m or x != x) else m
-                    else:
-                        m = x if (x < m or x != x) else m
+                    m = take_max(acc[p, s, d], m) if is_max else take_min(acc[p, s, d], m)
                 out[s, d] = empty if c < min_count else m
     return -1
 

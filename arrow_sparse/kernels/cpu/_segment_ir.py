@@ -13,6 +13,7 @@ import numba
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
+from numba.extending import intrinsic
 
 #: Small helpers are inlined into the kernels at Numba's IR level: a call to another
 #: compiled function is not inlined by LLVM and costs a call plus reference counting
@@ -58,15 +59,57 @@ def fadd(builder, x, y):  # pragma: no cover
     return builder.fadd(x, y)
 
 
-def nan_max(builder, x, m):  # pragma: no cover
-    # x if (x > m or x != x) else m, lane-wise: NaN propagates.
-    take = builder.or_(builder.fcmp_ordered(">", x, m), builder.fcmp_unordered("uno", x, x))
-    return builder.select(take, x, m)
+def _ieee_extreme(builder, name: str, x, m):  # pragma: no cover
+    """``llvm.maximum`` / ``llvm.minimum`` of two floats or float vectors."""
+    t = x.type
+    if isinstance(t, ir.VectorType):
+        elt = "f32" if isinstance(t.element, ir.FloatType) else "f64"
+        suffix = f"v{t.count}{elt}"
+    else:
+        suffix = "f32" if isinstance(t, ir.FloatType) else "f64"
+    fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(t, [t, t]),
+                                        f"llvm.{name}.{suffix}")
+    return builder.call(fn, [x, m])
 
 
-def nan_min(builder, x, m):  # pragma: no cover
-    take = builder.or_(builder.fcmp_ordered("<", x, m), builder.fcmp_unordered("uno", x, x))
-    return builder.select(take, x, m)
+def _take_codegen(name: str):  # pragma: no cover
+    def codegen(context, builder, signature, args):
+        xt, mt = signature.args
+        x = context.cast(builder, args[0], xt, mt)
+        m = args[1]
+        if isinstance(mt, types.Float):
+            return _ieee_extreme(builder, name, x, m)
+        pred = ">" if name == "maximum" else "<"
+        cmp = builder.icmp_signed if mt.signed else builder.icmp_unsigned
+        return builder.select(cmp(pred, x, m), x, m)
+    return codegen
+
+
+def _take_typing(x, m) -> bool:  # pragma: no cover
+    return isinstance(m, (types.Float, types.Integer)) and isinstance(
+        x, (types.Float, types.Integer)) and (isinstance(m, types.Float)
+                                              or not isinstance(x, types.Float))
+
+
+@intrinsic
+def take_max(typingctx, x, m):  # pragma: no cover
+    """Return ``max(x, m)`` in ``m``'s type: the max update of every segment kernel.
+
+    Floats: IEEE 754-2019 ``maximum`` (NaN propagates; ``max(-0.0, +0.0) = +0.0``), so
+    the result is the same whatever order the values are combined in. Integers: plain
+    compare and select.
+    """
+    if not _take_typing(x, m):
+        return None
+    return m(x, m), _take_codegen("maximum")
+
+
+@intrinsic
+def take_min(typingctx, x, m):  # pragma: no cover
+    """As :func:`take_max`, with IEEE ``minimum`` (``min(-0.0, +0.0) = -0.0``)."""
+    if not _take_typing(x, m):
+        return None
+    return m(x, m), _take_codegen("minimum")
 
 
 def masked_load(builder, vec, mask_t):  # pragma: no cover

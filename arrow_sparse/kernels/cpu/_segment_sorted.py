@@ -22,10 +22,10 @@ from ._segment_ir import (
     float_table,
     inline,
     masked_load,
-    nan_max,
-    nan_min,
     reduce_lanes,
     splat,
+    take_max,
+    take_min,
 )
 
 #: Rows per scratch chunk of the 2-D kernels is ``rows / _CHUNKS`` (at least 1).
@@ -60,87 +60,132 @@ def _emit_row(context, builder, values_t, values, start, stop, nvec, init,
     lanes. A vector is a plain load, which may read up to ``L - 1`` values past the row
     but never past the array (there a masked load, which does not fault): masked loads
     that miss the cache are several times slower than plain ones on some CPUs.
+
+    Max/min run on integer keys (:func:`_float_keys`) whose signed order is IEEE 754's
+    ``maximum``/``minimum`` order: ``-0.0 < +0.0``, and a NaN (any payload) becomes the
+    largest key for max, the smallest for min, so it propagates. One integer
+    compare-and-select per vector on the accumulator, and the lanes combine in any
+    order to the same bits (the row's result, a NaN being returned as the quiet NaN of
+    all-ones payload, signed for min).
     """
-    combine = {"sum": fadd, "max": nan_max, "min": nan_min}[op]
+    if op != "sum":
+        return _emit_row_extreme(context, builder, values_t, values, start, stop, nvec,
+                                 init, op == "max")
     intp = context.get_value_type(types.intp)
-    elt = context.get_value_type(values_t.dtype)
-    size = context.get_abi_sizeof(elt)
-    lanes = 64 // size
-    vec = ir.VectorType(elt, lanes)
-    mask_t = ir.VectorType(ir.IntType(1), lanes)
-    if op == "sum":
-        acc_t = ir.VectorType(ir.DoubleType(), lanes)
-        fill = ir.Constant(acc_t, None)  # +0.0: adds nothing
-    else:
-        acc_t = vec
-        fill = splat(builder, init, lanes)
-    load = masked_load(builder, vec, mask_t)
-    i32 = ir.IntType(32)
-    lane_ids = ir.Constant(ir.VectorType(i32, lanes), list(range(lanes)))
-    total = builder.extract_value(values.shape, 0)
-    step = ir.Constant(intp, lanes)
+    vec = ir.VectorType(context.get_value_type(values_t.dtype),
+                        64 // context.get_abi_sizeof(context.get_value_type(values_t.dtype)))
+    acc_t = ir.VectorType(ir.DoubleType(), vec.count)
+    fill = ir.Constant(acc_t, None)  # +0.0: adds nothing
     slot = cgutils.alloca_once(builder, acc_t)  # promoted to a register
     builder.store(fill, slot)
 
     def add_vector(i):
-        # lanes of the row: lane < stop - i, compared in int32 (one vector compare):
-        # stop - i is clamped to <= L, and is >= -nvec * L past the row's end
-        left = builder.sub(stop, i)
-        left = builder.select(builder.icmp_signed("<", left, step), left, step)
-        mask = builder.icmp_signed("<", lane_ids, splat(builder, builder.trunc(left, i32), lanes))
-        at = builder.bitcast(builder.gep(values.data, [i]), vec.as_pointer())
-        inside = builder.icmp_signed("<=", builder.add(i, step), total)
-        with builder.if_else(inside, likely=True) as (plain, masked):
-            with plain:
-                x_plain = builder.load(at, align=size)
-                from_plain = builder.block
-            with masked:
-                x_masked = builder.call(load, [at, ir.Constant(ir.IntType(32), size), mask,
-                                               ir.Constant(vec, None)])
-                from_masked = builder.block
-        x = builder.phi(vec)
-        x.add_incoming(x_plain, from_plain)
-        x.add_incoming(x_masked, from_masked)
-        acc = builder.load(slot)
-        if op == "sum":
-            if size == 4:
-                x = builder.fpext(x, acc_t)
-            # the select comes after the conversion so that it is not folded back into
-            # a masked load; for float64 it may be, which costs speed only
-            builder.store(builder.fadd(acc, builder.select(mask, x, fill)), slot)
-        else:  # combine, then keep the lanes past the row's end unchanged
-            builder.store(builder.select(mask, combine(builder, x, acc), acc), slot)
+        x, mask = _row_vector(builder, values, vec, stop, i)
+        if vec.element != acc_t.element:
+            x = builder.fpext(x, acc_t)
+        # the select comes after the conversion so that it is not folded back into
+        # a masked load; for float64 it may be, which costs speed only
+        builder.store(builder.fadd(builder.load(slot), builder.select(mask, x, fill)), slot)
 
+    _for_row_vectors(builder, intp, start, stop, nvec, vec.count, add_vector)
+    return reduce_lanes(builder, builder.load(slot), fadd)
+
+
+def _emit_row_extreme(context, builder, values_t, values, start, stop, nvec, init,
+                      is_max: bool):  # pragma: no cover
+    """IR of the 1-D float max (min) of ``values[start:stop]`` and ``init`` (see _emit_row)."""
+    intp = context.get_value_type(types.intp)
+    elt = context.get_value_type(values_t.dtype)
+    size = context.get_abi_sizeof(elt)
+    vec = ir.VectorType(elt, 64 // size)
+    key_t = ir.VectorType(ir.IntType(8 * size), vec.count)
+    top = (1 << (8 * size - 1)) - 1
+    nan_key = ir.Constant(key_t, [top if is_max else -top - 1] * vec.count)
+    pred = ">" if is_max else "<"
+    slot = cgutils.alloca_once(builder, key_t)  # promoted to a register
+    builder.store(_float_keys(builder, builder.bitcast(splat(builder, init, vec.count), key_t)),
+                  slot)
+
+    def add_vector(i):
+        x, mask = _row_vector(builder, values, vec, stop, i)
+        key = builder.select(builder.fcmp_unordered("uno", x, x), nan_key,
+                             _float_keys(builder, builder.bitcast(x, key_t)))
+        acc = builder.load(slot)
+        # lanes past the row's end keep their key
+        take = builder.and_(mask, builder.icmp_signed(pred, key, acc))
+        builder.store(builder.select(take, key, acc), slot)
+
+    _for_row_vectors(builder, intp, start, stop, nvec, vec.count, add_vector)
+
+    def combine(builder, x, m):
+        return builder.select(builder.icmp_signed(pred, x, m), x, m)
+
+    key = reduce_lanes(builder, builder.load(slot), combine)
+    return builder.bitcast(_float_keys(builder, key), elt)
+
+
+def _row_vector(builder, values, vec, stop, i):  # pragma: no cover
+    """Load the 64-byte vector of ``values`` at ``i``; return it and its lanes before ``stop``.
+
+    A plain load inside the array; at its end a masked load (lanes past it read 0).
+    """
+    lanes = vec.count
+    size = 64 // lanes
+    i32 = ir.IntType(32)
+    step = ir.Constant(i.type, lanes)
+    # lanes of the row: lane < stop - i, compared in int32 (one vector compare):
+    # stop - i is clamped to <= L, and is >= -nvec * L past the row's end
+    left = builder.sub(stop, i)
+    left = builder.select(builder.icmp_signed("<", left, step), left, step)
+    lane_ids = ir.Constant(ir.VectorType(i32, lanes), list(range(lanes)))
+    mask = builder.icmp_signed("<", lane_ids, splat(builder, builder.trunc(left, i32), lanes))
+    at = builder.bitcast(builder.gep(values.data, [i]), vec.as_pointer())
+    total = builder.extract_value(values.shape, 0)
+    inside = builder.icmp_signed("<=", builder.add(i, step), total)
+    with builder.if_else(inside, likely=True) as (plain, masked):
+        with plain:
+            x_plain = builder.load(at, align=size)
+            from_plain = builder.block
+        with masked:
+            load = masked_load(builder, vec, ir.VectorType(ir.IntType(1), lanes))
+            x_masked = builder.call(load, [at, ir.Constant(i32, size), mask,
+                                           ir.Constant(vec, None)])
+            from_masked = builder.block
+    x = builder.phi(vec)
+    x.add_incoming(x_plain, from_plain)
+    x.add_incoming(x_masked, from_masked)
+    return x, mask
+
+
+def _for_row_vectors(builder, intp, start, stop, nvec, lanes, body):  # pragma: no cover
+    """Emit ``body(i)`` for each vector of the row.
+
+    ``nvec`` vectors whatever the row's length, then the rest (see :func:`_emit_row`).
+    """
+    step = ir.Constant(intp, lanes)
     head_end = builder.add(start, builder.mul(nvec, step))
     with cgutils.for_range_slice(builder, start, head_end, step, intp=intp) as (i, _):
-        add_vector(i)
+        body(i)
     with cgutils.for_range_slice(builder, head_end, stop, step, intp=intp) as (i, _):
-        add_vector(i)
-    acc = builder.load(slot)
-    if op == "sum":
-        return reduce_lanes(builder, acc, combine)
-    # max/min: a lane holds NaN only if the row does. Without NaN the lanes are combined
-    # by plain compare-and-select (a short dependency chain); a row with a NaN (rare: a
-    # predictable branch) takes the NaN-propagating tree.
-    pred = ">" if op == "max" else "<"
+        body(i)
 
-    def plain(builder, x, m):
-        return builder.select(builder.fcmp_ordered(pred, x, m), x, m)
 
-    any_nan = builder.icmp_unsigned(
-        "!=", builder.bitcast(builder.fcmp_unordered("uno", acc, acc), ir.IntType(lanes)),
-        ir.Constant(ir.IntType(lanes), 0))
-    with builder.if_else(any_nan, likely=False) as (with_nan, without):
-        with with_nan:
-            nan_result = reduce_lanes(builder, acc, combine)
-            from_nan = builder.block
-        with without:
-            plain_result = reduce_lanes(builder, acc, plain)
-            from_plain = builder.block
-    result = builder.phi(elt)
-    result.add_incoming(nan_result, from_nan)
-    result.add_incoming(plain_result, from_plain)
-    return result
+def _float_keys(builder, bits):  # pragma: no cover
+    """Signed integer keys, in IEEE ``maximum`` order, of floats given as their bits.
+
+    Non-negative floats keep their bits; negative ones flip their magnitude bits, so
+    ``-0.0`` is ``-1``, below ``+0.0``'s ``0``. An involution: applied to a key it gives
+    the bits back. ``bits`` is an integer or a vector of them.
+    """
+    t = bits.type
+    vector = isinstance(t, ir.VectorType)
+    width = (t.element if vector else t).width
+
+    def const(value):
+        return ir.Constant(t, [value] * t.count if vector else value)
+
+    sign = builder.ashr(bits, const(width - 1))
+    return builder.xor(bits, builder.lshr(sign, const(1)))
 
 
 def _row_reduce_codegen(op: str):  # pragma: no cover
@@ -578,10 +623,7 @@ def extreme_1d(values, offsets, valid, vmask, is_max, init, min_count, empty, ou
                         if vmask[i] != 0:
                             x = values[i]
                             n += 1
-                            if is_max:
-                                m = x if (x > m or x != x) else m
-                            else:
-                                m = x if (x < m or x != x) else m
+                            m = take_max(x, m) if is_max else take_min(x, m)
                 else:
                     n = stop - start
                     if is_max:
@@ -615,14 +657,10 @@ def extreme_2d(values, offsets, valid, vmask, is_max, init, min_count, empty, ou
                     n += 1
                     if is_max:
                         for d in range(width):
-                            x = values[i, d]
-                            m = acc[d]
-                            acc[d] = x if (x > m or x != x) else m
+                            acc[d] = take_max(values[i, d], acc[d])
                     else:
                         for d in range(width):
-                            x = values[i, d]
-                            m = acc[d]
-                            acc[d] = x if (x < m or x != x) else m
+                            acc[d] = take_min(values[i, d], acc[d])
             if want_counts:
                 counts[r] = n
             if n < min_count:
@@ -735,9 +773,7 @@ def logsumexp_2d(values, offsets, valid, vmask, zero, min_count, empty, out,
                         continue
                     n += 1
                     for d in range(width):
-                        x = zero + values[i, d]
-                        m = mx[d]
-                        mx[d] = x if (x > m or x != x) else m
+                        mx[d] = take_max(zero + values[i, d], mx[d])
                 for i in range(start, stop):
                     if masked and vmask[i] == 0:
                         continue

@@ -20,8 +20,11 @@ all of it first):
   accumulator starts from it, so one Python-side choice fixes the accumulator.
 - ``counts`` is empty or receives the number of non-null values of each row.
 - A row with fewer than ``min_count`` non-null values is written as ``empty``.
-- Max/min propagate NaN like numpy: ``x if (x > m or x != x) else m`` keeps a NaN once
-  one is seen, and compiles to compare + blend without fast-math.
+- Float max/min are IEEE 754-2019 ``maximum``/``minimum`` (``_segment_ir.take_max``,
+  LLVM's ``llvm.maximum``): NaN propagates like numpy, and ``-0.0 < +0.0``, so
+  ``max(-0.0, 0.0)`` is ``0.0`` and ``min(-0.0, 0.0)`` is ``-0.0`` whatever order the
+  values are combined in (vector lanes, threads, parts: the CUDA twins agree bit for
+  bit). Integers compare and select.
 - Kernels that read indices (the fused ones, the unsorted ones) check their range as
   they read them and return the position of the first one out of range, or -1.
 

@@ -7,28 +7,55 @@
 // type A on the host (the CPU kernel's `zero + w` is exactly that conversion), and
 // per-row weight offsets as long long (`has_woff`). T is the values type, A the
 // accumulator (double, long long or unsigned long long: the CPU kernel's `zero`), Out the
-// output type. Inputs are checked on the host before launch: no device error buffer.
+// output type.
 //
 // Numerics follow the CPU kernels operation by operation (same accumulator, same order
-// of additions inside a segment, same lane split of the 1-D sum and max/min), and float
-// products and sums use __dmul_rn / __dadd_rn on the device so nvcc does not contract them
-// into FMAs. Sorted reductions are therefore bit-identical to the CPU up to exp/log
-// (logsumexp: CUDA's libdevice vs libm, <= 2 ulp). Scatter-adds combine in atomic order:
-// equal for integers, float results within n * eps * sum|x| of the CPU's.
+// of additions inside a segment), and double products are asp_mul_rn (_common.cuh) so
+// nvcc does not contract them into FMAs. Float max/min are IEEE
+// 754-2019 maximum/minimum, as on the CPU: NaN propagates and -0.0 < +0.0, an order-free
+// rule, so max(-0.0, 0.0) = 0.0 and min(-0.0, 0.0) = -0.0 whatever the thread order.
+// Scatter-adds combine in atomic order: equal for integers, float results within
+// n * eps * sum|x| of the CPU's.
+//
+// Device errors. Host inputs are checked on the host before launch. Device inputs get
+// the O(1) checks on the host and the device checks of convert.cu (offsets, lengths,
+// segment ids), whose errors the public function raises later; until then the kernels
+// here must not read or write out of bounds, so each re-checks what it relies on and
+// records a violation in the error word (ASP_RAISE) instead: a row whose offsets leave
+// the values (or whose weights leave the weights) is reduced as an empty row and
+// recorded at the position of the offset that ends it, as convert.cu does (never below
+// the position the check of the same offsets records, whose message then wins); an
+// index outside the table or a segment id outside the output is skipped and recorded
+// at its position. Weights rows are compared with the values rows here, and
+// check_null_weights records null weights, which have no CPU twin (the host checks
+// them with numpy).
 //
 // Barrier-free: one thread per output element, grid-stride loops, atomics for scatters.
 
+enum AspSegmentError {
+    ASP_SEGMENT_ROW_OUTSIDE = 1,  // message: offsets address values outside the values buffer
+    ASP_SEGMENT_INDEX_RANGE = 2,  // message: IndexError: indices out of range [0, len(data))
+    ASP_SEGMENT_ID_NEGATIVE = 3,  // message: IndexError: segment_ids must be non-negative
+    ASP_SEGMENT_ID_RANGE = 4,  // message: IndexError: segment_ids must be < num_segments
+    ASP_SEGMENT_WEIGHT_ROWS = 5,  // message: weights must have the same row lengths as the values
+    ASP_SEGMENT_WEIGHT_NULL = 6,  // message: weights must not contain null elements; fill them first (pyarrow.compute.fill_null)
+};
+
+// log in double: CUDA's libdevice on the GPU, the C library's in the emulator (exp is
+// the header's asp_exp).
+__device__ __forceinline__ double asp_log(double x) {
 #if defined(__CUDACC__)
-#define ASP_EXP(x) exp(x)
-#define ASP_LOG(x) log(x)
-#else  // the CPU emulator (g++, no <cmath> in the force-included header)
-#define ASP_EXP(x) __builtin_exp(x)
-#define ASP_LOG(x) __builtin_log(x)
+    return log(x);
+#else
+    return __builtin_log(x);
 #endif
+}
 
 // ------------------------------------------------------------------ arithmetic helpers
 // a + b and a * b in A. Signed 64-bit arithmetic wraps (two's complement, as Numba's
-// does) through unsigned, so overflow is defined; doubles round each operation.
+// does) through unsigned, so overflow is defined. Double products are the header's
+// asp_mul_rn, which nvcc cannot contract with an addition into a fused multiply-add,
+// so every product and sum rounds on its own, as on the CPU.
 template <typename A>
 __device__ __forceinline__ A asp_add(A a, A b) { return a + b; }
 template <typename A>
@@ -42,20 +69,8 @@ __device__ __forceinline__ long long asp_mul<long long>(long long a, long long b
     return (long long)((unsigned long long)a * (unsigned long long)b);
 }
 template <>
-__device__ __forceinline__ double asp_add<double>(double a, double b) {
-#if defined(__CUDA_ARCH__)
-    return __dadd_rn(a, b);
-#else
-    return a + b;
-#endif
-}
-template <>
 __device__ __forceinline__ double asp_mul<double>(double a, double b) {
-#if defined(__CUDA_ARCH__)
-    return __dmul_rn(a, b);
-#else
-    return a * b;
-#endif
+    return asp_mul_rn(a, b);
 }
 
 template <typename T>
@@ -63,11 +78,43 @@ __device__ __forceinline__ bool asp_isnan(T) { return false; }
 __device__ __forceinline__ bool asp_isnan(float x) { return x != x; }
 __device__ __forceinline__ bool asp_isnan(double x) { return x != x; }
 
-// The CPU kernels' NaN-propagating update: x if (x > m or x != x) else m.
+// max(x, m) and min(x, m), the update of every max/min kernel. Integers: compare and
+// select. Floats: IEEE 754-2019 maximum / minimum, as the CPU kernels (llvm.maximum):
+// NaN propagates, and of two equal values (only zeros can differ then) max keeps +0.0
+// and min keeps -0.0. The rule is commutative and associative, so the result does not
+// depend on the order values are combined in (which NaN is kept may).
 template <typename T>
-__device__ __forceinline__ T asp_take_max(T x, T m) { return (x > m || asp_isnan(x)) ? x : m; }
+__device__ __forceinline__ T asp_take_max(T x, T m) { return x > m ? x : m; }
 template <typename T>
-__device__ __forceinline__ T asp_take_min(T x, T m) { return (x < m || asp_isnan(x)) ? x : m; }
+__device__ __forceinline__ T asp_take_min(T x, T m) { return x < m ? x : m; }
+
+__device__ __forceinline__ bool asp_signbit(float x) {
+    union { float f; unsigned int u; } bits;
+    bits.f = x;
+    return (bits.u >> 31) != 0;
+}
+__device__ __forceinline__ bool asp_signbit(double x) {
+    union { double f; unsigned long long u; } bits;
+    bits.f = x;
+    return (bits.u >> 63) != 0;
+}
+
+template <typename F>
+__device__ __forceinline__ F asp_float_max(F x, F m) {
+    if (x != x) return x;
+    if (m != m || x < m) return m;
+    return x > m || !asp_signbit(x) ? x : m;
+}
+template <typename F>
+__device__ __forceinline__ F asp_float_min(F x, F m) {
+    if (x != x) return x;
+    if (m != m || x > m) return m;
+    return x < m || asp_signbit(x) ? x : m;
+}
+__device__ __forceinline__ float asp_take_max(float x, float m) { return asp_float_max(x, m); }
+__device__ __forceinline__ double asp_take_max(double x, double m) { return asp_float_max(x, m); }
+__device__ __forceinline__ float asp_take_min(float x, float m) { return asp_float_min(x, m); }
+__device__ __forceinline__ double asp_take_min(double x, double m) { return asp_float_min(x, m); }
 
 __device__ __forceinline__ bool asp_isfinite(double x) { return x - x == 0.0; }
 
@@ -80,6 +127,81 @@ __device__ __forceinline__ double asp_neg_inf() {
 __device__ __forceinline__ bool asp_row_valid(const unsigned char* valid, int all_valid,
                                               long long r) {
     return all_valid || __ldg(valid + r) != 0;
+}
+
+// Row r's values [start, stop), re-checked against the values buffer [0, num_values]:
+// false (the row is then reduced as an empty row) with ASP_SEGMENT_ROW_OUTSIDE recorded
+// at r + 1 when it leaves it (see the top of the file).
+template <typename O>
+__device__ __forceinline__ bool asp_row_range(const O* __restrict__ offsets, long long r,
+                                              long long num_values,
+                                              unsigned long long* error, long long* start,
+                                              long long* stop) {
+    *start = (long long)__ldg(offsets + r);
+    *stop = (long long)__ldg(offsets + r + 1);
+    if (*start < 0 || *stop < *start || *stop > num_values) {
+        ASP_RAISE(error, ASP_SEGMENT_ROW_OUTSIDE, r + 1);
+        return false;
+    }
+    return true;
+}
+
+// The step from value i of row r to its weight, weights[i + shift]. Per-row weights
+// (has_woff) are re-checked: a weights row of another length than the values row is
+// recorded as ASP_SEGMENT_WEIGHT_ROWS at r, one outside the weights buffer as
+// ASP_SEGMENT_ROW_OUTSIDE at r + 1; false then (the row is reduced as an empty row).
+__device__ __forceinline__ bool asp_weight_shift(const long long* __restrict__ woffsets,
+                                                 int has_woff, long long r, long long start,
+                                                 long long stop, long long num_weights,
+                                                 unsigned long long* error, long long* shift) {
+    if (!has_woff) {
+        *shift = 0;
+        return true;
+    }
+    const long long wstart = __ldg(woffsets + r);
+    const long long wstop = __ldg(woffsets + r + 1);
+    if (wstop - wstart != stop - start) {
+        ASP_RAISE(error, ASP_SEGMENT_WEIGHT_ROWS, r);
+        return false;
+    }
+    if (wstart < 0 || wstop > num_weights) {
+        ASP_RAISE(error, ASP_SEGMENT_ROW_OUTSIDE, r + 1);
+        return false;
+    }
+    *shift = wstart - start;
+    return true;
+}
+
+// The table row indices[i], re-checked against [0, num_rows): false with
+// ASP_SEGMENT_INDEX_RANGE recorded at i when it lies outside (the index is skipped).
+template <typename I>
+__device__ __forceinline__ bool asp_table_row(const I* __restrict__ indices, long long i,
+                                              long long num_rows, unsigned long long* error,
+                                              long long* row) {
+    *row = (long long)__ldg(indices + i);
+    if (*row < 0 || *row >= num_rows) {
+        ASP_RAISE(error, ASP_SEGMENT_INDEX_RANGE, i);
+        return false;
+    }
+    return true;
+}
+
+// The output row (segment) ids[i], re-checked against [0, num_segments): false with
+// ASP_SEGMENT_ID_NEGATIVE or ASP_SEGMENT_ID_RANGE recorded at i when it lies outside.
+template <typename I>
+__device__ __forceinline__ bool asp_segment_of(const I* __restrict__ ids, long long i,
+                                               long long num_segments,
+                                               unsigned long long* error, long long* s) {
+    *s = (long long)__ldg(ids + i);
+    if (*s < 0) {
+        ASP_RAISE(error, ASP_SEGMENT_ID_NEGATIVE, i);
+        return false;
+    }
+    if (*s >= num_segments) {
+        ASP_RAISE(error, ASP_SEGMENT_ID_RANGE, i);
+        return false;
+    }
+    return true;
 }
 
 // ----------------------------------------------------------------------------- atomics
@@ -139,10 +261,13 @@ __device__ __forceinline__ void asp_atomic_extreme(double* p, double x, int is_m
 }
 
 // ================================================================ sorted reductions
+// Every sorted kernel re-checks its row (asp_row_range): num_values is the length of
+// the values' first axis; a row outside it is reduced as an empty row.
+
 // sorted_sum: out[r, d] = sum (mean) over the non-null values i of row r of
 // w_i * values[i, d] in A; rows with fewer than min_count values get `empty`.
-// `lanes4` (1-D values, no mask, no weights) splits the row into the CPU's four
-// interleaved accumulators, (s0 + s1) + (s2 + s3), so float results are bit-identical.
+// `lanes4` (1-D values, no mask, no weights) splits the row into four interleaved
+// accumulators, (s0 + s1) + (s2 + s3), like the CPU's integer rows.
 // Thread mapping: one thread per output element e = r * D + d (grid-stride). For each
 // value i of the row the D threads of r read D consecutive addresses: coalesced along D.
 // Memory traffic: each value read once (plus its weight/mask byte per thread, from
@@ -154,23 +279,27 @@ __global__ void sorted_sum(const T* __restrict__ values, const O* __restrict__ o
                            const A* __restrict__ weights, int weighted,
                            const long long* __restrict__ woffsets, int has_woff, int lanes4,
                            int mean, A zero, long long min_count, Out empty,
-                           long long num_rows, long long width, Out* __restrict__ out,
-                           long long* __restrict__ counts, int want_counts) {
+                           long long num_rows, long long width, long long num_values,
+                           long long num_weights, Out* __restrict__ out,
+                           long long* __restrict__ counts, int want_counts,
+                           unsigned long long* error) {
     for (ASP_GRID_STRIDE(e, num_rows * width)) {
         const long long r = e / width;
         const long long d = e - r * width;
         A acc = zero;
         long long n = 0;
-        if (asp_row_valid(valid, all_valid, r)) {
-            const long long start = (long long)__ldg(offsets + r);
-            const long long stop = (long long)__ldg(offsets + r + 1);
+        long long start, stop, shift;
+        if (asp_row_valid(valid, all_valid, r) &&
+            asp_row_range(offsets, r, num_values, error, &start, &stop)) {
             if (weighted) {
-                const long long shift = (has_woff ? __ldg(woffsets + r) : start) - start;
-                for (long long i = start; i < stop; ++i) {
-                    if (masked && !__ldg(vmask + i)) continue;
-                    acc = asp_add(acc, asp_mul(__ldg(weights + i + shift),
-                                               (A)__ldg(values + i * width + d)));
-                    ++n;
+                if (asp_weight_shift(woffsets, has_woff, r, start, stop, num_weights, error,
+                                     &shift)) {
+                    for (long long i = start; i < stop; ++i) {
+                        if (masked && !__ldg(vmask + i)) continue;
+                        acc = asp_add(acc, asp_mul(__ldg(weights + i + shift),
+                                                   (A)__ldg(values + i * width + d)));
+                        ++n;
+                    }
                 }
             } else if (masked) {
                 for (long long i = start; i < stop; ++i) {
@@ -209,48 +338,32 @@ __global__ void sorted_sum(const T* __restrict__ values, const O* __restrict__ o
 }
 
 // sorted_extreme: out[r, d] = max (min) of the non-null values of row r, starting from
-// `init` (the dtype's lowest / highest); NaN propagates; fewer than min_count -> empty.
-// `lanes2` (1-D, no mask) uses the CPU's two interleaved lanes, so the sign of a zero
-// and the NaN kept are the CPU's.
+// `init` (the dtype's lowest / highest); NaN propagates, and the sign of a zero follows
+// asp_take_max / asp_take_min, so the result is the CPU's whatever its lane split;
+// fewer than min_count -> empty.
 // Thread mapping: one thread per output element (r, d), grid-stride; coalesced along D.
 // Memory traffic: each value read once, one write per output element.
 template <typename T, typename O>
 __global__ void sorted_extreme(const T* __restrict__ values, const O* __restrict__ offsets,
                                const unsigned char* __restrict__ valid, int all_valid,
                                const unsigned char* __restrict__ vmask, int masked,
-                               int is_max, int lanes2, T init, long long min_count, T empty,
-                               long long num_rows, long long width, T* __restrict__ out,
-                               long long* __restrict__ counts, int want_counts) {
+                               int is_max, T init, long long min_count, T empty,
+                               long long num_rows, long long width, long long num_values,
+                               T* __restrict__ out, long long* __restrict__ counts,
+                               int want_counts, unsigned long long* error) {
     for (ASP_GRID_STRIDE(e, num_rows * width)) {
         const long long r = e / width;
         const long long d = e - r * width;
         T m = init;
         long long n = 0;
-        if (asp_row_valid(valid, all_valid, r)) {
-            const long long start = (long long)__ldg(offsets + r);
-            const long long stop = (long long)__ldg(offsets + r + 1);
-            if (lanes2 && !masked) {  // width == 1
-                T m0 = init, m1 = init;
-                long long i = start;
-                for (; i + 2 <= stop; i += 2) {
-                    const T x0 = __ldg(values + i);
-                    const T x1 = __ldg(values + i + 1);
-                    m0 = is_max ? asp_take_max(x0, m0) : asp_take_min(x0, m0);
-                    m1 = is_max ? asp_take_max(x1, m1) : asp_take_min(x1, m1);
-                }
-                if (i < stop) {
-                    const T x0 = __ldg(values + i);
-                    m0 = is_max ? asp_take_max(x0, m0) : asp_take_min(x0, m0);
-                }
-                m = is_max ? asp_take_max(m1, m0) : asp_take_min(m1, m0);
-                n = stop - start;
-            } else {
-                for (long long i = start; i < stop; ++i) {
-                    if (masked && !__ldg(vmask + i)) continue;
-                    const T x = __ldg(values + i * width + d);
-                    m = is_max ? asp_take_max(x, m) : asp_take_min(x, m);
-                    ++n;
-                }
+        long long start, stop;
+        if (asp_row_valid(valid, all_valid, r) &&
+            asp_row_range(offsets, r, num_values, error, &start, &stop)) {
+            for (long long i = start; i < stop; ++i) {
+                if (masked && !__ldg(vmask + i)) continue;
+                const T x = __ldg(values + i * width + d);
+                m = is_max ? asp_take_max(x, m) : asp_take_min(x, m);
+                ++n;
             }
         }
         if (want_counts && d == 0) counts[r] = n;
@@ -268,17 +381,18 @@ __global__ void sorted_arg_extreme(const T* __restrict__ values, const O* __rest
                                    const unsigned char* __restrict__ valid, int all_valid,
                                    const unsigned char* __restrict__ vmask, int masked,
                                    int is_max, long long min_count, long long empty,
-                                   long long num_rows, long long width,
+                                   long long num_rows, long long width, long long num_values,
                                    long long* __restrict__ out,
-                                   long long* __restrict__ counts, int want_counts) {
+                                   long long* __restrict__ counts, int want_counts,
+                                   unsigned long long* error) {
     for (ASP_GRID_STRIDE(e, num_rows * width)) {
         const long long r = e / width;
         const long long d = e - r * width;
         long long n = 0;
         long long where = empty;
-        if (asp_row_valid(valid, all_valid, r)) {
-            const long long start = (long long)__ldg(offsets + r);
-            const long long stop = (long long)__ldg(offsets + r + 1);
+        long long start, stop;
+        if (asp_row_valid(valid, all_valid, r) &&
+            asp_row_range(offsets, r, num_values, error, &start, &stop)) {
             T best = T();
             for (long long i = start; i < stop; ++i) {
                 if (masked && !__ldg(vmask + i)) continue;
@@ -307,16 +421,17 @@ __global__ void sorted_prod(const T* __restrict__ values, const O* __restrict__ 
                             const unsigned char* __restrict__ valid, int all_valid,
                             const unsigned char* __restrict__ vmask, int masked, A one,
                             long long min_count, Out empty, long long num_rows,
-                            long long width, Out* __restrict__ out,
-                            long long* __restrict__ counts, int want_counts) {
+                            long long width, long long num_values, Out* __restrict__ out,
+                            long long* __restrict__ counts, int want_counts,
+                            unsigned long long* error) {
     for (ASP_GRID_STRIDE(e, num_rows * width)) {
         const long long r = e / width;
         const long long d = e - r * width;
         A acc = one;
         long long n = 0;
-        if (asp_row_valid(valid, all_valid, r)) {
-            const long long start = (long long)__ldg(offsets + r);
-            const long long stop = (long long)__ldg(offsets + r + 1);
+        long long start, stop;
+        if (asp_row_valid(valid, all_valid, r) &&
+            asp_row_range(offsets, r, num_values, error, &start, &stop)) {
             for (long long i = start; i < stop; ++i) {
                 if (masked && !__ldg(vmask + i)) continue;
                 acc = asp_mul(acc, (A)__ldg(values + i * width + d));
@@ -338,17 +453,18 @@ __global__ void sorted_logsumexp(const T* __restrict__ values, const O* __restri
                                  const unsigned char* __restrict__ valid, int all_valid,
                                  const unsigned char* __restrict__ vmask, int masked,
                                  long long min_count, Out empty, long long num_rows,
-                                 long long width, Out* __restrict__ out,
-                                 long long* __restrict__ counts, int want_counts) {
+                                 long long width, long long num_values,
+                                 Out* __restrict__ out, long long* __restrict__ counts,
+                                 int want_counts, unsigned long long* error) {
     for (ASP_GRID_STRIDE(e, num_rows * width)) {
         const long long r = e / width;
         const long long d = e - r * width;
         double m = asp_neg_inf();
         double acc = 0.0;
         long long n = 0;
-        if (asp_row_valid(valid, all_valid, r)) {
-            const long long start = (long long)__ldg(offsets + r);
-            const long long stop = (long long)__ldg(offsets + r + 1);
+        long long start, stop;
+        if (asp_row_valid(valid, all_valid, r) &&
+            asp_row_range(offsets, r, num_values, error, &start, &stop)) {
             for (long long i = start; i < stop; ++i) {
                 if (masked && !__ldg(vmask + i)) continue;
                 m = asp_take_max((double)__ldg(values + i * width + d), m);
@@ -358,7 +474,7 @@ __global__ void sorted_logsumexp(const T* __restrict__ values, const O* __restri
                 for (long long i = start; i < stop; ++i) {
                     if (masked && !__ldg(vmask + i)) continue;
                     const double x = (double)__ldg(values + i * width + d);
-                    acc = asp_add(acc, (double)ASP_EXP(x - m));
+                    acc = asp_add(acc, asp_exp(x - m));
                 }
             }
         }
@@ -366,7 +482,7 @@ __global__ void sorted_logsumexp(const T* __restrict__ values, const O* __restri
         if (n < min_count) {
             out[e] = empty;
         } else {
-            out[e] = (Out)(asp_isfinite(m) ? asp_add(m, (double)ASP_LOG(acc)) : m);
+            out[e] = (Out)(asp_isfinite(m) ? asp_add(m, asp_log(acc)) : m);
         }
     }
 }
@@ -378,7 +494,9 @@ __global__ void sorted_logsumexp(const T* __restrict__ values, const O* __restri
 // ((0 + a) + b) + ((0 + c) + e), like the CPU kernel, so float results are identical;
 // for a float table whose CPU twin takes its vectorised path (see the launcher), the
 // first `block_cols` columns sum blocks of 4 ids in T, then add each block into A, and
-// the other columns add one id at a time (block_cols = 0: that path is off).
+// the other columns add one id at a time (block_cols = 0: that path is off). Each id
+// is re-checked against the table's num_table_rows rows before its row is read, each
+// bag against the num_ids ids (and its weights row against the num_weights weights).
 // Thread mapping: one thread per output element (bag r, feature d), grid-stride. For each
 // id the D threads of a bag read one table row: D consecutive addresses, coalesced.
 // Memory traffic: one table-row read per id (the random-access part; hot rows hit L2),
@@ -391,9 +509,12 @@ __global__ void gather_reduce(const T* __restrict__ data, const I* __restrict__ 
                               const unsigned char* __restrict__ vmask, int masked,
                               const A* __restrict__ weights, int weighted,
                               const long long* __restrict__ woffsets, int has_woff, int mode,
-                              long long block_cols, A zero, A lowest, long long min_count, Out empty,
-                              long long num_rows, long long width, Out* __restrict__ out,
-                              long long* __restrict__ counts, int want_counts) {
+                              long long block_cols, A zero, A lowest, long long min_count,
+                              Out empty, long long num_rows, long long width,
+                              long long num_table_rows, long long num_ids,
+                              long long num_weights, Out* __restrict__ out,
+                              long long* __restrict__ counts, int want_counts,
+                              unsigned long long* error) {
     const int is_max = mode == 2;
     const int plain = !(masked || weighted || is_max);
     for (ASP_GRID_STRIDE(e, num_rows * width)) {
@@ -401,10 +522,13 @@ __global__ void gather_reduce(const T* __restrict__ data, const I* __restrict__ 
         const long long d = e - r * width;
         A acc = is_max ? lowest : zero;
         long long n = 0;
-        if (asp_row_valid(valid, all_valid, r)) {
-            const long long start = (long long)__ldg(offsets + r);
-            const long long stop = (long long)__ldg(offsets + r + 1);
+        long long start, stop, shift = 0;
+        if (asp_row_valid(valid, all_valid, r) &&
+            asp_row_range(offsets, r, num_ids, error, &start, &stop) &&
+            (!weighted || asp_weight_shift(woffsets, has_woff, r, start, stop, num_weights,
+                                           error, &shift))) {
             long long head = start;
+            long long k0, k1, k2, k3;
             if (plain && block_cols > 0) {
                 // The CPU's wide-float-table path: in the first block_cols columns,
                 // blocks of 4 ids summed in T (from +0), each block then added into A;
@@ -413,28 +537,35 @@ __global__ void gather_reduce(const T* __restrict__ data, const I* __restrict__ 
                     const long long end = head + 4 < stop ? head + 4 : stop;
                     T s = T();
                     for (long long j = head; j < end; ++j) {
-                        s = (T)(s + __ldg(data + (long long)__ldg(indices + j) * width + d));
+                        if (asp_table_row(indices, j, num_table_rows, error, &k0)) {
+                            s = (T)(s + __ldg(data + k0 * width + d));
+                        }
                     }
                     acc = asp_add(acc, (A)s);
                 }
                 n = stop - start;
             } else if (plain) {
                 for (; head + 4 <= stop; head += 4) {
-                    const A a = (A)__ldg(data + (long long)__ldg(indices + head) * width + d);
-                    const A b = (A)__ldg(data + (long long)__ldg(indices + head + 1) * width + d);
-                    const A c = (A)__ldg(data + (long long)__ldg(indices + head + 2) * width + d);
-                    const A f = (A)__ldg(data + (long long)__ldg(indices + head + 3) * width + d);
+                    if (!(asp_table_row(indices, head, num_table_rows, error, &k0) &&
+                          asp_table_row(indices, head + 1, num_table_rows, error, &k1) &&
+                          asp_table_row(indices, head + 2, num_table_rows, error, &k2) &&
+                          asp_table_row(indices, head + 3, num_table_rows, error, &k3))) {
+                        continue;
+                    }
+                    const A a = (A)__ldg(data + k0 * width + d);
+                    const A b = (A)__ldg(data + k1 * width + d);
+                    const A c = (A)__ldg(data + k2 * width + d);
+                    const A f = (A)__ldg(data + k3 * width + d);
                     acc = asp_add(acc, asp_add(asp_add(asp_add(zero, a), b),
                                                asp_add(asp_add(zero, c), f)));
                 }
                 n = stop - start;
             }
-            const long long shift =
-                weighted ? (has_woff ? __ldg(woffsets + r) : start) - start : 0;
             for (long long i = head; i < stop; ++i) {
                 if (masked && !__ldg(vmask + i)) continue;
                 if (!plain) ++n;
-                A x = (A)__ldg(data + (long long)__ldg(indices + i) * width + d);
+                if (!asp_table_row(indices, i, num_table_rows, error, &k0)) continue;
+                A x = (A)__ldg(data + k0 * width + d);
                 if (weighted) x = asp_mul(__ldg(weights + i + shift), x);
                 acc = is_max ? asp_take_max(x, acc) : asp_add(acc, x);
             }
@@ -454,8 +585,8 @@ __global__ void gather_reduce(const T* __restrict__ data, const I* __restrict__ 
 // scatter_add (unsorted sum / mean / weighted sum): acc[ids[i], d] += w_i * values[i, d]
 // and, if want_counts, counts[ids[i]] += 1 over the non-null values, by atomics (int64
 // through unsigned long long two's complement; double atomicAdd needs sm_60+). acc and
-// counts start at zero; scatter_finish then writes the output. Ids are checked on the
-// host before launch.
+// counts start at zero; scatter_finish then writes the output. Each id is re-checked
+// against [0, num_segments), under null values too (as the CPU kernel checks).
 // Thread mapping: one thread per input element (i, d), grid-stride: coalesced reads of
 // values along D, atomics to D consecutive addresses of one output row.
 // Memory traffic: each value read once, one atomic per value element (+1 per value for
@@ -464,13 +595,15 @@ template <typename T, typename A, typename I>
 __global__ void scatter_add(const T* __restrict__ values, const I* __restrict__ ids,
                             const unsigned char* __restrict__ vmask, int masked,
                             const A* __restrict__ weights, int weighted, long long num_values,
-                            long long width, A* __restrict__ acc,
-                            long long* __restrict__ counts, int want_counts) {
+                            long long width, long long num_segments, A* __restrict__ acc,
+                            long long* __restrict__ counts, int want_counts,
+                            unsigned long long* error) {
     for (ASP_GRID_STRIDE(e, num_values * width)) {
         const long long i = e / width;
         const long long d = e - i * width;
+        long long s;
+        if (!asp_segment_of(ids, i, num_segments, error, &s)) continue;
         if (masked && !__ldg(vmask + i)) continue;
-        const long long s = (long long)__ldg(ids + i);
         if (want_counts && d == 0) asp_count(counts, s);
         A x = (A)__ldg(values + e);
         if (weighted) x = asp_mul(__ldg(weights + i), x);
@@ -479,9 +612,11 @@ __global__ void scatter_add(const T* __restrict__ values, const I* __restrict__ 
 }
 
 // scatter_extreme (unsorted max / min): acc[ids[i], d] = max(acc, values[i, d]) (or
-// min), NaN propagating, by atomicMax/Min (integers; U is int for 8/16-bit values, which
-// the host widens) or a compare-and-swap loop (floats), and counts[ids[i]] += 1. acc
-// starts at lowest / highest, counts at zero; scatter_finish then writes the output.
+// min) by atomicMax/Min (integers; U is int for 8/16-bit values, which the host widens)
+// or a compare-and-swap loop applying asp_take_max / asp_take_min (floats: NaN
+// propagates, -0.0 < +0.0, so the result does not depend on the atomic order), and
+// counts[ids[i]] += 1. acc starts at lowest / highest, counts at zero; scatter_finish
+// then writes the output. Ids are re-checked as in scatter_add.
 // Thread mapping: one thread per input element (i, d), grid-stride; coalesced along D.
 // Memory traffic: each value read once, at most one atomic per value element (a CAS
 // retry only when another thread changed the same output in between).
@@ -489,12 +624,14 @@ template <typename T, typename U, typename I>
 __global__ void scatter_extreme(const T* __restrict__ values, const I* __restrict__ ids,
                                 const unsigned char* __restrict__ vmask, int masked,
                                 int is_max, long long num_values, long long width,
-                                U* __restrict__ acc, long long* __restrict__ counts) {
+                                long long num_segments, U* __restrict__ acc,
+                                long long* __restrict__ counts, unsigned long long* error) {
     for (ASP_GRID_STRIDE(e, num_values * width)) {
         const long long i = e / width;
         const long long d = e - i * width;
+        long long s;
+        if (!asp_segment_of(ids, i, num_segments, error, &s)) continue;
         if (masked && !__ldg(vmask + i)) continue;
-        const long long s = (long long)__ldg(ids + i);
         if (d == 0) asp_count(counts, s);
         asp_atomic_extreme(acc + s * width + d, (U)__ldg(values + e), is_max);
     }
@@ -524,19 +661,23 @@ __global__ void scatter_finish(const A* __restrict__ acc, const long long* __res
 
 // scatter_claim: the last position of each row index in `indices` (`last` starts at
 // -1), so that scatter_assign_rows writes each row once, from its last occurrence:
-// the CPU's index-order loop, deterministically, without sorting.
+// the CPU's index-order loop, deterministically, without sorting. An index outside
+// [0, num_rows) is recorded and skipped.
 // Thread mapping: one thread per index, grid-stride. Memory traffic: one index read and
 // one atomicMax per index (scratch of 8 bytes per table row).
 template <typename I>
 __global__ void scatter_claim(const I* __restrict__ indices, long long num_indices,
-                              long long* __restrict__ last) {
+                              long long num_rows, long long* __restrict__ last,
+                              unsigned long long* error) {
     for (ASP_GRID_STRIDE(i, num_indices)) {
-        atomicMax(last + (long long)__ldg(indices + i), i);
+        long long row;
+        if (asp_table_row(indices, i, num_rows, error, &row)) atomicMax(last + row, i);
     }
 }
 
 // scatter_assign_rows: data[indices[i], d] = slices[i, d] for the LAST i of each row
-// (so the last write wins, as in the CPU's index-order loop).
+// (so the last write wins, as in the CPU's index-order loop); indices outside
+// [0, num_rows) are skipped (scatter_claim recorded them).
 // Thread mapping: one thread per slice element (i, d), grid-stride; coalesced along D.
 // Memory traffic: one read of last[row] per element (cache), one read + one write per
 // element written.
@@ -544,11 +685,11 @@ template <typename T, typename I>
 __global__ void scatter_assign_rows(T* __restrict__ data, const I* __restrict__ indices,
                                     const T* __restrict__ slices,
                                     const long long* __restrict__ last, long long num_indices,
-                                    long long width) {
+                                    long long num_rows, long long width) {
     for (ASP_GRID_STRIDE(e, num_indices * width)) {
         const long long i = e / width;
         const long long row = (long long)__ldg(indices + i);
-        if (__ldg(last + row) != i) continue;
+        if (row < 0 || row >= num_rows || __ldg(last + row) != i) continue;
         data[row * width + (e - i * width)] = __ldg(slices + e);
     }
 }
@@ -560,7 +701,8 @@ __global__ void scatter_assign_rows(T* __restrict__ data, const I* __restrict__ 
 // `sorted`, in index order. The thread at the start of a run owns its row: it scales
 // the row once per occurrence, then adds the run's slices in index order, each step in
 // double and rounded to T (the CPU kernel's steps exactly; scaling is skipped when w0 is
-// 1, as there).
+// 1, as there). A run of a row outside [0, num_rows) is recorded at its first index
+// position and skipped.
 // Thread mapping: one thread per (sorted position p, column d), grid-stride; only the
 // run starts work, so a row listed k times costs its owner k scalings and k additions.
 // Memory traffic: one read + one write of data per distinct row element, one slice
@@ -570,12 +712,17 @@ __global__ void scatter_weighted_sum_runs(T* __restrict__ data, double w0,
                                           const I* __restrict__ sorted,
                                           const long long* __restrict__ order,
                                           const T* __restrict__ slices, double w1,
-                                          long long num_indices, long long width) {
+                                          long long num_indices, long long num_rows,
+                                          long long width, unsigned long long* error) {
     for (ASP_GRID_STRIDE(e, num_indices * width)) {
         const long long p = e / width;
         const long long d = e - p * width;
         const I row = __ldg(sorted + p);
         if (p > 0 && __ldg(sorted + p - 1) == row) continue;
+        if ((long long)row < 0 || (long long)row >= num_rows) {
+            ASP_RAISE(error, ASP_SEGMENT_INDEX_RANGE, __ldg(order + p));
+            continue;
+        }
         long long stop = p + 1;
         while (stop < num_indices && __ldg(sorted + stop) == row) ++stop;
         T* at = data + (long long)row * width + d;
@@ -592,6 +739,8 @@ __global__ void scatter_weighted_sum_runs(T* __restrict__ data, double w0,
 }
 
 // ids_to_offsets: offsets[k] = first i with ids[i] >= k (sorted ids), k = 0 .. S.
+// Unsorted ids (a device check reports them) still give offsets in [0, N] that never
+// decrease: the binary search's answer only grows with k.
 // Thread mapping: one thread per offset k, grid-stride; binary search (log2 N reads that
 // neighbouring threads share through the cache). Memory traffic: one 8-byte write per
 // offset.
@@ -610,5 +759,49 @@ __global__ void ids_to_offsets(const I* __restrict__ ids, long long num_ids,
             }
         }
         offsets[k] = lo;
+    }
+}
+
+// ============================================================= device-only kernels
+// No CPU twin (DEVICE_ONLY in segment.py): what the host does with numpy.
+
+// check_null_weights: records ASP_SEGMENT_WEIGHT_NULL at the first null weight
+// (wvalid[i] == 0) of a valid row r (woffsets[r] .. woffsets[r + 1], clamped to the
+// num_weights weights).
+// Thread mapping: one thread per row, grid-stride, reading its row's validity bytes
+// until the first null. Memory traffic: one byte per weight of a valid row.
+template <typename O>
+__global__ void check_null_weights(const O* __restrict__ woffsets,
+                                   const unsigned char* __restrict__ valid, int all_valid,
+                                   const unsigned char* __restrict__ wvalid, long long num_rows,
+                                   long long num_weights, unsigned long long* error) {
+    for (ASP_GRID_STRIDE(r, num_rows)) {
+        if (!asp_row_valid(valid, all_valid, r)) continue;
+        const long long start = asp_max((long long)__ldg(woffsets + r), 0LL);
+        const long long stop = asp_min((long long)__ldg(woffsets + r + 1), num_weights);
+        for (long long i = start; i < stop; ++i) {
+            if (!__ldg(wvalid + i)) {
+                ASP_RAISE(error, ASP_SEGMENT_WEIGHT_NULL, i);
+                break;
+            }
+        }
+    }
+}
+
+// gather_rows: out[i, d] = data[indices[i], d] (gather on the device); an index outside
+// [0, num_rows) is recorded and its output row zeroed.
+// Thread mapping: one thread per output element (i, d), grid-stride: coalesced writes,
+// and reads coalesced along D within a row.
+// Memory traffic: one table read and one write per output element, the index from cache.
+template <typename T, typename I>
+__global__ void gather_rows(const T* __restrict__ data, const I* __restrict__ indices,
+                            long long num_indices, long long num_rows, long long width,
+                            T* __restrict__ out, unsigned long long* error) {
+    for (ASP_GRID_STRIDE(e, num_indices * width)) {
+        const long long i = e / width;
+        long long row;
+        out[e] = asp_table_row(indices, i, num_rows, error, &row)
+                     ? __ldg(data + row * width + (e - i * width))
+                     : T();
     }
 }

@@ -11,6 +11,16 @@ output type, ``O`` the offsets type and ``I`` the ids type. Only the ``(T, A, Ou
 combinations :mod:`arrow_sparse.segment` can produce are instantiated. Bool arrays are
 passed as ``uint8``; weights are converted to ``A`` here (exactly the CPU kernel's
 ``zero + w``); ids of other integer types are widened to int64.
+
+Every kernel re-checks the rows, indices and segment ids it relies on and records a
+violation in the device error word (:func:`arrow_sparse.kernels.cuda.error_buffer`),
+which the public operation raises. The launchers that return the position of the first
+index out of range (``gather_reduce``, ``scatter_sum``, ``scatter_extreme``, as their
+CPU twins do) find it on the host for host arrays (the emulator) and return -1 for
+device arrays, whose positions only the error word reports: finding it on the host
+would read device data back. :data:`DEVICE_ONLY` launchers have no CPU twin:
+``check_null_weights`` (the host checks null weights with numpy) and ``gather_rows``
+(the host gathers with ``numpy.take``).
 """
 
 from __future__ import annotations
@@ -20,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..._backend import array_module
-from . import load_module
+from . import error_buffer, load_module
 from ._launch import (
     DTYPE_TO_CTYPE,
     INDEX_CTYPES,
@@ -33,6 +43,9 @@ from ._launch import (
 __all__ = ["gather_reduce", "scatter_assign", "scatter_extreme", "scatter_sum",
            "scatter_weighted_sum", "sorted_arg_extreme", "sorted_extreme",
            "sorted_ids_to_offsets", "sorted_logsumexp", "sorted_prod", "sorted_sum"]
+
+#: Device-only launchers (no CPU twin), see the module docstring.
+DEVICE_ONLY = ("check_null_weights", "gather_rows")
 
 _FLOATS = ("float", "double")
 _INTS = tuple(c for c in VALUE_CTYPES if c not in _FLOATS)
@@ -74,6 +87,8 @@ NAME_EXPRESSIONS: list[str] = [
     *name_expressions("scatter_assign_rows", VALUE_CTYPES, INDEX_CTYPES),
     *name_expressions("scatter_weighted_sum_runs", _FLOATS, INDEX_CTYPES),
     *name_expressions("ids_to_offsets", INDEX_CTYPES),
+    *name_expressions("check_null_weights", INDEX_CTYPES),
+    *name_expressions("gather_rows", VALUE_CTYPES, INDEX_CTYPES),
 ]
 _NAMES = frozenset(NAME_EXPRESSIONS)
 
@@ -125,10 +140,12 @@ def _ids(xp: Any, ids: Any) -> Any:
     return xp.ascontiguousarray(ids, dtype=np.int64)
 
 
-def _weights(xp: Any, weights: Any, acc: np.dtype) -> tuple[Any, Any]:
+def _weights(xp: Any, weights: Any, acc: np.dtype) -> tuple[Any, Any, Any]:
+    """``(weights in A, weighted flag, number of weights)``."""
     if weights is None or weights.shape[0] == 0:
-        return xp.empty(0, dtype=acc), _I32(0)
-    return xp.ascontiguousarray(_arr(xp, weights), dtype=acc), _I32(1)
+        return xp.empty(0, dtype=acc), _I32(0), _I64(0)
+    return (xp.ascontiguousarray(_arr(xp, weights), dtype=acc), _I32(1),
+            _I64(weights.shape[0]))
 
 
 def _woffsets(xp: Any, woffsets: Any) -> tuple[Any, Any]:
@@ -165,27 +182,32 @@ def _scalar(dtype: Any, x: Any) -> Any:
     return (_U8 if dtype.kind == "b" else dtype).type(x)
 
 
+def _rows(xp: Any, offsets: Any, valid: Any, vmask: Any) -> tuple[Any, ...]:
+    """Pack the row arguments of a sorted kernel: offsets, valid, all_valid, vmask, masked."""
+    va, vm = _mask(xp, valid), _mask(xp, vmask)
+    return xp.ascontiguousarray(offsets), va[0], _I32(1 - va[1]), vm[0], vm[1]
+
+
 # -------------------------------------------------------------------- sorted reductions
 def sorted_sum(values: Any, offsets: Any, valid: Any, vmask: Any, weights: Any,
                woffsets: Any, mean: bool, zero: Any, min_count: int, empty: Any, out: Any,
                counts: Any) -> None:
     """Sum (``mean``: divided by the count) of each row into ``out`` (see the CPU kernel)."""
     func = "sorted_sum"
-    xp = array_module(func, values, offsets, out)
+    xp = array_module(func, values=values, offsets=offsets, valid=valid, vmask=vmask,
+                      weights=weights, woffsets=woffsets, out=out, counts=counts)
     acc = np.dtype(zero.dtype)
     name = _name(func, func, values.dtype, acc, out.dtype, offsets.dtype)
-    vals = _arr(xp, values)
     target = _into(xp, out)
     rows, width = out.shape[0], _width(out)
-    w, weighted = _weights(xp, weights, acc)
+    w, weighted, num_weights = _weights(xp, weights, acc)
     wo, has_woff = _woffsets(xp, woffsets)
-    va, vm = _mask(xp, valid), _mask(xp, vmask)
     cnt, want = _counts(xp, counts)
     _launch(name, rows * width,
-            (vals, xp.ascontiguousarray(offsets), va[0], _I32(1 - va[1]), vm[0], vm[1],
-             w, weighted, wo, has_woff, _I32(values.ndim == 1 and not weighted),
-             _I32(bool(mean)), acc.type(zero), _I64(min_count), _scalar(target.dtype, empty),
-             _I64(rows), _I64(width), target, cnt, want))
+            (_arr(xp, values), *_rows(xp, offsets, valid, vmask), w, weighted, wo, has_woff,
+             _I32(values.ndim == 1 and not weighted), _I32(bool(mean)), acc.type(zero),
+             _I64(min_count), _scalar(target.dtype, empty), _I64(rows), _I64(width),
+             _I64(values.shape[0]), num_weights, target, cnt, want, error_buffer()))
     _back(out, target)
 
 
@@ -193,18 +215,18 @@ def sorted_extreme(values: Any, offsets: Any, valid: Any, vmask: Any, is_max: bo
                    init: Any, min_count: int, empty: Any, out: Any, counts: Any) -> None:
     """Max (``is_max``) or min of each row; ``init`` is the dtype's lowest (highest) value."""
     func = "sorted_extreme"
-    xp = array_module(func, values, offsets, out)
+    xp = array_module(func, values=values, offsets=offsets, valid=valid, vmask=vmask,
+                      out=out, counts=counts)
     name = _name(func, func, values.dtype, offsets.dtype)
     vals = _arr(xp, values)
     target = _into(xp, out, vals.dtype)
     rows, width = out.shape[0], _width(out)
-    va, vm = _mask(xp, valid), _mask(xp, vmask)
     cnt, want = _counts(xp, counts)
     _launch(name, rows * width,
-            (vals, xp.ascontiguousarray(offsets), va[0], _I32(1 - va[1]), vm[0], vm[1],
-             _I32(bool(is_max)), _I32(values.ndim == 1), _scalar(vals.dtype, init),
-             _I64(min_count), _scalar(vals.dtype, empty), _I64(rows), _I64(width), target,
-             cnt, want))
+            (vals, *_rows(xp, offsets, valid, vmask), _I32(bool(is_max)),
+             _scalar(vals.dtype, init), _I64(min_count), _scalar(vals.dtype, empty),
+             _I64(rows), _I64(width), _I64(values.shape[0]), target, cnt, want,
+             error_buffer()))
     _back(out, target)
 
 
@@ -212,16 +234,16 @@ def sorted_arg_extreme(values: Any, offsets: Any, valid: Any, vmask: Any, is_max
                        min_count: int, empty: int, out: Any, counts: Any) -> None:
     """Position within the row of the first max (min) of each column; 2-D only."""
     func = "sorted_arg_extreme"
-    xp = array_module(func, values, offsets, out)
+    xp = array_module(func, values=values, offsets=offsets, valid=valid, vmask=vmask,
+                      out=out, counts=counts)
     name = _name(func, func, values.dtype, offsets.dtype)
     target = _into(xp, out, np.int64)
     rows, width = out.shape[0], _width(out)
-    va, vm = _mask(xp, valid), _mask(xp, vmask)
     cnt, want = _counts(xp, counts)
     _launch(name, rows * width,
-            (_arr(xp, values), xp.ascontiguousarray(offsets), va[0], _I32(1 - va[1]), vm[0],
-             vm[1], _I32(bool(is_max)), _I64(min_count), _I64(empty), _I64(rows),
-             _I64(width), target, cnt, want))
+            (_arr(xp, values), *_rows(xp, offsets, valid, vmask), _I32(bool(is_max)),
+             _I64(min_count), _I64(empty), _I64(rows), _I64(width), _I64(values.shape[0]),
+             target, cnt, want, error_buffer()))
     _back(out, target)
 
 
@@ -229,17 +251,17 @@ def sorted_prod(values: Any, offsets: Any, valid: Any, vmask: Any, one: Any, min
                 empty: Any, out: Any, counts: Any) -> None:
     """Product of each row; ``one`` fixes the accumulator dtype; 2-D only."""
     func = "sorted_prod"
-    xp = array_module(func, values, offsets, out)
+    xp = array_module(func, values=values, offsets=offsets, valid=valid, vmask=vmask,
+                      out=out, counts=counts)
     acc = np.dtype(one.dtype)
     name = _name(func, func, values.dtype, acc, out.dtype, offsets.dtype)
     target = _into(xp, out)
     rows, width = out.shape[0], _width(out)
-    va, vm = _mask(xp, valid), _mask(xp, vmask)
     cnt, want = _counts(xp, counts)
     _launch(name, rows * width,
-            (_arr(xp, values), xp.ascontiguousarray(offsets), va[0], _I32(1 - va[1]), vm[0],
-             vm[1], acc.type(one), _I64(min_count), _scalar(target.dtype, empty), _I64(rows),
-             _I64(width), target, cnt, want))
+            (_arr(xp, values), *_rows(xp, offsets, valid, vmask), acc.type(one),
+             _I64(min_count), _scalar(target.dtype, empty), _I64(rows), _I64(width),
+             _I64(values.shape[0]), target, cnt, want, error_buffer()))
     _back(out, target)
 
 
@@ -247,16 +269,16 @@ def sorted_logsumexp(values: Any, offsets: Any, valid: Any, vmask: Any, min_coun
                      empty: Any, out: Any, counts: Any) -> None:
     """Numerically stable log-sum-exp of each row (float64 inside); 2-D only."""
     func = "sorted_logsumexp"
-    xp = array_module(func, values, offsets, out)
+    xp = array_module(func, values=values, offsets=offsets, valid=valid, vmask=vmask,
+                      out=out, counts=counts)
     name = _name(func, func, values.dtype, out.dtype, offsets.dtype)
     target = _into(xp, out)
     rows, width = out.shape[0], _width(out)
-    va, vm = _mask(xp, valid), _mask(xp, vmask)
     cnt, want = _counts(xp, counts)
     _launch(name, rows * width,
-            (_arr(xp, values), xp.ascontiguousarray(offsets), va[0], _I32(1 - va[1]), vm[0],
-             vm[1], _I64(min_count), _scalar(target.dtype, empty), _I64(rows), _I64(width),
-             target, cnt, want))
+            (_arr(xp, values), *_rows(xp, offsets, valid, vmask), _I64(min_count),
+             _scalar(target.dtype, empty), _I64(rows), _I64(width), _I64(values.shape[0]),
+             target, cnt, want, error_buffer()))
     _back(out, target)
 
 
@@ -281,35 +303,38 @@ def gather_reduce(data: Any, indices: Any, offsets: Any, valid: Any, vmask: Any,
                   min_count: int, empty: Any, out: Any, counts: Any) -> int:
     """Reduce ``data[indices[i]]`` per row (``mode``: 0 sum, 1 mean, 2 max).
 
-    Returns the position of the first id out of range (checked before the launch) or -1.
+    Returns the position of the first id out of range (host arrays: checked before the
+    launch) or -1 (device arrays: the kernel records it in the error word).
     """
     func = "gather_reduce"
-    xp = array_module(func, data, indices, offsets, out)
+    xp = array_module(func, data=data, indices=indices, offsets=offsets, valid=valid,
+                      vmask=vmask, weights=weights, woffsets=woffsets, out=out, counts=counts)
     acc = np.dtype(zero.dtype)
     ids = _ids(xp, indices)
-    bad = _first_bad_id(xp, ids, offsets, valid, vmask, data.shape[0])
-    if bad >= 0:
-        return bad
+    if xp is np:
+        bad = _first_bad_id(ids, offsets, valid, vmask, data.shape[0])
+        if bad >= 0:
+            return bad
     name = _name(func, func, data.dtype, acc, out.dtype, offsets.dtype, ids.dtype)
     target = _into(xp, out)
     rows, width = out.shape[0], _width(out)
-    w, weighted = _weights(xp, weights, acc)
+    w, weighted, num_weights = _weights(xp, weights, acc)
     wo, has_woff = _woffsets(xp, woffsets)
-    va, vm = _mask(xp, valid), _mask(xp, vmask)
     cnt, want = _counts(xp, counts)
     _launch(name, rows * width,
-            (_arr(xp, data), ids, xp.ascontiguousarray(offsets), va[0], _I32(1 - va[1]),
-             vm[0], vm[1], w, weighted, wo, has_woff, _I32(mode),
-             _I64(_block_cols(data, vmask, weights, mode, zero, counts, width)), acc.type(zero),
-             acc.type(lowest), _I64(min_count), _scalar(target.dtype, empty), _I64(rows),
-             _I64(width), target, cnt, want))
+            (_arr(xp, data), ids, *_rows(xp, offsets, valid, vmask), w, weighted, wo,
+             has_woff, _I32(mode),
+             _I64(_block_cols(data, vmask, weights, mode, zero, counts, width)),
+             acc.type(zero), acc.type(lowest), _I64(min_count), _scalar(target.dtype, empty),
+             _I64(rows), _I64(width), _I64(data.shape[0]), _I64(ids.shape[0]), num_weights,
+             target, cnt, want, error_buffer()))
     _back(out, target)
     return -1
 
 
 # ----------------------------------------------------------------------------- scatters
-def _first_bad_id(xp: Any, ids: Any, offsets: Any, valid: Any, vmask: Any, bound: int) -> int:
-    """Check on the host the ids the rows read: the first outside ``[0, bound)``, or -1.
+def _first_bad_id(ids: Any, offsets: Any, valid: Any, vmask: Any, bound: int) -> int:
+    """Check host ids the rows read: the first outside ``[0, bound)``, or -1.
 
     The CPU kernels check as they read; here it runs before the launch. Null rows and
     null ids are not checked, as there.
@@ -320,17 +345,17 @@ def _first_bad_id(xp: Any, ids: Any, offsets: Any, valid: Any, vmask: Any, bound
         return -1
     bad = (used < 0) | (used >= bound)
     if vmask is not None:
-        bad &= xp.asarray(vmask[start:stop]).astype(bool)
+        bad &= vmask[start:stop].astype(bool)
     if valid is not None:
-        bad &= xp.repeat(xp.asarray(valid).astype(bool), xp.diff(offsets).astype(np.int64))
-    return start + int(xp.argmax(bad)) if bool(bad.any()) else -1
+        bad &= np.repeat(valid.astype(bool), np.diff(offsets).astype(np.int64))
+    return start + int(np.argmax(bad)) if bool(bad.any()) else -1
 
 
-def _first_bad_segment(xp: Any, ids: Any, num_segments: int) -> int:
-    """Return the first segment id outside ``[0, num_segments)``, or -1 (a host check)."""
+def _first_bad_segment(ids: Any, num_segments: int) -> int:
+    """Return the first host segment id outside ``[0, num_segments)``, or -1."""
     if not len(ids) or (int(ids.min()) >= 0 and int(ids.max()) < num_segments):
         return -1
-    return int(xp.argmax((ids < 0) | (ids >= num_segments)))
+    return int(np.argmax((ids < 0) | (ids >= num_segments)))
 
 
 def _finish_scatter(xp: Any, acc: Any, counts: Any, counting: bool, mean: bool,
@@ -350,25 +375,28 @@ def scatter_sum(values: Any, ids: Any, vmask: Any, weights: Any, mean: bool, zer
     """``out[s] = sum(weights[i] * values[i] for ids[i] == s)`` (``mean``: / count).
 
     Atomics into an accumulator of ``zero``'s dtype (scatter_add), then scatter_finish.
+    Returns the first id out of range (host arrays) or -1, as :func:`gather_reduce`.
     """
     func = "scatter_sum"
-    xp = array_module(func, values, ids, out)
+    xp = array_module(func, values=values, ids=ids, vmask=vmask, weights=weights, out=out,
+                      counts=counts)
     ids = _ids(xp, ids)
     num_segments = out.shape[0]
-    bad = _first_bad_segment(xp, ids, num_segments)
-    if bad >= 0:
-        return bad
+    if xp is np:
+        bad = _first_bad_segment(ids, num_segments)
+        if bad >= 0:
+            return bad
     acc_dtype = np.dtype(zero.dtype)
     name = _name(func, "scatter_add", values.dtype, acc_dtype, ids.dtype)
     num, width = values.shape[0], _width(out)
     acc = xp.zeros(num_segments * width, dtype=acc_dtype)
     counting = mean or min_count > 0 or counts is not None
     cnt = xp.zeros(num_segments if counting else 0, dtype=np.int64)
-    w, weighted = _weights(xp, weights, acc_dtype)
+    w, weighted, _ = _weights(xp, weights, acc_dtype)
     vm = _mask(xp, vmask)
     _launch(name, num * width,
-            (_arr(xp, values), ids, vm[0], vm[1], w, weighted, _I64(num), _I64(width), acc,
-             cnt, _I32(counting)))
+            (_arr(xp, values), ids, vm[0], vm[1], w, weighted, _I64(num), _I64(width),
+             _I64(num_segments), acc, cnt, _I32(counting), error_buffer()))
     _finish_scatter(xp, acc, cnt, counting, mean, min_count, empty, out)
     if counts is not None:
         counts[...] = cnt
@@ -379,12 +407,13 @@ def scatter_extreme(values: Any, ids: Any, vmask: Any, is_max: bool, init: Any,
                     min_count: int, empty: Any, out: Any, counts: Any) -> int:
     """``out[s] = max(values[i] for ids[i] == s)`` (or min), NaN propagating, by atomics."""
     func = "scatter_extreme"
-    xp = array_module(func, values, ids, out)
+    xp = array_module(func, values=values, ids=ids, vmask=vmask, out=out, counts=counts)
     ids = _ids(xp, ids)
     num_segments = out.shape[0]
-    bad = _first_bad_segment(xp, ids, num_segments)
-    if bad >= 0:
-        return bad
+    if xp is np:
+        bad = _first_bad_segment(ids, num_segments)
+        if bad >= 0:
+            return bad
     vals = _arr(xp, values)
     wide = np.dtype(np.int32) if _EXTREME_STORAGE.get(_c(vals.dtype)) == "int" else vals.dtype
     name = _name(func, func, vals.dtype, wide, ids.dtype)
@@ -393,7 +422,8 @@ def scatter_extreme(values: Any, ids: Any, vmask: Any, is_max: bool, init: Any,
     cnt = xp.zeros(num_segments, dtype=np.int64)
     vm = _mask(xp, vmask)
     _launch(name, num * width,
-            (vals, ids, vm[0], vm[1], _I32(bool(is_max)), _I64(num), _I64(width), acc, cnt))
+            (vals, ids, vm[0], vm[1], _I32(bool(is_max)), _I64(num), _I64(width),
+             _I64(num_segments), acc, cnt, error_buffer()))
     _finish_scatter(xp, acc, cnt, True, False, min_count, empty, out)
     if counts is not None:
         counts[...] = cnt
@@ -404,14 +434,14 @@ def _claim(xp: Any, idx: Any, num_rows: int) -> Any:
     """Return the last position of each row in ``idx`` (-1 for rows it does not list)."""
     last = xp.full(num_rows, -1, dtype=np.int64)
     _launch(_name("scatter", "scatter_claim", idx.dtype), idx.shape[0],
-            (idx, _I64(idx.shape[0]), last))
+            (idx, _I64(idx.shape[0]), _I64(num_rows), last, error_buffer()))
     return last
 
 
 def scatter_assign(data: Any, indices: Any, slices: Any) -> None:
     """``data[indices[i]] = slices[i]`` in order (last write wins); 2-D views."""
     func = "scatter_assign"
-    xp = array_module(func, data, indices, slices)
+    xp = array_module(func, data=data, indices=indices, slices=slices)
     idx = _ids(xp, indices)
     name = _name(func, "scatter_assign_rows", data.dtype, idx.dtype)
     num, width = idx.shape[0], _width(data)
@@ -421,7 +451,7 @@ def scatter_assign(data: Any, indices: Any, slices: Any) -> None:
     target = _into(xp, data)
     _launch(name, num * width,
             (target, idx, _arr(xp, xp.asarray(slices, dtype=data.dtype)), last, _I64(num),
-             _I64(width)))
+             _I64(data.shape[0]), _I64(width)))
     _back(data, target)
 
 
@@ -433,7 +463,7 @@ def scatter_weighted_sum(data: Any, w0: float, indices: Any, slices: Any, w1: fl
     however far apart the repeats are.
     """
     func = "scatter_weighted_sum"
-    xp = array_module(func, data, indices, slices)
+    xp = array_module(func, data=data, indices=indices, slices=slices)
     idx = _ids(xp, indices)
     name = _name(func, "scatter_weighted_sum_runs", data.dtype, idx.dtype)
     num, width = idx.shape[0], _width(data)
@@ -444,16 +474,49 @@ def scatter_weighted_sum(data: Any, w0: float, indices: Any, slices: Any, w1: fl
     _launch(name, num * width,
             (target, np.float64(w0), xp.ascontiguousarray(idx[order]), order,
              xp.ascontiguousarray(slices, dtype=data.dtype), np.float64(w1), _I64(num),
-             _I64(width)))
+             _I64(data.shape[0]), _I64(width), error_buffer()))
     _back(data, target)
 
 
 def sorted_ids_to_offsets(ids: Any, num_segments: int) -> Any:
     """int64 offsets (``num_segments + 1``) of checked, sorted segment ids."""
     func = "sorted_ids_to_offsets"
-    xp = array_module(func, ids)
+    xp = array_module(func, ids=ids)
     idx = _ids(xp, ids)
     offsets = xp.empty(num_segments + 1, dtype=np.int64)
     _launch(_name(func, "ids_to_offsets", idx.dtype), num_segments + 1,
             (idx, _I64(idx.shape[0]), _I64(num_segments), offsets))
     return offsets
+
+
+# --------------------------------------------------------------------- device-only
+def check_null_weights(woffsets: Any, valid: Any, wvalid: Any, num_weights: int) -> None:
+    """Record the first null weight (``wvalid[i] == 0``) of a valid row in the error word.
+
+    ``woffsets`` are the weights' row offsets (int32 or int64, ``rows + 1``), ``valid``
+    the rows' bool mask or None.
+    """
+    func = "check_null_weights"
+    xp = array_module(func, woffsets=woffsets, valid=valid, wvalid=wvalid)
+    va = _mask(xp, valid)
+    rows = woffsets.shape[0] - 1
+    _launch(_name(func, func, woffsets.dtype), rows,
+            (xp.ascontiguousarray(woffsets), va[0], _I32(1 - va[1]), _arr(xp, wvalid),
+             _I64(rows), _I64(num_weights), error_buffer()))
+
+
+def gather_rows(data: Any, indices: Any) -> Any:
+    """``data[indices]`` on the device (rows of a ``[V, ...]`` array; 1-D indices).
+
+    An index outside ``[0, V)`` is recorded in the error word and gives a zero row.
+    """
+    func = "gather_rows"
+    xp = array_module(func, data=data, indices=indices)
+    idx = _ids(xp, indices)
+    table = _arr(xp, data)
+    name = _name(func, func, table.dtype, idx.dtype)
+    num, width = idx.shape[0], _width(data)
+    out = xp.empty((num, *data.shape[1:]), dtype=table.dtype)
+    _launch(name, num * width,
+            (table, idx, _I64(num), _I64(data.shape[0]), _I64(width), out, error_buffer()))
+    return out.view(np.bool_) if data.dtype.kind == "b" else out
