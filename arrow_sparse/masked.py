@@ -10,298 +10,27 @@ mask is ``ones(input.shape)`` even for sparse inputs, so unspecified elements co
 as zeros. Sparse and jagged inputs are reduced on their stored values; nothing of
 the dense shape is allocated (except by ``softmax``/``log_softmax``, whose result has
 the dense shape). numpy inputs are reduced by numpy on ``where(M, x, identity)``.
-Results are dense numpy arrays. See docs/masked-reductions.md.
+Results are dense numpy arrays.
+
+Every op also runs on the device: a CuPy array, a sparse tensor on the device or a
+device :class:`Jagged` (the mask, when an array, on the same device) gives a CuPy
+result, computed by CuPy's reductions or the CUDA twins of the scatter kernels. See
+docs/masked-reductions.md for what each op reads back.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from . import _validate as v
-from ._backend import get_kernel
-from .errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
-from .jagged import Jagged
-from .sparse import SparseCOO, SparseCSC, SparseCSF, SparseCSR
+from .errors import ArrowSparseTypeError, ArrowSparseValueError
+from .sparse._masked import Problem, Strided, dense_view, prepare
 
 __all__ = ["amax", "amin", "argmax", "argmin", "log_softmax", "logsumexp", "mean", "norm",
            "prod", "softmax", "std", "sum", "var"]
-
-_SPARSE = (SparseCOO, SparseCSR, SparseCSC, SparseCSF)
-
-
-def _k(name: str) -> Callable[..., Any]:
-    return get_kernel("masked", name)
-
-
-# --------------------------------------------------------------------------- entries
-def _ravel(coords: list[np.ndarray], shape: tuple[int, ...], n: int) -> np.ndarray:
-    if not shape or n == 0:
-        return np.zeros(n, dtype=np.int64)
-    return np.ravel_multi_index(tuple(coords), shape).astype(np.int64, copy=False)
-
-
-def _jagged_entries(func: str, arg: str, j: Jagged) -> tuple[tuple[int, ...], list[np.ndarray],
-                                                              np.ndarray]:
-    values = j.values
-    if isinstance(values, Jagged):
-        msg = (f"{func}: {arg} is a nested Jagged; masked reductions take one jagged level "
-               "(reduce the inner level first, or use to_padded())")
-        raise ArrowSparseTypeError(msg)
-    offsets = j.offsets.astype(np.int64, copy=False)
-    rows = j.num_rows
-    lengths = np.diff(offsets)
-    shape = (rows, int(lengths.max()) if rows else 0, *values.shape[1:])
-    start, stop = int(offsets[0]), int(offsets[-1])
-    row = np.repeat(np.arange(rows, dtype=np.int64), lengths)
-    keep = np.ones(stop - start, dtype=bool)
-    if j.validity is not None:
-        keep &= np.repeat(j.validity, lengths)
-    if j.values_validity is not None:
-        keep &= j.values_validity[start:stop]
-    idx = np.arange(start, stop, dtype=np.int64)
-    pos = idx - offsets[:-1][row]
-    row, pos, idx = row[keep], pos[keep], idx[keep]
-    inner = values.shape[1:]
-    k = math.prod(inner)
-    coords = [np.repeat(row, k), np.repeat(pos, k)]
-    if inner:
-        coords += [np.tile(c.astype(np.int64), len(row))
-                   for c in np.unravel_index(np.arange(k), inner)]
-    vals = values[idx].reshape(-1)
-    return shape, coords, vals
-
-
-def _entries(func: str, arg: str, x: Any) -> tuple[tuple[int, ...], list[np.ndarray], np.ndarray]:
-    """``(shape, coords, values)`` of the specified elements of ``x``, without duplicates."""
-    if isinstance(x, Jagged):
-        return _jagged_entries(func, arg, x)
-    if isinstance(x, (SparseCSR, SparseCSC)):
-        c = x.canonical()
-        ptr, minor, vals = c._compact()
-        major = np.repeat(np.arange(len(ptr) - 1, dtype=np.int64), np.diff(ptr))
-        minor = minor.astype(np.int64, copy=False)
-        coords = [major, minor] if isinstance(x, SparseCSR) else [minor, major]
-        return tuple(x.shape), coords, vals
-    if isinstance(x, _SPARSE):
-        c = x.to_coo().canonical()
-        return tuple(c.shape), [r.astype(np.int64, copy=False) for r in c.indices], c.values
-    arr = v.as_values_array(func, arg, x, min_ndim=1)
-    coords = [c.astype(np.int64, copy=False)
-              for c in np.unravel_index(np.arange(arr.size), arr.shape)]
-    return arr.shape, coords, arr.reshape(-1)
-
-
-def _mask_spec(func: str, mask: Any, shape: tuple[int, ...]) -> tuple[str, Any]:
-    """``("none", None)``, ``("dense", bool array of shape)`` or ``("coords", coords)``."""
-    if mask is None:
-        return "none", None
-    if isinstance(mask, (Jagged, *_SPARSE)):
-        mshape, coords, vals = _entries(func, "mask", mask)
-        if vals.dtype.kind not in "biuf":
-            msg = f"{func}: mask must have bool values, got {vals.dtype}"
-            raise ArrowSparseTypeError(msg)
-        ok = (mshape == shape if not isinstance(mask, Jagged) else
-              len(mshape) == len(shape) and mshape[0] == shape[0] and mshape[2:] == shape[2:]
-              and mshape[1] <= shape[1])
-        if not ok:
-            msg = f"{func}: mask has dense shape {mshape} but the input has shape {shape}"
-            raise ArrowSparseValueError(msg)
-        true = vals.astype(bool)
-        return "coords", [c[true] for c in coords]
-    arr = v.as_values_array(func, "mask", mask, min_ndim=0).astype(bool, copy=False)
-    try:
-        return "dense", np.broadcast_to(arr, shape)
-    except ValueError:
-        msg = f"{func}: mask of shape {arr.shape} does not broadcast to the input shape {shape}"
-        raise ArrowSparseValueError(msg) from None
-
-
-def _check_dims(func: str, dim: Any, ndim: int) -> tuple[int, ...]:
-    if dim is None or (isinstance(dim, tuple) and len(dim) == 0):
-        return tuple(range(ndim))
-    items = dim if isinstance(dim, (tuple, list)) else (dim,)
-    dims: list[int] = []
-    for d in items:
-        if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
-            msg = f"{func}: dim must be None, an int or a tuple of ints, got {dim!r}"
-            raise ArrowSparseTypeError(msg)
-        if not -max(ndim, 1) <= d < max(ndim, 1):
-            msg = f"{func}: dim {d} is out of range for {ndim} dimensions"
-            raise ArrowSparseIndexError(msg)
-        d = int(d) % max(ndim, 1)
-        if d in dims:
-            msg = f"{func}: dim {d} appears more than once"
-            raise ArrowSparseValueError(msg)
-        dims.append(d)
-    return tuple(sorted(d for d in dims if d < ndim))
-
-
-@dataclass
-class _Problem:
-    """A masked reduction brought to entries: one output cell per kept-coordinate tuple."""
-
-    shape: tuple[int, ...]
-    dims: tuple[int, ...]
-    num_cells: int
-    slice_size: int
-    cell: np.ndarray
-    pos: np.ndarray
-    vals: np.ndarray
-    inm: np.ndarray
-    count_in: np.ndarray   # masked-in elements per cell, specified or not
-    stored: np.ndarray     # specified elements per cell
-    stored_in: np.ndarray  # specified masked-in elements per cell
-    mask_kind: str
-    mask_keys: Callable[[], np.ndarray] = field(repr=False)
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.vals.dtype
-
-    @property
-    def zeros_in(self) -> np.ndarray:
-        """Unspecified masked-in elements (zeros) per cell."""
-        return np.asarray(self.count_in - self.stored_in)
-
-    @property
-    def out_in(self) -> np.ndarray:
-        """Unspecified masked-out elements per cell."""
-        return np.asarray(self.slice_size - self.stored - self.zeros_in)
-
-    def finish(self, flat: np.ndarray, keepdim: bool) -> np.ndarray:
-        kept = [n if i not in self.dims else 1 for i, n in enumerate(self.shape)]
-        if not keepdim:
-            kept = [n for i, n in enumerate(self.shape) if i not in self.dims]
-        return flat.reshape(kept)
-
-
-@dataclass
-class _Strided:
-    """A masked reduction of a numpy array: numpy reductions of ``where(mask, x, fill)``.
-
-    Results keep the reduced dimensions (size 1) until :meth:`finish`.
-    """
-
-    x: np.ndarray
-    mask: np.ndarray | None  # bool, broadcastable to x.shape; None: everything masked in
-    dims: tuple[int, ...]
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.x.dtype
-
-    @property
-    def slice_size(self) -> int:
-        return math.prod(self.x.shape[d] for d in self.dims)
-
-    @property
-    def count_in(self) -> np.ndarray:
-        """Masked-in elements per slice (float64)."""
-        if self.mask is None:
-            kept = [1 if i in self.dims else n for i, n in enumerate(self.x.shape)]
-            return np.full(kept, float(self.slice_size))
-        return self.reduce(np.sum, np.broadcast_to(self.mask, self.x.shape), dtype=np.float64)
-
-    def fill(self, value: Any, x: np.ndarray | None = None) -> np.ndarray:
-        """``x`` (default: the input) with its masked-out elements replaced by ``value``."""
-        x = self.x if x is None else x
-        return x if self.mask is None else np.where(self.mask, x, value)
-
-    def reduce(self, fn: Callable[..., Any], x: np.ndarray, **kw: Any) -> np.ndarray:
-        with np.errstate(all="ignore"):  # NaN from inf - inf is a result, not a warning
-            return np.asarray(fn(x, axis=self.dims, keepdims=True, **kw))
-
-    def finish(self, out: np.ndarray, keepdim: bool) -> np.ndarray:
-        return out if keepdim else np.squeeze(out, axis=self.dims)
-
-
-def _numeric(func: str, vals: np.ndarray) -> np.ndarray:
-    if vals.dtype.kind == "b":
-        vals = vals.astype(np.int64)
-    if vals.dtype.kind not in "iuf":
-        msg = f"{func}: input must have a numeric dtype, got {vals.dtype}"
-        raise ArrowSparseTypeError(msg)
-    return vals
-
-
-def _prepare(func: str, x: Any, dim: Any, mask: Any) -> _Problem | _Strided:
-    """Sparse and jagged inputs become entries; numpy inputs take the strided path."""
-    if isinstance(x, (Jagged, *_SPARSE)):
-        return _problem(func, x, dim, mask)
-    return _strided(func, v.as_values_array(func, "input", x, min_ndim=1), dim, mask)
-
-
-def _strided(func: str, x: np.ndarray, dim: Any, mask: Any) -> _Strided:
-    x = _numeric(func, x)
-    dims = _check_dims(func, dim, x.ndim)
-    kind, spec = _mask_spec(func, mask, x.shape)
-    if kind == "coords":  # a sparse or jagged mask of a dense input: densify it
-        spec_dense = np.zeros(x.shape, dtype=bool)
-        spec_dense[tuple(spec)] = True
-        spec = spec_dense
-    return _Strided(x, None if kind == "none" else spec, dims)
-
-
-def _problem(func: str, x: Any, dim: Any, mask: Any) -> _Problem:
-    shape, coords, vals = _entries(func, "input", x)
-    vals = _numeric(func, vals)
-    if math.prod(shape) >= 1 << 62:
-        msg = f"{func}: input shape {shape} has more than 2**62 elements"
-        raise ArrowSparseValueError(msg)
-    dims = _check_dims(func, dim, len(shape))
-    kept = [i for i in range(len(shape)) if i not in dims]
-    kshape = tuple(shape[i] for i in kept)
-    rshape = tuple(shape[i] for i in dims)
-    num_cells, slice_size = math.prod(kshape), math.prod(rshape)
-    n = len(vals)
-    cell = _ravel([coords[i] for i in kept], kshape, n)
-    pos = _ravel([coords[i] for i in dims], rshape, n)
-    stored = np.bincount(cell, minlength=num_cells).astype(np.int64)
-    kind, spec = _mask_spec(func, mask, shape)
-
-    def cells_of(cs: list[np.ndarray]) -> np.ndarray:
-        m = len(cs[0])
-        c = _ravel([cs[i] for i in kept], kshape, m)
-        return np.asarray(c * slice_size + _ravel([cs[i] for i in dims], rshape, m))
-
-    if kind == "none":
-        inm = np.ones(n, dtype=bool)
-        count_in = np.full(num_cells, slice_size, dtype=np.int64)
-
-        def mask_keys() -> np.ndarray:
-            return np.empty(0, dtype=np.int64)
-    elif kind == "dense":
-        inm = spec[tuple(coords)]
-        count_in = spec.sum(axis=dims, dtype=np.int64).reshape(-1)
-
-        def mask_keys() -> np.ndarray:
-            return _sorted_keys(cells_of([i.astype(np.int64) for i in np.nonzero(spec)]))
-    else:
-        # membership by the full raveled coordinates: both sides are canonical, so
-        # usually sorted alike (one merge pass), whichever dimensions are reduced
-        count_in = np.bincount(_ravel([spec[i] for i in kept], kshape, len(spec[0])),
-                               minlength=num_cells).astype(np.int64)
-        inm = np.empty(n, dtype=bool)
-        _k("sorted_member")(_sorted_keys(_ravel(spec, shape, len(spec[0]))),
-                            _ravel(coords, shape, n), inm)
-
-        def mask_keys() -> np.ndarray:
-            return _sorted_keys(cells_of(spec))
-    stored_in = np.bincount(cell[inm], minlength=num_cells).astype(np.int64)
-    return _Problem(shape, dims, num_cells, slice_size, cell, pos, vals,
-                    np.ascontiguousarray(inm), count_in, stored, stored_in, kind, mask_keys)
-
-
-def _sorted_keys(keys: np.ndarray) -> np.ndarray:
-    """Distinct raveled keys (entries never repeat a coordinate), sorted unless they are."""
-    if len(keys) > 1 and (keys[1:] < keys[:-1]).any():
-        return np.sort(keys)
-    return keys
 
 
 def _float_dtype(dtype: np.dtype) -> np.dtype:
@@ -325,30 +54,30 @@ def _identity(op: str, dtype: np.dtype) -> Any:
     return info.min if op == "max" else info.max
 
 
-def _extreme(p: _Problem | _Strided, op: str) -> np.ndarray:
+def _extreme(p: Problem | Strided, op: str) -> np.ndarray:
     """amax/amin in the input dtype: identity where fully masked out."""
     ident = _identity(op, p.dtype)
-    if isinstance(p, _Strided):
-        return p.reduce(np.max if op == "max" else np.min, p.fill(ident), initial=ident)
-    out = np.full(p.num_cells, ident, dtype=p.dtype)
-    _k("masked_max" if op == "max" else "masked_min")(p.cell, p.vals, p.inm, out)
-    zero = p.zeros_in > 0
-    combine = np.maximum if op == "max" else np.minimum
-    out[zero] = combine(out[zero], 0)
+    if isinstance(p, Strided):
+        return p.extreme(op, p.fill(ident), ident)
+    xp = p.xp
+    out = xp.full(p.num_cells, ident, dtype=p.dtype)
+    p.k("masked_max" if op == "max" else "masked_min")(p.cell, p.vals, p.inm, out)
+    combine = xp.maximum if op == "max" else xp.minimum
+    return xp.where(p.zeros_in > 0, combine(out, 0), out)  # type: ignore[no-any-return]
+
+
+def _total(p: Problem | Strided, dtype: np.dtype) -> np.ndarray:
+    if isinstance(p, Strided):
+        return p.reduce("sum", p.fill(0), dtype=dtype)
+    out = p.xp.zeros(p.num_cells, dtype=dtype)
+    p.k("masked_sum")(p.cell, p.vals, p.inm, out)
     return out
 
 
-def _total(p: _Problem | _Strided, dtype: np.dtype) -> np.ndarray:
-    if isinstance(p, _Strided):
-        return p.reduce(np.sum, p.fill(0), dtype=dtype)
-    out = np.zeros(p.num_cells, dtype=dtype)
-    _k("masked_sum")(p.cell, p.vals, p.inm, out)
-    return out
-
-
-def _mean(p: _Problem | _Strided) -> np.ndarray:
+def _mean(p: Problem | Strided) -> np.ndarray:
+    """Sum over count in float64; integers are summed exactly first (int64 / uint64)."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.asarray(_total(p, np.dtype(np.float64)) / p.count_in)
+        return _total(p, _acc_dtype(p.dtype)).astype(np.float64) / p.count_in
 
 
 # --------------------------------------------------------------------------- reductions
@@ -393,6 +122,12 @@ def sum(input: Any, dim: Any = None, *, keepdim: bool = False,  # noqa: A001 - t
     Unspecified elements of a sparse or jagged input are zeros; the reduction runs on
     the stored values only (scatter by output cell), never on the dense shape.
 
+    On the device (a CuPy array, a sparse tensor or Jagged there) the result is a
+    CuPy array. A dense input synchronises nothing; a sparse or jagged input reads
+    back what its layout needs (a CSR's ``indptr`` ends, a Jagged's longest row,
+    whether it is canonical), and a sparse or jagged mask the number of its True
+    elements. Every op of this module does the same (see docs/masked-reductions.md).
+
     Examples
     --------
     >>> csr = asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([1.0, 2.0, 3.0]), (2, 3))
@@ -401,7 +136,7 @@ def sum(input: Any, dim: Any = None, *, keepdim: bool = False,  # noqa: A001 - t
     >>> asp.masked.sum(csr, 0, mask=np.array([True, False, True]))
     array([1., 0., 2.])
     """
-    p = _prepare("masked.sum", input, dim, mask)
+    p = prepare("masked.sum", input, dim, mask)
     return p.finish(_sum_result(_total(p, _acc_dtype(p.dtype)), p.dtype), keepdim)
 
 
@@ -432,14 +167,14 @@ def prod(input: Any, dim: Any = None, *, keepdim: bool = False, mask: Any = None
     >>> asp.masked.prod(j, 1)  # the default mask covers the zero tails
     array([  0., 336.,   0.])
     """
-    p = _prepare("masked.prod", input, dim, mask)
-    if isinstance(p, _Strided):
-        out = p.reduce(np.prod, p.fill(1), dtype=_acc_dtype(p.dtype))
+    p = prepare("masked.prod", input, dim, mask)
+    if isinstance(p, Strided):
+        out = p.reduce("prod", p.fill(1), dtype=_acc_dtype(p.dtype))
     else:
-        out = np.ones(p.num_cells, dtype=_acc_dtype(p.dtype))
-        _k("masked_prod")(p.cell, p.vals, p.inm, out)
+        out = p.xp.ones(p.num_cells, dtype=_acc_dtype(p.dtype))
+        p.k("masked_prod")(p.cell, p.vals, p.inm, out)
         with np.errstate(invalid="ignore"):  # inf * 0 is NaN, as in the dense product
-            out[p.zeros_in > 0] *= 0
+            out = p.xp.where(p.zeros_in > 0, out * 0, out)
     return p.finish(_sum_result(out, p.dtype), keepdim)
 
 
@@ -469,7 +204,7 @@ def amax(input: Any, dim: Any = None, *, keepdim: bool = False, mask: Any = None
     >>> asp.masked.amax(coo, 1, mask=coo.to_dense() != 0)
     array([-1., -2.])
     """
-    p = _prepare("masked.amax", input, dim, mask)
+    p = prepare("masked.amax", input, dim, mask)
     return p.finish(_extreme(p, "max"), keepdim)
 
 
@@ -497,7 +232,7 @@ def amin(input: Any, dim: Any = None, *, keepdim: bool = False, mask: Any = None
     ...                 mask=np.array([[True, False], [False, False]]))
     array([ 3., inf])
     """
-    p = _prepare("masked.amin", input, dim, mask)
+    p = prepare("masked.amin", input, dim, mask)
     return p.finish(_extreme(p, "min"), keepdim)
 
 
@@ -505,37 +240,34 @@ def _arg(func: str, op: str, input: Any, dim: Any, keepdim: bool, mask: Any) -> 
     if isinstance(dim, (tuple, list)):
         msg = f"{func}: dim must be None or an int, got {dim!r}"
         raise ArrowSparseTypeError(msg)
-    p = _prepare(func, input, dim, mask)
+    p = prepare(func, input, dim, mask)
     if p.slice_size == 0:
         msg = f"{func}: cannot take the {op} index of an empty slice (dim={dim})"
         raise ArrowSparseValueError(msg)
     ident = _identity(op, p.dtype)
-    if isinstance(p, _Strided):  # numpy picks the first NaN, as the entries path does
-        pick = np.argmax if op == "max" else np.argmin
+    if isinstance(p, Strided):  # numpy picks the first NaN, as the entries path does
+        filled = p.fill(ident)
+        pick = filled.argmax if op == "max" else filled.argmin
         axis = None if dim is None else p.dims[0]
-        return p.finish(pick(p.fill(ident), axis=axis, keepdims=True).astype(np.int64),
-                        keepdim)
-    best = _extreme(p, op)
-    outside = p.out_in > 0
-    combine = np.maximum if op == "max" else np.minimum
-    best[outside] = combine(best[outside], ident)
-    out = np.full(p.num_cells, p.slice_size, dtype=np.int64)
-    _k("masked_first_best")(p.cell, p.pos, p.vals, p.inm, p.dtype.type(ident), best, out)
+        return p.finish(pick(axis=axis, keepdims=True).astype(np.int64), keepdim)
+    xp = p.xp
     zeros, outs = p.zeros_in > 0, p.out_in > 0
-    if zeros.any() or outs.any():
+    combine = xp.maximum if op == "max" else xp.minimum
+    best = xp.where(outs, combine(_extreme(p, op), ident), _extreme(p, op))
+    out = xp.full(p.num_cells, p.slice_size, dtype=np.int64)
+    p.k("masked_first_best")(p.cell, p.pos, p.vals, p.inm, p.dtype.type(ident), best, out)
+    if bool((zeros | outs).any()):
         # the first unstored position per cell that is masked in (a zero), or out
-        skeys = _sorted_keys(p.cell * p.slice_size + p.pos)
-        first_zero = np.zeros(p.num_cells, dtype=np.int64)
-        first_out = np.zeros(p.num_cells, dtype=np.int64)
+        skeys = xp.sort(p.cell * p.slice_size + p.pos)
+        first_zero = xp.zeros(p.num_cells, dtype=np.int64)
+        first_out = xp.zeros(p.num_cells, dtype=np.int64)
         if p.mask_kind == "none":  # every unstored position is masked in
-            _k("first_unstored")(skeys[:0], skeys, p.slice_size, first_out, first_zero)
+            p.k("first_unstored")(skeys[:0], skeys, p.slice_size, first_out, first_zero)
         else:
             first_zero[:] = p.slice_size
-            _k("first_unstored")(p.mask_keys(), skeys, p.slice_size, first_zero, first_out)
-        hit = zeros & (best == 0)
-        out[hit] = np.minimum(out[hit], first_zero[hit])
-        hit = outs & (best == ident)
-        out[hit] = np.minimum(out[hit], first_out[hit])
+            p.k("first_unstored")(p.mask_keys(), skeys, p.slice_size, first_zero, first_out)
+        out = xp.where(zeros & (best == 0), xp.minimum(out, first_zero), out)
+        out = xp.where(outs & (best == ident), xp.minimum(out, first_out), out)
     return p.finish(out, keepdim)
 
 
@@ -638,12 +370,12 @@ def mean(input: Any, dim: Any = None, *, keepdim: bool = False, mask: Any = None
     >>> asp.masked.mean(j, 1)  # over the dense view [3, 4]: tails are zeros
     array([1.5 , 4.75, 2.25])
     """
-    p = _prepare("masked.mean", input, dim, mask)
+    p = prepare("masked.mean", input, dim, mask)
     return p.finish(_mean(p).astype(_float_dtype(p.dtype)), keepdim)
 
 
 def _var(func: str, input: Any, dim: Any, unbiased: bool | None, correction: Any,
-         mask: Any) -> tuple[_Problem | _Strided, np.ndarray]:
+         mask: Any) -> tuple[Problem | Strided, np.ndarray]:
     if unbiased is not None and correction is not None:
         msg = f"{func}: give only one of unbiased and correction"
         raise ArrowSparseValueError(msg)
@@ -653,17 +385,18 @@ def _var(func: str, input: Any, dim: Any, unbiased: bool | None, correction: Any
             msg = f"{func}: correction must be a number, got {correction!r}"
             raise ArrowSparseTypeError(msg)
         corr = float(correction)
-    p = _prepare(func, input, dim, mask)
+    p = prepare(func, input, dim, mask)
     m = _mean(p)
+    xp = p.xp
     with np.errstate(invalid="ignore", divide="ignore"):
-        if isinstance(p, _Strided):
+        if isinstance(p, Strided):
             dev = p.fill(0.0, p.x - m)
-            ssd = p.reduce(np.sum, dev * dev)
+            ssd = p.reduce("sum", dev * dev)
         else:
-            ssd = np.zeros(p.num_cells, dtype=np.float64)
-            _k("masked_sum_sq_dev")(p.cell, p.vals, p.inm, m, ssd)
-            ssd += np.where(p.zeros_in > 0, p.zeros_in * m * m, 0.0)
-        return p, ssd / np.maximum(p.count_in - corr, 0.0)
+            ssd = xp.zeros(p.num_cells, dtype=np.float64)
+            p.k("masked_sum_sq_dev")(p.cell, p.vals, p.inm, m, ssd)
+            ssd += xp.where(p.zeros_in > 0, p.zeros_in * m * m, 0.0)
+        return p, ssd / xp.maximum(p.count_in - corr, 0.0)
 
 
 def var(input: Any, dim: Any = None, *, unbiased: bool | None = None, keepdim: bool = False,
@@ -733,7 +466,7 @@ def std(input: Any, dim: Any = None, *, unbiased: bool | None = None, keepdim: b
     array(1.41421356)
     """
     p, out = _var("masked.std", input, dim, unbiased, correction, mask)
-    return p.finish(np.sqrt(out).astype(_float_dtype(p.dtype)), keepdim)
+    return p.finish(p.xp.sqrt(out).astype(_float_dtype(p.dtype)), keepdim)
 
 
 def norm(input: Any, ord: float = 2.0, dim: Any = None, *,  # noqa: A002 - torch's name
@@ -778,41 +511,42 @@ def norm(input: Any, ord: float = 2.0, dim: Any = None, *,  # noqa: A002 - torch
         msg = f"{func}: ord must be a number, got {ord!r}"
         raise ArrowSparseTypeError(msg)
     ordf = float(ord)
-    p = _prepare(func, input, dim, mask)
-    out = _norm_strided(p, ordf) if isinstance(p, _Strided) else _norm_entries(p, ordf)
+    p = prepare(func, input, dim, mask)
+    out = _norm_strided(p, ordf) if isinstance(p, Strided) else _norm_entries(p, ordf)
     return p.finish(out.astype(_float_dtype(p.dtype)), keepdim)
 
 
-def _norm_strided(p: _Strided, ordf: float) -> np.ndarray:
-    a = np.abs(p.x.astype(np.float64))
+def _norm_strided(p: Strided, ordf: float) -> np.ndarray:
+    a = abs(p.x.astype(np.float64))
     if math.isinf(ordf):
         ident = 0.0 if ordf > 0 else np.inf
-        return p.reduce(np.max if ordf > 0 else np.min, p.fill(ident, a), initial=ident)
+        return p.extreme("max" if ordf > 0 else "min", p.fill(ident, a), ident)
     if ordf == 0:
-        return p.reduce(np.count_nonzero, p.fill(0.0, a)).astype(np.float64)
+        return p.reduce("sum", p.fill(0.0, a) != 0, dtype=np.float64)
     with np.errstate(divide="ignore", over="ignore"):
-        return np.asarray(p.reduce(np.sum, p.fill(0.0, a) ** ordf) ** (1.0 / ordf))
+        return p.reduce("sum", p.fill(0.0, a) ** ordf) ** (1.0 / ordf)
 
 
-def _norm_entries(p: _Problem, ordf: float) -> np.ndarray:
+def _norm_entries(p: Problem, ordf: float) -> np.ndarray:
+    xp = p.xp
     if math.isinf(ordf):
-        absvals = np.abs(p.vals.astype(np.float64))
-        out = np.full(p.num_cells, 0.0 if ordf > 0 else np.inf)
-        _k("masked_max" if ordf > 0 else "masked_min")(p.cell, absvals, p.inm, out)
-        if ordf < 0:
-            zero = p.zeros_in > 0
-            out[zero] = np.minimum(out[zero], 0.0)  # a NaN stays
+        absvals = abs(p.vals.astype(np.float64))
+        out = xp.full(p.num_cells, 0.0 if ordf > 0 else np.inf)
+        p.k("masked_max" if ordf > 0 else "masked_min")(p.cell, absvals, p.inm, out)
+        if ordf < 0:  # a NaN stays
+            out = xp.where(p.zeros_in > 0, xp.minimum(out, 0.0), out)
         return out
     if ordf == 0:
-        count = np.zeros(p.num_cells, dtype=np.int64)
-        _k("masked_count_nonzero")(p.cell, p.vals, p.inm, count)
+        count = xp.zeros(p.num_cells, dtype=np.int64)
+        p.k("masked_count_nonzero")(p.cell, p.vals, p.inm, count)
         return count
-    total = np.zeros(p.num_cells, dtype=np.float64)
-    _k("masked_sum_abs_pow")(p.cell, p.vals, p.inm, ordf, total)
+    total = xp.zeros(p.num_cells, dtype=np.float64)
+    p.k("masked_sum_abs_pow")(p.cell, p.vals, p.inm, ordf, total)
     with np.errstate(divide="ignore", over="ignore"):
-        if ordf < 0:
-            total[(p.zeros_in > 0) | (p.count_in < p.slice_size)] += np.inf  # 0 ** p
-        return np.asarray(total ** (1.0 / ordf))
+        if ordf < 0:  # 0 ** p
+            total = xp.where((p.zeros_in > 0) | (p.count_in < p.slice_size), total + np.inf,
+                             total)
+        return total ** (1.0 / ordf)
 
 
 def logsumexp(input: Any, dim: Any = None, *, keepdim: bool = False,
@@ -840,41 +574,43 @@ def logsumexp(input: Any, dim: Any = None, *, keepdim: bool = False,
     >>> asp.masked.logsumexp(j, 1, mask=asp.Jagged.from_list([[True, True], [False]]))
     array([0.69314718,       -inf])
     """
-    p = _prepare("masked.logsumexp", input, dim, mask)
-    if isinstance(p, _Strided):
+    p = prepare("masked.logsumexp", input, dim, mask)
+    xp = p.xp
+    if isinstance(p, Strided):
         a = p.fill(-np.inf, p.x.astype(np.float64))
-        shift = p.reduce(np.max, a, initial=-np.inf)
-        shift = np.where(np.isfinite(shift), shift, 0.0)
+        shift = p.extreme("max", a, -np.inf)
+        shift = xp.where(xp.isfinite(shift), shift, 0.0)
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            out = np.log(p.reduce(np.sum, np.exp(a - shift))) + shift
+            out = xp.log(p.reduce("sum", xp.exp(a - shift))) + shift
         return p.finish(out.astype(_float_dtype(p.dtype)), keepdim)
     vals = p.vals.astype(np.float64, copy=False)
-    shift = np.full(p.num_cells, -np.inf)
-    _k("masked_max")(p.cell, vals, p.inm, shift)
+    shift = xp.full(p.num_cells, -np.inf)
+    p.k("masked_max")(p.cell, vals, p.inm, shift)
     zeros = p.zeros_in
-    shift[zeros > 0] = np.maximum(shift[zeros > 0], 0.0)
-    shift = np.where(np.isfinite(shift), shift, 0.0)
-    total = np.zeros(p.num_cells, dtype=np.float64)
-    _k("masked_sum_exp")(p.cell, vals, p.inm, shift, total)
+    shift = xp.where(zeros > 0, xp.maximum(shift, 0.0), shift)
+    shift = xp.where(xp.isfinite(shift), shift, 0.0)
+    total = xp.zeros(p.num_cells, dtype=np.float64)
+    p.k("masked_sum_exp")(p.cell, vals, p.inm, shift, total)
     with np.errstate(divide="ignore", over="ignore"):
-        total += zeros * np.exp(-np.maximum(shift, 0.0))  # shift >= 0 where zeros > 0
-        out = np.log(total) + shift
+        total += zeros * xp.exp(-xp.maximum(shift, 0.0))  # shift >= 0 where zeros > 0
+        out = xp.log(total) + shift
     return p.finish(out.astype(_float_dtype(p.dtype)), keepdim)
 
 
 # --------------------------------------------------------------------------- normalizations
-def _dense_masked(func: str, input: Any, dim: Any, mask: Any) -> tuple[np.ndarray, int, np.dtype]:
+def _dense_masked(func: str, input: Any, dim: Any, mask: Any
+                  ) -> tuple[Strided, np.ndarray, np.dtype]:
+    """Return the dense view's problem, its masked-out elements ``-inf`` (float64)."""
     if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
         msg = f"{func}: dim must be an int, got {dim!r}"
         raise ArrowSparseTypeError(msg)
-    if isinstance(input, (Jagged, *_SPARSE)):
-        shape, coords, vals = _entries(func, "input", input)
-        x = np.zeros(shape, dtype=_numeric(func, vals).dtype)
-        x[tuple(coords)] = vals
-    else:
-        x = v.as_values_array(func, "input", input, min_ndim=1)
-    p = _strided(func, x, dim, mask)
-    return p.fill(-np.inf, p.x.astype(np.float64)), p.dims[0], _float_dtype(p.dtype)
+    p = dense_view(func, input, dim, mask)
+    return p, p.fill(-np.inf, p.x.astype(np.float64)), _float_dtype(p.dtype)
+
+
+def _shifted(p: Strided, x: np.ndarray) -> np.ndarray:
+    """``x`` minus its maximum along the normalised dimension (``-inf`` where empty)."""
+    return x - p.extreme("max", x, -np.inf)
 
 
 def softmax(input: Any, dim: int, *, mask: Any = None) -> np.ndarray:
@@ -911,10 +647,10 @@ def softmax(input: Any, dim: int, *, mask: Any = None) -> np.ndarray:
     >>> asp.masked.softmax(np.array([[0.0, 0.0, 5.0]]), 1, mask=np.array([True, True, False]))
     array([[0.5, 0.5, 0. ]])
     """
-    x, d, dt = _dense_masked("masked.softmax", input, dim, mask)
+    p, x, dt = _dense_masked("masked.softmax", input, dim, mask)
     with np.errstate(invalid="ignore"):
-        e = np.exp(x - np.max(x, axis=d, keepdims=True, initial=-np.inf))
-        return np.asarray(e / e.sum(axis=d, keepdims=True)).astype(dt)
+        e = p.xp.exp(_shifted(p, x))
+        return (e / p.reduce("sum", e)).astype(dt)
 
 
 def log_softmax(input: Any, dim: int, *, mask: Any = None) -> np.ndarray:
@@ -942,8 +678,8 @@ def log_softmax(input: Any, dim: int, *, mask: Any = None) -> np.ndarray:
     >>> asp.masked.log_softmax(asp.Jagged.from_list([[0.0, 0.0]]), 1)
     array([[-0.69314718, -0.69314718]])
     """
-    x, d, dt = _dense_masked("masked.log_softmax", input, dim, mask)
+    p, x, dt = _dense_masked("masked.log_softmax", input, dim, mask)
     with np.errstate(invalid="ignore", divide="ignore"):
-        shifted = x - np.max(x, axis=d, keepdims=True, initial=-np.inf)
-        return np.asarray(shifted - np.log(np.exp(shifted).sum(axis=d, keepdims=True))).astype(dt)
+        shifted = _shifted(p, x)
+        return (shifted - p.xp.log(p.reduce("sum", p.xp.exp(shifted)))).astype(dt)
 

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import arrow_sparse as asp
-from arrow_sparse import _backend
+from arrow_sparse import _backend, masked
 from arrow_sparse.errors import ArrowSparseIndexError, ArrowSparseValueError
 from arrow_sparse.kernels import cuda
 from arrow_sparse.kernels.cpu import masked as cpu_masked
@@ -439,6 +439,45 @@ def test_key_searches_on_device_arrays_read_nothing_back(name: str) -> None:
         cuda.check_errors(name)
         for i in written:
             np.testing.assert_array_equal(device[i].get(), expected[i])
+
+
+# ------------------------------------------------------------------ public ops on the device
+@pytest.fixture
+def cp() -> Iterator[Any]:
+    """The stand-in ``cupy`` with the emulator for one test, completed as test_masked does."""
+    from tests.test_masked import CUPY_FUNCTIONS
+
+    with fake_cupy.emulated_cupy(check_orders=("reverse",)) as module:
+        for name in CUPY_FUNCTIONS:
+            setattr(module, name, fake_cupy._function(name))
+        yield module
+
+
+def test_host_and_device_inputs_are_refused_together(cp: Any) -> None:
+    x = np.array([[1.0, 0.0], [2.0, 3.0]])
+    csr = asp.SparseCSR.from_dense(x)
+    fix = r" .*; move them to one device first"
+    with pytest.raises(TypeError, match=r"^masked\.sum: mask is a host" + fix):
+        masked.sum(cp.asarray(x), mask=np.ones((2, 2), bool))
+    with pytest.raises(TypeError, match=r"^masked\.amax: input is a host" + fix):
+        masked.amax(x, mask=cp.asarray(np.ones((2, 2), bool)))
+    with pytest.raises(TypeError, match=r"^masked\.mean: mask is a host" + fix):
+        masked.mean(csr.to_device("cuda"), 1, mask=csr)
+    with pytest.raises(TypeError, match=r"^masked\.softmax: input is a host" + fix):
+        masked.softmax(csr, 1, mask=csr.to_device("cuda"))
+    with pytest.raises(TypeError, match=r"^masked\.argmax: mask is a host" + fix):
+        masked.argmax(asp.Jagged.from_list([[1.0]]).to_device("cuda"), 1, mask=[[True]])
+
+
+def test_scalar_masks_and_results_on_the_device(cp: Any) -> None:
+    x = np.array([[1.0, 0.0], [2.0, 3.0]])
+    csr = asp.SparseCSR.from_dense(x)
+    for mask in (True, np.bool_(False)):
+        want = masked.sum(csr, 1, mask=mask)
+        for layout in (cp.asarray(x), csr.to_device("cuda")):
+            got = masked.sum(layout, 1, mask=mask)
+            assert isinstance(got, fake_cupy.ndarray)
+            np.testing.assert_array_equal(got.get(), want)
 
 
 # ------------------------------------------------------------------ on a real GPU

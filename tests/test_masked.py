@@ -1,8 +1,15 @@
-"""Tests of ``arrow_sparse.masked``: every op on every layout against a dense numpy oracle."""
+"""Tests of ``arrow_sparse.masked``: every op on every layout against a dense numpy oracle.
+
+Tests taking ``backend`` also run with the CUDA kernels on the emulator and on device
+arrays of the stand-in CuPy (``tests/conftest.py``): inputs and masks are moved to the
+backend's device and every result is checked to come back from there.
+"""
 
 from __future__ import annotations
 
+import sys
 import tracemalloc
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -13,6 +20,9 @@ from hypothesis import strategies as st
 import arrow_sparse as asp
 from arrow_sparse import masked
 from arrow_sparse.errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
+from arrow_sparse.sparse import SparseTensor
+
+from .conftest import from_backend, on_device, to_backend
 
 REDUCTIONS = ["sum", "prod", "amax", "amin", "argmax", "argmin", "mean", "norm", "var", "std",
               "logsumexp"]
@@ -72,6 +82,36 @@ def reference(op: str, x: np.ndarray, m: np.ndarray, dim: Any, keepdim: bool = F
         lse = np.log(np.sum(np.exp(shifted), axis=dim, keepdims=True))
         return np.exp(shifted - lse) if op == "softmax" else shifted - lse
     raise AssertionError(op)  # pragma: no cover
+
+
+# --------------------------------------------------------------------------- backends
+#: CuPy functions the masked reductions use that the stand-in CuPy does not define;
+#: they behave as numpy's (added to it for the ``cupy_emu`` backend).
+CUPY_FUNCTIONS = ("exp", "log", "sqrt", "isfinite", "broadcast_to")
+
+
+@pytest.fixture
+def backend(backend: str) -> Iterator[str]:
+    """The ``backend`` fixture of ``conftest.py``, with the stand-in CuPy completed."""
+    if backend == "cupy_emu":
+        from tests.cuda_emu import fake_cupy
+
+        module = sys.modules["cupy"]
+        for name in CUPY_FUNCTIONS:
+            setattr(module, name, fake_cupy._function(name))
+    yield backend
+
+
+def on(x: Any, backend: str) -> Any:
+    """An input or a mask (array, Jagged, sparse tensor) on the backend's device."""
+    if isinstance(x, SparseTensor):
+        return x.to_device("cuda") if on_device(backend) else x
+    return to_backend(x, backend)
+
+
+def check_on(got: Any, want: Any, backend: str) -> None:
+    """:func:`check` of a result that must come back from the backend's device."""
+    check(from_backend(got, backend), np.asarray(want))
 
 
 # --------------------------------------------------------------------------- layouts
@@ -215,6 +255,43 @@ def test_layout_invariance(op: str, data: st.DataObject) -> None:
         check(getattr(masked, op)(x.to_csc(), dim=dim, mask=m), want)
 
 
+def sample(layout: str, rng: np.random.Generator) -> tuple[Any, np.ndarray, np.ndarray]:
+    """A fixed input of ``layout`` as :func:`cases` draws them: ``(input, dense, mask)``.
+
+    NaN and infinities included, some rows of a Jagged empty, 3-d where the layout allows.
+    """
+    shape = {"csr": (4, 5), "jagged": (4, 3, 2)}.get(layout, (3, 4, 2))
+    dense = rng.integers(-3, 4, size=shape).astype(np.float64)
+    dense[rng.random(shape) < 0.1] = np.nan
+    dense[rng.random(shape) < 0.1] = np.inf
+    lengths = None
+    if layout == "jagged":
+        lengths = np.array([2, 0, 3, 1])
+        stored = np.broadcast_to((np.arange(3)[None, :] < lengths[:, None])[..., None], shape)
+    else:
+        stored = rng.random(shape) < (1.0 if layout == "dense" else 0.5)
+    dense = np.where(stored, dense, 0.0)
+    return to_layout(layout, dense, stored, lengths, rng), dense, rng.random(shape) < 0.6
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("op", REDUCTIONS + NORMALIZATIONS)
+def test_every_op_and_mask_layout_on_every_backend(op: str, layout: str, backend: str) -> None:
+    rng = np.random.default_rng(7)
+    x, dense, m = sample(layout, rng)
+    kw: dict[str, Any] = {"ord": 3.0} if op == "norm" else {}
+    dims = ([0, -1] if op in NORMALIZATIONS else [None, 1] if op.startswith("arg")
+            else [None, 1, (0, 1)])
+    for mask_kind in MASK_LAYOUTS:
+        mask, view = mask_layout(mask_kind, m, dense.shape, rng)
+        for dim in dims:
+            if op in NORMALIZATIONS:
+                got = getattr(masked, op)(on(x, backend), dim, mask=on(mask, backend))
+            else:
+                got = getattr(masked, op)(on(x, backend), dim=dim, mask=on(mask, backend), **kw)
+            check_on(got, reference(op, dense, view, dim, **kw), backend)
+
+
 # --------------------------------------------------------------------------- torch.masked
 TORCH_KW: dict[str, dict[str, Any]] = {"norm": {"ord": 2.0}, "var": {}, "std": {}}
 
@@ -236,108 +313,118 @@ def test_matches_torch_masked(op: str, data: st.DataObject) -> None:
     check(got, want.numpy())
 
 
-def test_fully_masked_slices_follow_torch() -> None:
-    x = asp.SparseCSR.from_dense(np.array([[1.0, 0.0], [2.0, -3.0]]))
-    mask = np.array([[False, False], [True, True]])
+def test_fully_masked_slices_follow_torch(backend: str) -> None:
+    x = on(asp.SparseCSR.from_dense(np.array([[1.0, 0.0], [2.0, -3.0]])), backend)
+    mask = on(np.array([[False, False], [True, True]]), backend)
     nan = np.nan
     expected = {"sum": [0.0, -1.0], "prod": [1.0, -6.0], "amax": [-np.inf, 2.0],
                 "amin": [np.inf, -3.0], "argmax": [0, 0], "argmin": [0, 1], "mean": [nan, -0.5],
                 "norm": [0.0, np.sqrt(13.0)], "var": [nan, 12.5], "std": [nan, np.sqrt(12.5)],
                 "logsumexp": [-np.inf, np.log(np.exp(2.0) + np.exp(-3.0))]}
     for op, want in expected.items():
-        check(getattr(masked, op)(x, dim=1, mask=mask), np.array(want))
-    check(masked.norm(x, -np.inf, 1, mask=mask), np.array([np.inf, 2.0]))
-    assert np.isnan(masked.softmax(x, 1, mask=mask)[0]).all()
+        check_on(getattr(masked, op)(x, dim=1, mask=mask), want, backend)
+    check_on(masked.norm(x, -np.inf, 1, mask=mask), [np.inf, 2.0], backend)
+    assert np.isnan(from_backend(masked.softmax(x, 1, mask=mask), backend)[0]).all()
 
 
 # --------------------------------------------------------------------------- semantics
-def test_default_mask_counts_unspecified_elements_as_zeros() -> None:
-    coo = asp.SparseCOO([[0, 0], [0, 2]], np.array([2.0, 3.0]), (2, 3))
-    check(masked.prod(coo, 1), np.array([0.0, 0.0]))
-    check(masked.mean(coo, 1), np.array([5.0 / 3.0, 0.0]))
-    check(masked.amin(coo, 1), np.array([0.0, 0.0]))
-    pattern = asp.SparseCOO(coo.indices, np.ones(2, dtype=bool), (2, 3))
-    check(masked.prod(coo, 1, mask=pattern), np.array([6.0, 1.0]))
-    check(masked.mean(coo, 1, mask=pattern), np.array([2.5, np.nan]))
+def test_default_mask_counts_unspecified_elements_as_zeros(backend: str) -> None:
+    coo = on(asp.SparseCOO([[0, 0], [0, 2]], np.array([2.0, 3.0]), (2, 3)), backend)
+    check_on(masked.prod(coo, 1), [0.0, 0.0], backend)
+    check_on(masked.mean(coo, 1), [5.0 / 3.0, 0.0], backend)
+    check_on(masked.amin(coo, 1), [0.0, 0.0], backend)
+    pattern = on(asp.SparseCOO([[0, 0], [0, 2]], np.ones(2, dtype=bool), (2, 3)), backend)
+    check_on(masked.prod(coo, 1, mask=pattern), [6.0, 1.0], backend)
+    check_on(masked.mean(coo, 1, mask=pattern), [2.5, np.nan], backend)
 
 
-def test_coo_duplicates_add_up() -> None:
-    coo = asp.SparseCOO([[0, 0, 1]], np.array([1.0, 2.0, 5.0]), (2,))
-    check(masked.amax(coo), np.array(5.0))
-    check(masked.amin(coo, 0, mask=np.array([True, False])), np.array(3.0))
+def test_coo_duplicates_add_up(backend: str) -> None:
+    coo = on(asp.SparseCOO([[0, 0, 1]], np.array([1.0, 2.0, 5.0]), (2,)), backend)
+    check_on(masked.amax(coo), 5.0, backend)
+    check_on(masked.amin(coo, 0, mask=on(np.array([True, False]), backend)), 3.0, backend)
 
 
-def test_jagged_dense_view_and_null_rows() -> None:
-    j = asp.Jagged.from_list([[1.0, 2.0, 3.0], None, [3.0, 6.0]])
-    check(masked.sum(j, 1), np.array([6.0, 0.0, 9.0]))
-    check(masked.amin(j, 1), np.array([1.0, 0.0, 0.0]))
-    valid = asp.Jagged.from_list([[True] * 3, [], [True] * 2])
-    check(masked.amin(j, 1, mask=valid), np.array([1.0, np.inf, 3.0]))
-    check(masked.mean(j, 0, mask=valid), np.array([2.0, 4.0, 3.0]))
+def test_jagged_dense_view_and_null_rows(backend: str) -> None:
+    j = on(asp.Jagged.from_list([[1.0, 2.0, 3.0], None, [3.0, 6.0]]), backend)
+    check_on(masked.sum(j, 1), [6.0, 0.0, 9.0], backend)
+    check_on(masked.amin(j, 1), [1.0, 0.0, 0.0], backend)
+    valid = on(asp.Jagged.from_list([[True] * 3, [], [True] * 2]), backend)
+    check_on(masked.amin(j, 1, mask=valid), [1.0, np.inf, 3.0], backend)
+    check_on(masked.mean(j, 0, mask=valid), [2.0, 4.0, 3.0], backend)
+    nulls = on(asp.Jagged.from_list([[1.0, None, 3.0], [-2.0]]), backend)  # a null value
+    check_on(masked.amax(nulls, 1, mask=on(np.array([True, True, True]), backend)),
+             [3.0, 0.0], backend)
+    check_on(masked.argmin(nulls, 1), [1, 0], backend)  # unspecified: a zero
 
 
-def test_jagged_with_inner_dimension() -> None:
-    j = asp.Jagged(np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), np.array([0, 2, 3]))
-    check(masked.sum(j, 1), np.array([[4.0, 6.0], [5.0, 6.0]]))
-    check(masked.amax(j, (0, 1)), np.array([5.0, 6.0]))
+def test_jagged_with_inner_dimension(backend: str) -> None:
+    j = on(asp.Jagged(np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), np.array([0, 2, 3])),
+           backend)
+    check_on(masked.sum(j, 1), [[4.0, 6.0], [5.0, 6.0]], backend)
+    check_on(masked.amax(j, (0, 1)), [5.0, 6.0], backend)
 
 
-def test_dtypes() -> None:
-    x = np.array([[1, 2], [3, 4]], dtype=np.int32)
+def test_dtypes(backend: str) -> None:
+    x = on(np.array([[1, 2], [3, 4]], dtype=np.int32), backend)
     assert masked.sum(x, 0).dtype == np.int64
     assert masked.amax(x, 0).dtype == np.int32
-    check(masked.amax(x, 0, mask=np.zeros((2, 2), bool)), np.full(2, np.iinfo(np.int32).min))
+    check_on(masked.amax(x, 0, mask=on(np.zeros((2, 2), bool), backend)),
+             np.full(2, np.iinfo(np.int32).min), backend)
     assert masked.mean(x).dtype == np.float64
-    f = np.ones((2, 2), dtype=np.float32)
+    f = on(np.ones((2, 2), dtype=np.float32), backend)
     for op in ("sum", "prod", "amax", "mean", "var", "norm", "logsumexp"):
         assert getattr(masked, op)(f, 0).dtype == np.float32, op
     assert masked.softmax(f, 0).dtype == np.float32
-    check(masked.sum(np.array([True, True, False])), np.array(2))
+    check_on(masked.sum(on(np.array([True, True, False]), backend)), 2, backend)
 
 
-def test_keepdim_shape() -> None:
-    x = asp.SparseCOO.from_dense(np.arange(24.0).reshape(2, 3, 4))
+def test_keepdim_shape(backend: str) -> None:
+    x = on(asp.SparseCOO.from_dense(np.arange(24.0).reshape(2, 3, 4)), backend)
     assert masked.sum(x, (0, 2), keepdim=True).shape == (1, 3, 1)
     assert masked.argmax(x, 1, keepdim=True).shape == (2, 1, 4)
     assert masked.mean(x).shape == ()
 
 
-def test_argmax_prefers_first_unspecified_zero() -> None:
-    csr = asp.SparseCSR([0, 2, 2], [1, 3], np.array([-1.0, -2.0]), (2, 4))
-    check(masked.argmax(csr, 1), np.array([0, 0]))
-    mask = asp.SparseCSR([0, 2, 3], [1, 2, 3], np.array([True, True, True]), (2, 4))
-    check(masked.argmax(csr, 1, mask=mask), np.array([2, 3]))
-    check(masked.argmax(csr, None, mask=mask), np.array(2))
+def test_argmax_prefers_first_unspecified_zero(backend: str) -> None:
+    csr = on(asp.SparseCSR([0, 2, 2], [1, 3], np.array([-1.0, -2.0]), (2, 4)), backend)
+    check_on(masked.argmax(csr, 1), [0, 0], backend)
+    mask = on(asp.SparseCSR([0, 2, 3], [1, 2, 3], np.array([True, True, True]), (2, 4)), backend)
+    check_on(masked.argmax(csr, 1, mask=mask), [2, 3], backend)
+    check_on(masked.argmax(csr, None, mask=mask), 2, backend)
 
 
-def test_arg_picks_the_first_nan_issue_6() -> None:
+def test_arg_picks_the_first_nan_issue_6(backend: str) -> None:
     x = np.array([[1.0, np.nan, 3.0], [np.nan, 0.0, np.nan]])
+    not_nan = on(~np.isnan(x), backend)
     for layout in (x, asp.SparseCOO.from_dense(x), asp.SparseCSR.from_dense(x)):
-        check(masked.argmax(layout, 1), np.array([1, 0]))
-        check(masked.argmin(layout, 1), np.array([1, 0]))
-        check(masked.argmax(layout), np.array(1))
+        layout = on(layout, backend)
+        check_on(masked.argmax(layout, 1), [1, 0], backend)
+        check_on(masked.argmin(layout, 1), [1, 0], backend)
+        check_on(masked.argmax(layout), 1, backend)
         # a masked-out NaN is the identity, not a NaN
-        check(masked.argmax(layout, 1, mask=~np.isnan(x)), np.array([2, 1]))
-    sparse = asp.SparseCSR([0, 1, 2], [2, 1], np.array([np.nan, -1.0]), (2, 3))
-    check(masked.argmax(sparse, 1), np.array([2, 0]))  # row 0: the NaN beats the zeros
+        check_on(masked.argmax(layout, 1, mask=not_nan), [2, 1], backend)
+    sparse = on(asp.SparseCSR([0, 1, 2], [2, 1], np.array([np.nan, -1.0]), (2, 3)), backend)
+    check_on(masked.argmax(sparse, 1), [2, 0], backend)  # row 0: the NaN beats the zeros
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8, np.int32, np.uint16, bool])
-def test_strided_and_entries_paths_agree(dtype: Any) -> None:
+def test_strided_and_entries_paths_agree(dtype: Any, backend: str) -> None:
     rng = np.random.default_rng(6)
     x = (rng.integers(0, 3, size=(4, 5, 3)) if dtype is bool or np.dtype(dtype).kind == "u"
          else rng.integers(-4, 5, size=(4, 5, 3))).astype(dtype)
     view = np.asfortranarray(x)[:, ::2]  # strided, not C-contiguous
     mask = rng.random(view.shape) < 0.6
-    coo = asp.SparseCOO.from_dense(view)
-    sparse_mask = asp.SparseCOO.from_dense(mask)
+    coo = on(asp.SparseCOO.from_dense(view), backend)
+    sparse_mask = on(asp.SparseCOO.from_dense(mask), backend)
+    dense_view, dense_mask = on(view, backend), on(mask, backend)
     for op in REDUCTIONS:
         for dim in (None, 1, (0, 2)) if not op.startswith("arg") else (None, 1):
-            for m, entries_mask in ((None, None), (mask, mask), (sparse_mask, mask)):
-                got = getattr(masked, op)(view, dim=dim, mask=m, keepdim=True)
+            for m, entries_mask in ((None, None), (dense_mask, dense_mask),
+                                    (sparse_mask, dense_mask)):
+                got = getattr(masked, op)(dense_view, dim=dim, mask=m, keepdim=True)
                 want = getattr(masked, op)(coo, dim=dim, mask=entries_mask, keepdim=True)
                 assert got.dtype == want.dtype, (op, dim)
-                check(got, want)
+                check(from_backend(got, backend), from_backend(want, backend))
 
 
 # --------------------------------------------------------------------------- errors
