@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from . import _validate as v
+from ._backend import fetch
 from .errors import ArrowSparseTypeError, ArrowSparseValueError
 from .sparse._masked import Problem, Strided, dense_view, prepare
 
@@ -256,7 +257,7 @@ def _arg(func: str, op: str, input: Any, dim: Any, keepdim: bool, mask: Any) -> 
     best = xp.where(outs, combine(_extreme(p, op), ident), _extreme(p, op))
     out = xp.full(p.num_cells, p.slice_size, dtype=np.int64)
     p.k("masked_first_best")(p.cell, p.pos, p.vals, p.inm, p.dtype.type(ident), best, out)
-    if bool((zeros | outs).any()):
+    if fetch(func, (zeros | outs).any())[0]:
         # the first unstored position per cell that is masked in (a zero), or out
         skeys = xp.sort(p.cell * p.slice_size + p.pos)
         first_zero = xp.zeros(p.num_cells, dtype=np.int64)

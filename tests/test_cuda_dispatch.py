@@ -39,6 +39,8 @@ from arrow_sparse.kernels.cuda import convert as cuda_convert
 from tests.cuda_emu.fake_cupy import DeviceBuffer, emulated_cupy
 
 from ._strategies import list_arrays
+from .test_cuda_masked import MASKED_LAUNCHES, MASKED_SYNCS
+from .test_cuda_sparse import SPARSE_LAUNCHES, SPARSE_SYNCS
 from .test_segment_device import SEGMENT_SYNCS
 
 
@@ -330,7 +332,8 @@ LAUNCHES = {"embedding.lookup_backward": 40, "SparseGrad.coalesce": 30,
             # a KeyedJagged (11 launches) then, per key run, bucket or group, slices
             # and a concatenation or a view: launches grow with those, not the batch
             "KeyedJagged.permute": 30, "KeyedJagged.concat": 45,
-            "KeyedJagged.regroup": 40, "KeyedJagged.block_bucketize": 55}
+            "KeyedJagged.regroup": 40, "KeyedJagged.block_bucketize": 55,
+            **SPARSE_LAUNCHES, **MASKED_LAUNCHES}
 
 #: Each conversion on a device batch, and the synchronisations it documents.
 SYNCS: dict[str, tuple[Callable[[dict[str, Any]], Any], int]] = {
@@ -439,6 +442,8 @@ SYNCS: dict[str, tuple[Callable[[dict[str, Any]], Any], int]] = {
     "KeyedJagged.to_padded_dict": (lambda b: _keyed(b).to_padded_dict(), 1),
     # segment reductions, gather and scatter (tests/test_segment_device.py)
     **SEGMENT_SYNCS,
+    # sparse tensors and masked reductions (tests/test_cuda_sparse.py, test_cuda_masked.py)
+    **SPARSE_SYNCS, **MASKED_SYNCS,
 }
 
 

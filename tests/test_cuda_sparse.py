@@ -948,6 +948,57 @@ def test_jaggeds_on_the_device(cp: Any) -> None:
                                                               [[1], [2, 3]])
 
 
+# ------------------------------------------------------- synchronisations (test_cuda_dispatch)
+def batch_csr(b: dict[str, Any]) -> asp.SparseCSR:
+    """The rows of a device batch of ``tests/test_cuda_dispatch.py`` as a ``rows x 3`` CSR.
+
+    Canonical (column = position in the row), though not known to be, and ``indptr``
+    starting above zero as the batch's offsets do.
+    """
+    if "csr" not in b:
+        xp = _backend.module_of(b["values"])
+        starts = b["offsets"][:-1] - 2
+        position = xp.arange(len(b["flat"])) - starts[b["ids"]]
+        cols = xp.concatenate([xp.zeros(2, dtype=np.int64), position])
+        b["csr"] = asp.SparseCSR(b["offsets"], cols, b["values"], (b["rows"], 3))
+    return b["csr"]  # type: ignore[no-any-return]
+
+
+#: Sparse operations on a device batch and the synchronisations they document.
+SPARSE_SYNCS: dict[str, tuple[Callable[[dict[str, Any]], Any], int]] = {
+    "SparseCSR": (batch_csr, 0),  # its checks are kernels
+    "SparseCSR.to_dense": (lambda b: batch_csr(b).to_dense(), 0),
+    "SparseCSR.to_coo": (lambda b: batch_csr(b).to_coo(), 1),
+    "SparseCSR.to_csc": (lambda b: batch_csr(b).to_csc(), 1),
+    "SparseCSR.to_csf": (lambda b: batch_csr(b).to_csf(), 1),
+    "SparseCSR.is_canonical": (lambda b: batch_csr(b).is_canonical, 1),
+    "SparseCSR.canonical": (lambda b: batch_csr(b).canonical(), 1),
+    "SparseCSR.sum": (lambda b: batch_csr(b).sum(), 1),
+    "SparseCSR.sum axis=1": (lambda b: batch_csr(b).sum(axis=1), 0),
+    "SparseCSR.multiply": (lambda b: batch_csr(b).multiply(b["dense"][:1]), 1),
+    "SparseCSR.matmul": (lambda b: batch_csr(b) @ b["dense"][:3], 0),
+    "SparseCSR.matmul vector": (lambda b: batch_csr(b) @ b["dense"][:3, 0], 0),
+    "SparseCSR.__rmatmul__": (lambda b: b["dense"].T @ batch_csr(b), 1),
+    "SparseCSR[a:b]": (lambda b: batch_csr(b)[1:4], 0),
+    "SparseCSC.to_csr": (lambda b: batch_csr(b).T.to_csr(), 1),
+    "SparseCOO": (lambda b: asp.SparseCOO(b["dense"][:, :2].T.astype(np.int64),
+                                          b["dense"][:, 2], (2, 2)), 0),
+    "SparseCOO.from_dense": (lambda b: asp.SparseCOO.from_dense(b["dense"]), 1),
+    "SparseCOO.to_csr": (lambda b: batch_csr(b).to_coo().to_csr(), 1),
+    "SparseCOO.to_dense": (lambda b: asp.SparseCOO(b["dense"][:, :2].T.astype(np.int64),
+                                                   b["dense"][:, 2], (2, 2)).to_dense(), 0),
+    "SparseCOO.sum axis=0": (lambda b: asp.SparseCOO(b["dense"][:, :2].T.astype(np.int64),
+                                                     b["dense"][:, 2], (2, 2)).sum(0), 0),
+    "SparseCSF.from_dense": (lambda b: asp.SparseCSF.from_dense(b["dense"] + 1.0), 2),
+    "SparseTensor.to_device": (lambda b: batch_csr(b).to_device("cuda:1"), 0),
+}
+#: Their launches where more than 25, the batch's CSR built in the call (none grows with
+#: the batch).
+SPARSE_LAUNCHES = {"SparseCSR.to_coo": 26, "SparseCSR.to_csc": 31, "SparseCSR.to_csf": 30,
+                   "SparseCSR.multiply": 28, "SparseCSR.__rmatmul__": 38,
+                   "SparseCSC.to_csr": 31, "SparseCOO.to_csr": 40, "SparseCSF.from_dense": 52}
+
+
 # ------------------------------------------------------------------ on a real GPU
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", cuda_sparse.__all__)

@@ -530,8 +530,7 @@ def check_in_range(func: str, arg: str, idx: np.ndarray, bound: int, window: Any
     ``device_checks`` (or the next check).
     """
     if is_cupy_array(idx):
-        importlib.import_module("arrow_sparse.kernels.cuda.sparse").check_index_range(
-            idx, bound, window)
+        _cuda_sparse().check_index_range(idx, bound, window)
         return
     lo, hi = (0, len(idx)) if window is None else window
     part = idx[lo:hi]
@@ -541,6 +540,11 @@ def check_in_range(func: str, arg: str, idx: np.ndarray, bound: int, window: Any
         msg = (f"{func}: {arg} out of range [0, {bound}) "
                f"(first at position {pos + lo}: {part[pos].item()})")
         raise ArrowSparseIndexError(msg)
+
+
+def _cuda_sparse() -> ModuleType:
+    """Import the CUDA launchers of the family on first use (CuPy is not imported)."""
+    return importlib.import_module("arrow_sparse.kernels.cuda.sparse")
 
 
 def pointer_window(ptr: np.ndarray, window: Any = None) -> Any:
@@ -587,8 +591,12 @@ def index_dtype_for(*bounds: int) -> np.dtype:
 
 
 # ----------------------------------------------------------- lexicographic order
-def lex_order(keys: Sequence[np.ndarray]) -> tuple[bool, bool]:
-    """Whether the rows ``(keys[0][i], keys[1][i], ...)`` are sorted, and strictly so."""
+def lex_order(keys: Sequence[np.ndarray], func: str = "lex_order") -> tuple[bool, bool]:
+    """Whether the rows ``(keys[0][i], keys[1][i], ...)`` are sorted, and strictly so.
+
+    On the device each answer read is a :func:`~arrow_sparse._backend.fetch` naming
+    ``func`` (two keys: one, by the ``lex_order2`` kernel; more: one per key).
+    """
     n = len(keys[0]) if len(keys) else 0
     if n < 2:
         return True, True
@@ -599,10 +607,10 @@ def lex_order(keys: Sequence[np.ndarray]) -> tuple[bool, bool]:
     decided = xp.zeros(n - 1, dtype=bool)
     for key in keys:
         before, after = key[:-1], key[1:]
-        if (~decided & (after < before)).any():
+        if fetch(func, (~decided & (after < before)).any())[0]:
             return False, False
         decided |= after > before
-    return True, bool(decided.all())
+    return True, bool(fetch(func, decided.all())[0])
 
 
 def sort_permutation(keys: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray | None:
@@ -758,6 +766,38 @@ def multiplier(func: str, values: np.ndarray, other: Any, shape: tuple[int, ...]
     if arr.ndim == 0:
         return other if np.isscalar(other) else arr if is_cupy_array(arr) else arr[()]
     return broadcast_gather(func, arr, shape, coords())
+
+
+def flatnonzero(func: str, mask: np.ndarray) -> np.ndarray:
+    """Positions (int64) of the nonzero elements of a 1-D array.
+
+    On the device their number is read back with :func:`~arrow_sparse._backend.fetch`
+    (one synchronisation, raising the device checks recorded so far, naming ``func``).
+    """
+    if not is_cupy_array(mask):
+        return np.flatnonzero(mask)
+    return _cuda_sparse().flatnonzero(func, mask)  # type: ignore[no-any-return]
+
+
+def nonzero(func: str, arr: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Coordinates (int64, row-major order) of the nonzero elements, as ``numpy.nonzero``.
+
+    On the device one synchronisation (their number), as :func:`flatnonzero`.
+    """
+    if not is_cupy_array(arr):
+        return np.nonzero(arr)
+    return tuple(unravel(flatnonzero(func, arr.reshape(-1)), arr.shape))
+
+
+def unravel(flat: np.ndarray, dims: Sequence[int]) -> list[np.ndarray]:
+    """Row-major coordinates of the flat positions ``flat`` (all inside ``dims``)."""
+    if len(flat) == 0:
+        return [flat] * len(dims)
+    coords = []
+    for d in reversed(dims):
+        coords.append(flat % d)
+        flat = flat // d
+    return coords[::-1]
 
 
 def ravel_coords(coords: Sequence[np.ndarray], dims: Sequence[int]) -> np.ndarray:

@@ -26,13 +26,14 @@ __all__ = ["array_list", "as_compressed", "build_levels", "check", "from_jagged_
            "select_fibres"]
 
 
-def build_levels(keys: Sequence[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def build_levels(func: str, keys: Sequence[np.ndarray]
+                 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Compress lexicographically sorted coordinate columns into CSF ``(indptr, indices)``.
 
     ``keys[k]`` is the coordinate of every entry at level ``k``. A node of level ``k``
     starts wherever the prefix ``keys[0..k]`` changes; the leaves are all entries
     (repeated coordinates stay repeated leaves). On the device the number of nodes of
-    each inner level is read back (one synchronisation per level).
+    each inner level is read back (one synchronisation per level, naming ``func``).
     """
     xp = module_of(keys[0])
     ndim = len(keys)
@@ -44,7 +45,7 @@ def build_levels(keys: Sequence[np.ndarray]) -> tuple[list[np.ndarray], list[np.
     for k in range(ndim - 1):
         if n > 1:
             changed[1:] |= keys[k][1:] != keys[k][:-1]
-        starts.append(xp.flatnonzero(changed))
+        starts.append(b.flatnonzero(func, changed))
     starts.append(xp.arange(n, dtype=np.int64))
     indices = [keys[k][starts[k]] for k in range(ndim - 1)] + [keys[-1]]
     indptr = []
@@ -78,13 +79,15 @@ def is_canonical(csf: SparseCSF) -> bool:
     ranges = csf._ranges()
     lo, hi = ranges[0]
     first = csf.indices[0][lo:hi]
-    if bool((first[1:] <= first[:-1]).any()):
+    func = "SparseCSF.is_canonical"
+    if fetch(func, (first[1:] <= first[:-1]).any())[0]:
         return False
     increasing = get_kernel("sparse", "lines_strictly_increasing", xp)
     for k, ptr in enumerate(csf.indptr):
         lo, hi = ranges[k]
         part = ptr[lo:hi + 1]
-        if bool((xp.diff(part) <= 0).any()) or not increasing(part, csf.indices[k + 1]):
+        if fetch(func, (xp.diff(part) <= 0).any())[0] or not increasing(part,
+                                                                      csf.indices[k + 1]):
             return False
     return True
 
@@ -112,7 +115,7 @@ def as_compressed(csf: SparseCSF, major: int) -> tuple[np.ndarray, np.ndarray, n
     if csf.ndim != 2 or csf.axis_order[0] != major:
         return None
     top = csf.indices[0]
-    if bool((top[1:] < top[:-1]).any()):
+    if fetch("SparseCSF.to_csr", (top[1:] < top[:-1]).any())[0]:
         return None
     xp = csf.xp
     ptr0 = csf.indptr[0]
@@ -128,14 +131,13 @@ def getitem(csf: SparseCSF, key: Any) -> Any:
     func = "SparseCSF"
     top = csf.indices[0]
     size = csf.shape[csf.axis_order[0]]
-    xp = csf.xp
     if isinstance(key, slice):
         start, stop, step = key.indices(size)
         if step != 1:
             msg = f"{func}: slices must have step 1; convert with to_coo() for other orders"
             raise ArrowSparseValueError(msg)
         stop = max(start, stop)
-        positions = xp.flatnonzero((top >= start) & (top < stop))
+        positions = b.flatnonzero(func, (top >= start) & (top < stop))
         return select_fibres(csf, positions, start, stop, drop=False)
     if isinstance(key, (bool, np.bool_)) or not isinstance(key, (int, np.integer)):
         msg = (f"{func}: sub-fibres are selected with an int or a slice along the "
@@ -147,7 +149,7 @@ def getitem(csf: SparseCSF, key: Any) -> Any:
                f"of size {size}")
         raise ArrowSparseIndexError(msg)
     i %= size
-    return select_fibres(csf, xp.flatnonzero(top == i), i, i + 1, drop=True)
+    return select_fibres(csf, b.flatnonzero(func, top == i), i, i + 1, drop=True)
 
 
 def select_fibres(csf: SparseCSF, positions: np.ndarray, start: int, stop: int,
@@ -169,8 +171,7 @@ def select_fibres(csf: SparseCSF, positions: np.ndarray, start: int, stop: int,
         q = last + 1
     if q - p != len(positions):  # not contiguous
         coo = csf.to_coo()
-        xp = csf.xp
-        keep = xp.flatnonzero((coo.indices[a0] >= start) & (coo.indices[a0] < stop))
+        keep = b.flatnonzero(func, (coo.indices[a0] >= start) & (coo.indices[a0] < stop))
         idx = coo.indices[:, keep]
         idx[a0] = idx[a0] - start
         dims = list(csf.shape)
@@ -269,7 +270,7 @@ def from_jagged_with_nulls(func: str, levels: list[Jagged],
             keep = keep & mask[child_lo:child_hi]
         lo, hi = child_lo, child_hi
     dims = jagged_shape(func, shape, fetch(func, *longest))
-    kept = xp.flatnonzero(keep)
+    kept = b.flatnonzero(func, keep)
     indices = xp.stack([c[kept] for c in coords]).astype(np.int64, copy=False)
     return SparseCOO._new(indices, leaf[lo:hi][kept], dims, canonical=None).to_csf()
 

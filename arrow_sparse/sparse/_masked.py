@@ -75,7 +75,7 @@ def _jagged_entries(func: str, arg: str, j: Jagged) -> tuple[tuple[int, ...], li
             keep &= j.validity[row]
         if j.values_validity is not None:
             keep &= j.values_validity[start:stop]
-        kept = xp.flatnonzero(keep)
+        kept = b.flatnonzero(func, keep)
         row, pos, idx = row[kept], pos[kept], idx[kept]
     inner = values.shape[1:]
     k = math.prod(inner)
@@ -123,7 +123,7 @@ def _mask_spec(func: str, mask: Any, shape: tuple[int, ...], xp: ModuleType) -> 
         if not ok:
             msg = f"{func}: mask has dense shape {mshape} but the input has shape {shape}"
             raise ArrowSparseValueError(msg)
-        true = xp.flatnonzero(vals.astype(bool))
+        true = b.flatnonzero(func, vals.astype(bool))
         return "coords", [c[true] for c in coords]
     arr = v.as_values_array(func, "mask", mask, min_ndim=0, device=True).astype(bool, copy=False)
     if module_of(arr) is not xp:  # a scalar mask of a device input (arrays were refused)
@@ -354,7 +354,7 @@ def _problem(func: str, x: Any, dim: Any, mask: Any, xp: ModuleType) -> Problem:
         count_in = spec.sum(axis=dims, dtype=np.int64).reshape(-1)
 
         def mask_keys() -> np.ndarray:
-            return _sorted_keys(cells_of([i.astype(np.int64) for i in xp.nonzero(spec)]))
+            return _sorted_keys(cells_of([i.astype(np.int64) for i in b.nonzero(func, spec)]))
     else:
         # membership by the full raveled coordinates: both sides are canonical, so
         # usually sorted alike (one merge pass), whichever dimensions are reduced

@@ -146,8 +146,8 @@ class SparseCOO(SparseTensor):
     def is_canonical(self) -> bool:
         """Whether the coordinates are sorted row-major and distinct (O(nnz), cached).
 
-        On the device the answer is read back: one synchronisation (one per
-        dimension beyond two).
+        On the device the answer is read back: one synchronisation for a matrix, up
+        to one per dimension and one more beyond.
 
         Examples
         --------
@@ -157,7 +157,7 @@ class SparseCOO(SparseTensor):
         False
         """
         if self._canonical is None:
-            self._canonical = b.lex_order(self._rows())[1]
+            self._canonical = b.lex_order(self._rows(), "SparseCOO.is_canonical")[1]
         return self._canonical
 
     def validate(self) -> SparseCOO:
@@ -232,9 +232,8 @@ class SparseCOO(SparseTensor):
         func = "SparseCOO.from_dense"
         arr = b.dense_operand(func, "dense", dense)
         shape = b.check_shape(func, arr.shape)
-        xp = b.module_of(arr)
-        nz = xp.nonzero(arr)
-        indices = xp.stack(nz).astype(np.int64, copy=False)
+        nz = b.nonzero(func, arr)
+        indices = b.module_of(arr).stack(nz).astype(np.int64, copy=False)
         return cls._new(indices, arr[nz], shape, canonical=True)
 
     @classmethod
@@ -540,7 +539,7 @@ class SparseCOO(SparseTensor):
         if self.ndim == 2:  # the compressed lines are the fibres
             return (self.to_csr() if order[0] == 0 else self.to_csc()).to_csf(order)
         keys, vals = self._sorted(order)
-        indptr, indices = build_levels(keys)
+        indptr, indices = build_levels("SparseCOO.to_csf", keys)
         canonical = True if self._canonical and order == tuple(range(self.ndim)) else None
         return SparseCSF._new(indptr, indices, vals, self.shape, order, canonical)
 

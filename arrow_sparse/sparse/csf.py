@@ -294,10 +294,10 @@ class SparseCSF(SparseTensor):
         shape = b.check_shape(func, arr.shape)
         order = b.check_axis_order(func, axis_order, len(shape))
         xp = b.module_of(arr)
-        nz = xp.nonzero(arr)
+        nz = b.nonzero(func, arr)
         keys = [xp.ascontiguousarray(nz[a], dtype=np.int64) for a in order]  # strided views
         keys, vals = b.sorted_coords(keys, [shape[a] for a in order], arr[nz])
-        indptr, indices = lv.build_levels(keys)
+        indptr, indices = lv.build_levels(func, keys)
         return cls._new(indptr, indices, vals, shape, order, canonical=True)
 
     @classmethod
@@ -512,8 +512,9 @@ class SparseCSF(SparseTensor):
             msg = f"{func}: the leaf values must be scalars, got shape {leaf.shape}"
             raise ArrowSparseTypeError(msg)
         b.values_array(func, leaf)
-        nulls = any(mask is not None and not bool(mask.all()) for level in levels
-                    for mask in (level.validity, level.values_validity))
+        masks = [m for level in levels for m in (level.validity, level.values_validity)
+                 if m is not None]
+        nulls = not all(fetch(func, *[m.all() for m in masks]))
         if nulls:
             return lv.from_jagged_with_nulls(func, levels, shape)
         return lv.from_jagged_levels(func, levels, shape)

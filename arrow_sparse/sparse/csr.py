@@ -209,7 +209,7 @@ class _Compressed(SparseTensor):
         shape = b.check_shape(func, arr.shape, ndim=2)
         xp = b.module_of(arr)
         oriented = arr if cls._major == 0 else arr.T
-        major, minor = xp.nonzero(oriented)
+        major, minor = b.nonzero(func, oriented)
         lines = xp.arange(oriented.shape[0] + 1, dtype=np.int64)
         indptr = xp.searchsorted(major, lines, side="left").astype(np.int64, copy=False)
         return cls._new(indptr, xp.ascontiguousarray(minor, dtype=np.int64), oriented[major, minor],
@@ -488,7 +488,7 @@ class _Compressed(SparseTensor):
             other = self.to_csc() if self._major == 0 else self.to_csr()
             return other.to_csf(order)
         xp = self.xp
-        nonempty = xp.flatnonzero(xp.diff(self.indptr))
+        nonempty = b.flatnonzero(f"{type(self).__name__}.to_csf", xp.diff(self.indptr))
         if len(nonempty) == self._num_major:
             ptr0 = self.indptr
         else:

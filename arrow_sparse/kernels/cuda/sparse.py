@@ -19,8 +19,9 @@ How the CPU's parallel counting sorts are done on the GPU:
   and then by major; the transpose sorts by minor index and finds each entry's new minor
   index (its old line) by a binary search of ``indptr`` (``expand_major``).
 * ``canonical_lines``: the same two-key stable sort by (line, index), then
-  ``sum_duplicates``: run heads flagged by a kernel, compacted by ``flatnonzero``, one
-  thread per run summing it left to right.
+  ``sum_duplicates``: run heads flagged by a kernel, compacted by :func:`flatnonzero`
+  (their number read back, their positions scattered to their ranks), one thread per
+  run summing it left to right.
 * ``radix_argsort``: one stable argsort of the raveled keys (or one per key, LSD, when
   the ranges' product exceeds int64).
 * ``dense_csr`` and ``csc_spmm``, ordered scatters on the CPU, run as ``csr_spmm`` on the
@@ -37,8 +38,11 @@ Synchronisations (reads of device data): ``lex_order2`` and
 ``lines_strictly_increasing`` read their answer; ``compressed_transpose`` (and through
 it ``dense_csr`` and ``csc_spmm``), ``sum_duplicates`` and ``canonical_lines`` read
 ``indptr[0]`` and ``indptr[-1]``, and the last two the number of distinct entries; the
-others read nothing. The kernels re-check the indices, positions and entry ranges they
-rely on into the device error word (:func:`arrow_sparse.kernels.cuda.check_errors`).
+others read nothing. Every read is one transfer through
+:func:`arrow_sparse._backend.fetch`, which raises the device checks recorded so far
+before the value is used (naming the launcher). The kernels re-check the indices,
+positions and entry ranges they rely on into the device error word
+(:func:`arrow_sparse.kernels.cuda.check_errors`).
 
 :data:`CHECKS` are device-only launchers with no CPU twin: ``check_index_range``, the
 check of coordinates against their dimension that the sparse constructors run on device
@@ -52,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._backend import array_module
+from ..._backend import array_module, fetch
 from ...errors import ArrowSparseValueError
 from . import error_buffer, load_module
 from ._launch import (
@@ -122,10 +126,26 @@ def _c(x: Any) -> str:
     return DTYPE_TO_CTYPE[np.dtype(x.dtype)]
 
 
-def _range(indptr: Any) -> tuple[int, int]:
+def _range(func: str, indptr: Any) -> tuple[int, int]:
     """``(indptr[0], indptr[-1])`` in one read (a synchronisation on the device)."""
-    ends = indptr[::max(indptr.shape[0] - 1, 1)].tolist()
-    return int(ends[0]), int(ends[-1])
+    first, last = fetch(func, indptr[0], indptr[-1])
+    return first, last
+
+
+def flatnonzero(func: str, mask: Any) -> Any:
+    """Positions (int64) of the nonzero elements of a 1-D array, numpy or CuPy.
+
+    Their number is read back with :func:`~arrow_sparse._backend.fetch` (on the device
+    one synchronisation, raising the device checks at once), then every nonzero
+    element's position is scattered to its rank (the others to a spare slot).
+    """
+    xp = array_module(func, mask=mask)
+    n = mask.shape[0]
+    rank = xp.cumsum(mask != 0, dtype=np.int64)
+    count = fetch(func, rank[-1] if n else 0)[0]
+    out = xp.empty(count + 1, dtype=np.int64)
+    out[xp.where(mask != 0, rank - 1, count)] = xp.arange(n, dtype=np.int64)
+    return out[:count]
 
 
 def _check_shape(func: str, arg: str, shape: tuple[int, ...], expected: tuple[int, ...]
@@ -187,10 +207,10 @@ def _expand(xp: Any, indptr: Any, perm: Any, out: Any) -> None:
             (indptr, _I64(rows), perm, identity, _I64(n), out))
 
 
-def _transpose(xp: Any, indptr: Any, indices: Any, values: Any, num_minor: int,
+def _transpose(func: str, xp: Any, indptr: Any, indices: Any, values: Any, num_minor: int,
                line_dtype: Any) -> tuple[Any, Any, Any]:
     """Convert contiguous int32/int64 ``indptr`` and ``indices`` to the other layout."""
-    start, stop = _range(indptr)
+    start, stop = _range(func, indptr)
     keys = indices[start:stop]
     ptr = _counts_to_indptr(xp, keys, num_minor)
     order = xp.argsort(keys, kind="stable").astype(np.int64, copy=False)
@@ -229,7 +249,7 @@ def _sum_duplicates(xp: Any, ptr: Any, minor: Any, values: Any) -> tuple[Any, An
     head = xp.empty(n, dtype=np.uint8)
     _launch(name_expression("line_run_heads", _c(ptr), m), grid_1d(n),
             (ptr, _I64(ptr.shape[0] - 1), minor, _I64(n), head))
-    starts = xp.flatnonzero(head).astype(np.int64, copy=False)  # reads the number of runs
+    starts = flatnonzero(func, head)  # reads the number of runs
     runs = starts.shape[0]
     out_minor = xp.empty(runs, dtype=minor.dtype)
     out_values = xp.empty(runs, dtype=vals.dtype)
@@ -289,7 +309,7 @@ def dense_csr(dense: Any, indptr: Any, indices: Any, values: Any, out: Any) -> N
     if rows <= 0 or out.size == 0:
         return
     ptr, idx = _index(xp, indptr), _index(xp, indices)
-    tptr, tlines, tvals = _transpose(xp, ptr, idx, xp.asarray(values, dtype=out.dtype),
+    tptr, tlines, tvals = _transpose(func, xp, ptr, idx, xp.asarray(values, dtype=out.dtype),
                                      out.shape[1], np.int64)
     result = xp.ascontiguousarray(out.T)
     _spmm(tptr, tlines, xp.ascontiguousarray(tvals),
@@ -311,7 +331,7 @@ def csc_spmm(indptr: Any, indices: Any, values: Any, dense: Any, out: Any) -> No
     if cols <= 0 or out.size == 0:
         return
     ptr, idx = _index(xp, indptr), _index(xp, indices)
-    rptr, rcols, rvals = _transpose(xp, ptr, idx, xp.asarray(values, dtype=out.dtype),
+    rptr, rcols, rvals = _transpose(func, xp, ptr, idx, xp.asarray(values, dtype=out.dtype),
                                     out.shape[0], np.int64)
     target = out if out.flags.c_contiguous else xp.ascontiguousarray(out)
     _spmm(rptr, rcols, xp.ascontiguousarray(rvals),
@@ -394,7 +414,7 @@ def lex_order2(first: Any, second: Any) -> tuple[bool, bool]:
         a, b = a.astype(np.int64), b.astype(np.int64)
     flags = xp.zeros(2, dtype=np.uint32)
     _launch(name_expression(func, _c(a)), grid_1d(n - 1), (a, b, _I64(n), flags))
-    unsorted, repeated = (bool(f) for f in flags.tolist())
+    unsorted, repeated = (bool(f) for f in fetch(func, flags[0], flags[1]))
     return not unsorted, not (unsorted or repeated)
 
 
@@ -412,7 +432,7 @@ def lines_strictly_increasing(indptr: Any, indices: Any) -> bool:
     flag = xp.zeros(1, dtype=np.uint32)
     _launch(name_expression(func, _c(ptr), _c(idx)), grid_1d(max(idx.shape[0], 1)),
             (ptr, _I64(rows), idx, _I64(idx.shape[0]), flag, error_buffer()))
-    return not bool(flag.tolist()[0])
+    return not fetch(func, flag[0])[0]
 
 
 # -------------------------------------------------------------------- conversions
@@ -439,7 +459,7 @@ def compressed_transpose(indptr: Any, indices: Any, values: Any, num_minor: int
     xp = array_module(func, indptr, indices, values)
     major = indptr.shape[0] - 1
     idx_dtype = indices.dtype if major <= np.iinfo(indices.dtype).max else np.dtype(np.int64)
-    return _transpose(xp, _index(xp, indptr), _index(xp, indices), values, int(num_minor),
+    return _transpose(func, xp, _index(xp, indptr), _index(xp, indices), values, int(num_minor),
                       idx_dtype)
 
 
@@ -467,7 +487,7 @@ def sum_duplicates(indptr: Any, minor: Any, values: Any) -> tuple[Any, Any, Any]
     """
     func = "sum_duplicates"
     xp = array_module(func, indptr, minor, values)
-    start, stop = _range(indptr)
+    start, stop = _range(func, indptr)
     ptr = _index(xp, indptr)
     return _sum_duplicates(xp, ptr - ptr.dtype.type(start), minor[start:stop],
                            values[start:stop])
@@ -481,7 +501,7 @@ def canonical_lines(indptr: Any, minor: Any, values: Any) -> tuple[Any, Any, Any
     """
     func = "canonical_lines"
     xp = array_module(func, indptr, minor, values)
-    start, stop = _range(indptr)
+    start, stop = _range(func, indptr)
     ptr = _index(xp, indptr)
     ptr = ptr - ptr.dtype.type(start)
     lines = xp.empty(stop - start, dtype=np.int64)
