@@ -801,7 +801,13 @@ def unravel(flat: np.ndarray, dims: Sequence[int]) -> list[np.ndarray]:
 
 
 def ravel_coords(coords: Sequence[np.ndarray], dims: Sequence[int]) -> np.ndarray:
-    """Row-major flat int64 position of each coordinate row (numpy or CuPy, unchecked)."""
+    """Row-major flat int64 position of each coordinate row.
+
+    numpy checks the coordinates (``ValueError`` outside ``dims``); on the device they
+    are combined unchecked, and the kernels that take the positions re-check them.
+    """
+    if not is_cupy_array(coords[0]):
+        return np.ravel_multi_index(tuple(coords), tuple(dims)).astype(np.int64, copy=False)
     flat = coords[0].astype(np.int64)
     for c, d in zip(coords[1:], dims[1:], strict=True):
         flat = flat * np.int64(d) + c
@@ -811,8 +817,12 @@ def ravel_coords(coords: Sequence[np.ndarray], dims: Sequence[int]) -> np.ndarra
 def expand_lines(indptr: np.ndarray, count: int) -> np.ndarray:
     """Line of each of the ``count`` entries ``indptr`` addresses (int64), from ``indptr[0]``.
 
-    ``repeat(arange(len(indptr) - 1), diff(indptr))``, by the ``expand_major`` kernel.
+    ``repeat(arange(len(indptr) - 1), diff(indptr))``: numpy's on the host (decreasing
+    pointers raise), the ``expand_major`` kernel on the device (it writes inside ``out``
+    whatever the pointers).
     """
     xp = module_of(indptr)
+    if xp is np:
+        return np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
     out = xp.empty(count, dtype=np.int64)
     return get_kernel("sparse", "expand_major", xp)(indptr, out)  # type: ignore[no-any-return]
