@@ -8,8 +8,6 @@ mask; boolean values are unpacked the same way.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pyarrow as pa
 
@@ -29,7 +27,7 @@ _NUMPY_DTYPES = {t: np.dtype(d) for t, d in [
 
 
 def numpy_dtype(t: pa.DataType) -> np.dtype:
-    """The numpy dtype of a boolean, integer or floating-point Arrow type.
+    """Return the numpy dtype of a boolean, integer or floating-point Arrow type.
 
     Raises
     ------
@@ -153,7 +151,7 @@ def fixed_size_values(func: str, arr: pa.FixedSizeListArray) -> np.ndarray:
 
 
 def arrow_type_of(dtype: np.dtype) -> pa.DataType:
-    """The Arrow type of a numpy dtype."""
+    """Return the Arrow type of a numpy dtype."""
     return pa.from_numpy_dtype(dtype)
 
 

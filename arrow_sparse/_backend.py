@@ -219,7 +219,7 @@ def from_dlpack(func: str, arg: str, x: Any) -> Any:
 
 
 def cpu_kernel_names(family: str) -> list[str]:
-    """The registry keys of ``family``: the kernels of ``arrow_sparse.kernels.cpu.<family>``.
+    """Return the registry keys of ``family``: the kernels of ``arrow_sparse.kernels.cpu.<family>``.
 
     Its ``__all__`` when it has one, else every public function defined there.
     """

@@ -83,7 +83,7 @@ def _scalar(value: Any) -> Any:
 
 
 def _device_checks() -> ModuleType:
-    """The launchers of the device checks (imported on first use; CuPy is not imported)."""
+    """Return the launchers of the device checks (imported on first use; CuPy is not imported)."""
     return importlib.import_module("arrow_sparse.kernels.cuda.convert")
 
 
@@ -253,7 +253,7 @@ def lengths_offsets(func: str, arg: str, x: Any, *, num_values: int | None = Non
 
 
 def _ids_problem(num_segments: Any) -> str | None:
-    """The IndexError problem text for a segment id above int64 when ``num_segments`` is set.
+    """Return the IndexError problem text for a segment id above int64 when ``num_segments`` is set.
 
     Without ``num_segments`` such an id is a ValueError, like any id too large to
     size the output.

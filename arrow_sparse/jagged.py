@@ -576,7 +576,7 @@ class Jagged:
 
     @property
     def dtype(self) -> np.dtype:
-        """dtype of the leaf values."""
+        """Dtype of the leaf values."""
         return self.leaf_values.dtype
 
     @property
@@ -691,7 +691,7 @@ class Jagged:
         return self.__dlpack__()
 
     def flat_values(self) -> Values:
-        """The values the rows address, ``values[offsets[0]:offsets[-1]]`` (a view).
+        """Return the values the rows address, ``values[offsets[0]:offsets[-1]]`` (a view).
 
         On the device the two offsets are read back (a synchronisation).
 
@@ -744,7 +744,7 @@ class Jagged:
 
     # ------------------------------------------------------------------- exporters
     def to_arrow(self) -> pa.Array:
-        """This Jagged as an Arrow list array, over the same buffers (zero-copy).
+        """Return this Jagged as an Arrow list array, over the same buffers (zero-copy).
 
         int32 offsets give ``list``, int64 give ``large_list``; N-D values give
         ``fixed_size_list`` elements; nested Jagged gives nested lists. Validity masks
@@ -1065,7 +1065,7 @@ class Jagged:
 
 
 def _addressed_size(j: Jagged) -> int:
-    """Number of leaf scalars the rows of ``j`` address (null rows' ranges included)."""
+    """Count the number of leaf scalars the rows of ``j`` address (null rows' ranges included)."""
     start, stop = b.fetch("Jagged.__repr__", j.offsets[0], j.offsets[-1])
     values = j.values
     while isinstance(values, Jagged):

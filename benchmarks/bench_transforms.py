@@ -372,7 +372,7 @@ def fit_workload(d: dict[str, Any], kind: str) -> Workload:
         return lambda: a.fit_vocabulary(arr)
 
     def polars() -> Callable[[], Any]:
-        pl = _need("polars")
+        _need("polars")
         s = _polars_series(arr)
         return lambda: s.list.explode().drop_nulls().value_counts(sort=True, name="count")
 

@@ -88,14 +88,17 @@ def dense_to_jagged(dense: list[Any], offsets_list: list[list[int]], pad_value: 
 
 # ------------------------------------------------- jagged arithmetic (elementwise.py)
 def map_rows(fn: Any, *row_lists: list[Any]) -> list[Any]:
-    """Elementwise ``fn`` over rows of equal structure (None = null row / null element)."""
+    """Elementwise ``fn`` over rows of the first list's structure (None = null row / element).
+
+    Rows of the later lists may be longer (padded operands): their extra elements are unused.
+    """
     def walk(*items: Any) -> Any:
         if any(item is None for item in items):
             return None
         if isinstance(items[0], list):
-            return [walk(*parts) for parts in zip(*items)]
+            return [walk(*parts) for parts in zip(*items, strict=False)]
         return fn(*items)
-    return [walk(*rows) for rows in zip(*row_lists)]
+    return [walk(*rows) for rows in zip(*row_lists, strict=True)]
 
 
 def softmax_rows(rows: list[Any], max_length: int | None = None) -> list[Any]:
@@ -121,7 +124,7 @@ def softmax_rows(rows: list[Any], max_length: int | None = None) -> list[Any]:
                         out[k][d] = math.exp(x - top) / total
                     else:
                         out[k] = math.exp(x - top) / total
-        return [None if x is None else o for x, o in zip(row, out)]
+        return [None if x is None else o for x, o in zip(row, out, strict=True)]
     return [None if row is None else one(row) for row in rows]
 
 
@@ -174,7 +177,7 @@ def repeat_rows(x: list[Any], rows: list[Any]) -> list[Any]:
             return None
         return [fill(child, value) if isinstance(child, list) or child is None and False
                 else value for child in node]
-    return [fill(row, value) for row, value in zip(rows, x)]
+    return [fill(row, value) for row, value in zip(rows, x, strict=True)]
 
 
 def jagged_dense_elementwise(values: list[Any], offsets_list: list[list[int]],
@@ -188,7 +191,7 @@ def jagged_dense_elementwise(values: list[Any], offsets_list: list[list[int]],
         other = read[k] if first <= k < len(read) else zero
         if isinstance(x, list):
             other = other if isinstance(other, list) else [other] * len(x)
-            out.append([op(a, b) for a, b in zip(x, other)])
+            out.append([op(a, b) for a, b in zip(x, other, strict=True)])
         else:
             out.append(op(x, other))
     return out
@@ -215,7 +218,7 @@ def jagged_jagged_bmm(xrows: list[Any], yrows: list[Any], m: int, n: int,
                       max_length: int | None) -> list[Any]:
     """Per row sum over its elements l of outer(x[l], y[l]); null rows give zeros."""
     out = []
-    for xr, yr in zip(xrows, yrows):
+    for xr, yr in zip(xrows, yrows, strict=True):
         acc = [[0] * n for _ in range(m)]
         if xr is not None and yr is not None:
             count = len(xr) if max_length is None else min(len(xr), max_length)

@@ -98,9 +98,8 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str]:
         with emulated():
             yield "cuda_emu"
     elif request.param == "cupy_emu":
-        from tests.cuda_emu.fake_cupy import emulated_cupy
-
         from arrow_sparse.kernels import cuda
+        from tests.cuda_emu.fake_cupy import emulated_cupy
 
         with emulated_cupy():
             yield "cupy_emu"

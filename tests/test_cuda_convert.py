@@ -3,7 +3,7 @@
 Three ways, so the ``.cu`` code is tested on every CI run without a GPU:
 
 * ``nvcc --ptx`` compiles the exact source the loader builds, every instantiation,
-  for sm_80 and sm_90 (skipped only where nvcc is absent);
+  for sm_80 and sm_90, in ``test_cuda_infra.py`` (for every family);
 * the public conversions run through the real dispatch and launch code against the CPU
   emulator (``tests/cuda_emu``) and must equal the CPU (Numba) results;
 * ``gpu``-marked tests run the launchers on CuPy arrays where a device exists.
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import inspect
 import re
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -127,24 +126,6 @@ def test_importing_the_cuda_loader_does_not_import_cupy() -> None:
     code = ("import sys, arrow_sparse, arrow_sparse.kernels.cuda.convert; "
             "assert 'cupy' not in sys.modules")
     subprocess.run([__import__("sys").executable, "-c", code], check=True)
-
-
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-@pytest.mark.parametrize("family", CUDA_FAMILIES)
-def test_nvcc_compiles_every_instantiation(family: str, arch: str, tmp_path: Path) -> None:
-    names = cuda.name_expressions(family)
-    # Taking each instantiation's address makes nvcc emit it, as name_expressions does.
-    refs = "".join(f"static void* const asp_ref_{i} = (void*)&{name};\n"
-                   for i, name in enumerate(names))
-    src = tmp_path / f"{family}.cu"
-    src.write_text(cuda.source(family) + refs)
-    ptx = tmp_path / f"{family}.ptx"
-    proc = subprocess.run(["nvcc", "--ptx", f"-arch={arch}", "-std=c++17", "-Werror",
-                           "all-warnings", str(src), "-o", str(ptx)],
-                          capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stderr
-    assert ptx.read_text().count(".entry ") == len(names)
 
 
 # ------------------------------------------------------------------ through the emulator

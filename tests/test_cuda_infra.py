@@ -33,7 +33,7 @@ from arrow_sparse.kernels import cuda
 from arrow_sparse.kernels.cpu import embedding as cpu_embedding
 from arrow_sparse.kernels.cuda import _launch
 from arrow_sparse.kernels.cuda import embedding as cuda_embedding
-from tests.cuda_emu.emu import Emulator, emulated
+from tests.cuda_emu.emu import emulated
 
 CUDA_DIR = Path(cuda.__file__).parent
 CUDA_FAMILIES = sorted(p.stem for p in CUDA_DIR.glob("*.cu"))

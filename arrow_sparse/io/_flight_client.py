@@ -13,7 +13,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from .. import _validate as v
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 from .flight import (
     DEFAULT_TIMEOUT,

@@ -176,7 +176,7 @@ def _split(batches: Iterator[pa.RecordBatch], batch_rows: int | None) -> Iterato
 
 
 def _tables_to_batches(items: Any) -> Iterator[pa.RecordBatch]:
-    """The RecordBatches of an iterable of batches and Tables (which may be empty)."""
+    """Return the RecordBatches of an iterable of batches and Tables (which may be empty)."""
     stream = iter(items)
     try:
         for item in stream:

@@ -101,7 +101,7 @@ class ParquetBatches:
         return self._num_rows
 
     def with_columns(self, columns: Sequence[str]) -> ParquetBatches:
-        """The same files, filter and batch size, reading only ``columns`` (in this order).
+        """Return the same files, filter and batch size, reading only ``columns`` (in this order).
 
         Parameters
         ----------
@@ -465,7 +465,7 @@ def _widens(got: pa.DataType, want: pa.DataType) -> bool:
 
 
 def _damaged_column(path: str, row_group: int | None, columns: list[str]) -> str | None:
-    """The first of ``columns`` whose pages in ``row_group`` fail to decode (for messages)."""
+    """Return the first of ``columns`` whose pages in ``row_group`` fail to decode."""
     import pyarrow.parquet as pq
 
     if row_group is None:

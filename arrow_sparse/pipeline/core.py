@@ -50,7 +50,7 @@ def with_context(exc: BaseException, where: str) -> BaseException:
 
 
 def call_in_context(fn: Any, arg: Any, where: str | None) -> Any:
-    """Return ``fn(arg)``; an exception it raises is raised with ``where`` (see :func:`with_context`).
+    """Return ``fn(arg)``; an exception it raises gets ``where`` (see :func:`with_context`).
 
     Examples
     --------
@@ -103,7 +103,7 @@ class StateMerger:
         self._stack.append((level, state))
 
     def result(self) -> Any:
-        """The merge of every state added (None when none was)."""
+        """Return the merge of every state added (None when none was)."""
         if not self._stack:
             return None
         state = self._stack[-1][1]
@@ -310,7 +310,7 @@ class Pipeline:
         return self
 
     def passes(self, refit: bool = False) -> int:
-        """Passes over the data :meth:`fit` will make: one per stateful step to fit.
+        """Count the passes over the data :meth:`fit` will make: one per stateful step to fit.
 
         Examples
         --------
@@ -444,7 +444,7 @@ class Pipeline:
         return parts[0] if parts else pa.RecordBatch.from_pylist([], schema=out.schema)
 
     def input_columns(self, input_schema: pa.Schema) -> list[str]:
-        """The columns of ``input_schema`` the pipeline reads or passes to its output.
+        """Return the columns of ``input_schema`` the pipeline reads or passes to its output.
 
         What a runner needs to read: columns no step reads and a ``select`` drops
         are left out (their pages are never decoded).
@@ -481,7 +481,7 @@ class Pipeline:
         return [name for name in input_schema.names if name in need]
 
     def _fit_plan(self, index: int) -> tuple[list[Step], set[str]]:
-        """The steps before step ``index`` its fitting needs, and the input columns they read.
+        """Return the steps before step ``index`` its fit needs, and the input columns they read.
 
         Walks back from the step's input columns: a step is kept when it writes a
         needed column, filters rows, or renames; ``select`` and steps writing

@@ -53,7 +53,7 @@ def _check(func: str, ds: Any, pipeline: Any) -> Any:
 
 
 def _actor_pool(func: str, rd: Any, concurrency: Any) -> Any:
-    """An ``ActorPoolStrategy``: ``concurrency`` actors, or (min, max) for an autoscaling pool.
+    """Return an ``ActorPoolStrategy`` of ``concurrency`` actors, or (min, max) autoscaling.
 
     The default grows from 1 to the cluster's CPUs minus one, leaving a CPU for the
     read tasks that feed the actors (a pool holding every CPU would starve them).
@@ -77,7 +77,7 @@ def _actor_pool(func: str, rd: Any, concurrency: Any) -> Any:
 
 
 def _known_schema(ds: Any) -> pa.Schema | None:
-    """The dataset's Arrow schema when Ray knows it without running anything, else None."""
+    """Return the dataset's Arrow schema when Ray knows it without running anything, else None."""
     schema = ds.schema(fetch_if_missing=False)
     base = getattr(schema, "base_schema", None)
     return base if isinstance(base, pa.Schema) else None

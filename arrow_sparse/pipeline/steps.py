@@ -646,7 +646,7 @@ class MultiHot(Step):
 
 
 class Normalize(ColumnStep):
-    """Standardize (``(x - mean) / std``) or min-max scale numbers, with statistics fitted on the data.
+    """Standardize (``(x - mean) / std``) or min-max scale numbers, statistics fitted on the data.
 
     Works on a numeric column or a list of numbers (every value of every row scaled
     alike; the list structure kept). The fitted state is the count, mean, sum of

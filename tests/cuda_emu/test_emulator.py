@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.cuda_emu.emu import CXX, EmuModule, Emulator, OrderDependenceError, build_library
+from tests.cuda_emu.emu import CXX, Emulator, EmuModule, OrderDependenceError, build_library
 
 pytestmark = pytest.mark.skipif(shutil.which(CXX) is None, reason="needs a C++ compiler")
 

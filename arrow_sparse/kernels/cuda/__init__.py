@@ -122,7 +122,7 @@ class FamilyModule:
         return list(self._modules)
 
     def get_function(self, name: str) -> Any:
-        """The kernel instantiated by name expression ``name`` (memoised)."""
+        """Return the kernel instantiated by name expression ``name`` (memoised)."""
         function = self._functions.get(name)
         if function is not None:
             return function
@@ -188,7 +188,7 @@ def get_launcher(family: str, name: str) -> Callable[..., Any]:
 
 # ------------------------------------------------------------------ device error word
 def error_buffer() -> Any:
-    """The current device's error word: a ``uint64[1]`` array kernels ``atomicMin`` into.
+    """Return the current device's error word: a ``uint64[1]`` array kernels ``atomicMin`` into.
 
     A device (CuPy) array, or a numpy array while a module factory (the emulator) is
     set. Launchers pass it as the kernels' ``unsigned long long* error`` argument.

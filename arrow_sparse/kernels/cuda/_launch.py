@@ -1,5 +1,6 @@
-"""Launch helpers shared by every CUDA kernel family: dtype -> C type, name expressions,
-compile groups, grids and the device error word.
+"""Launch helpers shared by every CUDA kernel family.
+
+dtype -> C type, name expressions, compile groups, grids and the device error word.
 
 One table maps numpy dtypes to the C types the ``.cu`` templates are instantiated
 with; both the CuPy loader and the test emulator build their name expressions from it,
@@ -86,7 +87,7 @@ def name_expressions(kernel: str, *axes: Sequence[str]) -> list[str]:
 
 
 def group_of(name: str) -> str:
-    """The compile group of a name expression: the kernel and its first template argument.
+    """Return the compile group of a name expression: the kernel and its first template argument.
 
     The loader compiles one group at a time (``pad_rows<float, int>`` and
     ``pad_rows<float, long long>`` together, ``pad_rows<double, ...>`` on its first use),
