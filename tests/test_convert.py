@@ -311,7 +311,8 @@ def test_float16_values_are_copied_bit_for_bit(backend: str) -> None:
     np.testing.assert_array_equal(host.view(np.uint16), expected.view(np.uint16))
     back = from_backend(asp.dense_to_jagged(dense, offsets), backend)
     np.testing.assert_array_equal(back.view(np.uint16), values.view(np.uint16))
-    arr = to_backend(pa.array([[1.5, None], [2.5]], pa.list_(pa.float16())), backend)
+    arr = to_backend(pa.array([[np.float16(1.5), None], [np.float16(2.5)]],
+                              pa.list_(pa.float16())), backend)
     np.testing.assert_array_equal(
         from_backend(asp.jagged_to_padded_dense(arr, padding_value=0.5), backend),
         np.array([[1.5, 0.5], [2.5, 0.5]], np.float16))

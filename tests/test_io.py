@@ -29,6 +29,7 @@ from arrow_sparse.errors import (
     ArrowSparseValueError,
 )
 from arrow_sparse.io import ArrowSparseIOError
+from arrow_sparse.io import parquet as parquet_io
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample_clicks.parquet"
 SAMPLE_ROWS = 100_000
@@ -452,6 +453,24 @@ def test_write_parquet_errors(tmp_path: Path) -> None:
         asp.io.write_parquet(small_table(), path, row_group_rows=0)
     with pytest.raises(ArrowSparseValueError, match="compression 'zip' is not an available"):
         asp.io.write_parquet(small_table(), path, compression="zip")
+
+
+@pytest.mark.parametrize("list_type", [pa.list_, pa.large_list])
+def test_write_parquet_null_rows_that_cover_values(tmp_path: Path, list_type: Any) -> None:
+    # Arrow leaves a null row's range unspecified; zero-copy results keep such ranges,
+    # which Parquet writers before pyarrow 26 refuse: they are emptied for those.
+    offsets = pa.array([0, 2, 4, 5], pa.int32() if list_type is pa.list_ else pa.int64())
+    array_class = pa.ListArray if list_type is pa.list_ else pa.LargeListArray
+    column = array_class.from_arrays(offsets, pa.array([1, 2, 3, 4, 5]),
+                                     mask=pa.array([False, True, False]))
+    assert column.to_pylist() == [[1, 2], None, [5]]
+    emptied = parquet_io._empty_null_lists(column.slice(1))
+    assert emptied.to_pylist() == [None, [5]] and emptied.type == column.type
+    assert np.asarray(emptied.offsets).tolist() == [0, 0, 1]
+    assert parquet_io._empty_null_lists(emptied) is emptied
+    path = tmp_path / "nulls.parquet"
+    asp.io.write_parquet(pa.table({"ids": column}), path)
+    assert pq.read_table(path)["ids"].to_pylist() == [[1, 2], None, [5]]
 
 
 def test_write_parquet_failure_leaves_no_partial_file(tmp_path: Path) -> None:

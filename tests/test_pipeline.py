@@ -30,6 +30,12 @@ REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "sample_clicks.parquet"
 SPEC = REPO / "data" / "example_pipeline.toml"
 
+#: pyarrow before 26 writes fixed_size_list rows that are null but cannot read them back
+#: from Parquet ("Expected all lists to be of size=50 but index 1 had size=0").
+needs_fixed_size_null_round_trip = pytest.mark.skipif(
+    int(pa.__version__.split(".")[0]) < 26,
+    reason="pyarrow < 26 cannot read null fixed_size_list rows back from Parquet")
+
 
 @pytest.fixture
 def table() -> pa.Table:
@@ -216,6 +222,7 @@ def test_spec_errors(tmp_path: Path) -> None:
 
 
 # ----------------------------------------------------------------- runner
+@needs_fixed_size_null_round_trip
 def test_run_example_on_sample(tmp_path: Path) -> None:
     out = tmp_path / "o" / "f.parquet"
     s = run(SPEC, output=str(out), batch_rows=30_000, save_pipeline=str(tmp_path / "fit.toml"))
@@ -415,6 +422,7 @@ def test_background_order_errors_and_early_close() -> None:
     assert closed == [True]
 
 
+@needs_fixed_size_null_round_trip
 def test_run_threads_equal_output(tmp_path: Path) -> None:
     one = run(SPEC, output=str(tmp_path / "1.parquet"), threads=1, batch_rows=10_000)
     two = run(SPEC, output=str(tmp_path / "2.parquet"), threads=2, batch_rows=10_000)

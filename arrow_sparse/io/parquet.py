@@ -657,7 +657,7 @@ def write_parquet(data: Any, path: str | os.PathLike[str],
             pending: list[pa.RecordBatch] = []
             held = 0
             for batch in batches:
-                pending.append(batch.replace_schema_metadata(schema.metadata))
+                pending.append(_writable(batch).replace_schema_metadata(schema.metadata))
                 held += batch.num_rows
                 if held >= row_group_rows:
                     table = pa.Table.from_batches(pending, schema)
@@ -673,6 +673,41 @@ def write_parquet(data: Any, path: str | os.PathLike[str],
         finally:
             writer.close()
     return rows
+
+
+#: Parquet writers before pyarrow 26 refuse a null list row whose offsets span values
+#: ("Lists with non-zero length null components are not supported"); arrow_sparse's
+#: zero-copy results keep such ranges (a null row's range is unspecified in Arrow).
+_WRITER_NEEDS_EMPTY_NULL_LISTS = int(pa.__version__.split(".")[0]) < 26
+
+
+def _writable(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """Return ``batch`` with its top-level list columns' null rows emptied if needed."""
+    if not _WRITER_NEEDS_EMPTY_NULL_LISTS:
+        return batch
+    columns = [_empty_null_lists(c) for c in batch.columns]
+    if all(new is old for new, old in zip(columns, batch.columns, strict=True)):
+        return batch
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
+
+
+def _empty_null_lists(column: pa.Array) -> pa.Array:
+    """Return a list column whose null rows cover no values (``column`` when they do not).
+
+    The same logical content: only the unspecified ranges under null rows change.
+    """
+    t = column.type
+    if column.null_count == 0 or not (pa.types.is_list(t) or pa.types.is_large_list(t)):
+        return column
+    offsets = np.asarray(column.offsets)
+    valid = np.asarray(column.is_valid())
+    lengths = np.diff(offsets)
+    if not lengths[~valid].any():
+        return column
+    new_offsets = np.zeros(len(column) + 1, dtype=offsets.dtype)
+    np.cumsum(np.where(valid, lengths, 0), out=new_offsets[1:])
+    return type(column).from_arrays(new_offsets, column.flatten(), type=t,
+                                    mask=pa.array(~valid))
 
 
 def _codec_available(name: str) -> bool:

@@ -507,8 +507,8 @@ def _load_table(label: str, path: str, column: str | None) -> np.ndarray:
             import pyarrow.parquet as pq
             tab = pq.read_table(path)
         else:
-            import pyarrow.feather as feather
-            tab = feather.read_table(path, memory_map=True)
+            # An IPC file, memory-mapped: the table's buffers keep the mapping alive.
+            tab = pa.ipc.open_file(pa.memory_map(path)).read_all()
         names = [f.name for f in tab.schema if pa.types.is_fixed_size_list(f.type)]
         if column is None and not names:
             msg = f"{label}: {path} has no fixed_size_list column to use as the table"
