@@ -161,6 +161,7 @@ def main() -> None:
                          f"{min(r['seconds'] for r in runs):.2f}"])
         print(C.markdown_table(["case", "best MB/s", "median MB/s", "best s"], rows))
         payload = {"benchmark": "flight", "date": C.now_iso(), "machine": C.machine_info(),
+                   "source": C.source_state(),
                    "versions": C.library_versions(["pyarrow", "arrow_sparse"]),
                    "table": {**info, "batch_rows": args.batch_rows}, "results": results}
         print("wrote", C.write_json(args.json, payload))
