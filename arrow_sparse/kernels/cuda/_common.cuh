@@ -42,6 +42,33 @@ __device__ __forceinline__ long long asp_lane() { return asp_thread_id() & 31; }
 __device__ __forceinline__ long long asp_group() { return asp_thread_id() >> 5; }
 __device__ __forceinline__ long long asp_group_stride() { return asp_grid_stride() >> 5; }
 
+// The sum over a lane group of 32 lane partials, partial(l) being lane l's (a double):
+// the butterfly with xor offsets 16, 8, 4, 2, 1, a fixed order that leaves the same
+// bits in every lane. GPU: each lane computes its own partial and the group adds them
+// by warp shuffles; every lane of the warp must call it. Barrier-free variant
+// (ARROW_SPARSE_EMULATOR): the calling thread, lane 0 of its group, computes the 32
+// partials and adds them in the same order, so the result is the same bits.
+template <typename Partial>
+__device__ __forceinline__ double asp_group_sum(long long lane, const Partial& partial) {
+#if defined(ARROW_SPARSE_EMULATOR)
+    (void)lane;
+    double sums[32];
+    for (int l = 0; l < 32; ++l) sums[l] = partial(l);
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        for (int l = 0; l < 32; ++l) {
+            if ((l & offset) == 0) sums[l] = sums[l ^ offset] = sums[l] + sums[l ^ offset];
+        }
+    }
+    return sums[0];
+#else
+    double sum = partial(lane);
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        sum += __shfl_xor_sync(0xFFFFFFFFu, sum, offset);
+    }
+    return sum;
+#endif
+}
+
 template <typename T>
 __device__ __forceinline__ T asp_min(T a, T b) { return b < a ? b : a; }
 

@@ -149,30 +149,6 @@ __device__ __forceinline__ T asp_ew_group_max(long long lane, const Partial& par
 #endif
 }
 
-// The sum over a lane group of the 32 lane partials partial(l) (doubles): the butterfly
-// with xor offsets 16, 8, 4, 2, 1, a fixed order that leaves the same bits in every
-// lane. GPU: warp shuffles; barrier-free variant: the calling thread computes the 32
-// partials and adds them in the same order, so the result is the same bits.
-template <typename Partial>
-__device__ __forceinline__ double asp_ew_group_sum(long long lane, const Partial& partial) {
-#if defined(ARROW_SPARSE_EMULATOR)
-    (void)lane;
-    double sums[32];
-    for (int l = 0; l < 32; ++l) sums[l] = partial(l);
-    for (int offset = 16; offset > 0; offset >>= 1) {
-        for (int l = 0; l < 32; ++l) {
-            if ((l & offset) == 0) sums[l] = sums[l ^ offset] = sums[l] + sums[l ^ offset];
-        }
-    }
-    return sums[0];
-#else
-    double sum = partial(lane);
-    for (int offset = 16; offset > 0; offset >>= 1) {
-        sum += __shfl_xor_sync(0xFFFFFFFFu, sum, offset);
-    }
-    return sum;
-#endif
-}
 
 // -------------------------------------------------------------------- softmax
 // softmax_rows: per-row softmax of 1-D values x (D == 1) into out, the CPU's three steps:
@@ -224,7 +200,7 @@ __global__ void softmax_rows(const T* __restrict__ x, const long long* __restric
             }
             return high;
         });
-        const double total = asp_ew_group_sum(lane, [&](long long l) {
+        const double total = asp_group_sum(lane, [&](long long l) {
             double partial = 0.0;
             for (long long k = l; k < n; k += 32) {
                 const bool in = k < m && asp_ew_valid(elem_valid, all_elems, s + k);
