@@ -34,6 +34,10 @@ REPO_ROOT = BENCH_DIR.parent
 
 GIB = 1 << 30
 
+#: ``machine_load.note`` of the runs that expect an idle machine.
+QUIET_NOTE = ("foreign_cores: average cores other processes kept busy during the run "
+              "(0 on a quiet machine)")
+
 
 # --------------------------------------------------------------------------- timing
 @dataclass
@@ -512,6 +516,34 @@ def _jsonable(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)
     return obj
+
+
+def finish_run(path: str | os.PathLike[str], payload: dict[str, Any], monitor: CpuMonitor,
+               load_start: list[float] | None, t_start: float, waited_s: float,
+               report: Callable[[dict[str, Any]], None], *, load_note: str | None = None,
+               warn_above: float | None = None) -> int:
+    """End a benchmark run: record the machine load, peak RSS and times, print the report,
+    write the JSON and say where it went.
+
+    ``load_note`` is stored beside the load figures; ``warn_above`` (foreign cores) makes a
+    disturbed run end with a loud warning. Returns the exit status, 0.
+    """
+    run_cpu = monitor.stop()
+    payload["machine_load"] = {"load_average_start": load_start,
+                               "load_average_end": load_average(), **run_cpu}
+    if load_note is not None:
+        payload["machine_load"]["note"] = load_note
+    payload["peak_rss_bytes"] = peak_rss_bytes()
+    payload["total_wall_s"] = time.perf_counter() - t_start
+    payload["waited_for_quiet_s"] = waited_s
+    report(payload)
+    out = write_json(path, payload)
+    if warn_above is not None and run_cpu.get("foreign_cores", 0.0) > warn_above:
+        loud(f"other processes kept {run_cpu['foreign_cores']:.2f} cores busy on average "
+             "during this run: rerun on a quiet machine before trusting these numbers")
+    print(f"\nwrote {out} (total {payload['total_wall_s']:.0f} s, peak RSS "
+          f"{payload['peak_rss_bytes'] / GIB:.2f} GiB)")
+    return 0
 
 
 def write_json(path: str | os.PathLike[str], payload: dict[str, Any]) -> Path:

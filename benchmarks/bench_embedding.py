@@ -578,19 +578,11 @@ def main(argv: list[str] | None = None) -> int:
         "workloads": workloads,
     }
     payload["targets"] = evaluate_targets(payload)
-    run_cpu = run_monitor.stop()
-    payload["machine_load"] = {"load_average_start": load_start,
-                               "load_average_end": C.load_average(), **run_cpu,
-                               "note": "foreign_cores: average cores other processes kept "
-                                       "busy during the run (the contention workload's own "
-                                       "busy processes included)"}
-    payload["peak_rss_bytes"] = C.peak_rss_bytes()
-    payload["total_wall_s"] = time.perf_counter() - t_start
-    payload["waited_for_quiet_s"] = waited
-    print_report(payload)
-    out = C.write_json(args.json, payload)
-    print(f"\nwrote {out} (total {payload['total_wall_s']:.0f} s)")
-    return 0
+    return C.finish_run(args.json, payload, run_monitor, load_start, t_start, waited,
+                        print_report,
+                        load_note="foreign_cores: average cores other processes kept busy "
+                                  "during the run (the contention workload's own busy "
+                                  "processes included)")
 
 
 T0 = time.perf_counter()

@@ -1419,22 +1419,8 @@ def main(argv: list[str] | None = None) -> int:
         "latency": latency,
     }
     payload["targets"] = evaluate_targets(workloads, overhead)
-    run_cpu = run_monitor.stop()
-    payload["machine_load"] = {"load_average_start": load_start,
-                               "load_average_end": C.load_average(), **run_cpu,
-                               "note": "foreign_cores: average cores other processes kept "
-                                       "busy during the run (0 on a quiet machine)"}
-    payload["peak_rss_bytes"] = C.peak_rss_bytes()
-    payload["total_wall_s"] = time.perf_counter() - t_start
-    payload["waited_for_quiet_s"] = waited_s
-    print_report(payload)
-    out = C.write_json(args.json, payload)
-    if run_cpu.get("foreign_cores", 0.0) > FOREIGN_CORES_WARN:
-        C.loud(f"other processes kept {run_cpu['foreign_cores']:.2f} cores busy on average "
-               "during this run: rerun on a quiet machine before trusting these numbers")
-    print(f"\nwrote {out} (total {payload['total_wall_s']:.0f} s, peak RSS "
-          f"{payload['peak_rss_bytes'] / C.GIB:.2f} GiB)")
-    return 0
+    return C.finish_run(args.json, payload, run_monitor, load_start, t_start, waited_s,
+                        print_report, load_note=C.QUIET_NOTE, warn_above=FOREIGN_CORES_WARN)
 
 
 if __name__ == "__main__":
