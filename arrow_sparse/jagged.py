@@ -882,7 +882,8 @@ class Jagged:
         IndexError
             An id that is negative or ``>= num_columns``.
         NotImplementedError
-            On the device (the sparse formats are host-only so far).
+            On the device (not implemented yet: make the matrix from host data, then
+            move it with ``SparseCSR.to_device('cuda')``).
 
         Examples
         --------
