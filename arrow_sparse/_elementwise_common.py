@@ -20,7 +20,7 @@ import pyarrow as pa
 from . import _arrow
 from . import _validate as v
 from ._backend import array_module, get_kernel, is_cupy_array, module_of
-from .convert import _ids_to_offsets
+from ._offsets import ids_to_offsets
 from .errors import ArrowSparseTypeError, ArrowSparseValueError
 from .jagged import Jagged
 
@@ -326,7 +326,7 @@ def _segment_offsets(func: str, num_values: int, offsets: Any, lengths: Any,
         return v.lengths_offsets(func, "lengths", lengths, num_values=num_values, device=True)[1]
     ids, n = v.check_sorted_segment_ids(func, "segment_ids", segment_ids, num_values,
                                         device=True)
-    return _ids_to_offsets(ids, n)  # type: ignore[no-any-return]
+    return ids_to_offsets(ids, n)  # type: ignore[no-any-return]
 
 
 def _segments_input(func: str, data: Any, offsets: Any, lengths: Any,

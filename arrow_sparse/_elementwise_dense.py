@@ -30,7 +30,7 @@ from ._elementwise_common import (
     _u8,
     _zeros,
 )
-from .convert import _offsets_list
+from ._offsets import checked_levels
 from .errors import ArrowSparseTypeError, ArrowSparseValueError
 from .jagged import Jagged
 
@@ -73,7 +73,7 @@ def _jagged_dense_inputs(func: str, values: Any, offsets: Any, dense: Any) -> _I
         if offsets is None:
             msg = f"{func}: offsets are needed with a values array (a list, outermost first)"
             raise ArrowSparseTypeError(msg)
-        offs = _offsets_list(func, offsets, len(vals), device=True)
+        offs = checked_levels(func, offsets, len(vals), device=True)
         valids = [None] * len(offs)
         kind = "arrow_values" if isinstance(values, (pa.Array, pa.ChunkedArray)) else "values"
     arr = v.as_values_array(func, "dense", dense, device=True)

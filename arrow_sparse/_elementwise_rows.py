@@ -38,7 +38,7 @@ from ._elementwise_common import (
     _u8,
     _windows,
 )
-from .convert import _offsets_list
+from ._offsets import checked_levels
 from .errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from .jagged import Jagged
 
@@ -589,7 +589,7 @@ def expand_into_jagged(x: Any, offsets: Any) -> Any:
     func = "expand_into_jagged"
     xp = array_module(func, x=x, offsets=offsets)
     arr = v.as_values_array(func, "x", x, device=True)
-    offs = _offsets_list(func, offsets, None, device=True)
+    offs = checked_levels(func, offsets, None, device=True)
     rows = len(offs[0]) - 1
     if len(arr) != rows:
         msg = f"{func}: x has {len(arr)} rows but offsets[0] describes {rows}"

@@ -20,7 +20,7 @@ from . import _validate as v
 from ._backend import array_module, device_checks, get_kernel
 from ._keyed_build import _common_dtype, _is_int
 from ._transforms_common import _read_back
-from .convert import _fill_value, pad_levels
+from ._offsets import fill_value, pad_levels
 from .errors import (
     ArrowSparseIndexError,
     ArrowSparseKeyError,
@@ -546,7 +546,7 @@ class KeyedOps:
         else:
             lengths = _per_key(func, "max_lengths", self, max_lengths)
         try:
-            pad = _fill_value(func, pad_value, self.dtype, arg="pad_value")
+            pad = fill_value(func, pad_value, self.dtype, arg="pad_value")
         except ArrowSparseValueError:
             msg = f"{func}: pad_value {pad_value!r} does not fit the values dtype {self.dtype}"
             raise ArrowSparseValueError(msg) from None

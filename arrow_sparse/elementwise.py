@@ -80,7 +80,7 @@ from ._elementwise_rows import (
     truncate,
 )
 from .errors import ArrowSparseTypeError, ArrowSparseValueError
-from .jagged import Jagged
+from .jagged import Jagged, computes
 
 __all__ = [
     "array_ufunc",
@@ -105,6 +105,7 @@ __all__ = [
 
 
 # ==================================================================== ufuncs and operators
+@computes("jagged_ufunc")
 def jagged_ufunc(ufunc: np.ufunc, *operands: Any, **kwargs: Any) -> Jagged:
     """Apply an elementwise numpy ufunc to Jagged operands; the engine of the operators.
 
@@ -362,6 +363,7 @@ def _align_elements(func: str, args: list[Any]) -> list[Any]:
     return lined
 
 
+@computes("array_ufunc")
 def array_ufunc(j: Jagged, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
     """``Jagged.__array_ufunc__``: elementwise ufunc calls go to :func:`jagged_ufunc`.
 
@@ -400,6 +402,7 @@ def array_ufunc(j: Jagged, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs:
     return jagged_ufunc(ufunc, *inputs, **kwargs)
 
 
+@computes("map_values")
 def map_values(data: Any, func: Callable[[np.ndarray], Any], *, offsets: Any = None) -> Any:
     """Apply an elementwise function to the values, keeping offsets and validity.
 

@@ -12,9 +12,9 @@ The buffers are numpy arrays (host) or CuPy arrays (device), all on one device:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any, Union
 
 import numpy as np
 import pyarrow as pa
@@ -22,18 +22,15 @@ import pyarrow as pa
 from . import _arrow
 from . import _backend as b
 from . import _validate as v
-from .convert import (
-    _fill_value,
-    _ids_to_offsets,
-    _segment_ids,
+from ._offsets import (
+    fill_value,
+    ids_to_offsets,
     longest_rows,
     pad_levels,
     unpad_levels,
+    value_rows,
 )
 from .errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
-
-if TYPE_CHECKING:
-    from .sparse import SparseCSR
 
 __all__ = ["Jagged"]
 
@@ -44,6 +41,28 @@ _REPR_THRESHOLD = 1000  # addressed values above which long lists are summarised
 _REPR_EDGE = 3  # items shown at each end of a summarised list (numpy's edgeitems)
 
 
+#: Methods of :class:`Jagged` that an operation family above this module computes:
+#: arithmetic (``jagged_ufunc``, ``array_ufunc``, ``map_values``) by
+#: :mod:`arrow_sparse.elementwise`, ``to_csr`` by :mod:`arrow_sparse.sparse`. Each family
+#: registers its function with :func:`computes` when ``arrow_sparse`` is imported (which
+#: importing any of its modules does first), so the class holds the data and calls down
+#: the layers only; ``tests/test_api.py`` checks that every name is registered.
+_COMPUTED: dict[str, Callable[..., Any]] = {}
+COMPUTED_METHODS = ("array_ufunc", "jagged_ufunc", "map_values", "to_csr")
+
+
+def computes(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register the function that computes the Jagged method ``name`` (a decorator)."""
+    if name not in COMPUTED_METHODS:
+        msg = f"Jagged has no computed method {name!r}; known: {', '.join(COMPUTED_METHODS)}"
+        raise KeyError(msg)
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        _COMPUTED[name] = fn
+        return fn
+    return register
+
+
 def _operator(name: str, ufunc: Any, doc: str, *, reflected: bool = False,
               unary: bool = False) -> Any:
     """Make the operator method ``Jagged.<name>``: ``ufunc`` on the values.
@@ -51,8 +70,7 @@ def _operator(name: str, ufunc: Any, doc: str, *, reflected: bool = False,
     It calls ``arrow_sparse.elementwise.jagged_ufunc`` (on the host or the device).
     """
     def apply(*operands: Any) -> Jagged:
-        from .elementwise import jagged_ufunc
-        return jagged_ufunc(ufunc, *operands)  # type: ignore[no-any-return]
+        return _COMPUTED["jagged_ufunc"](ufunc, *operands)  # type: ignore[no-any-return]
 
     def unary_method(self: Jagged) -> Jagged:
         return apply(self)
@@ -276,7 +294,7 @@ class Jagged:
             v.as_values_array(func, "values", values, device=True)
         ids, n = v.check_sorted_segment_ids(func, "segment_ids", segment_ids, len(vals),
                                             num_segments, device=True)
-        offsets = _ids_to_offsets(ids, n)
+        offsets = ids_to_offsets(ids, n)
         b.device_checks(func, xp)
         return cls._trusted(vals, offsets)
 
@@ -539,7 +557,7 @@ class Jagged:
         >>> asp.Jagged.from_list([[1, 2, 3], [], [3, 6]]).segment_ids
         array([0, 0, 0, 2, 2])
         """
-        return _segment_ids("Jagged.segment_ids", self._offsets,  # type: ignore[no-any-return]
+        return value_rows("Jagged.segment_ids", self._offsets,  # type: ignore[no-any-return]
                             np.dtype(np.int64))
 
     @property
@@ -851,13 +869,13 @@ class Jagged:
             msg = (f"{func}: max_length must be an int or a list of one int per level "
                    f"({len(levels)}), got {max_length!r}")
             raise ArrowSparseTypeError(msg)
-        pad = _fill_value(func, pad_value, self.dtype, arg="pad_value")
+        pad = fill_value(func, pad_value, self.dtype, arg="pad_value")
         out = pad_levels(func, self.leaf_values, offsets, validity, lengths, pad,
                          levels[-1].values_validity)
         b.device_checks(func, self.xp)
         return out
 
-    def to_csr(self, num_columns: int, weights: Any = None) -> SparseCSR:
+    def to_csr(self, num_columns: int, weights: Any = None) -> Any:
         """Rows of ids as a multi-hot CSR matrix ``[num_rows, num_columns]``.
 
         Parameters
@@ -885,6 +903,10 @@ class Jagged:
             On the device (not implemented yet: make the matrix from host data, then
             move it with ``SparseCSR.to_device('cuda')``).
 
+        See Also
+        --------
+        SparseCSR.from_jagged : The function this calls.
+
         Examples
         --------
         >>> j = asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], [3, 6]])
@@ -893,51 +915,7 @@ class Jagged:
                [0., 0., 1., 0., 1., 0., 1., 1.],
                [0., 0., 0., 1., 0., 0., 1., 0.]], dtype=float32)
         """
-        from .sparse import SparseCSR
-
-        func = "Jagged.to_csr"
-        if self.device != "cpu":
-            b.host_only(func, f"the Jagged is on {self.device}")
-        if isinstance(self._values, Jagged) or self._values.ndim != 1:
-            msg = f"{func}: rows must hold scalar ids, not nested lists or vectors"
-            raise ArrowSparseTypeError(msg)
-        num_columns = v.check_count(func, "num_columns", num_columns)
-        start, stop = int(self._offsets[0]), int(self._offsets[-1])
-        ids = self._values[start:stop]
-        if ids.dtype.kind not in "iu":
-            msg = f"{func}: ids must have an integer dtype, got {ids.dtype}"
-            raise ArrowSparseTypeError(msg)
-        keep = None  # which addressed values become entries: not null, not in a null row
-        if self._validity is not None:
-            keep = np.repeat(self._validity, np.diff(self._offsets))
-        if self._values_validity is not None:
-            inside = self._values_validity[start:stop]
-            keep = inside if keep is None else keep & inside
-        bad = (ids < 0) | (ids >= num_columns)
-        if keep is not None:
-            bad &= keep
-        if bad.any():
-            pos = start + v.first_true(bad)
-            msg = v.message(func, "ids", f"out of range [0, {num_columns})", pos, self._values[pos])
-            raise ArrowSparseIndexError(msg)
-        if keep is None:
-            indptr = (self._offsets - start).astype(np.int64)
-        else:
-            ids = ids[keep]
-            kept_before = np.concatenate(([0], np.cumsum(keep, dtype=np.int64)))
-            indptr = kept_before[self._offsets - start]
-        if ids.dtype not in v.OFFSET_DTYPES:
-            ids = ids.astype(np.int64)
-        if weights is None:
-            data = np.ones(len(ids), dtype=np.float32)
-        else:
-            data = v.as_values_array(func, "weights", weights)
-            if len(data) != len(self.leaf_values):
-                msg = (f"{func}: weights has {len(data)} entries but there are "
-                       f"{len(self.leaf_values)} values")
-                raise ArrowSparseValueError(msg)
-            data = data[start:stop] if keep is None else data[start:stop][keep]
-        return SparseCSR(indptr, ids, data, (self.num_rows, num_columns))
+        return _COMPUTED["to_csr"](self, num_columns, weights=weights)
 
     def validate(self) -> Jagged:
         """Check every invariant in full (O(size)); return self.
@@ -1007,13 +985,11 @@ class Jagged:
         >>> asp.Jagged.from_list([[1.0, 4.0], None, [9.0]]).map_values(np.sqrt)
         Jagged([[1.0, 2.0], None, [3.0]], dtype=float64, offsets=int32)
         """
-        from .elementwise import map_values
-        return map_values(self, func)  # type: ignore[no-any-return]
+        return _COMPUTED["map_values"](self, func)  # type: ignore[no-any-return]
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """Elementwise numpy ufuncs (``np.exp(j)``, ``arr * j``) apply to the values."""
-        from .elementwise import array_ufunc
-        return array_ufunc(self, ufunc, method, *inputs, **kwargs)
+        return _COMPUTED["array_ufunc"](self, ufunc, method, *inputs, **kwargs)
 
     __add__ = _operator("__add__", np.add, "``self + other``: a Jagged of the same rows, "
                         "scalar, per-row or padded array.")

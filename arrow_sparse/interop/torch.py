@@ -36,7 +36,7 @@ from .. import _backend
 from .. import _validate as v
 from .. import embedding as emb
 from .._embedding_grad import backward
-from ..convert import _repeat_rows
+from .._offsets import repeat_rows
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged
 from ..keyed import KeyedJagged
@@ -364,7 +364,7 @@ def _plain_rows(func: str, jagged: Any, null_rows: Any) -> tuple[Any, Any]:
             msg = (f"{func}: jagged has null rows (first at position {pos}) and torch has no "
                    "nulls; pass null_rows='empty' to make them empty rows")
             raise ArrowSparseValueError(msg)
-        in_null_row = _repeat_rows(~valid, xp.diff(offsets), offsets, start, stop)
+        in_null_row = repeat_rows(~valid, xp.diff(offsets), offsets, start, stop)
     if jagged.values_validity is not None:
         null_element = ~jagged.values_validity[start:stop]
         if in_null_row is not None:

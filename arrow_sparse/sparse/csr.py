@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from .. import _validate as v
-from .._backend import array_module, device_checks, get_kernel
-from ..errors import ArrowSparseTypeError, ArrowSparseValueError
+from .._backend import array_module, device_checks, get_kernel, host_only
+from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
+from ..jagged import Jagged, computes
 from . import _base as b
 from . import _interop
 from ._base import SparseTensor
 
 if TYPE_CHECKING:
-    from ..jagged import Jagged
     from .coo import SparseCOO
     from .csc import SparseCSC
     from .csf import SparseCSF
@@ -521,8 +521,6 @@ class _Compressed(SparseTensor):
         >>> weights.to_list()
         [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0], [1.0, 1.0]]
         """
-        from ..jagged import Jagged
-
         return (Jagged(self.indices, self.indptr, validate=False),
                 Jagged(self.values, self.indptr, validate=False))
 
@@ -842,6 +840,50 @@ class SparseCSR(_Compressed):
     format = "csr"
     _major = 0
 
+    @classmethod
+    def from_jagged(cls, jagged: Jagged, num_columns: int, weights: Any = None) -> SparseCSR:
+        """Read a Jagged of ids as a multi-hot CSR matrix ``[num_rows, num_columns]``.
+
+        Parameters
+        ----------
+        jagged
+            Rows of integer ids (one level, scalar values), on the host.
+        num_columns
+            Number of columns (the id vocabulary size); every id must be below it.
+        weights
+            Optional values, one per element (``values`` layout); default ones (float32).
+
+        Returns
+        -------
+        SparseCSR
+            ``indptr`` starts at zero; ``indices`` is a view of the ids when they are
+            int32/int64 and the rows start at value 0. Repeated ids in a row are kept as
+            repeated entries (their values add up on densifying). Null rows are empty
+            and null ids (``values_validity``) are left out, with their weights.
+
+        Raises
+        ------
+        TypeError
+            Non-integer ids, or nested rows.
+        IndexError
+            An id that is negative or ``>= num_columns``.
+        NotImplementedError
+            On the device (not implemented yet: make the matrix from host data, then
+            move it with ``SparseCSR.to_device('cuda')``).
+
+        See Also
+        --------
+        Jagged.to_csr : The same, as a method of the Jagged.
+        SparseCSR.to_jagged : The inverse.
+
+        Examples
+        --------
+        >>> j = asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], [3, 6]])
+        >>> asp.SparseCSR.from_jagged(j, 8, weights=np.arange(9.0)).to_dense()[1]
+        array([0., 0., 3., 0., 4., 0., 5., 6.])
+        """
+        return _jagged_to_csr("SparseCSR.from_jagged", jagged, num_columns, weights)
+
     def __getitem__(self, key: Any) -> SparseCSR:
         """Rows ``a:b`` (``csr[a:b]`` or ``csr[a:b, :]``) as a view sharing every buffer."""
         if isinstance(key, tuple) and len(key) == 2 and key[1] == slice(None):
@@ -975,3 +1017,54 @@ def _matmul_dtypes(values: np.ndarray, dense: np.ndarray) -> tuple[np.dtype, np.
     dtype = np.result_type(values.dtype, dense.dtype)
     work = np.dtype(np.int64) if dtype.kind == "b" else dtype
     return dtype, work, values.astype(work, copy=False)
+
+
+def _jagged_to_csr(func: str, jagged: Jagged, num_columns: int, weights: Any) -> SparseCSR:
+    """Build the multi-hot CSR matrix of a Jagged of ids (see :meth:`SparseCSR.from_jagged`)."""
+    if jagged.device != "cpu":
+        host_only(func, f"the Jagged is on {jagged.device}")
+    if isinstance(jagged.values, Jagged) or jagged.values.ndim != 1:
+        msg = f"{func}: rows must hold scalar ids, not nested lists or vectors"
+        raise ArrowSparseTypeError(msg)
+    num_columns = v.check_count(func, "num_columns", num_columns)
+    start, stop = int(jagged.offsets[0]), int(jagged.offsets[-1])
+    ids = jagged.values[start:stop]
+    if ids.dtype.kind not in "iu":
+        msg = f"{func}: ids must have an integer dtype, got {ids.dtype}"
+        raise ArrowSparseTypeError(msg)
+    keep = None  # which addressed values become entries: not null, not in a null row
+    if jagged.validity is not None:
+        keep = np.repeat(jagged.validity, np.diff(jagged.offsets))
+    if jagged.values_validity is not None:
+        inside = jagged.values_validity[start:stop]
+        keep = inside if keep is None else keep & inside
+    bad = (ids < 0) | (ids >= num_columns)
+    if keep is not None:
+        bad &= keep
+    if bad.any():
+        pos = start + v.first_true(bad)
+        msg = v.message(func, "ids", f"out of range [0, {num_columns})", pos, jagged.values[pos])
+        raise ArrowSparseIndexError(msg)
+    if keep is None:
+        indptr = (jagged.offsets - start).astype(np.int64)
+    else:
+        ids = ids[keep]
+        kept_before = np.concatenate(([0], np.cumsum(keep, dtype=np.int64)))
+        indptr = kept_before[jagged.offsets - start]
+    if ids.dtype not in v.OFFSET_DTYPES:
+        ids = ids.astype(np.int64)
+    if weights is None:
+        data = np.ones(len(ids), dtype=np.float32)
+    else:
+        data = v.as_values_array(func, "weights", weights)
+        if len(data) != len(jagged.leaf_values):
+            msg = (f"{func}: weights has {len(data)} entries but there are "
+                   f"{len(jagged.leaf_values)} values")
+            raise ArrowSparseValueError(msg)
+        data = data[start:stop] if keep is None else data[start:stop][keep]
+    return SparseCSR(indptr, ids, data, (jagged.num_rows, num_columns))
+
+
+@computes("to_csr")
+def _to_csr(jagged: Jagged, num_columns: int, weights: Any = None) -> SparseCSR:
+    return _jagged_to_csr("Jagged.to_csr", jagged, num_columns, weights)
