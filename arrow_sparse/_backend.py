@@ -28,7 +28,7 @@ from .errors import ArrowSparseTypeError, ArrowSparseValueError
 
 __all__ = ["KERNEL_FAMILIES", "array_module", "cpu_kernel_names", "cupy_module", "device_checks",
            "device_of", "fetch", "from_dlpack", "get_kernel", "host_only", "is_cupy_array",
-           "module_of", "normalize_device", "set_cuda_module_factory", "to_host",
+           "module_of", "normalize_device", "read_back", "set_cuda_module_factory", "to_host",
            "transfer"]
 
 #: Every kernel family; each has a module in ``kernels/cpu``.
@@ -160,6 +160,17 @@ def fetch(func: str, *scalars: Any) -> list[int]:
 def to_host(x: Any) -> Any:
     """``x`` as host data: a CuPy array's ``.get()``, anything else unchanged."""
     return x.get() if is_cupy_array(x) else x
+
+
+def read_back(func: str, x: Any) -> Any:
+    """Return ``x`` on the host, raising the device checks recorded so far first.
+
+    A device array is copied (a synchronisation); the checks are raised at once since
+    the values may depend on inputs they reject. Host data costs nothing.
+    """
+    host = to_host(x)
+    device_checks(func, module_of(x), wait=True)
+    return host
 
 
 _DEVICE = re.compile(r"^(cpu|cuda)(?::(\d+))?$")

@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from . import _validate as v
-from ._backend import array_module, device_checks, get_kernel
+from ._backend import array_module, device_checks, get_kernel, read_back
 from ._keyed_build import _common_dtype, _is_int
-from ._transforms_common import _read_back
 from ._offsets import fill_value, pad_levels
 from .errors import (
     ArrowSparseIndexError,
@@ -468,7 +467,7 @@ class KeyedOps:
         rows = len(self.lengths)
         lengths = xp.diff(new_offsets).astype(self.lengths.dtype, copy=False)
         # where each bucket starts: one read of my_size + 1 offsets on the device
-        starts = _read_back(func, new_offsets[::rows]).tolist() if rows else [0] * (shards + 1)
+        starts = read_back(func, new_offsets[::rows]).tolist() if rows else [0] * (shards + 1)
         device_checks(func, xp)
         buckets, bucket_positions = [], []
         for p in range(shards):  # a loop over buckets
@@ -540,7 +539,7 @@ class KeyedOps:
                                                               max_lengths, partial=True)
             longest = [0] * self.num_keys
             if rows and len(given) < self.num_keys:  # read on the device: one synchronisation
-                longest = _read_back(func, self.lengths.reshape(self.num_keys, rows).max(
+                longest = read_back(func, self.lengths.reshape(self.num_keys, rows).max(
                     axis=1)).tolist()
             lengths = [given.get(k, longest[k]) for k in range(self.num_keys)]
         else:
@@ -684,7 +683,7 @@ def _key_bounds(func: str, inputs: list[KeyedJagged]) -> list[list[int]]:
     per_key = [kj._key_offsets() for kj in inputs]
     if xp is np:
         return [p.tolist() for p in per_key]
-    flat = _read_back(func, per_key[0] if len(per_key) == 1 else xp.concatenate(per_key))
+    flat = read_back(func, per_key[0] if len(per_key) == 1 else xp.concatenate(per_key))
     flat = flat.tolist()
     ends = np.cumsum([len(p) for p in per_key]).tolist()
     return [flat[end - len(p):end] for p, end in zip(per_key, ends, strict=True)]

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from . import _arrow
 from . import _validate as v
-from ._backend import array_module, device_checks, get_kernel, module_of, to_host
+from ._backend import array_module, device_checks, get_kernel, module_of
 from .errors import ArrowSparseTypeError
 from .jagged import Jagged
 
@@ -30,16 +30,6 @@ from .jagged import Jagged
 def _kernel(name: str, xp: ModuleType = np) -> Any:
     return get_kernel("transforms", name, xp)
 
-
-def _read_back(func: str, x: Any) -> Any:
-    """Return ``x`` on the host, raising the device checks recorded so far first.
-
-    A device array is copied (a synchronisation); the checks are raised at once since
-    the values may depend on inputs they reject. Host data costs nothing.
-    """
-    host = to_host(x)
-    device_checks(func, module_of(x), wait=True)
-    return host
 
 
 # ----------------------------------------------------------------------- leaves

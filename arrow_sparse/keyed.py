@@ -25,6 +25,7 @@ from ._backend import (
     fetch,
     module_of,
     normalize_device,
+    read_back,
     transfer,
 )
 from ._keyed_build import (
@@ -41,7 +42,6 @@ from ._keyed_build import (
     _keys_text,
 )
 from ._keyed_ops import BlockBuckets, KeyedOps
-from ._transforms_common import _read_back
 from .errors import ArrowSparseKeyError, ArrowSparseTypeError, ArrowSparseValueError
 from .jagged import Jagged
 
@@ -843,7 +843,7 @@ class KeyedJagged(KeyedOps):
         for pos, key in enumerate(self._keys):  # a loop over keys
             first = self._index[key]
             if first != pos:
-                bounds = bounds or _read_back(func, self._key_offsets()).tolist()
+                bounds = bounds or read_back(func, self._key_offsets()).tolist()
                 if not self._same_rows(func, first, pos, bounds):
                     v.fail_value(func, "keys", "repeat a key with different rows", pos,
                                  repr(key))

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from . import _arrow
 from . import _validate as v
-from ._backend import array_module, device_checks, module_of
+from ._backend import array_module, device_checks, module_of, read_back
 from ._transforms_common import (
     _arrow_leaf,
     _bytes_type,
@@ -35,7 +35,6 @@ from ._transforms_common import (
     _map_elements,
     _not_a_column,
     _per_chunk,
-    _read_back,
 )
 from .errors import ArrowSparseTypeError, ArrowSparseValueError
 from .jagged import Jagged
@@ -825,7 +824,7 @@ def _length_stats_device(func: str, j: Jagged) -> LengthStats:
     if validity is not None:
         sums.append(n)
     picked = xp.sort(keys)[xp.asarray(_ranks(n))] if rows else xp.zeros(5, np.int64)
-    numbers = _read_back(func, xp.concatenate([_int64(xp.stack(sums)), _int64(picked)]))
+    numbers = read_back(func, xp.concatenate([_int64(xp.stack(sums)), _int64(picked)]))
     numbers = numbers.tolist()
     total, zeros = numbers[0], numbers[1]
     present = numbers[2] if child_valid is not None else total

@@ -21,7 +21,15 @@ import pyarrow.compute as pc
 
 from . import _arrow
 from . import _validate as v
-from ._backend import array_module, device_checks, device_of, is_cupy_array, module_of, transfer
+from ._backend import (
+    array_module,
+    device_checks,
+    device_of,
+    is_cupy_array,
+    module_of,
+    read_back,
+    transfer,
+)
 from ._transforms_common import (
     _arrow_leaf,
     _bytes_type,
@@ -31,7 +39,6 @@ from ._transforms_common import (
     _map_elements,
     _not_a_column,
     _numpy_leaf,
-    _read_back,
 )
 from .errors import ArrowSparseIOError, ArrowSparseTypeError, ArrowSparseValueError
 from .jagged import Jagged
@@ -794,7 +801,7 @@ def fit_vocabulary(column_or_batches: Any, freq_threshold: int = 1,
         else:
             keys = counted.keys.astype(np.int64, copy=False)
             if is_cupy_array(keys):  # the vocabulary lives in host memory
-                keys, counted.counts = _read_back(func, module_of(keys).stack(
+                keys, counted.counts = read_back(func, module_of(keys).stack(
                     [keys, counted.counts]))
             counted.keys = keys
             counted.dtype = np.dtype(np.int64)

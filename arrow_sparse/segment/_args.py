@@ -26,11 +26,11 @@ from typing import Any, NoReturn, cast
 import numpy as np
 import pyarrow as pa
 
-from . import _arrow
-from . import _validate as v
-from ._backend import get_kernel, is_cupy_array, module_of
-from .errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
-from .jagged import Jagged
+from .. import _arrow
+from .. import _validate as v
+from .._backend import get_kernel, is_cupy_array, module_of
+from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
+from ..jagged import Jagged
 
 _MODES = {"sum": 0, "mean": 1, "max": 2}  # kernels.cpu.segment.MODE_*
 _INT64, _UINT64, _FLOAT32, _FLOAT64 = (np.dtype(t) for t in ("i8", "u8", "f4", "f8"))
