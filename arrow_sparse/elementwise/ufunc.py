@@ -1,22 +1,9 @@
-"""Jagged arithmetic: elementwise ops, per-row softmax and cumsum, slicing and gathers.
+"""Numpy ufuncs on jagged values: ``jagged_ufunc``, ``array_ufunc`` (Jagged operators) and ``map_values``.
 
-Most functions take their jagged input in one of three forms and answer in the same form:
-
-* a :class:`Jagged` -> a :class:`Jagged`;
-* an Arrow ``list``/``large_list`` array -> an Arrow list array (a ChunkedArray chunk by
-  chunk for row-local functions);
-* a values array plus ``offsets=`` (numpy or Arrow) -> values of the same kind (and new
-  offsets when the rows change length).
-
-The ``jagged_*`` functions named after FBGEMM operators keep FBGEMM's argument order
-``(values, offsets, ...)``; pass a Jagged or an Arrow list array as ``values`` with
-``offsets=None`` to use the other forms. The examples use Caffe2's batch
-``[1, 2, 3] [2, 4, 6, 7] [3, 6]``; ``docs/jagged-arithmetic.md`` has the concepts.
-
-Every function also runs on CuPy arrays (and a :class:`Jagged` on the device) through
-the CUDA kernels and answers with CuPy arrays (a Jagged on the device, values, or
-``(values, offsets)``): see docs/gpu.md ("Dispatch"). Each docstring's Notes say what
-it synchronises.
+An operand is a Jagged with the same rows, a scalar, a per-row array or a padded dense
+array; the result keeps the offsets (shared, zero-copy) and ANDs the validities. These
+functions compute the arithmetic of :class:`~arrow_sparse.Jagged` (``j + 1``,
+``np.exp(j)``, ``j.map_values``): they register with :func:`arrow_sparse.jagged.computes`.
 """
 
 from __future__ import annotations
@@ -26,82 +13,36 @@ from typing import Any
 
 import numpy as np
 
-from . import _elementwise_device as _D
-from . import _validate as v
-from ._backend import array_module, device_checks
-from ._elementwise_common import (
-    _INT64_MAX,
+from .. import _validate as v
+from .._backend import array_module, device_checks
+from ..errors import ArrowSparseTypeError, ArrowSparseValueError
+from ..jagged import Jagged, computes
+from . import _device as _D
+from ._args import (
     _VALUES_KINDS,
     Window,
     _and_mask,
     _as_jagged,
     _check_levels,
-    _chunkwise,
     _finish,
-    _float_dtype,
     _hidden_mask,
     _i64,
     _is_array,
-    _is_chunked_list,
     _is_list_array,
-    _kernel,
     _leaf_offsets,
     _levels,
-    _map_innermost,
-    _max_length,
     _read_dense,
     _rebuild,
     _rebuild_whole,
     _repeat,
     _same_structure,
     _scalar_operand,
-    _segments_input,
-    _u8,
     _visible,
     _visible_rows,
-    _window_as,
     _windows,
-    _zeros,
 )
-from ._elementwise_dense import (
-    jagged_dense_bmm,
-    jagged_dense_elementwise_add,
-    jagged_dense_elementwise_add_jagged_output,
-    jagged_dense_elementwise_mul,
-    jagged_jagged_bmm,
-)
-from ._elementwise_rows import (
-    expand_into_jagged,
-    index_select,
-    jagged_index_select,
-    jagged_unique,
-    list_slice,
-    repeat,
-    truncate,
-)
-from .errors import ArrowSparseTypeError, ArrowSparseValueError
-from .jagged import Jagged, computes
 
-__all__ = [
-    "array_ufunc",
-    "expand_into_jagged",
-    "index_select",
-    "jagged_dense_bmm",
-    "jagged_dense_elementwise_add",
-    "jagged_dense_elementwise_add_jagged_output",
-    "jagged_dense_elementwise_mul",
-    "jagged_index_select",
-    "jagged_jagged_bmm",
-    "jagged_softmax",
-    "jagged_ufunc",
-    "jagged_unique",
-    "list_slice",
-    "map_values",
-    "repeat",
-    "segment_cumsum",
-    "segment_softmax",
-    "truncate",
-]
+__all__ = ["array_ufunc", "jagged_ufunc", "map_values"]
 
 
 # ==================================================================== ufuncs and operators
@@ -488,242 +429,3 @@ def map_values(data: Any, func: Callable[[np.ndarray], Any], *, offsets: Any = N
 
 
 # ================================================================= softmax and cumsum
-def _row_scan_buffers(func: str, j: Jagged, min_len: int, dtype: np.dtype, zeroed: bool
-                      ) -> tuple[Any, Any]:
-    """``(values as 2-D dtype, out)`` for a kernel that writes the positions the rows address.
-
-    Host: ``out`` spans ``max(offsets[-1], min_len)`` values, zeroed outside the rows (all
-    of it when ``zeroed``), and only the rows' window is converted. Device: the whole
-    values buffer, all zeroed (the window's bounds are not read back).
-    """
-    vals = j.values
-    xp = j.xp
-    width = int(np.prod(vals.shape[1:], dtype=np.int64))
-    if xp is np:
-        start, stop = int(j.offsets[0]), int(j.offsets[-1])
-        total = max(stop, min_len)
-    else:
-        start, stop = 0, len(vals)
-        total, zeroed = stop, True
-    if zeroed:
-        out = _zeros(func, (total, width), dtype, xp)
-    else:
-        out = v.empty(func, (total, width), dtype)
-        out[:start] = 0  # the kernel writes every position the rows address, and only those
-        out[stop:] = 0
-    return _window_as(vals, start, stop, dtype), out
-
-
-def _scanned(j: Jagged, out: Any) -> Jagged:
-    """``j`` with new values ``out`` (2-D, reshaped to the values' inner shape)."""
-    total = len(out)
-    vv = None if j.values_validity is None else j.values_validity[:total]
-    return Jagged._trusted(out.reshape((total,) + j.values.shape[1:]), j.offsets, j.validity,
-                           vv)
-
-
-def _softmax(func: str, j: Jagged, max_length: int, min_len: int) -> Jagged:
-    x, out = _row_scan_buffers(func, j, min_len, _float_dtype(j.values.dtype), zeroed=False)
-    _kernel("softmax", j.xp)(x, _i64(j.offsets), _u8(j.validity), _u8(j.values_validity),
-                             max_length, out)
-    return _scanned(j, out)
-
-
-def jagged_softmax(values: Any, offsets: Any = None, max_length: int | None = None) -> Any:
-    """Softmax over each row of a jagged tensor (FBGEMM's ``jagged_softmax``).
-
-    Parameters
-    ----------
-    values
-        Values ``[N]`` or ``[N, D]`` (each column separately), or a :class:`Jagged` /
-        Arrow list array (then ``offsets=None``).
-    offsets
-        Row offsets, ``rows + 1`` long; may start above zero.
-    max_length
-        Only each row's first ``max_length`` elements take part; the rest give 0.
-        Default: the whole row.
-
-    Returns
-    -------
-    numpy.ndarray, pyarrow.Array or Jagged
-        Floats (float16 and float32 give float32, other dtypes float64) in the form of the
-        input; positions no row addresses are 0.
-
-    Raises
-    ------
-    ValueError
-        Malformed offsets, or a negative ``max_length``.
-    TypeError
-        Non-numeric values, or ``offsets`` given with a Jagged.
-
-    See Also
-    --------
-    segment_softmax : The same with lengths or segment ids, null rows and null elements.
-
-    Notes
-    -----
-    On the device: no synchronisation (one kernel); a Jagged's result spans its whole
-    values buffer (0 where no row addresses a value). Bad offsets are raised by the next
-    check (docs/gpu.md, "Dispatch").
-
-    Examples
-    --------
-    >>> values = np.array([0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 5.0, 5.0])
-    >>> asp.jagged_softmax(values, np.array([0, 2, 6, 8])).round(3)
-    array([0.5 , 0.5 , 0.25, 0.25, 0.25, 0.25, 0.5 , 0.5 ])
-    >>> asp.jagged_softmax(values, np.array([0, 2, 6, 8]), max_length=1)
-    array([1., 0., 1., 0., 0., 0., 1., 0.])
-    """
-    func = "jagged_softmax"
-    if _is_chunked_list(values) and offsets is None:
-        return _chunkwise(values, lambda c: jagged_softmax(c, None, max_length))
-    j, kind = _as_jagged(func, values, offsets, "values")
-    limit = _max_length(func, max_length)
-    min_len = len(j.values) if kind in _VALUES_KINDS else 0
-    result = _finish(_map_innermost(j, lambda lvl: _softmax(func, lvl, limit, min_len)), kind)
-    device_checks(func, j.xp)
-    return result
-
-
-def segment_softmax(data: Any, *, offsets: Any = None, lengths: Any = None,
-                    segment_ids: Any = None) -> Any:
-    """Numerically stable softmax over each row (segment).
-
-    ``exp(x - max(row)) / sum(exp(x - max(row)))``, per column for 2-D values.
-
-    Parameters
-    ----------
-    data
-        A :class:`Jagged` (nested: over the innermost lists), an Arrow list array, or
-        values ``[N]`` / ``[N, D]`` with exactly one of the keywords below.
-    offsets
-        Row offsets (may start above zero and end before the last value).
-    lengths
-        Row lengths summing to exactly ``N``.
-    segment_ids
-        Sorted row id of every value.
-
-    Returns
-    -------
-    Jagged, pyarrow.Array or numpy.ndarray
-        Floats (float16 and float32 give float32, other dtypes float64) in the form of
-        ``data``. Empty rows stay empty, null rows stay null, null elements stay null
-        and take no part; values no row addresses are 0.
-
-    Raises
-    ------
-    ValueError
-        Malformed offsets, lengths or segment ids, or none or several of them.
-    TypeError
-        Non-numeric data.
-
-    See Also
-    --------
-    jagged_softmax : FBGEMM's signature, with ``max_length``.
-
-    Notes
-    -----
-    A row holding ``inf`` or only ``-inf`` gives NaN, as ``torch.softmax`` does.
-
-    On the device: no synchronisation (one kernel), except with ``segment_ids`` and no
-    way to know the number of rows: the last id is read back (one synchronisation). A
-    Jagged's result spans its whole values buffer (0 where no row addresses a value).
-
-    Examples
-    --------
-    >>> j = asp.Jagged.from_list([[1.0, 1.0], [], None, [0.0, 0.0, 0.0, 0.0]])
-    >>> asp.segment_softmax(j)
-    Jagged([[0.5, 0.5], [], None, [0.25, 0.25, 0.25, 0.25]], dtype=float64, offsets=int32)
-    >>> asp.segment_softmax(np.log(np.array([1.0, 3.0, 2.0])), lengths=[2, 1])
-    array([0.25, 0.75, 1.  ])
-    """
-    func = "segment_softmax"
-    if _is_chunked_list(data):
-        return _chunkwise(data, lambda c: segment_softmax(c, offsets=offsets, lengths=lengths,
-                                                          segment_ids=segment_ids))
-    j, kind, min_len = _segments_input(func, data, offsets, lengths, segment_ids)
-    result = _finish(_map_innermost(j, lambda lvl: _softmax(func, lvl, _INT64_MAX, min_len)),
-                     kind)
-    device_checks(func, j.xp)
-    return result
-
-
-def _cumsum_dtype(dtype: np.dtype) -> np.dtype:
-    if dtype.kind in "bi":
-        return np.dtype(np.int64)
-    if dtype.kind == "u":
-        return np.dtype(np.uint64)
-    return np.dtype(np.float32) if dtype == np.float16 else dtype
-
-
-def _cumsum(j: Jagged, exclusive: bool, min_len: int) -> Jagged:
-    x, out = _row_scan_buffers("segment_cumsum", j, min_len, _cumsum_dtype(j.values.dtype),
-                               zeroed=True)
-    _kernel("cumsum", j.xp)(x, _i64(j.offsets), _u8(j.validity), _u8(j.values_validity),
-                            exclusive, out)
-    return _scanned(j, out)
-
-
-def segment_cumsum(data: Any, *, offsets: Any = None, lengths: Any = None,
-                   segment_ids: Any = None, exclusive: bool = False) -> Any:
-    """Compute the running sum along each row (segment), restarting at every row.
-
-    Parameters
-    ----------
-    data
-        A :class:`Jagged` (nested: along the innermost lists), an Arrow list array, or
-        values ``[N]`` / ``[N, D]`` with exactly one of the keywords below.
-    offsets
-        Row offsets (may start above zero and end before the last value).
-    lengths
-        Row lengths summing to exactly ``N``.
-    segment_ids
-        Sorted row id of every value.
-    exclusive
-        False: element ``i`` is the sum of elements ``0..i``; True: of ``0..i-1`` (so
-        each row starts at 0).
-
-    Returns
-    -------
-    Jagged, pyarrow.Array or numpy.ndarray
-        In the form of ``data``, with numpy's ``cumsum`` dtype (bool and signed
-        integers: int64, unsigned: uint64, floats kept; float16 gives float32). Null
-        rows stay null; null elements add nothing and stay null; values no row
-        addresses are 0.
-
-    Raises
-    ------
-    ValueError
-        Malformed offsets, lengths or segment ids, or none or several of them.
-    TypeError
-        Non-numeric data, or ``exclusive`` not a bool.
-
-    See Also
-    --------
-    lengths_to_offsets : The exclusive cumsum of lengths.
-
-    Notes
-    -----
-    On the device: as :func:`segment_softmax` (no synchronisation but the last segment
-    id read back with ``segment_ids``).
-
-    Examples
-    --------
-    >>> j = asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], [3, 6]])
-    >>> asp.segment_cumsum(j)
-    Jagged([[1, 3, 6], [2, 6, 12, 19], [3, 9]], dtype=int64, offsets=int32)
-    >>> asp.segment_cumsum(np.array([1, 2, 3, 2, 4]), lengths=[3, 2], exclusive=True)
-    array([0, 1, 3, 0, 2])
-    """
-    func = "segment_cumsum"
-    excl = v.check_bool(func, "exclusive", exclusive)
-    if _is_chunked_list(data):
-        return _chunkwise(data, lambda c: segment_cumsum(c, offsets=offsets, lengths=lengths,
-                                                         segment_ids=segment_ids,
-                                                         exclusive=excl))
-    j, kind, min_len = _segments_input(func, data, offsets, lengths, segment_ids)
-    result = _finish(_map_innermost(j, lambda lvl: _cumsum(lvl, excl, min_len)), kind)
-    device_checks(func, j.xp)
-    return result
-
-

@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import array_module, module_of
-from ._elementwise_common import _i64, _leaf_offsets, _levels, _read_dense, _rebuild_whole, _repeat
-from .jagged import Jagged
+from .._backend import array_module, module_of
+from ..jagged import Jagged
+from ._args import _i64, _leaf_offsets, _levels, _read_dense, _rebuild_whole, _repeat
 
 #: ``(lo, hi)``: rows (or values) ``[lo, hi)`` of a level that the top rows address;
 #: ints for the top level, device scalars (0-d arrays) below.

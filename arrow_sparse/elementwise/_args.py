@@ -3,7 +3,7 @@
 Reading inputs, answering in the input's form, walking the jagged levels, masking
 hidden values, word-wise copies. The helpers take numpy or CuPy arrays (the kernels come
 from the inputs' array module) unless their docstring says "host": those read offsets
-(row windows), which the device paths (:mod:`arrow_sparse._elementwise_device`) avoid.
+(row windows), which the device paths (:mod:`arrow_sparse.elementwise._device`) avoid.
 
 Private: :mod:`arrow_sparse.elementwise` holds the public functions.
 """
@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from . import _arrow
-from . import _validate as v
-from ._backend import array_module, get_kernel, is_cupy_array, module_of
-from ._offsets import ids_to_offsets
-from .errors import ArrowSparseTypeError, ArrowSparseValueError
-from .jagged import Jagged
+from .. import _arrow
+from .. import _validate as v
+from .._backend import array_module, get_kernel, is_cupy_array, module_of
+from .._offsets import ids_to_offsets
+from ..errors import ArrowSparseTypeError, ArrowSparseValueError
+from ..jagged import Jagged
 
 _INT32_MAX = int(np.iinfo(np.int32).max)
 _INT64_MAX = int(np.iinfo(np.int64).max)

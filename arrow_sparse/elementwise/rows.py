@@ -13,10 +13,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from . import _elementwise_arrow as _A
-from . import _validate as v
-from ._backend import array_module, device_checks, fetch, is_cupy_array, module_of
-from ._elementwise_common import (
+from .. import _validate as v
+from .._backend import array_module, device_checks, fetch, is_cupy_array, module_of
+from .._offsets import checked_levels
+from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
+from ..jagged import Jagged
+from . import _arrow_rows as _A
+from ._args import (
     _INT32_MAX,
     _INT64_MAX,
     _as_jagged,
@@ -38,9 +41,6 @@ from ._elementwise_common import (
     _u8,
     _windows,
 )
-from ._offsets import checked_levels
-from .errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
-from .jagged import Jagged
 
 __all__ = [
     "expand_into_jagged",

@@ -15,10 +15,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _arrow
-from . import _validate as v
-from ._elementwise_common import _INT32_MAX, _is_list_array, _kernel
-from .errors import ArrowSparseTypeError, ArrowSparseValueError
+from .. import _arrow
+from .. import _validate as v
+from ..errors import ArrowSparseTypeError, ArrowSparseValueError
+from ._args import _INT32_MAX, _is_list_array, _kernel
 
 #: Forms of input the take path answers in (as ``_as_jagged``'s kinds).
 ARROW_KINDS = ("arrow", "chunked", "arrow_values")

@@ -12,10 +12,13 @@ from typing import Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from . import _elementwise_device as _D
-from . import _validate as v
-from ._backend import array_module, device_checks, get_kernel, is_cupy_array, module_of
-from ._elementwise_common import (
+from .. import _validate as v
+from .._backend import array_module, device_checks, get_kernel, is_cupy_array, module_of
+from .._offsets import checked_levels
+from ..errors import ArrowSparseTypeError, ArrowSparseValueError
+from ..jagged import Jagged
+from . import _device as _D
+from ._args import (
     _VALUES_KINDS,
     _arith_dtype,
     _as_jagged,
@@ -30,9 +33,6 @@ from ._elementwise_common import (
     _u8,
     _zeros,
 )
-from ._offsets import checked_levels
-from .errors import ArrowSparseTypeError, ArrowSparseValueError
-from .jagged import Jagged
 
 __all__ = [
     "jagged_dense_bmm",
