@@ -520,7 +520,7 @@ def use(factory: Emulator | None) -> None:
 def test_kernels_follow_the_backend_when_it_changes() -> None:
     # Nothing memoises a kernel across a change of the module factory: a launcher picked
     # while the emulator is on must not outlive it.
-    from arrow_sparse._embedding_common import kernel
+    from arrow_sparse.embedding._args import kernel
 
     assert kernel("lookup_rows") is cpu_embedding.lookup_rows
     with emulated() as emu:

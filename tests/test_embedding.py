@@ -874,8 +874,10 @@ def test_maplookup_parallel_threads_bag_lookups(monkeypatch) -> None:
     import numba
 
 
+    from arrow_sparse.embedding import lookups as lookup_module
+
     seen = []
-    real = emb.get_kernel
+    real = lookup_module.get_kernel
 
     def spy(family, name, xp=np):
         fn = real(family, name, xp)
@@ -888,7 +890,7 @@ def test_maplookup_parallel_threads_bag_lookups(monkeypatch) -> None:
             return fn(*args)
         return wrapped
 
-    monkeypatch.setattr(emb, "get_kernel", spy)
+    monkeypatch.setattr(lookup_module, "get_kernel", spy)
     rng = np.random.default_rng(14)
     tables = [rng.standard_normal((50, 4)) for _ in range(4)]
     ids = [asp.Jagged.from_list(random_bags(rng, 300, 50)) for _ in range(4)]

@@ -35,8 +35,8 @@ import numpy as np
 from .. import _backend
 from .. import _validate as v
 from .. import embedding as emb
-from .._embedding_grad import backward
 from .._offsets import repeat_rows
+from ..embedding.grad import backward
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged
 from ..keyed import KeyedJagged

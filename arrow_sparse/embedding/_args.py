@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from . import _arrow
-from . import _validate as v
-from ._backend import get_kernel, is_cupy_array
-from .errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
-from .jagged import Jagged
+from .. import _arrow
+from .. import _validate as v
+from .._backend import get_kernel, is_cupy_array
+from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
+from ..jagged import Jagged
 
 MODES = ("sum", "mean", "max")
 
@@ -417,7 +417,7 @@ def run_in_threads(tasks: Sequence[Callable[[], None]], workers: int | None) -> 
     does not allow concurrent kernels (``workqueue``), the tasks run one after another on
     the calling thread, each with every core.
     """
-    from .kernels.cpu import _jit  # imported here: ``import arrow_sparse`` loads no Numba
+    from ..kernels.cpu import _jit  # imported here: ``import arrow_sparse`` loads no Numba
 
     if len(tasks) <= 1 or not _jit.concurrent_parallel_kernels():
         for task in tasks:

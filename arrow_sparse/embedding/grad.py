@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from . import _arrow
-from . import _validate as v
-from ._backend import (
+from .. import _arrow
+from .. import _validate as v
+from .._backend import (
     array_module,
     device_checks,
     device_of,
@@ -22,9 +22,9 @@ from ._backend import (
     normalize_device,
     transfer,
 )
-from ._embedding_common import Bags, DeviceBags, bags, check_mode, check_table, kernel
-from .errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
-from .jagged import Jagged
+from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
+from ..jagged import Jagged
+from ._args import Bags, DeviceBags, bags, check_mode, check_table, kernel
 
 __all__ = ["SparseGrad", "lookup_backward", "lookup_backward_weights"]
 

@@ -1,22 +1,4 @@
-"""Embedding tables: lookups, the sparse backward pass and fused sparse optimizer steps.
-
-Tables are row-major numpy arrays ``table[num_embeddings, dim]`` (EmbeddingTables.jl's
-column-major tables, transposed), or CuPy arrays: every function runs on the device
-when its inputs are there (docs/gpu.md, "Dispatch"). The training loop is
-
-1. ``y = lookup(table, ids)`` (gather, reducing gather, or pooled bags),
-2. ``grad = lookup_backward(dy, ids, num_embeddings=len(table))``, a :class:`SparseGrad`
-   whose rows are unique and sorted (duplicate ids summed, deterministically),
-3. ``sgd(table, grad, lr)`` / ``adagrad`` / ``rowwise_adagrad`` / ``ftrl``: fused
-   in-place updates of the touched rows only (``update`` for several tables at once).
-
-Tables persist as Arrow IPC files (:func:`save_table`, :func:`load_table`,
-memory-mapped, read-only or writable). The backward passes live in
-``_embedding_grad``, the optimizers in ``_embedding_optim`` and the storage in
-``_embedding_io``; every public name is importable from here. See ``docs/embedding.md``
-for the formulas and a worked example, and :mod:`arrow_sparse.interop.torch` for a
-PyTorch ``EmbeddingBag`` built on these functions.
-"""
+"""Embedding lookups: ``lookup`` (gather, reducing gather, pooled bags) and ``maplookup`` over many tables."""
 
 from __future__ import annotations
 
@@ -27,10 +9,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from . import _arrow
-from . import _validate as v
-from ._backend import array_module, device_checks, get_kernel, module_of
-from ._embedding_common import (
+from .. import _arrow
+from .. import _validate as v
+from .._backend import array_module, device_checks, get_kernel, module_of
+from ..errors import ArrowSparseTypeError, ArrowSparseValueError
+from ._args import (
     Bags,
     DeviceBags,
     bags,
@@ -42,27 +25,8 @@ from ._embedding_common import (
     ndim_of,
     run_in_threads,
 )
-from ._embedding_grad import SparseGrad, lookup_backward, lookup_backward_weights
-from ._embedding_io import load_table, save_table
-from ._embedding_optim import adagrad, ftrl, rowwise_adagrad, sgd, update
-from .errors import ArrowSparseTypeError, ArrowSparseValueError
-from .segment import scatter_weighted_sum
 
-__all__ = [
-    "SparseGrad",
-    "adagrad",
-    "ftrl",
-    "load_table",
-    "lookup",
-    "lookup_backward",
-    "lookup_backward_weights",
-    "maplookup",
-    "rowwise_adagrad",
-    "save_table",
-    "scatter_weighted_sum",
-    "sgd",
-    "update",
-]
+__all__ = ["lookup", "maplookup"]
 
 _STRATEGIES = ("sequential", "parallel", "concat")
 _GATHER_MODES = {"sum": 0, "mean": 1, "max": 2}  # kernels.cpu.segment.MODE_*

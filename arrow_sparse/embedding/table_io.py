@@ -10,11 +10,11 @@ import os
 import numpy as np
 import pyarrow as pa
 
-from . import _arrow
-from . import _validate as v
-from ._backend import normalize_device, to_host, transfer
-from ._embedding_common import check_table
-from .errors import ArrowSparseIOError, ArrowSparseTypeError, ArrowSparseValueError
+from .. import _arrow
+from .. import _validate as v
+from .._backend import normalize_device, to_host, transfer
+from ..errors import ArrowSparseIOError, ArrowSparseTypeError, ArrowSparseValueError
+from ._args import check_table
 
 __all__ = ["load_table", "save_table"]
 

@@ -10,9 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from . import _validate as v
-from ._backend import array_module, device_checks, module_of
-from ._embedding_common import (
+from .. import _validate as v
+from .._backend import array_module, device_checks, module_of
+from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
+from ._args import (
     check_scalar,
     check_table,
     check_writable,
@@ -20,8 +21,7 @@ from ._embedding_common import (
     kernel,
     run_in_threads,
 )
-from ._embedding_grad import SparseGrad
-from .errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
+from .grad import SparseGrad
 
 __all__ = ["adagrad", "ftrl", "rowwise_adagrad", "sgd", "update"]
 
