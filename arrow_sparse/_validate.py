@@ -39,6 +39,7 @@ __all__ = [
     "check_mask",
     "check_exactly_one",
     "check_indices",
+    "check_int_in",
     "check_lengths",
     "check_offsets",
     "check_segment_ids",
@@ -347,6 +348,17 @@ def check_count(func: str, arg: str, x: Any) -> int:
         raise ArrowSparseValueError(msg)
     if x > MAX_COUNT:
         msg = f"{func}: {arg} must be at most 2**59, got {x}"
+        raise ArrowSparseValueError(msg)
+    return int(x)
+
+
+def check_int_in(func: str, arg: str, x: Any, lo: int, hi: int) -> int:
+    """Check an integer scalar in ``[lo, hi]`` (a parameter such as a bucket count or seed)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        msg = f"{func}: {arg} must be an integer, got {type(x).__name__}"
+        raise ArrowSparseTypeError(msg)
+    if not lo <= int(x) <= hi:
+        msg = f"{func}: {arg} must be in [{lo}, {hi}], got {x}"
         raise ArrowSparseValueError(msg)
     return int(x)
 

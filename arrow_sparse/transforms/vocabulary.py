@@ -19,9 +19,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _arrow
-from . import _validate as v
-from ._backend import (
+from .. import _arrow
+from .. import _validate as v
+from .._backend import (
     array_module,
     device_checks,
     device_of,
@@ -30,7 +30,9 @@ from ._backend import (
     read_back,
     transfer,
 )
-from ._transforms_common import (
+from ..errors import ArrowSparseIOError, ArrowSparseTypeError, ArrowSparseValueError
+from ..jagged import Jagged
+from ._leaf import (
     _arrow_leaf,
     _bytes_type,
     _ElementOp,
@@ -40,8 +42,6 @@ from ._transforms_common import (
     _not_a_column,
     _numpy_leaf,
 )
-from .errors import ArrowSparseIOError, ArrowSparseTypeError, ArrowSparseValueError
-from .jagged import Jagged
 
 __all__ = ["Vocabulary", "categorify", "fit_vocabulary", "value_counts"]
 

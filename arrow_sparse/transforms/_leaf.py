@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from . import _arrow
-from . import _validate as v
-from ._backend import array_module, device_checks, get_kernel, module_of
-from .errors import ArrowSparseTypeError
-from .jagged import Jagged
+from .. import _arrow
+from .. import _validate as v
+from .._backend import array_module, device_checks, get_kernel, module_of
+from ..errors import ArrowSparseTypeError
+from ..jagged import Jagged
 
 
 def _kernel(name: str, xp: ModuleType = np) -> Any:
