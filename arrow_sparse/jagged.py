@@ -41,26 +41,46 @@ _REPR_THRESHOLD = 1000  # addressed values above which long lists are summarised
 _REPR_EDGE = 3  # items shown at each end of a summarised list (numpy's edgeitems)
 
 
-#: Methods of :class:`Jagged` that an operation family above this module computes:
-#: arithmetic (``jagged_ufunc``, ``array_ufunc``, ``map_values``) by
-#: :mod:`arrow_sparse.elementwise`, ``to_csr`` by :mod:`arrow_sparse.sparse`. Each family
-#: registers its function with :func:`computes` when ``arrow_sparse`` is imported (which
-#: importing any of its modules does first), so the class holds the data and calls down
-#: the layers only; ``tests/test_api.py`` checks that every name is registered.
-_COMPUTED: dict[str, Callable[..., Any]] = {}
-COMPUTED_METHODS = ("array_ufunc", "jagged_ufunc", "map_values", "to_csr")
+class ComputedMethods:
+    """Methods of a core class that the operation families above its module compute.
+
+    :class:`Jagged` (and :class:`~arrow_sparse.KeyedJagged`) hold data; a method whose
+    work belongs to an operation family (``j + 1`` to :mod:`arrow_sparse.elementwise`,
+    ``j.to_csr`` to :mod:`arrow_sparse.sparse`) calls the function that family registers
+    here with :meth:`register` when ``arrow_sparse`` is imported (importing any of its
+    modules does that first). The class's module therefore imports nothing above it;
+    ``tests/test_api.py`` checks that every name is registered.
+    """
+
+    def __init__(self, owner: str, names: tuple[str, ...]) -> None:
+        self.owner = owner
+        self.names = names
+        self._functions: dict[str, Callable[..., Any]] = {}
+
+    def register(self, name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Return a decorator registering the function that computes method ``name``."""
+        if name not in self.names:
+            msg = f"{self.owner} has no computed method {name!r}; known: {', '.join(self.names)}"
+            raise KeyError(msg)
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self._functions[name] = fn
+            return fn
+        return register
+
+    def __getitem__(self, name: str) -> Callable[..., Any]:
+        return self._functions[name]
+
+    @property
+    def missing(self) -> list[str]:
+        """The names no family has registered (empty once ``arrow_sparse`` is imported)."""
+        return [n for n in self.names if n not in self._functions]
 
 
-def computes(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register the function that computes the Jagged method ``name`` (a decorator)."""
-    if name not in COMPUTED_METHODS:
-        msg = f"Jagged has no computed method {name!r}; known: {', '.join(COMPUTED_METHODS)}"
-        raise KeyError(msg)
-
-    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        _COMPUTED[name] = fn
-        return fn
-    return register
+#: Jagged's methods computed above this module: arithmetic by arrow_sparse.elementwise.ufunc,
+#: ``to_csr`` by arrow_sparse.sparse.csr.
+COMPUTED = ComputedMethods("Jagged", ("array_ufunc", "jagged_ufunc", "map_values", "to_csr"))
+computes = COMPUTED.register
 
 
 def _operator(name: str, ufunc: Any, doc: str, *, reflected: bool = False,
@@ -70,7 +90,7 @@ def _operator(name: str, ufunc: Any, doc: str, *, reflected: bool = False,
     It calls ``arrow_sparse.elementwise.jagged_ufunc`` (on the host or the device).
     """
     def apply(*operands: Any) -> Jagged:
-        return _COMPUTED["jagged_ufunc"](ufunc, *operands)  # type: ignore[no-any-return]
+        return COMPUTED["jagged_ufunc"](ufunc, *operands)  # type: ignore[no-any-return]
 
     def unary_method(self: Jagged) -> Jagged:
         return apply(self)
@@ -915,7 +935,7 @@ class Jagged:
                [0., 0., 1., 0., 1., 0., 1., 1.],
                [0., 0., 0., 1., 0., 0., 1., 0.]], dtype=float32)
         """
-        return _COMPUTED["to_csr"](self, num_columns, weights=weights)
+        return COMPUTED["to_csr"](self, num_columns, weights=weights)
 
     def validate(self) -> Jagged:
         """Check every invariant in full (O(size)); return self.
@@ -985,11 +1005,11 @@ class Jagged:
         >>> asp.Jagged.from_list([[1.0, 4.0], None, [9.0]]).map_values(np.sqrt)
         Jagged([[1.0, 2.0], None, [3.0]], dtype=float64, offsets=int32)
         """
-        return _COMPUTED["map_values"](self, func)  # type: ignore[no-any-return]
+        return COMPUTED["map_values"](self, func)  # type: ignore[no-any-return]
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """Elementwise numpy ufuncs (``np.exp(j)``, ``arr * j``) apply to the values."""
-        return _COMPUTED["array_ufunc"](self, ufunc, method, *inputs, **kwargs)
+        return COMPUTED["array_ufunc"](self, ufunc, method, *inputs, **kwargs)
 
     __add__ = _operator("__add__", np.add, "``self + other``: a Jagged of the same rows, "
                         "scalar, per-row or padded array.")

@@ -15,11 +15,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _arrow
-from . import _validate as v
-from ._backend import is_cupy_array
-from .errors import ArrowSparseKeyError, ArrowSparseTypeError, ArrowSparseValueError
-from .jagged import Jagged
+from .. import _arrow
+from .. import _validate as v
+from .._backend import is_cupy_array
+from ..errors import ArrowSparseKeyError, ArrowSparseTypeError, ArrowSparseValueError
+from ..jagged import Jagged
 
 _REPR_KEYS = 10
 
@@ -451,3 +451,62 @@ def _map_weights(func: str, weights: Any, rows: int, counts: np.ndarray, entries
     wpos = np.empty(len(item_len), dtype=np.int64)
     wpos[entries] = wentries
     return _take_ranges(wleaf, witems.offsets[:-1][wpos[ent]], lengths_sorted)
+
+
+def _from_batch(func: str, batch: pa.RecordBatch | pa.Table, keys: Any,
+                weights: Any) -> Built:
+    one_column = weights if isinstance(weights, str) else None
+    if weights is None or one_column is not None:
+        wmap: dict[Hashable, Any] = {}
+    elif isinstance(weights, Mapping):
+        wmap = dict(weights)
+    else:
+        msg = (f"{func}: weights for a batch must be a column name or a {{key: column name}} "
+               f"mapping, got {type(weights).__name__}")
+        raise ArrowSparseTypeError(msg)
+    for key, col in wmap.items():
+        if not isinstance(col, str):
+            msg = f"{func}: weights[{key!r}] must be a column name, got {type(col).__name__}"
+            raise ArrowSparseTypeError(msg)
+    if keys is None:
+        used = set(wmap.values()) | {one_column}
+        fields = [f for f in batch.schema if f.name not in used]
+        key_tuple = _check_keys(func, "column names",
+                                [f.name for f in fields if _arrow.is_list_type(f.type)])
+        if not key_tuple:
+            hint = "; pass a map column itself, not a batch holding it" \
+                if any(isinstance(f.type, pa.MapType) for f in fields) else ""
+            msg = f"{func}: batch_or_map_array has no list or large_list column{hint}"
+            raise ArrowSparseTypeError(msg)
+    else:
+        key_tuple = _check_keys(func, "keys", keys)
+    if one_column is not None:
+        if len(key_tuple) != 1:
+            msg = (f"{func}: weights={one_column!r} names one column but {len(key_tuple)} keys "
+                   f"are selected; pass weights={{key: column name}}")
+            raise ArrowSparseValueError(msg)
+        wmap = {key_tuple[0]: one_column}
+    columns = {key: _column_chunks(func, batch, "keys", i, key)
+               for i, key in enumerate(key_tuple)}
+    wcols = {key: _column_chunks(func, batch, "weights", i, col)
+             for i, (key, col) in enumerate(wmap.items())}
+    return _from_columns(func, columns, wcols, batch.num_rows)
+
+
+def _column_chunks(func: str, batch: pa.RecordBatch | pa.Table, arg: str, i: int,
+                   name: Any) -> list[Jagged]:
+    """Return the chunks of column ``name`` as Jagged views (zero-copy)."""
+    found = batch.schema.get_all_field_indices(name) if isinstance(name, str) else []
+    if not found:
+        msg = v.message(func, arg, "names a column not in the batch", i, repr(name))
+        raise ArrowSparseKeyError(msg)
+    if len(found) > 1:
+        v.fail_value(func, arg, f"names a column that appears {len(found)} times", i,
+                     repr(name))
+    column = batch.column(found[0])
+    _check_list_type(func, f"column {name!r}", column.type)
+    if isinstance(column, pa.ChunkedArray):
+        chunks = column.chunks or [pa.array([], type=column.type)]
+    else:
+        chunks = [column]
+    return [Jagged.from_arrow(chunk) for chunk in chunks]

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
-from . import _arrow
-from . import _validate as v
-from ._backend import (
+from .. import _validate as v
+from .._backend import (
     array_module,
     device_checks,
     device_of,
@@ -28,22 +27,21 @@ from ._backend import (
     read_back,
     transfer,
 )
-from ._keyed_build import (
+from ..errors import ArrowSparseKeyError, ArrowSparseTypeError, ArrowSparseValueError
+from ..jagged import ComputedMethods, Jagged
+from ._build import (
     _REPR_KEYS,
     _as_1d_values,
     _as_jagged_chunks,
     _batch_size_of,
     _check_keys,
-    _check_list_type,
     _check_mapping,
     _check_validity,
+    _from_batch,
     _from_columns,
     _from_map,
     _keys_text,
 )
-from ._keyed_ops import BlockBuckets, KeyedOps
-from .errors import ArrowSparseKeyError, ArrowSparseTypeError, ArrowSparseValueError
-from .jagged import Jagged
 
 __all__ = ["BlockBuckets", "KeyedJagged"]
 
@@ -51,7 +49,38 @@ _REPR_ROWS = 6
 _INT32_MAX = int(np.iinfo(np.int32).max)
 
 
-class KeyedJagged(KeyedOps):
+class BlockBuckets(NamedTuple):
+    """What :meth:`KeyedJagged.block_bucketize` returns.
+
+    Attributes
+    ----------
+    buckets
+        One KeyedJagged per bucket (shard), ``my_size`` of them, each with every key
+        and the full batch size: bucket ``p``'s row ``r`` of a key holds the values
+        of that row that went to bucket ``p``, in their order. Concatenated, their
+        ``lengths`` are FBGEMM's ``new_lengths`` and their ``values`` its
+        ``new_indices`` (and their ``weights`` its ``new_weights``).
+    unbucketize_permute
+        With ``sequence=True``: int64, one entry per input value, its position in the
+        concatenation of the buckets' values (FBGEMM's ``unbucketize_permute``); else
+        None.
+    positions
+        With ``bucketize_pos=True``: per bucket, int64 aligned with its values, each
+        value's position in its original row (FBGEMM's ``bucketize_pos`` output);
+        else None.
+    """
+
+    buckets: list[KeyedJagged]
+    unbucketize_permute: np.ndarray | None
+    positions: list[np.ndarray] | None
+
+
+#: KeyedJagged's reshaping methods, computed by :mod:`arrow_sparse.keyed.reshape`.
+COMPUTED = ComputedMethods("KeyedJagged", ("block_bucketize", "concat", "permute", "regroup",
+                                          "regroup_as_dict", "split", "to_padded_dict"))
+
+
+class KeyedJagged:
     """Several named jagged features over the same batch rows, stored key-major.
 
     Key ``k``'s row ``r`` is ``values[offsets[k * batch_size + r]:offsets[k * batch_size
@@ -298,7 +327,7 @@ class KeyedJagged(KeyedOps):
         func = "KeyedJagged.from_arrow"
         data = batch_or_map_array
         if isinstance(data, (pa.RecordBatch, pa.Table)):
-            return _from_batch(func, data, keys, weights)
+            return cls._new(*_from_batch(func, data, keys, weights))
         if isinstance(data, (pa.Array, pa.ChunkedArray)) and isinstance(data.type, pa.MapType):
             return cls._new(*_from_map(func, data, keys, weights))
         got = data.type if isinstance(data, (pa.Array, pa.ChunkedArray)) else \
@@ -866,6 +895,124 @@ class KeyedJagged(KeyedOps):
             pairs.append((self._validity[ra], self._validity[rb]))
         return all(fetch(func, *[(x == y).all() for x, y in pairs]))
 
+    # ------------------------------------------- reshaping (arrow_sparse.keyed.reshape)
+    def permute(self, keys_or_indices: Any) -> KeyedJagged:
+        """Reorder, select or repeat keys (TorchRec's ``permute``).
+
+        See Also
+        --------
+        arrow_sparse.keyed.permute : The function this calls (parameters, results, errors).
+
+        Examples
+        --------
+        >>> kj = asp.KeyedJagged.from_dict({"a": [[1], [2]], "b": [[3], []]})
+        >>> kj.permute(["b", "a"]).keys()
+        ['b', 'a']
+        """
+        return COMPUTED["permute"](self, keys_or_indices)
+
+    def split(self, sizes: Sequence[int]) -> list[KeyedJagged]:
+        """Split into consecutive groups of keys (TorchRec's ``split``).
+
+        See Also
+        --------
+        arrow_sparse.keyed.split : The function this calls (parameters, results, errors).
+
+        Examples
+        --------
+        >>> kj = asp.KeyedJagged.from_dict({"a": [[1], [2]], "b": [[3], []]})
+        >>> [part.keys() for part in kj.split([1, 1])]
+        [['a'], ['b']]
+        """
+        return COMPUTED["split"](self, sizes)
+
+    @classmethod
+    def concat(cls, kjs: Sequence[KeyedJagged]) -> KeyedJagged:
+        """Join the keys of several KeyedJagged of one batch (TorchRec's ``concat``).
+
+        See Also
+        --------
+        arrow_sparse.keyed.concat : The function this calls (parameters, results, errors).
+
+        Examples
+        --------
+        >>> a = asp.KeyedJagged.from_dict({"a": [[1], [2]]})
+        >>> asp.KeyedJagged.concat([a, asp.KeyedJagged.from_dict({"b": [[3], []]})]).keys()
+        ['a', 'b']
+        """
+        return COMPUTED["concat"](kjs)
+
+    @classmethod
+    def regroup(cls, keyed: KeyedJagged | Sequence[KeyedJagged],
+                groups: Sequence[Sequence[Hashable]]) -> list[KeyedJagged]:
+        """Gather keys of one or several KeyedJagged into groups, one KeyedJagged each.
+
+        See Also
+        --------
+        arrow_sparse.keyed.regroup : The function this calls (parameters, results, errors).
+
+        Examples
+        --------
+        >>> kj = asp.KeyedJagged.from_dict({"a": [[1], [2]], "b": [[3], []]})
+        >>> [g.keys() for g in asp.KeyedJagged.regroup(kj, [["b"], ["a", "b"]])]
+        [['b'], ['a', 'b']]
+        """
+        return COMPUTED["regroup"](keyed, groups)
+
+    @classmethod
+    def regroup_as_dict(cls, keyed: KeyedJagged | Sequence[KeyedJagged],
+                        groups: Sequence[Sequence[Hashable]],
+                        names: Sequence[Hashable]) -> dict[Hashable, KeyedJagged]:
+        """:meth:`regroup` with a name per group (TorchRec's ``regroup_as_dict``).
+
+        See Also
+        --------
+        arrow_sparse.keyed.regroup_as_dict : The function this calls (parameters, results, errors).
+
+        Examples
+        --------
+        >>> kj = asp.KeyedJagged.from_dict({"a": [[1], [2]], "b": [[3], []]})
+        >>> list(asp.KeyedJagged.regroup_as_dict(kj, [["b"], ["a"]], ["x", "y"]))
+        ['x', 'y']
+        """
+        return COMPUTED["regroup_as_dict"](keyed, groups, names)
+
+    def block_bucketize(self, block_sizes: Any, my_size: int, *,
+                        sequence: bool = False, bucketize_pos: bool = False,
+                        keep_orig_idx: bool = False) -> BlockBuckets:
+        """Split integer ids into ``my_size`` shards by id range (row-wise sharding).
+
+        See Also
+        --------
+        arrow_sparse.keyed.block_bucketize : The function this calls (parameters, results, errors).
+
+        Examples
+        --------
+        >>> kj = asp.KeyedJagged.from_dict({"ids": [[1, 5], [7]]})
+        >>> [b["ids"].to_list() for b in kj.block_bucketize([4], 2).buckets]
+        [[[1], []], [[1], [3]]]
+        """
+        return COMPUTED["block_bucketize"](self, block_sizes, my_size, sequence=sequence,
+                                           bucketize_pos=bucketize_pos,
+                                           keep_orig_idx=keep_orig_idx)
+
+    def to_padded_dict(self, max_lengths: Any = None,
+                       pad_value: Any = 0) -> dict[Hashable, np.ndarray]:
+        """Pad every key's rows to a dense ``[batch_size, L]`` array.
+
+        See Also
+        --------
+        arrow_sparse.keyed.to_padded_dict : The function this calls (parameters, results, errors).
+
+        Examples
+        --------
+        >>> kj = asp.KeyedJagged.from_dict({"a": [[1, 2], [3]]})
+        >>> kj.to_padded_dict()["a"]
+        array([[1, 2],
+               [3, 0]])
+        """
+        return COMPUTED["to_padded_dict"](self, max_lengths, pad_value)
+
     def __repr__(self) -> str:
         weights = "None" if self._weights is None else str(self._weights.dtype)
         where = "" if self.device == "cpu" else f", device={self.device!r}"
@@ -888,62 +1035,4 @@ def _rows_text(j: Jagged) -> str:
     tail = j[rows - 2:].to_list()
     return f"[{', '.join(repr(r) for r in head)}, ..., {', '.join(repr(r) for r in tail)}]"
 
-
-def _from_batch(func: str, batch: pa.RecordBatch | pa.Table, keys: Any,
-                weights: Any) -> KeyedJagged:
-    one_column = weights if isinstance(weights, str) else None
-    if weights is None or one_column is not None:
-        wmap: dict[Hashable, Any] = {}
-    elif isinstance(weights, Mapping):
-        wmap = dict(weights)
-    else:
-        msg = (f"{func}: weights for a batch must be a column name or a {{key: column name}} "
-               f"mapping, got {type(weights).__name__}")
-        raise ArrowSparseTypeError(msg)
-    for key, col in wmap.items():
-        if not isinstance(col, str):
-            msg = f"{func}: weights[{key!r}] must be a column name, got {type(col).__name__}"
-            raise ArrowSparseTypeError(msg)
-    if keys is None:
-        used = set(wmap.values()) | {one_column}
-        fields = [f for f in batch.schema if f.name not in used]
-        key_tuple = _check_keys(func, "column names",
-                                [f.name for f in fields if _arrow.is_list_type(f.type)])
-        if not key_tuple:
-            hint = "; pass a map column itself, not a batch holding it" \
-                if any(isinstance(f.type, pa.MapType) for f in fields) else ""
-            msg = f"{func}: batch_or_map_array has no list or large_list column{hint}"
-            raise ArrowSparseTypeError(msg)
-    else:
-        key_tuple = _check_keys(func, "keys", keys)
-    if one_column is not None:
-        if len(key_tuple) != 1:
-            msg = (f"{func}: weights={one_column!r} names one column but {len(key_tuple)} keys "
-                   f"are selected; pass weights={{key: column name}}")
-            raise ArrowSparseValueError(msg)
-        wmap = {key_tuple[0]: one_column}
-    columns = {key: _column_chunks(func, batch, "keys", i, key)
-               for i, key in enumerate(key_tuple)}
-    wcols = {key: _column_chunks(func, batch, "weights", i, col)
-             for i, (key, col) in enumerate(wmap.items())}
-    return KeyedJagged._new(*_from_columns(func, columns, wcols, batch.num_rows))
-
-
-def _column_chunks(func: str, batch: pa.RecordBatch | pa.Table, arg: str, i: int,
-                   name: Any) -> list[Jagged]:
-    """Return the chunks of column ``name`` as Jagged views (zero-copy)."""
-    found = batch.schema.get_all_field_indices(name) if isinstance(name, str) else []
-    if not found:
-        msg = v.message(func, arg, "names a column not in the batch", i, repr(name))
-        raise ArrowSparseKeyError(msg)
-    if len(found) > 1:
-        v.fail_value(func, arg, f"names a column that appears {len(found)} times", i,
-                     repr(name))
-    column = batch.column(found[0])
-    _check_list_type(func, f"column {name!r}", column.type)
-    if isinstance(column, pa.ChunkedArray):
-        chunks = column.chunks or [pa.array([], type=column.type)]
-    else:
-        chunks = [column]
-    return [Jagged.from_arrow(chunk) for chunk in chunks]
 
