@@ -53,7 +53,7 @@ class Progress:
 
     See Also
     --------
-    arrow_sparse.cli.inspect_parquet : Reports its progress through this class.
+    arrow_sparse.cli.inspect.inspect_parquet : Reports its progress through this class.
 
     Examples
     --------

@@ -24,7 +24,8 @@ import pytest
 
 import arrow_sparse
 from arrow_sparse import _progress, cli
-from arrow_sparse import stats as stats_module
+from arrow_sparse.cli import commands
+from arrow_sparse.cli import inspect as stats_module
 from arrow_sparse._arrow import numpy_dtype
 from arrow_sparse._progress import Progress
 
@@ -513,7 +514,7 @@ def test_internal_error_hint(capsys: pytest.CaptureFixture[str], clicks_file: Pa
         msg = "bug"
         raise RuntimeError(msg)
 
-    monkeypatch.setattr(cli, "inspect_parquet", boom)
+    monkeypatch.setattr(commands, "inspect_parquet", boom)
     line = run_error(capsys, ["inspect", str(clicks_file)], 1)
     assert "internal error: RuntimeError('bug') (run with --debug for the traceback)" in line
 
@@ -523,7 +524,7 @@ def test_keyboard_interrupt(capsys: pytest.CaptureFixture[str], clicks_file: Pat
     def interrupted(*args: Any, **kwargs: Any) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "inspect_parquet", interrupted)
+    monkeypatch.setattr(commands, "inspect_parquet", interrupted)
     line = run_error(capsys, ["inspect", str(clicks_file)], 130)
     assert line == "arrow-sparse: error: interrupted"
 

@@ -1,25 +1,6 @@
-"""The ``arrow-sparse`` command line tool.
+"""The subcommands of ``arrow-sparse``: ``_add_<name>`` declares, ``_run_<name>`` runs.
 
-One function per subcommand: ``_add_<name>`` declares its arguments and
-``_run_<name>`` does the work and returns the exit code. :func:`main` parses the
-arguments, dispatches, and turns every error into one line on stderr.
-
-Subcommands
------------
-inspect
-    Per-column statistics of the jagged (list, large_list and map) columns of a
-    Parquet file: rows, null and empty rows, total values, exact length
-    percentiles and value range; ``--plot`` draws the length histograms. Streams
-    the file batch by batch, so memory stays bounded on files larger than memory.
-run
-    Run a feature pipeline spec (TOML) over Parquet input, locally or on Ray, into
-    Parquet, Arrow IPC or an Arrow Flight server.
-schema
-    The Arrow schema of a Parquet file, or the schema a pipeline would output.
-
-Exit codes: 0 success, 1 the work failed (unreadable or non-Parquet file, no list
-columns, bad data, a bad spec), 2 the command line is wrong (unknown option or
-column, bad value), 130 interrupted.
+See :mod:`arrow_sparse.cli` for the subcommands and exit codes.
 """
 
 from __future__ import annotations
@@ -35,11 +16,12 @@ from typing import Any, NoReturn
 import numpy as np
 import pyarrow as pa
 
-from . import __version__
-from ._progress import Progress
-from .errors import ArrowSparseError
-from .interop._optional import import_optional
-from .stats import (
+from .. import __version__
+from .._progress import Progress
+from ..errors import ArrowSparseError
+from ..interop._optional import import_optional
+from ..pipeline import Pipeline, run
+from .inspect import (
     DEFAULT_BATCH_ROWS,
     _open_parquet,
     _select_columns,
@@ -306,7 +288,6 @@ def _add_run(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _run_run(args: argparse.Namespace) -> int:
-    from .pipeline import run
 
     summary = run(args.spec, args.input, args.output, engine=args.engine,
                   batch_rows=args.batch_rows, threads=args.threads,
@@ -336,7 +317,6 @@ def _add_schema(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _run_schema(args: argparse.Namespace) -> int:
-    from .pipeline import Pipeline
 
     schema = _open_parquet(args.file).schema_arrow
     if args.pipeline is not None:

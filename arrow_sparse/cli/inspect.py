@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from ._progress import Progress
-from .errors import ArrowSparseTypeError, ArrowSparseValueError
-from .jagged import Jagged
+from .._progress import Progress
+from ..errors import ArrowSparseTypeError, ArrowSparseValueError
+from ..interop._optional import import_optional
+from ..jagged import Jagged
 
 if TYPE_CHECKING:
     import pyarrow.parquet as pq
@@ -165,8 +166,6 @@ def plot_length_histograms(result: dict[str, Any], path: str | os.PathLike[str])
     ...     f.read(4)[1:]
     b'PNG'
     """
-    from .interop._optional import import_optional
-
     columns = result.get("columns", [])
     if not columns or any("histogram" not in c for c in columns):
         msg = ("plot_length_histograms: result has no length histograms; make it with "
