@@ -35,7 +35,7 @@ from .elementwise import (
     segment_softmax,
     truncate,
 )
-from .interop._pandas_convert import from_pandas, to_pandas
+from .interop.pandas_convert import from_pandas, to_pandas
 from .interop.polars import from_polars, to_polars
 from .interop.torch import from_torch, to_torch
 from .jagged import Jagged

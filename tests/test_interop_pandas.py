@@ -13,8 +13,8 @@ import pyarrow as pa
 import pytest
 
 import arrow_sparse as asp
+from arrow_sparse._optional import import_optional
 from arrow_sparse.errors import ArrowSparseKeyError, ArrowSparseTypeError, ArrowSparseValueError
-from arrow_sparse.interop import import_optional
 
 CAFFE2 = [[1, 2, 3], [2, 4, 6, 7], None, [3, 6]]
 

@@ -17,9 +17,9 @@ import numpy as np
 import pyarrow as pa
 
 from .. import __version__
+from .._optional import import_optional
 from .._progress import Progress
 from ..errors import ArrowSparseError
-from ..interop._optional import import_optional
 from ..pipeline import Pipeline, run
 from .inspect import (
     DEFAULT_BATCH_ROWS,

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from .._optional import import_optional
 from .._progress import Progress
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
-from ..interop._optional import import_optional
 from ..jagged import Jagged
 
 if TYPE_CHECKING:

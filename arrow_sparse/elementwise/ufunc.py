@@ -1,4 +1,4 @@
-"""Numpy ufuncs on jagged values: ``jagged_ufunc``, ``array_ufunc`` (Jagged operators) and ``map_values``.
+"""Numpy ufuncs on jagged values: ``jagged_ufunc``, ``array_ufunc`` and ``map_values``.
 
 An operand is a Jagged with the same rows, a scalar, a per-row array or a padded dense
 array; the result keeps the offsets (shared, zero-copy) and ANDs the validities. These

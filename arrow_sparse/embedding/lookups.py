@@ -1,4 +1,4 @@
-"""Embedding lookups: ``lookup`` (gather, reducing gather, pooled bags) and ``maplookup`` over many tables."""
+"""Embedding lookups: ``lookup`` (gather, reducing gather, pooled bags) and ``maplookup``."""
 
 from __future__ import annotations
 

@@ -2,9 +2,10 @@
 
 One module per library; none is imported by ``import arrow_sparse``:
 
-- :mod:`arrow_sparse.interop.pandas`: :func:`to_pandas` / :func:`from_pandas`
-  (``pd.ArrowDtype`` list columns) and the ``sparse_lists`` accessor on
-  ``pandas.Series`` and ``pandas.DataFrame``, registered when that module is imported.
+- :mod:`arrow_sparse.interop.pandas_convert`: :func:`to_pandas` / :func:`from_pandas`
+  (``pd.ArrowDtype`` list columns), also importable from :mod:`arrow_sparse.interop.pandas`,
+  which adds the ``sparse_lists`` accessor on ``pandas.Series`` and ``pandas.DataFrame``
+  when it is imported.
 - :mod:`arrow_sparse.interop.polars`: :func:`to_polars` / :func:`from_polars`.
 - :mod:`arrow_sparse.interop.torch`: :func:`to_torch` / :func:`from_torch` (DLPack),
   :func:`to_torch_nested` and :func:`keyed_to_torchrec`.
@@ -15,8 +16,4 @@ install (``pip install 'arrow-sparse[pandas]'``) when it is missing. See
 ``docs/interop.md`` for what each conversion copies and how it treats null rows.
 """
 
-from __future__ import annotations
-
-from ._optional import import_optional
-
-__all__ = ["import_optional"]
+__all__: list[str] = []

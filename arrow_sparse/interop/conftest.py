@@ -13,7 +13,7 @@ import importlib.util
 
 _NEEDS = {
     "pandas.py": "pandas",
-    "_pandas_convert.py": "pandas",
+    "pandas_convert.py": "pandas",
     "polars.py": "polars",
     "torch.py": "torch",
 }

@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._optional import import_optional
 from ..errors import ArrowSparseTypeError
 from ..jagged import Jagged
 from ..keyed import KeyedJagged
@@ -43,8 +44,7 @@ from ..segment import (
     segment_sum,
 )
 from ._common import check_label, type_name
-from ._optional import import_optional
-from ._pandas_convert import _column_to_arrow, _series_to_arrow, from_pandas, to_pandas
+from .pandas_convert import _column_to_arrow, _series_to_arrow, from_pandas, to_pandas
 
 pd = import_optional("pandas", "pandas")
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from .._optional import import_optional
 from ..errors import ArrowSparseKeyError, ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged
 from ..keyed import KeyedJagged
@@ -26,7 +27,6 @@ from ._common import (
     select_columns,
     type_name,
 )
-from ._optional import import_optional
 
 __all__ = ["from_polars", "to_polars"]
 

@@ -36,12 +36,12 @@ from .. import _backend
 from .. import _validate as v
 from .. import embedding as emb
 from .._offsets import repeat_rows
+from .._optional import import_optional
 from ..embedding.grad import backward
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged
 from ..keyed import KeyedJagged
 from ._common import loaded, type_name
-from ._optional import import_optional
 
 # EmbeddingBag and EmbeddingBagFunction subclass torch classes: module __getattr__ builds
 # them on first access, so that importing this module does not import torch.

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from .._optional import import_optional
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
-from ..interop._optional import import_optional
 from ..io.parquet import DEFAULT_BATCH_ROWS
 from .core import Pipeline, StateMerger, call_in_context
 

@@ -36,7 +36,13 @@ from ._args import (
     _weights,
 )
 
-__all__ = ["embedding_bag", "sparse_segment_max", "sparse_segment_mean", "sparse_segment_sum", "sparse_segment_weighted_sum"]
+__all__ = [
+    "embedding_bag",
+    "sparse_segment_max",
+    "sparse_segment_mean",
+    "sparse_segment_sum",
+    "sparse_segment_weighted_sum",
+]
 
 
 def _fused(func: str, mode: str, data: Any, indices: Any, offsets: Any, lengths: Any,

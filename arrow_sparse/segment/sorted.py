@@ -29,7 +29,17 @@ from ._args import (
     _weights,
 )
 
-__all__ = ["segment_argmax", "segment_argmin", "segment_logsumexp", "segment_max", "segment_mean", "segment_min", "segment_prod", "segment_sum", "segment_weighted_sum"]
+__all__ = [
+    "segment_argmax",
+    "segment_argmin",
+    "segment_logsumexp",
+    "segment_max",
+    "segment_mean",
+    "segment_min",
+    "segment_prod",
+    "segment_sum",
+    "segment_weighted_sum",
+]
 
 
 # ======================================================================== sorted driver

@@ -1,4 +1,4 @@
-"""Unsorted segment reductions: ``unsorted_segment_sum``, ``_mean``, ``_max``, ``_min``, weighted sum.
+"""Unsorted segment reductions: ``unsorted_segment_{sum,weighted_sum,mean,max,min}``.
 
 Values carry a segment id each, in any order (Caffe2's ``UnsortedSegment*``, TF's
 ``unsorted_segment_*``); ``num_segments`` (default ``max + 1``) sizes the output.
@@ -30,7 +30,13 @@ from ._args import (
     _weights,
 )
 
-__all__ = ["unsorted_segment_max", "unsorted_segment_mean", "unsorted_segment_min", "unsorted_segment_sum", "unsorted_segment_weighted_sum"]
+__all__ = [
+    "unsorted_segment_max",
+    "unsorted_segment_mean",
+    "unsorted_segment_min",
+    "unsorted_segment_sum",
+    "unsorted_segment_weighted_sum",
+]
 
 
 def _unsorted(func: str, op: str, values: Any, segment_ids: Any, num_segments: Any,

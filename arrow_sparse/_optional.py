@@ -1,7 +1,7 @@
 """Import optional dependencies on first use, with an install hint when they are missing.
 
-``import arrow_sparse`` imports numpy and pyarrow only. pandas, Polars and PyTorch are
-imported by the interop function that needs them, through :func:`import_optional`,
+``import arrow_sparse`` imports numpy and pyarrow only. pandas, Polars, PyTorch, Ray and
+matplotlib are imported by the function that needs them, through :func:`import_optional`,
 which turns a missing package into a ``ModuleNotFoundError`` that says which extra to
 install.
 """
@@ -38,7 +38,7 @@ def import_optional(name: str, extra: str) -> ModuleType:
 
     Examples
     --------
-    >>> from arrow_sparse.interop import import_optional
+    >>> from arrow_sparse._optional import import_optional
     >>> import_optional("json", extra="none").__name__
     'json'
     >>> import_optional("no_such_module_xyz", extra="demo")

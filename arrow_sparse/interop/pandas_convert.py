@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .._optional import import_optional
 from ..errors import ArrowSparseKeyError, ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged
 from ..keyed import KeyedJagged
@@ -25,7 +26,6 @@ from ._common import (
     select_columns,
     type_name,
 )
-from ._optional import import_optional
 
 __all__ = ["from_pandas", "to_pandas"]
 
