@@ -7,6 +7,7 @@ Importing it loads numpy and pyarrow only; kernels compile on first use.
 from __future__ import annotations
 
 from . import embedding, errors, io, masked
+from ._version import __version__
 from .convert import (
     dense_to_jagged,
     jagged_to_padded_dense,
@@ -79,8 +80,6 @@ from .transforms import (
     pad_or_truncate,
     value_counts,
 )
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Jagged",

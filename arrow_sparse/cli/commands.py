@@ -16,9 +16,9 @@ from typing import Any, NoReturn
 import numpy as np
 import pyarrow as pa
 
-from .. import __version__
 from .._optional import import_optional
 from .._progress import Progress
+from .._version import __version__
 from ..errors import ArrowSparseError
 from ..pipeline import Pipeline, run
 from .inspect import (

@@ -21,14 +21,8 @@ Examples
 from __future__ import annotations
 
 from ._common import METADATA_KEY, ArrowSparseIOError
-from .flight import (
-    ArrowSparseFlightError,
-    FlightBatches,
-    FlightServer,
-    flight_batches,
-    serve_flight,
-    shard_ticket,
-)
+from .flight import ArrowSparseFlightError, FlightServer, serve_flight, shard_ticket
+from .flight_client import FlightBatches, flight_batches
 from .ipc import read_ipc, write_ipc
 from .parquet import (
     DEFAULT_BATCH_ROWS,

@@ -16,11 +16,13 @@ from typing import Any
 
 import pyarrow as pa
 
+from .._version import __version__
 from ..errors import (
     ArrowSparseIOError,
     ArrowSparseTypeError,
     ArrowSparseValueError,
 )
+from ..keyed import KeyedJagged
 
 __all__ = [
     "ArrowSparseIOError",
@@ -80,21 +82,14 @@ def corrupt(func: str, what: str, path: str, exc: BaseException,
     return ArrowSparseValueError(msg)
 
 
-def _version() -> str:
-    from .. import __version__  # late: the package imports io before defining it
-
-    return __version__
-
-
 def stamp_schema(schema: pa.Schema) -> pa.Schema:
     """Add ``{b"arrow_sparse": b'{"version": ...}'}`` to the schema metadata, keeping the rest."""
     metadata = dict(schema.metadata or {})
-    metadata[METADATA_KEY] = json.dumps({"version": _version()}).encode()
+    metadata[METADATA_KEY] = json.dumps({"version": __version__}).encode()
     return schema.with_metadata(metadata)
 
 
 def _as_batch_list(func: str, item: Any, position: int | None) -> list[pa.RecordBatch]:
-    from ..keyed import KeyedJagged
 
     if isinstance(item, pa.RecordBatch):
         return [item]
@@ -119,7 +114,7 @@ def as_batches(func: str, data: Any) -> tuple[pa.Schema, Iterator[pa.RecordBatch
     """
     if isinstance(data, pa.RecordBatchReader):
         return data.schema, _checked(func, data.schema, iter(data), 0)
-    if isinstance(data, (pa.RecordBatch, pa.Table)) or type(data).__name__ == "KeyedJagged":
+    if isinstance(data, (pa.RecordBatch, pa.Table)) or isinstance(data, KeyedJagged):
         batches = _as_batch_list(func, data, None)
         schema = data.schema if isinstance(data, (pa.RecordBatch, pa.Table)) \
             else batches[0].schema

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from .. import _validate as v
 from ..errors import ArrowSparseError, ArrowSparseTypeError, ArrowSparseValueError
+from ..keyed import KeyedJagged
 from ._common import ArrowSparseIOError, as_batches, stamp_schema
 from .parquet import DEFAULT_BATCH_ROWS, read_parquet
 
@@ -33,10 +34,9 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "FLIGHT_PATH",
     "ArrowSparseFlightError",
-    "FlightBatches",
     "FlightServer",
-    "flight_batches",
     "serve_flight",
+    "shard_ticket",
 ]
 
 logger = logging.getLogger(__name__)
@@ -213,7 +213,6 @@ def _is_paths(source: Any) -> bool:
 def _prepare(source: Any, batch_rows: int | None, schema: pa.Schema | None,
              sharded: bool = False) -> _Source:
     func = "serve_flight"
-    from ..keyed import KeyedJagged
 
     if sharded:
         if not callable(source):
@@ -742,6 +741,3 @@ def _detail(exc: BaseException) -> str:
             text = text[:cut]
     return text.strip() or type(exc).__name__
 
-
-# The client lives in its own module; imported last, as it uses the names above.
-from ._flight_client import FlightBatches, flight_batches  # noqa: E402

@@ -17,6 +17,7 @@ import pyarrow as pa
 from .. import _arrow
 from .. import _validate as v
 from ..errors import ArrowSparseKeyError, ArrowSparseTypeError, ArrowSparseValueError
+from ..keyed import KeyedJagged
 from ._common import (
     PYARROW_ERRORS,
     ArrowSparseIOError,
@@ -29,8 +30,6 @@ from ._common import (
 
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
-
-    from ..keyed import KeyedJagged
 
 __all__ = ["DEFAULT_BATCH_ROWS", "DEFAULT_ROW_GROUP_ROWS", "ParquetBatches", "read_parquet",
            "write_parquet"]
@@ -139,7 +138,6 @@ class ParquetBatches:
         return self._keyed_batches()
 
     def _keyed_batches(self) -> Iterator[KeyedJagged]:
-        from ..keyed import KeyedJagged
 
         for batch in self._batches():
             yield KeyedJagged.from_arrow(batch, keys=self._keyed, weights=self._weights)

@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
+from ..keyed import KeyedJagged
 from .flight import (
     DEFAULT_TIMEOUT,
     ArrowSparseFlightError,
@@ -187,7 +188,6 @@ class FlightBatches:
         self._num_batches += 1
         if self._keys is None:
             return chunk.data
-        from ..keyed import KeyedJagged
 
         return KeyedJagged.from_arrow(chunk.data, keys=self._keys, weights=self._weights)
 
