@@ -1,0 +1,60 @@
+"""Docstrings of twin functions, written once as a template and filled per function.
+
+A family of functions that differ only by the reduction (``unsorted_segment_sum`` /
+``_mean`` / ``_max`` ...) or by the format (``from_coo`` / ``from_csr`` ...) shares one
+numpydoc body. Each function keeps its own one-line summary in the source (the
+linter and a reader see a docstring where they expect one) and :func:`fill_doc`
+appends the shared sections, filled with the function's own words, when the module is
+imported. Doctests and ``help()`` read the filled ``__doc__``. pyarrow builds its
+compute functions' docstrings the same way, from one description per function.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+__all__ = ["fill_doc"]
+
+
+def fill_doc(template: str, **fields: Any) -> Callable[[F], F]:
+    """Return a decorator appending ``template.format(**fields)`` to a function's docstring.
+
+    The template is numpydoc text after the summary (Parameters, Returns, ...), written
+    at the indentation of a function body's docstring or at none; a field is written
+    ``{name}`` and a literal brace ``{{``.
+
+    Examples
+    --------
+    >>> TEMPLATE = '''
+    ... Returns
+    ... -------
+    ... int
+    ...     The {what} of ``a`` and ``b``.
+    ... '''
+    >>> @fill_doc(TEMPLATE, what="sum")
+    ... def add(a, b):
+    ...     '''Add two numbers.'''
+    ...     return a + b
+    >>> print(add.__doc__)
+    Add two numbers.
+    <BLANKLINE>
+    Returns
+    -------
+    int
+        The sum of ``a`` and ``b``.
+    <BLANKLINE>
+    """
+    body = inspect.cleandoc(template).format(**fields)
+
+    def decorate(fn: F) -> F:
+        summary = inspect.cleandoc(fn.__doc__ or "")
+        if not summary:
+            msg = f"{fn.__qualname__}: give the function its own one-line summary docstring"
+            raise ValueError(msg)
+        fn.__doc__ = f"{summary}\n\n{body}\n"
+        return fn
+    return decorate
