@@ -29,23 +29,15 @@ def fill_doc(template: str, **fields: Any) -> Callable[[F], F]:
 
     Examples
     --------
-    >>> TEMPLATE = '''
-    ... Returns
-    ... -------
-    ... int
-    ...     The {what} of ``a`` and ``b``.
-    ... '''
-    >>> @fill_doc(TEMPLATE, what="sum")
+    >>> @fill_doc("The {what} of ``a`` and ``b``, for {kind} numbers.", what="sum",
+    ...           kind="real")
     ... def add(a, b):
     ...     '''Add two numbers.'''
     ...     return a + b
     >>> print(add.__doc__)
     Add two numbers.
     <BLANKLINE>
-    Returns
-    -------
-    int
-        The sum of ``a`` and ``b``.
+    The sum of ``a`` and ``b``, for real numbers.
     <BLANKLINE>
     """
     body = inspect.cleandoc(template).format(**fields)
