@@ -1,4 +1,13 @@
-"""Zero-copy views between Arrow arrays and numpy arrays.
+"""Arrow in and out: the one way list data enters the kernels, and zero-copy numpy views.
+
+Every public function that takes list data reads it here: :func:`as_arrow` turns an
+object that exports the Arrow C data interface (a Polars or pandas Series, a DuckDB
+relation, a nanoarrow array: ``__arrow_c_array__`` / ``__arrow_c_stream__``) into a
+pyarrow array, :func:`as_one_array` joins the chunks of a ChunkedArray where an
+operation needs one array, and :func:`list_level` unpacks one level of a list array
+into checked buffers: its offsets are validated (non-negative, non-decreasing, within
+the child) before any kernel reads through them, whatever wrote the array (pyarrow's
+``Array.from_buffers`` accepts offsets that go backwards).
 
 Offsets and values buffers are wrapped with ``np.frombuffer`` (reading) and
 ``pa.py_buffer`` (writing back), so no bytes move. Validity bitmaps are unpacked to
@@ -8,9 +17,12 @@ mask; boolean values are unpacked the same way.
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import numpy as np
 import pyarrow as pa
 
+from . import _validate as v
 from .errors import ArrowSparseTypeError, ArrowSparseValueError
 
 LIST_TYPES = (pa.ListType, pa.LargeListType)
@@ -58,6 +70,70 @@ def validity_of(arr: pa.Array) -> np.ndarray | None:
     bits = np.frombuffer(bitmap, dtype=np.uint8)[first_byte:last_byte]
     start = arr.offset - 8 * first_byte
     return np.unpackbits(bits, bitorder="little")[start:start + len(arr)].view(bool)
+
+
+def as_arrow(x: Any) -> Any:
+    """Read an object exporting the Arrow C data interface as a pyarrow array.
+
+    ``__arrow_c_array__`` gives an Array, ``__arrow_c_stream__`` a ChunkedArray (zero-copy
+    either way; a stream of one-column record batches, as a DuckDB relation gives, is
+    read as that column). pyarrow objects and everything else (numpy and CuPy arrays,
+    a Jagged, sequences) are returned as they are.
+    """
+    if isinstance(x, (pa.Array, pa.ChunkedArray, pa.RecordBatch, pa.Table)) \
+            or isinstance(x, np.ndarray):
+        return x
+    if hasattr(x, "__arrow_c_array__"):
+        return pa.array(x)
+    if hasattr(x, "__arrow_c_stream__"):
+        chunked = pa.chunked_array(x)
+        if pa.types.is_struct(chunked.type) and chunked.type.num_fields == 1:
+            return pa.chunked_array([chunk.field(0) for chunk in chunked.chunks],
+                                    type=chunked.type.field(0).type)
+        return chunked
+    return x
+
+
+def as_one_array(x: pa.ChunkedArray) -> pa.Array:
+    """Return a ChunkedArray as one Array: its only chunk as it is (zero-copy), else joined."""
+    if x.num_chunks == 1:
+        return x.chunk(0)
+    if x.num_chunks == 0:
+        return pa.array([], type=x.type)
+    return pa.concat_arrays(x.chunks)
+
+
+class ListLevel(NamedTuple):
+    """One checked level of an Arrow list array (see :func:`list_level`)."""
+
+    #: The array as a ``list``/``large_list`` (a list view is converted: one copy).
+    array: pa.Array
+    #: ``len(array) + 1`` offsets into ``child``, a view honouring the slice offset.
+    offsets: np.ndarray
+    #: Row validity as bools, or None when there are no null rows.
+    validity: np.ndarray | None
+    #: The whole child array (the offsets index into it; its own slice is not applied).
+    child: pa.Array
+
+
+def list_level(func: str, arg: str, array: pa.Array) -> ListLevel:
+    """Unpack one level of a list, large_list or list view array into checked buffers.
+
+    The offsets must be non-negative, non-decreasing and within the child (the Arrow
+    invariant, which pyarrow does not check when an array is built from buffers); a
+    malformed array raises ``ValueError`` naming ``func``, ``arg`` and the first bad
+    position, before anything reads through the offsets. Costs one pass over the
+    offsets; the values are not touched.
+    """
+    if isinstance(array.type, LIST_VIEW_TYPES):
+        array = list_view_to_list(array)
+    if not isinstance(array.type, LIST_TYPES):
+        msg = f"{func}: {arg} must be an Arrow list array, got {array.type}"
+        raise ArrowSparseTypeError(msg)
+    child = array.values
+    offsets = v.check_offsets(func, f"{arg} offsets", offsets_view(array), len(child))
+    validity = validity_of(array)
+    return ListLevel(array, offsets, validity, child)
 
 
 def validity_buffer(validity: np.ndarray | None) -> pa.Buffer | None:

@@ -99,9 +99,7 @@ def _to_array(func: str, arg: str, x: Any, device: bool = False) -> np.ndarray:
         if not device:
             host_only(func, f"{arg} is a device (cupy) array")
         return x  # type: ignore[no-any-return]
-    if isinstance(x, pa.ChunkedArray):
-        x = x.chunk(0) if x.num_chunks == 1 else x.combine_chunks()  # copies unless 1 chunk
-    if isinstance(x, pa.Array):
+    if isinstance(x, (pa.Array, pa.ChunkedArray)):
         if x.null_count:
             pos = first_true(np.asarray(x.is_null()))
             fail_value(func, arg, "must not contain nulls", pos, None)
@@ -109,6 +107,8 @@ def _to_array(func: str, arg: str, x: Any, device: bool = False) -> np.ndarray:
                 or pa.types.is_boolean(x.type)):
             msg = f"{func}: {arg} must be a numeric array, got Arrow type {x.type}"
             raise ArrowSparseTypeError(msg)
+        if isinstance(x, pa.ChunkedArray):  # zero-copy for one chunk, else concatenated
+            return x.to_numpy()  # type: ignore[no-any-return]
         return x.to_numpy(zero_copy_only=not pa.types.is_boolean(x.type))
     if isinstance(x, (list, tuple, range)) or np.isscalar(x) or hasattr(x, "__array__"):
         try:

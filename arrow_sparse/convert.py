@@ -466,7 +466,8 @@ def jagged_to_padded_dense(values: Any, offsets: Any = None, max_lengths: Any = 
         if offsets is not None:
             msg = f"{func}: offsets must be None when values is a Jagged or an Arrow list array"
             raise ArrowSparseTypeError(msg)
-        levels = [values if isinstance(values, Jagged) else Jagged.from_arrow(values)]
+        top = values if isinstance(values, Jagged) else Jagged._from_arrow(func, "values", values)
+        levels = [top]
         while isinstance(levels[-1].values, Jagged):
             levels.append(levels[-1].values)
         leaf = levels[-1].leaf_values

@@ -452,19 +452,19 @@ class Jagged:
         >>> j.offsets
         array([3, 7, 7, 9], dtype=int32)
         """
-        func = "Jagged.from_arrow"
+        return cls._from_arrow("Jagged.from_arrow", "array", array)
+
+    @classmethod
+    def _from_arrow(cls, func: str, arg: str, array: Any) -> Jagged:
+        """:meth:`from_arrow` for the operations: errors name ``func`` and the argument ``arg``."""
+        array = _arrow.as_arrow(array)
         if isinstance(array, pa.ChunkedArray):
-            if array.num_chunks == 0:
-                array = pa.array([], type=array.type)
-            elif array.num_chunks == 1:
-                array = array.chunk(0)
-            else:
-                array = pa.concat_arrays(array.chunks)
+            array = _arrow.as_one_array(array)
         if not isinstance(array, pa.Array) or not _arrow.is_list_type(array.type):
             got = array.type if isinstance(array, pa.Array) else type(array).__name__
             msg = f"{func}: expected an Arrow list or large_list array, got {got}"
             raise ArrowSparseTypeError(msg)
-        return _jagged_from_list_array(func, array)
+        return _jagged_from_list_array(func, array, arg)
 
     @classmethod
     def from_dlpack(cls, values: Any, offsets: Any, validity: Any = None, *,
@@ -1113,20 +1113,17 @@ def _with_leaf_type(t: pa.DataType, leaf: pa.DataType) -> pa.DataType:
     return leaf
 
 
-def _jagged_from_list_array(func: str, array: pa.Array) -> Jagged:
-    if isinstance(array.type, _arrow.LIST_VIEW_TYPES):
-        array = _arrow.list_view_to_list(array)
-    offsets = _arrow.offsets_view(array)
-    validity = _arrow.validity_of(array)
-    child = array.values
+def _jagged_from_list_array(func: str, array: pa.Array, arg: str = "array") -> Jagged:
+    level = _arrow.list_level(func, arg, array)  # checks the offsets against the child
+    child = level.child
     values: Values
     values_validity = None
     if _arrow.is_list_type(child.type):
-        values = _jagged_from_list_array(func, child)
+        values = _jagged_from_list_array(func, child, f"{arg} values")
     elif isinstance(child.type, pa.FixedSizeListType):
         values = _arrow.fixed_size_values(func, child)
         values_validity = _arrow.validity_of(child)
     else:
         values = _arrow.primitive_values(func, child)
         values_validity = _arrow.validity_of(child)
-    return Jagged(values, offsets, validity, values_validity=values_validity)
+    return Jagged._trusted(values, level.offsets, level.validity, values_validity)

@@ -54,7 +54,7 @@ def _as_jagged(func: str, data: Any, offsets: Any, arg: str = "data") -> tuple[J
         if isinstance(data, Jagged):
             return data, "jagged"
         kind = "chunked" if isinstance(data, pa.ChunkedArray) else "arrow"
-        return Jagged.from_arrow(data), kind
+        return Jagged._from_arrow(func, arg, data), kind
     if offsets is None:
         msg = (f"{func}: {arg} must be a Jagged or an Arrow list array, or a values array "
                f"with offsets, got {type(data).__name__}")

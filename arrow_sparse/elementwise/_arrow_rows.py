@@ -51,21 +51,19 @@ def take_only(data: Any, offsets: Any = None) -> bool:
     return non_numeric(data) and not _is_list_array(data)
 
 
-def _plain(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """One ``list``/``large_list`` array: chunks combined, list views copied to lists."""
+def _plain(func: str, arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """One checked ``list``/``large_list`` array: chunks joined, list views copied to lists."""
     if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    if isinstance(arr.type, _arrow.LIST_VIEW_TYPES):
-        arr = _arrow.list_view_to_list(arr)
-    return arr
+        arr = _arrow.as_one_array(arr)
+    return _arrow.list_level(func, "data", arr).array
 
 
 def as_list_array(func: str, data: Any, offsets: Any) -> tuple[pa.Array, str]:
     """Read ``data`` (see :func:`take_only`) as one list array; give the form to answer in."""
     if offsets is None:
         kind = "chunked" if isinstance(data, pa.ChunkedArray) else "arrow"
-        return _plain(data), kind
-    values = data.combine_chunks() if isinstance(data, pa.ChunkedArray) else data
+        return _plain(func, data), kind
+    values = _arrow.as_one_array(data) if isinstance(data, pa.ChunkedArray) else data
     offs = v.check_offsets(func, "offsets", offsets, len(values))
     cls = pa.LargeListArray if offs.dtype == np.int64 else pa.ListArray
     return cls.from_arrays(pa.array(offs), values), "arrow_values"
@@ -118,7 +116,7 @@ def unique(func: str, arr: pa.Array) -> pa.Array:
     child = arr.values.slice(lo, hi - lo)
     rebased = offsets - offsets[0]
     if _arrow.is_list_type(child.type):  # nested: the innermost lists
-        return _build(arr, rebased, unique(func, _plain(child)), validity)
+        return _build(arr, rebased, unique(func, _plain(func, child)), validity)
     if isinstance(child.type, pa.FixedSizeListType) or not _orderable(child.type):
         msg = f"{func}: rows must hold scalars, got Arrow elements of type {child.type}"
         raise ArrowSparseTypeError(msg)
@@ -155,7 +153,7 @@ def repeat(func: str, x: Any, like: pa.Array) -> pa.Array:
     ``like``'s rows, levels and validity with ``x``'s type at the leaves.
     """
     if isinstance(x, pa.ChunkedArray):
-        x = x.combine_chunks()
+        x = _arrow.as_one_array(x)
     if not isinstance(x, pa.Array):
         arr = v.as_values_array(func, "x", x)
         if arr.ndim != 1:
@@ -169,7 +167,7 @@ def repeat(func: str, x: Any, like: pa.Array) -> pa.Array:
     levels = []
     node, comp = like, None
     while _arrow.is_list_type(node.type):
-        node = _plain(node)
+        node = _plain(func, node)
         offsets, validity = parts(node)
         levels.append((node, offsets - offsets[0], validity))
         comp = (offsets if comp is None else offsets[comp]) - offsets[0]

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .. import _arrow
 from .. import _validate as v
 from .._backend import array_module, device_checks, fetch, is_cupy_array, module_of
 from .._offsets import checked_levels
@@ -257,7 +258,7 @@ def jagged_index_select(values: Any, lengths: Any, indices: Any) -> Any:
     """
     func = "jagged_index_select"
     if _A.take_only(values, lengths):
-        values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        values = _arrow.as_one_array(values) if isinstance(values, pa.ChunkedArray) else values
         lens, offs = v.lengths_offsets(func, "lengths", lengths, num_values=len(values))
         arr, _ = _A.as_list_array(func, values, offs)
         picked, _ = _check_rows(func, "indices", indices, len(lens))

@@ -114,7 +114,8 @@ def jagged_ufunc(ufunc: np.ufunc, *operands: Any, **kwargs: Any) -> Jagged:
         msg = (f"{func}: the {refused[0]}= argument is not supported on a Jagged; "
                "use map_values for other computations")
         raise ArrowSparseTypeError(msg)
-    ops = [Jagged.from_arrow(op) if _is_list_array(op) else op for op in operands]
+    ops = [Jagged._from_arrow(func, "operand", op) if _is_list_array(op) else op
+           for op in operands]
     base = next((op for op in ops if isinstance(op, Jagged)), None)
     if base is None:
         msg = f"{func}: no operand is a Jagged"

@@ -173,7 +173,8 @@ def bags(func: str, ids: Any, offsets: Any, weights: Any, bound: int,
     if xp is not np:
         return _device_bags(func, ids, offsets, weights, bound)
     if isinstance(ids, (pa.Array, pa.ChunkedArray)) and is_list_input(ids):
-        return _list_bags(func, Jagged.from_arrow(ids), offsets, weights, bound, True)
+        return _list_bags(func, Jagged._from_arrow(func, "ids", ids), offsets, weights, bound,
+                          True)
     if isinstance(ids, Jagged):
         return _list_bags(func, ids, offsets, weights, bound, False)
     arr, flat, offs, w = _flat_bags(func, ids, offsets, weights, np)
@@ -316,7 +317,7 @@ def _list_weights(func: str, weights: Any, num_rows: int) -> tuple[Jagged, Any]:
         msg = (f"{func}: per_sample_weights must be a Jagged or an Arrow list array like the "
                f"ids (one list of weights per bag), got {type(weights).__name__}")
         raise ArrowSparseTypeError(msg)
-    wj = weights if isinstance(weights, Jagged) else Jagged.from_arrow(weights)
+    wj = weights if isinstance(weights, Jagged) else Jagged._from_arrow(func, "weights", weights)
     if wj.num_rows != num_rows:
         _weight_lengths(func)
     if isinstance(wj.values, Jagged) or wj.values.ndim != 1:

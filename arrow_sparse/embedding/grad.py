@@ -240,7 +240,7 @@ class SparseGrad:
                 raise ArrowSparseValueError(msg)
         grad = batch.column("grad")
         if isinstance(grad, pa.ChunkedArray):
-            grad = grad.combine_chunks() if grad.num_chunks != 1 else grad.chunk(0)
+            grad = _arrow.as_one_array(grad)
         if not pa.types.is_fixed_size_list(grad.type) or not pa.types.is_floating(
                 grad.type.value_type):
             msg = f"{func}: grad must be fixed_size_list<float>[dim], got {grad.type}"
@@ -483,7 +483,7 @@ def lookup_backward_weights(grad_out: Any, table: Any, ids: Any, *, offsets: Any
     else:
         flat = _device_weights_grad(xp, xp.ascontiguousarray(table), b, grad, mode, dtype)
     if isinstance(ids, Jagged) or (isinstance(b, Bags) and b.arrow):
-        jag = ids if isinstance(ids, Jagged) else Jagged.from_arrow(ids)
+        jag = ids if isinstance(ids, Jagged) else Jagged._from_arrow(func, "ids", ids)
         result = Jagged._trusted(flat, jag.offsets, jag.validity)  # checked by bags()
         device_checks(func, xp)
         return result if isinstance(ids, Jagged) else result.to_arrow()

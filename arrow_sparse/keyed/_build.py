@@ -314,8 +314,7 @@ def _map_parts(func: str, arg: str, arr: Any) -> tuple[pa.MapArray, np.ndarray, 
     are left out of the valid positions. ``items`` is a Jagged view of the lists.
     """
     if isinstance(arr, pa.ChunkedArray):
-        arr = arr.chunk(0) if arr.num_chunks == 1 else \
-            (pa.concat_arrays(arr.chunks) if arr.num_chunks else pa.array([], type=arr.type))
+        arr = _arrow.as_one_array(arr)
     if not isinstance(arr, pa.Array) or not isinstance(arr.type, pa.MapType):
         got = arr.type if isinstance(arr, pa.Array) else type(arr).__name__
         msg = f"{func}: {arg} must be a map<key, list<value>> array, got {got}"

@@ -88,11 +88,6 @@ def _width(arr: np.ndarray) -> int:
     return int(np.prod(arr.shape[1:], dtype=np.int64)) if arr.ndim > 1 else 1
 
 
-def _one_array(x: pa.ChunkedArray) -> pa.Array:
-    """Return a ChunkedArray as one Array: its only chunk as it is, else combined."""
-    return x.chunk(0) if x.num_chunks == 1 else x.combine_chunks()  # 0 chunks: empty
-
-
 def _is_list_input(x: Any) -> bool:
     return isinstance(x, Jagged) or (isinstance(x, (pa.Array, pa.ChunkedArray))
                                      and _arrow.is_list_type(x.type))
@@ -104,7 +99,7 @@ def _flat(func: str, arg: str, x: Any) -> tuple[np.ndarray, np.ndarray | None]:
         arr, mask = x, None
     elif isinstance(x, (pa.Array, pa.ChunkedArray)):
         if isinstance(x, pa.ChunkedArray):
-            x = _one_array(x)
+            x = _arrow.as_one_array(x)
         if isinstance(x.type, pa.FixedSizeListType):
             arr = _arrow.fixed_size_values(func, x)
         else:
@@ -130,7 +125,7 @@ def _rows(func: str, values: Any, offsets: Any, lengths: Any, segment_ids: Any,
                    f"do not pass {given[0]}=")
             raise ArrowSparseValueError(msg)
         arrow = not isinstance(values, Jagged)
-        j = Jagged.from_arrow(values) if arrow else values
+        j = Jagged._from_arrow(func, arg, values) if arrow else values
         if isinstance(j.values, Jagged):
             msg = (f"{func}: {arg} has nested lists; reduce the inner level first "
                    "(e.g. on the Jagged's values)")
@@ -207,7 +202,7 @@ def _weights(func: str, weights: Any, rows: _Rows,
         msg = (f"{func}: {arg} must be a Jagged or an Arrow list array (one list of weights "
                f"per row) like the values, got {type(weights).__name__}")
         raise ArrowSparseTypeError(msg)
-    wj = weights if isinstance(weights, Jagged) else Jagged.from_arrow(weights)
+    wj = weights if isinstance(weights, Jagged) else Jagged._from_arrow(func, arg, weights)
     if isinstance(wj.values, Jagged) or wj.values.ndim != 1:
         msg = f"{func}: {arg} must hold one scalar weight per value"
         raise ArrowSparseTypeError(msg)
@@ -353,7 +348,7 @@ def _per_chunk(func: str, values: pa.ChunkedArray, weights: Any, num_segments: A
         msg = f"{func}: num_segments cannot be used with a ChunkedArray (chunks are reduced apart)"
         raise ArrowSparseValueError(msg)
     if isinstance(weights, pa.ChunkedArray):
-        weights = _one_array(weights)
+        weights = _arrow.as_one_array(weights)
     if weights is not None and _is_list_input(weights) and len(weights) != len(values):
         msg = f"{func}: weights has {len(weights)} rows but the values have {len(values)}"
         raise ArrowSparseValueError(msg)

@@ -89,6 +89,7 @@ def _arrow_leaf(func: str, a: pa.Array) -> tuple[_Leaf, pa.Array]:
             np.frombuffer(bufs[1], dtype=dtype)[a.offset:a.offset + n + 1]
         data = np.zeros(0, dtype=np.uint8) if bufs[2] is None else \
             np.frombuffer(bufs[2], dtype=np.uint8)
+        offsets = v.check_offsets(func, "values offsets", offsets, len(data))  # bytes read
         return _Leaf("bytes", desc, offsets=offsets, data=data, source=a), a
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
         kind = "int" if pa.types.is_integer(t) else "float" if pa.types.is_floating(t) else "bool"
@@ -133,6 +134,7 @@ class _ElementOp:
 
 
 def _map_elements(func: str, x: Any, op: _ElementOp) -> Any:
+    x = _arrow.as_arrow(x)
     xp = array_module(func, values=x)
     if xp is not np:
         result = _map_device(func, x, op, xp)
@@ -212,12 +214,10 @@ def _map_arrow(func: str, a: pa.Array, op: _ElementOp, start: int, stop: int) ->
     """
     t = a.type
     null_count = a.null_count if stop == len(a) else -1
-    if isinstance(t, _arrow.LIST_VIEW_TYPES):
-        a = _arrow.list_view_to_list(a)
-        t = a.type
-    if isinstance(t, _arrow.LIST_TYPES):
-        offs = _arrow.offsets_view(a)
-        child = _map_arrow(func, a.values, op, int(offs[start]), int(offs[stop]))
+    if _arrow.is_list_type(t):
+        level = _arrow.list_level(func, "values", a)
+        a, t, offs = level.array, level.array.type, level.offsets
+        child = _map_arrow(func, level.child, op, int(offs[start]), int(offs[stop]))
         field = t.value_field.with_type(child.type)
         new_type = pa.large_list(field) if isinstance(t, pa.LargeListType) else pa.list_(field)
         buffers = a.buffers()[:2]

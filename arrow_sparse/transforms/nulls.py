@@ -56,9 +56,8 @@ def _read_col(func: str, x: Any, *, strings: bool = True) -> _Col:
         return _Col(x.offsets, x.validity, x.values, x.values_validity, None, None, x)
     if not isinstance(x, pa.Array) or not _arrow.is_list_type(x.type):
         raise _not_a_column(func, "values", x, "an Arrow list array or a Jagged")
-    if isinstance(x.type, _arrow.LIST_VIEW_TYPES):
-        x = _arrow.list_view_to_list(x)
-    child = x.values
+    level = _arrow.list_level(func, "values", x)
+    x, child = level.array, level.child
     t = child.type
     values: Any = None
     leaf = None
@@ -77,7 +76,7 @@ def _read_col(func: str, x: Any, *, strings: bool = True) -> _Col:
                    "first with categorify or hash_bucket")
             raise ArrowSparseTypeError(msg)
         values = lf.values
-    return _Col(_arrow.offsets_view(x), _arrow.validity_of(x), values,
+    return _Col(level.offsets, level.validity, values,
                 _arrow.validity_of(child), leaf, x.type.value_field, x)
 
 

@@ -92,6 +92,7 @@ def length_stats(values: Any) -> LengthStats:
                 min=0, p50=2, p90=4, p99=4, max=4)
     """
     func = "length_stats"
+    values = _arrow.as_arrow(values)
     if isinstance(values, Jagged) and values.device != "cpu":
         return _length_stats_device(func, values)
     if isinstance(values, pa.ChunkedArray):
@@ -111,10 +112,9 @@ def length_stats(values: Any) -> LengthStats:
         else:
             if not _arrow.is_list_type(part.type):
                 raise _not_a_column(func, "values", part, "an Arrow list array or a Jagged")
-            if isinstance(part.type, _arrow.LIST_VIEW_TYPES):
-                part = _arrow.list_view_to_list(part)
-            offsets, validity = _arrow.offsets_view(part), _arrow.validity_of(part)
-            child_valid = _arrow.validity_of(part.values)
+            level = _arrow.list_level(func, "values", part)
+            offsets, validity = level.offsets, level.validity
+            child_valid = _arrow.validity_of(level.child)
         lengths = np.diff(offsets).astype(np.int64)
         if validity is not None:
             lengths = lengths[validity]

@@ -183,15 +183,12 @@ def _one_level(func: str, x: Any) -> tuple[np.ndarray, np.ndarray | None, _Leaf,
             raise ArrowSparseTypeError(msg)
         return x.offsets, x.validity, _numpy_leaf(x.values, x.values_validity), None
     if isinstance(x, pa.Array):
-        if isinstance(x.type, _arrow.LIST_VIEW_TYPES):
-            x = _arrow.list_view_to_list(x)
-        while isinstance(x.type, _arrow.LIST_TYPES) and _arrow.is_list_type(x.type.value_type):
-            x = x.flatten()
-            if isinstance(x.type, _arrow.LIST_VIEW_TYPES):
-                x = _arrow.list_view_to_list(x)
-        if isinstance(x.type, _arrow.LIST_TYPES):
-            leaf, child = _arrow_leaf(func, x.values)
-            return _arrow.offsets_view(x), _arrow.validity_of(x), leaf, child.type
+        while _arrow.is_list_type(x.type) and _arrow.is_list_type(x.type.value_type):
+            x = _arrow.list_level(func, "values", x).array.flatten()
+        if _arrow.is_list_type(x.type):
+            level = _arrow.list_level(func, "values", x)
+            leaf, child = _arrow_leaf(func, level.child)
+            return level.offsets, level.validity, leaf, child.type
         if pa.types.is_nested(x.type):
             msg = f"{func}: values of Arrow type {x.type} are not supported"
             raise ArrowSparseTypeError(msg)
@@ -226,6 +223,7 @@ def _leaf_rows(j: Jagged) -> Jagged:
 
 
 def _count_batch(func: str, x: Any) -> _Counts:
+    x = _arrow.as_arrow(x)
     if isinstance(x, pa.ChunkedArray):
         if x.num_chunks == 0:
             return _count_batch(func, pa.array([], type=x.type))
@@ -412,7 +410,7 @@ class Vocabulary:
         func = "Vocabulary"
         keys: Any
         if isinstance(values, pa.ChunkedArray):
-            values = values.combine_chunks()
+            values = _arrow.as_one_array(values)
         if isinstance(values, pa.Array) and not pa.types.is_integer(values.type):
             t = values.type
             if not (_bytes_type(t) or pa.types.is_string_view(t) or pa.types.is_binary_view(t)):
