@@ -46,6 +46,7 @@ def _is_list_array(x: Any) -> bool:
 
 def _as_jagged(func: str, data: Any, offsets: Any, arg: str = "data") -> tuple[Jagged, str]:
     """Read ``data`` as a Jagged; return it and the kind of input to answer with."""
+    data = _arrow.as_arrow(data)
     if isinstance(data, Jagged) or _is_list_array(data):
         if offsets is not None:
             what = "a Jagged" if isinstance(data, Jagged) else "an Arrow list array"

@@ -172,6 +172,7 @@ def bags(func: str, ids: Any, offsets: Any, weights: Any, bound: int,
     """
     if xp is not np:
         return _device_bags(func, ids, offsets, weights, bound)
+    ids, weights = _arrow.as_arrow(ids), _arrow.as_arrow(weights)
     if isinstance(ids, (pa.Array, pa.ChunkedArray)) and is_list_input(ids):
         return _list_bags(func, Jagged._from_arrow(func, "ids", ids), offsets, weights, bound,
                           True)

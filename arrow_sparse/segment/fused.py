@@ -49,6 +49,7 @@ def _fused(func: str, mode: str, data: Any, indices: Any, offsets: Any, lengths:
            segment_ids: Any, num_segments: Any, weights: Any, empty_value: Any,
            names: tuple[str, str] = ("indices", "weights")) -> Any:
     """Check -> gather_reduce kernel -> wrap for the fused ops and embedding_bag."""
+    indices, weights = _arrow.as_arrow(indices), _arrow.as_arrow(weights)
     if isinstance(indices, pa.ChunkedArray) and _arrow.is_list_type(indices.type):
         return _per_chunk(func, indices, weights, num_segments, lambda chunk, w: _fused(
             func, mode, data, chunk, offsets, lengths, segment_ids, None, w, empty_value,
@@ -392,6 +393,7 @@ def embedding_bag(table: Any, ids: Any, *, offsets: Any = None, lengths: Any = N
     if not isinstance(mode, str) or mode not in _MODES:
         msg = f"{func}: mode must be 'sum', 'mean' or 'max', got {mode!r}"
         raise ArrowSparseValueError(msg)
+    ids = _arrow.as_arrow(ids)
     listlike = _is_list_input(ids)
     if not listlike:
         v.check_exactly_one(func, offsets=offsets, lengths=lengths)

@@ -46,6 +46,7 @@ __all__ = [
 def _sorted(func: str, op: str, values: Any, offsets: Any, lengths: Any, segment_ids: Any,
             num_segments: Any, min_count: Any, empty_value: Any, weights: Any = None) -> Any:
     """Check -> kernel -> wrap for every sorted reduction ``op``."""
+    values, weights = _arrow.as_arrow(values), _arrow.as_arrow(weights)
     if isinstance(values, pa.ChunkedArray) and _arrow.is_list_type(values.type):
         return _per_chunk(func, values, weights, num_segments, lambda chunk, w: _sorted(
             func, op, chunk, offsets, lengths, segment_ids, None, min_count, empty_value, w))

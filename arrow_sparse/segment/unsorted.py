@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .. import _arrow
 from .. import _validate as v
 from .._backend import array_module, device_checks
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
@@ -42,6 +43,8 @@ __all__ = [
 def _unsorted(func: str, op: str, values: Any, segment_ids: Any, num_segments: Any,
               min_count: Any, empty_value: Any, weights: Any = None) -> Any:
     """Check -> scatter kernel -> wrap for every unsorted reduction ``op``."""
+    values, weights = _arrow.as_arrow(values), _arrow.as_arrow(weights)
+    segment_ids = _arrow.as_arrow(segment_ids)
     if _is_list_input(values):
         msg = (f"{func}: values must be flat (one value per segment id), got a list array; "
                f"use {func.replace('unsorted_', '')} for jagged rows")
