@@ -1,85 +1,28 @@
 """arrow_sparse: jagged, nested and sparse ML features on Apache Arrow.
 
-A flat namespace, like ``pyarrow.compute``: every public name is re-exported here.
-Importing it loads numpy and pyarrow only; kernels compile on first use.
+A flat namespace, like ``pyarrow.compute``: every public name of the operation families
+(:mod:`~arrow_sparse.convert`, :mod:`~arrow_sparse.segment`,
+:mod:`~arrow_sparse.elementwise`, :mod:`~arrow_sparse.transforms`) is re-exported here,
+with the data types and the conversions to pandas, Polars and PyTorch; the embedding
+tables, masked reductions, IO and errors are namespaces (``asp.embedding.sgd``). Importing
+it loads numpy and pyarrow only; kernels compile on first use.
 """
 
 from __future__ import annotations
 
-from . import embedding, errors, io, masked
+from . import convert, elementwise, embedding, errors, io, masked, segment, transforms
 from ._version import __version__
-from .convert import (
-    dense_to_jagged,
-    jagged_to_padded_dense,
-    lengths_to_offsets,
-    lengths_to_segment_ids,
-    offsets_to_lengths,
-    offsets_to_segment_ids,
-    segment_ids_to_lengths,
-    segment_ids_to_offsets,
-)
-from .elementwise import (
-    expand_into_jagged,
-    index_select,
-    jagged_dense_bmm,
-    jagged_dense_elementwise_add,
-    jagged_dense_elementwise_add_jagged_output,
-    jagged_dense_elementwise_mul,
-    jagged_index_select,
-    jagged_jagged_bmm,
-    jagged_softmax,
-    jagged_unique,
-    list_slice,
-    map_values,
-    repeat,
-    segment_cumsum,
-    segment_softmax,
-    truncate,
-)
+from .convert import *  # noqa: F403  (the families' __all__ lists are the public names)
+from .elementwise import *  # noqa: F403
 from .interop.pandas_convert import from_pandas, to_pandas
 from .interop.polars import from_polars, to_polars
 from .interop.torch import from_torch, to_torch
 from .jagged import Jagged
 from .keyed import KeyedJagged
 from .pipeline import Pipeline
-from .segment import (
-    embedding_bag,
-    gather,
-    scatter_assign,
-    scatter_weighted_sum,
-    segment_argmax,
-    segment_argmin,
-    segment_logsumexp,
-    segment_max,
-    segment_mean,
-    segment_min,
-    segment_prod,
-    segment_sum,
-    segment_weighted_sum,
-    sparse_segment_max,
-    sparse_segment_mean,
-    sparse_segment_sum,
-    sparse_segment_weighted_sum,
-    unsorted_segment_max,
-    unsorted_segment_mean,
-    unsorted_segment_min,
-    unsorted_segment_sum,
-    unsorted_segment_weighted_sum,
-)
+from .segment import *  # noqa: F403
 from .sparse import SparseCOO, SparseCSC, SparseCSF, SparseCSR
-from .transforms import (
-    LengthStats,
-    Vocabulary,
-    bucketize,
-    categorify,
-    drop_nulls,
-    fill_null,
-    fit_vocabulary,
-    hash_bucket,
-    length_stats,
-    pad_or_truncate,
-    value_counts,
-)
+from .transforms import *  # noqa: F403
 
 __all__ = [
     "Jagged",
@@ -90,71 +33,18 @@ __all__ = [
     "SparseCSF",
     "SparseCSR",
     "__version__",
-    "dense_to_jagged",
     "embedding",
     "errors",
-    "masked",
     "io",
-    "jagged_to_padded_dense",
-    "lengths_to_offsets",
-    "lengths_to_segment_ids",
-    "offsets_to_lengths",
-    "offsets_to_segment_ids",
-    "segment_ids_to_lengths",
-    "segment_ids_to_offsets",
-    "embedding_bag",
-    "gather",
-    "scatter_assign",
-    "scatter_weighted_sum",
-    "segment_argmax",
-    "segment_argmin",
-    "segment_logsumexp",
-    "segment_max",
-    "segment_mean",
-    "segment_min",
-    "segment_prod",
-    "segment_sum",
-    "segment_weighted_sum",
-    "sparse_segment_max",
-    "sparse_segment_mean",
-    "sparse_segment_sum",
-    "sparse_segment_weighted_sum",
-    "unsorted_segment_max",
-    "unsorted_segment_mean",
-    "unsorted_segment_min",
-    "unsorted_segment_sum",
-    "unsorted_segment_weighted_sum",
-    "expand_into_jagged",
-    "index_select",
-    "jagged_dense_bmm",
-    "jagged_dense_elementwise_add",
-    "jagged_dense_elementwise_add_jagged_output",
-    "jagged_dense_elementwise_mul",
-    "jagged_index_select",
-    "jagged_jagged_bmm",
-    "jagged_softmax",
-    "jagged_unique",
-    "list_slice",
-    "map_values",
-    "repeat",
-    "segment_cumsum",
-    "segment_softmax",
-    "truncate",
+    "masked",
     "from_pandas",
     "from_polars",
     "from_torch",
     "to_pandas",
     "to_polars",
     "to_torch",
-    "LengthStats",
-    "Vocabulary",
-    "bucketize",
-    "categorify",
-    "drop_nulls",
-    "fill_null",
-    "fit_vocabulary",
-    "hash_bucket",
-    "length_stats",
-    "pad_or_truncate",
-    "value_counts",
+    *convert.__all__,
+    *elementwise.__all__,
+    *segment.__all__,
+    *transforms.__all__,
 ]

@@ -388,7 +388,7 @@ SYNCS: dict[str, tuple[Callable[[dict[str, Any]], Any], int]] = {
         lambda b: asp.fill_null(_ids(b), 0, empty_null_rows=True), 1),
     "length_stats": (lambda b: asp.length_stats(_ids(b)), 1),
     # jagged arithmetic (elementwise.py)
-    "jagged_ufunc": (lambda b: asp.elementwise.jagged_ufunc(np.add, b["jagged"], 1), 0),
+    "jagged_ufunc": (lambda b: asp.elementwise.ufunc.jagged_ufunc(np.add, b["jagged"], 1), 0),
     "array_ufunc": (lambda b: np.exp(b["jagged"]), 0),
     "Jagged * Jagged": (lambda b: b["jagged"] * b["jagged"], 0),
     "Jagged * per-row": (lambda b: b["jagged"] * b["lengths"], 0),

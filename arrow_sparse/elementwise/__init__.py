@@ -40,14 +40,9 @@ from .softmax import (
     segment_cumsum,
     segment_softmax,
 )
-from .ufunc import (
-    array_ufunc,
-    jagged_ufunc,
-    map_values,
-)
+from .ufunc import map_values
 
 __all__ = [
-    "array_ufunc",
     "expand_into_jagged",
     "index_select",
     "jagged_dense_bmm",
@@ -57,7 +52,6 @@ __all__ = [
     "jagged_index_select",
     "jagged_jagged_bmm",
     "jagged_softmax",
-    "jagged_ufunc",
     "jagged_unique",
     "list_slice",
     "map_values",

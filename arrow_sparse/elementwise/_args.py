@@ -313,7 +313,9 @@ def _repeat(arr: np.ndarray, comp: np.ndarray, start: int, stop: int, *,
     xp = module_of(arr)
     words = _as_words(arr)
     shape = (stop - start, words.shape[1])
-    out = xp.empty(shape, dtype=words.dtype) if covered else xp.zeros(shape, dtype=words.dtype)
+    func = "expand_into_jagged"  # the one caller whose sizes come from the user alone
+    out = v.empty(func, shape, words.dtype, xp) if covered else \
+        _zeros(func, shape, words.dtype, xp)
     _kernel("repeat_rows", xp)(words, comp, start, out)
     return _from_words(out, arr.dtype, arr.shape[1:])
 

@@ -42,7 +42,7 @@ from ._args import (
     _windows,
 )
 
-__all__ = ["array_ufunc", "jagged_ufunc", "map_values"]
+__all__ = ["map_values"]  # jagged_ufunc and array_ufunc compute Jagged's operators
 
 
 # ==================================================================== ufuncs and operators
