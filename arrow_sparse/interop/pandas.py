@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._docs import fill_doc
 from .._optional import import_optional
 from ..errors import ArrowSparseTypeError
 from ..jagged import Jagged
@@ -51,6 +52,47 @@ pd = import_optional("pandas", "pandas")
 __all__ = ["SparseListsFrameAccessor", "SparseListsSeriesAccessor", "from_pandas", "to_pandas"]
 
 _FUNC = "sparse_lists"
+
+#: The body of the Series accessor's reductions' docstrings (each has its own summary).
+_SERIES_REDUCTION = """
+Returns
+-------
+pandas.Series
+    {returns}
+
+See Also
+--------
+arrow_sparse.segment_{op} : The function this calls.
+
+Examples
+--------
+>>> import pandas as pd
+>>> import arrow_sparse.interop.pandas
+{example}
+"""
+
+#: The body of the DataFrame accessor's reductions' docstrings.
+_FRAME_REDUCTION = """
+Parameters
+----------
+columns
+    Columns to reduce; default every column.
+
+Returns
+-------
+pandas.DataFrame
+    One ``pd.ArrowDtype`` column per selected column, same index.
+
+See Also
+--------
+arrow_sparse.segment_{op} : The function this calls.
+
+Examples
+--------
+>>> import pandas as pd
+>>> import arrow_sparse.interop.pandas
+{example}
+"""
 
 
 def _aligned(like: Any, result: pa.Array | pa.ChunkedArray, name: Hashable) -> Any:
@@ -168,130 +210,52 @@ class SparseListsSeriesAccessor:
         """
         return self.jagged().to_padded(max_length, pad_value)
 
+    @fill_doc(_SERIES_REDUCTION, op="sum",
+              returns="Same index; ``pd.ArrowDtype`` (int64 for integers).",
+              example=">>> pd.Series([[1, 2, 3], [], None]).sparse_lists.sum().tolist()\n"
+                      "[6, 0, <NA>]")
     def sum(self) -> Any:
-        """Sum of each row (empty rows 0, null rows ``<NA>``).
-
-        Returns
-        -------
-        pandas.Series
-            Same index; ``pd.ArrowDtype`` (int64 for integers).
-
-        See Also
-        --------
-        arrow_sparse.segment_sum : The function this calls.
-
-        Examples
-        --------
-        >>> import pandas as pd
-        >>> import arrow_sparse.interop.pandas
-        >>> pd.Series([[1, 2, 3], [], None]).sparse_lists.sum().tolist()
-        [6, 0, <NA>]
-        """
+        """Sum of each row (empty rows 0, null rows ``<NA>``)."""
         return self._reduced(segment_sum)
 
+    @fill_doc(_SERIES_REDUCTION, op="mean",
+              returns="Same index; ``double[pyarrow]`` for integers.",
+              example=">>> pd.Series([[1, 2], [], None]).sparse_lists.mean().tolist()\n"
+                      "[1.5, <NA>, <NA>]")
     def mean(self) -> Any:
-        """Mean of each row (empty and null rows ``<NA>``; null elements skipped).
-
-        Returns
-        -------
-        pandas.Series
-            Same index; ``double[pyarrow]`` for integers.
-
-        See Also
-        --------
-        arrow_sparse.segment_mean : The function this calls.
-
-        Examples
-        --------
-        >>> import pandas as pd
-        >>> import arrow_sparse.interop.pandas
-        >>> pd.Series([[1, 2], [], None]).sparse_lists.mean().tolist()
-        [1.5, <NA>, <NA>]
-        """
+        """Mean of each row (empty and null rows ``<NA>``; null elements skipped)."""
         return self._reduced(segment_mean)
 
+    @fill_doc(_SERIES_REDUCTION, op="max",
+              returns="Same index and values dtype.",
+              example=">>> pd.Series([[1, 5], [], [3]]).sparse_lists.max().tolist()\n"
+                      "[5, <NA>, 3]")
     def max(self) -> Any:
-        """Largest element of each row (empty and null rows ``<NA>``).
-
-        Returns
-        -------
-        pandas.Series
-            Same index and values dtype.
-
-        See Also
-        --------
-        arrow_sparse.segment_max : The function this calls.
-
-        Examples
-        --------
-        >>> import pandas as pd
-        >>> import arrow_sparse.interop.pandas
-        >>> pd.Series([[1, 5], [], [3]]).sparse_lists.max().tolist()
-        [5, <NA>, 3]
-        """
+        """Largest element of each row (empty and null rows ``<NA>``)."""
         return self._reduced(segment_max)
 
+    @fill_doc(_SERIES_REDUCTION, op="min",
+              returns="Same index and values dtype.",
+              example=">>> pd.Series([[1, 5], [], [3]]).sparse_lists.min().tolist()\n"
+                      "[1, <NA>, 3]")
     def min(self) -> Any:
-        """Smallest element of each row (empty and null rows ``<NA>``).
-
-        Returns
-        -------
-        pandas.Series
-            Same index and values dtype.
-
-        See Also
-        --------
-        arrow_sparse.segment_min : The function this calls.
-
-        Examples
-        --------
-        >>> import pandas as pd
-        >>> import arrow_sparse.interop.pandas
-        >>> pd.Series([[1, 5], [], [3]]).sparse_lists.min().tolist()
-        [1, <NA>, 3]
-        """
+        """Smallest element of each row (empty and null rows ``<NA>``)."""
         return self._reduced(segment_min)
 
+    @fill_doc(_SERIES_REDUCTION, op="prod",
+              returns="Same index; int64 for integers.",
+              example=">>> pd.Series([[2, 3], [], None]).sparse_lists.prod().tolist()\n"
+                      "[6, 1, <NA>]")
     def prod(self) -> Any:
-        """Product of each row (empty rows 1, null rows ``<NA>``).
-
-        Returns
-        -------
-        pandas.Series
-            Same index; int64 for integers.
-
-        See Also
-        --------
-        arrow_sparse.segment_prod : The function this calls.
-
-        Examples
-        --------
-        >>> import pandas as pd
-        >>> import arrow_sparse.interop.pandas
-        >>> pd.Series([[2, 3], [], None]).sparse_lists.prod().tolist()
-        [6, 1, <NA>]
-        """
+        """Product of each row (empty rows 1, null rows ``<NA>``)."""
         return self._reduced(segment_prod)
 
+    @fill_doc(_SERIES_REDUCTION, op="logsumexp",
+              returns="Same index; floating point.",
+              example=">>> pd.Series([[0.0, 0.0], []]).sparse_lists.logsumexp().round(4).tolist()\n"
+                      "[0.6931, <NA>]")
     def logsumexp(self) -> Any:
-        """``log(sum(exp(row)))`` of each row (empty and null rows ``<NA>``).
-
-        Returns
-        -------
-        pandas.Series
-            Same index; floating point.
-
-        See Also
-        --------
-        arrow_sparse.segment_logsumexp : The function this calls.
-
-        Examples
-        --------
-        >>> import pandas as pd
-        >>> import arrow_sparse.interop.pandas
-        >>> pd.Series([[0.0, 0.0], []]).sparse_lists.logsumexp().round(4).tolist()
-        [0.6931, <NA>]
-        """
+        """``log(sum(exp(row)))`` of each row (empty and null rows ``<NA>``)."""
         return self._reduced(segment_logsumexp)
 
 
@@ -455,172 +419,59 @@ class SparseListsFrameAccessor:
         """
         return self.jagged(column).to_padded(max_length, pad_value)
 
+    @fill_doc(_FRAME_REDUCTION, op="sum",
+              example='>>> pd.DataFrame({"a": [[1, 2], None]}).sparse_lists.sum()\n'
+                      "      a\n"
+                      "0     3\n"
+                      "1  <NA>")
     def sum(self, columns: list[Hashable] | None = None) -> Any:
-        """Sum of each row of each column (empty rows 0, null rows ``<NA>``).
-
-        Parameters
-        ----------
-        columns
-            Columns to reduce; default every column.
-
-        Returns
-        -------
-        pandas.DataFrame
-            One ``pd.ArrowDtype`` column per selected column, same index.
-
-        See Also
-        --------
-        arrow_sparse.segment_sum : The function this calls.
-
-        Examples
-        --------
-        >>> import pandas as pd
-        >>> import arrow_sparse.interop.pandas
-        >>> pd.DataFrame({"a": [[1, 2], None]}).sparse_lists.sum()
-              a
-        0     3
-        1  <NA>
-        """
+        """Sum of each row of each column (empty rows 0, null rows ``<NA>``)."""
         return self._per_column(columns, segment_sum)
 
+    @fill_doc(_FRAME_REDUCTION, op="mean",
+              example='>>> pd.DataFrame({"a": [[1, 2], []]}).sparse_lists.mean()\n'
+                      "      a\n"
+                      "0   1.5\n"
+                      "1  <NA>")
     def mean(self, columns: list[Hashable] | None = None) -> Any:
-        """Mean of each row of each column (empty and null rows ``<NA>``).
-
-        Parameters
-        ----------
-        columns
-            Columns to reduce; default every column.
-
-        Returns
-        -------
-        pandas.DataFrame
-            One ``pd.ArrowDtype`` column per selected column, same index.
-
-        See Also
-        --------
-        arrow_sparse.segment_mean : The function this calls.
-
-        Examples
-        --------
-        >>> import pandas as pd
-        >>> import arrow_sparse.interop.pandas
-        >>> pd.DataFrame({"a": [[1, 2], []]}).sparse_lists.mean()
-              a
-        0   1.5
-        1  <NA>
-        """
+        """Mean of each row of each column (empty and null rows ``<NA>``)."""
         return self._per_column(columns, segment_mean)
 
+    @fill_doc(_FRAME_REDUCTION, op="max",
+              example='>>> pd.DataFrame({"a": [[1, 5], [3]]}).sparse_lists.max()\n'
+                      "   a\n"
+                      "0  5\n"
+                      "1  3")
     def max(self, columns: list[Hashable] | None = None) -> Any:
-        """Largest element of each row of each column (empty and null rows ``<NA>``).
-
-        Parameters
-        ----------
-        columns
-            Columns to reduce; default every column.
-
-        Returns
-        -------
-        pandas.DataFrame
-            One ``pd.ArrowDtype`` column per selected column, same index.
-
-        See Also
-        --------
-        arrow_sparse.segment_max : The function this calls.
-
-        Examples
-        --------
-        >>> import pandas as pd
-        >>> import arrow_sparse.interop.pandas
-        >>> pd.DataFrame({"a": [[1, 5], [3]]}).sparse_lists.max()
-           a
-        0  5
-        1  3
-        """
+        """Largest element of each row of each column (empty and null rows ``<NA>``)."""
         return self._per_column(columns, segment_max)
 
+    @fill_doc(_FRAME_REDUCTION, op="min",
+              example='>>> pd.DataFrame({"a": [[1, 5], [3]]}).sparse_lists.min()\n'
+                      "   a\n"
+                      "0  1\n"
+                      "1  3")
     def min(self, columns: list[Hashable] | None = None) -> Any:
-        """Smallest element of each row of each column (empty and null rows ``<NA>``).
-
-        Parameters
-        ----------
-        columns
-            Columns to reduce; default every column.
-
-        Returns
-        -------
-        pandas.DataFrame
-            One ``pd.ArrowDtype`` column per selected column, same index.
-
-        See Also
-        --------
-        arrow_sparse.segment_min : The function this calls.
-
-        Examples
-        --------
-        >>> import pandas as pd
-        >>> import arrow_sparse.interop.pandas
-        >>> pd.DataFrame({"a": [[1, 5], [3]]}).sparse_lists.min()
-           a
-        0  1
-        1  3
-        """
+        """Smallest element of each row of each column (empty and null rows ``<NA>``)."""
         return self._per_column(columns, segment_min)
 
+    @fill_doc(_FRAME_REDUCTION, op="prod",
+              example='>>> pd.DataFrame({"a": [[2, 3], []]}).sparse_lists.prod()\n'
+                      "   a\n"
+                      "0  6\n"
+                      "1  1")
     def prod(self, columns: list[Hashable] | None = None) -> Any:
-        """Product of each row of each column (empty rows 1, null rows ``<NA>``).
-
-        Parameters
-        ----------
-        columns
-            Columns to reduce; default every column.
-
-        Returns
-        -------
-        pandas.DataFrame
-            One ``pd.ArrowDtype`` column per selected column, same index.
-
-        See Also
-        --------
-        arrow_sparse.segment_prod : The function this calls.
-
-        Examples
-        --------
-        >>> import pandas as pd
-        >>> import arrow_sparse.interop.pandas
-        >>> pd.DataFrame({"a": [[2, 3], []]}).sparse_lists.prod()
-           a
-        0  6
-        1  1
-        """
+        """Product of each row of each column (empty rows 1, null rows ``<NA>``)."""
         return self._per_column(columns, segment_prod)
 
+    @fill_doc(_FRAME_REDUCTION, op="logsumexp",
+              example='>>> frame = pd.DataFrame({"a": [[0.0, 0.0], []]})\n'
+                      ">>> frame.sparse_lists.logsumexp().round(4)\n"
+                      "        a\n"
+                      "0  0.6931\n"
+                      "1    <NA>")
     def logsumexp(self, columns: list[Hashable] | None = None) -> Any:
-        """``log(sum(exp(row)))`` of each row of each column (empty and null rows ``<NA>``).
-
-        Parameters
-        ----------
-        columns
-            Columns to reduce; default every column.
-
-        Returns
-        -------
-        pandas.DataFrame
-            One ``pd.ArrowDtype`` column per selected column, same index.
-
-        See Also
-        --------
-        arrow_sparse.segment_logsumexp : The function this calls.
-
-        Examples
-        --------
-        >>> import pandas as pd
-        >>> import arrow_sparse.interop.pandas
-        >>> pd.DataFrame({"a": [[0.0, 0.0], []]}).sparse_lists.logsumexp().round(4)
-                a
-        0  0.6931
-        1    <NA>
-        """
+        """``log(sum(exp(row)))`` of each row of each column (empty and null rows ``<NA>``)."""
         return self._per_column(columns, segment_logsumexp)
 
 
