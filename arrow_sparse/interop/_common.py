@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from .. import _arrow
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
+from ..jagged import Jagged
 from ..keyed import KeyedJagged
 
 
@@ -85,3 +86,34 @@ def keyed_from_arrow_columns(columns: dict[Hashable, pa.Array | pa.ChunkedArray]
                              weights: dict[Hashable, pa.Array | pa.ChunkedArray]) -> KeyedJagged:
     """Build a KeyedJagged keyed by the column labels (kept as they are, not made strings)."""
     return KeyedJagged.from_dict(columns, weights=weights or None)
+
+
+def from_frame(func: str, library: str, data: Any, column: Any, weights: Any, *,
+               series_type: type | None, frame_type: type | None,
+               series_to_arrow: Callable[[str, Any, str], pa.Array | pa.ChunkedArray],
+               column_to_arrow: Callable[[str, Any, Hashable], pa.Array | pa.ChunkedArray]
+               ) -> Jagged | KeyedJagged:
+    """``from_pandas`` / ``from_polars``: a Series or one column -> Jagged, columns -> KeyedJagged.
+
+    ``series_type`` / ``frame_type`` are the library's classes (None when it is not
+    imported: then ``data`` cannot be one of them); the two readers turn a Series, or a
+    column of a frame, into an Arrow list array.
+    """
+    if series_type is not None and isinstance(data, series_type):
+        if column is not None or weights is not None:
+            msg = f"{func}: column and weights apply to a DataFrame, not to a Series"
+            raise ArrowSparseValueError(msg)
+        return Jagged._from_arrow(func, "data", series_to_arrow(func, data,
+                                                                 f"series {data.name!r}"))
+    if frame_type is None or not isinstance(data, frame_type):
+        msg = f"{func}: data must be a {library} Series or DataFrame, got {type_name(data)}"
+        raise ArrowSparseTypeError(msg)
+    if column is not None and not isinstance(column, list):
+        if weights is not None:
+            msg = f"{func}: weights apply to several columns (a KeyedJagged), not to one"
+            raise ArrowSparseValueError(msg)
+        label = check_label(func, "column", column)
+        return Jagged._from_arrow(func, "column", column_to_arrow(func, data, label))
+    keys, wmap = select_columns(func, list(data.columns), column, weights)
+    return keyed_from_arrow_columns({k: column_to_arrow(func, data, k) for k in keys},
+                                    {k: column_to_arrow(func, data, w) for k, w in wmap.items()})

@@ -21,9 +21,8 @@ from ..keyed import KeyedJagged
 from ._common import (
     check_label,
     check_list_array,
-    keyed_from_arrow_columns,
+    from_frame,
     loaded,
-    select_columns,
     type_name,
 )
 
@@ -173,25 +172,11 @@ def from_pandas(data: Any, column: Any = None, *,
     >>> asp.from_pandas(df, ["ids"], weights={"ids": "scores"}).weights
     array([0.5, 1. , 2. ])
     """
-    func = "from_pandas"
     pd = loaded("pandas")
-    if pd is not None and isinstance(data, pd.Series):
-        if column is not None or weights is not None:
-            msg = f"{func}: column and weights apply to a DataFrame, not to a Series"
-            raise ArrowSparseValueError(msg)
-        return Jagged.from_arrow(_series_to_arrow(func, data, f"series {data.name!r}"))
-    if pd is None or not isinstance(data, pd.DataFrame):
-        msg = f"{func}: data must be a pandas Series or DataFrame, got {type_name(data)}"
-        raise ArrowSparseTypeError(msg)
-    if column is not None and not isinstance(column, list):
-        if weights is not None:
-            msg = f"{func}: weights apply to several columns (a KeyedJagged), not to one"
-            raise ArrowSparseValueError(msg)
-        label = check_label(func, "column", column)
-        return Jagged.from_arrow(_column_to_arrow(func, data, label))
-    keys, wmap = select_columns(func, list(data.columns), column, weights)
-    return keyed_from_arrow_columns({k: _column_to_arrow(func, data, k) for k in keys},
-                                    {k: _column_to_arrow(func, data, w) for k, w in wmap.items()})
+    return from_frame("from_pandas", "pandas", data, column, weights,
+                      series_type=None if pd is None else pd.Series,
+                      frame_type=None if pd is None else pd.DataFrame,
+                      series_to_arrow=_series_to_arrow, column_to_arrow=_column_to_arrow)
 
 
 def _column_to_arrow(func: str, df: Any, label: Hashable) -> pa.Array | pa.ChunkedArray:

@@ -16,15 +16,13 @@ from typing import Any
 import pyarrow as pa
 
 from .._optional import import_optional
-from ..errors import ArrowSparseKeyError, ArrowSparseTypeError, ArrowSparseValueError
+from ..errors import ArrowSparseKeyError, ArrowSparseTypeError
 from ..jagged import Jagged
 from ..keyed import KeyedJagged
 from ._common import (
-    check_label,
     check_list_array,
-    keyed_from_arrow_columns,
+    from_frame,
     loaded,
-    select_columns,
     type_name,
 )
 
@@ -165,24 +163,11 @@ def from_polars(data: Any, column: Any = None, *,
     >>> asp.from_polars(df, ["ids"], weights={"ids": "scores"}).weights
     array([0.5, 1. , 2. ])
     """
-    func = "from_polars"
     pl = loaded("polars")
-    if pl is not None and isinstance(data, pl.Series):
-        if column is not None or weights is not None:
-            msg = f"{func}: column and weights apply to a DataFrame, not to a Series"
-            raise ArrowSparseValueError(msg)
-        return Jagged.from_arrow(_series_to_arrow(func, data, f"series {data.name!r}"))
-    if pl is None or not isinstance(data, pl.DataFrame):
-        msg = f"{func}: data must be a polars Series or DataFrame, got {type_name(data)}"
-        raise ArrowSparseTypeError(msg)
-    if column is not None and not isinstance(column, list):
-        if weights is not None:
-            msg = f"{func}: weights apply to several columns (a KeyedJagged), not to one"
-            raise ArrowSparseValueError(msg)
-        return Jagged.from_arrow(_column_to_arrow(func, data, check_label(func, "column", column)))
-    keys, wmap = select_columns(func, list(data.columns), column, weights)
-    return keyed_from_arrow_columns({k: _column_to_arrow(func, data, k) for k in keys},
-                                    {k: _column_to_arrow(func, data, w) for k, w in wmap.items()})
+    return from_frame("from_polars", "polars", data, column, weights,
+                      series_type=None if pl is None else pl.Series,
+                      frame_type=None if pl is None else pl.DataFrame,
+                      series_to_arrow=_series_to_arrow, column_to_arrow=_column_to_arrow)
 
 
 def _column_to_arrow(func: str, df: Any, name: Hashable) -> pa.Array:
