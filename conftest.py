@@ -40,6 +40,7 @@ This collector runs the markdown files' doctests, so they must not also be named
 from __future__ import annotations
 
 import doctest
+import inspect
 import os
 import re
 import shutil
@@ -76,6 +77,38 @@ NAMESPACE: dict[str, Any] = {"np": np, "pa": pa, "asp": asp}
 @pytest.fixture(autouse=True)
 def _doctest_namespace(doctest_namespace: dict[str, Any]) -> None:
     doctest_namespace.update(NAMESPACE)
+
+
+# --- tests that need an optional peer ----------------------------------------------------
+
+#: The optional peers the tests compare against where installed; none is in the test extra
+#: (a torch requirement there would download several GB on a fresh machine).
+PEERS = ("torch", "fbgemm")
+_USES_PEER = re.compile(r"\b(import torch|torch\.|fbgemm|importorskip\(\s*[\"'](torch|fbgemm))")
+
+
+def _source_of(item: pytest.Item) -> str:
+    """Return the code of a test function, a doctest's examples or a docs block."""
+    if isinstance(item, DoctestItem) and item.dtest is not None:
+        return "".join(example.source for example in item.dtest.examples)
+    if isinstance(item, ExecBlock):
+        return item.block.source
+    function = getattr(item, "function", None)
+    try:
+        return inspect.getsource(function) if function is not None else ""
+    except (OSError, TypeError):
+        return ""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``peers`` every test whose code uses torch or FBGEMM.
+
+    CI runs the README's test command first, in a fresh environment without the peers
+    (their tests skip there), then installs them and runs ``pytest -m peers``.
+    """
+    for item in items:
+        if _USES_PEER.search(_source_of(item)):
+            item.add_marker(pytest.mark.peers)
 
 
 # --- reading the blocks of a markdown file -------------------------------------------------

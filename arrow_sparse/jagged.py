@@ -508,10 +508,12 @@ class Jagged:
 
         Examples
         --------
-        >>> import torch
-        >>> j = asp.Jagged.from_dlpack(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0, 1, 3]))
+        Any DLPack producer works the same way (``torch.tensor``, ``jax.numpy`` arrays,
+        CuPy); numpy arrays are producers too:
+
+        >>> j = asp.Jagged.from_dlpack(np.array([1.0, 2.0, 3.0]), np.array([0, 1, 3]))
         >>> j
-        Jagged([[1.0], [2.0, 3.0]], dtype=float32, offsets=int64)
+        Jagged([[1.0], [2.0, 3.0]], dtype=float64, offsets=int64)
         """
         func = "Jagged.from_dlpack"
         levels = list(offsets) if isinstance(offsets, (list, tuple)) else [offsets]
@@ -707,10 +709,12 @@ class Jagged:
 
         Examples
         --------
-        >>> import torch
+        Any DLPack consumer reads the buffers without a copy (``torch.from_dlpack``,
+        ``jax.dlpack.from_dlpack``, ``cupy.from_dlpack``), numpy included:
+
         >>> values, offsets = asp.Jagged.from_list([[1, 2], [3]]).to_dlpack()
-        >>> torch.from_dlpack(offsets)
-        tensor([0, 2, 3], dtype=torch.int32)
+        >>> np.from_dlpack(offsets)
+        array([0, 2, 3], dtype=int32)
         """
         levels = [self]
         while isinstance(levels[-1].values, Jagged):
