@@ -117,7 +117,7 @@ class ListLevel(NamedTuple):
 
 
 def list_level(func: str, arg: str, array: pa.Array) -> ListLevel:
-    """Unpack one level of a list, large_list or list view array into checked buffers.
+    """Unpack one level of a list, large_list, list view or map array into checked buffers.
 
     The offsets must be non-negative, non-decreasing and within the child (the Arrow
     invariant, which pyarrow does not check when an array is built from buffers); a
@@ -127,13 +127,40 @@ def list_level(func: str, arg: str, array: pa.Array) -> ListLevel:
     """
     if isinstance(array.type, LIST_VIEW_TYPES):
         array = list_view_to_list(array)
-    if not isinstance(array.type, LIST_TYPES):
+    if not isinstance(array.type, (*LIST_TYPES, pa.MapType)):  # a map is a list of structs
         msg = f"{func}: {arg} must be an Arrow list array, got {array.type}"
         raise ArrowSparseTypeError(msg)
     child = array.values
     offsets = v.check_offsets(func, f"{arg} offsets", offsets_view(array), len(child))
     validity = validity_of(array)
     return ListLevel(array, offsets, validity, child)
+
+
+def check_nested(func: str, arg: str, array: pa.Array) -> None:
+    """Check the offsets of every level of a nested array (lists, maps, structs, strings).
+
+    For writers (Parquet, IPC) that read every buffer of a column: a list or string
+    whose offsets go backwards makes pyarrow's Parquet writer read outside the buffers.
+    Raises ``ValueError`` naming ``arg`` (``"column 'ids'"``) and the first bad position.
+    """
+    t = array.type
+    if isinstance(t, (*LIST_TYPES, *LIST_VIEW_TYPES, pa.MapType)):
+        level = list_level(func, arg, array)
+        check_nested(func, f"{arg} values", level.child)
+    elif isinstance(t, pa.FixedSizeListType):
+        check_nested(func, f"{arg} values", array.values)
+    elif isinstance(t, pa.StructType):
+        for i in range(t.num_fields):
+            check_nested(func, f"{arg} field {t.field(i).name!r}", array.field(i))
+    elif pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t) \
+            or pa.types.is_large_binary(t):
+        large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+        buffers = array.buffers()
+        if buffers[1] is not None:
+            offsets = np.frombuffer(buffers[1], dtype=np.int64 if large else np.int32,
+                                    count=array.offset + len(array) + 1)[array.offset:]
+            size = 0 if buffers[2] is None else buffers[2].size
+            v.check_offsets(func, f"{arg} offsets", offsets, size)
 
 
 def validity_buffer(validity: np.ndarray | None) -> pa.Buffer | None:

@@ -180,3 +180,30 @@ def test_as_arrow_leaves_everything_else_alone() -> None:
     table = pa.table({"a": [1]})
     for x in (values, j, table, [1, 2], None):
         assert _arrow.as_arrow(x) is x
+
+
+# ------------------------------------------------- writers read every buffer
+@pytest.mark.parametrize("name", list(MALFORMED))
+@pytest.mark.parametrize("writer", ["parquet", "ipc"])
+def test_writers_refuse_malformed_list_columns_before_writing(tmp_path: Any, writer: str,
+                                                              name: str) -> None:
+    # pyarrow's Parquet writer segfaulted on these (issue 14); nothing may be left behind.
+    table = pa.table({"ok": pa.array([1, 2, 3]), "ids": malformed(name)})
+    path = tmp_path / f"out.{writer}"
+    write = asp.io.write_parquet if writer == "parquet" else asp.io.write_ipc
+    func = "write_parquet" if writer == "parquet" else "write_ipc"
+    with pytest.raises(ValueError, match=rf"^{func}: column 'ids' offsets must be non-"):
+        write(table, path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_writers_check_nested_maps_structs_and_strings(tmp_path: Any) -> None:
+    strings = pa.Array.from_buffers(pa.string(), 2, [None, pa.py_buffer(
+        np.array([0, 5, 2], np.int32)), pa.py_buffer(b"abcde")])
+    nested = pa.StructArray.from_arrays([strings], names=["name"])
+    with pytest.raises(ValueError, match=r"^write_parquet: column 's' field 'name' offsets "
+                                         r"must be non-decreasing \(first at position 2: 2\)"):
+        asp.io.write_parquet(pa.table({"s": nested}), tmp_path / "s.parquet")
+    good = pa.table({"m": pa.array([[(1, 2)], []], type=pa.map_(pa.int32(), pa.int32())),
+                     "l": pa.array([[["a"]], None])})
+    assert asp.io.write_parquet(good, tmp_path / "good.parquet") == 2

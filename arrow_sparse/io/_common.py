@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from .. import _arrow
 from .._version import __version__
 from ..errors import (
     ArrowSparseIOError,
@@ -110,8 +111,22 @@ def as_batches(func: str, data: Any) -> tuple[pa.Schema, Iterator[pa.RecordBatch
     exporting the Arrow C stream interface (a Polars DataFrame, a DuckDB relation), or
     an iterable of Tables / RecordBatches / KeyedJaggeds. Only the first item is read
     here (to learn the schema); the rest stay unread until the stream is consumed.
-    Every batch is checked against the first one's schema (metadata ignored).
+    Every batch is checked against the first one's schema (metadata ignored), and the
+    offsets of its list, map and string columns are checked as it is read: pyarrow's
+    writers read every buffer and crash on offsets that go backwards.
     """
+    schema, batches = _batches(func, data)
+    return schema, _offsets_checked(func, batches)
+
+
+def _offsets_checked(func: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        for name, column in zip(batch.schema.names, batch.columns, strict=True):
+            _arrow.check_nested(func, f"column {name!r}", column)
+        yield batch
+
+
+def _batches(func: str, data: Any) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
     if isinstance(data, pa.RecordBatchReader):
         return data.schema, _checked(func, data.schema, iter(data), 0)
     if isinstance(data, (pa.RecordBatch, pa.Table)) or isinstance(data, KeyedJagged):
