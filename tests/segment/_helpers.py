@@ -33,6 +33,7 @@ import pytest
 
 import arrow_sparse as asp
 from arrow_sparse import _backend
+from arrow_sparse.errors import ArrowSparseError
 from arrow_sparse.kernels import cuda
 
 from ..conftest import from_backend, on_device, to_backend
@@ -371,6 +372,24 @@ def dev(cp: Any, x: Any, dtype: Any = None) -> Any:
 def raised_later(cp: Any) -> None:
     """The next check: what an earlier operation left in the error word is raised now."""
     asp.offsets_to_lengths(cp.asarray(np.array([0, 1])))
+
+
+def assert_error(call: Callable[[], Any], error: type[Exception], pattern: str) -> None:
+    """``call()`` raises ``error``, an ArrowSparseError, its message matching ``pattern``
+    from the start (the project's form, as tests/test_errors.py checks it)."""
+    with pytest.raises(error, match=f"^{pattern}") as info:
+        call()
+    assert isinstance(info.value, ArrowSparseError)
+
+
+def assert_raised_by_the_next_check(cp: Any, call: Callable[[Any], Any], error: type,
+                                    message: str) -> None:
+    """``call(cp)`` leaves a device error that the next check raises, once, unsynchronised."""
+    call(cp)  # no synchronisation: nothing raised yet
+    assert cp.stats.syncs == 0
+    with pytest.raises(error, match="^" + message):
+        raised_later(cp)
+    raised_later(cp)  # raised once
 
 
 #: The end of the message of a device check's error raised by a later call, and at once.

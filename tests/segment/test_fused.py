@@ -42,6 +42,7 @@ from ._helpers import (
     SPARSE,
     assert_arrow,
     assert_close,
+    assert_raised_by_the_next_check,
     dev,
     expected_array,
     kernels,
@@ -389,11 +390,7 @@ def test_o1_checks_stay_on_the_host_with_the_host_messages(cp: ModuleType) -> No
 ])
 def test_data_errors_are_raised_by_the_next_check(cp: ModuleType, call: Callable[..., Any],
                                                   cls: type, message: str) -> None:
-    call(cp)  # no synchronisation: nothing raised yet
-    assert cp.stats.syncs == 0
-    with pytest.raises(cls, match="^" + message):
-        raised_later(cp)
-    raised_later(cp)  # raised once
+    assert_raised_by_the_next_check(cp, call, cls, message)
 
 
 def test_data_errors_are_raised_at_once_where_a_value_is_read(cp: ModuleType) -> None:

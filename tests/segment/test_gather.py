@@ -31,6 +31,8 @@ from ._helpers import (
     DEFERRED,
     MIXED_FIX,
     assert_close,
+    assert_error,
+    assert_raised_by_the_next_check,
     dev,
     kernels,
     on_devices,
@@ -122,11 +124,7 @@ def test_o1_checks_stay_on_the_host_with_the_host_messages(cp: ModuleType) -> No
 ])
 def test_data_errors_are_raised_by_the_next_check(cp: ModuleType, call: Callable[..., Any],
                                                   cls: type, message: str) -> None:
-    call(cp)  # no synchronisation: nothing raised yet
-    assert cp.stats.syncs == 0
-    with pytest.raises(cls, match="^" + message):
-        raised_later(cp)
-    raised_later(cp)  # raised once
+    assert_raised_by_the_next_check(cp, call, cls, message)
 
 
 # ====================================================================== gather
@@ -163,10 +161,7 @@ ERROR_CASES: dict[str, tuple[Callable[[], Any], type[Exception], str]] = {
 
 @pytest.mark.parametrize("case", sorted(ERROR_CASES))
 def test_error_class_and_message(backend: str, case: str) -> None:
-    call, error, pattern = ERROR_CASES[case]
-    with pytest.raises(error, match=f"^{pattern}") as info:
-        call()
-    assert isinstance(info.value, ArrowSparseError)
+    assert_error(*ERROR_CASES[case])
 
 
 @on_devices

@@ -38,6 +38,8 @@ from ._helpers import (
     UNSORTED,
     assert_arrow,
     assert_close,
+    assert_error,
+    assert_raised_by_the_next_check,
     dev,
     emulator,
     expected_array,
@@ -46,7 +48,6 @@ from ._helpers import (
     on_devices,
     on_the_cpu,
     out_dtype,
-    raised_later,
     run_on,
     same_as_cpu,
     sample,
@@ -244,10 +245,7 @@ ERROR_CASES: dict[str, tuple[Callable[[], Any], type[Exception], str]] = {
 
 @pytest.mark.parametrize("case", sorted(ERROR_CASES))
 def test_error_class_and_message(backend: str, case: str) -> None:
-    call, error, pattern = ERROR_CASES[case]
-    with pytest.raises(error, match=f"^{pattern}") as info:
-        call()
-    assert isinstance(info.value, ArrowSparseError)
+    assert_error(*ERROR_CASES[case])
 
 
 @pytest.mark.parametrize("fn", [*UNSORTED.values(), asp.unsorted_segment_weighted_sum],
@@ -350,11 +348,7 @@ def test_o1_checks_stay_on_the_host_with_the_host_messages(cp: ModuleType) -> No
 ])
 def test_data_errors_are_raised_by_the_next_check(cp: ModuleType, call: Callable[..., Any],
                                                   cls: type, message: str) -> None:
-    call(cp)  # no synchronisation: nothing raised yet
-    assert cp.stats.syncs == 0
-    with pytest.raises(cls, match="^" + message):
-        raised_later(cp)
-    raised_later(cp)  # raised once
+    assert_raised_by_the_next_check(cp, call, cls, message)
 
 
 def test_data_errors_are_raised_at_once_where_a_value_is_read(cp: ModuleType) -> None:
