@@ -1,6 +1,8 @@
 """Every input check of ``arrow_sparse._validate`` and ``arrow_sparse._arrow``, reached
 through a public function: the error class, and the message in the project's form
-``"{func}: {arg} {problem} (first at position {i}: {value})"``.
+``"{func}: {arg} {problem} (first at position {i}: {value})"``. The checks reached
+through the segment functions (indices, segment ids, exactly one of offsets/lengths/
+segment_ids) are tested with those functions, in ``tests/segment/``.
 """
 
 from __future__ import annotations
@@ -51,13 +53,6 @@ CASES: dict[str, tuple[Callable[[], Any], type[Exception], str]] = {
     "uint64 offsets": (lambda: asp.offsets_to_lengths(U64_BIG), ArrowSparseValueError,
                        r"offsets_to_lengths: offsets exceeds the int64 range "
                        r"\(first at position 1: 9223372036854775808\)"),
-    "uint64 indices": (lambda: asp.gather(np.ones((3, 2)), U64_BIG), ArrowSparseIndexError,
-                       r"gather: indices out of range \[0, 3\) "
-                       r"\(first at position 1: 9223372036854775808\)"),
-    "uint64 segment ids": (lambda: asp.unsorted_segment_sum(np.ones(2), U64_BIG, 4),
-                           ArrowSparseIndexError,
-                           r"unsorted_segment_sum: segment_ids must be < num_segments=4 "
-                           r"\(first at position 1: 9223372036854775808\)"),
     "uint64 sorted ids": (lambda: asp.segment_ids_to_lengths(U64_BIG, num_segments=4),
                           ArrowSparseIndexError,
                           r"segment_ids_to_lengths: segment_ids must be < num_segments=4 "
@@ -88,20 +83,9 @@ CASES: dict[str, tuple[Callable[[], Any], type[Exception], str]] = {
     "lengths sum": (lambda: asp.Jagged.from_lengths(np.arange(3), [1, 1]), ArrowSparseValueError,
                     "Jagged.from_lengths: lengths sum to 2 but there are 3 values"),
     # check_segment_ids / check_sorted_segment_ids
-    "ids count": (lambda: asp.unsorted_segment_sum(np.ones(3), [0, 1]), ArrowSparseValueError,
-                  "unsorted_segment_sum: segment_ids has length 2 but there are 3 values"),
-    "negative id": (lambda: asp.unsorted_segment_sum(np.ones(2), [0, -1]), ArrowSparseIndexError,
-                    r"unsorted_segment_sum: segment_ids must be non-negative "
-                    r"\(first at position 1: -1\)"),
-    "id too big": (lambda: asp.unsorted_segment_sum(np.ones(2), [0, 5], 3), ArrowSparseIndexError,
-                   r"unsorted_segment_sum: segment_ids must be < num_segments=3 "
-                   r"\(first at position 1: 5\)"),
     "unsorted ids": (lambda: asp.segment_ids_to_lengths([1, 0]), ArrowSparseValueError,
                      r"segment_ids_to_lengths: segment_ids must be sorted \(non-decreasing\) "
                      r"\(first at position 1: 0\)"),
-    # check_indices
-    "index too big": (lambda: asp.gather(np.ones((3, 2)), [0, 3]), ArrowSparseIndexError,
-                      r"gather: indices out of range \[0, 3\) \(first at position 1: 3\)"),
     # check_count / check_bool / check_mask
     "count type": (lambda: asp.segment_ids_to_lengths([0], num_segments=1.0),
                    ArrowSparseTypeError,
@@ -132,18 +116,11 @@ CASES: dict[str, tuple[Callable[[], Any], type[Exception], str]] = {
     "string dtype for values": (lambda: asp.Jagged.from_list([[1]], dtype=np.str_),
                                 ArrowSparseTypeError,
                                 "Jagged.from_list: dtype must be a numeric dtype, got <U0"),
-    # empty / check_exactly_one
+    # empty
     "result too large": (lambda: asp.pad_or_truncate(pa.array([[1, 2], [3]]), 2**59),
                          ArrowSparseValueError,  # 2**63 bytes: more than numpy can address
                          r"pad_or_truncate: the result of shape \(2, 576460752303423488\) "
                          "is too large to allocate"),
-    "none of three": (lambda: asp.segment_sum(np.ones(3)), ArrowSparseValueError,
-                      r"segment_sum: pass exactly one of offsets=, lengths=, segment_ids= "
-                      r"\(got none\)"),
-    "two of three": (lambda: asp.segment_sum(np.ones(3), offsets=[0, 3], lengths=[3]),
-                     ArrowSparseValueError,
-                     r"segment_sum: pass exactly one of offsets=, lengths=, segment_ids= "
-                     r"\(got offsets=, lengths=\)"),
     # _arrow
     "list of strings": (lambda: asp.Jagged.from_arrow(pa.array([["a"]])), ArrowSparseTypeError,
                         "Jagged.from_arrow: list values of Arrow type string are not supported"),

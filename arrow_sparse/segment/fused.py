@@ -7,6 +7,7 @@ in one pass, never materialising the gathered rows. Every function runs through
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,7 @@ import pyarrow as pa
 from .. import _arrow
 from .. import _validate as v
 from .._backend import array_module, device_checks, is_cupy_array
+from .._docs import F, fill_doc
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 from ._args import (
     _MODES,
@@ -88,13 +90,9 @@ def _fused(func: str, mode: str, data: Any, indices: Any, offsets: Any, lengths:
     return result
 
 
-def sparse_segment_sum(data: Any, indices: Any, *, offsets: Any = None, lengths: Any = None,
-                       segment_ids: Any = None, num_segments: int | None = None,
-                       weights: Any = None) -> Any:
-    """Gather rows of ``data`` by ``indices``, then sum per segment, fused.
-
-    Caffe2's ``SparseLengthsSum`` / ``SparseSortedSegmentSum``: the same result as
-    ``segment_sum(gather(data, indices), ...)`` without materialising the gathered rows.
+#: The docstring of every fused reduction, filled per function by :func:`_doc`.
+_FUSED_DOC = """
+    {intro}
 
     Parameters
     ----------
@@ -105,17 +103,14 @@ def sparse_segment_sum(data: Any, indices: Any, *, offsets: Any = None, lengths:
         Row numbers into ``data``: raw integers with one of ``offsets``/``lengths``/
         ``segment_ids``, or a Jagged / Arrow list array (or ChunkedArray) of them, whose
         null rows give null (Arrow) or empty rows and whose null ids are skipped.
-    offsets, lengths, segment_ids, num_segments
+    {weights_first}offsets, lengths, segment_ids, num_segments
         The segments of raw ``indices``, as in :func:`segment_sum`.
-    weights
-        Optional weight per index, in the same form as ``indices``; each gathered row is
-        scaled by it before the reduction.
-
+    {weights_last}
     Returns
     -------
     numpy.ndarray or pyarrow.Array or pyarrow.ChunkedArray
-        ``[segments, ...]`` (``data``'s row shape kept); dtypes as :func:`segment_sum`
-        (as :func:`segment_weighted_sum` with weights).
+        ``[segments, ...]`` (``data``'s row shape kept):
+        {dtypes}.
 
     Raises
     ------
@@ -129,16 +124,13 @@ def sparse_segment_sum(data: Any, indices: Any, *, offsets: Any = None, lengths:
     See Also
     --------
     embedding_bag : The same with PyTorch's argument names.
-    gather, segment_sum
+    {see_also}
 
     Notes
     -----
-    Empty segments sum to 0. Integers accumulate in int64. Float tables accumulate in
-    float64; for speed, runs of up to 4 gathered rows are first summed in the table's
-    dtype (in registers), so a float32 result is within ``3 * 2**-24 * sum(|x|)`` of the
-    exact sum whatever the segment length (with weights, or float64 accumulation
-    alone: the final rounding). Rows are prefetched 64 indices ahead; each segment's
-    indices are range-checked just before its rows are read.
+    {semantics}
+    Rows are prefetched 64 indices ahead; each segment's indices are range-checked just
+    before its rows are read.
 
     On the device (CuPy data and indices, or a device Jagged of indices): no
     synchronisation, except with ``segment_ids`` and no ``num_segments`` (the last
@@ -146,165 +138,119 @@ def sparse_segment_sum(data: Any, indices: Any, *, offsets: Any = None, lengths:
 
     Examples
     --------
-    Caffe2's batch of page ids, pooled from a 1-wide table of ``10 * id``:
+    {examples}
+"""
 
-    >>> table = np.arange(8) * 10
-    >>> ids = np.array([1, 2, 3, 2, 4, 6, 7, 3, 6])
-    >>> asp.sparse_segment_sum(table, ids, lengths=[3, 4, 2])
-    array([ 60, 190,  90])
-    >>> asp.sparse_segment_sum(table, pa.array([[1, 2, 3], None, [3, 6]])).to_pylist()
-    [60, None, 90]
-    """
+#: How the fused sums add (sparse_segment_sum and sparse_segment_weighted_sum).
+_SUMS = """Empty segments sum to 0. Integers accumulate in int64. Float tables accumulate in
+float64; for speed, runs of up to 4 gathered rows are first summed in the table's dtype
+(in registers), so a float32 result is within ``3 * 2**-24 * sum(|x|)`` of the exact sum
+whatever the segment length (with weights, or float64 accumulation alone: the final
+rounding)."""
+
+#: What an empty segment gives where it is missing (sparse_segment_mean and _max).
+_MISSING = "Empty segments give ``empty_value`` in numpy output and null in Arrow output."
+
+#: The weights of each function, described where its signature has them.
+_WEIGHTS = {
+    "sum": """weights
+    Optional weight per index, in the same form as ``indices``; each gathered row is
+    scaled by it before the reduction.
+""",
+    "weighted_sum": """weights
+    One weight per index, in the same form as ``indices`` (required); each gathered row
+    is scaled by it before the reduction.
+""",
+    "mean": """weights
+    Optional weight per index, in the same form as ``indices``; rows are scaled before
+    averaging (the divisor is still the number of non-null indices).
+empty_value
+    The numpy result of an empty segment (null in Arrow output).
+""",
+    "max": """weights
+    Optional weight per index, in the same form as ``indices``; rows are scaled before
+    the max.
+empty_value
+    The numpy result of an empty segment (null in Arrow output).
+""",
+}
+
+
+def _doc(op: str, intro: str, dtypes: str, see_also: str, examples: str) -> Callable[[F], F]:
+    """:func:`~arrow_sparse._docs.fill_doc` with :data:`_FUSED_DOC` for reduction ``op``."""
+    semantics = {"sum": _SUMS, "weighted_sum": _SUMS, "mean": _MISSING,
+                 "max": _MISSING + """
+NaN propagates as in ``numpy.max``, and the max of ``-0.0`` and ``0.0`` is ``0.0``, as in
+:func:`segment_max`."""}[op]
+    weights = _WEIGHTS[op]
+    return fill_doc(_FUSED_DOC, intro=intro, dtypes=dtypes, see_also=see_also,
+                    examples=examples, semantics=semantics,
+                    weights_first=weights if op == "weighted_sum" else "",
+                    weights_last="" if op == "weighted_sum" else weights)
+
+
+@_doc("sum", """Caffe2's ``SparseLengthsSum`` / ``SparseSortedSegmentSum``: the same result as
+``segment_sum(gather(data, indices), ...)`` without materialising the gathered rows.""",
+      "dtypes as :func:`segment_sum` (as :func:`segment_weighted_sum` with weights)",
+      "gather, segment_sum", """\
+Caffe2's batch of page ids, pooled from a 1-wide table of ``10 * id``:
+
+>>> table = np.arange(8) * 10
+>>> ids = np.array([1, 2, 3, 2, 4, 6, 7, 3, 6])
+>>> asp.sparse_segment_sum(table, ids, lengths=[3, 4, 2])
+array([ 60, 190,  90])
+>>> asp.sparse_segment_sum(table, pa.array([[1, 2, 3], None, [3, 6]])).to_pylist()
+[60, None, 90]""")
+def sparse_segment_sum(data: Any, indices: Any, *, offsets: Any = None, lengths: Any = None,
+                       segment_ids: Any = None, num_segments: int | None = None,
+                       weights: Any = None) -> Any:
+    """Gather rows of ``data`` by ``indices``, then sum per segment, fused."""
     return _fused("sparse_segment_sum", "sum", data, indices, offsets, lengths, segment_ids,
                   num_segments, weights, 0)
 
 
+@_doc("weighted_sum", """Caffe2's ``SparseLengthsWeightedSum``: the same result as
+``segment_weighted_sum(gather(data, indices), weights, ...)`` without materialising the
+gathered rows.""",
+      "dtypes as :func:`segment_weighted_sum`", "sparse_segment_sum, segment_weighted_sum", """\
+>>> table = np.array([[1.0, 4.0], [3.0, 2.0], [8.0, 1.0]])
+>>> asp.sparse_segment_weighted_sum(table, [2, 0, 1], weights=[0.5, 2.0, 1.0],
+...                                 lengths=[2, 1])
+array([[6. , 8.5],
+       [3. , 2. ]])""")
 def sparse_segment_weighted_sum(data: Any, indices: Any, *, weights: Any, offsets: Any = None,
                                 lengths: Any = None, segment_ids: Any = None,
                                 num_segments: int | None = None) -> Any:
-    """Gather rows by ``indices``, scale each by its weight, sum per segment, fused.
-
-    Caffe2's ``SparseLengthsWeightedSum``.
-
-    Parameters
-    ----------
-    data
-        The table, as in :func:`sparse_segment_sum`.
-    indices
-        Row numbers into ``data``, as in :func:`sparse_segment_sum`.
-    weights
-        One weight per index, in the same form as ``indices`` (required).
-    offsets, lengths, segment_ids, num_segments
-        The segments of raw ``indices``, as in :func:`segment_sum`.
-
-    Returns
-    -------
-    numpy.ndarray or pyarrow.Array or pyarrow.ChunkedArray
-        dtypes as :func:`segment_weighted_sum`.
-
-    Raises
-    ------
-    IndexError, ValueError, TypeError
-        As :func:`sparse_segment_sum`.
-
-    See Also
-    --------
-    sparse_segment_sum, embedding_bag
-
-    Notes
-    -----
-    On the device (CuPy data and indices, or a device Jagged of indices): no
-    synchronisation, except with ``segment_ids`` and no ``num_segments`` (the last
-    id is read back: one). An index out of range is reported by the next check.
-
-    Examples
-    --------
-    >>> table = np.array([[1.0, 4.0], [3.0, 2.0], [8.0, 1.0]])
-    >>> asp.sparse_segment_weighted_sum(table, [2, 0, 1], weights=[0.5, 2.0, 1.0],
-    ...                                 lengths=[2, 1])
-    array([[6. , 8.5],
-           [3. , 2. ]])
-    """
+    """Gather rows by ``indices``, scale each by its weight, sum per segment, fused."""
     return _fused("sparse_segment_weighted_sum", "sum", data, indices, offsets, lengths,
                   segment_ids, num_segments, weights, 0)
 
 
+@_doc("mean", """The same result as ``segment_mean(gather(data, indices), ...)`` without
+materialising the gathered rows.""",
+      "float32 for a float32 table (accumulated in float64), float64 otherwise",
+      "segment_mean", """\
+>>> table = np.arange(8) * 10
+>>> asp.sparse_segment_mean(table, [1, 2, 3, 2, 4, 6, 7, 3, 6], lengths=[3, 4, 2, 0])
+array([20. , 47.5, 45. ,  0. ])""")
 def sparse_segment_mean(data: Any, indices: Any, *, offsets: Any = None, lengths: Any = None,
                         segment_ids: Any = None, num_segments: int | None = None,
                         weights: Any = None, empty_value: Any = 0) -> Any:
-    """Gather rows of ``data`` by ``indices``, then average per segment, fused.
-
-    Parameters
-    ----------
-    data
-        The table, as in :func:`sparse_segment_sum`.
-    indices
-        Row numbers into ``data``, as in :func:`sparse_segment_sum`.
-    offsets, lengths, segment_ids, num_segments
-        The segments of raw ``indices``, as in :func:`segment_sum`.
-    weights
-        Optional weight per index; rows are scaled before averaging (the divisor is
-        still the number of non-null indices).
-    empty_value
-        The numpy result of an empty segment (null in Arrow output).
-
-    Returns
-    -------
-    numpy.ndarray or pyarrow.Array or pyarrow.ChunkedArray
-        float32 for a float32 table (accumulated in float64), float64 otherwise.
-
-    Raises
-    ------
-    IndexError, ValueError, TypeError
-        As :func:`sparse_segment_sum`.
-
-    See Also
-    --------
-    segment_mean, embedding_bag
-
-    Notes
-    -----
-    On the device (CuPy data and indices, or a device Jagged of indices): no
-    synchronisation, except with ``segment_ids`` and no ``num_segments`` (the last
-    id is read back: one). An index out of range is reported by the next check.
-
-    Examples
-    --------
-    >>> table = np.arange(8) * 10
-    >>> asp.sparse_segment_mean(table, [1, 2, 3, 2, 4, 6, 7, 3, 6], lengths=[3, 4, 2, 0])
-    array([20. , 47.5, 45. ,  0. ])
-    """
+    """Gather rows of ``data`` by ``indices``, then average per segment, fused."""
     return _fused("sparse_segment_mean", "mean", data, indices, offsets, lengths, segment_ids,
                   num_segments, weights, empty_value)
 
 
+@_doc("max", """The same result as ``segment_max(gather(data, indices), ...)`` without
+materialising the gathered rows.""",
+      "``data``'s dtype (with weights: as :func:`segment_weighted_sum`)", "segment_max", """\
+>>> table = np.arange(8) * 10
+>>> asp.sparse_segment_max(table, [1, 2, 3, 2, 4, 6, 7, 3, 6], lengths=[3, 4, 2])
+array([30, 70, 60])""")
 def sparse_segment_max(data: Any, indices: Any, *, offsets: Any = None, lengths: Any = None,
                        segment_ids: Any = None, num_segments: int | None = None,
                        weights: Any = None, empty_value: Any = 0) -> Any:
-    """Gather rows of ``data`` by ``indices``, then take the max per segment, fused.
-
-    Parameters
-    ----------
-    data
-        The table, as in :func:`sparse_segment_sum`.
-    indices
-        Row numbers into ``data``, as in :func:`sparse_segment_sum`.
-    offsets, lengths, segment_ids, num_segments
-        The segments of raw ``indices``, as in :func:`segment_sum`.
-    weights
-        Optional weight per index; rows are scaled before the max.
-    empty_value
-        The numpy result of an empty segment (null in Arrow output).
-
-    Returns
-    -------
-    numpy.ndarray or pyarrow.Array or pyarrow.ChunkedArray
-        ``data``'s dtype (with weights: as :func:`segment_weighted_sum`).
-
-    Raises
-    ------
-    IndexError, ValueError, TypeError
-        As :func:`sparse_segment_sum`.
-
-    See Also
-    --------
-    segment_max, embedding_bag
-
-    Notes
-    -----
-    NaN propagates as in ``numpy.max``, and the max of ``-0.0`` and ``0.0`` is ``0.0``, as
-    in :func:`segment_max`.
-
-    On the device (CuPy data and indices, or a device Jagged of indices): no
-    synchronisation, except with ``segment_ids`` and no ``num_segments`` (the last
-    id is read back: one). An index out of range is reported by the next check.
-
-    Examples
-    --------
-    >>> table = np.arange(8) * 10
-    >>> asp.sparse_segment_max(table, [1, 2, 3, 2, 4, 6, 7, 3, 6], lengths=[3, 4, 2])
-    array([30, 70, 60])
-    """
+    """Gather rows of ``data`` by ``indices``, then take the max per segment, fused."""
     return _fused("sparse_segment_max", "max", data, indices, offsets, lengths, segment_ids,
                   num_segments, weights, empty_value)
 

@@ -7,6 +7,7 @@ Every reduction runs through :func:`_unsorted` (check -> one scatter kernel -> w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,7 @@ import pyarrow as pa
 from .. import _arrow
 from .. import _validate as v
 from .._backend import array_module, device_checks
+from .._docs import F, fill_doc
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from ._args import (
     _OUT_DTYPE,
@@ -108,50 +110,47 @@ def _segment_ids(func: str, segment_ids: Any, num_values: int,
     return ids, count
 
 
-def unsorted_segment_sum(values: Any, segment_ids: Any, num_segments: int | None = None, *,
-                         min_count: int = 0, empty_value: Any = 0) -> Any:
-    """Sum values by segment id, ids in any order (Caffe2's ``UnsortedSegmentSum``).
-
+#: The docstring of every unsorted reduction, filled per function by :func:`_doc`.
+_UNSORTED_DOC = """
     Parameters
     ----------
     values
         Flat values ``[N, ...]``: numpy, a sequence, or an Arrow array (null values are
         skipped; ``fixed_size_list`` for vectors; a ChunkedArray is combined).
-    segment_ids
+    {weights_parameter}segment_ids
         Segment of each value, in any order, each in ``[0, num_segments)``.
     num_segments
         Number of output rows; default ``max(segment_ids) + 1``.
     min_count, empty_value
-        Missing rows, as in :func:`segment_sum`.
+        Missing rows, as in :func:`{missing_as}`.
 
     Returns
     -------
     numpy.ndarray or pyarrow.Array or pyarrow.ChunkedArray
-        ``[num_segments, ...]``, dtypes as :func:`segment_sum`. A ChunkedArray input
-        gives a one-chunk ChunkedArray.
+        ``[num_segments, ...]``, {dtypes}.
+        A ChunkedArray input gives a one-chunk ChunkedArray.
 
     Raises
     ------
     ValueError
-        Segment ids not one per value, or an ``empty_value`` that does not fit.
+        Segment ids{weights_error} not one per value, or an ``empty_value`` that does
+        not fit.
     IndexError
         A negative segment id, or one ``>= num_segments``.
     TypeError
-        Non-numeric values, non-integer ids, or a list array (use :func:`segment_sum`).
+        Non-numeric values, non-integer ids, or a list array (use :func:`{sorted_twin}`).
 
     See Also
     --------
-    segment_sum : Sorted segments (faster, parallel).
+    {sorted_twin} : Sorted segments (faster, parallel).
+    {see_also}
 
     Notes
     -----
-    Segments that no value maps to sum to 0. Integers accumulate in int64 (exact, wrapping
-    like numpy), floats in float64. A large input is split into one contiguous part per
-    thread; each part adds its values in input order into its own partial sums, which
-    are then added in part order. So float results are deterministic for a given
-    number of threads (``numba.get_num_threads()``) and may differ from a one-thread
-    run only by float64 rounding. Segment ids are range-checked as they are read when
-    ``num_segments`` is given.
+    {empty}
+    {semantics}
+
+    Segment ids are range-checked as they are read when ``num_segments`` is given.
 
     On the device (CuPy values and ids): no synchronisation with ``num_segments``;
     without it the largest id is read back (one), which also raises the device
@@ -159,194 +158,101 @@ def unsorted_segment_sum(values: Any, segment_ids: Any, num_segments: int | None
 
     Examples
     --------
-    Caffe2's unsorted segment ids:
+    {examples}
+"""
 
-    >>> values = np.array([4, 1, 3, 6, 3, 2, 7, 2, 6])
-    >>> asp.unsorted_segment_sum(values, [1, 0, 2, 1, 0, 1, 1, 0, 2])
-    array([ 6, 19,  9])
-    """
+#: How the scatter kernel adds (sum, weighted sum and mean).
+_PARTS = """A large input is split into one contiguous part per thread; each part adds its
+values in input order into its own partial sums, which are then added in part order. So
+float results are deterministic for a given number of threads
+(``numba.get_num_threads()``) and may differ from a one-thread run only by float64
+rounding."""
+
+
+def _doc(op: str, examples: str) -> Callable[[F], F]:
+    """:func:`~arrow_sparse._docs.fill_doc` with :data:`_UNSORTED_DOC` for reduction ``op``."""
+    sums = op in ("sum", "weighted_sum")
+    if sums:
+        semantics = ("Integers accumulate in int64 (exact, wrapping like numpy), floats in "
+                     "float64.\n" + _PARTS)
+    elif op == "mean":
+        semantics = ("The mean divides the float64 sum of a segment's non-null values by "
+                     "their number.\n" + _PARTS)
+    else:
+        ieee, zero = ("maximum", "0.0") if op == "max" else ("minimum", "-0.0")
+        semantics = (f"NaN propagates as in ``numpy.{op}``: a segment holding a NaN has {op} "
+                     f"NaN. The\n{op} of ``-0.0`` and ``0.0`` is ``{zero}`` (IEEE 754-2019 "
+                     f"``{ieee}``), whatever the order\nof the values.")
+    weighted = op == "weighted_sum"
+    see_also = {"sum": "unsorted_segment_weighted_sum, unsorted_segment_mean",
+                "max": "unsorted_segment_min", "min": "unsorted_segment_max"}
+    return fill_doc(
+        _UNSORTED_DOC, sorted_twin=f"segment_{op}", examples=examples, semantics=semantics,
+        weights_parameter=("weights\n    One scalar weight per value (flat, no nulls).\n"
+                           if weighted else ""),
+        weights_error=" or weights" if weighted else "",
+        missing_as="segment_sum" if sums else "segment_mean",
+        dtypes=f"dtypes as :func:`segment_{op}`" if op in ("sum", "weighted_sum", "mean")
+        else "the values' dtype",
+        see_also=see_also.get(op, "unsorted_segment_sum"),
+        empty=("Segments that no value maps to sum to 0." if sums else
+               "Segments that no value maps to are missing: null in Arrow output,\n"
+               "``empty_value`` in numpy output."))
+
+
+@_doc("sum", """\
+Caffe2's unsorted segment ids:
+
+>>> values = np.array([4, 1, 3, 6, 3, 2, 7, 2, 6])
+>>> asp.unsorted_segment_sum(values, [1, 0, 2, 1, 0, 1, 1, 0, 2])
+array([ 6, 19,  9])""")
+def unsorted_segment_sum(values: Any, segment_ids: Any, num_segments: int | None = None, *,
+                         min_count: int = 0, empty_value: Any = 0) -> Any:
+    """Sum values by segment id, ids in any order (Caffe2's ``UnsortedSegmentSum``)."""
     return _unsorted("unsorted_segment_sum", "sum", values, segment_ids, num_segments,
                      min_count, empty_value)
 
 
+@_doc("weighted_sum", """\
+>>> asp.unsorted_segment_weighted_sum(np.array([1.0, 2.0, 3.0]), [0.5, 1.0, 2.0],
+...                                   [1, 0, 1])
+array([2. , 6.5])""")
 def unsorted_segment_weighted_sum(values: Any, weights: Any, segment_ids: Any,
                                   num_segments: int | None = None, *, min_count: int = 0,
                                   empty_value: Any = 0) -> Any:
-    """Weighted sum by segment id, ids in any order (``UnsortedSegmentWeightedSum``).
-
-    Parameters
-    ----------
-    values
-        Flat values, as in :func:`unsorted_segment_sum`.
-    weights
-        One scalar weight per value (flat, no nulls).
-    segment_ids
-        Segment of each value, in any order.
-    num_segments
-        Number of output rows; default ``max(segment_ids) + 1``.
-    min_count, empty_value
-        Missing rows, as in :func:`segment_sum`.
-
-    Returns
-    -------
-    numpy.ndarray or pyarrow.Array or pyarrow.ChunkedArray
-        dtypes as :func:`segment_weighted_sum`.
-
-    Raises
-    ------
-    ValueError, IndexError, TypeError
-        As :func:`unsorted_segment_sum`, plus weights of the wrong length.
-
-    See Also
-    --------
-    segment_weighted_sum, unsorted_segment_sum
-
-    Notes
-    -----
-    On the device (CuPy values and ids): no synchronisation with ``num_segments``;
-    without it the largest id is read back (one), which also raises the device
-    check of the ids at once.
-
-    Examples
-    --------
-    >>> asp.unsorted_segment_weighted_sum(np.array([1.0, 2.0, 3.0]), [0.5, 1.0, 2.0],
-    ...                                   [1, 0, 1])
-    array([2. , 6.5])
-    """
+    """Weighted sum by segment id, ids in any order (``UnsortedSegmentWeightedSum``)."""
     return _unsorted("unsorted_segment_weighted_sum", "weighted_sum", values, segment_ids,
                      num_segments, min_count, empty_value, weights)
 
 
+@_doc("mean", """\
+>>> values = pa.array([4.0, 1.0, None, 6.0])
+>>> asp.unsorted_segment_mean(values, [1, 0, 0, 1], num_segments=3).to_pylist()
+[1.0, 5.0, None]""")
 def unsorted_segment_mean(values: Any, segment_ids: Any, num_segments: int | None = None, *,
                           min_count: int = 1, empty_value: Any = 0) -> Any:
-    """Mean by segment id, ids in any order.
-
-    Parameters
-    ----------
-    values
-        Flat values, as in :func:`unsorted_segment_sum`.
-    segment_ids
-        Segment of each value, in any order.
-    num_segments
-        Number of output rows; default ``max(segment_ids) + 1``.
-    min_count, empty_value
-        Missing rows, as in :func:`segment_mean`.
-
-    Returns
-    -------
-    numpy.ndarray or pyarrow.Array or pyarrow.ChunkedArray
-        dtypes as :func:`segment_mean`.
-
-    Raises
-    ------
-    ValueError, IndexError, TypeError
-        As :func:`unsorted_segment_sum`.
-
-    See Also
-    --------
-    segment_mean, unsorted_segment_sum
-
-    Notes
-    -----
-    On the device (CuPy values and ids): no synchronisation with ``num_segments``;
-    without it the largest id is read back (one), which also raises the device
-    check of the ids at once.
-
-    Examples
-    --------
-    >>> values = pa.array([4.0, 1.0, None, 6.0])
-    >>> asp.unsorted_segment_mean(values, [1, 0, 0, 1], num_segments=3).to_pylist()
-    [1.0, 5.0, None]
-    """
+    """Mean by segment id, ids in any order."""
     return _unsorted("unsorted_segment_mean", "mean", values, segment_ids, num_segments,
                      min_count, empty_value)
 
 
+@_doc("max", """\
+>>> asp.unsorted_segment_max(np.array([4, 1, 3, 6, 3, 2, 7, 2, 6]),
+...                          [1, 0, 2, 1, 0, 1, 1, 0, 2], num_segments=4)
+array([3, 7, 6, 0])""")
 def unsorted_segment_max(values: Any, segment_ids: Any, num_segments: int | None = None, *,
                          min_count: int = 1, empty_value: Any = 0) -> Any:
-    """Maximum by segment id, ids in any order; NaN propagates, ``max(-0.0, 0.0) = 0.0``.
-
-    Parameters
-    ----------
-    values
-        Flat values, as in :func:`unsorted_segment_sum`.
-    segment_ids
-        Segment of each value, in any order.
-    num_segments
-        Number of output rows; default ``max(segment_ids) + 1``.
-    min_count, empty_value
-        Missing rows, as in :func:`segment_mean`.
-
-    Returns
-    -------
-    numpy.ndarray or pyarrow.Array or pyarrow.ChunkedArray
-        The values' dtype.
-
-    Raises
-    ------
-    ValueError, IndexError, TypeError
-        As :func:`unsorted_segment_sum`.
-
-    See Also
-    --------
-    segment_max, unsorted_segment_min
-
-    Notes
-    -----
-    On the device (CuPy values and ids): no synchronisation with ``num_segments``;
-    without it the largest id is read back (one), which also raises the device
-    check of the ids at once.
-
-    Examples
-    --------
-    >>> asp.unsorted_segment_max(np.array([4, 1, 3, 6, 3, 2, 7, 2, 6]),
-    ...                          [1, 0, 2, 1, 0, 1, 1, 0, 2], num_segments=4)
-    array([3, 7, 6, 0])
-    """
+    """Maximum by segment id, ids in any order; NaN propagates, ``max(-0.0, 0.0) = 0.0``."""
     return _unsorted("unsorted_segment_max", "max", values, segment_ids, num_segments,
                      min_count, empty_value)
 
 
+@_doc("min", """\
+>>> asp.unsorted_segment_min(np.array([4, 1, 3, 6, 3, 2, 7, 2, 6]),
+...                          [1, 0, 2, 1, 0, 1, 1, 0, 2])
+array([1, 2, 3])""")
 def unsorted_segment_min(values: Any, segment_ids: Any, num_segments: int | None = None, *,
                          min_count: int = 1, empty_value: Any = 0) -> Any:
-    """Minimum by segment id, ids in any order; NaN propagates, ``min(-0.0, 0.0) = -0.0``.
-
-    Parameters
-    ----------
-    values
-        Flat values, as in :func:`unsorted_segment_sum`.
-    segment_ids
-        Segment of each value, in any order.
-    num_segments
-        Number of output rows; default ``max(segment_ids) + 1``.
-    min_count, empty_value
-        Missing rows, as in :func:`segment_mean`.
-
-    Returns
-    -------
-    numpy.ndarray or pyarrow.Array or pyarrow.ChunkedArray
-        The values' dtype.
-
-    Raises
-    ------
-    ValueError, IndexError, TypeError
-        As :func:`unsorted_segment_sum`.
-
-    See Also
-    --------
-    segment_min, unsorted_segment_max
-
-    Notes
-    -----
-    On the device (CuPy values and ids): no synchronisation with ``num_segments``;
-    without it the largest id is read back (one), which also raises the device
-    check of the ids at once.
-
-    Examples
-    --------
-    >>> asp.unsorted_segment_min(np.array([4, 1, 3, 6, 3, 2, 7, 2, 6]),
-    ...                          [1, 0, 2, 1, 0, 1, 1, 0, 2])
-    array([1, 2, 3])
-    """
+    """Minimum by segment id, ids in any order; NaN propagates, ``min(-0.0, 0.0) = -0.0``."""
     return _unsorted("unsorted_segment_min", "min", values, segment_ids, num_segments,
                      min_count, empty_value)
