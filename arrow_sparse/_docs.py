@@ -12,6 +12,7 @@ compute functions' docstrings the same way, from one description per function.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -25,7 +26,8 @@ def fill_doc(template: str, **fields: Any) -> Callable[[F], F]:
 
     The template is numpydoc text after the summary (Parameters, Returns, ...), written
     at the indentation of a function body's docstring or at none; a field is written
-    ``{name}`` and a literal brace ``{{``.
+    ``{name}`` and a literal brace ``{{``. A multi-line value whose placeholder starts an
+    indented line (a description under a parameter) is indented like its first line.
 
     Examples
     --------
@@ -40,7 +42,12 @@ def fill_doc(template: str, **fields: Any) -> Callable[[F], F]:
     The sum of ``a`` and ``b``, for real numbers.
     <BLANKLINE>
     """
-    body = inspect.cleandoc(template).format(**fields)
+    text = inspect.cleandoc(template)
+    for name, value in fields.items():  # a multi-line value keeps its placeholder's indent
+        placeholder = re.search(rf"^( *)\{{{name}\}}", text, re.MULTILINE)
+        if placeholder and placeholder.group(1) and isinstance(value, str):
+            fields[name] = value.replace("\n", "\n" + placeholder.group(1))
+    body = text.format(**fields)
 
     def decorate(fn: F) -> F:
         summary = inspect.cleandoc(fn.__doc__ or "")
