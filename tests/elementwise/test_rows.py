@@ -28,6 +28,7 @@ from ..cuda_emu.emu import Emulator, emulated
 from ..cuda_emu.fake_cupy import emulated_cupy
 from ._helpers import (
     CAFFE2_OFFSETS,
+    CAFFE2_ROWS,
     CAFFE2_VALUES,
     LARGE,
     RANDOM_ARRAYS,
@@ -206,6 +207,13 @@ def test_gathers_and_slices_on_every_backend(backend: str) -> None:
     got_values, got_lengths = from_backend(
         asp.jagged_index_select(values, lens, on(backend, np.array([2, -3]))), backend)
     assert got_values.tolist() == [3, 6, 1, 2, 3] and got_lengths.tolist() == [2, 3]
+    with_empty = [3, 0, 4, 2]  # an empty row, picked twice
+    got_values, got_lengths = from_backend(
+        asp.jagged_index_select(values, on(backend, np.array(with_empty)),
+                                on(backend, np.array([1, 3, -3, 0]))), backend)
+    expected = ref.index_select_rows(CAFFE2_ROWS[:1] + [[]] + CAFFE2_ROWS[1:], [1, 3, -3, 0])
+    assert got_lengths.tolist() == [len(r) for r in expected] == [0, 2, 0, 3]
+    assert got_values.tolist() == [x for r in expected for x in r]
     emb = on(backend, asp.Jagged(np.arange(9, dtype=np.int8).reshape(3, 3),
                                  np.array([0, 1, 3])))  # rows of 3 bytes
     check_jagged(asp.index_select(emb, on(backend, np.array([1]))), backend,
