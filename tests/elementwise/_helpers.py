@@ -16,17 +16,13 @@ from typing import Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import strategies as st
 
 import arrow_sparse as asp
 from arrow_sparse import _backend
-from arrow_sparse.kernels import cuda
 from arrow_sparse.kernels.cuda import _launch
 
-from .._strategies import list_arrays
 from ..conftest import from_backend, to_backend
 from ..cuda_emu.emu import Emulator
-from ..cuda_emu.fake_cupy import emulated_cupy
 
 # ---------------------------------------------------------------------- the Caffe2 batch
 CAFFE2_VALUES = np.array([1, 2, 3, 2, 4, 6, 7, 3, 6])
@@ -217,32 +213,3 @@ def assert_same_unique(got: pa.Array, expected: pa.Array) -> None:
 
 
 LARGE = pytest.mark.parametrize("large", [False, True], ids=["list", "large_list"])
-
-
-#: Random arrays for the device-against-host property tests: sliced, null rows over
-#: arbitrary ranges, null elements, one or two levels.
-RANDOM_ARRAYS = st.integers(1, 2).flatmap(lambda levels: list_arrays(
-    np.dtype(np.float64), levels=levels, null_values=True, null_ranges=True))
-
-
-def device_matches_host(calls: dict[str, Callable[[asp.Jagged, Any, Any], Any]],
-                        case: tuple[pa.Array, list[Any]], data: st.DataObject) -> None:
-    """Each of ``calls`` on a device Jagged of ``case`` gives the host's rows.
-
-    A call takes the Jagged, one float per row ``x`` and row ids ``rows`` (device arrays
-    on the device).
-    """
-    arr, rows_list = case
-    n = len(rows_list)
-    rows = np.array(data.draw(st.lists(st.integers(-n, n - 1), max_size=6) if n else
-                              st.just([])), dtype=np.int64)
-    x = np.arange(n, dtype=np.float64)
-    host = asp.Jagged.from_arrow(arr)
-    expected = {name: call(host, x, rows).to_list() for name, call in calls.items()}
-    with emulated_cupy() as cp:
-        device = host.to_device("cuda")
-        for name, call in calls.items():
-            got = call(device, cp.asarray(x), cp.asarray(rows))
-            assert got.device == "cuda:0", name
-            close_rows(got.to_device("cpu").to_list(), expected[name], rel=1e-12)
-        cuda.check_errors("test")

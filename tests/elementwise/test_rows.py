@@ -9,7 +9,6 @@ and with the CPU through the CUDA emulator.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -31,14 +30,12 @@ from ._helpers import (
     CAFFE2_ROWS,
     CAFFE2_VALUES,
     LARGE,
-    RANDOM_ARRAYS,
     ROWS,
     as_arrow,
     assert_same_unique,
     caffe2,
     check_jagged,
     cpu_and_emu,
-    device_matches_host,
     large_batch,
     on,
     sample,
@@ -442,23 +439,6 @@ def test_public_row_functions_match_cpu_on_random_arrays(data: st.DataObject) ->
             assert got.equals(expected), fn.__name__
         expected, got, _ = cpu_and_emu(emu, asp.jagged_unique, arr)
         assert_same_unique(got, expected)
-
-
-#: The functions on a device Jagged, for the property test below (the host values of
-#: ``x`` and ``rows`` become device arrays there).
-DEVICE_CALLS: dict[str, Callable[[asp.Jagged, Any, Any], Any]] = {
-    "index_select": lambda j, x, rows: asp.index_select(j, rows),
-    "list_slice": lambda j, x, rows: asp.list_slice(j, 1, -1),
-    "jagged_unique": lambda j, x, rows: asp.jagged_unique(j),
-    "repeat": lambda j, x, rows: asp.repeat(x, j),
-}
-
-
-@pytest.mark.hypothesis
-@given(RANDOM_ARRAYS, st.data())
-def test_device_functions_match_the_host_on_random_arrays(case: tuple[pa.Array, list[Any]],
-                                                          data: st.DataObject) -> None:
-    device_matches_host(DEVICE_CALLS, case, data)
 
 
 def test_parallel_paths_match_numpy() -> None:

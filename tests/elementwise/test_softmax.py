@@ -8,7 +8,6 @@ parallel kernels, on every backend, and with the CPU through the CUDA emulator.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -29,7 +28,6 @@ from ._helpers import (
     CAFFE2_OFFSETS,
     CAFFE2_VALUES,
     LARGE,
-    RANDOM_ARRAYS,
     ROWS,
     assert_bits,
     assert_softmax_close,
@@ -37,7 +35,6 @@ from ._helpers import (
     check_jagged,
     close_rows,
     cpu_and_emu,
-    device_matches_host,
     large_batch,
     name,
     on,
@@ -298,17 +295,3 @@ def test_softmax_and_cumsum_match_cpu_on_random_arrays(data: st.DataObject) -> N
         expected, got, _ = cpu_and_emu(emu, asp.segment_softmax, arr)
         e = expected.flatten().to_numpy(zero_copy_only=False)
         assert_softmax_close(got.flatten().to_numpy(zero_copy_only=False), e)
-
-
-#: The functions on a device Jagged, for the property test below.
-DEVICE_CALLS: dict[str, Callable[[asp.Jagged, Any, Any], Any]] = {
-    "segment_softmax": lambda j, x, rows: asp.segment_softmax(j),
-    "segment_cumsum": lambda j, x, rows: asp.segment_cumsum(j, exclusive=True),
-}
-
-
-@pytest.mark.hypothesis
-@given(RANDOM_ARRAYS, st.data())
-def test_device_functions_match_the_host_on_random_arrays(case: tuple[pa.Array, list[Any]],
-                                                          data: st.DataObject) -> None:
-    device_matches_host(DEVICE_CALLS, case, data)

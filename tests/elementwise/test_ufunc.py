@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -35,13 +34,11 @@ from ._helpers import (
     CAFFE2_VALUES,
     LATER,
     OTHER_ROWS,
-    RANDOM_ARRAYS,
     ROWS,
     caffe2,
     check_jagged,
     close_rows,
     cpu_and_emu,
-    device_matches_host,
     large_batch,
     on,
     raised_later,
@@ -476,24 +473,6 @@ def test_jagged_broadcasts_match_cpu(cuda_emu: Emulator) -> None:
         expected, got, launches = cpu_and_emu(cuda_emu, lambda a, b: a + b, j, other)
         assert got.to_arrow().equals(expected.to_arrow())
         assert kernel in launches
-
-
-#: The operators on a device Jagged, for the property test below (the host values of
-#: ``x`` become device arrays there).
-DEVICE_CALLS: dict[str, Callable[[asp.Jagged, Any, Any], Any]] = {
-    "operators": lambda j, x, rows: j * 2 + 1,
-    "same rows": lambda j, x, rows: j * j - j,
-    "ufunc": lambda j, x, rows: np.exp(j / 1000),
-    "per row": lambda j, x, rows: j + x,
-    "map_values": lambda j, x, rows: j.map_values(lambda v: v - 1),
-}
-
-
-@pytest.mark.hypothesis
-@given(RANDOM_ARRAYS, st.data())
-def test_device_functions_match_the_host_on_random_arrays(case: tuple[pa.Array, list[Any]],
-                                                          data: st.DataObject) -> None:
-    device_matches_host(DEVICE_CALLS, case, data)
 
 
 # ---------------------------------------------------------- operators on the device only
