@@ -22,7 +22,7 @@ import pytest
 import arrow_sparse as asp
 from arrow_sparse.errors import ArrowSparseError, ArrowSparseTypeError
 
-from .test_elementwise import SAMPLE_CALLS as ELEMENTWISE_CALLS
+from .elementwise._samples import SAMPLE_CALLS as ELEMENTWISE_CALLS
 
 # One valid call per public function: (args, kwargs). The first argument is the one
 # replaced by garbage in test_object_argument_raises_type_error.

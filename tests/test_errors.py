@@ -2,7 +2,8 @@
 through a public function: the error class, and the message in the project's form
 ``"{func}: {arg} {problem} (first at position {i}: {value})"``. The checks reached
 through the segment functions (indices, segment ids, exactly one of offsets/lengths/
-segment_ids) are tested with those functions, in ``tests/segment/``.
+segment_ids) are tested with those functions, in ``tests/segment/``, and the refusal of a
+result too large to allocate with pad_or_truncate, in ``tests/transforms/test_nulls.py``.
 """
 
 from __future__ import annotations
@@ -116,11 +117,6 @@ CASES: dict[str, tuple[Callable[[], Any], type[Exception], str]] = {
     "string dtype for values": (lambda: asp.Jagged.from_list([[1]], dtype=np.str_),
                                 ArrowSparseTypeError,
                                 "Jagged.from_list: dtype must be a numeric dtype, got <U0"),
-    # empty
-    "result too large": (lambda: asp.pad_or_truncate(pa.array([[1, 2], [3]]), 2**59),
-                         ArrowSparseValueError,  # 2**63 bytes: more than numpy can address
-                         r"pad_or_truncate: the result of shape \(2, 576460752303423488\) "
-                         "is too large to allocate"),
     # _arrow
     "list of strings": (lambda: asp.Jagged.from_arrow(pa.array([["a"]])), ArrowSparseTypeError,
                         "Jagged.from_arrow: list values of Arrow type string are not supported"),

@@ -1,5 +1,11 @@
-"""Tests of FBGEMM's jagged x dense operators and the per-row matrix products against
-the plain-Python oracles in ``_reference.py`` (and FBGEMM itself where installed)."""
+"""Tests of ``arrow_sparse.elementwise.dense``: FBGEMM's jagged x dense operators and
+the per-row matrix products (:func:`jagged_dense_bmm`, :func:`jagged_jagged_bmm`).
+
+Compared with the plain-Python oracles of ``tests/_reference.py`` (Hypothesis, on the
+CPU, null rows and null elements included), with FBGEMM where it is installed, with
+numpy on a batch large enough for the parallel kernels, on every backend, and with the
+CPU through the CUDA emulator.
+"""
 
 from __future__ import annotations
 
@@ -14,23 +20,28 @@ from hypothesis import strategies as st
 import arrow_sparse as asp
 from arrow_sparse.kernels import cuda
 
-from . import _reference as ref
-from ._strategies import list_arrays
-from .conftest import from_backend
-from .cuda_emu.fake_cupy import emulated_cupy
-from .test_elementwise import (
+from .. import _reference as ref
+from .._strategies import list_arrays
+from ..conftest import from_backend
+from ..cuda_emu.emu import Emulator
+from ..cuda_emu.fake_cupy import emulated_cupy
+from ._helpers import (
     CAFFE2_OFFSETS,
     CAFFE2_VALUES,
     LATER,
+    assert_bits,
     caffe2,
     check_jagged,
+    cpu_and_emu,
+    large_batch,
+    name,
     on,
     raised_later,
     shares_offsets,
 )
 
 
-# ====================================================== FBGEMM jagged x dense elementwise
+# ------------------------------------------------------------ jagged x dense elementwise
 def test_jagged_dense_matches_fbgemm_example() -> None:
     # Computed with fbgemm-gpu-cpu 1.8.0 (torch.ops.fbgemm.*): x rows [1, 2, 3] and
     # [4, 5], dense [[10, 20], [30, 40]]; the third element of row 0 lies outside it.
@@ -45,6 +56,7 @@ def test_jagged_dense_matches_fbgemm_example() -> None:
         asp.jagged_dense_elementwise_add_jagged_output(x, offs, y)[:, 0], [11, 22, 3, 34, 45])
 
 
+@pytest.mark.hypothesis
 @given(st.data())
 def test_jagged_dense_matches_reference(data: st.DataObject) -> None:
     levels = data.draw(st.integers(1, 3))
@@ -77,6 +89,59 @@ def test_jagged_dense_matches_reference(data: st.DataObject) -> None:
                             + dense).tolist()
 
 
+def _fill_null_elements(rows: list, levels: int, fill: object) -> list:
+    """Null elements replaced by ``fill``; null rows (at any level) kept as None."""
+    def walk(node: object, level: int) -> object:
+        if node is None:
+            return None
+        if level == levels - 1:
+            return [fill if x is None else x for x in node]  # type: ignore[attr-defined]
+        return [walk(child, level + 1) for child in node]  # type: ignore[attr-defined]
+    return [walk(row, 0) for row in rows]
+
+
+def _jagged_dense_rows(rows: list, dense: list, levels: int, op: object) -> list:
+    """Each non-null element ``op`` the dense value at its padded position (0 outside)."""
+    def walk(node: object, d: object, level: int) -> object:
+        if node is None:
+            return None
+        out = []
+        for k, item in enumerate(node):  # type: ignore[arg-type]
+            inside = d is not None and k < len(d)  # type: ignore[arg-type]
+            sub = d[k] if inside else None  # type: ignore[index]
+            if level < levels - 1:
+                out.append(walk(item, sub, level + 1))
+            else:
+                out.append(None if item is None else op(item, sub if inside else 0))  # type: ignore[operator]
+        return out
+    return [walk(row, dense[i], 0) for i, row in enumerate(rows)]
+
+
+@pytest.mark.hypothesis
+@given(st.integers(1, 2).flatmap(lambda n: st.tuples(
+    st.just(n), list_arrays(np.dtype(np.float64), levels=n, null_values=True))), st.data())
+def test_jagged_dense_with_null_rows_and_elements(case: tuple[int, tuple[pa.Array, list]],
+                                                  data: st.DataObject) -> None:
+    levels, (arr, rows) = case
+    extents = [data.draw(st.integers(0, 4)) for _ in range(levels)]
+    shape = (len(rows), *extents)
+    dense = (np.arange(int(np.prod(shape)), dtype=np.float64) * 0.5 - 3).reshape(shape)
+    as_jagged = data.draw(st.booleans())
+    x = asp.Jagged.from_arrow(arr) if as_jagged else arr
+    for fn, op in ((asp.jagged_dense_elementwise_mul, operator.mul),
+                   (asp.jagged_dense_elementwise_add_jagged_output, operator.add)):
+        got = fn(x, None, dense)
+        got_rows = got.to_list() if as_jagged else got.to_pylist()
+        assert got_rows == _jagged_dense_rows(rows, dense.tolist(), levels, op)
+        if not as_jagged:
+            assert got.type == arr.type
+    # The dense sum: null rows and null elements are padding (they add nothing).
+    summed = asp.jagged_dense_elementwise_add(x, None, dense, output="dense")
+    padded = ref.pad(_fill_null_elements(rows, levels, 0.0), extents, 0.0, 0.0)
+    np.testing.assert_array_equal(summed, np.array(padded, dtype=np.float64).reshape(shape)
+                                  + dense)
+
+
 def test_jagged_dense_jagged_and_arrow_inputs() -> None:
     j = asp.Jagged.from_list([[1.0, 2.0, 3.0], None, [4.0]])
     dense = np.array([[1.0, 10.0], [5.0, 5.0], [2.0, 2.0]])
@@ -97,40 +162,21 @@ def test_jagged_dense_jagged_and_arrow_inputs() -> None:
     assert mixed.dtype == np.float64 and mixed.tolist() == [0.5, 0.5]
 
 
-def test_jagged_dense_against_fbgemm() -> None:
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("fbgemm_gpu")
-    rng = np.random.default_rng(0)
-    outer, inner = np.array([0, 2, 2, 5]), np.array([0, 1, 4, 4, 6, 9])
-    values = rng.standard_normal((9, 3)).astype(np.float32)
-    dense = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
-    t_off = [torch.from_numpy(outer), torch.from_numpy(inner)]
-    tv, td = torch.from_numpy(values), torch.from_numpy(dense)
-    fb = torch.ops.fbgemm
-    np.testing.assert_allclose(asp.jagged_dense_elementwise_add(values, [outer, inner], dense,
-                                                                output="dense"),
-                               fb.jagged_dense_elementwise_add(tv, t_off, td).numpy(), rtol=1e-6)
-    np.testing.assert_allclose(asp.jagged_dense_elementwise_mul(values, [outer, inner], dense),
-                               fb.jagged_dense_elementwise_mul(tv, t_off, td)[0].numpy(),
-                               rtol=1e-6)
-    np.testing.assert_allclose(
-        asp.jagged_dense_elementwise_add_jagged_output(values, [outer, inner], dense),
-        fb.jagged_dense_elementwise_add_jagged_output(tv, t_off, td)[0].numpy(), rtol=1e-6)
-    one = [torch.from_numpy(inner)]
-    # FBGEMM leaves the elements past max_L unset (torch.empty_like); ours are 0.
-    first_two = (np.arange(9) - np.repeat(inner[:-1], np.diff(inner))) < 2
-    ours = asp.jagged_softmax(values, inner, max_length=2)
-    np.testing.assert_allclose(ours[first_two],
-                               fb.jagged_softmax(tv, one[0], 2)[0].numpy()[first_two], rtol=1e-5)
-    assert not ours[~first_two].any()
-    y = rng.standard_normal((9, 4)).astype(np.float32)
-    np.testing.assert_allclose(asp.jagged_jagged_bmm(values, y, inner, max_length=2),
-                               fb.jagged_jagged_bmm(tv, torch.from_numpy(y), one[0], 2).numpy(),
-                               rtol=1e-5, atol=1e-6)
-    w = rng.standard_normal((5, 3, 5)).astype(np.float32)
-    np.testing.assert_allclose(asp.jagged_dense_bmm(values, inner, w, max_length=2),
-                               fb.jagged_dense_bmm(tv, one[0], torch.from_numpy(w), 2)[0].numpy(),
-                               rtol=1e-5, atol=1e-6)
+def test_add_defaults_to_jagged_output() -> None:
+    y = np.arange(12).reshape(3, 4)
+    np.testing.assert_array_equal(
+        asp.jagged_dense_elementwise_add(CAFFE2_VALUES, [CAFFE2_OFFSETS], y),
+        asp.jagged_dense_elementwise_add_jagged_output(CAFFE2_VALUES, [CAFFE2_OFFSETS], y))
+
+
+def test_float16_values_give_float32_results() -> None:
+    # The kernels compute in float32.
+    j = asp.Jagged.from_list([[1.0, 2.0], None, [0.5]], dtype=np.float16)
+    dense = np.ones((3, 2), np.float16)
+    assert asp.jagged_dense_elementwise_mul(j, None, dense).dtype == np.float32
+    vectors = asp.Jagged(np.ones((2, 2), np.float16), [0, 2])
+    assert asp.jagged_dense_bmm(vectors, None, np.ones((1, 2, 1), np.float16)).dtype == \
+        np.float32
 
 
 def test_jagged_dense_errors() -> None:
@@ -157,15 +203,55 @@ def test_jagged_dense_errors() -> None:
         asp.jagged_dense_elementwise_mul(CAFFE2_VALUES, [[0, 10]], np.ones((1, 4)))
 
 
-
-def test_add_defaults_to_jagged_output() -> None:
-    y = np.arange(12).reshape(3, 4)
+def test_jagged_dense_on_every_backend(backend: str) -> None:
+    outer, inner = np.array([0, 2, 2, 3]), np.array([1, 3, 3, 7, 8])  # values 0 and 8 unread
+    values = np.arange(1, 19, dtype=np.int16).reshape(9, 2)
+    dense = (np.arange(3 * 2 * 3 * 2, dtype=np.int32) * 3 - 7).reshape(3, 2, 3, 2)
+    offs_list = [outer.tolist(), inner.tolist()]
+    dv, do, di, dd = on(backend, values, outer, inner, dense)
+    for fn, op in ((asp.jagged_dense_elementwise_mul, operator.mul),
+                   (asp.jagged_dense_elementwise_add, operator.add),
+                   (asp.jagged_dense_elementwise_add_jagged_output, operator.add)):
+        got = from_backend(fn(dv, [do, di], dd), backend)
+        assert got.dtype == np.int32
+        assert got.tolist() == ref.jagged_dense_elementwise(values.tolist(), offs_list,
+                                                            dense.tolist(), op, [0, 0])
+    got = from_backend(asp.jagged_dense_elementwise_add(dv, [do, di], dd, output="dense"),
+                       backend)
+    padded = ref.pad(ref.rows_of(values.tolist(), offs_list), [2, 3], 0, [0, 0])
+    assert got.tolist() == (np.array(padded) + dense).tolist()
+    j = on(backend, asp.Jagged.from_list([[1.0, 2.0, 3.0], None, [4.0, None]]))
+    small = on(backend, np.array([[1.0, 10.0], [5.0, 5.0], [2.0, 2.0]]))
+    check_jagged(asp.jagged_dense_elementwise_mul(j, None, small), backend,
+                 [[1.0, 20.0, 0.0], None, [8.0, None]])
+    check_jagged(asp.jagged_dense_elementwise_add(j, None, small), backend,
+                 [[2.0, 12.0, 3.0], None, [6.0, None]])
     np.testing.assert_array_equal(
-        asp.jagged_dense_elementwise_add(CAFFE2_VALUES, [CAFFE2_OFFSETS], y),
-        asp.jagged_dense_elementwise_add_jagged_output(CAFFE2_VALUES, [CAFFE2_OFFSETS], y))
+        from_backend(asp.jagged_dense_elementwise_add(j, None, small, output="dense"), backend),
+        [[2.0, 12.0], [5.0, 5.0], [6.0, 2.0]])  # null rows and elements are padding
+    if backend != "cpu":
+        cuda.check_errors("test")
 
 
-# ================================================================================== bmm
+def test_jagged_dense_functions_match_cpu(cuda_emu: Emulator, offsets_dtype: np.dtype) -> None:
+    rng = np.random.default_rng(8)
+    outer = np.array([0, 2, 2, 5], offsets_dtype)
+    inner = np.array([0, 3, 3, 4, 9, 10], offsets_dtype)
+    values = rng.integers(-50, 50, size=(10, 2)).astype(np.int16)
+    dense = rng.integers(-50, 50, size=(3, 3, 6, 2)).astype(np.int32)
+    for fn, kwargs in ((asp.jagged_dense_elementwise_add, {}),
+                       (asp.jagged_dense_elementwise_add, {"output": "dense"}),
+                       (asp.jagged_dense_elementwise_add_jagged_output, {}),
+                       (asp.jagged_dense_elementwise_mul, {})):
+        expected, got, launches = cpu_and_emu(cuda_emu, fn, values, [outer, inner], dense,
+                                              **kwargs)
+        assert_bits(got, expected)
+        kernel = "jagged_dense_dense_out" if kwargs else "jagged_dense_jagged_out"
+        assert launches[-1] == name(kernel, np.int32)
+
+
+# ----------------------------------------------------------------------------------- bmm
+@pytest.mark.hypothesis
 @given(st.data())
 def test_bmm_match_reference(data: st.DataObject) -> None:
     lens = data.draw(st.lists(st.integers(0, 4), max_size=6))
@@ -186,6 +272,63 @@ def test_bmm_match_reference(data: st.DataObject) -> None:
     got2 = asp.jagged_jagged_bmm(x, y, offs, max_length)
     assert got2.shape == (len(lens), k, n)
     assert got2.tolist() == ref.jagged_jagged_bmm(rows_x, rows_y, k, n, max_length)
+
+
+@st.composite
+def vector_rows(draw: st.DrawFn, width: int, num_rows: int,
+                lengths: list[int] | None = None) -> list:
+    """``num_rows`` rows (None = null) of vectors of ``width`` small ints (None = null vector)."""
+    vec = st.one_of(st.none(), st.lists(st.integers(-3, 3).map(float), min_size=width,
+                                        max_size=width))
+    rows = []
+    for i in range(num_rows):
+        n = draw(st.integers(0, 4)) if lengths is None else lengths[i]
+        rows.append(draw(st.one_of(st.none(), st.lists(vec, min_size=n, max_size=n))))
+    return rows
+
+
+def _vector_array(rows: list, width: int, sliced: bool) -> pa.Array:
+    t = pa.list_(pa.list_(pa.float64(), width))
+    if not sliced:
+        return pa.array(rows, t)
+    pad_row = [[9.0] * width]
+    return pa.array([pad_row] + rows + [pad_row], t).slice(1, len(rows))
+
+
+@pytest.mark.hypothesis
+@given(st.data())
+def test_bmm_with_null_rows_and_elements(data: st.DataObject) -> None:
+    k, m = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
+    n = data.draw(st.integers(0, 2))
+    num_rows = data.draw(st.integers(0, 5))
+    xrows = data.draw(vector_rows(k, num_rows))
+    lengths = [0 if r is None else len(r) for r in xrows]
+    yrows = data.draw(vector_rows(n, num_rows, lengths))
+    x = _vector_array(xrows, k, data.draw(st.booleans()))
+    y = _vector_array(yrows, n, data.draw(st.booleans()))
+    w = (np.arange(num_rows * k * m, dtype=np.float64) % 5 - 2).reshape(num_rows, k, m)
+    max_length = data.draw(st.one_of(st.none(), st.integers(0, 4)))
+    limit = 10 if max_length is None else max_length
+    got = asp.jagged_dense_bmm(x, None, w, max_length)
+    want = [None if row is None else
+            [None if vec is None else
+             [sum(vec[i] * w[b, i, c] for i in range(k)) if e < limit else 0.0
+              for c in range(m)]
+             for e, vec in enumerate(row)]
+            for b, row in enumerate(xrows)]
+    assert got.type == pa.list_(pa.list_(pa.float64(), m)) and got.to_pylist() == want
+    as_jagged = data.draw(st.booleans())
+    jx = asp.Jagged.from_arrow(x) if as_jagged else x
+    jy = asp.Jagged.from_arrow(y) if as_jagged else y
+    out = asp.jagged_jagged_bmm(jx, jy, None, max_length)
+    expected = np.zeros((num_rows, k, n))
+    for b, (xr, yr) in enumerate(zip(xrows, yrows, strict=True)):
+        if xr is None or yr is None:
+            continue
+        for e, (xv, yv) in enumerate(zip(xr, yr, strict=True)):
+            if e < limit and xv is not None and yv is not None:
+                expected[b] += np.outer(xv, yv)
+    np.testing.assert_array_equal(out, expected)
 
 
 def test_bmm_jagged_inputs_and_nulls() -> None:
@@ -254,37 +397,6 @@ def test_bmm_errors() -> None:
         asp.jagged_jagged_bmm(np.ones(3), np.ones(3), [0, 3])
 
 
-# ===================================================== every backend (the device too)
-def test_jagged_dense_on_every_backend(backend: str) -> None:
-    outer, inner = np.array([0, 2, 2, 3]), np.array([1, 3, 3, 7, 8])  # values 0 and 8 unread
-    values = np.arange(1, 19, dtype=np.int16).reshape(9, 2)
-    dense = (np.arange(3 * 2 * 3 * 2, dtype=np.int32) * 3 - 7).reshape(3, 2, 3, 2)
-    offs_list = [outer.tolist(), inner.tolist()]
-    dv, do, di, dd = on(backend, values, outer, inner, dense)
-    for fn, op in ((asp.jagged_dense_elementwise_mul, operator.mul),
-                   (asp.jagged_dense_elementwise_add, operator.add),
-                   (asp.jagged_dense_elementwise_add_jagged_output, operator.add)):
-        got = from_backend(fn(dv, [do, di], dd), backend)
-        assert got.dtype == np.int32
-        assert got.tolist() == ref.jagged_dense_elementwise(values.tolist(), offs_list,
-                                                            dense.tolist(), op, [0, 0])
-    got = from_backend(asp.jagged_dense_elementwise_add(dv, [do, di], dd, output="dense"),
-                       backend)
-    padded = ref.pad(ref.rows_of(values.tolist(), offs_list), [2, 3], 0, [0, 0])
-    assert got.tolist() == (np.array(padded) + dense).tolist()
-    j = on(backend, asp.Jagged.from_list([[1.0, 2.0, 3.0], None, [4.0, None]]))
-    small = on(backend, np.array([[1.0, 10.0], [5.0, 5.0], [2.0, 2.0]]))
-    check_jagged(asp.jagged_dense_elementwise_mul(j, None, small), backend,
-                 [[1.0, 20.0, 0.0], None, [8.0, None]])
-    check_jagged(asp.jagged_dense_elementwise_add(j, None, small), backend,
-                 [[2.0, 12.0, 3.0], None, [6.0, None]])
-    np.testing.assert_array_equal(
-        from_backend(asp.jagged_dense_elementwise_add(j, None, small, output="dense"), backend),
-        [[2.0, 12.0], [5.0, 5.0], [6.0, 2.0]])  # null rows and elements are padding
-    if backend != "cpu":
-        cuda.check_errors("test")
-
-
 def test_bmm_on_every_backend(backend: str) -> None:
     rng = np.random.default_rng(4)
     offs = np.array([2, 4, 4, 9], np.int32)
@@ -328,110 +440,70 @@ def test_device_checks_of_the_dense_functions() -> None:
             asp.jagged_dense_elementwise_mul(x, None, cp.asarray(np.ones((2, 2))))
 
 
-# ============================================ Jagged and Arrow inputs with nulls (Hypothesis)
-def _fill_null_elements(rows: list, levels: int, fill: object) -> list:
-    """Null elements replaced by ``fill``; null rows (at any level) kept as None."""
-    def walk(node: object, level: int) -> object:
-        if node is None:
-            return None
-        if level == levels - 1:
-            return [fill if x is None else x for x in node]  # type: ignore[attr-defined]
-        return [walk(child, level + 1) for child in node]  # type: ignore[attr-defined]
-    return [walk(row, 0) for row in rows]
+def test_bmm_functions_match_cpu(cuda_emu: Emulator) -> None:
+    rng = np.random.default_rng(10)
+    offsets = np.array([2, 4, 4, 9], np.int32)
+    x = rng.standard_normal((10, 3)).astype(np.float32)
+    dense = rng.standard_normal((3, 3, 4))
+    expected, got, launches = cpu_and_emu(cuda_emu, asp.jagged_dense_bmm, x, offsets, dense,
+                                          max_length=4)
+    assert_bits(got, expected)
+    assert launches == ["jagged_dense_bmm<double>"]
+    y = rng.integers(-9, 9, size=(10, 2)).astype(np.int64)
+    expected, got, launches = cpu_and_emu(cuda_emu, asp.jagged_jagged_bmm, x, y, offsets)
+    assert_bits(got, expected)
+    assert launches == ["jagged_jagged_bmm<double>"]
 
 
-def _jagged_dense_rows(rows: list, dense: list, levels: int, op: object) -> list:
-    """Each non-null element ``op`` the dense value at its padded position (0 outside)."""
-    def walk(node: object, d: object, level: int) -> object:
-        if node is None:
-            return None
-        out = []
-        for k, item in enumerate(node):  # type: ignore[arg-type]
-            inside = d is not None and k < len(d)  # type: ignore[arg-type]
-            sub = d[k] if inside else None  # type: ignore[index]
-            if level < levels - 1:
-                out.append(walk(item, sub, level + 1))
-            else:
-                out.append(None if item is None else op(item, sub if inside else 0))  # type: ignore[operator]
-        return out
-    return [walk(row, dense[i], 0) for i, row in enumerate(rows)]
+# ------------------------------- against FBGEMM and on large inputs (the parallel twins)
+def test_jagged_dense_against_fbgemm() -> None:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("fbgemm_gpu")
+    rng = np.random.default_rng(0)
+    outer, inner = np.array([0, 2, 2, 5]), np.array([0, 1, 4, 4, 6, 9])
+    values = rng.standard_normal((9, 3)).astype(np.float32)
+    dense = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    t_off = [torch.from_numpy(outer), torch.from_numpy(inner)]
+    tv, td = torch.from_numpy(values), torch.from_numpy(dense)
+    fb = torch.ops.fbgemm
+    np.testing.assert_allclose(asp.jagged_dense_elementwise_add(values, [outer, inner], dense,
+                                                                output="dense"),
+                               fb.jagged_dense_elementwise_add(tv, t_off, td).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(asp.jagged_dense_elementwise_mul(values, [outer, inner], dense),
+                               fb.jagged_dense_elementwise_mul(tv, t_off, td)[0].numpy(),
+                               rtol=1e-6)
+    np.testing.assert_allclose(
+        asp.jagged_dense_elementwise_add_jagged_output(values, [outer, inner], dense),
+        fb.jagged_dense_elementwise_add_jagged_output(tv, t_off, td)[0].numpy(), rtol=1e-6)
+    one = [torch.from_numpy(inner)]  # (jagged_softmax is compared in test_softmax.py)
+    y = rng.standard_normal((9, 4)).astype(np.float32)
+    np.testing.assert_allclose(asp.jagged_jagged_bmm(values, y, inner, max_length=2),
+                               fb.jagged_jagged_bmm(tv, torch.from_numpy(y), one[0], 2).numpy(),
+                               rtol=1e-5, atol=1e-6)
+    w = rng.standard_normal((5, 3, 5)).astype(np.float32)
+    np.testing.assert_allclose(asp.jagged_dense_bmm(values, inner, w, max_length=2),
+                               fb.jagged_dense_bmm(tv, one[0], torch.from_numpy(w), 2)[0].numpy(),
+                               rtol=1e-5, atol=1e-6)
 
 
-@given(st.integers(1, 2).flatmap(lambda n: st.tuples(
-    st.just(n), list_arrays(np.dtype(np.float64), levels=n, null_values=True))), st.data())
-def test_jagged_dense_with_null_rows_and_elements(case: tuple[int, tuple[pa.Array, list]],
-                                                  data: st.DataObject) -> None:
-    levels, (arr, rows) = case
-    extents = [data.draw(st.integers(0, 4)) for _ in range(levels)]
-    shape = (len(rows), *extents)
-    dense = (np.arange(int(np.prod(shape)), dtype=np.float64) * 0.5 - 3).reshape(shape)
-    as_jagged = data.draw(st.booleans())
-    x = asp.Jagged.from_arrow(arr) if as_jagged else arr
-    for fn, op in ((asp.jagged_dense_elementwise_mul, operator.mul),
-                   (asp.jagged_dense_elementwise_add_jagged_output, operator.add)):
-        got = fn(x, None, dense)
-        got_rows = got.to_list() if as_jagged else got.to_pylist()
-        assert got_rows == _jagged_dense_rows(rows, dense.tolist(), levels, op)
-        if not as_jagged:
-            assert got.type == arr.type
-    # The dense sum: null rows and null elements are padding (they add nothing).
-    summed = asp.jagged_dense_elementwise_add(x, None, dense, output="dense")
-    padded = ref.pad(_fill_null_elements(rows, levels, 0.0), extents, 0.0, 0.0)
-    np.testing.assert_array_equal(summed, np.array(padded, dtype=np.float64).reshape(shape)
-                                  + dense)
-
-
-@st.composite
-def vector_rows(draw: st.DrawFn, width: int, num_rows: int,
-                lengths: list[int] | None = None) -> list:
-    """``num_rows`` rows (None = null) of vectors of ``width`` small ints (None = null vector)."""
-    vec = st.one_of(st.none(), st.lists(st.integers(-3, 3).map(float), min_size=width,
-                                        max_size=width))
-    rows = []
-    for i in range(num_rows):
-        n = draw(st.integers(0, 4)) if lengths is None else lengths[i]
-        rows.append(draw(st.one_of(st.none(), st.lists(vec, min_size=n, max_size=n))))
-    return rows
-
-
-def _vector_array(rows: list, width: int, sliced: bool) -> pa.Array:
-    t = pa.list_(pa.list_(pa.float64(), width))
-    if not sliced:
-        return pa.array(rows, t)
-    pad_row = [[9.0] * width]
-    return pa.array([pad_row] + rows + [pad_row], t).slice(1, len(rows))
-
-
-@given(st.data())
-def test_bmm_with_null_rows_and_elements(data: st.DataObject) -> None:
-    k, m = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
-    n = data.draw(st.integers(0, 2))
-    num_rows = data.draw(st.integers(0, 5))
-    xrows = data.draw(vector_rows(k, num_rows))
-    lengths = [0 if r is None else len(r) for r in xrows]
-    yrows = data.draw(vector_rows(n, num_rows, lengths))
-    x = _vector_array(xrows, k, data.draw(st.booleans()))
-    y = _vector_array(yrows, n, data.draw(st.booleans()))
-    w = (np.arange(num_rows * k * m, dtype=np.float64) % 5 - 2).reshape(num_rows, k, m)
-    max_length = data.draw(st.one_of(st.none(), st.integers(0, 4)))
-    limit = 10 if max_length is None else max_length
-    got = asp.jagged_dense_bmm(x, None, w, max_length)
-    want = [None if row is None else
-            [None if vec is None else
-             [sum(vec[i] * w[b, i, c] for i in range(k)) if e < limit else 0.0
-              for c in range(m)]
-             for e, vec in enumerate(row)]
-            for b, row in enumerate(xrows)]
-    assert got.type == pa.list_(pa.list_(pa.float64(), m)) and got.to_pylist() == want
-    as_jagged = data.draw(st.booleans())
-    jx = asp.Jagged.from_arrow(x) if as_jagged else x
-    jy = asp.Jagged.from_arrow(y) if as_jagged else y
-    out = asp.jagged_jagged_bmm(jx, jy, None, max_length)
-    expected = np.zeros((num_rows, k, n))
-    for b, (xr, yr) in enumerate(zip(xrows, yrows, strict=True)):
-        if xr is None or yr is None:
-            continue
-        for e, (xv, yv) in enumerate(zip(xr, yr, strict=True)):
-            if e < limit and xv is not None and yv is not None:
-                expected[b] += np.outer(xv, yv)
-    np.testing.assert_array_equal(out, expected)
+def test_parallel_paths_match_numpy() -> None:
+    b = large_batch()
+    lengths, offs, values, rows, pos = b.lengths, b.offs, b.values, b.rows, b.pos
+    # jagged x dense and bmm
+    y = b.y
+    padded_x = np.zeros((len(lengths), 8))
+    padded_x[rows[pos < 8], pos[pos < 8]] = values[pos < 8]
+    got_mul = asp.jagged_dense_elementwise_mul(values, [offs], y)
+    np.testing.assert_array_equal(got_mul, np.where(pos < 8, values * y[rows, np.minimum(pos, 7)],
+                                                    0.0))
+    np.testing.assert_array_equal(asp.jagged_dense_elementwise_add(values, [offs], y,
+                                                                   output="dense"),
+                                  padded_x + y)
+    x2, w = b.x2, b.w
+    np.testing.assert_allclose(asp.jagged_dense_bmm(x2, offs, w),
+                               np.einsum("nk,nkm->nm", x2, w[rows]), rtol=1e-10, atol=1e-12)
+    y2 = b.y2
+    want_jj = np.zeros((len(lengths), 4, 2))
+    np.add.at(want_jj, rows, np.einsum("nm,nc->nmc", x2, y2))
+    np.testing.assert_allclose(asp.jagged_jagged_bmm(x2, y2, offs), want_jj, rtol=1e-9,
+                               atol=1e-12)

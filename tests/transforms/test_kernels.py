@@ -1,22 +1,23 @@
-"""The CUDA transforms kernels (``kernels/cuda/transforms.cu``).
+"""The transforms kernels, called directly: the CPU (Numba) hashing helpers and the CUDA
+launchers (``kernels/cuda/transforms.cu``).
 
-Every launcher runs on the CPU emulator (``tests/cuda_emu``) through the real dispatch
-and launch code, on inputs of every dtype variant (empty ranges, empty and long
+The CPU XXH3 kernels are compared with the plain-Python XXH3 of ``tests/_reference.py``.
+Every CUDA launcher runs on the CPU emulator (``tests/cuda_emu``) through the real
+dispatch and launch code, on inputs of every dtype variant (empty ranges, empty and long
 strings, null elements and rows, offsets starting above zero, int32 and int64 offsets
 included), and must give its CPU (Numba) twin's results exactly: hashes and buckets,
 bucket ids, kept lengths and positions, padded blocks, vocabulary tables (the same
 layout, slot for slot), ids, orders and block buckets; counting returns the same
 (value, count) pairs, in another order. Hashes are also compared with the plain-Python
-XXH3 of ``tests/_reference.py`` and, where it is installed, the ``xxhash`` package.
+XXH3 and, where it is installed, the ``xxhash`` package.
 
 Every launch also runs in reversed and shuffled thread order and must give the same
-bits (so the parallel table construction is order-independent). The public transforms
-(hash_bucket, bucketize, value_counts, fit_vocabulary/categorify, pad_or_truncate,
-drop_nulls, fill_null, length_stats, KeyedJagged.block_bucketize) run through the
-emulator too, the launchers on the stand-in CuPy's device arrays (counting their
-synchronisations), and every device check and host check raises its error. ``nvcc
---ptx`` is in ``test_cuda_infra.py``; ``gpu``-marked tests run on CuPy where a device
-exists.
+bits (so the parallel table construction is order-independent). The launchers also run
+on the stand-in CuPy's device arrays (counting their synchronisations), and every
+device check and host check raises its error. The public transforms run through the
+emulator in the tests of their modules (KeyedJagged.block_bucketize, which runs on this
+family's kernels, here). ``nvcc --ptx`` is in ``tests/test_cuda_infra.py``;
+``gpu``-marked tests run on CuPy where a device exists.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import collections
 import inspect
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -41,33 +42,60 @@ from arrow_sparse.kernels import cuda
 from arrow_sparse.kernels.cpu import transforms as cpu
 from arrow_sparse.kernels.cuda import _launch
 from arrow_sparse.kernels.cuda import transforms as gpu
-from tests import _reference as ref
-from tests.conftest import INT_DTYPES, NUMERIC_DTYPES
-from tests.cuda_emu import fake_cupy
-from tests.cuda_emu.emu import Emulator, emulated
 
+from .. import _reference as ref
+from ..conftest import INT_DTYPES, NUMERIC_DTYPES
+from ..cuda_emu import fake_cupy
+from ..cuda_emu.emu import Emulator, emulated
+from ._helpers import STRING_POOL, kernel_xxh3, launched, run_through_the_emulator, same
+
+
+# -------------------------------------------------- XXH3 and bucket reduction on the CPU
+@pytest.mark.hypothesis
+@given(st.binary(max_size=300), st.integers(0, 2**64 - 1))
+def test_xxh3_kernel_matches_reference(data: bytes, seed: int) -> None:
+    assert kernel_xxh3(data, seed) == ref.xxh3_64(data, seed)
+
+
+@pytest.mark.hypothesis
+@given(st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1))
+def test_xxh3_int_kernel_matches_reference(x: int, seed: int) -> None:
+    got = int(cpu.xxh3_int(np.uint64(x), cpu.int_bitflip(seed)))
+    assert got == ref.xxh3_64(x.to_bytes(8, "little"), seed)
+
+
+@pytest.mark.hypothesis
+@given(st.integers(0, 2**64 - 1), st.integers(1, 2**63 - 1))
+def test_bucket_reduction_is_exact_modulo(h: int, n: int) -> None:
+    assert cpu.bucket_of(h, n) == h % n
+
+
+@pytest.mark.parametrize("chunks", [1, 2, 7, 64])
+def test_balanced_bounds_cover_the_range(chunks: int) -> None:
+    offsets = np.cumsum([0] + [1] * 50 + [1000] * 3 + [0] * 40).astype(np.int64)
+    bounds = cpu._balanced_bounds(offsets, 2, len(offsets) - 1, chunks)
+    assert bounds[0] == 2 and bounds[-1] == len(offsets) - 1 and len(bounds) == chunks + 1
+    assert (np.diff(bounds) >= 0).all()
+    if chunks == 2:  # the three long strings weigh more than the other ninety
+        assert 50 <= bounds[1] <= 53
+
+
+# ---------------------------------------------------------------- CUDA launchers: inputs
 OFFSETS = [np.dtype(np.int32), np.dtype(np.int64)]
 INTS = [np.dtype(t) for t in INT_DTYPES]
 UNSIGNED = [np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64)]
 INT64_MIN = np.iinfo(np.int64).min
+
+
 #: String lengths of every XXH3 path: empty, 1-3, 4-8, 9-16, 17-128, 129-240, and
 #: above 240 bytes with 1, 2 and 3 blocks of 1024 bytes (block boundaries included).
 LENGTHS = [0, 1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 100, 128, 129, 200, 239,
            240, 241, 255, 256, 1000, 1023, 1024, 1025, 1087, 2048, 2049, 3000]
+
+
 #: Bucket counts of each division mode of ``divider`` (0: power of two, 1 and 2).
 NUM_BUCKETS = [1, 1024, 1000, 7, 100_003, 2**63 - 1]
 SEEDS = [0, 1, 2**32 + 5, 2**64 - 1]
-
-
-@pytest.fixture
-def cuda_emu() -> Iterator[Emulator]:
-    """The emulator, every launch also run in reversed and shuffled thread order."""
-    with emulated(check_orders=("reverse", "shuffle")) as emulator:
-        yield emulator
-
-
-def launched(emu: Emulator, before: int) -> list[str]:
-    return [n.split("<")[0] for n in emu.launches[before:]]
 
 
 def kernel(name: str) -> Callable[..., None]:
@@ -75,7 +103,6 @@ def kernel(name: str) -> Callable[..., None]:
     return cuda.load_module("transforms").get_function(name)  # type: ignore[no-any-return]
 
 
-# ------------------------------------------------------------------------- inputs
 def random_strings(rng: np.random.Generator, lengths: list[int]) -> list[bytes]:
     return [rng.integers(0, 256, n, dtype=np.uint8).tobytes() for n in lengths]
 
@@ -133,7 +160,7 @@ def both_into(name: str, out_index: int, *args: Any) -> tuple[np.ndarray, np.nda
     return outs[0], outs[1]
 
 
-# ------------------------------------------------------------------- registry
+# ------------------------------------------------------------------------------ registry
 def test_name_expressions_cover_every_variant_once() -> None:
     names = gpu.NAME_EXPRESSIONS
     assert len(names) == len(set(names)) == 69
@@ -165,7 +192,7 @@ def test_the_launchers_import_no_numba() -> None:
     assert done.stdout.strip() == "[]"
 
 
-# ------------------------------------------------------------------------ hashing
+# ------------------------------------------------------------------------------- hashing
 @pytest.mark.parametrize("num_buckets", NUM_BUCKETS)
 @pytest.mark.parametrize("dtype", INTS, ids=str)
 def test_hash_ints_match_cpu(cuda_emu: Emulator, dtype: np.dtype, num_buckets: int) -> None:
@@ -226,6 +253,7 @@ def test_hash_strings_match_xxhash() -> None:
                                 for s in strings]
 
 
+@pytest.mark.hypothesis
 @given(st.lists(st.binary(max_size=300), max_size=12), st.integers(0, 2**64 - 1),
        st.integers(1, 2**63 - 1))
 def test_hash_strings_property(strings: list[bytes], seed: int, num_buckets: int) -> None:
@@ -236,7 +264,7 @@ def test_hash_strings_property(strings: list[bytes], seed: int, num_buckets: int
     assert out.tolist() == [ref.xxh3_64(s, seed) % num_buckets for s in strings]
 
 
-# ---------------------------------------------------------------------- bucketize
+# ----------------------------------------------------------------------------- bucketize
 @pytest.mark.parametrize("nb", [0, 1, 5, 64, 65, 200])
 @pytest.mark.parametrize("dtype", [np.dtype(t) for t in NUMERIC_DTYPES], ids=str)
 def test_bucketize_matches_cpu(cuda_emu: Emulator, dtype: np.dtype, nb: int) -> None:
@@ -272,7 +300,7 @@ def test_bucketize_compares_in_the_common_dtype(cuda_emu: Emulator, vdtype: Any,
     np.testing.assert_array_equal(got, expected)
 
 
-# ---------------------------------------------------------------------- compaction
+# ---------------------------------------------------------------------------- compaction
 def masks(rng: np.random.Generator, rows: int, n: int, kind: str
           ) -> tuple[np.ndarray | None, np.ndarray | None]:
     row_valid = (rng.random(rows) > 0.3) if kind in ("rows", "both") else None
@@ -300,7 +328,7 @@ def test_kept_lengths_and_compact_match_cpu(cuda_emu: Emulator, odtype: np.dtype
         assert g_offsets.dtype == odtype and g_positions.dtype == np.int64
 
 
-# ------------------------------------------------------------------------ padding
+# ------------------------------------------------------------------------------- padding
 PAD_DTYPES = [*(np.dtype(t) for t in NUMERIC_DTYPES), np.dtype(bool)]
 
 
@@ -362,7 +390,7 @@ def test_pad_or_truncate_into_non_contiguous_outputs(cuda_emu: Emulator) -> None
     assert not big[:, 1::2].any() and not big_valid[:, 1::2].any()
 
 
-# ----------------------------------------------------------------------- counting
+# ------------------------------------------------------------------------------ counting
 def as_pairs(keys: np.ndarray, counts: np.ndarray) -> list[tuple[int, int]]:
     assert keys.dtype == counts.dtype == np.int64
     return sorted(zip(keys.tolist(), counts.tolist(), strict=True))
@@ -390,10 +418,6 @@ def test_count_ints_counts_int64_min(cuda_emu: Emulator) -> None:
     assert as_pairs(*got) == as_pairs(*expected) == [(INT64_MIN, 2), (-1, 1), (5, 3)]
 
 
-STRING_POOL = [b"", b"a", b"b", b"ab", b"abcd", b"hello wo", b"0123456789abcdef",
-               b"0123456789abcdefg", b"x" * 200, b"y" * 241, b"z" * 1500]
-
-
 @pytest.mark.parametrize("skip", [0, 2])
 @pytest.mark.parametrize("odtype", OFFSETS, ids=str)
 def test_count_strings_matches_cpu(cuda_emu: Emulator, odtype: np.dtype, skip: int) -> None:
@@ -414,6 +438,7 @@ def test_count_strings_matches_cpu(cuda_emu: Emulator, odtype: np.dtype, skip: i
     assert as_pairs(*got) == as_pairs(*expected) == []
 
 
+@pytest.mark.hypothesis
 @given(st.lists(st.one_of(st.none(), st.sampled_from(STRING_POOL), st.binary(max_size=40)),
                 max_size=60))
 def test_count_strings_property(strings: list[bytes | None]) -> None:
@@ -437,7 +462,7 @@ def test_order_by_count_matches_cpu(cuda_emu: Emulator, case: str) -> None:
     assert got.dtype == np.int64
 
 
-# ------------------------------------------------------------------------- tables
+# -------------------------------------------------------------------------------- tables
 @pytest.mark.parametrize("n", [0, 1, 7, 8, 100, 1000])
 def test_build_int_table_is_the_cpus(cuda_emu: Emulator, n: int) -> None:
     rng = np.random.default_rng(n)
@@ -489,7 +514,7 @@ def test_build_string_table_is_the_cpus(cuda_emu: Emulator, odtype: np.dtype, n:
             np.testing.assert_array_equal(g_out, e_out)
 
 
-# ------------------------------------------------------------------- block bucketize
+# ----------------------------------------------------------------------- block bucketize
 def bucketize_problem(rng: np.random.Generator, dtype: np.dtype, weights: Any
                       ) -> tuple[Any, ...]:
     num_keys, batch, shards = 3, 4, 3
@@ -535,52 +560,6 @@ def test_block_bucketize_of_no_rows_and_no_values(cuda_emu: Emulator) -> None:
             np.testing.assert_array_equal(g, e)
 
 
-# ------------------------------------------------------------- public transforms
-def same(a: Any, b: Any) -> bool:
-    """Whether two results of a public transform are equal (values, types, nulls)."""
-    if isinstance(a, (pa.Array, pa.ChunkedArray)):
-        return a.type == b.type and a.equals(b)
-    if isinstance(a, asp.Jagged):
-        return same(a.to_arrow(), b.to_arrow())
-    if hasattr(a, "buckets"):  # KeyedJagged.block_bucketize
-        return (same([(k.values, k.lengths, k.weights) for k in a.buckets],
-                     [(k.values, k.lengths, k.weights) for k in b.buckets])
-                and same(a.unbucketize_permute, b.unbucketize_permute)
-                and same(a.positions, b.positions))
-    if isinstance(a, (tuple, list)):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, np.ndarray):
-        return a.dtype == b.dtype and np.array_equal(a, b)
-    if isinstance(a, asp.Vocabulary):
-        return same(a.values, b.values) and same(a.counts, b.counts)
-    return bool(a == b)
-
-
-def _words() -> pa.Array:
-    rng = np.random.default_rng(5)
-    pool = [s.decode("latin-1") for s in STRING_POOL] + ["naïve", "日本"]
-    rows: list[Any] = [[pool[i] if i < len(pool) else None
-                        for i in rng.integers(0, len(pool) + 2, size=k)]
-                       for k in rng.integers(0, 7, size=30)]
-    rows[4] = None
-    return pa.array(rows, type=pa.large_list(pa.string())).slice(2)
-
-
-def _ints() -> pa.Array:
-    rng = np.random.default_rng(6)
-    rows: list[Any] = [[None if v % 7 == 0 else int(v) for v in rng.integers(-30, 30, size=k)]
-                       for k in rng.integers(0, 8, size=40)]
-    rows[3] = None
-    return pa.array(rows, type=pa.list_(pa.int64())).slice(1)
-
-
-def _ranged_nulls() -> pa.Array:
-    """Null rows over non-empty ranges (as a filter or a take can leave them)."""
-    offsets = pa.array([0, 2, 5, 5, 9], type=pa.int32())
-    values = pa.array([1, None, 3, 4, 5, 6, None, 8, 9], type=pa.int64())
-    return pa.ListArray.from_arrays(offsets, values, mask=pa.array([False, True, False, True]))
-
-
 def _keyed() -> asp.KeyedJagged:
     rng = np.random.default_rng(8)
     lengths = rng.integers(0, 5, size=8)
@@ -589,29 +568,8 @@ def _keyed() -> asp.KeyedJagged:
                            weights=rng.random(int(lengths.sum())).astype(np.float32))
 
 
+#: KeyedJagged.block_bucketize runs on this family's kernels: through the emulator too.
 PUBLIC: dict[str, tuple[Callable[[], Any], set[str]]] = {
-    "hash_bucket-ints": (lambda: asp.hash_bucket(_ints(), 1000, seed=3), {"hash_ints"}),
-    "hash_bucket-strings": (lambda: asp.hash_bucket(_words(), 97), {"hash_strings"}),
-    "hash_bucket-jagged": (lambda: asp.hash_bucket(asp.Jagged.from_arrow(_ints()), 64),
-                           {"hash_ints"}),
-    "bucketize": (lambda: asp.bucketize(pa.array([[0.5, None, 2.0], [float("nan")]]),
-                                        [0.0, 1.0, 2.0], right=True), {"bucketize"}),
-    "value_counts-ints": (lambda: asp.value_counts(_ints()), {"kept_lengths", "kept_positions"}),
-    "value_counts-strings": (lambda: asp.value_counts(_words()), {"string_set_insert"}),
-    "value_counts-floats": (lambda: asp.value_counts(pa.array([[1.5, None], [1.5, 2.0]])),
-                            {"kept_positions"}),
-    "categorify-ints": (lambda: asp.categorify(_ints(), asp.fit_vocabulary(_ints()[:20])),
-                        {"int_table_insert", "lookup_ints"}),
-    "categorify-strings": (lambda: asp.categorify(_words(), asp.fit_vocabulary(_words()[5:])),
-                           {"string_table_insert", "lookup_strings"}),
-    "pad_or_truncate": (lambda: asp.pad_or_truncate(_ints(), 3, side="left"),
-                        {"pad_or_truncate"}),
-    "pad_or_truncate-strings": (lambda: asp.pad_or_truncate(_words(), 2, pad_value="-"),
-                                {"pad_or_truncate"}),
-    "drop_nulls": (lambda: asp.drop_nulls(_ints()), {"kept_positions"}),
-    "fill_null": (lambda: asp.fill_null(_ranged_nulls(), 0, empty_null_rows=True),
-                  {"kept_lengths", "kept_positions"}),
-    "length_stats": (lambda: asp.length_stats(_ints()), {"kept_lengths"}),
     "block_bucketize": (lambda: _keyed().block_bucketize(8, 3, sequence=True,
                                                          bucketize_pos=True),
                         {"bucket_counts", "bucket_scatter"}),
@@ -620,22 +578,10 @@ PUBLIC: dict[str, tuple[Callable[[], Any], set[str]]] = {
 
 @pytest.mark.parametrize("case", list(PUBLIC))
 def test_public_transforms_through_the_emulator(case: str) -> None:
-    run, kernels = PUBLIC[case]
-    expected = run()
-    with emulated(check_orders=("reverse", "shuffle")) as emu:
-        got = run()
-        cuda.check_errors(case)
-    assert same(got, expected)
-    assert kernels <= set(launched(emu, 0))
+    run_through_the_emulator(case, *PUBLIC[case])
 
 
-# -------------------------------------------------------------- on device arrays
-@pytest.fixture
-def fake() -> Iterator[Any]:
-    with fake_cupy.emulated_cupy(check_orders=("reverse",)) as module:
-        yield module
-
-
+# ---------------------------------------------------------------------- on device arrays
 def device_cases() -> dict[str, tuple[Any, ...]]:
     """Arguments of one call of every launcher (host arrays) and its synchronisations."""
     rng = np.random.default_rng(9)
@@ -759,7 +705,7 @@ def test_grid_stride_loops_cover_more_work_than_threads(cuda_emu: Emulator,
     cuda.check_errors("grid stride")
 
 
-# ------------------------------------------------------------------- device checks
+# ------------------------------------------------------------------------- device checks
 def test_strings_outside_the_data_buffer_are_caught(cuda_emu: Emulator) -> None:
     offsets = np.array([0, 2, 9, 3, 4], dtype=np.int32)  # string 1 ends past the data
     data = np.zeros(5, dtype=np.uint8)
@@ -903,7 +849,7 @@ def test_output_positions_past_the_output_are_caught(cuda_emu: Emulator) -> None
         cuda.check_errors("f")
 
 
-# --------------------------------------------------------------------- host checks
+# --------------------------------------------------------------------------- host checks
 def test_short_arrays_raise_before_a_launch() -> None:
     out = np.zeros(3, dtype=np.int64)
     with pytest.raises(ArrowSparseValueError, match=r"^hash_ints: out has 3 elements, fewer "
@@ -954,7 +900,7 @@ def test_unsupported_dtypes_raise_not_implemented() -> None:
                             np.zeros(1, np.float16), False, False)
 
 
-# ------------------------------------------------------------------ on a real GPU
+# ------------------------------------------------------------------------- on a real GPU
 def cupy_or_skip() -> Any:
     cupy = pytest.importorskip("cupy")
     try:

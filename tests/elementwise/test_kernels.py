@@ -1,4 +1,4 @@
-"""The CUDA jagged arithmetic kernels (``kernels/cuda/elementwise.cu``).
+"""The CUDA jagged arithmetic kernels (``kernels/cuda/elementwise.cu``), launched directly.
 
 Every launcher runs on the CPU emulator (``tests/cuda_emu``) through the real dispatch
 and launch code and must match its CPU (Numba) twin on random inputs of every dtype
@@ -14,35 +14,37 @@ CPU's left-to-right loop: float32 within ``rtol=5e-7`` (4 ulp) and float64 withi
 ``rtol=5e-15`` of the CPU, NaN where NaN, in the emulator (``1e-6`` / ``1e-14`` on a
 GPU, where libdevice's exp is within 2 ulp); and ``unique_rows``, whose float zeros may
 keep the other sign (``-0.0`` and ``0.0`` are one value; which one a row keeps depends
-on the sort). The public operations are also compared with the CPU through the
-emulator, and ``gpu``-marked tests run the launchers on CuPy arrays where a device
-exists. ``nvcc --ptx`` of both variants is in ``test_cuda_infra.py``.
+on the sort). The public operations are compared with the CPU through the emulator in
+the tests of their modules; ``gpu``-marked tests run the launchers on CuPy arrays where
+a device exists. ``nvcc --ptx`` of both variants is in ``tests/test_cuda_infra.py``.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-import arrow_sparse as asp
 from arrow_sparse import _backend
 from arrow_sparse.errors import ArrowSparseIndexError, ArrowSparseValueError
 from arrow_sparse.kernels import cuda
 from arrow_sparse.kernels.cpu import elementwise as cpu_ew
 from arrow_sparse.kernels.cuda import _launch
 from arrow_sparse.kernels.cuda import elementwise as cuda_ew
-from tests._strategies import list_arrays
-from tests.conftest import FLOAT_DTYPES, NUMERIC_DTYPES
-from tests.cuda_emu.emu import Emulator, emulated
-from tests.cuda_emu.fake_cupy import emulated_cupy
-from tests.test_elementwise import close_rows
+
+from ..conftest import FLOAT_DTYPES, NUMERIC_DTYPES
+from ..cuda_emu.emu import Emulator
+from ._helpers import (
+    SOFTMAX_ATOL,
+    assert_bits,
+    assert_softmax_close,
+    name,
+    random_values,
+    unique_values,
+)
 
 KERNELS = ("softmax", "cumsum", "gather_ranges", "ranges_to_indices", "repeat_rows",
            "unique_rows", "jagged_dense_jagged_out", "jagged_dense_dense_out",
@@ -51,29 +53,9 @@ INT64_MAX = int(np.iinfo(np.int64).max)
 SCAN_DTYPES = [np.int64, np.uint64, np.float32, np.float64]
 WORD_DTYPES = [np.uint8, np.uint16, np.uint32, np.uint64]
 MASKS = ["none", "rows", "elems", "both"]
-#: Tolerance of softmax against the CPU in the emulator, by dtype (see the docstring).
-SOFTMAX_RTOL = {np.dtype(np.float32): 5e-7, np.dtype(np.float64): 5e-15}
-#: Below this a float32 softmax result is subnormal, where 4 ulp are no longer relative.
-SOFTMAX_ATOL = {np.dtype(np.float32): 1.2e-38, np.dtype(np.float64): 0.0}
 
 
-@pytest.fixture
-def cuda_emu() -> Iterator[Emulator]:
-    """The emulator, every launch also run in reversed and shuffled thread order.
-
-    The family's only atomics add integers (unique's counts), so every order must leave
-    the same bits.
-    """
-    with emulated(check_orders=("reverse", "shuffle")) as emulator:
-        yield emulator
-        assert emulator.order_effects == {}
-
-
-def name(kernel: str, dtype: Any) -> str:
-    return f"{kernel}<{_launch.DTYPE_TO_CTYPE[np.dtype(dtype)]}>"
-
-
-# ------------------------------------------------------------------ random problems
+# ----------------------------------------------------------------------- random problems
 def layout(seed: int, num_rows: int = 9, start: int = 3) -> np.ndarray:
     """int64 offsets from ``start``: empty rows, short rows and one row of 40 (> 32 lanes)."""
     rng = np.random.default_rng(seed)
@@ -82,15 +64,6 @@ def layout(seed: int, num_rows: int = 9, start: int = 3) -> np.ndarray:
     if num_rows > 1:
         lengths[1] = 40
     return start + np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-
-
-def random_values(dtype: Any, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
-    """Integers over their whole range (sums and products wrap), floats around 0."""
-    dtype = np.dtype(dtype)
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
-    return (rng.standard_normal(shape) * 4).astype(dtype)
 
 
 def masks(kind: str, num_rows: int, num_values: int, rng: np.random.Generator
@@ -127,12 +100,7 @@ def widened(offsets: np.ndarray, dtype: Any) -> np.ndarray:
     return offsets.astype(dtype)
 
 
-def assert_bits(got: np.ndarray, expected: np.ndarray) -> None:
-    assert got.dtype == expected.dtype and got.shape == expected.shape
-    np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
-
-
-# ------------------------------------------------------------------ registry and source
+# ------------------------------------------------------------------- registry and source
 def test_launchers_take_the_cpu_kernels_arguments() -> None:
     assert sorted(cuda_ew.__all__) == sorted(KERNELS) == _backend.cpu_kernel_names("elementwise")
     for kernel in KERNELS:
@@ -160,14 +128,7 @@ def test_device_error_messages_are_declared() -> None:
         cuda_ew.PADDED_SHORT: ArrowSparseValueError}
 
 
-# ------------------------------------------------------------------ softmax and cumsum
-def assert_softmax_close(got: np.ndarray, expected: np.ndarray) -> None:
-    assert got.dtype == expected.dtype and got.shape == expected.shape
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
-    np.testing.assert_allclose(got, expected, rtol=SOFTMAX_RTOL[got.dtype],
-                               atol=SOFTMAX_ATOL[got.dtype])
-
-
+# -------------------------------------------------------------------- softmax and cumsum
 @pytest.mark.parametrize("mask", MASKS)
 @pytest.mark.parametrize("width", [1, 3, 40])
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
@@ -240,7 +201,7 @@ def test_softmax_and_cumsum_convert_values_to_the_output_dtype(cuda_emu: Emulato
     assert_softmax_close(soft, expected_soft)
 
 
-# ------------------------------------------------------------------ row gathers
+# --------------------------------------------------------------------------- row gathers
 @pytest.mark.parametrize("width", [0, 1, 3])
 @pytest.mark.parametrize("dtype", [*WORD_DTYPES, np.float64, np.int16, np.complex128], ids=str)
 def test_gather_ranges_matches_cpu(cuda_emu: Emulator, dtype: Any, width: int) -> None:
@@ -289,18 +250,7 @@ def test_repeat_rows_matches_cpu(cuda_emu: Emulator, dtype: Any, width: int, bas
     assert_bits(got[-1], expected[-1])
 
 
-# ------------------------------------------------------------------------ unique
-def unique_values(dtype: Any, size: int, rng: np.random.Generator) -> np.ndarray:
-    """Values with many repeats; floats with NaN, infinities and both zeros."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        pool = np.array([-1.5, 0.0, -0.0, 2.0, np.nan, np.inf, -np.inf, 2.0, 7.25], dtype=dtype)
-        return rng.choice(pool, size=size)
-    info = np.iinfo(dtype)
-    pool = np.array([info.min, info.max, 0, 1, 2, info.max - 1], dtype=dtype)
-    return rng.choice(pool, size=size)
-
-
+# -------------------------------------------------------------------------------- unique
 @pytest.mark.parametrize("mask", MASKS)
 @pytest.mark.parametrize("dtype", NUMERIC_DTYPES, ids=lambda d: np.dtype(d).name)
 def test_unique_rows_matches_cpu(cuda_emu: Emulator, dtype: Any, mask: str,
@@ -336,7 +286,7 @@ def test_unique_rows_without_visible_values(cuda_emu: Emulator, case: str) -> No
                                   "unique_write<short>"])
 
 
-# ------------------------------------------------------------ jagged x dense
+# ------------------------------------------------------------------------ jagged x dense
 def dense_problem(dtype: Any, width: int, mapped: bool, seed: int = 0
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
     """(x, dense [P, 3, D], dense_row_of or None, offsets): rows longer than the dense."""
@@ -404,7 +354,7 @@ def test_jagged_dense_dense_out_matches_cpu(cuda_emu: Emulator, dtype: Any, widt
     assert cuda_emu.launches == [name("jagged_dense_dense_out", dtype)]
 
 
-# ------------------------------------------------------------------------- bmm
+# ----------------------------------------------------------------------------------- bmm
 @pytest.mark.parametrize("mask", MASKS)
 @pytest.mark.parametrize(("depth", "width"), [(3, 5), (1, 1), (0, 2), (4, 33)])
 @pytest.mark.parametrize("dtype", NUMERIC_DTYPES, ids=lambda d: np.dtype(d).name)
@@ -448,7 +398,7 @@ def test_jagged_jagged_bmm_matches_cpu_bit_for_bit(cuda_emu: Emulator, dtype: An
         assert_bits(got[-1], expected[-1])
 
 
-# ------------------------------------------------------------------ grid and layout
+# ----------------------------------------------------------------------- grid and layout
 def test_grid_stride_loops_cover_more_work_than_threads(
         cuda_emu: Emulator, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_launch, "MAX_BLOCKS", 1)  # 256 threads, 8 lane groups
@@ -490,225 +440,7 @@ def test_a_non_contiguous_out_is_updated_in_place(cuda_emu: Emulator) -> None:
     assert_softmax_close(wide, soft)
 
 
-# ------------------------------------------------------------------ through the public API
-def cpu_and_emu(emu: Emulator, fn: Callable[..., Any], *args: Any, **kwargs: Any
-                ) -> tuple[Any, Any, list[str]]:
-    """``fn`` on the CPU kernels, then through the emulator: (expected, got, launches)."""
-    _backend.set_cuda_module_factory(None)
-    expected = fn(*args, **kwargs)
-    _backend.set_cuda_module_factory(emu)
-    before = len(emu.launches)
-    got = fn(*args, **kwargs)
-    return expected, got, emu.launches[before:]
-
-
-def as_arrow(x: Any) -> pa.Array | pa.ChunkedArray:
-    return x.to_arrow() if isinstance(x, asp.Jagged) else x
-
-
-def sample_array(dtype: Any, large: bool, seed: int = 0) -> pa.Array:
-    """A sliced list array (offsets[0] > 0) with null rows, null elements and a long row."""
-    rng = np.random.default_rng(seed)
-    lengths = [2, 0, 3, 40, 1, 0, 4, 2]
-    rows: list[Any] = []
-    for i, n in enumerate(lengths):
-        row = [None if rng.random() < 0.15 else v
-               for v in random_values(dtype, (n,), rng).tolist()]
-        rows.append(None if i == 5 else row)
-    arrow_type = (pa.large_list if large else pa.list_)(pa.from_numpy_dtype(dtype))
-    return pa.array(rows, type=arrow_type).slice(1)
-
-
-def assert_same_unique(got: pa.Array, expected: pa.Array) -> None:
-    """Equal rows, NaN equal to NaN and ``-0.0`` to ``0.0`` (which zero a row keeps may differ)."""
-    assert got.type == expected.type
-    assert got.offsets.equals(expected.offsets) and got.is_null().equals(expected.is_null())
-    np.testing.assert_array_equal(got.flatten().to_numpy(zero_copy_only=False),
-                                  expected.flatten().to_numpy(zero_copy_only=False))
-
-
-LARGE = pytest.mark.parametrize("large", [False, True], ids=["list", "large_list"])
-
-
-@LARGE
-@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.uint32],
-                         ids=str)
-def test_softmax_functions_match_cpu(cuda_emu: Emulator, dtype: Any, large: bool) -> None:
-    arr = sample_array(dtype, large)
-    for fn, kwargs in ((asp.segment_softmax, {}), (asp.jagged_softmax, {"max_length": 3})):
-        expected, got, launches = cpu_and_emu(cuda_emu, fn, arr, **kwargs)
-        assert got.type == expected.type and got.offsets.equals(expected.offsets)
-        assert got.is_null().equals(expected.is_null())
-        e = expected.flatten().to_numpy(zero_copy_only=False)
-        g = got.flatten().to_numpy(zero_copy_only=False)
-        assert_softmax_close(g, e)
-        assert launches == [name("softmax_rows", e.dtype)]
-
-
-@LARGE
-@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.int64, np.uint16, np.float16,
-                                   np.float32, np.float64], ids=str)
-def test_segment_cumsum_matches_cpu(cuda_emu: Emulator, dtype: Any, large: bool) -> None:
-    if dtype == np.bool_:
-        arr = pa.array([[True, None, True], None, [], [False, True]],
-                       type=(pa.large_list if large else pa.list_)(pa.bool_())).slice(1)
-    else:
-        arr = sample_array(dtype, large, seed=1)
-    for exclusive in (False, True):
-        expected, got, launches = cpu_and_emu(cuda_emu, asp.segment_cumsum, arr,
-                                              exclusive=exclusive)
-        assert got.equals(expected)
-        assert len(launches) == 1 and launches[0].startswith("cumsum<")
-
-
-def test_segment_cumsum_of_2d_values_with_lengths_matches_cpu(cuda_emu: Emulator) -> None:
-    values = np.arange(30, dtype=np.int32).reshape(10, 3)
-    expected, got, launches = cpu_and_emu(cuda_emu, asp.segment_cumsum, values,
-                                          lengths=[4, 0, 6])
-    assert_bits(got, expected)
-    assert launches == ["cumsum<long long>"]
-
-
-@LARGE
-def test_row_selections_match_cpu(cuda_emu: Emulator, large: bool) -> None:
-    arr = sample_array(np.int32, large, seed=2)
-    j = asp.Jagged.from_arrow(arr)
-    rows = [3, 0, -1, 2, 2, 5]
-    for fn, args in ((asp.index_select, (rows,)), (asp.list_slice, (1, 3)),
-                     (asp.truncate, (2,))):
-        for data in (arr, j):
-            expected, got, launches = cpu_and_emu(cuda_emu, fn, data, *args)
-            assert as_arrow(got).equals(as_arrow(expected)), fn.__name__
-            assert launches and set(launches) <= {"gather_ranges<unsigned int>",
-                                                  "gather_ranges<unsigned char>"}
-
-
-def test_nested_row_selection_lists_the_element_ids_on_the_device(cuda_emu: Emulator) -> None:
-    j = asp.Jagged.from_list([[[1, 2], [3]], None, [[4], [], [5, 6, 7]], [[8]]])
-    expected, got, launches = cpu_and_emu(cuda_emu, asp.index_select, j[1:], [2, 0, 1, 2])
-    assert got.to_list() == expected.to_list()
-    assert "ranges_to_indices<long long>" in launches
-
-
-@LARGE
-@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint64, np.int64, np.float16,
-                                   np.float32, np.float64], ids=str)
-def test_jagged_unique_matches_cpu(cuda_emu: Emulator, dtype: Any, large: bool) -> None:
-    rng = np.random.default_rng(6)
-    lengths = [3, 0, 5, 40, 1, 2]
-    pool = unique_values(np.float64 if dtype == np.float16 else
-                         np.int8 if dtype == np.bool_ else dtype, sum(lengths), rng)
-    flat = (pool != 0) if dtype == np.bool_ else pool.astype(dtype)
-    offsets = np.concatenate([[0], np.cumsum(lengths)])
-    values = pa.array(flat, mask=rng.random(len(flat)) < 0.1)
-    cls = pa.LargeListArray if large else pa.ListArray
-    arr = cls.from_arrays(pa.array(offsets, pa.int64() if large else pa.int32()), values,
-                          mask=pa.array([False, False, True, False, False, False])).slice(1)
-    expected, got, launches = cpu_and_emu(cuda_emu, asp.jagged_unique,
-                                          asp.Jagged.from_arrow(arr))
-    assert_same_unique(got.to_arrow(), expected.to_arrow())
-    assert launches[0] == "unique_element_rows<long long>"
-
-
-def test_jagged_dense_functions_match_cpu(cuda_emu: Emulator, offsets_dtype: np.dtype) -> None:
-    rng = np.random.default_rng(8)
-    outer = np.array([0, 2, 2, 5], offsets_dtype)
-    inner = np.array([0, 3, 3, 4, 9, 10], offsets_dtype)
-    values = rng.integers(-50, 50, size=(10, 2)).astype(np.int16)
-    dense = rng.integers(-50, 50, size=(3, 3, 6, 2)).astype(np.int32)
-    for fn, kwargs in ((asp.jagged_dense_elementwise_add, {}),
-                       (asp.jagged_dense_elementwise_add, {"output": "dense"}),
-                       (asp.jagged_dense_elementwise_add_jagged_output, {}),
-                       (asp.jagged_dense_elementwise_mul, {})):
-        expected, got, launches = cpu_and_emu(cuda_emu, fn, values, [outer, inner], dense,
-                                              **kwargs)
-        assert_bits(got, expected)
-        kernel = "jagged_dense_dense_out" if kwargs else "jagged_dense_jagged_out"
-        assert launches[-1] == name(kernel, np.int32)
-
-
-def test_jagged_broadcasts_match_cpu(cuda_emu: Emulator) -> None:
-    j = asp.Jagged.from_arrow(sample_array(np.float32, False, seed=9))
-    per_row = np.arange(j.num_rows, dtype=np.float64)
-    padded = np.arange(j.num_rows * 40, dtype=np.float32).reshape(j.num_rows, 40)
-    for other, kernel in ((per_row, "repeat_rows<unsigned long long>"),
-                          (padded, "jagged_dense_jagged_out<unsigned int>")):
-        expected, got, launches = cpu_and_emu(cuda_emu, lambda a, b: a + b, j, other)
-        assert got.to_arrow().equals(expected.to_arrow())
-        assert kernel in launches
-
-
-def test_bmm_functions_match_cpu(cuda_emu: Emulator) -> None:
-    rng = np.random.default_rng(10)
-    offsets = np.array([2, 4, 4, 9], np.int32)
-    x = rng.standard_normal((10, 3)).astype(np.float32)
-    dense = rng.standard_normal((3, 3, 4))
-    expected, got, launches = cpu_and_emu(cuda_emu, asp.jagged_dense_bmm, x, offsets, dense,
-                                          max_length=4)
-    assert_bits(got, expected)
-    assert launches == ["jagged_dense_bmm<double>"]
-    y = rng.integers(-9, 9, size=(10, 2)).astype(np.int64)
-    expected, got, launches = cpu_and_emu(cuda_emu, asp.jagged_jagged_bmm, x, y, offsets)
-    assert_bits(got, expected)
-    assert launches == ["jagged_jagged_bmm<double>"]
-
-
-@given(st.data())
-def test_public_row_functions_match_cpu_on_random_arrays(data: st.DataObject) -> None:
-    arr, _ = data.draw(list_arrays(null_values=True, null_ranges=True))
-    rows = data.draw(st.lists(st.integers(-len(arr), len(arr) - 1), max_size=8)
-                     if len(arr) else st.just([]))
-    with emulated(check_orders=("reverse",)) as emu:
-        for fn, args in ((asp.segment_cumsum, (arr,)), (asp.index_select, (arr, rows)),
-                         (asp.list_slice, (arr, 1, -1))):
-            expected, got, _ = cpu_and_emu(emu, fn, *args)
-            assert got.equals(expected), fn.__name__
-        expected, got, _ = cpu_and_emu(emu, asp.jagged_unique, arr)
-        assert_same_unique(got, expected)
-        expected, got, _ = cpu_and_emu(emu, asp.segment_softmax, arr)
-        e = expected.flatten().to_numpy(zero_copy_only=False)
-        assert_softmax_close(got.flatten().to_numpy(zero_copy_only=False), e)
-
-
-#: Public functions run on a device Jagged by the property test below (the host values of
-#: ``x`` and ``rows`` become device arrays there).
-DEVICE_CALLS: dict[str, Callable[[asp.Jagged, Any, Any], Any]] = {
-    "operators": lambda j, x, rows: j * 2 + 1,
-    "same rows": lambda j, x, rows: j * j - j,
-    "ufunc": lambda j, x, rows: np.exp(j / 1000),
-    "per row": lambda j, x, rows: j + x,
-    "map_values": lambda j, x, rows: j.map_values(lambda v: v - 1),
-    "segment_softmax": lambda j, x, rows: asp.segment_softmax(j),
-    "segment_cumsum": lambda j, x, rows: asp.segment_cumsum(j, exclusive=True),
-    "index_select": lambda j, x, rows: asp.index_select(j, rows),
-    "list_slice": lambda j, x, rows: asp.list_slice(j, 1, -1),
-    "jagged_unique": lambda j, x, rows: asp.jagged_unique(j),
-    "repeat": lambda j, x, rows: asp.repeat(x, j),
-}
-
-
-@given(st.integers(1, 2).flatmap(lambda levels: list_arrays(
-    np.dtype(np.float64), levels=levels, null_values=True, null_ranges=True)), st.data())
-def test_device_functions_match_the_host_on_random_arrays(case: tuple[pa.Array, list[Any]],
-                                                          data: st.DataObject) -> None:
-    # Sliced arrays, null rows over arbitrary ranges, null elements, one or two levels.
-    arr, rows_list = case
-    n = len(rows_list)
-    rows = np.array(data.draw(st.lists(st.integers(-n, n - 1), max_size=6) if n else
-                              st.just([])), dtype=np.int64)
-    x = np.arange(n, dtype=np.float64)
-    host = asp.Jagged.from_arrow(arr)
-    expected = {name: call(host, x, rows).to_list() for name, call in DEVICE_CALLS.items()}
-    with emulated_cupy() as cp:
-        device = host.to_device("cuda")
-        for name, call in DEVICE_CALLS.items():
-            got = call(device, cp.asarray(x), cp.asarray(rows))
-            assert got.device == "cuda:0", name
-            close_rows(got.to_device("cpu").to_list(), expected[name], rel=1e-12)
-        cuda.check_errors("test")
-
-
-# ------------------------------------------------------------------ device checks
+# ------------------------------------------------------------------------- device checks
 def test_check_positions_records_the_smallest_position(cuda_emu: Emulator) -> None:
     cuda_ew.check_positions(np.array([-1, 7, 3, -1, 5]), cuda_ew.ROWS_DIFFER)
     with pytest.raises(ArrowSparseValueError, match=r"^op: rows differ in length between the "
@@ -836,7 +568,7 @@ def test_unsupported_dtypes_raise_not_implemented(call: Callable[[], Any], match
         call()
 
 
-# ------------------------------------------------------------------ on a real GPU
+# ------------------------------------------------------------------------- on a real GPU
 def cupy_or_skip() -> Any:
     cupy = pytest.importorskip("cupy")
     try:

@@ -1,0 +1,24 @@
+"""Fixtures of the transforms tests: the emulator with order checks, the stand-in CuPy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from ..cuda_emu import fake_cupy
+from ..cuda_emu.emu import Emulator, emulated
+
+
+@pytest.fixture
+def cuda_emu() -> Iterator[Emulator]:
+    """The emulator, every launch also run in reversed and shuffled thread order."""
+    with emulated(check_orders=("reverse", "shuffle")) as emulator:
+        yield emulator
+
+
+@pytest.fixture
+def fake() -> Iterator[Any]:
+    with fake_cupy.emulated_cupy(check_orders=("reverse",)) as module:
+        yield module
