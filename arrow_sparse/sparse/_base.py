@@ -1,4 +1,4 @@
-"""The base class of the sparse formats and the checks and sorting helpers they share.
+"""The base class of the sparse formats and the sorting and array helpers they share.
 
 The helpers work on numpy or CuPy arrays (the array module of their inputs): a tensor
 whose arrays are on a CUDA device runs its operations there, with the CUDA twins of the
@@ -28,7 +28,7 @@ from .._backend import (
     normalize_device,
     transfer,
 )
-from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
+from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 
 if TYPE_CHECKING:
     from .coo import SparseCOO
@@ -38,8 +38,6 @@ if TYPE_CHECKING:
 
 __all__ = ["SparseTensor"]
 
-INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
-_INT64_MAX = int(np.iinfo(np.int64).max)
 #: A counting-sort pass is used for a key whose range is at most this many times the
 #: number of entries (plus a constant); wider keys are sorted with numpy's argsort.
 _RADIX_FACTOR = 4
@@ -439,109 +437,6 @@ def checked(method: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-# ------------------------------------------------------------------- checks
-def check_shape(func: str, shape: Any, ndim: int | None = None) -> tuple[int, ...]:
-    """Check a shape: a sequence of non-negative ints (``ndim`` of them when given)."""
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, (bool, np.bool_)):
-        shape = (shape,)
-    if not isinstance(shape, (tuple, list)):
-        msg = f"{func}: shape must be a tuple of ints, got {type(shape).__name__}"
-        raise ArrowSparseTypeError(msg)
-    dims = tuple(v.check_count(func, f"shape[{i}]", s) for i, s in enumerate(shape))
-    if ndim is not None and len(dims) != ndim:
-        msg = f"{func}: shape must have {ndim} dimensions, got {dims}"
-        raise ArrowSparseValueError(msg)
-    if not dims:
-        msg = f"{func}: shape must have at least one dimension"
-        raise ArrowSparseValueError(msg)
-    for i, s in enumerate(dims):
-        if s > _INT64_MAX:
-            msg = f"{func}: shape[{i}] = {s} exceeds the int64 range"
-            raise ArrowSparseValueError(msg)
-    return dims
-
-
-def check_axis_order(func: str, axis_order: Any, ndim: int) -> tuple[int, ...]:
-    """Check a permutation of ``range(ndim)``; None means ``(0, 1, ..., ndim - 1)``."""
-    if axis_order is None:
-        return tuple(range(ndim))
-    if isinstance(axis_order, np.ndarray):
-        axis_order = axis_order.tolist()
-    if not isinstance(axis_order, (tuple, list)) or not all(
-            isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_))
-            for a in axis_order):
-        msg = f"{func}: axis_order must be a sequence of ints, got {axis_order!r}"
-        raise ArrowSparseTypeError(msg)
-    order = tuple(int(a) for a in axis_order)
-    if sorted(order) != list(range(ndim)):
-        msg = f"{func}: axis_order must be a permutation of 0..{ndim - 1}, got {order}"
-        raise ArrowSparseValueError(msg)
-    return order
-
-
-def check_flag(func: str, arg: str, x: Any) -> bool:
-    """Check a boolean flag (numpy bools accepted)."""
-    if not isinstance(x, (bool, np.bool_)):
-        msg = f"{func}: {arg} must be True or False, got {type(x).__name__}"
-        raise ArrowSparseTypeError(msg)
-    return bool(x)
-
-
-def check_axis(func: str, axis: Any, ndim: int) -> int:
-    """Check an axis in ``[-ndim, ndim)``; return it non-negative."""
-    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
-        msg = f"{func}: axis must be None or an int, got {type(axis).__name__}"
-        raise ArrowSparseTypeError(msg)
-    if not -ndim <= axis < ndim:
-        msg = f"{func}: axis {axis} out of range for {ndim} dimensions"
-        raise ArrowSparseIndexError(msg)
-    return int(axis) % ndim
-
-
-def index_array(func: str, arg: str, x: Any, *, ndim: int = 1) -> np.ndarray:
-    """Return an int32 or int64 index array (other integer dtypes are widened to int64).
-
-    CuPy arrays are accepted and stay on their device.
-    """
-    arr = v.as_index_array(func, arg, x, ndim=ndim, device=True)
-    if arr.dtype not in INDEX_DTYPES:
-        arr = arr.astype(np.int64)
-    return arr
-
-
-def values_array(func: str, x: Any) -> np.ndarray:
-    """Return a 1-D bool, integer, float32 or float64 values array (numpy or CuPy)."""
-    arr = v.as_values_array(func, "values", x, device=True)
-    if arr.dtype == np.float16:
-        msg = f"{func}: values of dtype float16 are not supported; cast them to float32"
-        raise ArrowSparseTypeError(msg)
-    if arr.ndim != 1:
-        msg = f"{func}: values must be 1-dimensional, got shape {arr.shape}"
-        raise ArrowSparseValueError(msg)
-    return arr
-
-
-def check_in_range(func: str, arg: str, idx: np.ndarray, bound: int, window: Any = None) -> None:
-    """IndexError for an index outside ``[0, bound)`` among ``idx[lo:hi]``; positions absolute.
-
-    ``window`` is ``(lo, hi)`` on the host and a 2-element int64 device array on the
-    device (pointers are not read there), None for every index. On the device a check
-    kernel records the first bad position in the error word, raised by the caller's
-    ``device_checks`` (or the next check).
-    """
-    if is_cupy_array(idx):
-        _cuda_sparse().check_index_range(idx, bound, window)
-        return
-    lo, hi = (0, len(idx)) if window is None else window
-    part = idx[lo:hi]
-    bad = (part < 0) | (part >= bound)
-    if bad.any():
-        pos = v.first_true(bad)
-        msg = (f"{func}: {arg} out of range [0, {bound}) "
-               f"(first at position {pos + lo}: {part[pos].item()})")
-        raise ArrowSparseIndexError(msg)
-
-
 def _cuda_sparse() -> ModuleType:
     """Import the CUDA launchers of the family on first use (CuPy is not imported)."""
     return importlib.import_module("arrow_sparse.kernels.cuda.sparse")
@@ -569,13 +464,6 @@ def ends(func: str, ptr: np.ndarray) -> tuple[int, int]:
     """``(ptr[0], ptr[-1])`` on the host: one read on the device, raising its checks at once."""
     first, last = fetch(func, ptr[0], ptr[-1])
     return first, last
-
-
-def check_length(func: str, arg: str, arr: np.ndarray, length: int, what: str) -> None:
-    """Raise ValueError unless ``len(arr) == length``."""
-    if len(arr) != length:
-        msg = f"{func}: {arg} has {len(arr)} entries but {what} needs {length}"
-        raise ArrowSparseValueError(msg)
 
 
 def sum_dtype(dtype: np.dtype) -> np.dtype:
@@ -724,12 +612,7 @@ def dense_operand(func: str, arg: str, x: Any) -> np.ndarray:
         msg = (f"{func}: {arg} must be dense here, got a {type(x).__name__}; "
                "densify one operand with .to_dense()")
         raise ArrowSparseTypeError(msg)
-    arr = np.asarray(x) if np.isscalar(x) else v.as_values_array(func, arg, x, min_ndim=0,
-                                                                  device=True)
-    if arr.dtype.kind not in "biuf" or arr.dtype == np.float16:
-        msg = f"{func}: {arg} must be a bool, integer, float32 or float64 array, got {arr.dtype}"
-        raise ArrowSparseTypeError(msg)
-    return arr
+    return v.as_dense_operand(func, arg, x)
 
 
 def broadcast_gather(func: str, other: np.ndarray, shape: tuple[int, ...],

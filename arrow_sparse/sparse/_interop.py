@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from .. import _validate as v
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
-from . import _base as b
 
 if TYPE_CHECKING:
     from ._base import SparseTensor
@@ -156,7 +156,7 @@ def from_scipy(func: str, matrix: Any) -> SparseTensor:
 def to_scipy(x: SparseTensor, matrix: bool) -> Any:
     """Scipy ``coo``/``csr``/``csc`` array (or matrix) over the same buffers where possible."""
     func = f"{type(x).__name__}.to_scipy"
-    matrix = b.check_flag(func, "matrix", matrix)
+    matrix = v.check_bool(func, "matrix", matrix)
     sp = import_optional(func, "scipy.sparse")
     if matrix and x.ndim != 2:
         msg = f"{func}: matrix=True needs a 2-d tensor, got shape {x.shape}"

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ..jagged import Jagged
     from .csf import SparseCSF
 
-__all__ = ["array_list", "as_compressed", "build_levels", "check", "from_jagged_levels",
+__all__ = ["as_compressed", "build_levels", "check", "from_jagged_levels",
            "from_jagged_with_nulls", "getitem", "is_canonical", "jagged_shape", "level_coords",
            "select_fibres"]
 
@@ -64,7 +64,7 @@ def check(csf: SparseCSF) -> None:
         v.check_offsets(func, f"indptr[{k}]", ptr, len(csf.indices[k + 1]), device=True)
     window = None  # the reachable nodes of level k, computed on the device there
     for k in range(csf.ndim):
-        b.check_in_range(func, f"indices[{k}]", csf.indices[k], csf.shape[csf.axis_order[k]],
+        v.check_in_range(func, f"indices[{k}]", csf.indices[k], csf.shape[csf.axis_order[k]],
                          window)
         if k < csf.ndim - 1:
             window = b.pointer_window(csf.indptr[k], window)
@@ -199,18 +199,6 @@ def select_fibres(csf: SparseCSF, positions: np.ndarray, start: int, stop: int,
                           csf.axis_order, csf._canonical or None)
 
 
-def array_list(func: str, arg: str, x: Any, count: int) -> tuple[np.ndarray, ...]:
-    if getattr(x, "ndim", None) == 2 and getattr(x, "dtype", np.dtype(object)).kind in "iu":
-        x = [x[k] for k in range(x.shape[0])]  # a 2-d numpy or CuPy array: one row per level
-    if not isinstance(x, (list, tuple)):
-        msg = f"{func}: {arg} must be a list of {count} index arrays, got {type(x).__name__}"
-        raise ArrowSparseTypeError(msg)
-    if len(x) != count:
-        msg = f"{func}: {arg} has {len(x)} arrays but the shape needs {count}"
-        raise ArrowSparseValueError(msg)
-    return tuple(b.index_array(func, f"{arg}[{k}]", a) for k, a in enumerate(x))
-
-
 def _child_positions(func: str, part: np.ndarray) -> tuple[int, int, np.ndarray, np.ndarray]:
     """``(child_lo, child_hi, line, position)`` of the children of the rows ``part`` points to.
 
@@ -278,7 +266,7 @@ def from_jagged_with_nulls(func: str, levels: list[Jagged],
 def jagged_shape(func: str, shape: Sequence[int] | None, longest: list[int]) -> tuple[int, ...]:
     if shape is None:
         return tuple(longest)
-    dims = b.check_shape(func, shape, ndim=len(longest))
+    dims = v.check_shape(func, shape, ndim=len(longest))
     for k, (size, need) in enumerate(zip(dims, longest, strict=True)):
         if size < need:
             msg = f"{func}: shape[{k}] = {size} is smaller than the longest list there ({need})"

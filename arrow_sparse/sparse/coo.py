@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import _validate as v
 from .._backend import array_module, device_checks, get_kernel
 from ..errors import ArrowSparseValueError
 from . import _base as b
@@ -94,10 +95,10 @@ class SparseCOO(SparseTensor):
     def __init__(self, indices: Any, values: Any, shape: Any, *, validate: bool = True) -> None:
         func = "SparseCOO"
         xp = array_module(func, indices=indices, values=values)
-        validate = b.check_flag(func, "validate", validate)
-        dims = b.check_shape(func, shape)
-        idx = b.index_array(func, "indices", indices, ndim=2)
-        vals = b.values_array(func, values)
+        validate = v.check_bool(func, "validate", validate)
+        dims = v.check_shape(func, shape)
+        idx = v.as_sparse_indices(func, "indices", indices, ndim=2)
+        vals = v.as_sparse_values(func, values)
         if idx.shape[0] != len(dims):
             msg = (f"{func}: indices has {idx.shape[0]} rows but shape {dims} has "
                    f"{len(dims)} dimensions")
@@ -117,7 +118,7 @@ class SparseCOO(SparseTensor):
     def _new(cls, indices: np.ndarray, values: np.ndarray, shape: tuple[int, ...],
              canonical: bool | None = None) -> SparseCOO:
         out = cls.__new__(cls)
-        out.indices = indices if indices.dtype in b.INDEX_DTYPES else indices.astype(np.int64)
+        out.indices = indices if indices.dtype in v.INDEX_DTYPES else indices.astype(np.int64)
         out.values = values
         out.shape = shape
         out._canonical = canonical
@@ -187,7 +188,7 @@ class SparseCOO(SparseTensor):
 
     def _check(self) -> None:
         for axis, size in enumerate(self.shape):
-            b.check_in_range("SparseCOO", f"indices[{axis}]", self.indices[axis], size)
+            v.check_in_range("SparseCOO", f"indices[{axis}]", self.indices[axis], size)
 
     # --------------------------------------------------------------- constructors
     @classmethod
@@ -231,7 +232,7 @@ class SparseCOO(SparseTensor):
         """
         func = "SparseCOO.from_dense"
         arr = b.dense_operand(func, "dense", dense)
-        shape = b.check_shape(func, arr.shape)
+        shape = v.check_shape(func, arr.shape)
         nz = b.nonzero(func, arr)
         indices = b.module_of(arr).stack(nz).astype(np.int64, copy=False)
         return cls._new(indices, arr[nz], shape, canonical=True)
@@ -535,7 +536,7 @@ class SparseCOO(SparseTensor):
         from ._levels import build_levels
         from .csf import SparseCSF
 
-        order = b.check_axis_order("SparseCOO.to_csf", axis_order, self.ndim)
+        order = v.check_axis_order("SparseCOO.to_csf", axis_order, self.ndim)
         if self.ndim == 2:  # the compressed lines are the fibres
             return (self.to_csr() if order[0] == 0 else self.to_csc()).to_csf(order)
         keys, vals = self._sorted(order)
@@ -725,7 +726,7 @@ class SparseCOO(SparseTensor):
         total_dtype = b.sum_dtype(self.dtype)
         if axis is None:
             return self.values.sum(dtype=total_dtype)
-        ax = b.check_axis(func, axis, self.ndim)
+        ax = v.check_axis(func, axis, self.ndim)
         keep = [k for k in range(self.ndim) if k != ax]
         if not keep:
             return self.values.sum(dtype=total_dtype)
@@ -802,7 +803,7 @@ class SparseCOO(SparseTensor):
             indices = self.indices[::-1]
             order: tuple[int, ...] = tuple(reversed(range(self.ndim)))
         else:
-            order = b.check_axis_order("SparseCOO.transpose", axes, self.ndim)
+            order = v.check_axis_order("SparseCOO.transpose", axes, self.ndim)
             indices = self.indices[list(order)]
         shape = tuple(self.shape[a] for a in order)
         canonical = self._canonical if order == tuple(range(self.ndim)) else None

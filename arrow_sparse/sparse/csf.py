@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import _validate as v
 from .._backend import array_module, device_checks, fetch
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 from . import _base as b
@@ -118,15 +119,15 @@ class SparseCSF(SparseTensor):
                  axis_order: Sequence[int] | None = None, *, validate: bool = True) -> None:
         func = "SparseCSF"
         xp = array_module(func, indptr=indptr, indices=indices, values=values)
-        validate = b.check_flag(func, "validate", validate)
-        dims = b.check_shape(func, shape)
-        order = b.check_axis_order(func, axis_order, len(dims))
-        ptrs = lv.array_list(func, "indptr", indptr, len(dims) - 1)
-        idxs = lv.array_list(func, "indices", indices, len(dims))
-        vals = b.values_array(func, values)
-        b.check_length(func, "values", vals, len(idxs[-1]), "the last level of indices")
+        validate = v.check_bool(func, "validate", validate)
+        dims = v.check_shape(func, shape)
+        order = v.check_axis_order(func, axis_order, len(dims))
+        ptrs = v.check_index_list(func, "indptr", indptr, len(dims) - 1)
+        idxs = v.check_index_list(func, "indices", indices, len(dims))
+        vals = v.as_sparse_values(func, values)
+        v.check_length(func, "values", vals, len(idxs[-1]), "the last level of indices")
         for k, ptr in enumerate(ptrs):
-            b.check_length(func, f"indptr[{k}]", ptr, len(idxs[k]) + 1, f"indices[{k}]")
+            v.check_length(func, f"indptr[{k}]", ptr, len(idxs[k]) + 1, f"indices[{k}]")
         self.indptr: tuple[np.ndarray, ...] = ptrs
         self.indices: tuple[np.ndarray, ...] = idxs
         self.values: np.ndarray = vals
@@ -143,9 +144,9 @@ class SparseCSF(SparseTensor):
              values: np.ndarray, shape: tuple[int, ...], axis_order: tuple[int, ...],
              canonical: bool | None = None) -> SparseCSF:
         out = cls.__new__(cls)
-        out.indptr = tuple(p if p.dtype in b.INDEX_DTYPES else p.astype(np.int64)
+        out.indptr = tuple(p if p.dtype in v.INDEX_DTYPES else p.astype(np.int64)
                            for p in indptr)
-        out.indices = tuple(i if i.dtype in b.INDEX_DTYPES else i.astype(np.int64)
+        out.indices = tuple(i if i.dtype in v.INDEX_DTYPES else i.astype(np.int64)
                             for i in indices)
         out.values = values
         out.shape = tuple(shape)
@@ -291,8 +292,8 @@ class SparseCSF(SparseTensor):
         """
         func = "SparseCSF.from_dense"
         arr = b.dense_operand(func, "dense", dense)
-        shape = b.check_shape(func, arr.shape)
-        order = b.check_axis_order(func, axis_order, len(shape))
+        shape = v.check_shape(func, arr.shape)
+        order = v.check_axis_order(func, axis_order, len(shape))
         xp = b.module_of(arr)
         nz = b.nonzero(func, arr)
         keys = [xp.ascontiguousarray(nz[a], dtype=np.int64) for a in order]  # strided views
@@ -511,7 +512,7 @@ class SparseCSF(SparseTensor):
         if leaf.ndim != 1:
             msg = f"{func}: the leaf values must be scalars, got shape {leaf.shape}"
             raise ArrowSparseTypeError(msg)
-        b.values_array(func, leaf)
+        v.as_sparse_values(func, leaf)
         masks = [m for level in levels for m in (level.validity, level.values_validity)
                  if m is not None]
         nulls = not all(fetch(func, *[m.all() for m in masks]))
@@ -696,7 +697,7 @@ class SparseCSF(SparseTensor):
         """
         if axis_order is None:
             return self
-        order = b.check_axis_order("SparseCSF.to_csf", axis_order, self.ndim)
+        order = v.check_axis_order("SparseCSF.to_csf", axis_order, self.ndim)
         if order == self.axis_order:
             return self
         return self.to_coo().to_csf(order)
@@ -866,7 +867,7 @@ class SparseCSF(SparseTensor):
         if axis is None:
             lo, hi = self._ranges()[-1]
             return self.values[lo:hi].sum(dtype=b.sum_dtype(self.dtype))
-        b.check_axis("SparseCSF.sum", axis, self.ndim)
+        v.check_axis("SparseCSF.sum", axis, self.ndim)
         return self.to_coo().sum(axis)
 
     def multiply(self, other: Any) -> SparseCSF:
@@ -941,7 +942,7 @@ class SparseCSF(SparseTensor):
         if axes is None:
             perm: tuple[int, ...] = tuple(reversed(range(self.ndim)))
         else:
-            perm = b.check_axis_order("SparseCSF.transpose", axes, self.ndim)
+            perm = v.check_axis_order("SparseCSF.transpose", axes, self.ndim)
         new_of_old = {old: new for new, old in enumerate(perm)}
         order = tuple(new_of_old[a] for a in self.axis_order)
         shape = tuple(self.shape[a] for a in perm)

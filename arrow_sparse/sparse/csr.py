@@ -40,21 +40,21 @@ class _Compressed(SparseTensor):
                  validate: bool = True) -> None:
         func = type(self).__name__
         xp = array_module(func, indptr=indptr, indices=indices, values=values)
-        validate = b.check_flag(func, "validate", validate)
-        dims = b.check_shape(func, shape, ndim=2)
+        validate = v.check_bool(func, "validate", validate)
+        dims = v.check_shape(func, shape, ndim=2)
         num_major = dims[self._major]
         if validate and xp is np:
             ptr = v.check_offsets(func, "indptr", indptr)
         else:  # on the device the pointers are checked with the indices, by kernels
-            ptr = b.index_array(func, "indptr", indptr)
+            ptr = v.as_sparse_indices(func, "indptr", indptr)
             if len(ptr) == 0:
                 msg = f"{func}: indptr must have at least one element (number of rows + 1)"
                 raise ArrowSparseValueError(msg)
         if len(ptr) != num_major + 1:
             msg = f"{func}: indptr has {len(ptr)} entries but shape needs {num_major + 1}"
             raise ArrowSparseValueError(msg)
-        idx = b.index_array(func, "indices", indices)
-        vals = b.values_array(func, values)
+        idx = v.as_sparse_indices(func, "indices", indices)
+        vals = v.as_sparse_values(func, values)
         if len(idx) != len(vals) or (xp is np and len(idx) < ptr[-1]):
             at_least = "" if xp is not np else f", at least indptr[-1] = {ptr[-1]}"
             msg = (f"{func}: indices ({len(idx)}) and values ({len(vals)}) "
@@ -74,7 +74,7 @@ class _Compressed(SparseTensor):
              shape: tuple[int, ...], canonical: bool | None = None) -> Any:
         out = cls.__new__(cls)
         out.indptr = indptr
-        out.indices = indices if indices.dtype in b.INDEX_DTYPES else indices.astype(np.int64)
+        out.indices = indices if indices.dtype in v.INDEX_DTYPES else indices.astype(np.int64)
         out.values = values
         out.shape = tuple(shape)
         out._canonical = canonical
@@ -166,7 +166,7 @@ class _Compressed(SparseTensor):
     def _check(self) -> None:
         func = type(self).__name__
         v.check_offsets(func, "indptr", self.indptr, len(self.indices), device=True)
-        b.check_in_range(func, "indices", self.indices, self._num_minor,
+        v.check_in_range(func, "indices", self.indices, self._num_minor,
                          b.pointer_window(self.indptr))
 
     # --------------------------------------------------------------- constructors
@@ -206,7 +206,7 @@ class _Compressed(SparseTensor):
         """
         func = f"{cls.__name__}.from_dense"
         arr = b.dense_operand(func, "dense", dense)
-        shape = b.check_shape(func, arr.shape, ndim=2)
+        shape = v.check_shape(func, arr.shape, ndim=2)
         xp = b.module_of(arr)
         oriented = arr if cls._major == 0 else arr.T
         major, minor = b.nonzero(func, oriented)
@@ -483,7 +483,7 @@ class _Compressed(SparseTensor):
         """
         from .csf import SparseCSF
 
-        order = b.check_axis_order(f"{type(self).__name__}.to_csf", axis_order, 2)
+        order = v.check_axis_order(f"{type(self).__name__}.to_csf", axis_order, 2)
         if order[0] != self._major:
             other = self.to_csc() if self._major == 0 else self.to_csr()
             return other.to_csf(order)
@@ -582,7 +582,7 @@ class _Compressed(SparseTensor):
         """
         func = f"{type(self).__name__}.sum"
         total_dtype = b.sum_dtype(self.dtype)
-        ax = None if axis is None else b.check_axis(func, axis, 2)
+        ax = None if axis is None else v.check_axis(func, axis, 2)
         xp = self.xp
         if ax == 1 - self._major:  # reduce the minor axis: one value per major line
             out = xp.zeros(self._num_major, dtype=total_dtype)
@@ -743,7 +743,7 @@ class _Compressed(SparseTensor):
         >>> csr.T.indices is csr.indices
         True
         """
-        if axes is not None and b.check_axis_order(
+        if axes is not None and v.check_axis_order(
                 f"{type(self).__name__}.transpose", axes, 2) == (0, 1):
             return self
         from .csc import SparseCSC
@@ -1001,14 +1001,7 @@ def _matmul_operand(func: str, values: np.ndarray, other: Any, size: int, which:
                     ) -> np.ndarray:
     dense = b.dense_operand(func, "other", other)
     array_module(func, values=values, other=dense)
-    if dense.ndim not in (1, 2):
-        msg = f"{func}: other must be a 1-d or 2-d dense array, got shape {dense.shape}"
-        raise ArrowSparseValueError(msg)
-    got = dense.shape[0] if which == "first" else dense.shape[-1]
-    if got != size:
-        msg = (f"{func}: other has shape {dense.shape} but its {which} dimension must be "
-               f"{size} to match the matrix")
-        raise ArrowSparseValueError(msg)
+    v.check_operand_shape(func, dense, size, which)
     return dense
 
 
