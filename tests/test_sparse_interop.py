@@ -343,21 +343,23 @@ def test_torch_errors() -> None:
 def test_optional_import_error_names_pip(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
+    coo = asp.SparseCOO.from_dense(np.eye(2))
+    csr = coo.to_csr()  # before hiding pydata sparse: Numba's first compile looks for it
     monkeypatch.setitem(sys.modules, "torch", None)
     monkeypatch.setitem(sys.modules, "sparse", None)
     monkeypatch.setitem(sys.modules, "scipy.sparse", None)
-    coo = asp.SparseCOO.from_dense(np.eye(2))
-    with pytest.raises(ModuleNotFoundError, match=r"^SparseCOO.to_torch: needs the optional "
-                                                  r"dependency 'torch'; pip install "
-                                                  r"'arrow-sparse\[torch\]'"):
+    with pytest.raises(ModuleNotFoundError, match=r"^SparseCOO.to_torch: torch is required for "
+                                                  r"this but is not installed; install it with: "
+                                                  r"pip install 'arrow-sparse\[torch\]'$"):
         coo.to_torch()
-    with pytest.raises(ModuleNotFoundError, match=r"^SparseCOO.to_pydata_sparse: needs the "
-                                                  r"optional dependency 'sparse'; pip install "
-                                                  r"sparse$"):
+    with pytest.raises(ModuleNotFoundError, match=r"^SparseCOO.to_pydata_sparse: sparse is "
+                                                  r"required for this but is not installed; "
+                                                  r"install it with: pip install sparse$"):
         coo.to_pydata_sparse()
-    with pytest.raises(ModuleNotFoundError, match=r"^SparseCSR.to_scipy: needs the optional "
-                                                  r"dependency 'scipy.sparse'; pip install scipy$"):
-        coo.to_csr().to_scipy()
+    with pytest.raises(ModuleNotFoundError, match=r"^SparseCSR.to_scipy: scipy.sparse is "
+                                                  r"required for this but is not installed; "
+                                                  r"install it with: pip install scipy$"):
+        csr.to_scipy()
 
 
 # -------------------------------------------------------------------------- Jagged

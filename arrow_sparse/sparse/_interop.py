@@ -4,21 +4,21 @@ Each ``from_*`` reads a foreign object into the arrow_sparse format closest to i
 (zero-copy where the layouts agree) and the class methods convert from there. scipy,
 pydata ``sparse`` and torch are imported lazily: a foreign object is recognised by
 its module name first, so a wrong argument raises ``TypeError`` without importing
-anything, and a missing library raises ``ModuleNotFoundError`` with a pip hint.
+anything, and a missing library raises ``ModuleNotFoundError`` with a pip hint
+(:func:`arrow_sparse._optional.import_optional`).
 """
 
 from __future__ import annotations
 
-import importlib
 import warnings
 from collections.abc import Sequence
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
 from .. import _validate as v
+from .._optional import import_optional
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 
 if TYPE_CHECKING:
@@ -35,24 +35,10 @@ __all__ = [
     "from_pydata",
     "from_scipy",
     "from_torch",
-    "import_optional",
     "to_pydata",
     "to_scipy",
     "to_torch",
 ]
-
-_PIP_NAMES = {"scipy": "scipy", "sparse": "sparse", "torch": "'arrow-sparse[torch]'"}
-
-
-def import_optional(func: str, name: str) -> ModuleType:
-    """Import an optional dependency or raise ModuleNotFoundError with the pip command."""
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError:
-        pip_name = _PIP_NAMES[name.split(".")[0]]
-        msg = f"{func}: needs the optional dependency {name!r}; pip install {pip_name}"
-        raise ModuleNotFoundError(msg) from None
-
 
 def _top_module(x: Any) -> str:
     return type(x).__module__.split(".")[0]
@@ -139,7 +125,7 @@ def from_scipy(func: str, matrix: Any) -> SparseTensor:
     if _top_module(matrix) != "scipy":
         msg = f"{func}: expected a scipy.sparse array or matrix, got {type(matrix).__name__}"
         raise ArrowSparseTypeError(msg)
-    sp = import_optional(func, "scipy.sparse")
+    sp = import_optional("scipy.sparse", None, func=func)
     if not sp.issparse(matrix):
         msg = f"{func}: expected a scipy.sparse array or matrix, got {type(matrix).__name__}"
         raise ArrowSparseTypeError(msg)
@@ -157,7 +143,7 @@ def to_scipy(x: SparseTensor, matrix: bool) -> Any:
     """Scipy ``coo``/``csr``/``csc`` array (or matrix) over the same buffers where possible."""
     func = f"{type(x).__name__}.to_scipy"
     matrix = v.check_bool(func, "matrix", matrix)
-    sp = import_optional(func, "scipy.sparse")
+    sp = import_optional("scipy.sparse", None, func=func)
     if matrix and x.ndim != 2:
         msg = f"{func}: matrix=True needs a 2-d tensor, got shape {x.shape}"
         raise ArrowSparseValueError(msg)
@@ -187,7 +173,7 @@ def from_pydata(func: str, array: Any) -> SparseTensor:
     if _top_module(array) != "sparse":
         msg = f"{func}: expected a pydata sparse array, got {type(array).__name__}"
         raise ArrowSparseTypeError(msg)
-    sparse = import_optional(func, "sparse")
+    sparse = import_optional("sparse", None, func=func)
     if not isinstance(array, sparse.SparseArray):
         msg = f"{func}: expected a pydata sparse array, got {type(array).__name__}"
         raise ArrowSparseTypeError(msg)
@@ -206,7 +192,7 @@ def from_pydata(func: str, array: Any) -> SparseTensor:
 def to_pydata(x: SparseTensor) -> Any:
     """Pydata ``sparse.COO`` (COO) or ``sparse.GCXS`` (CSR/CSC)."""
     func = f"{type(x).__name__}.to_pydata_sparse"
-    sparse = import_optional(func, "sparse")
+    sparse = import_optional("sparse", None, func=func)
     if x.format == "coo":
         coo: Any = x
         canonical = coo.is_canonical
@@ -236,7 +222,7 @@ def from_torch(func: str, tensor: Any) -> SparseTensor:
     if _top_module(tensor) != "torch":
         msg = f"{func}: expected a torch.Tensor, got {type(tensor).__name__}"
         raise ArrowSparseTypeError(msg)
-    torch = import_optional(func, "torch")
+    torch = import_optional("torch", "torch", func=func)
     if not isinstance(tensor, torch.Tensor):
         msg = f"{func}: expected a torch.Tensor, got {type(tensor).__name__}"
         raise ArrowSparseTypeError(msg)
@@ -275,7 +261,7 @@ def _writable(x: np.ndarray, dtype: Any = None) -> np.ndarray:
 def to_torch(x: SparseTensor) -> Any:
     """Torch sparse COO/CSR/CSC tensor over the same buffers where possible."""
     func = f"{type(x).__name__}.to_torch"
-    torch = import_optional(func, "torch")
+    torch = import_optional("torch", "torch", func=func)
     size = x.shape
     # The arrays were checked on construction: torch's own invariant checks are skipped.
     if x.format == "coo":
