@@ -9,18 +9,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import _validate as v
-from .._backend import array_module, device_checks, get_kernel
+from .._backend import array_module, device_checks, get_kernel, module_of
 from ..errors import ArrowSparseValueError
-from . import _base as b
+from . import _common as cm
 from . import _interop
-from ._base import SparseTensor
+from ._levels import build_levels
+from .tensor import SparseTensor
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-    from .csc import SparseCSC
-    from .csf import SparseCSF
-    from .csr import SparseCSR
 
 __all__ = ["SparseCOO"]
 
@@ -158,7 +155,7 @@ class SparseCOO(SparseTensor):
         False
         """
         if self._canonical is None:
-            self._canonical = b.lex_order(self._rows(), "SparseCOO.is_canonical")[1]
+            self._canonical = cm.lex_order(self._rows(), "SparseCOO.is_canonical")[1]
         return self._canonical
 
     def validate(self) -> SparseCOO:
@@ -231,10 +228,10 @@ class SparseCOO(SparseTensor):
         array([10, 20, 30])
         """
         func = "SparseCOO.from_dense"
-        arr = b.dense_operand(func, "dense", dense)
+        arr = cm.dense_operand(func, "dense", dense)
         shape = v.check_shape(func, arr.shape)
-        nz = b.nonzero(func, arr)
-        indices = b.module_of(arr).stack(nz).astype(np.int64, copy=False)
+        nz = cm.nonzero(func, arr)
+        indices = module_of(arr).stack(nz).astype(np.int64, copy=False)
         return cls._new(indices, arr[nz], shape, canonical=True)
 
     @classmethod
@@ -374,7 +371,7 @@ class SparseCOO(SparseTensor):
                              _interop.from_torch("SparseCOO.from_torch", tensor))
 
     # ---------------------------------------------------------------- exporters
-    @b.checked
+    @cm.checked
     def to_dense(self) -> np.ndarray:
         """Dense array of ``shape``; repeated coordinates add up (bools: logical or).
 
@@ -404,7 +401,7 @@ class SparseCOO(SparseTensor):
 
     def _sorted(self, order: Sequence[int]) -> tuple[list[np.ndarray], np.ndarray]:
         """Coordinates (in ``order``) and values sorted lexicographically; views if sorted."""
-        return b.sorted_coords([self.indices[a] for a in order], [self.shape[a] for a in order],
+        return cm.sorted_coords([self.indices[a] for a in order], [self.shape[a] for a in order],
                                self.values)
 
     def _compressed(self, major: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -416,20 +413,20 @@ class SparseCOO(SparseTensor):
         """
         keys = [self.indices[major], self.indices[1 - major]]
         xp = self.xp
-        if xp is np and b.lex_order(keys)[0]:  # on the device the check would synchronise
+        if xp is np and cm.lex_order(keys)[0]:  # on the device the check would synchronise
             return _counts_to_indptr(keys[0], self.shape[major]), keys[1], self.values
         num_minor = self.shape[1 - major]
         return get_kernel("sparse", "coo_to_compressed", xp)(  # type: ignore[no-any-return]
             keys[0], keys[1], self.values, self.shape[major],
-            num_minor if b.counting_range(num_minor, self.nnz) else None)
+            num_minor if cm.counting_range(num_minor, self.nnz) else None)
 
     def _check_2d(self, func: str) -> None:
         if self.ndim != 2:
             msg = f"{func}: needs a 2-d tensor, got shape {self.shape}"
             raise ArrowSparseValueError(msg)
 
-    @b.checked
-    def to_csr(self) -> SparseCSR:
+    @cm.checked
+    def to_csr(self) -> SparseTensor:
         """Compressed sparse row matrix (2-d only): entries sorted by (row, column).
 
         Returns
@@ -457,15 +454,14 @@ class SparseCOO(SparseTensor):
         >>> csr.indptr, csr.indices
         (array([0, 2, 4, 7, 8]), array([0, 1, 1, 3, 2, 3, 4, 5]))
         """
-        from .csr import SparseCSR
-
         self._check_2d("SparseCOO.to_csr")
         indptr, cols, vals = self._compressed(0)
-        csr: SparseCSR = SparseCSR._new(indptr, cols, vals, self.shape, self._canonical or None)
+        csr: SparseTensor = self._format("csr")._new(indptr, cols, vals, self.shape,
+                                                     self._canonical or None)
         return csr
 
-    @b.checked
-    def to_csc(self) -> SparseCSC:
+    @cm.checked
+    def to_csc(self) -> SparseTensor:
         """Compressed sparse column matrix (2-d only): entries sorted by (column, row).
 
         Returns
@@ -486,14 +482,13 @@ class SparseCOO(SparseTensor):
         >>> csc.indptr, csc.indices, csc.values
         (array([0, 2, 2, 3]), array([0, 1, 0]), array([1, 3, 2]))
         """
-        from .csc import SparseCSC
-
         self._check_2d("SparseCOO.to_csc")
         indptr, rows, vals = self._compressed(1)
-        csc: SparseCSC = SparseCSC._new(indptr, rows, vals, self.shape, self._canonical or None)
+        csc: SparseTensor = self._format("csc")._new(indptr, rows, vals, self.shape,
+                                                     self._canonical or None)
         return csc
 
-    def to_csf(self, axis_order: Sequence[int] | None = None) -> SparseCSF:
+    def to_csf(self, axis_order: Sequence[int] | None = None) -> SparseTensor:
         """Compressed sparse fibres in ``axis_order`` (default ``0, 1, ..., ndim - 1``).
 
         Built as in the Compressed Sparse Fibers post: sort the coordinate tuples in
@@ -533,16 +528,15 @@ class SparseCOO(SparseTensor):
         >>> csf.values
         array([1., 2., 3., 4., 5., 6., 8., 7.])
         """
-        from ._levels import build_levels
-        from .csf import SparseCSF
-
         order = v.check_axis_order("SparseCOO.to_csf", axis_order, self.ndim)
         if self.ndim == 2:  # the compressed lines are the fibres
             return (self.to_csr() if order[0] == 0 else self.to_csc()).to_csf(order)
         keys, vals = self._sorted(order)
         indptr, indices = build_levels("SparseCOO.to_csf", keys)
         canonical = True if self._canonical and order == tuple(range(self.ndim)) else None
-        return SparseCSF._new(indptr, indices, vals, self.shape, order, canonical)
+        csf: SparseTensor = self._format("csf")._new(indptr, indices, vals, self.shape, order,
+                                                     canonical)
+        return csf
 
     def to_arrow(self) -> pa.SparseCOOTensor:
         """Convert to a ``pyarrow.SparseCOOTensor``.
@@ -563,7 +557,7 @@ class SparseCOO(SparseTensor):
                [2., 0.]])
         """
         self._on_host("to_arrow")
-        return _interop.coo_to_arrow(self)
+        return _interop.coo_to_arrow(self.indices, self.values, self.shape)
 
     def to_scipy(self, *, matrix: bool = False) -> Any:
         """Convert to a ``scipy.sparse.coo_array`` (or ``coo_matrix``).
@@ -651,7 +645,7 @@ class SparseCOO(SparseTensor):
         return _interop.to_torch(self)
 
     # --------------------------------------------------------------- operations
-    @b.checked
+    @cm.checked
     def canonical(self) -> SparseCOO:
         """Sorted row-major with duplicates summed (explicit zeros are kept).
 
@@ -685,10 +679,10 @@ class SparseCOO(SparseTensor):
             get_kernel("sparse", "expand_major", xp)(indptr, indices[0])
             indices[1] = cols
             return SparseCOO._new(indices, vals, self.shape, canonical=True)
-        keys, vals = b.sum_sorted_runs(*self._sorted(range(self.ndim)))
+        keys, vals = cm.sum_sorted_runs(*self._sorted(range(self.ndim)))
         return SparseCOO._new(xp.stack(keys), vals, self.shape, canonical=True)
 
-    @b.checked
+    @cm.checked
     def sum(self, axis: int | None = None) -> Any:
         """Sum of all entries, or along one axis (a dense result).
 
@@ -723,7 +717,7 @@ class SparseCOO(SparseTensor):
         array([4, 0, 2])
         """
         func = "SparseCOO.sum"
-        total_dtype = b.sum_dtype(self.dtype)
+        total_dtype = cm.sum_dtype(self.dtype)
         if axis is None:
             return self.values.sum(dtype=total_dtype)
         ax = v.check_axis(func, axis, self.ndim)
@@ -733,7 +727,7 @@ class SparseCOO(SparseTensor):
         xp = self.xp
         out = xp.zeros([self.shape[k] for k in keep], dtype=total_dtype)
         if self.nnz and out.size:
-            flat = b.ravel_coords([self.indices[k] for k in keep], out.shape)
+            flat = cm.ravel_coords([self.indices[k] for k in keep], out.shape)
             get_kernel("sparse", "scatter_add", xp)(out.reshape(-1), flat,
                                                     self.values.astype(total_dtype, copy=False))
         return out
@@ -770,7 +764,7 @@ class SparseCOO(SparseTensor):
         array([-1.,  2.])
         """
         func = "SparseCOO.multiply"
-        vals = self.values * b.multiplier(func, self.values, other, self.shape, self._rows)
+        vals = self.values * cm.multiplier(func, self.values, other, self.shape, self._rows)
         return SparseCOO._new(self.indices, vals, self.shape, self._canonical)
 
     def transpose(self, axes: Sequence[int] | None = None) -> SparseCOO:
@@ -828,11 +822,11 @@ def scatter_dense(coords: list[np.ndarray], values: np.ndarray, shape: tuple[int
     numpy or CuPy, by the ``scatter_add`` kernel; a bool is set by a scatter of True
     (False entries go to a spare slot past the end), whatever the order.
     """
-    xp = b.module_of(values)
+    xp = module_of(values)
     size = math.prod(shape)
     if len(values) == 0:
         return xp.zeros(shape, dtype=values.dtype)
-    flat = b.ravel_coords(coords, shape)
+    flat = cm.ravel_coords(coords, shape)
     if values.dtype.kind == "b":
         hit = xp.zeros(size + 1, dtype=bool)
         hit[xp.where(values, flat, size)] = True

@@ -91,7 +91,7 @@ class SparseCSC(_Compressed):
                [4., 0.]])
         """
         self._on_host("to_arrow")
-        return _interop.compressed_to_arrow(self)
+        return _interop.compressed_to_arrow("csc", *self._compact(), self.shape)
 
     def to_scipy(self, *, matrix: bool = False) -> Any:
         """Convert to a ``scipy.sparse.csc_array`` (or ``csc_matrix``).

@@ -11,23 +11,21 @@ the next level's buffer and may start above zero, like list offsets, so a sub-tr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, cast
 
 import numpy as np
 
 from .. import _validate as v
-from .._backend import array_module, device_checks, fetch
-from ..errors import ArrowSparseTypeError, ArrowSparseValueError
-from . import _base as b
+from .._backend import array_module, device_checks, fetch, module_of
+from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
+from ..jagged import Jagged
+from . import _common as cm
 from . import _interop
 from . import _levels as lv
-from ._base import SparseTensor
-
-if TYPE_CHECKING:
-    from ..jagged import Jagged
-    from .coo import SparseCOO
-    from .csc import SparseCSC
-    from .csr import SparseCSR
+from .coo import SparseCOO
+from .csc import SparseCSC
+from .csr import SparseCSR
+from .tensor import SparseTensor
 
 __all__ = ["SparseCSF"]
 
@@ -136,7 +134,7 @@ class SparseCSF(SparseTensor):
         self._canonical: bool | None = None
         self._range_cache: list[tuple[int, int]] | None = None
         if validate:
-            lv.check(self)
+            lv.check(func, ptrs, idxs, dims, order)
             device_checks(func, xp)
 
     @classmethod
@@ -174,7 +172,7 @@ class SparseCSF(SparseTensor):
             windows: list[Any] = []
             window = None
             for ptr in self.indptr:
-                window = b.pointer_window(ptr, window)
+                window = cm.pointer_window(ptr, window)
                 windows.append(window)
             if self.xp is not np:
                 flat = fetch("SparseCSF", *[w[i] for w in windows for i in (0, 1)])
@@ -213,7 +211,7 @@ class SparseCSF(SparseTensor):
         return hi - lo
 
     @property
-    @b.checked
+    @cm.checked
     def is_canonical(self) -> bool:
         """Whether every fibre's children are strictly increasing and no node is childless.
 
@@ -223,7 +221,7 @@ class SparseCSF(SparseTensor):
         False
         """
         if self._canonical is None:
-            self._canonical = lv.is_canonical(self)
+            self._canonical = lv.is_canonical(self.indptr, self.indices, self._ranges())
         return self._canonical
 
     def validate(self) -> SparseCSF:
@@ -252,7 +250,7 @@ class SparseCSF(SparseTensor):
         >>> csf.validate().nnz
         1
         """
-        lv.check(self)
+        lv.check("SparseCSF", self.indptr, self.indices, self.shape, self.axis_order)
         device_checks("SparseCSF.validate", self.xp, wait=True)
         return self
 
@@ -291,13 +289,13 @@ class SparseCSF(SparseTensor):
         ((array([0, 2]), array([1, 0, 1])), array([2., 1., 3.]))
         """
         func = "SparseCSF.from_dense"
-        arr = b.dense_operand(func, "dense", dense)
+        arr = cm.dense_operand(func, "dense", dense)
         shape = v.check_shape(func, arr.shape)
         order = v.check_axis_order(func, axis_order, len(shape))
-        xp = b.module_of(arr)
-        nz = b.nonzero(func, arr)
+        xp = module_of(arr)
+        nz = cm.nonzero(func, arr)
         keys = [xp.ascontiguousarray(nz[a], dtype=np.int64) for a in order]  # strided views
-        keys, vals = b.sorted_coords(keys, [shape[a] for a in order], arr[nz])
+        keys, vals = cm.sorted_coords(keys, [shape[a] for a in order], arr[nz])
         indptr, indices = lv.build_levels(func, keys)
         return cls._new(indptr, indices, vals, shape, order, canonical=True)
 
@@ -347,7 +345,7 @@ class SparseCSF(SparseTensor):
         got = _interop.from_arrow(func, tensor, axis_order=axis_order)
         if isinstance(got, SparseCSF):
             return got
-        return got.to_csf(axis_order)
+        return cast(SparseCSF, got.to_csf(axis_order))
 
     @classmethod
     def from_scipy(cls, matrix: Any, axis_order: Sequence[int] | None = None) -> SparseCSF:
@@ -379,7 +377,7 @@ class SparseCSF(SparseTensor):
         (array([0, 1]), array([1, 0], dtype=int32))
         """
         got = _interop.from_scipy("SparseCSF.from_scipy", matrix)
-        return got.to_csf(axis_order)
+        return cast(SparseCSF, got.to_csf(axis_order))
 
     @classmethod
     def from_pydata_sparse(cls, array: Any,
@@ -411,7 +409,7 @@ class SparseCSF(SparseTensor):
         2
         """
         got = _interop.from_pydata("SparseCSF.from_pydata_sparse", array)
-        return got.to_csf(axis_order)
+        return cast(SparseCSF, got.to_csf(axis_order))
 
     @classmethod
     def from_torch(cls, tensor: Any, axis_order: Sequence[int] | None = None) -> SparseCSF:
@@ -441,7 +439,7 @@ class SparseCSF(SparseTensor):
         2
         """
         got = _interop.from_torch("SparseCSF.from_torch", tensor)
-        return got.to_csf(axis_order)
+        return cast(SparseCSF, got.to_csf(axis_order))
 
     @classmethod
     def from_jagged(cls, jagged: Jagged, shape: Sequence[int] | None = None) -> SparseCSF:
@@ -499,8 +497,6 @@ class SparseCSF(SparseTensor):
         >>> np.array_equal(csf.to_dense(), j.to_padded(pad_value=0.0))
         True
         """
-        from ..jagged import Jagged
-
         func = "SparseCSF.from_jagged"
         if not isinstance(jagged, Jagged):
             msg = f"{func}: expected a Jagged, got {type(jagged).__name__}"
@@ -517,8 +513,10 @@ class SparseCSF(SparseTensor):
                  if m is not None]
         nulls = not all(fetch(func, *[m.all() for m in masks]))
         if nulls:
-            return lv.from_jagged_with_nulls(func, levels, shape)
-        return lv.from_jagged_levels(func, levels, shape)
+            indices, values, dims = lv.jagged_with_nulls(func, levels, shape)
+            return cast(SparseCSF, SparseCOO._new(indices, values, dims).to_csf())
+        indptr, coords, leaf, dims = lv.jagged_levels(func, levels, shape)
+        return cls._new(indptr, coords, leaf, dims, tuple(range(len(dims))))
 
     # ------------------------------------------------------------------ exporters
     def to_jagged(self) -> Jagged:
@@ -553,8 +551,6 @@ class SparseCSF(SparseTensor):
         >>> asp.SparseCSF.from_jagged(j).to_jagged().to_list()
         [[[1.0, 2.0], [3.0]], [], [[4.0, 5.0, 6.0]]]
         """
-        from ..jagged import Jagged
-
         if self.ndim < 2:
             msg = "SparseCSF.to_jagged: a 1-d tensor has no pointer level to use as offsets"
             raise ArrowSparseValueError(msg)
@@ -598,9 +594,7 @@ class SparseCSF(SparseTensor):
         array([[0, 2, 2],
                [1, 0, 1]])
         """
-        from .coo import SparseCOO
-
-        coords = lv.level_coords(self)
+        coords = lv.level_coords(self.indptr, self.indices, self._ranges())
         lo, hi = self._ranges()[-1]
         dtype = np.result_type(*[c.dtype for c in coords])
         indices = self.xp.empty((self.ndim, hi - lo), dtype=dtype)
@@ -610,7 +604,7 @@ class SparseCSF(SparseTensor):
         canonical = True if identity and self._canonical else None
         return SparseCOO._new(indices, self.values[lo:hi], self.shape, canonical)
 
-    @b.checked
+    @cm.checked
     def to_csr(self) -> SparseCSR:
         """Convert this 2-d tensor to a :class:`SparseCSR`.
 
@@ -632,16 +626,15 @@ class SparseCSF(SparseTensor):
         >>> csf.to_csr().indptr
         array([0, 1, 1, 3])
         """
-        from .csr import SparseCSR
-
         self._check_2d("SparseCSF.to_csr")
-        parts = lv.as_compressed(self, 0)
+        parts = lv.as_compressed(self.indptr, self.indices, self.values, self.shape,
+                                 self.axis_order, 0)
         if parts is None:
-            return self.to_coo().to_csr()
+            return cast(SparseCSR, self.to_coo().to_csr())
         csr: SparseCSR = SparseCSR._new(*parts, self.shape, self._canonical or None)
         return csr
 
-    @b.checked
+    @cm.checked
     def to_csc(self) -> SparseCSC:
         """Convert this 2-d tensor to a :class:`SparseCSC`.
 
@@ -662,12 +655,11 @@ class SparseCSF(SparseTensor):
         >>> csf.to_csc().indptr
         array([0, 1, 3])
         """
-        from .csc import SparseCSC
-
         self._check_2d("SparseCSF.to_csc")
-        parts = lv.as_compressed(self, 1)
+        parts = lv.as_compressed(self.indptr, self.indices, self.values, self.shape,
+                                 self.axis_order, 1)
         if parts is None:
-            return self.to_coo().to_csc()
+            return cast(SparseCSC, self.to_coo().to_csc())
         csc: SparseCSC = SparseCSC._new(*parts, self.shape, self._canonical or None)
         return csc
 
@@ -700,7 +692,7 @@ class SparseCSF(SparseTensor):
         order = v.check_axis_order("SparseCSF.to_csf", axis_order, self.ndim)
         if order == self.axis_order:
             return self
-        return self.to_coo().to_csf(order)
+        return cast(SparseCSF, self.to_coo().to_csf(order))
 
     def to_arrow(self) -> Any:
         """Convert to a ``pyarrow.SparseCSFTensor`` (with its ``axis_order``).
@@ -728,7 +720,9 @@ class SparseCSF(SparseTensor):
                [2, 3]])
         """
         self._on_host("to_arrow")
-        return _interop.csf_to_arrow(self._compact())
+        compact = self._compact()
+        return _interop.csf_to_arrow(compact.indptr, compact.indices, compact.values, self.shape,
+                                     self.axis_order)
 
     def to_scipy(self, *, matrix: bool = False) -> Any:
         """Convert to a scipy ``coo_array`` (``coo_matrix`` with ``matrix=True``).
@@ -866,7 +860,7 @@ class SparseCSF(SparseTensor):
         """
         if axis is None:
             lo, hi = self._ranges()[-1]
-            return self.values[lo:hi].sum(dtype=b.sum_dtype(self.dtype))
+            return self.values[lo:hi].sum(dtype=cm.sum_dtype(self.dtype))
         v.check_axis("SparseCSF.sum", axis, self.ndim)
         return self.to_coo().sum(axis)
 
@@ -904,10 +898,10 @@ class SparseCSF(SparseTensor):
         compact = self._compact()
 
         def coords() -> list[np.ndarray]:
-            levels = lv.level_coords(compact)
+            levels = lv.level_coords(compact.indptr, compact.indices, compact._ranges())
             return [levels[self.axis_order.index(d)] for d in range(self.ndim)]
 
-        new = compact.values * b.multiplier(func, compact.values, other, self.shape, coords)
+        new = compact.values * cm.multiplier(func, compact.values, other, self.shape, coords)
         return SparseCSF._new(compact.indptr, compact.indices, new, self.shape,
                               self.axis_order, self._canonical)
 
@@ -966,4 +960,67 @@ class SparseCSF(SparseTensor):
 
         ``csf[i]`` drops that dimension; ``csf[a:b]`` keeps it with size ``b - a``.
         """
-        return lv.getitem(self, key)
+        func = "SparseCSF"
+        top = self.indices[0]
+        size = self.shape[self.axis_order[0]]
+        if isinstance(key, slice):
+            start, stop, step = key.indices(size)
+            if step != 1:
+                msg = f"{func}: slices must have step 1; convert with to_coo() for other orders"
+                raise ArrowSparseValueError(msg)
+            stop = max(start, stop)
+            positions = cm.flatnonzero(func, (top >= start) & (top < stop))
+            return self._select_fibres(positions, start, stop, drop=False)
+        if isinstance(key, (bool, np.bool_)) or not isinstance(key, (int, np.integer)):
+            msg = (f"{func}: sub-fibres are selected with an int or a slice along the "
+                   f"outermost stored dimension, got {type(key).__name__}")
+            raise ArrowSparseTypeError(msg)
+        i = int(key)
+        if not -size <= i < size:
+            msg = (f"{func}: index {i} out of range for dimension {self.axis_order[0]} "
+                   f"of size {size}")
+            raise ArrowSparseIndexError(msg)
+        i %= size
+        return self._select_fibres(cm.flatnonzero(func, top == i), i, i + 1, drop=True)
+
+    def _select_fibres(self, positions: np.ndarray, start: int, stop: int, drop: bool) -> Any:
+        """Select the sub-fibres of the level-0 nodes at ``positions`` (coordinates ``start:stop``).
+
+        Views when those nodes are contiguous; ``drop`` removes the outer dimension (an
+        integer index). An unsorted outer level is gathered through COO (copies). On the
+        device the first and last positions and their pointers are read back.
+        """
+        func = "SparseCSF"
+        a0 = self.axis_order[0]
+        p = q = 0
+        if len(positions):
+            p, last = cm.ends(func, positions)
+            q = last + 1
+        if q - p != len(positions):  # not contiguous
+            coo = self.to_coo()
+            keep = cm.flatnonzero(func, (coo.indices[a0] >= start) & (coo.indices[a0] < stop))
+            idx = coo.indices[:, keep]
+            idx[a0] = idx[a0] - start
+            dims = list(self.shape)
+            dims[a0] = stop - start
+            sub = SparseCOO._new(idx, coo.values[keep], tuple(dims)).to_csf(self.axis_order)
+            return sub[0] if drop else sub  # type: ignore[index]
+        if drop:
+            if self.ndim == 1:
+                return self.values[p:q].sum(dtype=self.dtype)
+            shape = tuple(s for d, s in enumerate(self.shape) if d != a0)
+            order = tuple(a - (a > a0) for a in self.axis_order[1:])
+            ptr0 = self.indptr[0]
+            lo, hi = fetch(func, ptr0[p], ptr0[q]) if len(positions) else fetch(func, ptr0[0]) * 2
+            indices = (self.indices[1][lo:hi],) + self.indices[2:]
+            indptr = (self.indptr[1][lo:hi + 1],) + self.indptr[2:] if self.ndim > 2 else ()
+            values = self.values[lo:hi] if self.ndim == 2 else self.values
+            return SparseCSF._new(indptr, indices, values, shape, order, self._canonical or None)
+        shape_list = list(self.shape)
+        shape_list[a0] = stop - start
+        top = self.indices[0][p:q]
+        top = top - start if start else top
+        indptr = (self.indptr[0][p:q + 1],) + self.indptr[1:] if self.ndim > 1 else ()
+        values = self.values[p:q] if self.ndim == 1 else self.values
+        return SparseCSF._new(indptr, (top,) + self.indices[1:], values, tuple(shape_list),
+                              self.axis_order, self._canonical or None)

@@ -10,22 +10,18 @@ is a view (``csr[a:b]``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from .. import _validate as v
-from .._backend import array_module, device_checks, get_kernel, host_only
+from .._backend import array_module, device_checks, get_kernel, host_only, module_of
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged, computes
-from . import _base as b
+from . import _common as cm
 from . import _interop
-from ._base import SparseTensor
-
-if TYPE_CHECKING:
-    from .coo import SparseCOO
-    from .csc import SparseCSC
-    from .csf import SparseCSF
+from .coo import SparseCOO
+from .tensor import SparseTensor
 
 __all__ = ["SparseCSR"]
 
@@ -95,7 +91,7 @@ class _Compressed(SparseTensor):
 
     def _range(self) -> tuple[int, int]:
         """``(indptr[0], indptr[-1])``: one read on the device (raising its checks at once)."""
-        return b.ends(type(self).__name__, self.indptr)
+        return cm.ends(type(self).__name__, self.indptr)
 
     def _compact(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(indptr, indices, values)`` with ``indptr`` starting at zero (views if it does)."""
@@ -117,7 +113,7 @@ class _Compressed(SparseTensor):
         return stop - start
 
     @property
-    @b.checked
+    @cm.checked
     def is_canonical(self) -> bool:
         """Whether every major line has strictly increasing indices (sorted, no duplicates).
 
@@ -167,7 +163,7 @@ class _Compressed(SparseTensor):
         func = type(self).__name__
         v.check_offsets(func, "indptr", self.indptr, len(self.indices), device=True)
         v.check_in_range(func, "indices", self.indices, self._num_minor,
-                         b.pointer_window(self.indptr))
+                         cm.pointer_window(self.indptr))
 
     # --------------------------------------------------------------- constructors
     @classmethod
@@ -205,11 +201,11 @@ class _Compressed(SparseTensor):
         array([0, 1, 3, 4, 6, 7, 8])
         """
         func = f"{cls.__name__}.from_dense"
-        arr = b.dense_operand(func, "dense", dense)
+        arr = cm.dense_operand(func, "dense", dense)
         shape = v.check_shape(func, arr.shape, ndim=2)
-        xp = b.module_of(arr)
+        xp = module_of(arr)
         oriented = arr if cls._major == 0 else arr.T
-        major, minor = b.nonzero(func, oriented)
+        major, minor = cm.nonzero(func, oriented)
         lines = xp.arange(oriented.shape[0] + 1, dtype=np.int64)
         indptr = xp.searchsorted(major, lines, side="left").astype(np.int64, copy=False)
         return cls._new(indptr, xp.ascontiguousarray(minor, dtype=np.int64), oriented[major, minor],
@@ -343,7 +339,7 @@ class _Compressed(SparseTensor):
         return cls._from_any(func, _interop.from_torch(func, tensor))
 
     # ------------------------------------------------------------------ exporters
-    @b.checked
+    @cm.checked
     def to_dense(self) -> np.ndarray:
         """Dense ``[rows, columns]`` array; repeated entries add up (bools: logical or).
 
@@ -386,8 +382,6 @@ class _Compressed(SparseTensor):
         array([[0, 0, 1],
                [0, 2, 1]])
         """
-        from .coo import SparseCOO
-
         start, stop = self._range()
         dtype = self.indices.dtype if self._num_major <= np.iinfo(self.indices.dtype).max \
             else np.dtype(np.int64)
@@ -401,7 +395,7 @@ class _Compressed(SparseTensor):
         return get_kernel("sparse", "compressed_transpose", self.xp)(  # type: ignore[no-any-return]
             self.indptr, self.indices, self.values, self._num_minor)
 
-    @b.checked
+    @cm.checked
     def to_csr(self) -> SparseCSR:
         """Convert to CSR: itself for a :class:`SparseCSR`; a counting sort from CSC.
 
@@ -424,8 +418,8 @@ class _Compressed(SparseTensor):
         csr: SparseCSR = SparseCSR._new(ptr, idx, vals, self.shape, self._canonical or None)
         return csr
 
-    @b.checked
-    def to_csc(self) -> SparseCSC:
+    @cm.checked
+    def to_csc(self) -> SparseTensor:
         """Convert to CSC: itself for a :class:`SparseCSC`; a counting sort from CSR.
 
         Returns
@@ -443,15 +437,14 @@ class _Compressed(SparseTensor):
         >>> csc.indptr, csc.indices
         (array([0, 1, 3, 4, 6, 7, 8]), array([0, 0, 1, 2, 1, 2, 2, 3]))
         """
-        from .csc import SparseCSC
-
-        if isinstance(self, SparseCSC):
+        if self._major == 1:
             return self
         ptr, idx, vals = self._transposed_layout()
-        csc: SparseCSC = SparseCSC._new(ptr, idx, vals, self.shape, self._canonical or None)
+        csc: SparseTensor = self._format("csc")._new(ptr, idx, vals, self.shape,
+                                                     self._canonical or None)
         return csc
 
-    def to_csf(self, axis_order: Sequence[int] | None = None) -> SparseCSF:
+    def to_csf(self, axis_order: Sequence[int] | None = None) -> SparseTensor:
         """Compressed sparse fibres (``axis_order`` default ``(0, 1)``).
 
         Parameters
@@ -481,20 +474,20 @@ class _Compressed(SparseTensor):
         >>> csf.indptr, csf.indices
         ((array([0, 2, 3]),), (array([0, 2]), array([0, 1, 1])))
         """
-        from .csf import SparseCSF
-
         order = v.check_axis_order(f"{type(self).__name__}.to_csf", axis_order, 2)
         if order[0] != self._major:
             other = self.to_csc() if self._major == 0 else self.to_csr()
             return other.to_csf(order)
         xp = self.xp
-        nonempty = b.flatnonzero(f"{type(self).__name__}.to_csf", xp.diff(self.indptr))
+        nonempty = cm.flatnonzero(f"{type(self).__name__}.to_csf", xp.diff(self.indptr))
         if len(nonempty) == self._num_major:
             ptr0 = self.indptr
         else:
             ptr0 = xp.concatenate([self.indptr[nonempty], self.indptr[-1:]])
-        return SparseCSF._new((ptr0,), (nonempty, self.indices), self.values, self.shape,
-                              order, self._canonical or None)
+        csf: SparseTensor = self._format("csf")._new(
+            (ptr0,), (nonempty, self.indices), self.values, self.shape, order,
+            self._canonical or None)
+        return csf
 
     def to_jagged(self) -> tuple[Jagged, Jagged]:
         """Major lines as two :class:`Jagged` sharing ``indptr``: ``(ids, weights)``.
@@ -547,7 +540,7 @@ class _Compressed(SparseTensor):
                                                                  self.values)
         return self._new(*parts, self.shape, canonical=True)
 
-    @b.checked
+    @cm.checked
     def sum(self, axis: int | None = None) -> Any:
         """Sum of all entries, or along one axis (a dense vector).
 
@@ -581,7 +574,7 @@ class _Compressed(SparseTensor):
         (np.int64(6), array([1, 3, 2]), array([3, 3]))
         """
         func = f"{type(self).__name__}.sum"
-        total_dtype = b.sum_dtype(self.dtype)
+        total_dtype = cm.sum_dtype(self.dtype)
         ax = None if axis is None else v.check_axis(func, axis, 2)
         xp = self.xp
         if ax == 1 - self._major:  # reduce the minor axis: one value per major line
@@ -629,13 +622,13 @@ class _Compressed(SparseTensor):
         ptr, idx, vals = self._compact()
 
         def coords() -> list[np.ndarray]:
-            lines = b.expand_lines(ptr, len(idx))
+            lines = cm.expand_lines(ptr, len(idx))
             return [lines, idx] if self._major == 0 else [idx, lines]
 
-        new = vals * b.multiplier(func, vals, other, self.shape, coords)
+        new = vals * cm.multiplier(func, vals, other, self.shape, coords)
         return self._new(ptr, idx, new, self.shape, self._canonical)
 
-    @b.checked
+    @cm.checked
     def matmul(self, other: Any) -> np.ndarray:
         """Matrix product with a dense matrix or vector: ``self @ other``.
 
@@ -699,7 +692,7 @@ class _Compressed(SparseTensor):
     def __matmul__(self, other: Any) -> np.ndarray:
         return self.matmul(other)
 
-    @b.checked
+    @cm.checked
     def __rmatmul__(self, other: Any) -> np.ndarray:
         func = f"{type(self).__name__}.__rmatmul__"
         dense = _matmul_operand(func, self.values, other, self.shape[0], "last")
@@ -746,9 +739,7 @@ class _Compressed(SparseTensor):
         if axes is not None and v.check_axis_order(
                 f"{type(self).__name__}.transpose", axes, 2) == (0, 1):
             return self
-        from .csc import SparseCSC
-
-        other = SparseCSC if self._major == 0 else SparseCSR
+        other = self._format("csc") if self._major == 0 else SparseCSR
         return other._new(self.indptr, self.indices, self.values, self.shape[::-1],
                           self._canonical)
 
@@ -912,7 +903,7 @@ class SparseCSR(_Compressed):
                [0., 3., 0.]])
         """
         self._on_host("to_arrow")
-        return _interop.compressed_to_arrow(self)
+        return _interop.compressed_to_arrow("csr", *self._compact(), self.shape)
 
     def to_scipy(self, *, matrix: bool = False) -> Any:
         """Convert to a ``scipy.sparse.csr_array`` (or ``csr_matrix``).
@@ -999,7 +990,7 @@ class SparseCSR(_Compressed):
 # ------------------------------------------------------------------------ helpers
 def _matmul_operand(func: str, values: np.ndarray, other: Any, size: int, which: str
                     ) -> np.ndarray:
-    dense = b.dense_operand(func, "other", other)
+    dense = cm.dense_operand(func, "other", other)
     array_module(func, values=values, other=dense)
     v.check_operand_shape(func, dense, size, which)
     return dense
