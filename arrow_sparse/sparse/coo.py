@@ -10,11 +10,12 @@ import numpy as np
 
 from .. import _validate as v
 from .._backend import array_module, device_checks, get_kernel, module_of
+from .._docs import fill_doc
 from ..errors import ArrowSparseValueError
 from . import _common as cm
 from . import _interop
 from ._levels import build_levels
-from .tensor import SparseTensor
+from .tensor import _MULTIPLY, _SUM, SparseTensor
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -683,39 +684,16 @@ class SparseCOO(SparseTensor):
         return SparseCOO._new(xp.stack(keys), vals, self.shape, canonical=True)
 
     @cm.checked
+    @fill_doc(_SUM,
+              axis="None for the total, else the dimension to sum over (negative counts from the "
+                   "end).",
+              returns="With ``axis``, a new dense array of the shape without that axis. On the "
+                      "device a CuPy array (0-d for the total), without synchronisation.",
+              build="asp.SparseCOO([[0, 0, 1], [0, 2, 0]], np.array([1, 2, 3]), (2, 3))",
+              calls="x.sum(), x.sum(axis=0)",
+              result="(np.int64(6), array([4, 0, 2]))")
     def sum(self, axis: int | None = None) -> Any:
-        """Sum of all entries, or along one axis (a dense result).
-
-        Parameters
-        ----------
-        axis
-            None for the total, else the dimension to sum over (negative counts from
-            the end).
-
-        Returns
-        -------
-        numpy scalar or numpy.ndarray
-            numpy's sum dtype (int64 for smaller ints and bools). With ``axis``, a new
-            dense array of the shape without that axis. On the device a CuPy array
-            (0-d for the total), without synchronisation.
-
-        Raises
-        ------
-        IndexError
-            ``axis`` out of range.
-
-        See Also
-        --------
-        numpy.sum : The dense equivalent.
-
-        Examples
-        --------
-        >>> coo = asp.SparseCOO([[0, 0, 1], [0, 2, 0]], np.array([1, 2, 3]), (2, 3))
-        >>> coo.sum()
-        np.int64(6)
-        >>> coo.sum(axis=0)
-        array([4, 0, 2])
-        """
+        """Sum of all entries, or along one axis (a dense result)."""
         func = "SparseCOO.sum"
         total_dtype = cm.sum_dtype(self.dtype)
         if axis is None:
@@ -732,37 +710,19 @@ class SparseCOO(SparseTensor):
                                                     self.values.astype(total_dtype, copy=False))
         return out
 
+    @fill_doc(_MULTIPLY,
+              other="A number, or an array that broadcasts to ``shape`` (the result keeps "
+                    "``shape``: broadcasting may not grow it).",
+              returns_type="SparseCOO",
+              returns="The same coordinates (``indices`` shared, not copied) with new values of "
+                      "numpy's result dtype. Only stored entries are multiplied, so zeros times "
+                      "``inf``/``nan`` in ``other`` stay zero, and stored entries stay stored.",
+              build="asp.SparseCOO([[0, 1], [1, 0]], np.array([1.0, 2.0]), (2, 2))",
+              doubled="array([2., 4.])",
+              factor="np.array([1.0, -1.0])",
+              multiplied="array([-1.,  2.])")
     def multiply(self, other: Any) -> SparseCOO:
-        """Elementwise product with a scalar or a dense array broadcast to ``shape``.
-
-        Parameters
-        ----------
-        other
-            A number, or an array that broadcasts to ``shape`` (the result keeps
-            ``shape``: broadcasting may not grow it).
-
-        Returns
-        -------
-        SparseCOO
-            The same coordinates (``indices`` shared, not copied) with new values of
-            numpy's result dtype. Only stored entries are multiplied, so zeros times
-            ``inf``/``nan`` in ``other`` stay zero, and stored entries stay stored.
-
-        Raises
-        ------
-        ValueError
-            ``other`` does not broadcast to ``shape``.
-        TypeError
-            ``other`` is not numeric, or is sparse.
-
-        Examples
-        --------
-        >>> coo = asp.SparseCOO([[0, 1], [1, 0]], np.array([1.0, 2.0]), (2, 2))
-        >>> (coo * 10).values
-        array([10., 20.])
-        >>> coo.multiply(np.array([1.0, -1.0])).values
-        array([-1.,  2.])
-        """
+        """Elementwise product with a scalar or a dense array broadcast to ``shape``."""
         func = "SparseCOO.multiply"
         vals = self.values * cm.multiplier(func, self.values, other, self.shape, self._rows)
         return SparseCOO._new(self.indices, vals, self.shape, self._canonical)

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import _validate as v
 from .._backend import array_module, device_checks, fetch, module_of
+from .._docs import fill_doc
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged
 from . import _common as cm
@@ -25,9 +26,56 @@ from . import _levels as lv
 from .coo import SparseCOO
 from .csc import SparseCSC
 from .csr import SparseCSR
-from .tensor import SparseTensor
+from .tensor import _MULTIPLY, _SUM, SparseTensor
 
 __all__ = ["SparseCSF"]
+
+#: The docstring of ``to_csr`` and ``to_csc``, after each one's summary line.
+_TO_COMPRESSED = """
+    Returns
+    -------
+    {cls}
+        With ``axis_order={order}`` the {minor} indices and values are the leaf
+        buffers{read}; otherwise converted.
+
+    Raises
+    ------
+    ValueError
+        The tensor is not 2-d.
+
+    Examples
+    --------
+    >>> csf = asp.SparseCSF([[0, 1, 3]], [[0, 2], [1, 0, 1]], np.array([1, 2, 3]), (3, 2))
+    >>> csf.{name}().indptr
+    {indptr}
+    """
+
+#: The docstring of the readers of libraries without a CSF format (scipy, pydata
+#: ``sparse``, torch), after each one's summary line.
+_FROM_CONVERTED = """
+    Parameters
+    ----------
+    {arg}
+        {accepts}
+    axis_order
+        Level order of the result (default ``0, 1, ...``).
+
+    Returns
+    -------
+    SparseCSF
+        {shares}
+
+    Raises
+    ------
+    TypeError
+        {refused}
+
+    Examples
+    --------
+    >>> import {module}
+    >>> asp.SparseCSF.from_{name}({example}).nnz
+    2
+    """
 
 
 class SparseCSF(SparseTensor):
@@ -348,96 +396,37 @@ class SparseCSF(SparseTensor):
         return cast(SparseCSF, got.to_csf(axis_order))
 
     @classmethod
+    @fill_doc(_FROM_CONVERTED, arg="matrix", accepts="Any ``scipy.sparse`` array or matrix.",
+              shares="From CSR with ``(0, 1)`` or CSC with ``(1, 0)``, the leaf indices and "
+                     "values are views of scipy's buffers; otherwise new arrays.",
+              refused="Not a scipy sparse object.", module="scipy.sparse", name="scipy",
+              example="scipy.sparse.csr_array(np.eye(2))")
     def from_scipy(cls, matrix: Any, axis_order: Sequence[int] | None = None) -> SparseCSF:
-        """Read a scipy.sparse array or matrix (converted: scipy has no CSF).
-
-        Parameters
-        ----------
-        matrix
-            Any ``scipy.sparse`` array or matrix.
-        axis_order
-            Level order of the result (default ``0, 1, ...``).
-
-        Returns
-        -------
-        SparseCSF
-            From CSR with ``(0, 1)`` or CSC with ``(1, 0)``, the leaf indices and
-            values are views of scipy's buffers; otherwise new arrays.
-
-        Raises
-        ------
-        TypeError
-            Not a scipy sparse object.
-
-        Examples
-        --------
-        >>> import scipy.sparse
-        >>> m = scipy.sparse.csr_array(np.array([[0.0, 1.0], [2.0, 0.0]]))
-        >>> asp.SparseCSF.from_scipy(m).indices
-        (array([0, 1]), array([1, 0], dtype=int32))
-        """
+        """Read a scipy.sparse array or matrix (converted: scipy has no CSF)."""
         got = _interop.from_scipy("SparseCSF.from_scipy", matrix)
         return cast(SparseCSF, got.to_csf(axis_order))
 
     @classmethod
+    @fill_doc(_FROM_CONVERTED, arg="array",
+              accepts="``sparse.COO``, ``sparse.GCXS`` or ``sparse.DOK`` with fill value 0.",
+              shares="New arrays (the leaf arrays are views for a canonical ``sparse.COO`` in "
+                     "the default order).",
+              refused="Not a pydata sparse array.", module="sparse", name="pydata_sparse",
+              example="sparse.COO.from_numpy(np.eye(2))")
     def from_pydata_sparse(cls, array: Any,
                            axis_order: Sequence[int] | None = None) -> SparseCSF:
-        """Read a pydata ``sparse`` array (converted through COO or GCXS).
-
-        Parameters
-        ----------
-        array
-            ``sparse.COO``, ``sparse.GCXS`` or ``sparse.DOK`` with fill value 0.
-        axis_order
-            Level order of the result (default ``0, 1, ...``).
-
-        Returns
-        -------
-        SparseCSF
-            New arrays (the leaf arrays are views for a canonical ``sparse.COO`` in
-            the default order).
-
-        Raises
-        ------
-        TypeError
-            Not a pydata sparse array.
-
-        Examples
-        --------
-        >>> import sparse
-        >>> asp.SparseCSF.from_pydata_sparse(sparse.COO.from_numpy(np.eye(2))).nnz
-        2
-        """
+        """Read a pydata ``sparse`` array (converted through COO or GCXS)."""
         got = _interop.from_pydata("SparseCSF.from_pydata_sparse", array)
         return cast(SparseCSF, got.to_csf(axis_order))
 
     @classmethod
+    @fill_doc(_FROM_CONVERTED, arg="tensor",
+              accepts="``torch.Tensor`` on the CPU: sparse COO, CSR, CSC or strided.",
+              shares="New arrays (views where a conversion allows, as for the other formats).",
+              refused="Not a CPU torch tensor.", module="torch", name="torch",
+              example="torch.eye(2).to_sparse()")
     def from_torch(cls, tensor: Any, axis_order: Sequence[int] | None = None) -> SparseCSF:
-        """Read a CPU torch tensor (converted: torch has no CSF).
-
-        Parameters
-        ----------
-        tensor
-            ``torch.Tensor`` on the CPU: sparse COO, CSR, CSC or strided.
-        axis_order
-            Level order of the result (default ``0, 1, ...``).
-
-        Returns
-        -------
-        SparseCSF
-            New arrays (views where a conversion allows, as for the other formats).
-
-        Raises
-        ------
-        TypeError
-            Not a CPU torch tensor.
-
-        Examples
-        --------
-        >>> import torch
-        >>> asp.SparseCSF.from_torch(torch.eye(2).to_sparse()).nnz
-        2
-        """
+        """Read a CPU torch tensor (converted: torch has no CSF)."""
         got = _interop.from_torch("SparseCSF.from_torch", tensor)
         return cast(SparseCSF, got.to_csf(axis_order))
 
@@ -605,27 +594,12 @@ class SparseCSF(SparseTensor):
         return SparseCOO._new(indices, self.values[lo:hi], self.shape, canonical)
 
     @cm.checked
+    @fill_doc(_TO_COMPRESSED, name="to_csr", cls="SparseCSR", order="(0, 1)", minor="column",
+              read=" (zero-copy; only ``indptr`` is built, after checking the rows' order: one "
+                   "synchronisation on the device)",
+              indptr="array([0, 1, 1, 3])")
     def to_csr(self) -> SparseCSR:
-        """Convert this 2-d tensor to a :class:`SparseCSR`.
-
-        Returns
-        -------
-        SparseCSR
-            With ``axis_order=(0, 1)`` the column indices and values are the leaf
-            buffers (zero-copy; only ``indptr`` is built, after checking the rows'
-            order: one synchronisation on the device); otherwise converted.
-
-        Raises
-        ------
-        ValueError
-            The tensor is not 2-d.
-
-        Examples
-        --------
-        >>> csf = asp.SparseCSF([[0, 1, 3]], [[0, 2], [1, 0, 1]], np.array([1, 2, 3]), (3, 2))
-        >>> csf.to_csr().indptr
-        array([0, 1, 1, 3])
-        """
+        """Convert this 2-d tensor to a :class:`SparseCSR`."""
         self._check_2d("SparseCSF.to_csr")
         parts = lv.as_compressed(self.indptr, self.indices, self.values, self.shape,
                                  self.axis_order, 0)
@@ -635,26 +609,10 @@ class SparseCSF(SparseTensor):
         return csr
 
     @cm.checked
+    @fill_doc(_TO_COMPRESSED, name="to_csc", cls="SparseCSC", order="(1, 0)", minor="row",
+              read=" (zero-copy)", indptr="array([0, 1, 3])")
     def to_csc(self) -> SparseCSC:
-        """Convert this 2-d tensor to a :class:`SparseCSC`.
-
-        Returns
-        -------
-        SparseCSC
-            With ``axis_order=(1, 0)`` the row indices and values are the leaf
-            buffers (zero-copy); otherwise converted.
-
-        Raises
-        ------
-        ValueError
-            The tensor is not 2-d.
-
-        Examples
-        --------
-        >>> csf = asp.SparseCSF([[0, 1, 3]], [[0, 2], [1, 0, 1]], np.array([1, 2, 3]), (3, 2))
-        >>> csf.to_csc().indptr
-        array([0, 1, 3])
-        """
+        """Convert this 2-d tensor to a :class:`SparseCSC`."""
         self._check_2d("SparseCSF.to_csc")
         parts = lv.as_compressed(self.indptr, self.indices, self.values, self.shape,
                                  self.axis_order, 1)
@@ -828,72 +786,34 @@ class SparseCSF(SparseTensor):
         """
         if self.is_canonical:
             return self
-        return self.to_coo().canonical().to_csf(self.axis_order)
+        return cast(SparseCSF, self.to_coo().canonical().to_csf(self.axis_order))
 
+    @fill_doc(_SUM,
+              axis="None for the total, else the dimension (of ``shape``) to sum over.",
+              returns="With ``axis``, a new dense array without that axis.",
+              build="asp.SparseCSF([[0, 1, 3]], [[0, 2], [1, 0, 1]], np.array([1, 2, 3]), (3, 2))",
+              calls="x.sum(), x.sum(axis=1)",
+              result="(np.int64(6), array([1, 0, 5]))")
     def sum(self, axis: int | None = None) -> Any:
-        """Sum of all entries, or along one axis (a dense result, through COO).
-
-        Parameters
-        ----------
-        axis
-            None for the total, else the dimension (of ``shape``) to sum over.
-
-        Returns
-        -------
-        numpy scalar or numpy.ndarray
-            numpy's sum dtype; with ``axis``, a new dense array without that axis.
-
-        Raises
-        ------
-        IndexError
-            ``axis`` out of range.
-
-        See Also
-        --------
-        numpy.sum : The dense equivalent.
-
-        Examples
-        --------
-        >>> csf = asp.SparseCSF([[0, 1, 3]], [[0, 2], [1, 0, 1]], np.array([1, 2, 3]), (3, 2))
-        >>> csf.sum(), csf.sum(axis=1)
-        (np.int64(6), array([1, 0, 5]))
-        """
+        """Sum of all entries, or along one axis (a dense result, through COO)."""
         if axis is None:
             lo, hi = self._ranges()[-1]
             return self.values[lo:hi].sum(dtype=cm.sum_dtype(self.dtype))
         v.check_axis("SparseCSF.sum", axis, self.ndim)
         return self.to_coo().sum(axis)
 
+    @fill_doc(_MULTIPLY,
+              other="A number, or an array broadcasting to ``shape``.",
+              returns_type="SparseCSF",
+              returns="Same structure (index and pointer arrays shared; a sub-fibre is compacted "
+                      "first, rebasing its pointers) with new values. Only stored entries are "
+                      "multiplied.",
+              build="asp.SparseCSF([[0, 1, 3]], [[0, 2], [1, 0, 1]], np.array([1, 2, 3]), (3, 2))",
+              doubled="array([2, 4, 6])",
+              factor="np.array([[1], [10], [100]])",
+              multiplied="array([  1, 200, 300])")
     def multiply(self, other: Any) -> SparseCSF:
-        """Elementwise product with a scalar or a dense array broadcast to ``shape``.
-
-        Parameters
-        ----------
-        other
-            A number, or an array broadcasting to ``shape``.
-
-        Returns
-        -------
-        SparseCSF
-            Same structure (index and pointer arrays shared; a sub-fibre is compacted
-            first, rebasing its pointers) with new values. Only stored entries are
-            multiplied.
-
-        Raises
-        ------
-        ValueError
-            ``other`` does not broadcast to ``shape``.
-        TypeError
-            ``other`` is not numeric, or is sparse.
-
-        Examples
-        --------
-        >>> csf = asp.SparseCSF([[0, 1, 3]], [[0, 2], [1, 0, 1]], np.array([1, 2, 3]), (3, 2))
-        >>> (csf * 2).values
-        array([2, 4, 6])
-        >>> csf.multiply(np.array([[1], [10], [100]])).values
-        array([  1, 200, 300])
-        """
+        """Elementwise product with a scalar or a dense array broadcast to ``shape``."""
         func = "SparseCSF.multiply"
         compact = self._compact()
 

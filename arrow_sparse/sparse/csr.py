@@ -16,14 +16,106 @@ import numpy as np
 
 from .. import _validate as v
 from .._backend import array_module, device_checks, get_kernel, host_only, module_of
+from .._docs import fill_doc
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged, computes
 from . import _common as cm
 from . import _interop
 from .coo import SparseCOO
-from .tensor import SparseTensor
+from .tensor import _MULTIPLY, _SUM, SparseTensor
 
 __all__ = ["SparseCSR"]
+
+#: The docstrings of the exporters of :class:`SparseCSR` and :class:`SparseCSC`, after
+#: each one's summary line: ``fmt`` is ``"csr"`` or ``"csc"`` (``FMT`` in capitals),
+#: ``axis`` the compressed one, ``build`` makes the example matrix and ``dense`` is its
+#: dense form as a list.
+_TO_ARROW = """
+    Returns
+    -------
+    pyarrow.Sparse{FMT}Matrix
+        Shares the buffers when ``indptr`` and ``indices`` are int64 and ``indptr``
+        starts at zero. Otherwise pyarrow gets int64 copies of them (rebased to
+        zero for a slice); ``values`` is always shared (bools as uint8).
+
+    Examples
+    --------
+    >>> m = {build}
+    >>> m.to_arrow().to_tensor().to_numpy().tolist()
+    {dense}
+    """
+_TO_SCIPY = """
+    Parameters
+    ----------
+    matrix
+        Return a ``{fmt}_matrix`` instead of a ``{fmt}_array``.
+
+    Returns
+    -------
+    scipy.sparse.{fmt}_array or scipy.sparse.{fmt}_matrix
+        Shares the buffers when ``indptr`` starts at zero and ``indptr`` and
+        ``indices`` have one dtype; otherwise scipy copies (and ``indptr`` of a
+        slice is rebased: a copy).
+
+    Raises
+    ------
+    ModuleNotFoundError
+        scipy is not installed.
+
+    Examples
+    --------
+    >>> m = {build}
+    >>> m.to_scipy().toarray().tolist()
+    {dense}
+    """
+_TO_PYDATA = """
+    Returns
+    -------
+    sparse.GCXS
+        Shares the buffers (``indptr`` of a slice is rebased: a copy).
+
+    Raises
+    ------
+    ModuleNotFoundError
+        pydata sparse is not installed.
+
+    Examples
+    --------
+    >>> import sparse
+    >>> m = {build}
+    >>> s = m.to_pydata_sparse()
+    >>> isinstance(s, sparse.GCXS), s.compressed_axes
+    (True, ({axis},))
+    >>> s.todense().tolist()
+    {dense}
+    """
+_TO_TORCH = """
+    Returns
+    -------
+    torch.Tensor
+        Shares the buffers when ``indptr`` and ``indices`` have one dtype, are
+        writable and ``indptr`` starts at zero; copies otherwise.
+
+    Raises
+    ------
+    ModuleNotFoundError
+        torch is not installed.
+
+    Examples
+    --------
+    >>> import torch
+    >>> m = {build}
+    >>> t = m.to_torch()
+    >>> t.layout == torch.sparse_{fmt}
+    True
+    >>> t.to_dense().tolist()
+    {dense}
+    """
+
+#: What the docstrings of the exporters say of a CSR (see ``_TO_ARROW``).
+_CSR_DOC = {"fmt": "csr", "FMT": "CSR", "axis": 0,
+            "build": "asp.SparseCSR([0, 1], [2], np.array([5.0]), (1, 3))",
+            "dense": "[[0.0, 0.0, 5.0]]"}
 
 
 class _Compressed(SparseTensor):
@@ -541,38 +633,17 @@ class _Compressed(SparseTensor):
         return self._new(*parts, self.shape, canonical=True)
 
     @cm.checked
+    @fill_doc(_SUM,
+              axis="None, 0 (sum over rows: one value per column) or 1 (one value per row); "
+                   "negative values count from the end.",
+              returns="On the device a CuPy array (0-d for the total); the total and ``axis=0`` "
+                      "of a CSR (``1`` of a CSC) read ``indptr``'s ends back (one "
+                      "synchronisation), the line sums nothing.",
+              build="asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([1, 2, 3]), (2, 3))",
+              calls="x.sum(), x.sum(axis=0), x.sum(axis=1)",
+              result="(np.int64(6), array([1, 3, 2]), array([3, 3]))")
     def sum(self, axis: int | None = None) -> Any:
-        """Sum of all entries, or along one axis (a dense vector).
-
-        Parameters
-        ----------
-        axis
-            None, 0 (sum over rows: one value per column) or 1 (one value per row);
-            negative values count from the end.
-
-        Returns
-        -------
-        numpy scalar or numpy.ndarray
-            numpy's sum dtype (int64 for smaller ints and bools). On the device a CuPy
-            array (0-d for the total); the total and ``axis=0`` of a CSR (``1`` of a
-            CSC) read ``indptr``'s ends back (one synchronisation), the line sums
-            nothing.
-
-        Raises
-        ------
-        IndexError
-            ``axis`` out of range.
-
-        See Also
-        --------
-        numpy.sum : The dense equivalent.
-
-        Examples
-        --------
-        >>> csr = asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([1, 2, 3]), (2, 3))
-        >>> csr.sum(), csr.sum(axis=0), csr.sum(axis=1)
-        (np.int64(6), array([1, 3, 2]), array([3, 3]))
-        """
+        """Sum of all entries, or along one axis (a dense vector)."""
         func = f"{type(self).__name__}.sum"
         total_dtype = cm.sum_dtype(self.dtype)
         ax = None if axis is None else v.check_axis(func, axis, 2)
@@ -588,36 +659,20 @@ class _Compressed(SparseTensor):
         get_kernel("sparse", "scatter_add", xp)(out, idx, vals.astype(total_dtype, copy=False))
         return out
 
+    @fill_doc(_MULTIPLY,
+              other="A number, or an array broadcasting to ``shape`` (e.g. a row ``[1, cols]`` "
+                    "or a column ``[rows, 1]`` of scales).",
+              returns_type="SparseCSR or SparseCSC",
+              returns="Same structure with new values (``indices`` shared; ``indptr`` shared "
+                      "unless a slice had to be rebased to start at zero). Only stored entries "
+                      "are multiplied. On the device ``indptr``'s ends are read back (one "
+                      "synchronisation); ``other`` must be there too.",
+              build="asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([1.0, 2.0, 3.0]), (2, 3))",
+              doubled="array([2., 4., 6.])",
+              factor="np.array([[10.0], [100.0]])",
+              multiplied="array([ 10.,  20., 300.])")
     def multiply(self, other: Any) -> Any:
-        """Elementwise product with a scalar or a dense array broadcast to ``shape``.
-
-        Parameters
-        ----------
-        other
-            A number, or an array broadcasting to ``shape`` (e.g. a row ``[1, cols]``
-            or a column ``[rows, 1]`` of scales).
-
-        Returns
-        -------
-        SparseCSR or SparseCSC
-            Same structure with new values (``indices`` shared; ``indptr`` shared
-            unless a slice had to be rebased to start at zero). Only stored entries
-            are multiplied. On the device ``indptr``'s ends are read back (one
-            synchronisation); ``other`` must be there too.
-
-        Raises
-        ------
-        ValueError
-            ``other`` does not broadcast to ``shape``.
-        TypeError
-            ``other`` is not numeric, or is sparse.
-
-        Examples
-        --------
-        >>> csr = asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([1.0, 2.0, 3.0]), (2, 3))
-        >>> csr.multiply(np.array([[10.0], [100.0]])).values
-        array([ 10.,  20., 300.])
-        """
+        """Elementwise product with a scalar or a dense array broadcast to ``shape``."""
         func = f"{type(self).__name__}.multiply"
         ptr, idx, vals = self._compact()
 
@@ -885,104 +940,27 @@ class SparseCSR(_Compressed):
             raise ArrowSparseTypeError(msg)
         return self._major_slice(key)  # type: ignore[no-any-return]
 
+    @fill_doc(_TO_ARROW, **_CSR_DOC)
     def to_arrow(self) -> Any:
-        """Convert to a ``pyarrow.SparseCSRMatrix``.
-
-        Returns
-        -------
-        pyarrow.SparseCSRMatrix
-            Shares the buffers when ``indptr`` and ``indices`` are int64 and ``indptr``
-            starts at zero. Otherwise pyarrow gets int64 copies of them (rebased to
-            zero for a slice); ``values`` is always shared (bools as uint8).
-
-        Examples
-        --------
-        >>> csr = asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([1.0, 2.0, 3.0]), (2, 3))
-        >>> csr.to_arrow().to_tensor().to_numpy()
-        array([[1., 0., 2.],
-               [0., 3., 0.]])
-        """
+        """Convert to a ``pyarrow.SparseCSRMatrix``."""
         self._on_host("to_arrow")
         return _interop.compressed_to_arrow("csr", *self._compact(), self.shape)
 
+    @fill_doc(_TO_SCIPY, **_CSR_DOC)
     def to_scipy(self, *, matrix: bool = False) -> Any:
-        """Convert to a ``scipy.sparse.csr_array`` (or ``csr_matrix``).
-
-        Parameters
-        ----------
-        matrix
-            Return a ``csr_matrix`` instead of a ``csr_array``.
-
-        Returns
-        -------
-        scipy.sparse.csr_array or scipy.sparse.csr_matrix
-            Shares the buffers when ``indptr`` starts at zero and ``indptr`` and
-            ``indices`` have one dtype; otherwise scipy copies (and ``indptr`` of a
-            slice is rebased: a copy).
-
-        Raises
-        ------
-        ModuleNotFoundError
-            scipy is not installed.
-
-        Examples
-        --------
-        >>> asp.SparseCSR([0, 1], [2], np.array([5.0]), (1, 3)).to_scipy().toarray()
-        array([[0., 0., 5.]])
-        """
+        """Convert to a ``scipy.sparse.csr_array`` (or ``csr_matrix``)."""
         self._on_host("to_scipy")
         return _interop.to_scipy(self, matrix)
 
+    @fill_doc(_TO_PYDATA, **_CSR_DOC)
     def to_pydata_sparse(self) -> Any:
-        """Convert to a pydata ``sparse.GCXS`` with ``compressed_axes=(0,)``.
-
-        Returns
-        -------
-        sparse.GCXS
-            Shares the buffers (``indptr`` of a slice is rebased: a copy).
-
-        Raises
-        ------
-        ModuleNotFoundError
-            pydata sparse is not installed.
-
-        Examples
-        --------
-        >>> import sparse
-        >>> csr = asp.SparseCSR([0, 1], [2], np.array([5.0]), (1, 3))
-        >>> s = csr.to_pydata_sparse()
-        >>> isinstance(s, sparse.GCXS)
-        True
-        >>> s.todense()
-        array([[0., 0., 5.]])
-        """
+        """Convert to a pydata ``sparse.GCXS`` with ``compressed_axes=(0,)``."""
         self._on_host("to_pydata_sparse")
         return _interop.to_pydata(self)
 
+    @fill_doc(_TO_TORCH, **_CSR_DOC)
     def to_torch(self) -> Any:
-        """Convert to a ``torch.sparse_csr_tensor`` (on the CPU).
-
-        Returns
-        -------
-        torch.Tensor
-            Shares the buffers when ``indptr`` and ``indices`` have one dtype, are
-            writable and ``indptr`` starts at zero; copies otherwise.
-
-        Raises
-        ------
-        ModuleNotFoundError
-            torch is not installed.
-
-        Examples
-        --------
-        >>> import torch
-        >>> csr = asp.SparseCSR([0, 1], [2], np.array([5.0]), (1, 3))
-        >>> t = csr.to_torch()
-        >>> t.layout == torch.sparse_csr
-        True
-        >>> t.to_dense()
-        tensor([[0., 0., 5.]], dtype=torch.float64)
-        """
+        """Convert to a ``torch.sparse_csr_tensor`` (on the CPU)."""
         self._on_host("to_torch")
         return _interop.to_torch(self)
 

@@ -25,6 +25,62 @@ __all__ = ["SparseTensor"]
 #: The format classes by their ``format`` name, filled as they are defined.
 _FORMATS: dict[str, type[SparseTensor]] = {}
 
+#: The docstring of ``sum`` of each format, after its summary line.
+_SUM = """
+    Parameters
+    ----------
+    axis
+        {axis}
+
+    Returns
+    -------
+    numpy scalar or numpy.ndarray
+        numpy's sum dtype (int64 for smaller ints and bools). {returns}
+
+    Raises
+    ------
+    IndexError
+        ``axis`` out of range.
+
+    See Also
+    --------
+    numpy.sum : The dense equivalent.
+
+    Examples
+    --------
+    >>> x = {build}
+    >>> {calls}
+    {result}
+    """
+
+#: The docstring of ``multiply`` of each format, after its summary line.
+_MULTIPLY = """
+    Parameters
+    ----------
+    other
+        {other}
+
+    Returns
+    -------
+    {returns_type}
+        {returns}
+
+    Raises
+    ------
+    ValueError
+        ``other`` does not broadcast to ``shape``.
+    TypeError
+        ``other`` is not numeric, or is sparse.
+
+    Examples
+    --------
+    >>> x = {build}
+    >>> (x * 2).values
+    {doubled}
+    >>> x.multiply({factor}).values
+    {multiplied}
+    """
+
 #: The docstring of ``SparseTensor.from_<format>``, after each one's summary line.
 _FROM_FORMAT = """
     Parameters
