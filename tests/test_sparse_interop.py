@@ -380,6 +380,14 @@ def test_csr_to_jagged_inverts_jagged_to_csr() -> None:
     assert cols.to_list()[3] == [0, 3]
 
 
+
+def test_csr_from_jagged_refuses_other_objects() -> None:
+    with pytest.raises(TypeError, match=r"^SparseCSR.from_jagged: expected a Jagged, got list$"):
+        asp.SparseCSR.from_jagged([[1, 2]], 3)
+    with pytest.raises(TypeError, match=r"^SparseCSR.from_jagged: expected a Jagged, got "
+                                        r"ListArray$"):
+        asp.SparseCSR.from_jagged(pa.array([[1, 2]]), 3)
+
 def test_csf_from_jagged_levels_are_offsets() -> None:
     j = asp.Jagged.from_list([[[1.0, 2.0], [3.0]], [], [[4.0, 5.0, 6.0]], [[], [7.0]]])
     csf = asp.SparseCSF.from_jagged(j)

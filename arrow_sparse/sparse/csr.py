@@ -910,7 +910,7 @@ class SparseCSR(_Compressed):
         Raises
         ------
         TypeError
-            Non-integer ids, or nested rows.
+            Not a Jagged, non-integer ids, or nested rows.
         IndexError
             An id that is negative or ``>= num_columns``.
         NotImplementedError
@@ -983,6 +983,9 @@ def _matmul_dtypes(values: np.ndarray, dense: np.ndarray) -> tuple[np.dtype, np.
 
 def _jagged_to_csr(func: str, jagged: Jagged, num_columns: int, weights: Any) -> SparseCSR:
     """Build the multi-hot CSR matrix of a Jagged of ids (see :meth:`SparseCSR.from_jagged`)."""
+    if not isinstance(jagged, Jagged):
+        msg = f"{func}: expected a Jagged, got {type(jagged).__name__}"
+        raise ArrowSparseTypeError(msg)
     if jagged.device != "cpu":
         host_only(func, f"the Jagged is on {jagged.device}")
     if isinstance(jagged.values, Jagged) or jagged.values.ndim != 1:
