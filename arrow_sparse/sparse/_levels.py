@@ -147,7 +147,7 @@ def jagged_levels(func: str, levels: list[Jagged], shape: Sequence[int] | None
     The pointer levels are the offsets and the values the leaf values (views).
     """
     indptr = [level.offsets for level in levels]
-    leaf = levels[-1].values
+    leaf = levels[-1].leaf_values
     xp = module_of(leaf)
     indices = [xp.arange(levels[0].num_rows, dtype=np.int64)]
     longest: list[Any] = [levels[0].num_rows]
@@ -170,7 +170,7 @@ def jagged_with_nulls(func: str, levels: list[Jagged], shape: Sequence[int] | No
 
     Null rows and null elements are not stored: the leaves are gathered (copies).
     """
-    leaf = levels[-1].values
+    leaf = levels[-1].leaf_values
     xp = module_of(leaf)
     lo, hi = 0, levels[0].num_rows
     coords = [xp.arange(hi, dtype=np.int64)]

@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from .._backend import array_module, device_checks, fetch, get_kernel, module_of
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged
 from . import _common as cm
+from .coo import SparseCOO
 from .csc import SparseCSC
 from .csr import SparseCSR
 from .tensor import SparseTensor
@@ -89,7 +90,7 @@ def entries(func: str, arg: str, x: Any) -> tuple[tuple[int, ...], list[np.ndarr
         coords = [major, minor] if isinstance(x, SparseCSR) else [minor, major]
         return tuple(x.shape), coords, vals
     if isinstance(x, SparseTensor):
-        c = x.to_coo().canonical()
+        c = cast(SparseCOO, x.to_coo()).canonical()
         return tuple(c.shape), [c.indices[k].astype(np.int64, copy=False)
                                 for k in range(c.ndim)], c.values
     arr = v.as_values_array(func, arg, x, min_ndim=1, device=True)

@@ -531,7 +531,8 @@ class SparseCOO(SparseTensor):
         """
         order = v.check_axis_order("SparseCOO.to_csf", axis_order, self.ndim)
         if self.ndim == 2:  # the compressed lines are the fibres
-            return (self.to_csr() if order[0] == 0 else self.to_csc()).to_csf(order)
+            matrix: SparseTensor = self.to_csr() if order[0] == 0 else self.to_csc()
+            return matrix.to_csf(order)
         keys, vals = self._sorted(order)
         indptr, indices = build_levels("SparseCOO.to_csf", keys)
         canonical = True if self._canonical and order == tuple(range(self.ndim)) else None

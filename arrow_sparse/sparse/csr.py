@@ -568,7 +568,7 @@ class _Compressed(SparseTensor):
         """
         order = v.check_axis_order(f"{type(self).__name__}.to_csf", axis_order, 2)
         if order[0] != self._major:
-            other = self.to_csc() if self._major == 0 else self.to_csr()
+            other: SparseTensor = self.to_csc() if self._major == 0 else self.to_csr()
             return other.to_csf(order)
         xp = self.xp
         nonempty = cm.flatnonzero(f"{type(self).__name__}.to_csf", xp.diff(self.indptr))

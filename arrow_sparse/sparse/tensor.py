@@ -408,7 +408,7 @@ class SparseTensor:
         return self.matmul(other)
 
     def __rmatmul__(self, other: Any) -> np.ndarray:
-        return self._as_matrix("__rmatmul__").__rmatmul__(other)  # type: ignore[no-any-return]
+        return self._as_matrix("__rmatmul__").__rmatmul__(other)
 
     def _as_matrix(self, op: str) -> SparseTensor:
         if self.ndim != 2:
