@@ -26,6 +26,13 @@ from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 from .tensor import SparseTensor
 
 __all__ = [
+    "FROM_PYDATA",
+    "FROM_SCIPY",
+    "FROM_TORCH",
+    "TO_ARROW",
+    "TO_PYDATA",
+    "TO_SCIPY",
+    "TO_TORCH",
     "coo_to_arrow",
     "compressed_to_arrow",
     "csf_to_arrow",
@@ -37,6 +44,170 @@ __all__ = [
     "to_scipy",
     "to_torch",
 ]
+
+
+# The docstrings of the readers and writers of every format, after each one's own summary
+# line, filled from that format's fields (``_COO_DOC`` in coo.py, and its twins in csr.py,
+# csc.py and csf.py): ``name`` is the class, ``build`` makes an example tensor, ``dense``
+# is its dense form as a list, the other fields say what is shared and what is read.
+FROM_SCIPY = """
+    Parameters
+    ----------
+    matrix
+        {scipy_accepts}{more_params}
+
+    Returns
+    -------
+    {returns_type}
+        {scipy_shares}
+
+    Raises
+    ------
+    TypeError
+        Not a scipy sparse object.
+
+    See Also
+    --------
+    {name}.to_scipy : The other way.
+
+    Examples
+    --------
+    >>> import scipy.sparse
+    >>> asp.{name}.from_scipy({scipy_input}).to_dense().tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
+FROM_PYDATA = """
+    Parameters
+    ----------
+    array
+        {pydata_accepts}{more_params}
+
+    Returns
+    -------
+    {returns_type}
+        {pydata_shares}
+
+    Raises
+    ------
+    TypeError
+        Not a pydata sparse array.
+    ValueError
+        A fill value other than zero.
+
+    See Also
+    --------
+    {name}.to_pydata_sparse : The other way.
+
+    Examples
+    --------
+    >>> import sparse
+    >>> asp.{name}.from_pydata_sparse({pydata_input}).to_dense().tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
+FROM_TORCH = """
+    Parameters
+    ----------
+    tensor
+        {torch_accepts}{more_params}
+
+    Returns
+    -------
+    {returns_type}
+        {torch_shares}
+
+    Raises
+    ------
+    TypeError
+        Not a CPU torch tensor, or a dtype numpy cannot hold (bfloat16).
+    ValueError
+        Hybrid or batched sparse tensors.
+
+    See Also
+    --------
+    {name}.to_torch : The other way.
+
+    Examples
+    --------
+    >>> import torch
+    >>> asp.{name}.from_torch({torch_input}).to_dense().tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
+TO_ARROW = """
+    Returns
+    -------
+    pyarrow.{arrow}
+        {arrow_shares}
+    {arrow_raises}
+    Examples
+    --------
+    >>> m = {build}
+    >>> m.to_arrow().to_tensor().to_numpy().tolist()
+    {dense}
+    """
+TO_SCIPY = """
+    Parameters
+    ----------
+    matrix
+        Return a ``{kind}_matrix``{matrix_2d} instead of a ``{kind}_array``.
+
+    Returns
+    -------
+    scipy.sparse.{kind}_array or scipy.sparse.{kind}_matrix
+        {scipy_out}
+
+    Raises
+    ------
+    {scipy_raises}ModuleNotFoundError
+        scipy is not installed.
+
+    Examples
+    --------
+    >>> m = {build}
+    >>> m.to_scipy().toarray().tolist()
+    {dense}
+    """
+TO_PYDATA = """
+    Returns
+    -------
+    sparse.{pydata}
+        {pydata_out}
+
+    Raises
+    ------
+    ModuleNotFoundError
+        pydata sparse is not installed.
+
+    Examples
+    --------
+    >>> import sparse
+    >>> m = {build}
+    >>> s = m.to_pydata_sparse()
+    >>> isinstance(s, sparse.{pydata})
+    True
+    >>> s.todense().tolist()
+    {dense}
+    """
+TO_TORCH = """
+    Returns
+    -------
+    torch.Tensor
+        {torch_out}
+
+    Raises
+    ------
+    ModuleNotFoundError
+        torch is not installed.
+
+    Examples
+    --------
+    >>> import torch
+    >>> m = {build}
+    >>> t = m.to_torch()
+    >>> t.layout == torch.sparse_{layout}
+    True
+    >>> t.to_dense().tolist()
+    {dense}
+    """
 
 def _top_module(x: Any) -> str:
     return type(x).__module__.split(".")[0]

@@ -22,6 +22,43 @@ if TYPE_CHECKING:
 
 __all__ = ["SparseCOO"]
 
+#: What the docstrings of the readers and writers say of COO (see ``_interop.TO_ARROW``).
+_COO_DOC = {
+    "name": "SparseCOO", "returns_type": "SparseCOO", "more_params": "",
+    "scipy_accepts": "A ``scipy.sparse`` array or matrix; COO ones (also n-d) are read "
+                     "directly, other formats are converted.",
+    "scipy_shares": "``values`` is a view of ``matrix.data`` for COO input; ``indices`` is a "
+                    "new ``[ndim, nnz]`` array (scipy keeps one array per dimension).",
+    "scipy_input": "scipy.sparse.coo_array(np.eye(2))",
+    "pydata_accepts": "A ``sparse.COO``, ``sparse.GCXS`` or ``sparse.DOK`` with fill value 0.",
+    "pydata_shares": "For ``sparse.COO``: views of its ``coords`` and ``data``.",
+    "pydata_input": "sparse.COO.from_numpy(np.eye(2))",
+    "torch_accepts": "A ``torch.Tensor`` on the CPU with layout ``sparse_coo``, ``sparse_csr``, "
+                     "``sparse_csc`` or ``strided`` (dense), without dense (hybrid) value "
+                     "dimensions.",
+    "torch_shares": "For ``sparse_coo``: views of its (possibly uncoalesced) indices and values.",
+    "torch_input": "torch.eye(2).to_sparse()",
+    "build": "asp.SparseCOO([[0, 1], [1, 0]], np.array([1.0, 2.0]), (2, 2))",
+    "dense": "[[0.0, 1.0], [2.0, 0.0]]",
+    "arrow": "SparseCOOTensor",
+    "arrow_shares": "Shares ``values`` (bools are viewed as uint8, pyarrow's choice). pyarrow "
+                    "wants int64 coordinates laid out ``[nnz, ndim]`` row-major: the indices are "
+                    "shared when they are the transpose of such an array (as :meth:`from_arrow` "
+                    "gives them) and copied otherwise (the usual ``[ndim, nnz]`` C-ordered "
+                    "array).",
+    "arrow_raises": "",
+    "kind": "coo", "matrix_2d": " (2-d only)",
+    "scipy_out": "Shares the values and one index row per dimension (views, no copy).",
+    "scipy_raises": "ValueError\n    ``matrix=True`` for a tensor that is not 2-d.\n",
+    "pydata": "COO",
+    "pydata_out": "Shares indices and values when canonical; otherwise pydata sorts and sums "
+                  "them (copies).",
+    "layout": "coo",
+    "torch_out": "Shares the values; the indices are shared when they are C-ordered int64 and "
+                 "copied otherwise (torch wants int64). Read-only buffers (from Arrow) are "
+                 "copied, since torch tensors are writable. Marked coalesced when canonical.",
+}
+
 
 class SparseCOO(SparseTensor):
     """Sparse tensor of any number of dimensions as coordinate lists.
@@ -275,99 +312,23 @@ class SparseCOO(SparseTensor):
                              _interop.from_arrow("SparseCOO.from_arrow", tensor))
 
     @classmethod
+    @fill_doc(_interop.FROM_SCIPY, **_COO_DOC)
     def from_scipy(cls, matrix: Any) -> SparseCOO:
-        """Read a scipy.sparse array or matrix (any format).
-
-        Parameters
-        ----------
-        matrix
-            A ``scipy.sparse`` array or matrix; COO ones (also n-d) are read directly,
-            other formats are converted.
-
-        Returns
-        -------
-        SparseCOO
-            ``values`` is a view of ``matrix.data`` for COO input; ``indices`` is a new
-            ``[ndim, nnz]`` array (scipy keeps one array per dimension).
-
-        Raises
-        ------
-        TypeError
-            Not a scipy sparse object.
-
-        See Also
-        --------
-        SparseCOO.to_scipy : The inverse.
-
-        Examples
-        --------
-        >>> import scipy.sparse
-        >>> m = scipy.sparse.coo_array((np.array([1.0, 2.0]), ([0, 1], [2, 0])), shape=(2, 3))
-        >>> asp.SparseCOO.from_scipy(m).to_dense()
-        array([[0., 0., 1.],
-               [2., 0., 0.]])
-        """
+        """Read a scipy.sparse array or matrix (any format)."""
         return cls._from_any("SparseCOO.from_scipy",  # type: ignore[no-any-return]
                              _interop.from_scipy("SparseCOO.from_scipy", matrix))
 
     @classmethod
+    @fill_doc(_interop.FROM_PYDATA, **_COO_DOC)
     def from_pydata_sparse(cls, array: Any) -> SparseCOO:
-        """Read a pydata ``sparse`` array (``COO`` zero-copy; ``GCXS``/``DOK`` converted).
-
-        Parameters
-        ----------
-        array
-            A ``sparse.COO``, ``sparse.GCXS`` or ``sparse.DOK`` with fill value 0.
-
-        Returns
-        -------
-        SparseCOO
-            For ``sparse.COO``: views of its ``coords`` and ``data``.
-
-        Raises
-        ------
-        TypeError
-            Not a pydata sparse array.
-        ValueError
-            A fill value other than zero.
-
-        Examples
-        --------
-        >>> import sparse
-        >>> asp.SparseCOO.from_pydata_sparse(sparse.COO.from_numpy(np.eye(2))).nnz
-        2
-        """
+        """Read a pydata ``sparse`` array (``COO`` zero-copy; ``GCXS``/``DOK`` converted)."""
         return cls._from_any("SparseCOO.from_pydata_sparse",  # type: ignore[no-any-return]
                              _interop.from_pydata("SparseCOO.from_pydata_sparse", array))
 
     @classmethod
+    @fill_doc(_interop.FROM_TORCH, **_COO_DOC)
     def from_torch(cls, tensor: Any) -> SparseCOO:
-        """Read a CPU torch tensor (sparse COO zero-copy; CSR/CSC/strided converted).
-
-        Parameters
-        ----------
-        tensor
-            A ``torch.Tensor`` on the CPU with layout ``sparse_coo``, ``sparse_csr``,
-            ``sparse_csc`` or ``strided`` (dense), without dense (hybrid) value dimensions.
-
-        Returns
-        -------
-        SparseCOO
-            For ``sparse_coo``: views of its (possibly uncoalesced) indices and values.
-
-        Raises
-        ------
-        TypeError
-            Not a CPU torch tensor, or a dtype numpy cannot hold (bfloat16).
-        ValueError
-            Hybrid or batched sparse tensors.
-
-        Examples
-        --------
-        >>> import torch
-        >>> asp.SparseCOO.from_torch(torch.eye(2).to_sparse()).nnz
-        2
-        """
+        """Read a CPU torch tensor (sparse COO zero-copy; CSR/CSC/strided converted)."""
         return cls._from_any("SparseCOO.from_torch",  # type: ignore[no-any-return]
                              _interop.from_torch("SparseCOO.from_torch", tensor))
 
@@ -540,109 +501,27 @@ class SparseCOO(SparseTensor):
                                                      canonical)
         return csf
 
+    @fill_doc(_interop.TO_ARROW, **_COO_DOC)
     def to_arrow(self) -> pa.SparseCOOTensor:
-        """Convert to a ``pyarrow.SparseCOOTensor``.
-
-        Returns
-        -------
-        pyarrow.SparseCOOTensor
-            Shares ``values`` (bools are viewed as uint8, pyarrow's choice). pyarrow wants
-            int64 coordinates laid out ``[nnz, ndim]`` row-major: the indices are shared
-            when they are the transpose of such an array (as :meth:`from_arrow` gives
-            them) and copied otherwise (the usual ``[ndim, nnz]`` C-ordered array).
-
-        Examples
-        --------
-        >>> coo = asp.SparseCOO([[0, 1], [1, 0]], np.array([1.0, 2.0]), (2, 2))
-        >>> coo.to_arrow().to_tensor().to_numpy()
-        array([[0., 1.],
-               [2., 0.]])
-        """
+        """Convert to a ``pyarrow.SparseCOOTensor``."""
         self._on_host("to_arrow")
         return _interop.coo_to_arrow(self.indices, self.values, self.shape)
 
+    @fill_doc(_interop.TO_SCIPY, **_COO_DOC)
     def to_scipy(self, *, matrix: bool = False) -> Any:
-        """Convert to a ``scipy.sparse.coo_array`` (or ``coo_matrix``).
-
-        Parameters
-        ----------
-        matrix
-            Return a ``coo_matrix`` (2-d only) instead of a ``coo_array``.
-
-        Returns
-        -------
-        scipy.sparse.coo_array or scipy.sparse.coo_matrix
-            Shares the values and one index row per dimension (views, no copy).
-
-        Raises
-        ------
-        ValueError
-            ``matrix=True`` for a tensor that is not 2-d.
-        ModuleNotFoundError
-            scipy is not installed.
-
-        Examples
-        --------
-        >>> coo = asp.SparseCOO([[0, 1], [1, 0]], np.array([1.0, 2.0]), (2, 2))
-        >>> coo.to_scipy().toarray()
-        array([[0., 1.],
-               [2., 0.]])
-        """
+        """Convert to a ``scipy.sparse.coo_array`` (or ``coo_matrix``)."""
         self._on_host("to_scipy")
         return _interop.to_scipy(self, matrix)
 
+    @fill_doc(_interop.TO_PYDATA, **_COO_DOC)
     def to_pydata_sparse(self) -> Any:
-        """Convert to a pydata ``sparse.COO``.
-
-        Returns
-        -------
-        sparse.COO
-            Shares indices and values when canonical; otherwise pydata sorts and sums
-            them (copies).
-
-        Raises
-        ------
-        ModuleNotFoundError
-            pydata sparse is not installed.
-
-        Examples
-        --------
-        >>> import sparse
-        >>> coo = asp.SparseCOO([[0, 1]], np.array([1.0, 2.0]), (3,))
-        >>> s = coo.to_pydata_sparse()
-        >>> isinstance(s, sparse.COO)
-        True
-        >>> s.todense()
-        array([1., 2., 0.])
-        """
+        """Convert to a pydata ``sparse.COO``."""
         self._on_host("to_pydata_sparse")
         return _interop.to_pydata(self)
 
+    @fill_doc(_interop.TO_TORCH, **_COO_DOC)
     def to_torch(self) -> Any:
-        """Convert to a ``torch.sparse_coo_tensor`` (on the CPU).
-
-        Returns
-        -------
-        torch.Tensor
-            Shares the values; the indices are shared when they are C-ordered int64 and
-            copied otherwise (torch wants int64). Read-only buffers (from Arrow) are
-            copied, since torch tensors are writable. Marked coalesced when canonical.
-
-        Raises
-        ------
-        ModuleNotFoundError
-            torch is not installed.
-
-        Examples
-        --------
-        >>> import torch
-        >>> coo = asp.SparseCOO([[0, 1]], np.array([1.0, 2.0]), (3,))
-        >>> t = coo.to_torch()
-        >>> t.layout == torch.sparse_coo
-        True
-        >>> t.to_dense()
-        tensor([1., 2., 0.], dtype=torch.float64)
-        """
+        """Convert to a ``torch.sparse_coo_tensor`` (on the CPU)."""
         self._on_host("to_torch")
         return _interop.to_torch(self)
 

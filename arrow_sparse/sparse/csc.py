@@ -12,14 +12,17 @@ from typing import Any
 from .._docs import fill_doc
 from ..errors import ArrowSparseTypeError
 from . import _interop
-from .csr import _TO_ARROW, _TO_PYDATA, _TO_SCIPY, _TO_TORCH, _Compressed
+from .csr import _CSR_DOC, _Compressed
 
 __all__ = ["SparseCSC"]
 
-#: What the docstrings of the exporters say of a CSC (see ``_TO_ARROW``).
-_CSC_DOC = {"fmt": "csc", "FMT": "CSC", "axis": 1,
-            "build": "asp.SparseCSC([0, 1, 1], [1], np.array([4.0]), (2, 2))",
-            "dense": "[[0.0, 0.0], [4.0, 0.0]]"}
+#: What the docstrings of the writers say of a CSC (see ``_interop.TO_ARROW``): as of a
+#: CSR, but for its name and example.
+_CSC_DOC = {
+    **_CSR_DOC, "build": "asp.SparseCSC([0, 1, 1], [1], np.array([4.0]), (2, 2))",
+    "dense": "[[0.0, 0.0], [4.0, 0.0]]", "arrow": "SparseCSCMatrix", "kind": "csc",
+    "layout": "csc",
+}
 
 
 class SparseCSC(_Compressed):
@@ -80,25 +83,25 @@ class SparseCSC(_Compressed):
             raise ArrowSparseTypeError(msg)
         return self._major_slice(key[1])  # type: ignore[no-any-return]
 
-    @fill_doc(_TO_ARROW, **_CSC_DOC)
+    @fill_doc(_interop.TO_ARROW, **_CSC_DOC)
     def to_arrow(self) -> Any:
         """Convert to a ``pyarrow.SparseCSCMatrix``."""
         self._on_host("to_arrow")
         return _interop.compressed_to_arrow("csc", *self._compact(), self.shape)
 
-    @fill_doc(_TO_SCIPY, **_CSC_DOC)
+    @fill_doc(_interop.TO_SCIPY, **_CSC_DOC)
     def to_scipy(self, *, matrix: bool = False) -> Any:
         """Convert to a ``scipy.sparse.csc_array`` (or ``csc_matrix``)."""
         self._on_host("to_scipy")
         return _interop.to_scipy(self, matrix)
 
-    @fill_doc(_TO_PYDATA, **_CSC_DOC)
+    @fill_doc(_interop.TO_PYDATA, **_CSC_DOC)
     def to_pydata_sparse(self) -> Any:
         """Convert to a pydata ``sparse.GCXS`` with ``compressed_axes=(1,)``."""
         self._on_host("to_pydata_sparse")
         return _interop.to_pydata(self)
 
-    @fill_doc(_TO_TORCH, **_CSC_DOC)
+    @fill_doc(_interop.TO_TORCH, **_CSC_DOC)
     def to_torch(self) -> Any:
         """Convert to a ``torch.sparse_csc_tensor`` (on the CPU)."""
         self._on_host("to_torch")

@@ -30,6 +30,42 @@ from .tensor import _MULTIPLY, _SUM, SparseTensor
 
 __all__ = ["SparseCSF"]
 
+#: What the docstrings of the readers and writers say of CSF (see ``_interop.TO_ARROW``):
+#: scipy, pydata ``sparse`` and torch have no CSF, so it is read and written through
+#: their COO or compressed formats.
+_CSF_DOC = {
+    "name": "SparseCSF", "returns_type": "SparseCSF",
+    "more_params": "\naxis_order\n    Level order of the result (default ``0, 1, ...``).",
+    "scipy_accepts": "Any ``scipy.sparse`` array or matrix.",
+    "scipy_shares": "From CSR with ``(0, 1)`` or CSC with ``(1, 0)``, the leaf indices and "
+                    "values are views of scipy's buffers; otherwise new arrays.",
+    "scipy_input": "scipy.sparse.csr_array(np.eye(2))",
+    "pydata_accepts": "``sparse.COO``, ``sparse.GCXS`` or ``sparse.DOK`` with fill value 0.",
+    "pydata_shares": "New arrays (the leaf arrays are views for a canonical ``sparse.COO`` in "
+                     "the default order).",
+    "pydata_input": "sparse.COO.from_numpy(np.eye(2))",
+    "torch_accepts": "``torch.Tensor`` on the CPU: sparse COO, CSR, CSC or strided.",
+    "torch_shares": "New arrays (views where a conversion allows, as for the other formats).",
+    "torch_input": "torch.eye(2).to_sparse()",
+    "build": "asp.SparseCSF([[0, 1]], [[1], [0]], np.array([1.0]), (2, 2))",
+    "dense": "[[0.0, 0.0], [1.0, 0.0]]",
+    "arrow": "SparseCSFTensor",
+    "arrow_shares": "Shares every buffer when the index arrays are int64 and the tensor is "
+                    "compact (not a sub-fibre). Otherwise pyarrow gets int64 copies of the index "
+                    "arrays, and the pointer arrays of a sub-fibre are rebased to start at zero "
+                    "(copies); the values are always shared (bools as uint8). Read it back with "
+                    "``SparseCSF.from_arrow(t, axis_order=csf.axis_order)``.",
+    "arrow_raises": "\nRaises\n------\nValueError\n    A 1-d tensor (pyarrow's CSF needs two "
+                    "dimensions or more).\n",
+    "kind": "coo", "matrix_2d": " (2-d only)",
+    "scipy_out": "Through :meth:`to_coo`: new coordinates, shared values.",
+    "scipy_raises": "ValueError\n    ``matrix=True`` for a tensor that is not 2-d.\n",
+    "pydata": "COO",
+    "pydata_out": "New coordinates, shared values when canonical in the default order.",
+    "layout": "coo",
+    "torch_out": "New coordinates; values shared when writable.",
+}
+
 #: The docstring of ``to_csr`` and ``to_csc``, after each one's summary line.
 _TO_COMPRESSED = """
     Returns
@@ -49,34 +85,6 @@ _TO_COMPRESSED = """
     >>> csf.{name}().indptr
     {indptr}
     """
-
-#: The docstring of the readers of libraries without a CSF format (scipy, pydata
-#: ``sparse``, torch), after each one's summary line.
-_FROM_CONVERTED = """
-    Parameters
-    ----------
-    {arg}
-        {accepts}
-    axis_order
-        Level order of the result (default ``0, 1, ...``).
-
-    Returns
-    -------
-    SparseCSF
-        {shares}
-
-    Raises
-    ------
-    TypeError
-        {refused}
-
-    Examples
-    --------
-    >>> import {module}
-    >>> asp.SparseCSF.from_{name}({example}).nnz
-    2
-    """
-
 
 class SparseCSF(SparseTensor):
     """Compressed sparse fibre tensor of any number of dimensions, in any axis order.
@@ -396,23 +404,14 @@ class SparseCSF(SparseTensor):
         return cast(SparseCSF, got.to_csf(axis_order))
 
     @classmethod
-    @fill_doc(_FROM_CONVERTED, arg="matrix", accepts="Any ``scipy.sparse`` array or matrix.",
-              shares="From CSR with ``(0, 1)`` or CSC with ``(1, 0)``, the leaf indices and "
-                     "values are views of scipy's buffers; otherwise new arrays.",
-              refused="Not a scipy sparse object.", module="scipy.sparse", name="scipy",
-              example="scipy.sparse.csr_array(np.eye(2))")
+    @fill_doc(_interop.FROM_SCIPY, **_CSF_DOC)
     def from_scipy(cls, matrix: Any, axis_order: Sequence[int] | None = None) -> SparseCSF:
         """Read a scipy.sparse array or matrix (converted: scipy has no CSF)."""
         got = _interop.from_scipy("SparseCSF.from_scipy", matrix)
         return cast(SparseCSF, got.to_csf(axis_order))
 
     @classmethod
-    @fill_doc(_FROM_CONVERTED, arg="array",
-              accepts="``sparse.COO``, ``sparse.GCXS`` or ``sparse.DOK`` with fill value 0.",
-              shares="New arrays (the leaf arrays are views for a canonical ``sparse.COO`` in "
-                     "the default order).",
-              refused="Not a pydata sparse array.", module="sparse", name="pydata_sparse",
-              example="sparse.COO.from_numpy(np.eye(2))")
+    @fill_doc(_interop.FROM_PYDATA, **_CSF_DOC)
     def from_pydata_sparse(cls, array: Any,
                            axis_order: Sequence[int] | None = None) -> SparseCSF:
         """Read a pydata ``sparse`` array (converted through COO or GCXS)."""
@@ -420,11 +419,7 @@ class SparseCSF(SparseTensor):
         return cast(SparseCSF, got.to_csf(axis_order))
 
     @classmethod
-    @fill_doc(_FROM_CONVERTED, arg="tensor",
-              accepts="``torch.Tensor`` on the CPU: sparse COO, CSR, CSC or strided.",
-              shares="New arrays (views where a conversion allows, as for the other formats).",
-              refused="Not a CPU torch tensor.", module="torch", name="torch",
-              example="torch.eye(2).to_sparse()")
+    @fill_doc(_interop.FROM_TORCH, **_CSF_DOC)
     def from_torch(cls, tensor: Any, axis_order: Sequence[int] | None = None) -> SparseCSF:
         """Read a CPU torch tensor (converted: torch has no CSF)."""
         got = _interop.from_torch("SparseCSF.from_torch", tensor)
@@ -652,114 +647,29 @@ class SparseCSF(SparseTensor):
             return self
         return cast(SparseCSF, self.to_coo().to_csf(order))
 
+    @fill_doc(_interop.TO_ARROW, **_CSF_DOC)
     def to_arrow(self) -> Any:
-        """Convert to a ``pyarrow.SparseCSFTensor`` (with its ``axis_order``).
-
-        Returns
-        -------
-        pyarrow.SparseCSFTensor
-            Shares every buffer when the index arrays are int64 and the tensor is
-            compact (not a sub-fibre). Otherwise pyarrow gets int64 copies of the
-            index arrays, and the pointer arrays of a sub-fibre are rebased to start
-            at zero (copies); the values are always shared (bools as uint8). Read it
-            back with ``SparseCSF.from_arrow(t, axis_order=csf.axis_order)``.
-
-        Raises
-        ------
-        ValueError
-            A 1-d tensor (pyarrow's CSF needs two dimensions or more).
-
-        Examples
-        --------
-        >>> csf = asp.SparseCSF([[0, 1, 3]], [[0, 2], [1, 0, 1]], np.array([1, 2, 3]), (3, 2))
-        >>> csf.to_arrow().to_tensor().to_numpy()
-        array([[0, 1],
-               [0, 0],
-               [2, 3]])
-        """
+        """Convert to a ``pyarrow.SparseCSFTensor`` (with its ``axis_order``)."""
         self._on_host("to_arrow")
         compact = self._compact()
         return _interop.csf_to_arrow(compact.indptr, compact.indices, compact.values, self.shape,
                                      self.axis_order)
 
+    @fill_doc(_interop.TO_SCIPY, **_CSF_DOC)
     def to_scipy(self, *, matrix: bool = False) -> Any:
-        """Convert to a scipy ``coo_array`` (``coo_matrix`` with ``matrix=True``).
-
-        Parameters
-        ----------
-        matrix
-            Return a ``coo_matrix`` (2-d only).
-
-        Returns
-        -------
-        scipy.sparse.coo_array or scipy.sparse.coo_matrix
-            Through :meth:`to_coo`: new coordinates, shared values.
-
-        Raises
-        ------
-        ModuleNotFoundError
-            scipy is not installed.
-
-        Examples
-        --------
-        >>> csf = asp.SparseCSF([[0, 1]], [[1], [0]], np.array([1.0]), (2, 2))
-        >>> csf.to_scipy().toarray()
-        array([[0., 0.],
-               [1., 0.]])
-        """
+        """Convert to a scipy ``coo_array`` (``coo_matrix`` with ``matrix=True``)."""
         self._on_host("to_scipy")
         return _interop.to_scipy(self.to_coo(), matrix)
 
+    @fill_doc(_interop.TO_PYDATA, **_CSF_DOC)
     def to_pydata_sparse(self) -> Any:
-        """Convert to a pydata ``sparse.COO`` (through :meth:`to_coo`).
-
-        Returns
-        -------
-        sparse.COO
-            New coordinates, shared values when canonical in the default order.
-
-        Raises
-        ------
-        ModuleNotFoundError
-            pydata sparse is not installed.
-
-        Examples
-        --------
-        >>> import sparse
-        >>> csf = asp.SparseCSF([[0, 1]], [[1], [0]], np.array([1.0]), (2, 2))
-        >>> s = csf.to_pydata_sparse()
-        >>> isinstance(s, sparse.COO)
-        True
-        >>> s.nnz
-        1
-        """
+        """Convert to a pydata ``sparse.COO`` (through :meth:`to_coo`)."""
         self._on_host("to_pydata_sparse")
         return _interop.to_pydata(self.to_coo())
 
+    @fill_doc(_interop.TO_TORCH, **_CSF_DOC)
     def to_torch(self) -> Any:
-        """Convert to a ``torch.sparse_coo_tensor`` (through :meth:`to_coo`).
-
-        Returns
-        -------
-        torch.Tensor
-            New coordinates; values shared when writable.
-
-        Raises
-        ------
-        ModuleNotFoundError
-            torch is not installed.
-
-        Examples
-        --------
-        >>> import torch
-        >>> csf = asp.SparseCSF([[0, 1]], [[1], [0]], np.array([1.0]), (2, 2))
-        >>> t = csf.to_torch()
-        >>> t.layout == torch.sparse_coo
-        True
-        >>> t.to_dense()
-        tensor([[0., 0.],
-                [1., 0.]], dtype=torch.float64)
-        """
+        """Convert to a ``torch.sparse_coo_tensor`` (through :meth:`to_coo`)."""
         self._on_host("to_torch")
         return _interop.to_torch(self.to_coo())
 

@@ -26,96 +26,44 @@ from .tensor import _MULTIPLY, _SUM, SparseTensor
 
 __all__ = ["SparseCSR"]
 
-#: The docstrings of the exporters of :class:`SparseCSR` and :class:`SparseCSC`, after
-#: each one's summary line: ``fmt`` is ``"csr"`` or ``"csc"`` (``FMT`` in capitals),
-#: ``axis`` the compressed one, ``build`` makes the example matrix and ``dense`` is its
-#: dense form as a list.
-_TO_ARROW = """
-    Returns
-    -------
-    pyarrow.Sparse{FMT}Matrix
-        Shares the buffers when ``indptr`` and ``indices`` are int64 and ``indptr``
-        starts at zero. Otherwise pyarrow gets int64 copies of them (rebased to
-        zero for a slice); ``values`` is always shared (bools as uint8).
-
-    Examples
-    --------
-    >>> m = {build}
-    >>> m.to_arrow().to_tensor().to_numpy().tolist()
-    {dense}
-    """
-_TO_SCIPY = """
-    Parameters
-    ----------
-    matrix
-        Return a ``{fmt}_matrix`` instead of a ``{fmt}_array``.
-
-    Returns
-    -------
-    scipy.sparse.{fmt}_array or scipy.sparse.{fmt}_matrix
-        Shares the buffers when ``indptr`` starts at zero and ``indptr`` and
-        ``indices`` have one dtype; otherwise scipy copies (and ``indptr`` of a
-        slice is rebased: a copy).
-
-    Raises
-    ------
-    ModuleNotFoundError
-        scipy is not installed.
-
-    Examples
-    --------
-    >>> m = {build}
-    >>> m.to_scipy().toarray().tolist()
-    {dense}
-    """
-_TO_PYDATA = """
-    Returns
-    -------
-    sparse.GCXS
-        Shares the buffers (``indptr`` of a slice is rebased: a copy).
-
-    Raises
-    ------
-    ModuleNotFoundError
-        pydata sparse is not installed.
-
-    Examples
-    --------
-    >>> import sparse
-    >>> m = {build}
-    >>> s = m.to_pydata_sparse()
-    >>> isinstance(s, sparse.GCXS), s.compressed_axes
-    (True, ({axis},))
-    >>> s.todense().tolist()
-    {dense}
-    """
-_TO_TORCH = """
-    Returns
-    -------
-    torch.Tensor
-        Shares the buffers when ``indptr`` and ``indices`` have one dtype, are
-        writable and ``indptr`` starts at zero; copies otherwise.
-
-    Raises
-    ------
-    ModuleNotFoundError
-        torch is not installed.
-
-    Examples
-    --------
-    >>> import torch
-    >>> m = {build}
-    >>> t = m.to_torch()
-    >>> t.layout == torch.sparse_{fmt}
-    True
-    >>> t.to_dense().tolist()
-    {dense}
-    """
-
-#: What the docstrings of the exporters say of a CSR (see ``_TO_ARROW``).
-_CSR_DOC = {"fmt": "csr", "FMT": "CSR", "axis": 0,
-            "build": "asp.SparseCSR([0, 1], [2], np.array([5.0]), (1, 3))",
-            "dense": "[[0.0, 0.0, 5.0]]"}
+#: What the docstrings of the readers and writers say of CSR and CSC (see
+#: ``_interop.TO_ARROW``): ``_COMPRESSED_DOC`` for the readers they share, ``_CSR_DOC``
+#: for the writers of a CSR (csc.py has the CSC's).
+_COMPRESSED_DOC = {
+    "name": "SparseCSR", "returns_type": "SparseCSR or SparseCSC", "more_params": "",
+    "scipy_accepts": "Any ``scipy.sparse`` array or matrix.",
+    "scipy_shares": "Views of ``indptr``, ``indices`` and ``data`` when the format matches "
+                    "(checked in full); a conversion otherwise.",
+    "scipy_input": "scipy.sparse.csr_array(np.eye(2))",
+    "pydata_accepts": "``sparse.GCXS`` with ``compressed_axes=(0,)`` (CSR) or ``(1,)`` (CSC) "
+                      "is wrapped; ``sparse.COO`` and other GCXS are converted.",
+    "pydata_shares": "Views of the GCXS buffers when the compressed axis matches.",
+    "pydata_input": "sparse.GCXS.from_numpy(np.eye(2), compressed_axes=(0,))",
+    "torch_accepts": "A ``torch.Tensor`` on the CPU: sparse CSR, CSC or COO, or strided "
+                     "(dense).",
+    "torch_shares": "Views of the compressed indices, plain indices and values when the layout "
+                    "matches; a conversion otherwise.",
+    "torch_input": "torch.eye(2).to_sparse_csr()",
+}
+_CSR_DOC = {
+    "build": "asp.SparseCSR([0, 1], [2], np.array([5.0]), (1, 3))", "dense": "[[0.0, 0.0, 5.0]]",
+    "arrow": "SparseCSRMatrix",
+    "arrow_shares": "Shares the buffers when ``indptr`` and ``indices`` are int64 and "
+                    "``indptr`` starts at zero. Otherwise pyarrow gets int64 copies of them "
+                    "(rebased to zero for a slice); ``values`` is always shared (bools as "
+                    "uint8).",
+    "arrow_raises": "",
+    "kind": "csr", "matrix_2d": "",
+    "scipy_out": "Shares the buffers when ``indptr`` starts at zero and ``indptr`` and "
+                 "``indices`` have one dtype; otherwise scipy copies (and ``indptr`` of a "
+                 "slice is rebased: a copy).",
+    "scipy_raises": "",
+    "pydata": "GCXS",
+    "pydata_out": "Shares the buffers (``indptr`` of a slice is rebased: a copy).",
+    "layout": "csr",
+    "torch_out": "Shares the buffers when ``indptr`` and ``indices`` have one dtype, are "
+                 "writable and ``indptr`` starts at zero; copies otherwise.",
+}
 
 
 class _Compressed(SparseTensor):
@@ -338,95 +286,23 @@ class _Compressed(SparseTensor):
         return cls._from_any(func, _interop.from_arrow(func, tensor))
 
     @classmethod
+    @fill_doc(_interop.FROM_SCIPY, **_COMPRESSED_DOC)
     def from_scipy(cls, matrix: Any) -> Any:
-        """Wrap a scipy.sparse CSR/CSC array or matrix (zero-copy), or convert another format.
-
-        Parameters
-        ----------
-        matrix
-            Any ``scipy.sparse`` array or matrix.
-
-        Returns
-        -------
-        SparseCSR or SparseCSC
-            Views of ``indptr``, ``indices`` and ``data`` when the format matches
-            (checked in full); a conversion otherwise.
-
-        Raises
-        ------
-        TypeError
-            Not a scipy sparse object.
-
-        Examples
-        --------
-        >>> import scipy.sparse
-        >>> m = scipy.sparse.csr_array(np.array([[0.0, 1.0], [2.0, 0.0]]))
-        >>> asp.SparseCSR.from_scipy(m)
-        SparseCSR(shape=(2, 2), nnz=2, dtype=float64)
-        """
+        """Wrap a scipy.sparse CSR/CSC array or matrix (zero-copy), or convert another format."""
         func = f"{cls.__name__}.from_scipy"
         return cls._from_any(func, _interop.from_scipy(func, matrix))
 
     @classmethod
+    @fill_doc(_interop.FROM_PYDATA, **_COMPRESSED_DOC)
     def from_pydata_sparse(cls, array: Any) -> Any:
-        """Read a pydata ``sparse`` array (2-d ``GCXS`` of the matching axis: zero-copy).
-
-        Parameters
-        ----------
-        array
-            ``sparse.GCXS`` with ``compressed_axes=(0,)`` (CSR) or ``(1,)`` (CSC) is
-            wrapped; ``sparse.COO`` and other GCXS are converted.
-
-        Returns
-        -------
-        SparseCSR or SparseCSC
-            Views of the GCXS buffers when the compressed axis matches.
-
-        Raises
-        ------
-        TypeError
-            Not a pydata sparse array.
-        ValueError
-            A fill value other than zero.
-
-        Examples
-        --------
-        >>> import sparse
-        >>> g = sparse.GCXS.from_numpy(np.eye(2), compressed_axes=(0,))
-        >>> asp.SparseCSR.from_pydata_sparse(g).indptr
-        array([0, 1, 2])
-        """
+        """Read a pydata ``sparse`` array (2-d ``GCXS`` of the matching axis: zero-copy)."""
         func = f"{cls.__name__}.from_pydata_sparse"
         return cls._from_any(func, _interop.from_pydata(func, array))
 
     @classmethod
+    @fill_doc(_interop.FROM_TORCH, **_COMPRESSED_DOC)
     def from_torch(cls, tensor: Any) -> Any:
-        """Read a CPU torch tensor (``sparse_csr``/``sparse_csc`` of the matching kind: zero-copy).
-
-        Parameters
-        ----------
-        tensor
-            A ``torch.Tensor`` on the CPU: sparse CSR, CSC or COO, or strided (dense).
-
-        Returns
-        -------
-        SparseCSR or SparseCSC
-            Views of the compressed indices, plain indices and values when the layout
-            matches; a conversion otherwise.
-
-        Raises
-        ------
-        TypeError
-            Not a CPU torch tensor, or bfloat16 values.
-        ValueError
-            Hybrid or batched sparse tensors.
-
-        Examples
-        --------
-        >>> import torch
-        >>> asp.SparseCSR.from_torch(torch.eye(2).to_sparse_csr()).indptr
-        array([0, 1, 2])
-        """
+        """Read a CPU torch tensor (its own ``sparse_csr``/``sparse_csc`` layout: zero-copy)."""
         func = f"{cls.__name__}.from_torch"
         return cls._from_any(func, _interop.from_torch(func, tensor))
 
@@ -940,25 +816,25 @@ class SparseCSR(_Compressed):
             raise ArrowSparseTypeError(msg)
         return self._major_slice(key)  # type: ignore[no-any-return]
 
-    @fill_doc(_TO_ARROW, **_CSR_DOC)
+    @fill_doc(_interop.TO_ARROW, **_CSR_DOC)
     def to_arrow(self) -> Any:
         """Convert to a ``pyarrow.SparseCSRMatrix``."""
         self._on_host("to_arrow")
         return _interop.compressed_to_arrow("csr", *self._compact(), self.shape)
 
-    @fill_doc(_TO_SCIPY, **_CSR_DOC)
+    @fill_doc(_interop.TO_SCIPY, **_CSR_DOC)
     def to_scipy(self, *, matrix: bool = False) -> Any:
         """Convert to a ``scipy.sparse.csr_array`` (or ``csr_matrix``)."""
         self._on_host("to_scipy")
         return _interop.to_scipy(self, matrix)
 
-    @fill_doc(_TO_PYDATA, **_CSR_DOC)
+    @fill_doc(_interop.TO_PYDATA, **_CSR_DOC)
     def to_pydata_sparse(self) -> Any:
         """Convert to a pydata ``sparse.GCXS`` with ``compressed_axes=(0,)``."""
         self._on_host("to_pydata_sparse")
         return _interop.to_pydata(self)
 
-    @fill_doc(_TO_TORCH, **_CSR_DOC)
+    @fill_doc(_interop.TO_TORCH, **_CSR_DOC)
     def to_torch(self) -> Any:
         """Convert to a ``torch.sparse_csr_tensor`` (on the CPU)."""
         self._on_host("to_torch")
