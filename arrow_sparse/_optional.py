@@ -14,7 +14,7 @@ from types import ModuleType
 __all__ = ["import_optional"]
 
 
-def import_optional(name: str, extra: str) -> ModuleType:
+def import_optional(name: str, extra: str | None, *, func: str | None = None) -> ModuleType:
     """Import module ``name``; if it is not installed, say how to install it.
 
     Parameters
@@ -22,7 +22,10 @@ def import_optional(name: str, extra: str) -> ModuleType:
     name
         Module to import, e.g. ``"pandas"`` or ``"torch"``.
     extra
-        The arrow-sparse extra that installs it (``pip install 'arrow-sparse[extra]'``).
+        The arrow-sparse extra that installs it (``pip install 'arrow-sparse[extra]'``),
+        or None for a package that no extra installs (``pip install <package>``).
+    func
+        The public function that needs it; the message then starts ``"{func}: "``.
 
     Returns
     -------
@@ -45,6 +48,10 @@ def import_optional(name: str, extra: str) -> ModuleType:
     Traceback (most recent call last):
     ...
     ModuleNotFoundError: no_such_module_xyz is required ... pip install 'arrow-sparse[demo]'
+    >>> import_optional("no_such_module_xyz.sub", extra=None, func="SparseCOO.to_xyz")
+    Traceback (most recent call last):
+    ...
+    ModuleNotFoundError: SparseCOO.to_xyz: no_such_module_xyz.sub is ... no_such_module_xyz
     """
     try:
         return importlib.import_module(name)
@@ -52,6 +59,9 @@ def import_optional(name: str, extra: str) -> ModuleType:
         top = name.partition(".")[0]
         if exc.name is not None and exc.name.partition(".")[0] != top:
             raise  # installed, but broken: its own missing dependency is the real news
+        package = top if extra is None else f"'arrow-sparse[{extra}]'"
         msg = (f"{name} is required for this but is not installed; "
-               f"install it with: pip install 'arrow-sparse[{extra}]'")
+               f"install it with: pip install {package}")
+        if func is not None:
+            msg = f"{func}: {msg}"
         raise ModuleNotFoundError(msg, name=name) from exc

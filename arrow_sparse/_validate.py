@@ -427,3 +427,165 @@ def check_exactly_one(func: str, **kwargs: Any) -> str:
         msg = f"{func}: pass exactly one of {names} (got {got})"
         raise ArrowSparseValueError(msg)
     return given[0]
+
+
+# ---- sparse tensors
+# The argument checks of the sparse formats (arrow_sparse.sparse): shapes, axes, index
+# and value buffers, the coordinates they hold, and dense operands. Host and CuPy
+# buffers are accepted (the formats run on either); data checks of CuPy buffers are
+# launched as device checks, as for offsets above.
+
+__all__ += ["INDEX_DTYPES", "as_dense_operand", "as_sparse_indices", "as_sparse_values",
+            "check_axis", "check_axis_order", "check_in_range", "check_index_list",
+            "check_length", "check_operand_shape", "check_shape"]
+
+#: The index dtypes a sparse tensor stores as given (others are widened to int64).
+INDEX_DTYPES = OFFSET_DTYPES
+
+
+def check_shape(func: str, shape: Any, ndim: int | None = None) -> tuple[int, ...]:
+    """Check a shape: a sequence of non-negative ints (``ndim`` of them when given)."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, (bool, np.bool_)):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list)):
+        msg = f"{func}: shape must be a tuple of ints, got {type(shape).__name__}"
+        raise ArrowSparseTypeError(msg)
+    dims = tuple(check_count(func, f"shape[{i}]", s) for i, s in enumerate(shape))
+    if ndim is not None and len(dims) != ndim:
+        msg = f"{func}: shape must have {ndim} dimensions, got {dims}"
+        raise ArrowSparseValueError(msg)
+    if not dims:
+        msg = f"{func}: shape must have at least one dimension"
+        raise ArrowSparseValueError(msg)
+    for i, s in enumerate(dims):
+        if s > _INT64_MAX:
+            msg = f"{func}: shape[{i}] = {s} exceeds the int64 range"
+            raise ArrowSparseValueError(msg)
+    return dims
+
+
+def check_axis_order(func: str, axis_order: Any, ndim: int) -> tuple[int, ...]:
+    """Check a permutation of ``range(ndim)``; None means ``(0, 1, ..., ndim - 1)``."""
+    if axis_order is None:
+        return tuple(range(ndim))
+    if isinstance(axis_order, np.ndarray):
+        axis_order = axis_order.tolist()
+    if not isinstance(axis_order, (tuple, list)) or not all(
+            isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_))
+            for a in axis_order):
+        msg = f"{func}: axis_order must be a sequence of ints, got {axis_order!r}"
+        raise ArrowSparseTypeError(msg)
+    order = tuple(int(a) for a in axis_order)
+    if sorted(order) != list(range(ndim)):
+        msg = f"{func}: axis_order must be a permutation of 0..{ndim - 1}, got {order}"
+        raise ArrowSparseValueError(msg)
+    return order
+
+
+def check_axis(func: str, axis: Any, ndim: int) -> int:
+    """Check an axis in ``[-ndim, ndim)``; return it non-negative."""
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+        msg = f"{func}: axis must be None or an int, got {type(axis).__name__}"
+        raise ArrowSparseTypeError(msg)
+    if not -ndim <= axis < ndim:
+        msg = f"{func}: axis {axis} out of range for {ndim} dimensions"
+        raise ArrowSparseIndexError(msg)
+    return int(axis) % ndim
+
+
+def as_sparse_indices(func: str, arg: str, x: Any, *, ndim: int = 1) -> np.ndarray:
+    """Return an int32 or int64 index array (other integer dtypes are widened to int64).
+
+    CuPy arrays are accepted and stay on their device.
+    """
+    arr = as_index_array(func, arg, x, ndim=ndim, device=True)
+    if arr.dtype not in INDEX_DTYPES:
+        arr = arr.astype(np.int64)
+    return arr
+
+
+def as_sparse_values(func: str, x: Any) -> np.ndarray:
+    """Return a 1-D bool, integer, float32 or float64 values array (numpy or CuPy)."""
+    arr = as_values_array(func, "values", x, device=True)
+    if arr.dtype == np.float16:
+        msg = f"{func}: values of dtype float16 are not supported; cast them to float32"
+        raise ArrowSparseTypeError(msg)
+    if arr.ndim != 1:
+        msg = f"{func}: values must be 1-dimensional, got shape {arr.shape}"
+        raise ArrowSparseValueError(msg)
+    return arr
+
+
+def check_index_list(func: str, arg: str, x: Any, count: int) -> tuple[np.ndarray, ...]:
+    """Check ``count`` index arrays (a list, a tuple or a 2-d array with one row each)."""
+    if getattr(x, "ndim", None) == 2 and getattr(x, "dtype", np.dtype(object)).kind in "iu":
+        x = [x[k] for k in range(x.shape[0])]  # a 2-d numpy or CuPy array: one row per level
+    if not isinstance(x, (list, tuple)):
+        msg = f"{func}: {arg} must be a list of {count} index arrays, got {type(x).__name__}"
+        raise ArrowSparseTypeError(msg)
+    if len(x) != count:
+        msg = f"{func}: {arg} has {len(x)} arrays but the shape needs {count}"
+        raise ArrowSparseValueError(msg)
+    return tuple(as_sparse_indices(func, f"{arg}[{k}]", a) for k, a in enumerate(x))
+
+
+def check_in_range(func: str, arg: str, idx: np.ndarray, bound: int, window: Any = None) -> None:
+    """IndexError for an index outside ``[0, bound)`` among ``idx[lo:hi]``; positions absolute.
+
+    ``window`` is ``(lo, hi)`` on the host and a 2-element int64 device array on the
+    device (pointers are not read there), None for every index. On the device a check
+    kernel records the first bad position in the error word, raised by the caller's
+    ``device_checks`` (or the next check).
+    """
+    if is_cupy_array(idx):
+        _sparse_device_checks().check_index_range(idx, bound, window)
+        return
+    lo, hi = (0, len(idx)) if window is None else window
+    part = idx[lo:hi]
+    bad = (part < 0) | (part >= bound)
+    if bad.any():
+        pos = first_true(bad)
+        msg = (f"{func}: {arg} out of range [0, {bound}) "
+               f"(first at position {pos + lo}: {part[pos].item()})")
+        raise ArrowSparseIndexError(msg)
+
+
+def _sparse_device_checks() -> ModuleType:
+    """Return the CUDA launchers of the sparse family (imported on first use; CuPy is not)."""
+    return importlib.import_module("arrow_sparse.kernels.cuda.sparse")
+
+
+def check_length(func: str, arg: str, arr: np.ndarray, length: int, what: str) -> None:
+    """Raise ValueError unless ``len(arr) == length``."""
+    if len(arr) != length:
+        msg = f"{func}: {arg} has {len(arr)} entries but {what} needs {length}"
+        raise ArrowSparseValueError(msg)
+
+
+def as_dense_operand(func: str, arg: str, x: Any) -> np.ndarray:
+    """Return a bool, integer, float32 or float64 array of any dimension (numpy or CuPy).
+
+    A Python or numpy scalar becomes a 0-d array; Arrow arrays and sequences are read
+    as :func:`as_values_array` reads them.
+    """
+    arr = np.asarray(x) if np.isscalar(x) else as_values_array(func, arg, x, min_ndim=0,
+                                                                device=True)
+    if arr.dtype.kind not in "biuf" or arr.dtype == np.float16:
+        msg = f"{func}: {arg} must be a bool, integer, float32 or float64 array, got {arr.dtype}"
+        raise ArrowSparseTypeError(msg)
+    return arr
+
+
+def check_operand_shape(func: str, dense: np.ndarray, size: int, which: str) -> None:
+    """Check a 1-d or 2-d matrix-product operand whose ``which`` dimension must be ``size``.
+
+    ``which`` is ``"first"`` (``matrix @ dense``) or ``"last"`` (``dense @ matrix``).
+    """
+    if dense.ndim not in (1, 2):
+        msg = f"{func}: other must be a 1-d or 2-d dense array, got shape {dense.shape}"
+        raise ArrowSparseValueError(msg)
+    got = dense.shape[0] if which == "first" else dense.shape[-1]
+    if got != size:
+        msg = (f"{func}: other has shape {dense.shape} but its {which} dimension must be "
+               f"{size} to match the matrix")
+        raise ArrowSparseValueError(msg)

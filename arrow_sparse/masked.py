@@ -27,11 +27,133 @@ import numpy as np
 
 from . import _validate as v
 from ._backend import fetch
+from ._docs import fill_doc
 from .errors import ArrowSparseTypeError, ArrowSparseValueError
 from .sparse._masked import Problem, Strided, dense_view, prepare
 
 __all__ = ["amax", "amin", "argmax", "argmin", "log_softmax", "logsumexp", "mean", "norm",
            "prod", "softmax", "std", "sum", "var"]
+
+# The docstrings of the ops that differ only by their reduction, after each one's own
+# summary line: ``name`` is the op (torch.masked has it too), ``empty`` what a fully
+# masked-out slice reduces to, ``build`` makes the examples' input and the other
+# fields are the examples' results.
+_REDUCTION = """
+    Parameters
+    ----------
+    input, dim, keepdim, mask
+        As for :func:`sum`.
+
+    Returns
+    -------
+    numpy.ndarray
+        {returns}
+
+    See Also
+    --------
+    {see_also}, torch.masked.{name}
+
+    Examples
+    --------
+    >>> j = asp.Jagged.from_list([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0, 7.0], [3.0, 6.0]])
+    >>> stored = asp.Jagged(np.ones(9, dtype=bool), j.offsets)
+    >>> asp.masked.{name}(j, 1, mask=stored)  # only the stored values are masked in
+    {stored}
+    >>> asp.masked.{name}(j, 1)  # the default mask covers the zero tails
+    {dense}
+    >>> asp.masked.{name}(j, 1, mask=asp.Jagged(np.zeros(9, dtype=bool), j.offsets))
+    {none}
+    """
+_EXTREME = """
+    Parameters
+    ----------
+    input, dim, keepdim, mask
+        As for :func:`sum`.
+
+    Returns
+    -------
+    numpy.ndarray
+        The input's dtype (int64 for bools). A fully masked-out slice gives ``{empty}``
+        (the dtype's {bound} for integers).
+
+    See Also
+    --------
+    numpy.{name}, torch.masked.{name}
+
+    Examples
+    --------
+    >>> x = {build}
+    >>> asp.masked.{name}(x, 1)  # the unspecified zeros count
+    {unmasked}
+    >>> asp.masked.{name}(x, 1, mask=x.to_dense() != 0)
+    {masked}
+    >>> asp.masked.{name}(x, 1, mask=np.zeros((2, 2), dtype=bool))
+    {none}
+    """
+_ARG_EXTREME = """
+    Parameters
+    ----------
+    input, keepdim, mask
+        As for :func:`sum`.
+    dim
+        None (index into the flattened input, as ``numpy.{name}``) or an int.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 indices. A fully masked-out slice gives 0 (the first ``{empty}``).
+
+    Raises
+    ------
+    TypeError
+        A tuple ``dim``.
+    ValueError
+        An empty slice.
+
+    See Also
+    --------
+    numpy.{name}, torch.masked.{name}
+
+    Examples
+    --------
+    >>> x = {build}
+    >>> asp.masked.{name}(x, 1)  # row 0: the unspecified zero at column 1
+    {unmasked}
+    >>> asp.masked.{name}(x, 1, mask=x.to_dense() != 0)
+    {masked}
+    """
+_NORMALIZE = """
+    Parameters
+    ----------
+    input, mask
+        As for :func:`sum`.
+    dim
+        The dimension to normalise along (an int).
+
+    Returns
+    -------
+    numpy.ndarray
+        Dense, of the input's dense shape and float dtype (float64 for integers). A
+        fully masked-out slice gives NaN, as in torch.
+
+    Raises
+    ------
+    TypeError
+        A ``dim`` that is not an int.
+
+    See Also
+    --------
+    {see_also}
+
+    Notes
+    -----
+    The result has the dense shape, so this allocates it even for sparse inputs.
+
+    Examples
+    --------
+    >>> {call}
+    {result}
+    """
 
 
 def _float_dtype(dtype: np.dtype) -> np.dtype:
@@ -141,33 +263,13 @@ def sum(input: Any, dim: Any = None, *, keepdim: bool = False,  # noqa: A001 - t
     return p.finish(_sum_result(_total(p, _acc_dtype(p.dtype)), p.dtype), keepdim)
 
 
+@fill_doc(_REDUCTION, name="prod", see_also="numpy.prod",
+          returns="int64 for integer and bool inputs, the input's dtype for floats. A fully "
+                  "masked-out slice gives 1; a masked-in unspecified element makes it 0.",
+          stored="array([  6., 336.,  18.])", dense="array([  0., 336.,   0.])",
+          none="array([1., 1., 1.])")
 def prod(input: Any, dim: Any = None, *, keepdim: bool = False, mask: Any = None) -> np.ndarray:
-    """Product of the masked-in elements.
-
-    Parameters
-    ----------
-    input, dim, keepdim, mask
-        As for :func:`sum`.
-
-    Returns
-    -------
-    numpy.ndarray
-        int64 for integer and bool inputs, the input's dtype for floats. A fully
-        masked-out slice gives 1; a masked-in unspecified element makes it 0.
-
-    See Also
-    --------
-    numpy.prod, torch.masked.prod
-
-    Examples
-    --------
-    >>> j = asp.Jagged.from_list([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0, 7.0], [3.0, 6.0]])
-    >>> stored = asp.Jagged(np.ones(9, dtype=bool), j.offsets)
-    >>> asp.masked.prod(j, 1, mask=stored)  # only the stored values are masked in
-    array([  6., 336.,  18.])
-    >>> asp.masked.prod(j, 1)  # the default mask covers the zero tails
-    array([  0., 336.,   0.])
-    """
+    """Product of the masked-in elements."""
     p = prepare("masked.prod", input, dim, mask)
     if isinstance(p, Strided):
         out = p.reduce("prod", p.fill(1), dtype=_acc_dtype(p.dtype))
@@ -179,60 +281,20 @@ def prod(input: Any, dim: Any = None, *, keepdim: bool = False, mask: Any = None
     return p.finish(_sum_result(out, p.dtype), keepdim)
 
 
+@fill_doc(_EXTREME, name="amax", empty="-inf", bound="minimum",
+          build="asp.SparseCOO([[0, 1], [1, 0]], np.array([-1.0, -2.0]), (2, 2))",
+          unmasked="array([0., 0.])", masked="array([-1., -2.])", none="array([-inf, -inf])")
 def amax(input: Any, dim: Any = None, *, keepdim: bool = False, mask: Any = None) -> np.ndarray:
-    """Maximum of the masked-in elements.
-
-    Parameters
-    ----------
-    input, dim, keepdim, mask
-        As for :func:`sum`.
-
-    Returns
-    -------
-    numpy.ndarray
-        The input's dtype (int64 for bools). A fully masked-out slice gives ``-inf``
-        (the dtype's minimum for integers).
-
-    See Also
-    --------
-    numpy.amax, torch.masked.amax
-
-    Examples
-    --------
-    >>> coo = asp.SparseCOO([[0, 1], [1, 0]], np.array([-1.0, -2.0]), (2, 2))
-    >>> asp.masked.amax(coo, 1)  # the unspecified zeros count
-    array([0., 0.])
-    >>> asp.masked.amax(coo, 1, mask=coo.to_dense() != 0)
-    array([-1., -2.])
-    """
+    """Maximum of the masked-in elements."""
     p = prepare("masked.amax", input, dim, mask)
     return p.finish(_extreme(p, "max"), keepdim)
 
 
+@fill_doc(_EXTREME, name="amin", empty="inf", bound="maximum",
+          build="asp.SparseCOO([[0, 1], [1, 0]], np.array([1.0, 2.0]), (2, 2))",
+          unmasked="array([0., 0.])", masked="array([1., 2.])", none="array([inf, inf])")
 def amin(input: Any, dim: Any = None, *, keepdim: bool = False, mask: Any = None) -> np.ndarray:
-    """Minimum of the masked-in elements.
-
-    Parameters
-    ----------
-    input, dim, keepdim, mask
-        As for :func:`sum`.
-
-    Returns
-    -------
-    numpy.ndarray
-        The input's dtype (int64 for bools). A fully masked-out slice gives ``inf``
-        (the dtype's maximum for integers).
-
-    See Also
-    --------
-    numpy.amin, torch.masked.amin
-
-    Examples
-    --------
-    >>> asp.masked.amin(np.array([[3.0, 1.0], [2.0, 5.0]]), 0,
-    ...                 mask=np.array([[True, False], [False, False]]))
-    array([ 3., inf])
-    """
+    """Minimum of the masked-in elements."""
     p = prepare("masked.amin", input, dim, mask)
     return p.finish(_extreme(p, "min"), keepdim)
 
@@ -272,105 +334,31 @@ def _arg(func: str, op: str, input: Any, dim: Any, keepdim: bool, mask: Any) -> 
     return p.finish(out, keepdim)
 
 
+@fill_doc(_ARG_EXTREME, name="argmax", empty="-inf",
+          build="asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([-1.0, -2.0, 3.0]), (2, 3))",
+          unmasked="array([1, 1])", masked="array([0, 1])")
 def argmax(input: Any, dim: Any = None, *, keepdim: bool = False,
            mask: Any = None) -> np.ndarray:
-    """Index of the first maximum, masked-out elements counting as ``-inf``.
-
-    Parameters
-    ----------
-    input, keepdim, mask
-        As for :func:`sum`.
-    dim
-        None (index into the flattened input, as ``numpy.argmax``) or an int.
-
-    Returns
-    -------
-    numpy.ndarray
-        int64 indices. A fully masked-out slice gives 0 (the first ``-inf``).
-
-    Raises
-    ------
-    TypeError
-        A tuple ``dim``.
-    ValueError
-        An empty slice.
-
-    See Also
-    --------
-    numpy.argmax, torch.masked.argmax
-
-    Examples
-    --------
-    >>> csr = asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([-1.0, -2.0, 3.0]), (2, 3))
-    >>> asp.masked.argmax(csr, 1)  # row 0: the unspecified zero at column 1
-    array([1, 1])
-    >>> asp.masked.argmax(csr, 1, mask=csr.to_dense() != 0)
-    array([0, 1])
-    """
+    """Index of the first maximum, masked-out elements counting as ``-inf``."""
     return _arg("masked.argmax", "max", input, dim, keepdim, mask)
 
 
+@fill_doc(_ARG_EXTREME, name="argmin", empty="inf",
+          build="asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([1.0, 2.0, -3.0]), (2, 3))",
+          unmasked="array([1, 1])", masked="array([0, 1])")
 def argmin(input: Any, dim: Any = None, *, keepdim: bool = False,
            mask: Any = None) -> np.ndarray:
-    """Index of the first minimum, masked-out elements counting as ``inf``.
-
-    Parameters
-    ----------
-    input, keepdim, mask
-        As for :func:`sum`.
-    dim
-        None (index into the flattened input) or an int.
-
-    Returns
-    -------
-    numpy.ndarray
-        int64 indices. A fully masked-out slice gives 0.
-
-    Raises
-    ------
-    TypeError
-        A tuple ``dim``.
-    ValueError
-        An empty slice.
-
-    See Also
-    --------
-    numpy.argmin, torch.masked.argmin
-
-    Examples
-    --------
-    >>> asp.masked.argmin(asp.Jagged.from_list([[3.0, 1.0], [2.0]]), 1)
-    array([1, 1])
-    """
+    """Index of the first minimum, masked-out elements counting as ``inf``."""
     return _arg("masked.argmin", "min", input, dim, keepdim, mask)
 
 
+@fill_doc(_REDUCTION, name="mean", see_also="numpy.mean",
+          returns="The input's float dtype (float64 for integers and bools). A fully "
+                  "masked-out slice gives NaN.",
+          stored="array([2.  , 4.75, 4.5 ])", dense="array([1.5 , 4.75, 2.25])",
+          none="array([nan, nan, nan])")
 def mean(input: Any, dim: Any = None, *, keepdim: bool = False, mask: Any = None) -> np.ndarray:
-    """Mean of the masked-in elements: their sum over their count.
-
-    Parameters
-    ----------
-    input, dim, keepdim, mask
-        As for :func:`sum`.
-
-    Returns
-    -------
-    numpy.ndarray
-        The input's float dtype (float64 for integers and bools). A fully masked-out
-        slice gives NaN.
-
-    See Also
-    --------
-    numpy.mean, torch.masked.mean
-
-    Examples
-    --------
-    >>> j = asp.Jagged.from_list([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0, 7.0], [3.0, 6.0]])
-    >>> asp.masked.mean(j, 1, mask=asp.Jagged.from_list([[True] * 3, [True] * 4, [True] * 2]))
-    array([2. , 4.75, 4.5 ])
-    >>> asp.masked.mean(j, 1)  # over the dense view [3, 4]: tails are zeros
-    array([1.5 , 4.75, 2.25])
-    """
+    """Mean of the masked-in elements: their sum over their count."""
     p = prepare("masked.mean", input, dim, mask)
     return p.finish(_mean(p).astype(_float_dtype(p.dtype)), keepdim)
 
@@ -550,31 +538,14 @@ def _norm_entries(p: Problem, ordf: float) -> np.ndarray:
         return total ** (1.0 / ordf)
 
 
+@fill_doc(_REDUCTION, name="logsumexp", see_also="scipy.special.logsumexp",
+          returns="The input's float dtype (float64 for integers). A fully masked-out slice "
+                  "gives ``-inf``.",
+          stored="array([3.40760596, 7.3537538 , 6.04858735])",
+          dense="array([3.4401897 , 7.3537538 , 6.05329863])", none="array([-inf, -inf, -inf])")
 def logsumexp(input: Any, dim: Any = None, *, keepdim: bool = False,
               mask: Any = None) -> np.ndarray:
-    """``log(sum(exp(x)))`` of the masked-in elements, computed stably.
-
-    Parameters
-    ----------
-    input, dim, keepdim, mask
-        As for :func:`sum`.
-
-    Returns
-    -------
-    numpy.ndarray
-        The input's float dtype (float64 for integers). A fully masked-out slice
-        gives ``-inf``.
-
-    See Also
-    --------
-    scipy.special.logsumexp, torch.masked.logsumexp
-
-    Examples
-    --------
-    >>> j = asp.Jagged.from_list([[0.0, 0.0], [1.0]])
-    >>> asp.masked.logsumexp(j, 1, mask=asp.Jagged.from_list([[True, True], [False]]))
-    array([0.69314718,       -inf])
-    """
+    """``log(sum(exp(x)))`` of the masked-in elements, computed stably."""
     p = prepare("masked.logsumexp", input, dim, mask)
     xp = p.xp
     if isinstance(p, Strided):
@@ -614,71 +585,23 @@ def _shifted(p: Strided, x: np.ndarray) -> np.ndarray:
     return x - p.extreme("max", x, -np.inf)
 
 
+@fill_doc(_NORMALIZE, see_also="torch.masked.softmax, segment_softmax",
+          call="asp.masked.softmax(np.array([[0.0, 0.0, 5.0]]), 1, "
+               "mask=np.array([True, True, False]))",
+          result="array([[0.5, 0.5, 0. ]])")
 def softmax(input: Any, dim: int, *, mask: Any = None) -> np.ndarray:
-    """Softmax along ``dim`` with masked-out elements as ``-inf`` (they come out 0).
-
-    Parameters
-    ----------
-    input, mask
-        As for :func:`sum`.
-    dim
-        The dimension to normalise along (an int).
-
-    Returns
-    -------
-    numpy.ndarray
-        Dense, of the input's dense shape and float dtype (float64 for integers). A
-        fully masked-out slice gives NaN, as in torch.
-
-    Raises
-    ------
-    TypeError
-        A ``dim`` that is not an int.
-
-    See Also
-    --------
-    torch.masked.softmax, segment_softmax
-
-    Notes
-    -----
-    The result has the dense shape, so this allocates it even for sparse inputs.
-
-    Examples
-    --------
-    >>> asp.masked.softmax(np.array([[0.0, 0.0, 5.0]]), 1, mask=np.array([True, True, False]))
-    array([[0.5, 0.5, 0. ]])
-    """
+    """Softmax along ``dim`` with masked-out elements as ``-inf`` (they come out 0)."""
     p, x, dt = _dense_masked("masked.softmax", input, dim, mask)
     with np.errstate(invalid="ignore"):
         e = p.xp.exp(_shifted(p, x))
         return (e / p.reduce("sum", e)).astype(dt)
 
 
+@fill_doc(_NORMALIZE, see_also="torch.masked.log_softmax",
+          call="asp.masked.log_softmax(asp.Jagged.from_list([[0.0, 0.0]]), 1)",
+          result="array([[-0.69314718, -0.69314718]])")
 def log_softmax(input: Any, dim: int, *, mask: Any = None) -> np.ndarray:
-    """Log of :func:`softmax`; masked-out elements come out ``-inf``.
-
-    Parameters
-    ----------
-    input, mask
-        As for :func:`sum`.
-    dim
-        The dimension to normalise along (an int).
-
-    Returns
-    -------
-    numpy.ndarray
-        Dense, of the input's dense shape and float dtype. A fully masked-out slice
-        gives NaN.
-
-    See Also
-    --------
-    torch.masked.log_softmax
-
-    Examples
-    --------
-    >>> asp.masked.log_softmax(asp.Jagged.from_list([[0.0, 0.0]]), 1)
-    array([[-0.69314718, -0.69314718]])
-    """
+    """Log of :func:`softmax`; masked-out elements come out ``-inf``."""
     p, x, dt = _dense_masked("masked.log_softmax", input, dim, mask)
     with np.errstate(invalid="ignore", divide="ignore"):
         shifted = _shifted(p, x)

@@ -39,9 +39,9 @@ from arrow_sparse.kernels.cuda import convert as cuda_convert
 from tests.cuda_emu.fake_cupy import DeviceBuffer, emulated_cupy
 
 from ._strategies import list_arrays
+from .masked._helpers import MASKED_LAUNCHES, MASKED_SYNCS
 from .segment._helpers import SEGMENT_SYNCS
-from .test_cuda_masked import MASKED_LAUNCHES, MASKED_SYNCS
-from .test_cuda_sparse import SPARSE_LAUNCHES, SPARSE_SYNCS
+from .sparse._helpers import SPARSE_LAUNCHES, SPARSE_SYNCS
 
 
 @pytest.fixture
@@ -442,7 +442,7 @@ SYNCS: dict[str, tuple[Callable[[dict[str, Any]], Any], int]] = {
     "KeyedJagged.to_padded_dict": (lambda b: _keyed(b).to_padded_dict(), 1),
     # segment reductions, gather and scatter (tests/segment/_helpers.py)
     **SEGMENT_SYNCS,
-    # sparse tensors and masked reductions (tests/test_cuda_sparse.py, test_cuda_masked.py)
+    # sparse tensors and masked reductions (tests/sparse/, tests/masked/)
     **SPARSE_SYNCS, **MASKED_SYNCS,
 }
 

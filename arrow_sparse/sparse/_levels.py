@@ -1,8 +1,12 @@
-"""Compressed sparse fibre internals: building, checking, expanding and selecting levels.
+"""Compressed sparse fibre internals: building, checking and expanding the levels.
 
-Levels are built from sorted coordinates or from a nested Jagged. Every helper works on
-numpy or CuPy arrays (the tensor's array module); where a size depends on the data it
-is read back on the device (``flatnonzero``, :func:`~arrow_sparse._backend.fetch`).
+A CSF tensor is ``ndim`` index arrays (one coordinate per node of each level) and
+``ndim - 1`` pointer arrays (the children of each node in the next level). These
+helpers take those arrays, not the tensor: levels are built from sorted coordinates or
+from a nested Jagged's offsets, checked, tested for the canonical form and expanded
+back to one coordinate per leaf. Every helper works on numpy or CuPy arrays (the
+tensor's array module); where a size depends on the data it is read back on the device
+(``flatnonzero``, :func:`~arrow_sparse._backend.fetch`).
 """
 
 from __future__ import annotations
@@ -14,16 +18,17 @@ import numpy as np
 
 from .. import _validate as v
 from .._backend import fetch, get_kernel, module_of
-from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
-from . import _base as b
+from ..errors import ArrowSparseValueError
+from . import _common as cm
 
 if TYPE_CHECKING:
     from ..jagged import Jagged
-    from .csf import SparseCSF
 
-__all__ = ["array_list", "as_compressed", "build_levels", "check", "from_jagged_levels",
-           "from_jagged_with_nulls", "getitem", "is_canonical", "jagged_shape", "level_coords",
-           "select_fibres"]
+__all__ = ["as_compressed", "build_levels", "check", "is_canonical", "jagged_levels",
+           "jagged_shape", "jagged_with_nulls", "level_coords"]
+
+Levels = Sequence[np.ndarray]
+Ranges = Sequence[tuple[int, int]]
 
 
 def build_levels(func: str, keys: Sequence[np.ndarray]
@@ -45,7 +50,7 @@ def build_levels(func: str, keys: Sequence[np.ndarray]
     for k in range(ndim - 1):
         if n > 1:
             changed[1:] |= keys[k][1:] != keys[k][:-1]
-        starts.append(b.flatnonzero(func, changed))
+        starts.append(cm.flatnonzero(func, changed))
     starts.append(xp.arange(n, dtype=np.int64))
     indices = [keys[k][starts[k]] for k in range(ndim - 1)] + [keys[-1]]
     indptr = []
@@ -57,158 +62,71 @@ def build_levels(func: str, keys: Sequence[np.ndarray]
     return indptr, indices
 
 
-def check(csf: SparseCSF) -> None:
+def check(func: str, indptr: Levels, indices: Levels, shape: tuple[int, ...],
+          axis_order: tuple[int, ...]) -> None:
     """Check every pointer array and every reachable coordinate (on the device: kernels)."""
-    func = "SparseCSF"
-    for k, ptr in enumerate(csf.indptr):
-        v.check_offsets(func, f"indptr[{k}]", ptr, len(csf.indices[k + 1]), device=True)
+    for k, ptr in enumerate(indptr):
+        v.check_offsets(func, f"indptr[{k}]", ptr, len(indices[k + 1]), device=True)
     window = None  # the reachable nodes of level k, computed on the device there
-    for k in range(csf.ndim):
-        b.check_in_range(func, f"indices[{k}]", csf.indices[k], csf.shape[csf.axis_order[k]],
-                         window)
-        if k < csf.ndim - 1:
-            window = b.pointer_window(csf.indptr[k], window)
+    for k, idx in enumerate(indices):
+        v.check_in_range(func, f"indices[{k}]", idx, shape[axis_order[k]], window)
+        if k < len(indptr):
+            window = cm.pointer_window(indptr[k], window)
 
 
-def is_canonical(csf: SparseCSF) -> bool:
+def is_canonical(indptr: Levels, indices: Levels, ranges: Ranges) -> bool:
     """Every fibre's children strictly increasing, and no childless node.
 
-    On the device each test reads its answer back (a few synchronisations per level).
+    ``ranges`` are the reachable ``[lo, hi)`` positions of every level. On the device
+    each test reads its answer back (a few synchronisations per level).
     """
-    xp = csf.xp
-    ranges = csf._ranges()
+    xp = module_of(indices[0])
     lo, hi = ranges[0]
-    first = csf.indices[0][lo:hi]
+    first = indices[0][lo:hi]
     func = "SparseCSF.is_canonical"
     if fetch(func, (first[1:] <= first[:-1]).any())[0]:
         return False
     increasing = get_kernel("sparse", "lines_strictly_increasing", xp)
-    for k, ptr in enumerate(csf.indptr):
+    for k, ptr in enumerate(indptr):
         lo, hi = ranges[k]
         part = ptr[lo:hi + 1]
-        if fetch(func, (xp.diff(part) <= 0).any())[0] or not increasing(part,
-                                                                      csf.indices[k + 1]):
+        if fetch(func, (xp.diff(part) <= 0).any())[0] or not increasing(part, indices[k + 1]):
             return False
     return True
 
 
-def level_coords(csf: SparseCSF) -> list[np.ndarray]:
-    """Coordinates of every leaf, one array per level (in storage order)."""
-    ranges = csf._ranges()
+def level_coords(indptr: Levels, indices: Levels, ranges: Ranges) -> list[np.ndarray]:
+    """Coordinates of every reachable leaf, one array per level (in storage order)."""
     lo, hi = ranges[0]
-    coords = [csf.indices[0][lo:hi]]
-    for k, ptr in enumerate(csf.indptr):
+    coords = [indices[0][lo:hi]]
+    for k, ptr in enumerate(indptr):
         lo, hi = ranges[k]
         child_lo, child_hi = ranges[k + 1]
-        line = b.expand_lines(ptr[lo:hi + 1], child_hi - child_lo)
+        line = cm.expand_lines(ptr[lo:hi + 1], child_hi - child_lo)
         coords = [c[line] for c in coords]
-        coords.append(csf.indices[k + 1][child_lo:child_hi])
+        coords.append(indices[k + 1][child_lo:child_hi])
     return coords
 
 
-def as_compressed(csf: SparseCSF, major: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Return CSR (major 0) / CSC (1) arrays sharing the leaf buffers, or None.
+def as_compressed(indptr: Levels, indices: Levels, values: np.ndarray, shape: tuple[int, ...],
+                  axis_order: tuple[int, ...], major: int
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Return CSR (major 0) / CSC (1) arrays of a 2-d CSF sharing its leaf buffers, or None.
 
     Possible when level 0 stores ``major`` in non-decreasing order (on the device that
     test reads its answer back).
     """
-    if csf.ndim != 2 or csf.axis_order[0] != major:
+    if len(shape) != 2 or axis_order[0] != major:
         return None
-    top = csf.indices[0]
+    top = indices[0]
     if fetch("SparseCSF.to_csr", (top[1:] < top[:-1]).any())[0]:
         return None
-    xp = csf.xp
-    ptr0 = csf.indptr[0]
-    lengths = xp.zeros(csf.shape[major], dtype=np.int64)
+    xp = module_of(top)
+    ptr0 = indptr[0]
+    lengths = xp.zeros(shape[major], dtype=np.int64)
     get_kernel("sparse", "scatter_add", xp)(lengths, top, xp.diff(ptr0))
     start = ptr0[:1].astype(np.int64)
-    indptr = xp.concatenate([start, xp.cumsum(lengths) + start])
-    return indptr, csf.indices[1], csf.values
-
-
-def getitem(csf: SparseCSF, key: Any) -> Any:
-    """``csf[key]``: the sub-fibre(s) at ``key`` (an int or a slice) of the outermost level."""
-    func = "SparseCSF"
-    top = csf.indices[0]
-    size = csf.shape[csf.axis_order[0]]
-    if isinstance(key, slice):
-        start, stop, step = key.indices(size)
-        if step != 1:
-            msg = f"{func}: slices must have step 1; convert with to_coo() for other orders"
-            raise ArrowSparseValueError(msg)
-        stop = max(start, stop)
-        positions = b.flatnonzero(func, (top >= start) & (top < stop))
-        return select_fibres(csf, positions, start, stop, drop=False)
-    if isinstance(key, (bool, np.bool_)) or not isinstance(key, (int, np.integer)):
-        msg = (f"{func}: sub-fibres are selected with an int or a slice along the "
-               f"outermost stored dimension, got {type(key).__name__}")
-        raise ArrowSparseTypeError(msg)
-    i = int(key)
-    if not -size <= i < size:
-        msg = (f"{func}: index {i} out of range for dimension {csf.axis_order[0]} "
-               f"of size {size}")
-        raise ArrowSparseIndexError(msg)
-    i %= size
-    return select_fibres(csf, b.flatnonzero(func, top == i), i, i + 1, drop=True)
-
-
-def select_fibres(csf: SparseCSF, positions: np.ndarray, start: int, stop: int,
-                  drop: bool) -> Any:
-    """Select the sub-fibres of the level-0 nodes at ``positions`` (coordinates ``start:stop``).
-
-    Views when those nodes are contiguous; ``drop`` removes the outer dimension (an
-    integer index). An unsorted outer level is gathered through COO (copies). On the
-    device the first and last positions and their pointers are read back.
-    """
-    from .coo import SparseCOO
-    from .csf import SparseCSF
-
-    func = "SparseCSF"
-    a0 = csf.axis_order[0]
-    p = q = 0
-    if len(positions):
-        p, last = b.ends(func, positions)
-        q = last + 1
-    if q - p != len(positions):  # not contiguous
-        coo = csf.to_coo()
-        keep = b.flatnonzero(func, (coo.indices[a0] >= start) & (coo.indices[a0] < stop))
-        idx = coo.indices[:, keep]
-        idx[a0] = idx[a0] - start
-        dims = list(csf.shape)
-        dims[a0] = stop - start
-        sub = SparseCOO._new(idx, coo.values[keep], tuple(dims)).to_csf(csf.axis_order)
-        return sub[0] if drop else sub
-    if drop:
-        if csf.ndim == 1:
-            return csf.values[p:q].sum(dtype=csf.dtype)
-        shape = tuple(s for d, s in enumerate(csf.shape) if d != a0)
-        order = tuple(a - (a > a0) for a in csf.axis_order[1:])
-        ptr0 = csf.indptr[0]
-        lo, hi = fetch(func, ptr0[p], ptr0[q]) if len(positions) else fetch(func, ptr0[0]) * 2
-        indices = (csf.indices[1][lo:hi],) + csf.indices[2:]
-        indptr = (csf.indptr[1][lo:hi + 1],) + csf.indptr[2:] if csf.ndim > 2 else ()
-        values = csf.values[lo:hi] if csf.ndim == 2 else csf.values
-        return SparseCSF._new(indptr, indices, values, shape, order, csf._canonical or None)
-    shape_list = list(csf.shape)
-    shape_list[a0] = stop - start
-    top = csf.indices[0][p:q]
-    top = top - start if start else top
-    indptr = (csf.indptr[0][p:q + 1],) + csf.indptr[1:] if csf.ndim > 1 else ()
-    values = csf.values[p:q] if csf.ndim == 1 else csf.values
-    return SparseCSF._new(indptr, (top,) + csf.indices[1:], values, tuple(shape_list),
-                          csf.axis_order, csf._canonical or None)
-
-
-def array_list(func: str, arg: str, x: Any, count: int) -> tuple[np.ndarray, ...]:
-    if getattr(x, "ndim", None) == 2 and getattr(x, "dtype", np.dtype(object)).kind in "iu":
-        x = [x[k] for k in range(x.shape[0])]  # a 2-d numpy or CuPy array: one row per level
-    if not isinstance(x, (list, tuple)):
-        msg = f"{func}: {arg} must be a list of {count} index arrays, got {type(x).__name__}"
-        raise ArrowSparseTypeError(msg)
-    if len(x) != count:
-        msg = f"{func}: {arg} has {len(x)} arrays but the shape needs {count}"
-        raise ArrowSparseValueError(msg)
-    return tuple(b.index_array(func, f"{arg}[{k}]", a) for k, a in enumerate(x))
+    return xp.concatenate([start, xp.cumsum(lengths) + start]), indices[1], values
 
 
 def _child_positions(func: str, part: np.ndarray) -> tuple[int, int, np.ndarray, np.ndarray]:
@@ -217,18 +135,19 @@ def _child_positions(func: str, part: np.ndarray) -> tuple[int, int, np.ndarray,
     ``line`` is each child's row (from 0) and ``position`` its place in that row.
     """
     xp = module_of(part)
-    child_lo, child_hi = b.ends(func, part)
-    line = b.expand_lines(part, child_hi - child_lo)
+    child_lo, child_hi = cm.ends(func, part)
+    line = cm.expand_lines(part, child_hi - child_lo)
     return child_lo, child_hi, line, xp.arange(child_lo, child_hi, dtype=np.int64) - part[line]
 
 
-def from_jagged_levels(func: str, levels: list[Jagged],
-                       shape: Sequence[int] | None) -> SparseCSF:
-    """Positions as coordinates: pointer levels are the offsets (views)."""
-    from .csf import SparseCSF
+def jagged_levels(func: str, levels: list[Jagged], shape: Sequence[int] | None
+                  ) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray, tuple[int, ...]]:
+    """``(indptr, indices, values, shape)`` of nested lists, positions as coordinates.
 
+    The pointer levels are the offsets and the values the leaf values (views).
+    """
     indptr = [level.offsets for level in levels]
-    leaf = levels[-1].values
+    leaf = levels[-1].leaf_values
     xp = module_of(leaf)
     indices = [xp.arange(levels[0].num_rows, dtype=np.int64)]
     longest: list[Any] = [levels[0].num_rows]
@@ -242,16 +161,16 @@ def from_jagged_levels(func: str, levels: list[Jagged],
         indices.append(pos)
         longest.append(xp.diff(part).max() if hi > lo else 0)
         lo, hi = child_lo, child_hi
-    dims = jagged_shape(func, shape, fetch(func, *longest))
-    return SparseCSF._new(indptr, indices, leaf, dims, tuple(range(len(dims))))
+    return indptr, indices, leaf, jagged_shape(func, shape, fetch(func, *longest))
 
 
-def from_jagged_with_nulls(func: str, levels: list[Jagged],
-                           shape: Sequence[int] | None) -> SparseCSF:
-    """Null rows and null elements are not stored: gather the leaves through COO."""
-    from .coo import SparseCOO
+def jagged_with_nulls(func: str, levels: list[Jagged], shape: Sequence[int] | None
+                      ) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """``(indices[ndim, nnz], values, shape)``: the COO of the valid leaves of nested lists.
 
-    leaf = levels[-1].values
+    Null rows and null elements are not stored: the leaves are gathered (copies).
+    """
+    leaf = levels[-1].leaf_values
     xp = module_of(leaf)
     lo, hi = 0, levels[0].num_rows
     coords = [xp.arange(hi, dtype=np.int64)]
@@ -270,15 +189,16 @@ def from_jagged_with_nulls(func: str, levels: list[Jagged],
             keep = keep & mask[child_lo:child_hi]
         lo, hi = child_lo, child_hi
     dims = jagged_shape(func, shape, fetch(func, *longest))
-    kept = b.flatnonzero(func, keep)
+    kept = cm.flatnonzero(func, keep)
     indices = xp.stack([c[kept] for c in coords]).astype(np.int64, copy=False)
-    return SparseCOO._new(indices, leaf[lo:hi][kept], dims, canonical=None).to_csf()
+    return indices, leaf[lo:hi][kept], dims
 
 
 def jagged_shape(func: str, shape: Sequence[int] | None, longest: list[int]) -> tuple[int, ...]:
+    """``shape`` checked to hold the longest list of every level (None: those lengths)."""
     if shape is None:
         return tuple(longest)
-    dims = b.check_shape(func, shape, ndim=len(longest))
+    dims = v.check_shape(func, shape, ndim=len(longest))
     for k, (size, need) in enumerate(zip(dims, longest, strict=True)):
         if size < need:
             msg = f"{func}: shape[{k}] = {size} is smaller than the longest list there ({need})"

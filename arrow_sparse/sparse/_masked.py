@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -23,10 +23,11 @@ from .. import _validate as v
 from .._backend import array_module, device_checks, fetch, get_kernel, module_of
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged
-from . import _base as b
-from ._base import SparseTensor
+from . import _common as cm
+from .coo import SparseCOO
 from .csc import SparseCSC
 from .csr import SparseCSR
+from .tensor import SparseTensor
 
 __all__ = ["Problem", "Strided", "check_dims", "dense_view", "entries", "kernel", "numeric",
            "prepare", "strided"]
@@ -41,16 +42,7 @@ def _ravel(coords: list[np.ndarray], shape: tuple[int, ...], n: int,
            xp: ModuleType) -> np.ndarray:
     if not shape or n == 0:
         return xp.zeros(n, dtype=np.int64)
-    return b.ravel_coords(coords, shape)
-
-
-def _unravel(flat: np.ndarray, dims: tuple[int, ...]) -> list[np.ndarray]:
-    """Row-major coordinates of the flat positions ``flat`` (all inside ``dims``)."""
-    coords = []
-    for d in reversed(dims):
-        coords.append(flat % d)
-        flat = flat // d
-    return coords[::-1]
+    return cm.ravel_coords(coords, shape)
 
 
 def _jagged_entries(func: str, arg: str, j: Jagged) -> tuple[tuple[int, ...], list[np.ndarray],
@@ -66,7 +58,7 @@ def _jagged_entries(func: str, arg: str, j: Jagged) -> tuple[tuple[int, ...], li
     longest, start, stop = fetch(func, xp.diff(offsets).max() if rows else 0, offsets[0],
                                  offsets[-1])
     shape = (rows, longest, *values.shape[1:])
-    row = b.expand_lines(offsets, stop - start)
+    row = cm.expand_lines(offsets, stop - start)
     idx = xp.arange(start, stop, dtype=np.int64)
     pos = idx - offsets[row]
     if j.validity is not None or j.values_validity is not None:  # null rows, null values
@@ -75,14 +67,14 @@ def _jagged_entries(func: str, arg: str, j: Jagged) -> tuple[tuple[int, ...], li
             keep &= j.validity[row]
         if j.values_validity is not None:
             keep &= j.values_validity[start:stop]
-        kept = b.flatnonzero(func, keep)
+        kept = cm.flatnonzero(func, keep)
         row, pos, idx = row[kept], pos[kept], idx[kept]
     inner = values.shape[1:]
     k = math.prod(inner)
     if not inner:
         return shape, [row, pos], values[idx]
     entry = xp.arange(len(row) * k, dtype=np.int64)
-    coords = [row[entry // k], pos[entry // k], *_unravel(entry % k, inner)] if k else \
+    coords = [row[entry // k], pos[entry // k], *cm.unravel(entry % k, inner)] if k else \
         [entry] * (2 + len(inner))
     return shape, coords, values[idx].reshape(-1)
 
@@ -93,18 +85,18 @@ def entries(func: str, arg: str, x: Any) -> tuple[tuple[int, ...], list[np.ndarr
         return _jagged_entries(func, arg, x)
     if isinstance(x, (SparseCSR, SparseCSC)):
         ptr, minor, vals = x.canonical()._compact()
-        major = b.expand_lines(ptr, len(minor))
+        major = cm.expand_lines(ptr, len(minor))
         minor = minor.astype(np.int64, copy=False)
         coords = [major, minor] if isinstance(x, SparseCSR) else [minor, major]
         return tuple(x.shape), coords, vals
     if isinstance(x, SparseTensor):
-        c = x.to_coo().canonical()
+        c = cast(SparseCOO, x.to_coo()).canonical()
         return tuple(c.shape), [c.indices[k].astype(np.int64, copy=False)
                                 for k in range(c.ndim)], c.values
     arr = v.as_values_array(func, arg, x, min_ndim=1, device=True)
     xp = module_of(arr)
     flat = xp.arange(arr.size, dtype=np.int64)
-    coords = _unravel(flat, arr.shape) if arr.size else [flat] * arr.ndim
+    coords = cm.unravel(flat, arr.shape) if arr.size else [flat] * arr.ndim
     return arr.shape, coords, arr.reshape(-1)
 
 
@@ -123,7 +115,7 @@ def _mask_spec(func: str, mask: Any, shape: tuple[int, ...], xp: ModuleType) -> 
         if not ok:
             msg = f"{func}: mask has dense shape {mshape} but the input has shape {shape}"
             raise ArrowSparseValueError(msg)
-        true = b.flatnonzero(func, vals.astype(bool))
+        true = cm.flatnonzero(func, vals.astype(bool))
         return "coords", [c[true] for c in coords]
     arr = v.as_values_array(func, "mask", mask, min_ndim=0, device=True).astype(bool, copy=False)
     if module_of(arr) is not xp:  # a scalar mask of a device input (arrays were refused)
@@ -354,7 +346,7 @@ def _problem(func: str, x: Any, dim: Any, mask: Any, xp: ModuleType) -> Problem:
         count_in = spec.sum(axis=dims, dtype=np.int64).reshape(-1)
 
         def mask_keys() -> np.ndarray:
-            return _sorted_keys(cells_of([i.astype(np.int64) for i in b.nonzero(func, spec)]))
+            return _sorted_keys(cells_of([i.astype(np.int64) for i in cm.nonzero(func, spec)]))
     else:
         # membership by the full raveled coordinates: both sides are canonical, so
         # usually sorted alike (one merge pass), whichever dimensions are reduced

@@ -8,20 +8,56 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._backend import array_module, device_checks, get_kernel
+from .. import _validate as v
+from .._backend import array_module, device_checks, get_kernel, module_of
+from .._docs import fill_doc
 from ..errors import ArrowSparseValueError
-from . import _base as b
+from . import _common as cm
 from . import _interop
-from ._base import SparseTensor
+from ._levels import build_levels
+from .tensor import _MULTIPLY, _SUM, SparseTensor
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from .csc import SparseCSC
-    from .csf import SparseCSF
-    from .csr import SparseCSR
-
 __all__ = ["SparseCOO"]
+
+#: What the docstrings of the readers and writers say of COO (see ``_interop.TO_ARROW``).
+_COO_DOC = {
+    "name": "SparseCOO", "returns_type": "SparseCOO", "more_params": "",
+    "scipy_accepts": "A ``scipy.sparse`` array or matrix; COO ones (also n-d) are read "
+                     "directly, other formats are converted.",
+    "scipy_shares": "``values`` is a view of ``matrix.data`` for COO input; ``indices`` is a "
+                    "new ``[ndim, nnz]`` array (scipy keeps one array per dimension).",
+    "scipy_input": "scipy.sparse.coo_array(np.eye(2))",
+    "pydata_accepts": "A ``sparse.COO``, ``sparse.GCXS`` or ``sparse.DOK`` with fill value 0.",
+    "pydata_shares": "For ``sparse.COO``: views of its ``coords`` and ``data``.",
+    "pydata_input": "sparse.COO.from_numpy(np.eye(2))",
+    "torch_accepts": "A ``torch.Tensor`` on the CPU with layout ``sparse_coo``, ``sparse_csr``, "
+                     "``sparse_csc`` or ``strided`` (dense), without dense (hybrid) value "
+                     "dimensions.",
+    "torch_shares": "For ``sparse_coo``: views of its (possibly uncoalesced) indices and values.",
+    "torch_input": "torch.eye(2).to_sparse()",
+    "build": "asp.SparseCOO([[0, 1], [1, 0]], np.array([1.0, 2.0]), (2, 2))",
+    "dense": "[[0.0, 1.0], [2.0, 0.0]]",
+    "arrow": "SparseCOOTensor",
+    "arrow_shares": "Shares ``values`` (bools are viewed as uint8, pyarrow's choice). pyarrow "
+                    "wants int64 coordinates laid out ``[nnz, ndim]`` row-major: the indices are "
+                    "shared when they are the transpose of such an array (as :meth:`from_arrow` "
+                    "gives them) and copied otherwise (the usual ``[ndim, nnz]`` C-ordered "
+                    "array).",
+    "arrow_raises": "",
+    "kind": "coo", "matrix_2d": " (2-d only)",
+    "scipy_out": "Shares the values and one index row per dimension (views, no copy).",
+    "scipy_raises": "ValueError\n    ``matrix=True`` for a tensor that is not 2-d.\n",
+    "pydata": "COO",
+    "pydata_out": "Shares indices and values when canonical; otherwise pydata sorts and sums "
+                  "them (copies).",
+    "layout": "coo",
+    "torch_out": "Shares the values; the indices are shared when they are C-ordered int64 and "
+                 "copied otherwise (torch wants int64). Read-only buffers (from Arrow) are "
+                 "copied, since torch tensors are writable. Marked coalesced when canonical.",
+}
 
 
 class SparseCOO(SparseTensor):
@@ -94,10 +130,10 @@ class SparseCOO(SparseTensor):
     def __init__(self, indices: Any, values: Any, shape: Any, *, validate: bool = True) -> None:
         func = "SparseCOO"
         xp = array_module(func, indices=indices, values=values)
-        validate = b.check_flag(func, "validate", validate)
-        dims = b.check_shape(func, shape)
-        idx = b.index_array(func, "indices", indices, ndim=2)
-        vals = b.values_array(func, values)
+        validate = v.check_bool(func, "validate", validate)
+        dims = v.check_shape(func, shape)
+        idx = v.as_sparse_indices(func, "indices", indices, ndim=2)
+        vals = v.as_sparse_values(func, values)
         if idx.shape[0] != len(dims):
             msg = (f"{func}: indices has {idx.shape[0]} rows but shape {dims} has "
                    f"{len(dims)} dimensions")
@@ -117,7 +153,7 @@ class SparseCOO(SparseTensor):
     def _new(cls, indices: np.ndarray, values: np.ndarray, shape: tuple[int, ...],
              canonical: bool | None = None) -> SparseCOO:
         out = cls.__new__(cls)
-        out.indices = indices if indices.dtype in b.INDEX_DTYPES else indices.astype(np.int64)
+        out.indices = indices if indices.dtype in v.INDEX_DTYPES else indices.astype(np.int64)
         out.values = values
         out.shape = shape
         out._canonical = canonical
@@ -157,7 +193,7 @@ class SparseCOO(SparseTensor):
         False
         """
         if self._canonical is None:
-            self._canonical = b.lex_order(self._rows(), "SparseCOO.is_canonical")[1]
+            self._canonical = cm.lex_order(self._rows(), "SparseCOO.is_canonical")[1]
         return self._canonical
 
     def validate(self) -> SparseCOO:
@@ -187,7 +223,7 @@ class SparseCOO(SparseTensor):
 
     def _check(self) -> None:
         for axis, size in enumerate(self.shape):
-            b.check_in_range("SparseCOO", f"indices[{axis}]", self.indices[axis], size)
+            v.check_in_range("SparseCOO", f"indices[{axis}]", self.indices[axis], size)
 
     # --------------------------------------------------------------- constructors
     @classmethod
@@ -230,10 +266,10 @@ class SparseCOO(SparseTensor):
         array([10, 20, 30])
         """
         func = "SparseCOO.from_dense"
-        arr = b.dense_operand(func, "dense", dense)
-        shape = b.check_shape(func, arr.shape)
-        nz = b.nonzero(func, arr)
-        indices = b.module_of(arr).stack(nz).astype(np.int64, copy=False)
+        arr = cm.dense_operand(func, "dense", dense)
+        shape = v.check_shape(func, arr.shape)
+        nz = cm.nonzero(func, arr)
+        indices = module_of(arr).stack(nz).astype(np.int64, copy=False)
         return cls._new(indices, arr[nz], shape, canonical=True)
 
     @classmethod
@@ -276,104 +312,28 @@ class SparseCOO(SparseTensor):
                              _interop.from_arrow("SparseCOO.from_arrow", tensor))
 
     @classmethod
+    @fill_doc(_interop.FROM_SCIPY, **_COO_DOC)
     def from_scipy(cls, matrix: Any) -> SparseCOO:
-        """Read a scipy.sparse array or matrix (any format).
-
-        Parameters
-        ----------
-        matrix
-            A ``scipy.sparse`` array or matrix; COO ones (also n-d) are read directly,
-            other formats are converted.
-
-        Returns
-        -------
-        SparseCOO
-            ``values`` is a view of ``matrix.data`` for COO input; ``indices`` is a new
-            ``[ndim, nnz]`` array (scipy keeps one array per dimension).
-
-        Raises
-        ------
-        TypeError
-            Not a scipy sparse object.
-
-        See Also
-        --------
-        SparseCOO.to_scipy : The inverse.
-
-        Examples
-        --------
-        >>> import scipy.sparse
-        >>> m = scipy.sparse.coo_array((np.array([1.0, 2.0]), ([0, 1], [2, 0])), shape=(2, 3))
-        >>> asp.SparseCOO.from_scipy(m).to_dense()
-        array([[0., 0., 1.],
-               [2., 0., 0.]])
-        """
+        """Read a scipy.sparse array or matrix (any format)."""
         return cls._from_any("SparseCOO.from_scipy",  # type: ignore[no-any-return]
                              _interop.from_scipy("SparseCOO.from_scipy", matrix))
 
     @classmethod
+    @fill_doc(_interop.FROM_PYDATA, **_COO_DOC)
     def from_pydata_sparse(cls, array: Any) -> SparseCOO:
-        """Read a pydata ``sparse`` array (``COO`` zero-copy; ``GCXS``/``DOK`` converted).
-
-        Parameters
-        ----------
-        array
-            A ``sparse.COO``, ``sparse.GCXS`` or ``sparse.DOK`` with fill value 0.
-
-        Returns
-        -------
-        SparseCOO
-            For ``sparse.COO``: views of its ``coords`` and ``data``.
-
-        Raises
-        ------
-        TypeError
-            Not a pydata sparse array.
-        ValueError
-            A fill value other than zero.
-
-        Examples
-        --------
-        >>> import sparse
-        >>> asp.SparseCOO.from_pydata_sparse(sparse.COO.from_numpy(np.eye(2))).nnz
-        2
-        """
+        """Read a pydata ``sparse`` array (``COO`` zero-copy; ``GCXS``/``DOK`` converted)."""
         return cls._from_any("SparseCOO.from_pydata_sparse",  # type: ignore[no-any-return]
                              _interop.from_pydata("SparseCOO.from_pydata_sparse", array))
 
     @classmethod
+    @fill_doc(_interop.FROM_TORCH, **_COO_DOC)
     def from_torch(cls, tensor: Any) -> SparseCOO:
-        """Read a CPU torch tensor (sparse COO zero-copy; CSR/CSC/strided converted).
-
-        Parameters
-        ----------
-        tensor
-            A ``torch.Tensor`` on the CPU with layout ``sparse_coo``, ``sparse_csr``,
-            ``sparse_csc`` or ``strided`` (dense), without dense (hybrid) value dimensions.
-
-        Returns
-        -------
-        SparseCOO
-            For ``sparse_coo``: views of its (possibly uncoalesced) indices and values.
-
-        Raises
-        ------
-        TypeError
-            Not a CPU torch tensor, or a dtype numpy cannot hold (bfloat16).
-        ValueError
-            Hybrid or batched sparse tensors.
-
-        Examples
-        --------
-        >>> import torch
-        >>> asp.SparseCOO.from_torch(torch.eye(2).to_sparse()).nnz
-        2
-        """
+        """Read a CPU torch tensor (sparse COO zero-copy; CSR/CSC/strided converted)."""
         return cls._from_any("SparseCOO.from_torch",  # type: ignore[no-any-return]
                              _interop.from_torch("SparseCOO.from_torch", tensor))
 
     # ---------------------------------------------------------------- exporters
-    @b.checked
+    @cm.checked
     def to_dense(self) -> np.ndarray:
         """Dense array of ``shape``; repeated coordinates add up (bools: logical or).
 
@@ -403,7 +363,7 @@ class SparseCOO(SparseTensor):
 
     def _sorted(self, order: Sequence[int]) -> tuple[list[np.ndarray], np.ndarray]:
         """Coordinates (in ``order``) and values sorted lexicographically; views if sorted."""
-        return b.sorted_coords([self.indices[a] for a in order], [self.shape[a] for a in order],
+        return cm.sorted_coords([self.indices[a] for a in order], [self.shape[a] for a in order],
                                self.values)
 
     def _compressed(self, major: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -415,20 +375,20 @@ class SparseCOO(SparseTensor):
         """
         keys = [self.indices[major], self.indices[1 - major]]
         xp = self.xp
-        if xp is np and b.lex_order(keys)[0]:  # on the device the check would synchronise
+        if xp is np and cm.lex_order(keys)[0]:  # on the device the check would synchronise
             return _counts_to_indptr(keys[0], self.shape[major]), keys[1], self.values
         num_minor = self.shape[1 - major]
         return get_kernel("sparse", "coo_to_compressed", xp)(  # type: ignore[no-any-return]
             keys[0], keys[1], self.values, self.shape[major],
-            num_minor if b.counting_range(num_minor, self.nnz) else None)
+            num_minor if cm.counting_range(num_minor, self.nnz) else None)
 
     def _check_2d(self, func: str) -> None:
         if self.ndim != 2:
             msg = f"{func}: needs a 2-d tensor, got shape {self.shape}"
             raise ArrowSparseValueError(msg)
 
-    @b.checked
-    def to_csr(self) -> SparseCSR:
+    @cm.checked
+    def to_csr(self) -> SparseTensor:
         """Compressed sparse row matrix (2-d only): entries sorted by (row, column).
 
         Returns
@@ -456,15 +416,14 @@ class SparseCOO(SparseTensor):
         >>> csr.indptr, csr.indices
         (array([0, 2, 4, 7, 8]), array([0, 1, 1, 3, 2, 3, 4, 5]))
         """
-        from .csr import SparseCSR
-
         self._check_2d("SparseCOO.to_csr")
         indptr, cols, vals = self._compressed(0)
-        csr: SparseCSR = SparseCSR._new(indptr, cols, vals, self.shape, self._canonical or None)
+        csr: SparseTensor = self._format("csr")._new(indptr, cols, vals, self.shape,
+                                                     self._canonical or None)
         return csr
 
-    @b.checked
-    def to_csc(self) -> SparseCSC:
+    @cm.checked
+    def to_csc(self) -> SparseTensor:
         """Compressed sparse column matrix (2-d only): entries sorted by (column, row).
 
         Returns
@@ -485,14 +444,13 @@ class SparseCOO(SparseTensor):
         >>> csc.indptr, csc.indices, csc.values
         (array([0, 2, 2, 3]), array([0, 1, 0]), array([1, 3, 2]))
         """
-        from .csc import SparseCSC
-
         self._check_2d("SparseCOO.to_csc")
         indptr, rows, vals = self._compressed(1)
-        csc: SparseCSC = SparseCSC._new(indptr, rows, vals, self.shape, self._canonical or None)
+        csc: SparseTensor = self._format("csc")._new(indptr, rows, vals, self.shape,
+                                                     self._canonical or None)
         return csc
 
-    def to_csf(self, axis_order: Sequence[int] | None = None) -> SparseCSF:
+    def to_csf(self, axis_order: Sequence[int] | None = None) -> SparseTensor:
         """Compressed sparse fibres in ``axis_order`` (default ``0, 1, ..., ndim - 1``).
 
         Built as in the Compressed Sparse Fibers post: sort the coordinate tuples in
@@ -532,125 +490,43 @@ class SparseCOO(SparseTensor):
         >>> csf.values
         array([1., 2., 3., 4., 5., 6., 8., 7.])
         """
-        from ._levels import build_levels
-        from .csf import SparseCSF
-
-        order = b.check_axis_order("SparseCOO.to_csf", axis_order, self.ndim)
+        order = v.check_axis_order("SparseCOO.to_csf", axis_order, self.ndim)
         if self.ndim == 2:  # the compressed lines are the fibres
-            return (self.to_csr() if order[0] == 0 else self.to_csc()).to_csf(order)
+            matrix: SparseTensor = self.to_csr() if order[0] == 0 else self.to_csc()
+            return matrix.to_csf(order)
         keys, vals = self._sorted(order)
         indptr, indices = build_levels("SparseCOO.to_csf", keys)
         canonical = True if self._canonical and order == tuple(range(self.ndim)) else None
-        return SparseCSF._new(indptr, indices, vals, self.shape, order, canonical)
+        csf: SparseTensor = self._format("csf")._new(indptr, indices, vals, self.shape, order,
+                                                     canonical)
+        return csf
 
+    @fill_doc(_interop.TO_ARROW, **_COO_DOC)
     def to_arrow(self) -> pa.SparseCOOTensor:
-        """Convert to a ``pyarrow.SparseCOOTensor``.
-
-        Returns
-        -------
-        pyarrow.SparseCOOTensor
-            Shares ``values`` (bools are viewed as uint8, pyarrow's choice). pyarrow wants
-            int64 coordinates laid out ``[nnz, ndim]`` row-major: the indices are shared
-            when they are the transpose of such an array (as :meth:`from_arrow` gives
-            them) and copied otherwise (the usual ``[ndim, nnz]`` C-ordered array).
-
-        Examples
-        --------
-        >>> coo = asp.SparseCOO([[0, 1], [1, 0]], np.array([1.0, 2.0]), (2, 2))
-        >>> coo.to_arrow().to_tensor().to_numpy()
-        array([[0., 1.],
-               [2., 0.]])
-        """
+        """Convert to a ``pyarrow.SparseCOOTensor``."""
         self._on_host("to_arrow")
-        return _interop.coo_to_arrow(self)
+        return _interop.coo_to_arrow(self.indices, self.values, self.shape)
 
+    @fill_doc(_interop.TO_SCIPY, **_COO_DOC)
     def to_scipy(self, *, matrix: bool = False) -> Any:
-        """Convert to a ``scipy.sparse.coo_array`` (or ``coo_matrix``).
-
-        Parameters
-        ----------
-        matrix
-            Return a ``coo_matrix`` (2-d only) instead of a ``coo_array``.
-
-        Returns
-        -------
-        scipy.sparse.coo_array or scipy.sparse.coo_matrix
-            Shares the values and one index row per dimension (views, no copy).
-
-        Raises
-        ------
-        ValueError
-            ``matrix=True`` for a tensor that is not 2-d.
-        ModuleNotFoundError
-            scipy is not installed.
-
-        Examples
-        --------
-        >>> coo = asp.SparseCOO([[0, 1], [1, 0]], np.array([1.0, 2.0]), (2, 2))
-        >>> coo.to_scipy().toarray()
-        array([[0., 1.],
-               [2., 0.]])
-        """
+        """Convert to a ``scipy.sparse.coo_array`` (or ``coo_matrix``)."""
         self._on_host("to_scipy")
         return _interop.to_scipy(self, matrix)
 
+    @fill_doc(_interop.TO_PYDATA, **_COO_DOC)
     def to_pydata_sparse(self) -> Any:
-        """Convert to a pydata ``sparse.COO``.
-
-        Returns
-        -------
-        sparse.COO
-            Shares indices and values when canonical; otherwise pydata sorts and sums
-            them (copies).
-
-        Raises
-        ------
-        ModuleNotFoundError
-            pydata sparse is not installed.
-
-        Examples
-        --------
-        >>> import sparse
-        >>> coo = asp.SparseCOO([[0, 1]], np.array([1.0, 2.0]), (3,))
-        >>> s = coo.to_pydata_sparse()
-        >>> isinstance(s, sparse.COO)
-        True
-        >>> s.todense()
-        array([1., 2., 0.])
-        """
+        """Convert to a pydata ``sparse.COO``."""
         self._on_host("to_pydata_sparse")
         return _interop.to_pydata(self)
 
+    @fill_doc(_interop.TO_TORCH, **_COO_DOC)
     def to_torch(self) -> Any:
-        """Convert to a ``torch.sparse_coo_tensor`` (on the CPU).
-
-        Returns
-        -------
-        torch.Tensor
-            Shares the values; the indices are shared when they are C-ordered int64 and
-            copied otherwise (torch wants int64). Read-only buffers (from Arrow) are
-            copied, since torch tensors are writable. Marked coalesced when canonical.
-
-        Raises
-        ------
-        ModuleNotFoundError
-            torch is not installed.
-
-        Examples
-        --------
-        >>> import torch
-        >>> coo = asp.SparseCOO([[0, 1]], np.array([1.0, 2.0]), (3,))
-        >>> t = coo.to_torch()
-        >>> t.layout == torch.sparse_coo
-        True
-        >>> t.to_dense()
-        tensor([1., 2., 0.], dtype=torch.float64)
-        """
+        """Convert to a ``torch.sparse_coo_tensor`` (on the CPU)."""
         self._on_host("to_torch")
         return _interop.to_torch(self)
 
     # --------------------------------------------------------------- operations
-    @b.checked
+    @cm.checked
     def canonical(self) -> SparseCOO:
         """Sorted row-major with duplicates summed (explicit zeros are kept).
 
@@ -684,92 +560,51 @@ class SparseCOO(SparseTensor):
             get_kernel("sparse", "expand_major", xp)(indptr, indices[0])
             indices[1] = cols
             return SparseCOO._new(indices, vals, self.shape, canonical=True)
-        keys, vals = b.sum_sorted_runs(*self._sorted(range(self.ndim)))
+        keys, vals = cm.sum_sorted_runs(*self._sorted(range(self.ndim)))
         return SparseCOO._new(xp.stack(keys), vals, self.shape, canonical=True)
 
-    @b.checked
+    @cm.checked
+    @fill_doc(_SUM,
+              axis="None for the total, else the dimension to sum over (negative counts from the "
+                   "end).",
+              returns="With ``axis``, a new dense array of the shape without that axis. On the "
+                      "device a CuPy array (0-d for the total), without synchronisation.",
+              build="asp.SparseCOO([[0, 0, 1], [0, 2, 0]], np.array([1, 2, 3]), (2, 3))",
+              calls="x.sum(), x.sum(axis=0)",
+              result="(np.int64(6), array([4, 0, 2]))")
     def sum(self, axis: int | None = None) -> Any:
-        """Sum of all entries, or along one axis (a dense result).
-
-        Parameters
-        ----------
-        axis
-            None for the total, else the dimension to sum over (negative counts from
-            the end).
-
-        Returns
-        -------
-        numpy scalar or numpy.ndarray
-            numpy's sum dtype (int64 for smaller ints and bools). With ``axis``, a new
-            dense array of the shape without that axis. On the device a CuPy array
-            (0-d for the total), without synchronisation.
-
-        Raises
-        ------
-        IndexError
-            ``axis`` out of range.
-
-        See Also
-        --------
-        numpy.sum : The dense equivalent.
-
-        Examples
-        --------
-        >>> coo = asp.SparseCOO([[0, 0, 1], [0, 2, 0]], np.array([1, 2, 3]), (2, 3))
-        >>> coo.sum()
-        np.int64(6)
-        >>> coo.sum(axis=0)
-        array([4, 0, 2])
-        """
+        """Sum of all entries, or along one axis (a dense result)."""
         func = "SparseCOO.sum"
-        total_dtype = b.sum_dtype(self.dtype)
+        total_dtype = cm.sum_dtype(self.dtype)
         if axis is None:
             return self.values.sum(dtype=total_dtype)
-        ax = b.check_axis(func, axis, self.ndim)
+        ax = v.check_axis(func, axis, self.ndim)
         keep = [k for k in range(self.ndim) if k != ax]
         if not keep:
             return self.values.sum(dtype=total_dtype)
         xp = self.xp
         out = xp.zeros([self.shape[k] for k in keep], dtype=total_dtype)
         if self.nnz and out.size:
-            flat = b.ravel_coords([self.indices[k] for k in keep], out.shape)
+            flat = cm.ravel_coords([self.indices[k] for k in keep], out.shape)
             get_kernel("sparse", "scatter_add", xp)(out.reshape(-1), flat,
                                                     self.values.astype(total_dtype, copy=False))
         return out
 
+    @fill_doc(_MULTIPLY,
+              other="A number, or an array that broadcasts to ``shape`` (the result keeps "
+                    "``shape``: broadcasting may not grow it).",
+              returns_type="SparseCOO",
+              returns="The same coordinates (``indices`` shared, not copied) with new values of "
+                      "numpy's result dtype. Only stored entries are multiplied, so zeros times "
+                      "``inf``/``nan`` in ``other`` stay zero, and stored entries stay stored.",
+              build="asp.SparseCOO([[0, 1], [1, 0]], np.array([1.0, 2.0]), (2, 2))",
+              doubled="array([2., 4.])",
+              factor="np.array([1.0, -1.0])",
+              multiplied="array([-1.,  2.])")
     def multiply(self, other: Any) -> SparseCOO:
-        """Elementwise product with a scalar or a dense array broadcast to ``shape``.
-
-        Parameters
-        ----------
-        other
-            A number, or an array that broadcasts to ``shape`` (the result keeps
-            ``shape``: broadcasting may not grow it).
-
-        Returns
-        -------
-        SparseCOO
-            The same coordinates (``indices`` shared, not copied) with new values of
-            numpy's result dtype. Only stored entries are multiplied, so zeros times
-            ``inf``/``nan`` in ``other`` stay zero, and stored entries stay stored.
-
-        Raises
-        ------
-        ValueError
-            ``other`` does not broadcast to ``shape``.
-        TypeError
-            ``other`` is not numeric, or is sparse.
-
-        Examples
-        --------
-        >>> coo = asp.SparseCOO([[0, 1], [1, 0]], np.array([1.0, 2.0]), (2, 2))
-        >>> (coo * 10).values
-        array([10., 20.])
-        >>> coo.multiply(np.array([1.0, -1.0])).values
-        array([-1.,  2.])
-        """
+        """Elementwise product with a scalar or a dense array broadcast to ``shape``."""
         func = "SparseCOO.multiply"
-        vals = self.values * b.multiplier(func, self.values, other, self.shape, self._rows)
+        vals = self.values * cm.multiplier(func, self.values, other, self.shape, self._rows)
         return SparseCOO._new(self.indices, vals, self.shape, self._canonical)
 
     def transpose(self, axes: Sequence[int] | None = None) -> SparseCOO:
@@ -802,7 +637,7 @@ class SparseCOO(SparseTensor):
             indices = self.indices[::-1]
             order: tuple[int, ...] = tuple(reversed(range(self.ndim)))
         else:
-            order = b.check_axis_order("SparseCOO.transpose", axes, self.ndim)
+            order = v.check_axis_order("SparseCOO.transpose", axes, self.ndim)
             indices = self.indices[list(order)]
         shape = tuple(self.shape[a] for a in order)
         canonical = self._canonical if order == tuple(range(self.ndim)) else None
@@ -827,11 +662,11 @@ def scatter_dense(coords: list[np.ndarray], values: np.ndarray, shape: tuple[int
     numpy or CuPy, by the ``scatter_add`` kernel; a bool is set by a scatter of True
     (False entries go to a spare slot past the end), whatever the order.
     """
-    xp = b.module_of(values)
+    xp = module_of(values)
     size = math.prod(shape)
     if len(values) == 0:
         return xp.zeros(shape, dtype=values.dtype)
-    flat = b.ravel_coords(coords, shape)
+    flat = cm.ravel_coords(coords, shape)
     if values.dtype.kind == "b":
         hit = xp.zeros(size + 1, dtype=bool)
         hit[xp.where(values, flat, size)] = True

@@ -9,11 +9,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._docs import fill_doc
 from ..errors import ArrowSparseTypeError
 from . import _interop
-from .csr import _Compressed
+from .csr import _CSR_DOC, _Compressed
 
 __all__ = ["SparseCSC"]
+
+#: What the docstrings of the writers say of a CSC (see ``_interop.TO_ARROW``): as of a
+#: CSR, but for its name and example.
+_CSC_DOC = {
+    **_CSR_DOC, "build": "asp.SparseCSC([0, 1, 1], [1], np.array([4.0]), (2, 2))",
+    "dense": "[[0.0, 0.0], [4.0, 0.0]]", "arrow": "SparseCSCMatrix", "kind": "csc",
+    "layout": "csc",
+}
 
 
 class SparseCSC(_Compressed):
@@ -74,105 +83,26 @@ class SparseCSC(_Compressed):
             raise ArrowSparseTypeError(msg)
         return self._major_slice(key[1])  # type: ignore[no-any-return]
 
+    @fill_doc(_interop.TO_ARROW, **_CSC_DOC)
     def to_arrow(self) -> Any:
-        """Convert to a ``pyarrow.SparseCSCMatrix``.
-
-        Returns
-        -------
-        pyarrow.SparseCSCMatrix
-            Shares the buffers when ``indptr`` and ``indices`` are int64 and ``indptr``
-            starts at zero; otherwise int64 copies of them (values always shared).
-
-        Examples
-        --------
-        >>> csc = asp.SparseCSC([0, 1, 1], [1], np.array([4.0]), (2, 2))
-        >>> csc.to_arrow().to_tensor().to_numpy()
-        array([[0., 0.],
-               [4., 0.]])
-        """
+        """Convert to a ``pyarrow.SparseCSCMatrix``."""
         self._on_host("to_arrow")
-        return _interop.compressed_to_arrow(self)
+        return _interop.compressed_to_arrow("csc", *self._compact(), self.shape)
 
+    @fill_doc(_interop.TO_SCIPY, **_CSC_DOC)
     def to_scipy(self, *, matrix: bool = False) -> Any:
-        """Convert to a ``scipy.sparse.csc_array`` (or ``csc_matrix``).
-
-        Parameters
-        ----------
-        matrix
-            Return a ``csc_matrix`` instead of a ``csc_array``.
-
-        Returns
-        -------
-        scipy.sparse.csc_array or scipy.sparse.csc_matrix
-            Shares the buffers when ``indptr`` starts at zero and both index arrays
-            have one dtype; copies otherwise.
-
-        Raises
-        ------
-        ModuleNotFoundError
-            scipy is not installed.
-
-        Examples
-        --------
-        >>> csc = asp.SparseCSC([0, 1, 1], [1], np.array([4.0]), (2, 2))
-        >>> csc.to_scipy().toarray()
-        array([[0., 0.],
-               [4., 0.]])
-        """
+        """Convert to a ``scipy.sparse.csc_array`` (or ``csc_matrix``)."""
         self._on_host("to_scipy")
         return _interop.to_scipy(self, matrix)
 
+    @fill_doc(_interop.TO_PYDATA, **_CSC_DOC)
     def to_pydata_sparse(self) -> Any:
-        """Convert to a pydata ``sparse.GCXS`` with ``compressed_axes=(1,)``.
-
-        Returns
-        -------
-        sparse.GCXS
-            Shares the buffers (``indptr`` of a slice is rebased: a copy).
-
-        Raises
-        ------
-        ModuleNotFoundError
-            pydata sparse is not installed.
-
-        Examples
-        --------
-        >>> import sparse
-        >>> csc = asp.SparseCSC([0, 1, 1], [1], np.array([4.0]), (2, 2))
-        >>> s = csc.to_pydata_sparse()
-        >>> isinstance(s, sparse.GCXS)
-        True
-        >>> s.todense()
-        array([[0., 0.],
-               [4., 0.]])
-        """
+        """Convert to a pydata ``sparse.GCXS`` with ``compressed_axes=(1,)``."""
         self._on_host("to_pydata_sparse")
         return _interop.to_pydata(self)
 
+    @fill_doc(_interop.TO_TORCH, **_CSC_DOC)
     def to_torch(self) -> Any:
-        """Convert to a ``torch.sparse_csc_tensor`` (on the CPU).
-
-        Returns
-        -------
-        torch.Tensor
-            Shares the buffers when both index arrays have one dtype, are writable and
-            ``indptr`` starts at zero; copies otherwise.
-
-        Raises
-        ------
-        ModuleNotFoundError
-            torch is not installed.
-
-        Examples
-        --------
-        >>> import torch
-        >>> csc = asp.SparseCSC([0, 1, 1], [1], np.array([4.0]), (2, 2))
-        >>> t = csc.to_torch()
-        >>> t.layout == torch.sparse_csc
-        True
-        >>> t.to_dense()
-        tensor([[0., 0.],
-                [4., 0.]], dtype=torch.float64)
-        """
+        """Convert to a ``torch.sparse_csc_tensor`` (on the CPU)."""
         self._on_host("to_torch")
         return _interop.to_torch(self)

@@ -11,25 +11,80 @@ the next level's buffer and may start above zero, like list offsets, so a sub-tr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, cast
 
 import numpy as np
 
-from .._backend import array_module, device_checks, fetch
-from ..errors import ArrowSparseTypeError, ArrowSparseValueError
-from . import _base as b
+from .. import _validate as v
+from .._backend import array_module, device_checks, fetch, module_of
+from .._docs import fill_doc
+from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
+from ..jagged import Jagged
+from . import _common as cm
 from . import _interop
 from . import _levels as lv
-from ._base import SparseTensor
-
-if TYPE_CHECKING:
-    from ..jagged import Jagged
-    from .coo import SparseCOO
-    from .csc import SparseCSC
-    from .csr import SparseCSR
+from .coo import SparseCOO
+from .csc import SparseCSC
+from .csr import SparseCSR
+from .tensor import _MULTIPLY, _SUM, SparseTensor
 
 __all__ = ["SparseCSF"]
 
+#: What the docstrings of the readers and writers say of CSF (see ``_interop.TO_ARROW``):
+#: scipy, pydata ``sparse`` and torch have no CSF, so it is read and written through
+#: their COO or compressed formats.
+_CSF_DOC = {
+    "name": "SparseCSF", "returns_type": "SparseCSF",
+    "more_params": "\naxis_order\n    Level order of the result (default ``0, 1, ...``).",
+    "scipy_accepts": "Any ``scipy.sparse`` array or matrix.",
+    "scipy_shares": "From CSR with ``(0, 1)`` or CSC with ``(1, 0)``, the leaf indices and "
+                    "values are views of scipy's buffers; otherwise new arrays.",
+    "scipy_input": "scipy.sparse.csr_array(np.eye(2))",
+    "pydata_accepts": "``sparse.COO``, ``sparse.GCXS`` or ``sparse.DOK`` with fill value 0.",
+    "pydata_shares": "New arrays (the leaf arrays are views for a canonical ``sparse.COO`` in "
+                     "the default order).",
+    "pydata_input": "sparse.COO.from_numpy(np.eye(2))",
+    "torch_accepts": "``torch.Tensor`` on the CPU: sparse COO, CSR, CSC or strided.",
+    "torch_shares": "New arrays (views where a conversion allows, as for the other formats).",
+    "torch_input": "torch.eye(2).to_sparse()",
+    "build": "asp.SparseCSF([[0, 1]], [[1], [0]], np.array([1.0]), (2, 2))",
+    "dense": "[[0.0, 0.0], [1.0, 0.0]]",
+    "arrow": "SparseCSFTensor",
+    "arrow_shares": "Shares every buffer when the index arrays are int64 and the tensor is "
+                    "compact (not a sub-fibre). Otherwise pyarrow gets int64 copies of the index "
+                    "arrays, and the pointer arrays of a sub-fibre are rebased to start at zero "
+                    "(copies); the values are always shared (bools as uint8). Read it back with "
+                    "``SparseCSF.from_arrow(t, axis_order=csf.axis_order)``.",
+    "arrow_raises": "\nRaises\n------\nValueError\n    A 1-d tensor (pyarrow's CSF needs two "
+                    "dimensions or more).\n",
+    "kind": "coo", "matrix_2d": " (2-d only)",
+    "scipy_out": "Through :meth:`to_coo`: new coordinates, shared values.",
+    "scipy_raises": "ValueError\n    ``matrix=True`` for a tensor that is not 2-d.\n",
+    "pydata": "COO",
+    "pydata_out": "New coordinates, shared values when canonical in the default order.",
+    "layout": "coo",
+    "torch_out": "New coordinates; values shared when writable.",
+}
+
+#: The docstring of ``to_csr`` and ``to_csc``, after each one's summary line.
+_TO_COMPRESSED = """
+    Returns
+    -------
+    {cls}
+        With ``axis_order={order}`` the {minor} indices and values are the leaf
+        buffers{read}; otherwise converted.
+
+    Raises
+    ------
+    ValueError
+        The tensor is not 2-d.
+
+    Examples
+    --------
+    >>> csf = asp.SparseCSF([[0, 1, 3]], [[0, 2], [1, 0, 1]], np.array([1, 2, 3]), (3, 2))
+    >>> csf.{name}().indptr
+    {indptr}
+    """
 
 class SparseCSF(SparseTensor):
     """Compressed sparse fibre tensor of any number of dimensions, in any axis order.
@@ -118,15 +173,15 @@ class SparseCSF(SparseTensor):
                  axis_order: Sequence[int] | None = None, *, validate: bool = True) -> None:
         func = "SparseCSF"
         xp = array_module(func, indptr=indptr, indices=indices, values=values)
-        validate = b.check_flag(func, "validate", validate)
-        dims = b.check_shape(func, shape)
-        order = b.check_axis_order(func, axis_order, len(dims))
-        ptrs = lv.array_list(func, "indptr", indptr, len(dims) - 1)
-        idxs = lv.array_list(func, "indices", indices, len(dims))
-        vals = b.values_array(func, values)
-        b.check_length(func, "values", vals, len(idxs[-1]), "the last level of indices")
+        validate = v.check_bool(func, "validate", validate)
+        dims = v.check_shape(func, shape)
+        order = v.check_axis_order(func, axis_order, len(dims))
+        ptrs = v.check_index_list(func, "indptr", indptr, len(dims) - 1)
+        idxs = v.check_index_list(func, "indices", indices, len(dims))
+        vals = v.as_sparse_values(func, values)
+        v.check_length(func, "values", vals, len(idxs[-1]), "the last level of indices")
         for k, ptr in enumerate(ptrs):
-            b.check_length(func, f"indptr[{k}]", ptr, len(idxs[k]) + 1, f"indices[{k}]")
+            v.check_length(func, f"indptr[{k}]", ptr, len(idxs[k]) + 1, f"indices[{k}]")
         self.indptr: tuple[np.ndarray, ...] = ptrs
         self.indices: tuple[np.ndarray, ...] = idxs
         self.values: np.ndarray = vals
@@ -135,7 +190,7 @@ class SparseCSF(SparseTensor):
         self._canonical: bool | None = None
         self._range_cache: list[tuple[int, int]] | None = None
         if validate:
-            lv.check(self)
+            lv.check(func, ptrs, idxs, dims, order)
             device_checks(func, xp)
 
     @classmethod
@@ -143,9 +198,9 @@ class SparseCSF(SparseTensor):
              values: np.ndarray, shape: tuple[int, ...], axis_order: tuple[int, ...],
              canonical: bool | None = None) -> SparseCSF:
         out = cls.__new__(cls)
-        out.indptr = tuple(p if p.dtype in b.INDEX_DTYPES else p.astype(np.int64)
+        out.indptr = tuple(p if p.dtype in v.INDEX_DTYPES else p.astype(np.int64)
                            for p in indptr)
-        out.indices = tuple(i if i.dtype in b.INDEX_DTYPES else i.astype(np.int64)
+        out.indices = tuple(i if i.dtype in v.INDEX_DTYPES else i.astype(np.int64)
                             for i in indices)
         out.values = values
         out.shape = tuple(shape)
@@ -173,7 +228,7 @@ class SparseCSF(SparseTensor):
             windows: list[Any] = []
             window = None
             for ptr in self.indptr:
-                window = b.pointer_window(ptr, window)
+                window = cm.pointer_window(ptr, window)
                 windows.append(window)
             if self.xp is not np:
                 flat = fetch("SparseCSF", *[w[i] for w in windows for i in (0, 1)])
@@ -212,7 +267,7 @@ class SparseCSF(SparseTensor):
         return hi - lo
 
     @property
-    @b.checked
+    @cm.checked
     def is_canonical(self) -> bool:
         """Whether every fibre's children are strictly increasing and no node is childless.
 
@@ -222,7 +277,7 @@ class SparseCSF(SparseTensor):
         False
         """
         if self._canonical is None:
-            self._canonical = lv.is_canonical(self)
+            self._canonical = lv.is_canonical(self.indptr, self.indices, self._ranges())
         return self._canonical
 
     def validate(self) -> SparseCSF:
@@ -251,7 +306,7 @@ class SparseCSF(SparseTensor):
         >>> csf.validate().nnz
         1
         """
-        lv.check(self)
+        lv.check("SparseCSF", self.indptr, self.indices, self.shape, self.axis_order)
         device_checks("SparseCSF.validate", self.xp, wait=True)
         return self
 
@@ -290,13 +345,13 @@ class SparseCSF(SparseTensor):
         ((array([0, 2]), array([1, 0, 1])), array([2., 1., 3.]))
         """
         func = "SparseCSF.from_dense"
-        arr = b.dense_operand(func, "dense", dense)
-        shape = b.check_shape(func, arr.shape)
-        order = b.check_axis_order(func, axis_order, len(shape))
-        xp = b.module_of(arr)
-        nz = b.nonzero(func, arr)
+        arr = cm.dense_operand(func, "dense", dense)
+        shape = v.check_shape(func, arr.shape)
+        order = v.check_axis_order(func, axis_order, len(shape))
+        xp = module_of(arr)
+        nz = cm.nonzero(func, arr)
         keys = [xp.ascontiguousarray(nz[a], dtype=np.int64) for a in order]  # strided views
-        keys, vals = b.sorted_coords(keys, [shape[a] for a in order], arr[nz])
+        keys, vals = cm.sorted_coords(keys, [shape[a] for a in order], arr[nz])
         indptr, indices = lv.build_levels(func, keys)
         return cls._new(indptr, indices, vals, shape, order, canonical=True)
 
@@ -346,101 +401,29 @@ class SparseCSF(SparseTensor):
         got = _interop.from_arrow(func, tensor, axis_order=axis_order)
         if isinstance(got, SparseCSF):
             return got
-        return got.to_csf(axis_order)
+        return cast(SparseCSF, got.to_csf(axis_order))
 
     @classmethod
+    @fill_doc(_interop.FROM_SCIPY, **_CSF_DOC)
     def from_scipy(cls, matrix: Any, axis_order: Sequence[int] | None = None) -> SparseCSF:
-        """Read a scipy.sparse array or matrix (converted: scipy has no CSF).
-
-        Parameters
-        ----------
-        matrix
-            Any ``scipy.sparse`` array or matrix.
-        axis_order
-            Level order of the result (default ``0, 1, ...``).
-
-        Returns
-        -------
-        SparseCSF
-            From CSR with ``(0, 1)`` or CSC with ``(1, 0)``, the leaf indices and
-            values are views of scipy's buffers; otherwise new arrays.
-
-        Raises
-        ------
-        TypeError
-            Not a scipy sparse object.
-
-        Examples
-        --------
-        >>> import scipy.sparse
-        >>> m = scipy.sparse.csr_array(np.array([[0.0, 1.0], [2.0, 0.0]]))
-        >>> asp.SparseCSF.from_scipy(m).indices
-        (array([0, 1]), array([1, 0], dtype=int32))
-        """
+        """Read a scipy.sparse array or matrix (converted: scipy has no CSF)."""
         got = _interop.from_scipy("SparseCSF.from_scipy", matrix)
-        return got.to_csf(axis_order)
+        return cast(SparseCSF, got.to_csf(axis_order))
 
     @classmethod
+    @fill_doc(_interop.FROM_PYDATA, **_CSF_DOC)
     def from_pydata_sparse(cls, array: Any,
                            axis_order: Sequence[int] | None = None) -> SparseCSF:
-        """Read a pydata ``sparse`` array (converted through COO or GCXS).
-
-        Parameters
-        ----------
-        array
-            ``sparse.COO``, ``sparse.GCXS`` or ``sparse.DOK`` with fill value 0.
-        axis_order
-            Level order of the result (default ``0, 1, ...``).
-
-        Returns
-        -------
-        SparseCSF
-            New arrays (the leaf arrays are views for a canonical ``sparse.COO`` in
-            the default order).
-
-        Raises
-        ------
-        TypeError
-            Not a pydata sparse array.
-
-        Examples
-        --------
-        >>> import sparse
-        >>> asp.SparseCSF.from_pydata_sparse(sparse.COO.from_numpy(np.eye(2))).nnz
-        2
-        """
+        """Read a pydata ``sparse`` array (converted through COO or GCXS)."""
         got = _interop.from_pydata("SparseCSF.from_pydata_sparse", array)
-        return got.to_csf(axis_order)
+        return cast(SparseCSF, got.to_csf(axis_order))
 
     @classmethod
+    @fill_doc(_interop.FROM_TORCH, **_CSF_DOC)
     def from_torch(cls, tensor: Any, axis_order: Sequence[int] | None = None) -> SparseCSF:
-        """Read a CPU torch tensor (converted: torch has no CSF).
-
-        Parameters
-        ----------
-        tensor
-            ``torch.Tensor`` on the CPU: sparse COO, CSR, CSC or strided.
-        axis_order
-            Level order of the result (default ``0, 1, ...``).
-
-        Returns
-        -------
-        SparseCSF
-            New arrays (views where a conversion allows, as for the other formats).
-
-        Raises
-        ------
-        TypeError
-            Not a CPU torch tensor.
-
-        Examples
-        --------
-        >>> import torch
-        >>> asp.SparseCSF.from_torch(torch.eye(2).to_sparse()).nnz
-        2
-        """
+        """Read a CPU torch tensor (converted: torch has no CSF)."""
         got = _interop.from_torch("SparseCSF.from_torch", tensor)
-        return got.to_csf(axis_order)
+        return cast(SparseCSF, got.to_csf(axis_order))
 
     @classmethod
     def from_jagged(cls, jagged: Jagged, shape: Sequence[int] | None = None) -> SparseCSF:
@@ -498,8 +481,6 @@ class SparseCSF(SparseTensor):
         >>> np.array_equal(csf.to_dense(), j.to_padded(pad_value=0.0))
         True
         """
-        from ..jagged import Jagged
-
         func = "SparseCSF.from_jagged"
         if not isinstance(jagged, Jagged):
             msg = f"{func}: expected a Jagged, got {type(jagged).__name__}"
@@ -511,13 +492,15 @@ class SparseCSF(SparseTensor):
         if leaf.ndim != 1:
             msg = f"{func}: the leaf values must be scalars, got shape {leaf.shape}"
             raise ArrowSparseTypeError(msg)
-        b.values_array(func, leaf)
+        v.as_sparse_values(func, leaf)
         masks = [m for level in levels for m in (level.validity, level.values_validity)
                  if m is not None]
         nulls = not all(fetch(func, *[m.all() for m in masks]))
         if nulls:
-            return lv.from_jagged_with_nulls(func, levels, shape)
-        return lv.from_jagged_levels(func, levels, shape)
+            indices, values, dims = lv.jagged_with_nulls(func, levels, shape)
+            return cast(SparseCSF, SparseCOO._new(indices, values, dims).to_csf())
+        indptr, coords, leaf, dims = lv.jagged_levels(func, levels, shape)
+        return cls._new(indptr, coords, leaf, dims, tuple(range(len(dims))))
 
     # ------------------------------------------------------------------ exporters
     def to_jagged(self) -> Jagged:
@@ -552,8 +535,6 @@ class SparseCSF(SparseTensor):
         >>> asp.SparseCSF.from_jagged(j).to_jagged().to_list()
         [[[1.0, 2.0], [3.0]], [], [[4.0, 5.0, 6.0]]]
         """
-        from ..jagged import Jagged
-
         if self.ndim < 2:
             msg = "SparseCSF.to_jagged: a 1-d tensor has no pointer level to use as offsets"
             raise ArrowSparseValueError(msg)
@@ -597,9 +578,7 @@ class SparseCSF(SparseTensor):
         array([[0, 2, 2],
                [1, 0, 1]])
         """
-        from .coo import SparseCOO
-
-        coords = lv.level_coords(self)
+        coords = lv.level_coords(self.indptr, self.indices, self._ranges())
         lo, hi = self._ranges()[-1]
         dtype = np.result_type(*[c.dtype for c in coords])
         indices = self.xp.empty((self.ndim, hi - lo), dtype=dtype)
@@ -609,64 +588,31 @@ class SparseCSF(SparseTensor):
         canonical = True if identity and self._canonical else None
         return SparseCOO._new(indices, self.values[lo:hi], self.shape, canonical)
 
-    @b.checked
+    @cm.checked
+    @fill_doc(_TO_COMPRESSED, name="to_csr", cls="SparseCSR", order="(0, 1)", minor="column",
+              read=" (zero-copy; only ``indptr`` is built, after checking the rows' order: one "
+                   "synchronisation on the device)",
+              indptr="array([0, 1, 1, 3])")
     def to_csr(self) -> SparseCSR:
-        """Convert this 2-d tensor to a :class:`SparseCSR`.
-
-        Returns
-        -------
-        SparseCSR
-            With ``axis_order=(0, 1)`` the column indices and values are the leaf
-            buffers (zero-copy; only ``indptr`` is built, after checking the rows'
-            order: one synchronisation on the device); otherwise converted.
-
-        Raises
-        ------
-        ValueError
-            The tensor is not 2-d.
-
-        Examples
-        --------
-        >>> csf = asp.SparseCSF([[0, 1, 3]], [[0, 2], [1, 0, 1]], np.array([1, 2, 3]), (3, 2))
-        >>> csf.to_csr().indptr
-        array([0, 1, 1, 3])
-        """
-        from .csr import SparseCSR
-
+        """Convert this 2-d tensor to a :class:`SparseCSR`."""
         self._check_2d("SparseCSF.to_csr")
-        parts = lv.as_compressed(self, 0)
+        parts = lv.as_compressed(self.indptr, self.indices, self.values, self.shape,
+                                 self.axis_order, 0)
         if parts is None:
-            return self.to_coo().to_csr()
+            return cast(SparseCSR, self.to_coo().to_csr())
         csr: SparseCSR = SparseCSR._new(*parts, self.shape, self._canonical or None)
         return csr
 
-    @b.checked
+    @cm.checked
+    @fill_doc(_TO_COMPRESSED, name="to_csc", cls="SparseCSC", order="(1, 0)", minor="row",
+              read=" (zero-copy)", indptr="array([0, 1, 3])")
     def to_csc(self) -> SparseCSC:
-        """Convert this 2-d tensor to a :class:`SparseCSC`.
-
-        Returns
-        -------
-        SparseCSC
-            With ``axis_order=(1, 0)`` the row indices and values are the leaf
-            buffers (zero-copy); otherwise converted.
-
-        Raises
-        ------
-        ValueError
-            The tensor is not 2-d.
-
-        Examples
-        --------
-        >>> csf = asp.SparseCSF([[0, 1, 3]], [[0, 2], [1, 0, 1]], np.array([1, 2, 3]), (3, 2))
-        >>> csf.to_csc().indptr
-        array([0, 1, 3])
-        """
-        from .csc import SparseCSC
-
+        """Convert this 2-d tensor to a :class:`SparseCSC`."""
         self._check_2d("SparseCSF.to_csc")
-        parts = lv.as_compressed(self, 1)
+        parts = lv.as_compressed(self.indptr, self.indices, self.values, self.shape,
+                                 self.axis_order, 1)
         if parts is None:
-            return self.to_coo().to_csc()
+            return cast(SparseCSC, self.to_coo().to_csc())
         csc: SparseCSC = SparseCSC._new(*parts, self.shape, self._canonical or None)
         return csc
 
@@ -696,117 +642,34 @@ class SparseCSF(SparseTensor):
         """
         if axis_order is None:
             return self
-        order = b.check_axis_order("SparseCSF.to_csf", axis_order, self.ndim)
+        order = v.check_axis_order("SparseCSF.to_csf", axis_order, self.ndim)
         if order == self.axis_order:
             return self
-        return self.to_coo().to_csf(order)
+        return cast(SparseCSF, self.to_coo().to_csf(order))
 
+    @fill_doc(_interop.TO_ARROW, **_CSF_DOC)
     def to_arrow(self) -> Any:
-        """Convert to a ``pyarrow.SparseCSFTensor`` (with its ``axis_order``).
-
-        Returns
-        -------
-        pyarrow.SparseCSFTensor
-            Shares every buffer when the index arrays are int64 and the tensor is
-            compact (not a sub-fibre). Otherwise pyarrow gets int64 copies of the
-            index arrays, and the pointer arrays of a sub-fibre are rebased to start
-            at zero (copies); the values are always shared (bools as uint8). Read it
-            back with ``SparseCSF.from_arrow(t, axis_order=csf.axis_order)``.
-
-        Raises
-        ------
-        ValueError
-            A 1-d tensor (pyarrow's CSF needs two dimensions or more).
-
-        Examples
-        --------
-        >>> csf = asp.SparseCSF([[0, 1, 3]], [[0, 2], [1, 0, 1]], np.array([1, 2, 3]), (3, 2))
-        >>> csf.to_arrow().to_tensor().to_numpy()
-        array([[0, 1],
-               [0, 0],
-               [2, 3]])
-        """
+        """Convert to a ``pyarrow.SparseCSFTensor`` (with its ``axis_order``)."""
         self._on_host("to_arrow")
-        return _interop.csf_to_arrow(self._compact())
+        compact = self._compact()
+        return _interop.csf_to_arrow(compact.indptr, compact.indices, compact.values, self.shape,
+                                     self.axis_order)
 
+    @fill_doc(_interop.TO_SCIPY, **_CSF_DOC)
     def to_scipy(self, *, matrix: bool = False) -> Any:
-        """Convert to a scipy ``coo_array`` (``coo_matrix`` with ``matrix=True``).
-
-        Parameters
-        ----------
-        matrix
-            Return a ``coo_matrix`` (2-d only).
-
-        Returns
-        -------
-        scipy.sparse.coo_array or scipy.sparse.coo_matrix
-            Through :meth:`to_coo`: new coordinates, shared values.
-
-        Raises
-        ------
-        ModuleNotFoundError
-            scipy is not installed.
-
-        Examples
-        --------
-        >>> csf = asp.SparseCSF([[0, 1]], [[1], [0]], np.array([1.0]), (2, 2))
-        >>> csf.to_scipy().toarray()
-        array([[0., 0.],
-               [1., 0.]])
-        """
+        """Convert to a scipy ``coo_array`` (``coo_matrix`` with ``matrix=True``)."""
         self._on_host("to_scipy")
         return _interop.to_scipy(self.to_coo(), matrix)
 
+    @fill_doc(_interop.TO_PYDATA, **_CSF_DOC)
     def to_pydata_sparse(self) -> Any:
-        """Convert to a pydata ``sparse.COO`` (through :meth:`to_coo`).
-
-        Returns
-        -------
-        sparse.COO
-            New coordinates, shared values when canonical in the default order.
-
-        Raises
-        ------
-        ModuleNotFoundError
-            pydata sparse is not installed.
-
-        Examples
-        --------
-        >>> import sparse
-        >>> csf = asp.SparseCSF([[0, 1]], [[1], [0]], np.array([1.0]), (2, 2))
-        >>> s = csf.to_pydata_sparse()
-        >>> isinstance(s, sparse.COO)
-        True
-        >>> s.nnz
-        1
-        """
+        """Convert to a pydata ``sparse.COO`` (through :meth:`to_coo`)."""
         self._on_host("to_pydata_sparse")
         return _interop.to_pydata(self.to_coo())
 
+    @fill_doc(_interop.TO_TORCH, **_CSF_DOC)
     def to_torch(self) -> Any:
-        """Convert to a ``torch.sparse_coo_tensor`` (through :meth:`to_coo`).
-
-        Returns
-        -------
-        torch.Tensor
-            New coordinates; values shared when writable.
-
-        Raises
-        ------
-        ModuleNotFoundError
-            torch is not installed.
-
-        Examples
-        --------
-        >>> import torch
-        >>> csf = asp.SparseCSF([[0, 1]], [[1], [0]], np.array([1.0]), (2, 2))
-        >>> t = csf.to_torch()
-        >>> t.layout == torch.sparse_coo
-        True
-        >>> t.to_dense()
-        tensor([[0., 0.],
-                [1., 0.]], dtype=torch.float64)
-        """
+        """Convert to a ``torch.sparse_coo_tensor`` (through :meth:`to_coo`)."""
         self._on_host("to_torch")
         return _interop.to_torch(self.to_coo())
 
@@ -833,80 +696,42 @@ class SparseCSF(SparseTensor):
         """
         if self.is_canonical:
             return self
-        return self.to_coo().canonical().to_csf(self.axis_order)
+        return cast(SparseCSF, self.to_coo().canonical().to_csf(self.axis_order))
 
+    @fill_doc(_SUM,
+              axis="None for the total, else the dimension (of ``shape``) to sum over.",
+              returns="With ``axis``, a new dense array without that axis.",
+              build="asp.SparseCSF([[0, 1, 3]], [[0, 2], [1, 0, 1]], np.array([1, 2, 3]), (3, 2))",
+              calls="x.sum(), x.sum(axis=1)",
+              result="(np.int64(6), array([1, 0, 5]))")
     def sum(self, axis: int | None = None) -> Any:
-        """Sum of all entries, or along one axis (a dense result, through COO).
-
-        Parameters
-        ----------
-        axis
-            None for the total, else the dimension (of ``shape``) to sum over.
-
-        Returns
-        -------
-        numpy scalar or numpy.ndarray
-            numpy's sum dtype; with ``axis``, a new dense array without that axis.
-
-        Raises
-        ------
-        IndexError
-            ``axis`` out of range.
-
-        See Also
-        --------
-        numpy.sum : The dense equivalent.
-
-        Examples
-        --------
-        >>> csf = asp.SparseCSF([[0, 1, 3]], [[0, 2], [1, 0, 1]], np.array([1, 2, 3]), (3, 2))
-        >>> csf.sum(), csf.sum(axis=1)
-        (np.int64(6), array([1, 0, 5]))
-        """
+        """Sum of all entries, or along one axis (a dense result, through COO)."""
         if axis is None:
             lo, hi = self._ranges()[-1]
-            return self.values[lo:hi].sum(dtype=b.sum_dtype(self.dtype))
-        b.check_axis("SparseCSF.sum", axis, self.ndim)
+            return self.values[lo:hi].sum(dtype=cm.sum_dtype(self.dtype))
+        v.check_axis("SparseCSF.sum", axis, self.ndim)
         return self.to_coo().sum(axis)
 
+    @fill_doc(_MULTIPLY,
+              other="A number, or an array broadcasting to ``shape``.",
+              returns_type="SparseCSF",
+              returns="Same structure (index and pointer arrays shared; a sub-fibre is compacted "
+                      "first, rebasing its pointers) with new values. Only stored entries are "
+                      "multiplied.",
+              build="asp.SparseCSF([[0, 1, 3]], [[0, 2], [1, 0, 1]], np.array([1, 2, 3]), (3, 2))",
+              doubled="array([2, 4, 6])",
+              factor="np.array([[1], [10], [100]])",
+              multiplied="array([  1, 200, 300])")
     def multiply(self, other: Any) -> SparseCSF:
-        """Elementwise product with a scalar or a dense array broadcast to ``shape``.
-
-        Parameters
-        ----------
-        other
-            A number, or an array broadcasting to ``shape``.
-
-        Returns
-        -------
-        SparseCSF
-            Same structure (index and pointer arrays shared; a sub-fibre is compacted
-            first, rebasing its pointers) with new values. Only stored entries are
-            multiplied.
-
-        Raises
-        ------
-        ValueError
-            ``other`` does not broadcast to ``shape``.
-        TypeError
-            ``other`` is not numeric, or is sparse.
-
-        Examples
-        --------
-        >>> csf = asp.SparseCSF([[0, 1, 3]], [[0, 2], [1, 0, 1]], np.array([1, 2, 3]), (3, 2))
-        >>> (csf * 2).values
-        array([2, 4, 6])
-        >>> csf.multiply(np.array([[1], [10], [100]])).values
-        array([  1, 200, 300])
-        """
+        """Elementwise product with a scalar or a dense array broadcast to ``shape``."""
         func = "SparseCSF.multiply"
         compact = self._compact()
 
         def coords() -> list[np.ndarray]:
-            levels = lv.level_coords(compact)
+            levels = lv.level_coords(compact.indptr, compact.indices, compact._ranges())
             return [levels[self.axis_order.index(d)] for d in range(self.ndim)]
 
-        new = compact.values * b.multiplier(func, compact.values, other, self.shape, coords)
+        new = compact.values * cm.multiplier(func, compact.values, other, self.shape, coords)
         return SparseCSF._new(compact.indptr, compact.indices, new, self.shape,
                               self.axis_order, self._canonical)
 
@@ -941,7 +766,7 @@ class SparseCSF(SparseTensor):
         if axes is None:
             perm: tuple[int, ...] = tuple(reversed(range(self.ndim)))
         else:
-            perm = b.check_axis_order("SparseCSF.transpose", axes, self.ndim)
+            perm = v.check_axis_order("SparseCSF.transpose", axes, self.ndim)
         new_of_old = {old: new for new, old in enumerate(perm)}
         order = tuple(new_of_old[a] for a in self.axis_order)
         shape = tuple(self.shape[a] for a in perm)
@@ -965,4 +790,67 @@ class SparseCSF(SparseTensor):
 
         ``csf[i]`` drops that dimension; ``csf[a:b]`` keeps it with size ``b - a``.
         """
-        return lv.getitem(self, key)
+        func = "SparseCSF"
+        top = self.indices[0]
+        size = self.shape[self.axis_order[0]]
+        if isinstance(key, slice):
+            start, stop, step = key.indices(size)
+            if step != 1:
+                msg = f"{func}: slices must have step 1; convert with to_coo() for other orders"
+                raise ArrowSparseValueError(msg)
+            stop = max(start, stop)
+            positions = cm.flatnonzero(func, (top >= start) & (top < stop))
+            return self._select_fibres(positions, start, stop, drop=False)
+        if isinstance(key, (bool, np.bool_)) or not isinstance(key, (int, np.integer)):
+            msg = (f"{func}: sub-fibres are selected with an int or a slice along the "
+                   f"outermost stored dimension, got {type(key).__name__}")
+            raise ArrowSparseTypeError(msg)
+        i = int(key)
+        if not -size <= i < size:
+            msg = (f"{func}: index {i} out of range for dimension {self.axis_order[0]} "
+                   f"of size {size}")
+            raise ArrowSparseIndexError(msg)
+        i %= size
+        return self._select_fibres(cm.flatnonzero(func, top == i), i, i + 1, drop=True)
+
+    def _select_fibres(self, positions: np.ndarray, start: int, stop: int, drop: bool) -> Any:
+        """Select the sub-fibres of the level-0 nodes at ``positions`` (coordinates ``start:stop``).
+
+        Views when those nodes are contiguous; ``drop`` removes the outer dimension (an
+        integer index). An unsorted outer level is gathered through COO (copies). On the
+        device the first and last positions and their pointers are read back.
+        """
+        func = "SparseCSF"
+        a0 = self.axis_order[0]
+        p = q = 0
+        if len(positions):
+            p, last = cm.ends(func, positions)
+            q = last + 1
+        if q - p != len(positions):  # not contiguous
+            coo = self.to_coo()
+            keep = cm.flatnonzero(func, (coo.indices[a0] >= start) & (coo.indices[a0] < stop))
+            idx = coo.indices[:, keep]
+            idx[a0] = idx[a0] - start
+            dims = list(self.shape)
+            dims[a0] = stop - start
+            sub = SparseCOO._new(idx, coo.values[keep], tuple(dims)).to_csf(self.axis_order)
+            return sub[0] if drop else sub  # type: ignore[index]
+        if drop:
+            if self.ndim == 1:
+                return self.values[p:q].sum(dtype=self.dtype)
+            shape = tuple(s for d, s in enumerate(self.shape) if d != a0)
+            order = tuple(a - (a > a0) for a in self.axis_order[1:])
+            ptr0 = self.indptr[0]
+            lo, hi = fetch(func, ptr0[p], ptr0[q]) if len(positions) else fetch(func, ptr0[0]) * 2
+            indices = (self.indices[1][lo:hi],) + self.indices[2:]
+            indptr = (self.indptr[1][lo:hi + 1],) + self.indptr[2:] if self.ndim > 2 else ()
+            values = self.values[lo:hi] if self.ndim == 2 else self.values
+            return SparseCSF._new(indptr, indices, values, shape, order, self._canonical or None)
+        shape_list = list(self.shape)
+        shape_list[a0] = stop - start
+        top = self.indices[0][p:q]
+        top = top - start if start else top
+        indptr = (self.indptr[0][p:q + 1],) + self.indptr[1:] if self.ndim > 1 else ()
+        values = self.values[p:q] if self.ndim == 1 else self.values
+        return SparseCSF._new(indptr, (top,) + self.indices[1:], values, tuple(shape_list),
+                              self.axis_order, self._canonical or None)

@@ -10,24 +10,60 @@ is a view (``csr[a:b]``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from .. import _validate as v
-from .._backend import array_module, device_checks, get_kernel, host_only
+from .._backend import array_module, device_checks, get_kernel, host_only, module_of
+from .._docs import fill_doc
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged, computes
-from . import _base as b
+from . import _common as cm
 from . import _interop
-from ._base import SparseTensor
-
-if TYPE_CHECKING:
-    from .coo import SparseCOO
-    from .csc import SparseCSC
-    from .csf import SparseCSF
+from .coo import SparseCOO
+from .tensor import _MULTIPLY, _SUM, SparseTensor
 
 __all__ = ["SparseCSR"]
+
+#: What the docstrings of the readers and writers say of CSR and CSC (see
+#: ``_interop.TO_ARROW``): ``_COMPRESSED_DOC`` for the readers they share, ``_CSR_DOC``
+#: for the writers of a CSR (csc.py has the CSC's).
+_COMPRESSED_DOC = {
+    "name": "SparseCSR", "returns_type": "SparseCSR or SparseCSC", "more_params": "",
+    "scipy_accepts": "Any ``scipy.sparse`` array or matrix.",
+    "scipy_shares": "Views of ``indptr``, ``indices`` and ``data`` when the format matches "
+                    "(checked in full); a conversion otherwise.",
+    "scipy_input": "scipy.sparse.csr_array(np.eye(2))",
+    "pydata_accepts": "``sparse.GCXS`` with ``compressed_axes=(0,)`` (CSR) or ``(1,)`` (CSC) "
+                      "is wrapped; ``sparse.COO`` and other GCXS are converted.",
+    "pydata_shares": "Views of the GCXS buffers when the compressed axis matches.",
+    "pydata_input": "sparse.GCXS.from_numpy(np.eye(2), compressed_axes=(0,))",
+    "torch_accepts": "A ``torch.Tensor`` on the CPU: sparse CSR, CSC or COO, or strided "
+                     "(dense).",
+    "torch_shares": "Views of the compressed indices, plain indices and values when the layout "
+                    "matches; a conversion otherwise.",
+    "torch_input": "torch.eye(2).to_sparse_csr()",
+}
+_CSR_DOC = {
+    "build": "asp.SparseCSR([0, 1], [2], np.array([5.0]), (1, 3))", "dense": "[[0.0, 0.0, 5.0]]",
+    "arrow": "SparseCSRMatrix",
+    "arrow_shares": "Shares the buffers when ``indptr`` and ``indices`` are int64 and "
+                    "``indptr`` starts at zero. Otherwise pyarrow gets int64 copies of them "
+                    "(rebased to zero for a slice); ``values`` is always shared (bools as "
+                    "uint8).",
+    "arrow_raises": "",
+    "kind": "csr", "matrix_2d": "",
+    "scipy_out": "Shares the buffers when ``indptr`` starts at zero and ``indptr`` and "
+                 "``indices`` have one dtype; otherwise scipy copies (and ``indptr`` of a "
+                 "slice is rebased: a copy).",
+    "scipy_raises": "",
+    "pydata": "GCXS",
+    "pydata_out": "Shares the buffers (``indptr`` of a slice is rebased: a copy).",
+    "layout": "csr",
+    "torch_out": "Shares the buffers when ``indptr`` and ``indices`` have one dtype, are "
+                 "writable and ``indptr`` starts at zero; copies otherwise.",
+}
 
 
 class _Compressed(SparseTensor):
@@ -40,21 +76,21 @@ class _Compressed(SparseTensor):
                  validate: bool = True) -> None:
         func = type(self).__name__
         xp = array_module(func, indptr=indptr, indices=indices, values=values)
-        validate = b.check_flag(func, "validate", validate)
-        dims = b.check_shape(func, shape, ndim=2)
+        validate = v.check_bool(func, "validate", validate)
+        dims = v.check_shape(func, shape, ndim=2)
         num_major = dims[self._major]
         if validate and xp is np:
             ptr = v.check_offsets(func, "indptr", indptr)
         else:  # on the device the pointers are checked with the indices, by kernels
-            ptr = b.index_array(func, "indptr", indptr)
+            ptr = v.as_sparse_indices(func, "indptr", indptr)
             if len(ptr) == 0:
                 msg = f"{func}: indptr must have at least one element (number of rows + 1)"
                 raise ArrowSparseValueError(msg)
         if len(ptr) != num_major + 1:
             msg = f"{func}: indptr has {len(ptr)} entries but shape needs {num_major + 1}"
             raise ArrowSparseValueError(msg)
-        idx = b.index_array(func, "indices", indices)
-        vals = b.values_array(func, values)
+        idx = v.as_sparse_indices(func, "indices", indices)
+        vals = v.as_sparse_values(func, values)
         if len(idx) != len(vals) or (xp is np and len(idx) < ptr[-1]):
             at_least = "" if xp is not np else f", at least indptr[-1] = {ptr[-1]}"
             msg = (f"{func}: indices ({len(idx)}) and values ({len(vals)}) "
@@ -74,7 +110,7 @@ class _Compressed(SparseTensor):
              shape: tuple[int, ...], canonical: bool | None = None) -> Any:
         out = cls.__new__(cls)
         out.indptr = indptr
-        out.indices = indices if indices.dtype in b.INDEX_DTYPES else indices.astype(np.int64)
+        out.indices = indices if indices.dtype in v.INDEX_DTYPES else indices.astype(np.int64)
         out.values = values
         out.shape = tuple(shape)
         out._canonical = canonical
@@ -95,7 +131,7 @@ class _Compressed(SparseTensor):
 
     def _range(self) -> tuple[int, int]:
         """``(indptr[0], indptr[-1])``: one read on the device (raising its checks at once)."""
-        return b.ends(type(self).__name__, self.indptr)
+        return cm.ends(type(self).__name__, self.indptr)
 
     def _compact(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(indptr, indices, values)`` with ``indptr`` starting at zero (views if it does)."""
@@ -117,7 +153,7 @@ class _Compressed(SparseTensor):
         return stop - start
 
     @property
-    @b.checked
+    @cm.checked
     def is_canonical(self) -> bool:
         """Whether every major line has strictly increasing indices (sorted, no duplicates).
 
@@ -166,8 +202,8 @@ class _Compressed(SparseTensor):
     def _check(self) -> None:
         func = type(self).__name__
         v.check_offsets(func, "indptr", self.indptr, len(self.indices), device=True)
-        b.check_in_range(func, "indices", self.indices, self._num_minor,
-                         b.pointer_window(self.indptr))
+        v.check_in_range(func, "indices", self.indices, self._num_minor,
+                         cm.pointer_window(self.indptr))
 
     # --------------------------------------------------------------- constructors
     @classmethod
@@ -205,11 +241,11 @@ class _Compressed(SparseTensor):
         array([0, 1, 3, 4, 6, 7, 8])
         """
         func = f"{cls.__name__}.from_dense"
-        arr = b.dense_operand(func, "dense", dense)
-        shape = b.check_shape(func, arr.shape, ndim=2)
-        xp = b.module_of(arr)
+        arr = cm.dense_operand(func, "dense", dense)
+        shape = v.check_shape(func, arr.shape, ndim=2)
+        xp = module_of(arr)
         oriented = arr if cls._major == 0 else arr.T
-        major, minor = b.nonzero(func, oriented)
+        major, minor = cm.nonzero(func, oriented)
         lines = xp.arange(oriented.shape[0] + 1, dtype=np.int64)
         indptr = xp.searchsorted(major, lines, side="left").astype(np.int64, copy=False)
         return cls._new(indptr, xp.ascontiguousarray(minor, dtype=np.int64), oriented[major, minor],
@@ -250,100 +286,28 @@ class _Compressed(SparseTensor):
         return cls._from_any(func, _interop.from_arrow(func, tensor))
 
     @classmethod
+    @fill_doc(_interop.FROM_SCIPY, **_COMPRESSED_DOC)
     def from_scipy(cls, matrix: Any) -> Any:
-        """Wrap a scipy.sparse CSR/CSC array or matrix (zero-copy), or convert another format.
-
-        Parameters
-        ----------
-        matrix
-            Any ``scipy.sparse`` array or matrix.
-
-        Returns
-        -------
-        SparseCSR or SparseCSC
-            Views of ``indptr``, ``indices`` and ``data`` when the format matches
-            (checked in full); a conversion otherwise.
-
-        Raises
-        ------
-        TypeError
-            Not a scipy sparse object.
-
-        Examples
-        --------
-        >>> import scipy.sparse
-        >>> m = scipy.sparse.csr_array(np.array([[0.0, 1.0], [2.0, 0.0]]))
-        >>> asp.SparseCSR.from_scipy(m)
-        SparseCSR(shape=(2, 2), nnz=2, dtype=float64)
-        """
+        """Wrap a scipy.sparse CSR/CSC array or matrix (zero-copy), or convert another format."""
         func = f"{cls.__name__}.from_scipy"
         return cls._from_any(func, _interop.from_scipy(func, matrix))
 
     @classmethod
+    @fill_doc(_interop.FROM_PYDATA, **_COMPRESSED_DOC)
     def from_pydata_sparse(cls, array: Any) -> Any:
-        """Read a pydata ``sparse`` array (2-d ``GCXS`` of the matching axis: zero-copy).
-
-        Parameters
-        ----------
-        array
-            ``sparse.GCXS`` with ``compressed_axes=(0,)`` (CSR) or ``(1,)`` (CSC) is
-            wrapped; ``sparse.COO`` and other GCXS are converted.
-
-        Returns
-        -------
-        SparseCSR or SparseCSC
-            Views of the GCXS buffers when the compressed axis matches.
-
-        Raises
-        ------
-        TypeError
-            Not a pydata sparse array.
-        ValueError
-            A fill value other than zero.
-
-        Examples
-        --------
-        >>> import sparse
-        >>> g = sparse.GCXS.from_numpy(np.eye(2), compressed_axes=(0,))
-        >>> asp.SparseCSR.from_pydata_sparse(g).indptr
-        array([0, 1, 2])
-        """
+        """Read a pydata ``sparse`` array (2-d ``GCXS`` of the matching axis: zero-copy)."""
         func = f"{cls.__name__}.from_pydata_sparse"
         return cls._from_any(func, _interop.from_pydata(func, array))
 
     @classmethod
+    @fill_doc(_interop.FROM_TORCH, **_COMPRESSED_DOC)
     def from_torch(cls, tensor: Any) -> Any:
-        """Read a CPU torch tensor (``sparse_csr``/``sparse_csc`` of the matching kind: zero-copy).
-
-        Parameters
-        ----------
-        tensor
-            A ``torch.Tensor`` on the CPU: sparse CSR, CSC or COO, or strided (dense).
-
-        Returns
-        -------
-        SparseCSR or SparseCSC
-            Views of the compressed indices, plain indices and values when the layout
-            matches; a conversion otherwise.
-
-        Raises
-        ------
-        TypeError
-            Not a CPU torch tensor, or bfloat16 values.
-        ValueError
-            Hybrid or batched sparse tensors.
-
-        Examples
-        --------
-        >>> import torch
-        >>> asp.SparseCSR.from_torch(torch.eye(2).to_sparse_csr()).indptr
-        array([0, 1, 2])
-        """
+        """Read a CPU torch tensor (its own ``sparse_csr``/``sparse_csc`` layout: zero-copy)."""
         func = f"{cls.__name__}.from_torch"
         return cls._from_any(func, _interop.from_torch(func, tensor))
 
     # ------------------------------------------------------------------ exporters
-    @b.checked
+    @cm.checked
     def to_dense(self) -> np.ndarray:
         """Dense ``[rows, columns]`` array; repeated entries add up (bools: logical or).
 
@@ -386,8 +350,6 @@ class _Compressed(SparseTensor):
         array([[0, 0, 1],
                [0, 2, 1]])
         """
-        from .coo import SparseCOO
-
         start, stop = self._range()
         dtype = self.indices.dtype if self._num_major <= np.iinfo(self.indices.dtype).max \
             else np.dtype(np.int64)
@@ -401,7 +363,7 @@ class _Compressed(SparseTensor):
         return get_kernel("sparse", "compressed_transpose", self.xp)(  # type: ignore[no-any-return]
             self.indptr, self.indices, self.values, self._num_minor)
 
-    @b.checked
+    @cm.checked
     def to_csr(self) -> SparseCSR:
         """Convert to CSR: itself for a :class:`SparseCSR`; a counting sort from CSC.
 
@@ -424,8 +386,8 @@ class _Compressed(SparseTensor):
         csr: SparseCSR = SparseCSR._new(ptr, idx, vals, self.shape, self._canonical or None)
         return csr
 
-    @b.checked
-    def to_csc(self) -> SparseCSC:
+    @cm.checked
+    def to_csc(self) -> SparseTensor:
         """Convert to CSC: itself for a :class:`SparseCSC`; a counting sort from CSR.
 
         Returns
@@ -443,15 +405,14 @@ class _Compressed(SparseTensor):
         >>> csc.indptr, csc.indices
         (array([0, 1, 3, 4, 6, 7, 8]), array([0, 0, 1, 2, 1, 2, 2, 3]))
         """
-        from .csc import SparseCSC
-
-        if isinstance(self, SparseCSC):
+        if self._major == 1:
             return self
         ptr, idx, vals = self._transposed_layout()
-        csc: SparseCSC = SparseCSC._new(ptr, idx, vals, self.shape, self._canonical or None)
+        csc: SparseTensor = self._format("csc")._new(ptr, idx, vals, self.shape,
+                                                     self._canonical or None)
         return csc
 
-    def to_csf(self, axis_order: Sequence[int] | None = None) -> SparseCSF:
+    def to_csf(self, axis_order: Sequence[int] | None = None) -> SparseTensor:
         """Compressed sparse fibres (``axis_order`` default ``(0, 1)``).
 
         Parameters
@@ -481,20 +442,20 @@ class _Compressed(SparseTensor):
         >>> csf.indptr, csf.indices
         ((array([0, 2, 3]),), (array([0, 2]), array([0, 1, 1])))
         """
-        from .csf import SparseCSF
-
-        order = b.check_axis_order(f"{type(self).__name__}.to_csf", axis_order, 2)
+        order = v.check_axis_order(f"{type(self).__name__}.to_csf", axis_order, 2)
         if order[0] != self._major:
-            other = self.to_csc() if self._major == 0 else self.to_csr()
+            other: SparseTensor = self.to_csc() if self._major == 0 else self.to_csr()
             return other.to_csf(order)
         xp = self.xp
-        nonempty = b.flatnonzero(f"{type(self).__name__}.to_csf", xp.diff(self.indptr))
+        nonempty = cm.flatnonzero(f"{type(self).__name__}.to_csf", xp.diff(self.indptr))
         if len(nonempty) == self._num_major:
             ptr0 = self.indptr
         else:
             ptr0 = xp.concatenate([self.indptr[nonempty], self.indptr[-1:]])
-        return SparseCSF._new((ptr0,), (nonempty, self.indices), self.values, self.shape,
-                              order, self._canonical or None)
+        csf: SparseTensor = self._format("csf")._new(
+            (ptr0,), (nonempty, self.indices), self.values, self.shape, order,
+            self._canonical or None)
+        return csf
 
     def to_jagged(self) -> tuple[Jagged, Jagged]:
         """Major lines as two :class:`Jagged` sharing ``indptr``: ``(ids, weights)``.
@@ -547,42 +508,21 @@ class _Compressed(SparseTensor):
                                                                  self.values)
         return self._new(*parts, self.shape, canonical=True)
 
-    @b.checked
+    @cm.checked
+    @fill_doc(_SUM,
+              axis="None, 0 (sum over rows: one value per column) or 1 (one value per row); "
+                   "negative values count from the end.",
+              returns="On the device a CuPy array (0-d for the total); the total and ``axis=0`` "
+                      "of a CSR (``1`` of a CSC) read ``indptr``'s ends back (one "
+                      "synchronisation), the line sums nothing.",
+              build="asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([1, 2, 3]), (2, 3))",
+              calls="x.sum(), x.sum(axis=0), x.sum(axis=1)",
+              result="(np.int64(6), array([1, 3, 2]), array([3, 3]))")
     def sum(self, axis: int | None = None) -> Any:
-        """Sum of all entries, or along one axis (a dense vector).
-
-        Parameters
-        ----------
-        axis
-            None, 0 (sum over rows: one value per column) or 1 (one value per row);
-            negative values count from the end.
-
-        Returns
-        -------
-        numpy scalar or numpy.ndarray
-            numpy's sum dtype (int64 for smaller ints and bools). On the device a CuPy
-            array (0-d for the total); the total and ``axis=0`` of a CSR (``1`` of a
-            CSC) read ``indptr``'s ends back (one synchronisation), the line sums
-            nothing.
-
-        Raises
-        ------
-        IndexError
-            ``axis`` out of range.
-
-        See Also
-        --------
-        numpy.sum : The dense equivalent.
-
-        Examples
-        --------
-        >>> csr = asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([1, 2, 3]), (2, 3))
-        >>> csr.sum(), csr.sum(axis=0), csr.sum(axis=1)
-        (np.int64(6), array([1, 3, 2]), array([3, 3]))
-        """
+        """Sum of all entries, or along one axis (a dense vector)."""
         func = f"{type(self).__name__}.sum"
-        total_dtype = b.sum_dtype(self.dtype)
-        ax = None if axis is None else b.check_axis(func, axis, 2)
+        total_dtype = cm.sum_dtype(self.dtype)
+        ax = None if axis is None else v.check_axis(func, axis, 2)
         xp = self.xp
         if ax == 1 - self._major:  # reduce the minor axis: one value per major line
             out = xp.zeros(self._num_major, dtype=total_dtype)
@@ -595,47 +535,31 @@ class _Compressed(SparseTensor):
         get_kernel("sparse", "scatter_add", xp)(out, idx, vals.astype(total_dtype, copy=False))
         return out
 
+    @fill_doc(_MULTIPLY,
+              other="A number, or an array broadcasting to ``shape`` (e.g. a row ``[1, cols]`` "
+                    "or a column ``[rows, 1]`` of scales).",
+              returns_type="SparseCSR or SparseCSC",
+              returns="Same structure with new values (``indices`` shared; ``indptr`` shared "
+                      "unless a slice had to be rebased to start at zero). Only stored entries "
+                      "are multiplied. On the device ``indptr``'s ends are read back (one "
+                      "synchronisation); ``other`` must be there too.",
+              build="asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([1.0, 2.0, 3.0]), (2, 3))",
+              doubled="array([2., 4., 6.])",
+              factor="np.array([[10.0], [100.0]])",
+              multiplied="array([ 10.,  20., 300.])")
     def multiply(self, other: Any) -> Any:
-        """Elementwise product with a scalar or a dense array broadcast to ``shape``.
-
-        Parameters
-        ----------
-        other
-            A number, or an array broadcasting to ``shape`` (e.g. a row ``[1, cols]``
-            or a column ``[rows, 1]`` of scales).
-
-        Returns
-        -------
-        SparseCSR or SparseCSC
-            Same structure with new values (``indices`` shared; ``indptr`` shared
-            unless a slice had to be rebased to start at zero). Only stored entries
-            are multiplied. On the device ``indptr``'s ends are read back (one
-            synchronisation); ``other`` must be there too.
-
-        Raises
-        ------
-        ValueError
-            ``other`` does not broadcast to ``shape``.
-        TypeError
-            ``other`` is not numeric, or is sparse.
-
-        Examples
-        --------
-        >>> csr = asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([1.0, 2.0, 3.0]), (2, 3))
-        >>> csr.multiply(np.array([[10.0], [100.0]])).values
-        array([ 10.,  20., 300.])
-        """
+        """Elementwise product with a scalar or a dense array broadcast to ``shape``."""
         func = f"{type(self).__name__}.multiply"
         ptr, idx, vals = self._compact()
 
         def coords() -> list[np.ndarray]:
-            lines = b.expand_lines(ptr, len(idx))
+            lines = cm.expand_lines(ptr, len(idx))
             return [lines, idx] if self._major == 0 else [idx, lines]
 
-        new = vals * b.multiplier(func, vals, other, self.shape, coords)
+        new = vals * cm.multiplier(func, vals, other, self.shape, coords)
         return self._new(ptr, idx, new, self.shape, self._canonical)
 
-    @b.checked
+    @cm.checked
     def matmul(self, other: Any) -> np.ndarray:
         """Matrix product with a dense matrix or vector: ``self @ other``.
 
@@ -699,7 +623,7 @@ class _Compressed(SparseTensor):
     def __matmul__(self, other: Any) -> np.ndarray:
         return self.matmul(other)
 
-    @b.checked
+    @cm.checked
     def __rmatmul__(self, other: Any) -> np.ndarray:
         func = f"{type(self).__name__}.__rmatmul__"
         dense = _matmul_operand(func, self.values, other, self.shape[0], "last")
@@ -743,12 +667,10 @@ class _Compressed(SparseTensor):
         >>> csr.T.indices is csr.indices
         True
         """
-        if axes is not None and b.check_axis_order(
+        if axes is not None and v.check_axis_order(
                 f"{type(self).__name__}.transpose", axes, 2) == (0, 1):
             return self
-        from .csc import SparseCSC
-
-        other = SparseCSC if self._major == 0 else SparseCSR
+        other = self._format("csc") if self._major == 0 else SparseCSR
         return other._new(self.indptr, self.indices, self.values, self.shape[::-1],
                           self._canonical)
 
@@ -864,7 +786,7 @@ class SparseCSR(_Compressed):
         Raises
         ------
         TypeError
-            Non-integer ids, or nested rows.
+            Not a Jagged, non-integer ids, or nested rows.
         IndexError
             An id that is negative or ``>= num_columns``.
         NotImplementedError
@@ -894,104 +816,27 @@ class SparseCSR(_Compressed):
             raise ArrowSparseTypeError(msg)
         return self._major_slice(key)  # type: ignore[no-any-return]
 
+    @fill_doc(_interop.TO_ARROW, **_CSR_DOC)
     def to_arrow(self) -> Any:
-        """Convert to a ``pyarrow.SparseCSRMatrix``.
-
-        Returns
-        -------
-        pyarrow.SparseCSRMatrix
-            Shares the buffers when ``indptr`` and ``indices`` are int64 and ``indptr``
-            starts at zero. Otherwise pyarrow gets int64 copies of them (rebased to
-            zero for a slice); ``values`` is always shared (bools as uint8).
-
-        Examples
-        --------
-        >>> csr = asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([1.0, 2.0, 3.0]), (2, 3))
-        >>> csr.to_arrow().to_tensor().to_numpy()
-        array([[1., 0., 2.],
-               [0., 3., 0.]])
-        """
+        """Convert to a ``pyarrow.SparseCSRMatrix``."""
         self._on_host("to_arrow")
-        return _interop.compressed_to_arrow(self)
+        return _interop.compressed_to_arrow("csr", *self._compact(), self.shape)
 
+    @fill_doc(_interop.TO_SCIPY, **_CSR_DOC)
     def to_scipy(self, *, matrix: bool = False) -> Any:
-        """Convert to a ``scipy.sparse.csr_array`` (or ``csr_matrix``).
-
-        Parameters
-        ----------
-        matrix
-            Return a ``csr_matrix`` instead of a ``csr_array``.
-
-        Returns
-        -------
-        scipy.sparse.csr_array or scipy.sparse.csr_matrix
-            Shares the buffers when ``indptr`` starts at zero and ``indptr`` and
-            ``indices`` have one dtype; otherwise scipy copies (and ``indptr`` of a
-            slice is rebased: a copy).
-
-        Raises
-        ------
-        ModuleNotFoundError
-            scipy is not installed.
-
-        Examples
-        --------
-        >>> asp.SparseCSR([0, 1], [2], np.array([5.0]), (1, 3)).to_scipy().toarray()
-        array([[0., 0., 5.]])
-        """
+        """Convert to a ``scipy.sparse.csr_array`` (or ``csr_matrix``)."""
         self._on_host("to_scipy")
         return _interop.to_scipy(self, matrix)
 
+    @fill_doc(_interop.TO_PYDATA, **_CSR_DOC)
     def to_pydata_sparse(self) -> Any:
-        """Convert to a pydata ``sparse.GCXS`` with ``compressed_axes=(0,)``.
-
-        Returns
-        -------
-        sparse.GCXS
-            Shares the buffers (``indptr`` of a slice is rebased: a copy).
-
-        Raises
-        ------
-        ModuleNotFoundError
-            pydata sparse is not installed.
-
-        Examples
-        --------
-        >>> import sparse
-        >>> csr = asp.SparseCSR([0, 1], [2], np.array([5.0]), (1, 3))
-        >>> s = csr.to_pydata_sparse()
-        >>> isinstance(s, sparse.GCXS)
-        True
-        >>> s.todense()
-        array([[0., 0., 5.]])
-        """
+        """Convert to a pydata ``sparse.GCXS`` with ``compressed_axes=(0,)``."""
         self._on_host("to_pydata_sparse")
         return _interop.to_pydata(self)
 
+    @fill_doc(_interop.TO_TORCH, **_CSR_DOC)
     def to_torch(self) -> Any:
-        """Convert to a ``torch.sparse_csr_tensor`` (on the CPU).
-
-        Returns
-        -------
-        torch.Tensor
-            Shares the buffers when ``indptr`` and ``indices`` have one dtype, are
-            writable and ``indptr`` starts at zero; copies otherwise.
-
-        Raises
-        ------
-        ModuleNotFoundError
-            torch is not installed.
-
-        Examples
-        --------
-        >>> import torch
-        >>> csr = asp.SparseCSR([0, 1], [2], np.array([5.0]), (1, 3))
-        >>> t = csr.to_torch()
-        >>> t.layout == torch.sparse_csr
-        True
-        >>> t.to_dense()
-        tensor([[0., 0., 5.]], dtype=torch.float64)
-        """
+        """Convert to a ``torch.sparse_csr_tensor`` (on the CPU)."""
         self._on_host("to_torch")
         return _interop.to_torch(self)
 
@@ -999,16 +844,9 @@ class SparseCSR(_Compressed):
 # ------------------------------------------------------------------------ helpers
 def _matmul_operand(func: str, values: np.ndarray, other: Any, size: int, which: str
                     ) -> np.ndarray:
-    dense = b.dense_operand(func, "other", other)
+    dense = cm.dense_operand(func, "other", other)
     array_module(func, values=values, other=dense)
-    if dense.ndim not in (1, 2):
-        msg = f"{func}: other must be a 1-d or 2-d dense array, got shape {dense.shape}"
-        raise ArrowSparseValueError(msg)
-    got = dense.shape[0] if which == "first" else dense.shape[-1]
-    if got != size:
-        msg = (f"{func}: other has shape {dense.shape} but its {which} dimension must be "
-               f"{size} to match the matrix")
-        raise ArrowSparseValueError(msg)
+    v.check_operand_shape(func, dense, size, which)
     return dense
 
 
@@ -1022,7 +860,7 @@ def _matmul_dtypes(values: np.ndarray, dense: np.ndarray) -> tuple[np.dtype, np.
 def _jagged_to_csr(func: str, jagged: Jagged, num_columns: int, weights: Any) -> SparseCSR:
     """Build the multi-hot CSR matrix of a Jagged of ids (see :meth:`SparseCSR.from_jagged`)."""
     if not isinstance(jagged, Jagged):
-        msg = f"{func}: jagged must be a Jagged, got {type(jagged).__name__}"
+        msg = f"{func}: expected a Jagged, got {type(jagged).__name__}"
         raise ArrowSparseTypeError(msg)
     if jagged.device != "cpu":
         host_only(func, f"the Jagged is on {jagged.device}")

@@ -34,11 +34,11 @@ import pyarrow as pa
 
 from .._arrow import numpy_dtype
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
-from ._base import SparseTensor
 from .coo import SparseCOO
 from .csc import SparseCSC
 from .csf import SparseCSF
 from .csr import SparseCSR
+from .tensor import SparseTensor
 
 __all__ = [
     "FORMAT_VERSION",

@@ -10,41 +10,35 @@ order; integer results must not change at all. The searches over sorted keys
 (``first_unstored``, ``sorted_member``) must match exactly on key sets with empty, full
 and one-sided cells, sorted and unsorted queries, and also run on device arrays of the
 stand-in CuPy without reading anything back. The public masked reductions over sparse
-and jagged inputs (dense, COO and CSR masks) are compared the same way. ``nvcc --ptx``
-is in ``test_cuda_infra.py``; ``gpu``-marked tests run the launchers on CuPy arrays
-where a device exists.
+and jagged inputs (dense, COO and CSR masks) are compared the same way in test_masked.py.
+``nvcc --ptx`` is in ``test_cuda_infra.py``; ``gpu``-marked tests run the launchers on
+CuPy arrays where a device exists.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
-import arrow_sparse as asp
-from arrow_sparse import _backend, masked
-from arrow_sparse.errors import ArrowSparseIndexError, ArrowSparseValueError
+from arrow_sparse import _backend
+from arrow_sparse.errors import (
+    ArrowSparseIndexError,
+    ArrowSparseValueError,
+)
 from arrow_sparse.kernels import cuda
 from arrow_sparse.kernels.cpu import masked as cpu_masked
 from arrow_sparse.kernels.cuda import _launch
 from arrow_sparse.kernels.cuda import masked as cuda_masked
 from tests.conftest import NUMERIC_DTYPES
 from tests.cuda_emu import fake_cupy
-from tests.cuda_emu.emu import Emulator, emulated
-from tests.test_cuda_sparse import batch_csr
+from tests.cuda_emu.emu import Emulator
 
 NUM_CELLS = 9  # the last two cells get no entries
 SLICE = 12
-
-
-@pytest.fixture
-def cuda_emu() -> Iterator[Emulator]:
-    """The emulator, every launch also run in reversed and shuffled thread order."""
-    with emulated(check_orders=("reverse", "shuffle")) as emulator:
-        yield emulator
 
 
 def entries(dtype: np.dtype, n: int = 300, seed: int = 0, special: bool = False
@@ -193,75 +187,6 @@ def test_non_contiguous_out_and_narrow_extremes_are_written_back(cuda_emu: Emula
     cuda_masked.masked_max(cell, vals, inm, wide[:, 0])
     np.testing.assert_array_equal(wide, expected)
     assert (wide[:, 1] == -128).all()
-
-
-def sparse_inputs() -> list[tuple[str, Any, Any]]:
-    rng = np.random.default_rng(11)
-    dense = rng.integers(-3, 4, size=(6, 8)).astype(np.float64)
-    dense[rng.random(dense.shape) < 0.4] = 0
-    dense[2] = 0  # an empty row
-    mask = rng.random(dense.shape) < 0.6
-    coo = asp.SparseCOO.from_dense(dense)
-    csr = asp.SparseCSR.from_dense(dense)
-    jagged = asp.Jagged.from_list([[1.5, -2.0, 3.0], [], [0.0, 4.0], [-1.0]])
-    jmask = asp.Jagged.from_list([[True, False, True], [], [True, True], [False]])
-    return [("coo", coo, mask), ("csr", csr, mask), ("jagged", jagged, jmask)]
-
-
-def norm_of(p: float) -> Callable[..., Any]:
-    return lambda x, dim, mask: asp.masked.norm(x, p, dim, mask=mask)
-
-
-REDUCTIONS: dict[str, Callable[..., Any]] = {
-    "sum": asp.masked.sum, "prod": asp.masked.prod, "amax": asp.masked.amax,
-    "amin": asp.masked.amin, "argmax": asp.masked.argmax, "argmin": asp.masked.argmin,
-    "mean": asp.masked.mean, "var": asp.masked.var, "std": asp.masked.std,
-    "logsumexp": asp.masked.logsumexp,
-    **{f"norm{p}": norm_of(p) for p in (2, 1, 0, 0.5, float("inf"), float("-inf"))},
-}
-
-
-@pytest.mark.parametrize("op", sorted(REDUCTIONS))
-@pytest.mark.parametrize("layout", ["coo", "csr", "jagged"])
-def test_public_masked_reductions_match_cpu(cuda_emu: Emulator, op: str, layout: str) -> None:
-    name, x, mask = next(c for c in sparse_inputs() if c[0] == layout)
-    fn = REDUCTIONS[op]
-    for dim in (0, 1):
-        _backend.set_cuda_module_factory(None)
-        expected = fn(x, dim, mask=mask)
-        _backend.set_cuda_module_factory(cuda_emu)
-        before = len(cuda_emu.launches)
-        got = fn(x, dim, mask=mask)
-        assert got.dtype == expected.dtype
-        np.testing.assert_allclose(got, expected, rtol=1e-12, equal_nan=True)
-        assert any(n.startswith("masked_") for n in cuda_emu.launches[before:]), name
-
-
-def test_public_reductions_with_sparse_masks_match_cpu(cuda_emu: Emulator) -> None:
-    """Sparse masks go through sorted_member, arg reductions through first_unstored."""
-    rng = np.random.default_rng(12)
-    dense = rng.integers(-3, 4, size=(6, 8)).astype(np.float64)
-    dense[rng.random(dense.shape) < 0.4] = 0
-    mask = rng.random(dense.shape) < 0.6
-    mask[1] = True  # a row masked in everywhere
-    inputs = [asp.SparseCOO.from_dense(dense), asp.SparseCSR.from_dense(dense)]
-    masks = [None, asp.SparseCOO.from_dense(mask), asp.SparseCSR.from_dense(mask)]
-    for x in inputs:
-        for m in masks:
-            for op in ("argmax", "argmin", "sum", "amax"):
-                for dim in (None, 0, 1):
-                    fn = REDUCTIONS[op]
-                    _backend.set_cuda_module_factory(None)
-                    expected = fn(x, dim, mask=m)
-                    _backend.set_cuda_module_factory(cuda_emu)
-                    before = len(cuda_emu.launches)
-                    got = fn(x, dim, mask=m)
-                    assert got.dtype == expected.dtype
-                    np.testing.assert_array_equal(got, expected)
-                    launched = {n.split("<")[0] for n in cuda_emu.launches[before:]}
-                    assert m is None or "sorted_member" in launched
-                    assert op not in ("argmax", "argmin") or "first_unstored_candidates" in \
-                        launched
 
 
 # ------------------------------------------------------------------ sorted-key searches
@@ -440,71 +365,6 @@ def test_key_searches_on_device_arrays_read_nothing_back(name: str) -> None:
         cuda.check_errors(name)
         for i in written:
             np.testing.assert_array_equal(device[i].get(), expected[i])
-
-
-# ------------------------------------------------------------------ public ops on the device
-@pytest.fixture
-def cp() -> Iterator[Any]:
-    """The stand-in ``cupy`` with the emulator for one test, completed as test_masked does."""
-    from tests.test_masked import CUPY_FUNCTIONS
-
-    with fake_cupy.emulated_cupy(check_orders=("reverse",)) as module:
-        for name in CUPY_FUNCTIONS:
-            setattr(module, name, fake_cupy._function(name))
-        yield module
-
-
-def test_host_and_device_inputs_are_refused_together(cp: Any) -> None:
-    x = np.array([[1.0, 0.0], [2.0, 3.0]])
-    csr = asp.SparseCSR.from_dense(x)
-    fix = r" .*; move them to one device first"
-    with pytest.raises(TypeError, match=r"^masked\.sum: mask is a host" + fix):
-        masked.sum(cp.asarray(x), mask=np.ones((2, 2), bool))
-    with pytest.raises(TypeError, match=r"^masked\.amax: input is a host" + fix):
-        masked.amax(x, mask=cp.asarray(np.ones((2, 2), bool)))
-    with pytest.raises(TypeError, match=r"^masked\.mean: mask is a host" + fix):
-        masked.mean(csr.to_device("cuda"), 1, mask=csr)
-    with pytest.raises(TypeError, match=r"^masked\.softmax: input is a host" + fix):
-        masked.softmax(csr, 1, mask=csr.to_device("cuda"))
-    with pytest.raises(TypeError, match=r"^masked\.argmax: mask is a host" + fix):
-        masked.argmax(asp.Jagged.from_list([[1.0]]).to_device("cuda"), 1, mask=[[True]])
-
-
-def test_scalar_masks_and_results_on_the_device(cp: Any) -> None:
-    x = np.array([[1.0, 0.0], [2.0, 3.0]])
-    csr = asp.SparseCSR.from_dense(x)
-    for mask in (True, np.bool_(False)):
-        want = masked.sum(csr, 1, mask=mask)
-        for layout in (cp.asarray(x), csr.to_device("cuda")):
-            got = masked.sum(layout, 1, mask=mask)
-            assert isinstance(got, fake_cupy.ndarray)
-            np.testing.assert_array_equal(got.get(), want)
-
-
-# ------------------------------------------------------- synchronisations (test_cuda_dispatch)
-def _bool_csr(b: dict[str, Any]) -> asp.SparseCSR:
-    csr = batch_csr(b)
-    return asp.SparseCSR(csr.indptr, csr.indices, csr.values > 0, csr.shape)
-
-
-#: Masked reductions on a device batch and the synchronisations they document (no dense
-#: masks here: the stand-in CuPy of the dispatch tests has no ``broadcast_to``).
-MASKED_SYNCS: dict[str, tuple[Callable[[dict[str, Any]], Any], int]] = {
-    "masked.sum": (lambda b: masked.sum(b["dense"], 1), 0),
-    "masked.mean": (lambda b: masked.mean(b["dense"]), 0),
-    "masked.argmax": (lambda b: masked.argmax(b["dense"], 1), 0),
-    "masked.sum csr": (lambda b: masked.sum(batch_csr(b), 1), 2),
-    "masked.var csr": (lambda b: masked.var(batch_csr(b), 0), 2),
-    "masked.argmax csr": (lambda b: masked.argmax(batch_csr(b), 1), 3),
-    "masked.amax csr mask": (lambda b: masked.amax(b["dense"], 0, mask=_bool_csr(b)), 3),
-    "masked.mean jagged": (lambda b: masked.mean(b["jagged"], 1), 1),
-    "masked.prod jagged mask": (lambda b: masked.prod(b["jagged"], 1, mask=asp.Jagged(
-        b["values"] > 0, b["offsets"])), 3),
-}
-#: Their launches where more than 25 (none grows with the batch).
-MASKED_LAUNCHES = {"masked.sum csr": 43, "masked.var csr": 57, "masked.argmax csr": 83,
-                   "masked.amax csr mask": 58, "masked.mean jagged": 30,
-                   "masked.prod jagged mask": 76}
 
 
 # ------------------------------------------------------------------ on a real GPU

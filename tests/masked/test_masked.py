@@ -3,13 +3,16 @@
 Tests taking ``backend`` also run with the CUDA kernels on the emulator and on device
 arrays of the stand-in CuPy (``tests/conftest.py``): inputs and masks are moved to the
 backend's device and every result is checked to come back from there.
+
+The public reductions over sparse and jagged inputs also run on the CUDA kernels of the
+emulator, against the CPU (``cuda_emu``, every launch also in reversed and shuffled
+thread order); the kernels themselves are tested in test_kernels.py.
 """
 
 from __future__ import annotations
 
-import sys
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -18,11 +21,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import arrow_sparse as asp
-from arrow_sparse import masked
-from arrow_sparse.errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
+from arrow_sparse import _backend, masked
+from arrow_sparse.errors import (
+    ArrowSparseIndexError,
+    ArrowSparseTypeError,
+    ArrowSparseValueError,
+)
 from arrow_sparse.sparse import SparseTensor
-
-from .conftest import from_backend, on_device, to_backend
+from tests.conftest import from_backend, on_device, to_backend
+from tests.cuda_emu import fake_cupy
+from tests.cuda_emu.emu import Emulator
 
 REDUCTIONS = ["sum", "prod", "amax", "amin", "argmax", "argmin", "mean", "norm", "var", "std",
               "logsumexp"]
@@ -31,7 +39,7 @@ LAYOUTS = ["dense", "coo", "csr", "jagged"]
 MASK_LAYOUTS = ["none", "dense", "broadcast", "coo", "csr", "jagged"]
 
 
-# --------------------------------------------------------------------------- the oracle
+# ---------------------------------------------------------------------------- the oracle
 def reference(op: str, x: np.ndarray, m: np.ndarray, dim: Any, keepdim: bool = False,
               **kw: Any) -> Any:
     """``op`` on ``where(m, x, identity)`` in plain numpy (torch.masked's definitions)."""
@@ -84,24 +92,7 @@ def reference(op: str, x: np.ndarray, m: np.ndarray, dim: Any, keepdim: bool = F
     raise AssertionError(op)  # pragma: no cover
 
 
-# --------------------------------------------------------------------------- backends
-#: CuPy functions the masked reductions use that the stand-in CuPy does not define;
-#: they behave as numpy's (added to it for the ``cupy_emu`` backend).
-CUPY_FUNCTIONS = ("exp", "log", "sqrt", "isfinite", "broadcast_to")
-
-
-@pytest.fixture
-def backend(backend: str) -> Iterator[str]:
-    """The ``backend`` fixture of ``conftest.py``, with the stand-in CuPy completed."""
-    if backend == "cupy_emu":
-        from tests.cuda_emu import fake_cupy
-
-        module = sys.modules["cupy"]
-        for name in CUPY_FUNCTIONS:
-            setattr(module, name, fake_cupy._function(name))
-    yield backend
-
-
+# ------------------------------------------------------------------------------ backends
 def on(x: Any, backend: str) -> Any:
     """An input or a mask (array, Jagged, sparse tensor) on the backend's device."""
     if isinstance(x, SparseTensor):
@@ -114,7 +105,7 @@ def check_on(got: Any, want: Any, backend: str) -> None:
     check(from_backend(got, backend), np.asarray(want))
 
 
-# --------------------------------------------------------------------------- layouts
+# ------------------------------------------------------------------------------- layouts
 def to_layout(layout: str, dense: np.ndarray, stored: np.ndarray, lengths: np.ndarray | None,
               rng: np.random.Generator) -> Any:
     """``dense`` (zero where not stored) in ``layout``; explicit zeros are kept as stored."""
@@ -208,7 +199,7 @@ def check(got: np.ndarray, want: np.ndarray) -> None:
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12, equal_nan=True)
 
 
-# --------------------------------------------------------------------------- properties
+# ---------------------------------------------------------------------------- properties
 @pytest.mark.hypothesis
 @pytest.mark.parametrize("mask_kind", MASK_LAYOUTS)
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -292,7 +283,7 @@ def test_every_op_and_mask_layout_on_every_backend(op: str, layout: str, backend
             check_on(got, reference(op, dense, view, dim, **kw), backend)
 
 
-# --------------------------------------------------------------------------- torch.masked
+# -------------------------------------------------------------------------- torch.masked
 TORCH_KW: dict[str, dict[str, Any]] = {"norm": {"ord": 2.0}, "var": {}, "std": {}}
 
 
@@ -313,6 +304,7 @@ def test_matches_torch_masked(op: str, data: st.DataObject) -> None:
     check(got, want.numpy())
 
 
+# ----------------------------------------------------------------------------- semantics
 def test_fully_masked_slices_follow_torch(backend: str) -> None:
     x = on(asp.SparseCSR.from_dense(np.array([[1.0, 0.0], [2.0, -3.0]])), backend)
     mask = on(np.array([[False, False], [True, True]]), backend)
@@ -327,7 +319,6 @@ def test_fully_masked_slices_follow_torch(backend: str) -> None:
     assert np.isnan(from_backend(masked.softmax(x, 1, mask=mask), backend)[0]).all()
 
 
-# --------------------------------------------------------------------------- semantics
 def test_default_mask_counts_unspecified_elements_as_zeros(backend: str) -> None:
     coo = on(asp.SparseCOO([[0, 0], [0, 2]], np.array([2.0, 3.0]), (2, 3)), backend)
     check_on(masked.prod(coo, 1), [0.0, 0.0], backend)
@@ -427,7 +418,7 @@ def test_strided_and_entries_paths_agree(dtype: Any, backend: str) -> None:
                 check(from_backend(got, backend), from_backend(want, backend))
 
 
-# --------------------------------------------------------------------------- errors
+# -------------------------------------------------------------------------------- errors
 def test_errors() -> None:
     x = np.ones((2, 3))
     with pytest.raises(ArrowSparseIndexError, match=r"^masked.sum: dim 2 is out of range"):
@@ -458,7 +449,7 @@ def test_errors() -> None:
         masked.sum(np.float64(1.0))
 
 
-# --------------------------------------------------------------------------- scale
+# --------------------------------------------------------------------------------- scale
 def _huge_csr(n: int, seed: int) -> asp.SparseCSR:
     """``n x n`` with ``n`` entries in random rows, columns unsorted (not canonical)."""
     rng = np.random.default_rng(seed)
@@ -496,3 +487,101 @@ def test_huge_csr_reduces_without_densifying(dim: int) -> None:
     for m in (None, mask):
         want = (s if m is None else s.multiply(m.canonical().to_scipy())).sum(axis=dim)
         check(masked.sum(csr, dim, mask=m), np.asarray(want).reshape(-1))
+
+
+# ---------------------------------------- on the CUDA kernels (emulated) against the CPU
+def sparse_inputs() -> list[tuple[str, Any, Any]]:
+    rng = np.random.default_rng(11)
+    dense = rng.integers(-3, 4, size=(6, 8)).astype(np.float64)
+    dense[rng.random(dense.shape) < 0.4] = 0
+    dense[2] = 0  # an empty row
+    mask = rng.random(dense.shape) < 0.6
+    coo = asp.SparseCOO.from_dense(dense)
+    csr = asp.SparseCSR.from_dense(dense)
+    jagged = asp.Jagged.from_list([[1.5, -2.0, 3.0], [], [0.0, 4.0], [-1.0]])
+    jmask = asp.Jagged.from_list([[True, False, True], [], [True, True], [False]])
+    return [("coo", coo, mask), ("csr", csr, mask), ("jagged", jagged, jmask)]
+
+
+def norm_of(p: float) -> Callable[..., Any]:
+    return lambda x, dim, mask: asp.masked.norm(x, p, dim, mask=mask)
+
+
+REDUCTION_CALLS: dict[str, Callable[..., Any]] = {
+    "sum": asp.masked.sum, "prod": asp.masked.prod, "amax": asp.masked.amax,
+    "amin": asp.masked.amin, "argmax": asp.masked.argmax, "argmin": asp.masked.argmin,
+    "mean": asp.masked.mean, "var": asp.masked.var, "std": asp.masked.std,
+    "logsumexp": asp.masked.logsumexp,
+    **{f"norm{p}": norm_of(p) for p in (2, 1, 0, 0.5, float("inf"), float("-inf"))},
+}
+
+
+@pytest.mark.parametrize("op", sorted(REDUCTION_CALLS))
+@pytest.mark.parametrize("layout", ["coo", "csr", "jagged"])
+def test_public_masked_reductions_match_cpu(cuda_emu: Emulator, op: str, layout: str) -> None:
+    name, x, mask = next(c for c in sparse_inputs() if c[0] == layout)
+    fn = REDUCTION_CALLS[op]
+    for dim in (0, 1):
+        _backend.set_cuda_module_factory(None)
+        expected = fn(x, dim, mask=mask)
+        _backend.set_cuda_module_factory(cuda_emu)
+        before = len(cuda_emu.launches)
+        got = fn(x, dim, mask=mask)
+        assert got.dtype == expected.dtype
+        np.testing.assert_allclose(got, expected, rtol=1e-12, equal_nan=True)
+        assert any(n.startswith("masked_") for n in cuda_emu.launches[before:]), name
+
+
+def test_public_reductions_with_sparse_masks_match_cpu(cuda_emu: Emulator) -> None:
+    """Sparse masks go through sorted_member, arg reductions through first_unstored."""
+    rng = np.random.default_rng(12)
+    dense = rng.integers(-3, 4, size=(6, 8)).astype(np.float64)
+    dense[rng.random(dense.shape) < 0.4] = 0
+    mask = rng.random(dense.shape) < 0.6
+    mask[1] = True  # a row masked in everywhere
+    inputs = [asp.SparseCOO.from_dense(dense), asp.SparseCSR.from_dense(dense)]
+    masks = [None, asp.SparseCOO.from_dense(mask), asp.SparseCSR.from_dense(mask)]
+    for x in inputs:
+        for m in masks:
+            for op in ("argmax", "argmin", "sum", "amax"):
+                for dim in (None, 0, 1):
+                    fn = REDUCTION_CALLS[op]
+                    _backend.set_cuda_module_factory(None)
+                    expected = fn(x, dim, mask=m)
+                    _backend.set_cuda_module_factory(cuda_emu)
+                    before = len(cuda_emu.launches)
+                    got = fn(x, dim, mask=m)
+                    assert got.dtype == expected.dtype
+                    np.testing.assert_array_equal(got, expected)
+                    launched = {n.split("<")[0] for n in cuda_emu.launches[before:]}
+                    assert m is None or "sorted_member" in launched
+                    assert op not in ("argmax", "argmin") or "first_unstored_candidates" in \
+                        launched
+
+
+# ------------------------------------------------------------------------------- devices
+def test_host_and_device_inputs_are_refused_together(cp: Any) -> None:
+    x = np.array([[1.0, 0.0], [2.0, 3.0]])
+    csr = asp.SparseCSR.from_dense(x)
+    fix = r" .*; move them to one device first"
+    with pytest.raises(TypeError, match=r"^masked\.sum: mask is a host" + fix):
+        masked.sum(cp.asarray(x), mask=np.ones((2, 2), bool))
+    with pytest.raises(TypeError, match=r"^masked\.amax: input is a host" + fix):
+        masked.amax(x, mask=cp.asarray(np.ones((2, 2), bool)))
+    with pytest.raises(TypeError, match=r"^masked\.mean: mask is a host" + fix):
+        masked.mean(csr.to_device("cuda"), 1, mask=csr)
+    with pytest.raises(TypeError, match=r"^masked\.softmax: input is a host" + fix):
+        masked.softmax(csr, 1, mask=csr.to_device("cuda"))
+    with pytest.raises(TypeError, match=r"^masked\.argmax: mask is a host" + fix):
+        masked.argmax(asp.Jagged.from_list([[1.0]]).to_device("cuda"), 1, mask=[[True]])
+
+
+def test_scalar_masks_and_results_on_the_device(cp: Any) -> None:
+    x = np.array([[1.0, 0.0], [2.0, 3.0]])
+    csr = asp.SparseCSR.from_dense(x)
+    for mask in (True, np.bool_(False)):
+        want = masked.sum(csr, 1, mask=mask)
+        for layout in (cp.asarray(x), csr.to_device("cuda")):
+            got = masked.sum(layout, 1, mask=mask)
+            assert isinstance(got, fake_cupy.ndarray)
+            np.testing.assert_array_equal(got.get(), want)

@@ -1,4 +1,4 @@
-"""The CUDA sparse-tensor kernels (``kernels/cuda/sparse.cu``).
+"""The sparse kernels: the CPU (Numba) ones and their CUDA twins (``kernels/cuda/sparse.cu``).
 
 Every launcher runs on the CPU emulator (``tests/cuda_emu``) through the real dispatch
 and launch code and must match its CPU (Numba) twin on random inputs of every dtype
@@ -14,16 +14,16 @@ CPU's order). ``csr_spmv`` and ``major_sums`` combine 32 lane partials with atom
 ``compressed_to_dense`` and ``scatter_add`` add repeated coordinates with atomics: their
 float results are within ``32 eps`` of the sum of the magnitudes added (NaN where NaN).
 Every launch also runs in reversed and shuffled thread order and must give the same
-integers. The public sparse operations are compared with the CPU through the
-emulator, the launchers run on device arrays of the stand-in CuPy (with their
+integers. The launchers also run on device arrays of the stand-in CuPy (with their
 documented synchronisations), and ``gpu``-marked tests run them on CuPy where a device
-exists. ``nvcc --ptx`` is in ``test_cuda_infra.py``.
+exists; the public sparse operations are compared with the CPU through the emulator in
+test_tensor.py. ``nvcc --ptx`` is in ``test_cuda_infra.py``.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -33,16 +33,44 @@ from hypothesis import strategies as st
 
 import arrow_sparse as asp
 from arrow_sparse import _backend
-from arrow_sparse.errors import ArrowSparseIndexError, ArrowSparseValueError
+from arrow_sparse.errors import (
+    ArrowSparseIndexError,
+    ArrowSparseValueError,
+)
 from arrow_sparse.kernels import cuda
 from arrow_sparse.kernels.cpu import sparse as cpu_sparse
 from arrow_sparse.kernels.cuda import _launch
 from arrow_sparse.kernels.cuda import sparse as cuda_sparse
-from arrow_sparse.sparse import SparseTensor
 from tests.conftest import NUMERIC_DTYPES
 from tests.cuda_emu import fake_cupy
 from tests.cuda_emu.emu import Emulator, emulated
+from tests.sparse._helpers import assert_same, compressed, values_of
 
+
+# --------------------------------------------------------------------------- CPU kernels
+def test_radix_argsort_matches_lexsort() -> None:
+    from arrow_sparse.kernels.cpu import sparse as kernels
+
+    rng = np.random.default_rng(0)
+    keys: list[np.ndarray] = [rng.integers(0, 5, 1000), rng.integers(0, 50, 1000).astype(np.int32),
+            rng.integers(0, 3, 1000)]
+    perm = kernels.radix_argsort(keys, [5, 50, 3])
+    np.testing.assert_array_equal(perm, np.lexsort(keys[::-1]))
+
+
+def test_compressed_transpose_kernel_is_stable() -> None:
+    from arrow_sparse.kernels.cpu import sparse as kernels
+
+    indptr = np.array([0, 2, 4])
+    indices = np.array([1, 1, 0, 1])
+    values = np.array([1.0, 2.0, 3.0, 4.0])
+    ptr, idx, val = kernels.compressed_transpose(indptr, indices, values, 2)
+    assert ptr.tolist() == [0, 1, 4]
+    assert idx.tolist() == [1, 0, 0, 1]
+    assert val.tolist() == [3.0, 1.0, 2.0, 4.0]
+
+
+# ------------------------------------------------------------------ the CUDA launchers
 INDEX_DTYPES = [np.dtype(np.int32), np.dtype(np.int64)]
 SUM_DTYPES = [np.dtype(t) for t in (np.int64, np.uint64, np.float32, np.float64)]
 MOVED_DTYPES = [np.dtype(t) for t in (*NUMERIC_DTYPES, np.bool_)]
@@ -51,44 +79,7 @@ MOVED_DTYPES = [np.dtype(t) for t in (*NUMERIC_DTYPES, np.bool_)]
 ATOMIC = ("csr_spmv", "major_sums", "compressed_to_dense", "scatter_add")
 
 
-@pytest.fixture
-def cuda_emu() -> Iterator[Emulator]:
-    """The emulator, every launch also run in reversed and shuffled thread order."""
-    with emulated(check_orders=("reverse", "shuffle")) as emulator:
-        yield emulator
-
-
 # ------------------------------------------------------------------------ inputs
-def values_of(rng: np.random.Generator, dtype: Any, n: int) -> np.ndarray:
-    """``n`` values: normal floats with zeros, full-range integers (sums wrap), bools."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        values = (rng.standard_normal(n) * 3).astype(dtype)
-        values[::7] = 0
-        return values
-    if dtype.kind == "b":
-        return rng.random(n) < 0.5
-    info = np.iinfo(dtype)
-    return rng.integers(info.min, info.max, size=n, endpoint=True, dtype=dtype)
-
-
-def compressed(rng: np.random.Generator, lines: int, minor: int, *, ptr: Any = np.int64,
-               idx: Any = np.int32, dtype: Any = np.float64, base: int = 3, max_len: int = 9,
-               sort: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(indptr, indices, values)``: ``indptr`` starts at ``base`` (a slice), two entries
-    follow the addressed ones, every fourth line is empty, indices repeat; with ``sort``
-    every line's indices are sorted (duplicates kept)."""
-    lengths = rng.integers(0, max_len, size=lines) if minor else np.zeros(lines, np.int64)
-    lengths[::4] = 0
-    indptr = (base + np.concatenate([[0], np.cumsum(lengths)])).astype(ptr)
-    n = base + int(lengths.sum()) + 2
-    indices = rng.integers(0, max(minor, 1), size=n).astype(idx)
-    if sort:
-        for start, stop in zip(indptr[:-1], indptr[1:], strict=True):
-            indices[start:stop] = np.sort(indices[start:stop])
-    return indptr, indices, values_of(rng, dtype, n)
-
-
 def copies(args: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(a.copy() if isinstance(a, np.ndarray) else
                  list(copies(tuple(a))) if isinstance(a, list) else a for a in args)
@@ -112,22 +103,6 @@ def run_both(emu: Emulator, name: str, args: tuple[Any, ...], written: tuple[int
     if written:
         return tuple(cpu_args[i] for i in written), tuple(gpu_args[i] for i in written)
     return expected, got
-
-
-def assert_same(got: Any, expected: Any) -> None:
-    """The same arrays (dtype, shape and bits), bools, or tuples of them."""
-    if isinstance(expected, tuple):
-        assert isinstance(got, tuple) and len(got) == len(expected)
-        for g, e in zip(got, expected, strict=True):
-            assert_same(g, e)
-        return
-    if not isinstance(expected, np.ndarray):
-        assert type(got) is type(expected) and got == expected
-        return
-    assert isinstance(got, np.ndarray)
-    assert got.dtype == expected.dtype and got.shape == expected.shape
-    word = f"u{got.dtype.itemsize}"
-    np.testing.assert_array_equal(got.view(word), expected.view(word))
 
 
 def assert_close(got: np.ndarray, expected: np.ndarray, scale: np.ndarray) -> None:
@@ -495,126 +470,6 @@ def test_grid_stride_loops_cover_more_work_than_threads(
             assert_same(got, expected)
 
 
-# ------------------------------------------------------------------ public operations
-def public_tensors() -> dict[str, Any]:
-    """Tensors whose operations reach every sparse kernel: unsorted COO with repeated
-    coordinates (2-d and 3-d), CSR with a sliced ``indptr``, unsorted lines and
-    duplicates, its CSC twin, bools, wrapping int8."""
-    rng = np.random.default_rng(16)
-    rows, cols = rng.integers(0, 7, size=40), rng.integers(0, 9, size=40)
-    coords3 = np.stack([rng.integers(0, s, size=50) for s in (4, 3, 5)])
-    indptr, indices, values = compressed(rng, 7, 9)
-    return {
-        "coo": asp.SparseCOO(np.stack([rows, cols]), values_of(rng, np.float64, 40), (7, 9)),
-        "coo3": asp.SparseCOO(coords3, values_of(rng, np.int32, 50), (4, 3, 5)),
-        "csr": asp.SparseCSR(indptr, indices, values, (7, 9)),
-        "csc": asp.SparseCSC(indptr, indices, values, (9, 7)),
-        "bools": asp.SparseCSR(indptr, indices, values > 0, (7, 9)),
-        "int8": asp.SparseCSR(indptr, indices, values_of(rng, np.int8, len(values)), (7, 9)),
-        "rhs": values_of(rng, np.float64, 9 * 4).reshape(9, 4),
-        "lhs": values_of(rng, np.float64, 3 * 7).reshape(3, 7),
-        "int8_rhs": values_of(rng, np.int8, 9 * 3).reshape(9, 3),
-    }
-
-
-PUBLIC: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "coo.to_dense": lambda t: t["coo"].to_dense(),
-    "coo.sum": lambda t: [t["coo"].sum(axis=a) for a in (None, 0, 1)],
-    "coo.canonical": lambda t: t["coo"].canonical(),
-    "coo.is_canonical": lambda t: t["coo"].is_canonical,
-    "coo.to_csr": lambda t: t["coo"].to_csr(),
-    "coo.to_csc": lambda t: t["coo"].to_csc(),
-    "coo3.canonical": lambda t: t["coo3"].canonical(),
-    "coo3.sum": lambda t: [t["coo3"].sum(axis=a) for a in (0, 1, 2)],
-    "coo3.to_dense": lambda t: t["coo3"].to_dense(),
-    "coo3.to_csf": lambda t: t["coo3"].to_csf(),
-    "coo3.to_csf.to_coo": lambda t: t["coo3"].to_csf((2, 0, 1)).to_coo(),
-    "csr.to_dense": lambda t: t["csr"].to_dense(),
-    "csr.to_coo": lambda t: t["csr"].to_coo(),
-    "csr.to_csc": lambda t: t["csr"].to_csc(),
-    "csr.canonical": lambda t: t["csr"].canonical(),
-    "csr.is_canonical": lambda t: [t["csr"].is_canonical, t["csr"].canonical().is_canonical],
-    "csr.sum": lambda t: [t["csr"].sum(axis=a) for a in (None, 0, 1)],
-    "csr @ dense": lambda t: t["csr"] @ t["rhs"],
-    "csr @ vector": lambda t: t["csr"] @ t["rhs"][:, 0],
-    "dense @ csr": lambda t: t["lhs"] @ t["csr"],
-    "vector @ csr": lambda t: t["lhs"][0] @ t["csr"],
-    "csc.to_dense": lambda t: t["csc"].to_dense(),
-    "csc.to_csr": lambda t: t["csc"].to_csr(),
-    "csc.canonical": lambda t: t["csc"].canonical(),
-    "csc.sum": lambda t: [t["csc"].sum(axis=a) for a in (0, 1)],
-    "csc @ dense": lambda t: t["csc"] @ t["lhs"].T,
-    "dense @ csc": lambda t: t["rhs"].T @ t["csc"],
-    "bools": lambda t: [t["bools"].to_csc(), t["bools"].canonical(), t["bools"].to_dense(),
-                        t["bools"] @ t["rhs"]],
-    "int8": lambda t: [t["int8"] @ t["int8_rhs"], t["int8"].sum(axis=1),
-                       t["int8"].to_dense()],
-}
-
-
-def flatten(result: Any) -> list[Any]:
-    """The arrays (and flags) a result consists of, sparse tensors taken apart."""
-    if isinstance(result, list):
-        return [a for r in result for a in flatten(r)]
-    if isinstance(result, (asp.SparseCSR, asp.SparseCSC)):
-        return [result.indptr, result.indices, result.values, result.shape]
-    if isinstance(result, asp.SparseCOO):
-        return [result.indices, result.values, result.shape]
-    if isinstance(result, asp.SparseCSF):
-        return [*result.indptr, *result.indices, result.values, result.shape]
-    return [np.asarray(result) if isinstance(result, np.generic) else result]
-
-
-@pytest.mark.parametrize("case", list(PUBLIC))
-def test_public_sparse_operations_match_cpu(case: str) -> None:
-    expected = flatten(PUBLIC[case](public_tensors()))
-    with emulated(check_orders=("reverse", "shuffle")) as emu:
-        got = flatten(PUBLIC[case](public_tensors()))
-        cuda.check_errors(case)
-    assert emu.launches or case in ("coo.is_canonical",)
-    assert len(got) == len(expected)
-    for g, e in zip(got, expected, strict=True):
-        if isinstance(e, np.ndarray) and e.dtype.kind == "f":
-            assert g.dtype == e.dtype and g.shape == e.shape
-            np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-12)
-        elif isinstance(e, np.ndarray):
-            assert_same(g, e)
-        else:
-            assert g == e
-
-
-def device_tensors(module: Any) -> dict[str, Any]:
-    """:func:`public_tensors` on the stand-in CuPy's device."""
-    return {k: v.to_device("cuda") if isinstance(v, SparseTensor) else module.asarray(v)
-            for k, v in public_tensors().items()}
-
-
-def from_device(parts: list[Any]) -> list[Any]:
-    """The parts of a device result on the host; every array must have been on the device."""
-    out = []
-    for part in parts:
-        assert not isinstance(part, (np.ndarray, np.generic)), "a host array came back"
-        out.append(part.get() if isinstance(part, fake_cupy.ndarray) else part)
-    return out
-
-
-@pytest.mark.parametrize("case", list(PUBLIC))
-def test_public_sparse_operations_on_device_arrays_match_cpu(case: str) -> None:
-    expected = flatten(PUBLIC[case](public_tensors()))
-    with fake_cupy.emulated_cupy(check_orders=("reverse",)) as module:
-        got = from_device(flatten(PUBLIC[case](device_tensors(module))))
-        cuda.check_errors(case)
-    assert len(got) == len(expected)
-    for g, e in zip(got, expected, strict=True):
-        if isinstance(e, np.ndarray) and e.dtype.kind == "f":
-            assert g.dtype == e.dtype and g.shape == e.shape
-            np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-12)
-        elif isinstance(e, np.ndarray):
-            assert_same(g, e)
-        else:
-            assert g == e
-
-
 # ------------------------------------------------------------ device checks and errors
 def bad_spmm() -> tuple[Any, ...]:
     indptr, indices = np.array([1, 3, 5]), np.array([9, 0, 2, 7, 1])
@@ -802,201 +657,6 @@ def test_launchers_on_device_arrays(name: str) -> None:
         np.testing.assert_allclose(got[0], expected[0], rtol=1e-12, atol=1e-12)
     else:
         assert_same(got, expected)
-
-
-# ------------------------------------------------------------ tensors on the device
-@pytest.fixture
-def cp() -> Iterator[Any]:
-    """The stand-in ``cupy`` with the emulator, for one test."""
-    with fake_cupy.emulated_cupy(check_orders=("reverse",)) as module:
-        yield module
-
-
-DEFERRED = r" \(first at position {}; found by a device check, reported by a later call\)$"
-AT_ONCE = r" \(first at position {}; found by a device check\)$"
-
-
-def every_format(dense: np.ndarray) -> list[SparseTensor]:
-    return [asp.SparseCOO.from_dense(dense), asp.SparseCSR.from_dense(dense),
-            asp.SparseCSC.from_dense(dense), asp.SparseCSF.from_dense(dense, (1, 0))]
-
-
-def test_to_device_moves_every_buffer_and_back(cp: Any) -> None:
-    for x in every_format(np.array([[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]])):
-        on = x.to_device("cuda")
-        assert (on.device, on.xp, x.device, x.xp) == ("cuda:0", cp, "cpu", np)
-        assert type(on) is type(x) and on.shape == x.shape and on.dtype == x.dtype
-        assert on.to_device("cuda") is on and on.to_device("cuda:0") is on
-        assert x.to_device("cpu") is x
-        other = on.to_device("cuda:1")
-        assert other.device == "cuda:1"
-        assert repr(on) == repr(x)[:-1] + ", device='cuda:0')"
-        np.testing.assert_array_equal(other.to_device("cpu").to_dense(), x.to_dense())
-        assert_same(tuple(flatten(on.to_device("cpu"))), tuple(flatten(x)))
-    with pytest.raises(ValueError, match=r"^SparseCSR.to_device: device must be 'cpu', 'cuda' "
-                       r"or 'cuda:N', got 'gpu'$"):
-        asp.SparseCSR.from_dense(np.eye(2)).to_device("gpu")
-
-
-@pytest.mark.parametrize("op", ["to_arrow", "to_scipy", "to_pydata_sparse", "to_torch"])
-def test_exports_to_host_libraries_name_the_transfer(cp: Any, op: str) -> None:
-    for x in every_format(np.eye(3)):
-        name = type(x).__name__
-        with pytest.raises(NotImplementedError, match=rf"^{name}.{op}: the tensor is on cuda:0, "
-                           rf"but {op} needs host memory; move it first with "
-                           rf"\.to_device\('cpu'\)\.{op}\(\.\.\.\)$"):
-            getattr(x.to_device("cuda"), op)()
-    with pytest.raises(NotImplementedError, match=r"^sparse_tensor_array: tensors\[1\] is on "
-                       r"cuda:0, but Arrow arrays live in host memory; move it first with "
-                       r"\.to_device\('cpu'\)$"):
-        asp.sparse.sparse_tensor_array([x, x.to_device("cuda")])
-
-
-def test_host_and_device_inputs_are_refused_together(cp: Any) -> None:
-    fix = r" .*; move them to one device first"
-    with pytest.raises(TypeError, match=r"^SparseCOO: values is a host .* but indices is a "
-                       r"device" + fix):
-        asp.SparseCOO(cp.asarray(np.zeros((1, 2), np.int64)), np.ones(2), (3,))
-    with pytest.raises(TypeError, match=r"^SparseCSR: indices is a host" + fix):
-        asp.SparseCSR(cp.asarray(np.array([0, 1])), [0], cp.asarray(np.ones(1)), (1, 2))
-    with pytest.raises(TypeError, match=r"^SparseCSF: values is a host" + fix):
-        asp.SparseCSF([cp.asarray(np.array([0, 1]))], [cp.asarray(np.array([0])),
-                                                       cp.asarray(np.array([0]))], [1.0], (1, 1))
-    csr = asp.SparseCSR.from_dense(np.eye(2)).to_device("cuda")
-    with pytest.raises(TypeError, match=r"^SparseCSR.matmul: other is a host" + fix):
-        csr @ np.ones(2)
-    with pytest.raises(TypeError, match=r"^SparseCSR.__rmatmul__: other is a host" + fix):
-        np.ones(2) @ csr
-    with pytest.raises(TypeError, match=r"^SparseCOO.multiply: other is a host" + fix):
-        csr.to_coo().multiply(np.ones(2))
-    with pytest.raises(TypeError, match=r"^SparseCSR.matmul: values is a host" + fix):
-        asp.SparseCSR.from_dense(np.eye(2)) @ cp.asarray(np.ones(2))
-    assert (csr * np.float32(2)).device == "cuda:0"  # scalars are no arrays
-    assert csr.multiply(np.array(2.0)).dtype == np.float64
-
-
-def test_device_constructors_check_on_the_device(cp: Any) -> None:
-    def dev(x: Any, dtype: Any = None) -> Any:
-        return cp.asarray(np.asarray(x, dtype=dtype))
-
-    coo = asp.SparseCOO(dev([[0, 2, 1], [0, 0, 4]]), dev([1.0, 2.0, 3.0]), (3, 4))
-    assert cp.stats.syncs == 0  # nothing raised yet
-    with pytest.raises(IndexError, match="^SparseCOO: indices out of range of the dimension"
-                       + DEFERRED.format(2)):
-        asp.offsets_to_lengths(dev([0, 1]))  # the next check of any operation
-    with pytest.raises(IndexError, match="^SparseCOO.validate: indices out of range of the "
-                       "dimension" + AT_ONCE.format(2)):
-        coo.validate()
-    # CSR: only the entries indptr addresses are checked; a bad one outside is never read
-    csr = asp.SparseCSR(dev([1, 2, 4]), dev([9, 0, 2, 1, 9], np.int32), dev(np.ones(5)), (2, 3))
-    cuda.check_errors("no error")
-    assert csr.nnz == 3
-    asp.SparseCSR(dev([1, 2, 4]), dev([9, 0, 2, 7, 9]), dev(np.ones(5)), (2, 3))
-    with pytest.raises(IndexError, match="^SparseCSR: indices out of range of the dimension"
-                       + DEFERRED.format(3)):
-        cuda.check_errors("next")
-    bad = asp.SparseCSC(dev([0, 3, 2]), dev([0, 1, 0]), dev(np.ones(3)), (2, 2))
-    with pytest.raises(ValueError, match="^SparseCSC: offsets must be non-decreasing"
-                       + DEFERRED.format(2)):
-        bad.nnz  # noqa: B018 (reads indptr, raising the constructor's checks first)
-    with pytest.raises(ValueError, match="^SparseCSR: offsets exceed the number of values"
-                       + DEFERRED.format(2)):
-        asp.SparseCSR(dev([0, 1, 5]), dev([0, 1]), dev(np.ones(2)), (2, 2))
-        cuda.check_errors("next")
-    # CSF: the reachable nodes of each level are found on the device
-    csf = asp.SparseCSF([dev([1, 3]), dev([0, 5, 6, 8, 8])],
-                        [dev([0]), dev([9, 0, 1, 9]), dev([9, 9, 9, 9, 9, 2, 0, 1, 9])],
-                        dev(np.ones(9)), (1, 2, 3))
-    cuda.check_errors("nothing reachable is out of range")
-    assert csf.nnz == 3 and csf.validate() is csf
-    np.testing.assert_array_equal(csf.to_dense().get(), [[[0.0, 0.0, 1.0], [1.0, 1.0, 0.0]]])
-    asp.SparseCSF([dev([0, 1]), dev([0, 1])], [dev([0]), dev([3]), dev([0])], dev([1.0]),
-                  (1, 2, 1))
-    with pytest.raises(IndexError, match="^SparseCSF: indices out of range of the dimension"
-                       + DEFERRED.format(0)):
-        cuda.check_errors("next")
-    # validate=False checks nothing; the kernels still stay inside the buffers
-    unchecked = asp.SparseCSR(dev([0, 2, 9]), dev([0, 5, 1]), dev(np.ones(3)), (2, 2),
-                              validate=False)
-    np.testing.assert_array_equal(unchecked.sum(axis=1).get(), [2.0, 0.0])
-    with pytest.raises(ValueError, match="^SparseCSR.sum: indptr addresses entries outside the "
-                       "stored indices" + DEFERRED.format(2)):
-        cuda.check_errors("next")
-    np.testing.assert_array_equal(unchecked.to_dense().get(), np.zeros((2, 2)))
-    with pytest.raises(ValueError, match="^SparseCSR.to_dense: indptr addresses entries outside "
-                       "the stored indices" + DEFERRED.format(2)):
-        cuda.check_errors("next")  # the scatter kernel writes nothing then
-    with pytest.raises(ValueError, match="^SparseCSR: indices .3. and values .2. must have the "
-                       "same length$"):
-        asp.SparseCSR(dev([0, 1]), dev([0, 1, 1]), dev([1.0, 2.0]), (1, 2))
-
-
-def test_jaggeds_on_the_device(cp: Any) -> None:
-    host = asp.Jagged.from_list([[[1.0, 2.0], [3.0]], [], [[4.0, 5.0, 6.0]]])
-    csf = asp.SparseCSF.from_jagged(host.to_device("cuda"))
-    assert csf.device == "cuda:0" and csf.indptr[0] is csf.to_jagged().offsets
-    assert_same(tuple(flatten(csf.to_device("cpu"))),
-                tuple(flatten(asp.SparseCSF.from_jagged(host))))
-    assert csf.to_jagged().to_list() == host.to_list()
-    nulls = asp.Jagged.from_list([[[1.0, None], None], None, [[4.0, 5.0, 6.0]]])
-    got = asp.SparseCSF.from_jagged(nulls.to_device("cuda"), shape=(3, 2, 4))
-    assert_same(tuple(flatten(got.to_device("cpu"))),
-                tuple(flatten(asp.SparseCSF.from_jagged(nulls, shape=(3, 2, 4)))))
-    csr = asp.SparseCSR.from_dense(np.array([[0, 1], [2, 3]])).to_device("cuda")
-    ids, weights = csr.to_jagged()
-    assert (ids.device, ids.to_list(), weights.to_list()) == ("cuda:0", [[1], [0, 1]],
-                                                              [[1], [2, 3]])
-
-
-# ------------------------------------------------------- synchronisations (test_cuda_dispatch)
-def batch_csr(b: dict[str, Any]) -> asp.SparseCSR:
-    """The rows of a device batch of ``tests/test_cuda_dispatch.py`` as a ``rows x 3`` CSR.
-
-    Canonical (column = position in the row), though not known to be, and ``indptr``
-    starting above zero as the batch's offsets do.
-    """
-    if "csr" not in b:
-        xp = _backend.module_of(b["values"])
-        starts = b["offsets"][:-1] - 2
-        position = xp.arange(len(b["flat"])) - starts[b["ids"]]
-        cols = xp.concatenate([xp.zeros(2, dtype=np.int64), position])
-        b["csr"] = asp.SparseCSR(b["offsets"], cols, b["values"], (b["rows"], 3))
-    return b["csr"]  # type: ignore[no-any-return]
-
-
-#: Sparse operations on a device batch and the synchronisations they document.
-SPARSE_SYNCS: dict[str, tuple[Callable[[dict[str, Any]], Any], int]] = {
-    "SparseCSR": (batch_csr, 0),  # its checks are kernels
-    "SparseCSR.to_dense": (lambda b: batch_csr(b).to_dense(), 0),
-    "SparseCSR.to_coo": (lambda b: batch_csr(b).to_coo(), 1),
-    "SparseCSR.to_csc": (lambda b: batch_csr(b).to_csc(), 1),
-    "SparseCSR.to_csf": (lambda b: batch_csr(b).to_csf(), 1),
-    "SparseCSR.is_canonical": (lambda b: batch_csr(b).is_canonical, 1),
-    "SparseCSR.canonical": (lambda b: batch_csr(b).canonical(), 1),
-    "SparseCSR.sum": (lambda b: batch_csr(b).sum(), 1),
-    "SparseCSR.sum axis=1": (lambda b: batch_csr(b).sum(axis=1), 0),
-    "SparseCSR.multiply": (lambda b: batch_csr(b).multiply(b["dense"][:1]), 1),
-    "SparseCSR.matmul": (lambda b: batch_csr(b) @ b["dense"][:3], 0),
-    "SparseCSR.matmul vector": (lambda b: batch_csr(b) @ b["dense"][:3, 0], 0),
-    "SparseCSR.__rmatmul__": (lambda b: b["dense"].T @ batch_csr(b), 1),
-    "SparseCSR[a:b]": (lambda b: batch_csr(b)[1:4], 0),
-    "SparseCSC.to_csr": (lambda b: batch_csr(b).T.to_csr(), 1),
-    "SparseCOO": (lambda b: asp.SparseCOO(b["dense"][:, :2].T.astype(np.int64),
-                                          b["dense"][:, 2], (2, 2)), 0),
-    "SparseCOO.from_dense": (lambda b: asp.SparseCOO.from_dense(b["dense"]), 1),
-    "SparseCOO.to_csr": (lambda b: batch_csr(b).to_coo().to_csr(), 1),
-    "SparseCOO.to_dense": (lambda b: asp.SparseCOO(b["dense"][:, :2].T.astype(np.int64),
-                                                   b["dense"][:, 2], (2, 2)).to_dense(), 0),
-    "SparseCOO.sum axis=0": (lambda b: asp.SparseCOO(b["dense"][:, :2].T.astype(np.int64),
-                                                     b["dense"][:, 2], (2, 2)).sum(0), 0),
-    "SparseCSF.from_dense": (lambda b: asp.SparseCSF.from_dense(b["dense"] + 1.0), 2),
-    "SparseTensor.to_device": (lambda b: batch_csr(b).to_device("cuda:1"), 0),
-}
-#: Their launches where more than 25, the batch's CSR built in the call (none grows with
-#: the batch).
-SPARSE_LAUNCHES = {"SparseCSR.to_coo": 26, "SparseCSR.to_csc": 31, "SparseCSR.to_csf": 30,
-                   "SparseCSR.multiply": 28, "SparseCSR.__rmatmul__": 38,
-                   "SparseCSC.to_csr": 31, "SparseCOO.to_csr": 40, "SparseCSF.from_dense": 52}
 
 
 # ------------------------------------------------------------------ on a real GPU

@@ -1,37 +1,35 @@
-"""Interop of the sparse formats: pyarrow sparse tensors, scipy.sparse, pydata sparse,
-torch, and Jagged (CSR rows and CSF levels). Zero-copy claims are checked by address."""
+"""Interop of the sparse formats: pyarrow sparse tensors, scipy.sparse, pydata sparse and
+torch (``arrow_sparse/sparse/_interop.py``). Zero-copy claims are checked by address.
+"""
 
 from __future__ import annotations
 
 import itertools
+import sys
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import arrow_sparse as asp
-
-from .test_sparse import (
+from tests.sparse._helpers import (
+    ALL_FORMATS,
     POST_COORDS,
     POST_MATRIX,
     POST_SHAPE,
     POST_TENSOR_VALUES,
+    coo_tensors,
+    every_format,
+    orders,
     post_tensor,
+    same_buffer,
 )
 
-ALL_FORMATS: list[Any] = [asp.SparseCOO, asp.SparseCSR, asp.SparseCSC, asp.SparseCSF]
 
-
-def address(arr: np.ndarray) -> int:
-    return int(arr.__array_interface__["data"][0])
-
-
-def same_buffer(a: np.ndarray, b: np.ndarray) -> bool:
-    return address(a) == address(b) and a.nbytes == b.nbytes
-
-
-# ------------------------------------------------------------------------- pyarrow
+# ------------------------------------------------------------------------------- pyarrow
 def test_arrow_coo_round_trip_is_zero_copy() -> None:
     t = pa.SparseCOOTensor.from_dense_numpy(post_tensor())
     data, coords = t.to_numpy()
@@ -170,7 +168,22 @@ def test_arrow_errors() -> None:
         asp.SparseCSR.from_arrow(bad_csr)
 
 
-# --------------------------------------------------------------------------- scipy
+@pytest.mark.hypothesis
+@given(coo_tensors(min_ndim=2), st.data())
+def test_arrow_round_trips(case: tuple[Any, np.ndarray], data: st.DataObject) -> None:
+    coo, dense = case
+    back = asp.SparseCOO.from_arrow(coo.to_arrow())
+    np.testing.assert_array_equal(back.to_dense(), dense)
+    order = data.draw(orders(coo.ndim))
+    csf = coo.to_csf(order)
+    np.testing.assert_array_equal(asp.SparseCSF.from_arrow(csf.to_arrow(), order).to_dense(),
+                                  dense)
+    if coo.ndim == 2:
+        for m in [coo.to_csr(), coo.to_csc()]:
+            np.testing.assert_array_equal(type(m).from_arrow(m.to_arrow()).to_dense(), dense)
+
+
+# --------------------------------------------------------------------------------- scipy
 @pytest.mark.parametrize("kind", ["array", "matrix"])
 @pytest.mark.parametrize("fmt", ["coo", "csr", "csc"])
 def test_scipy_round_trip(fmt: str, kind: str) -> None:
@@ -238,7 +251,7 @@ def test_scipy_matmul_and_canonical_agree() -> None:
     np.testing.assert_allclose(ours.to_csr() @ dense, ref @ dense, rtol=1e-12)
 
 
-# --------------------------------------------------------------------- pydata sparse
+# ------------------------------------------------------------------------- pydata sparse
 def test_pydata_sparse_round_trip() -> None:
     sparse = pytest.importorskip("sparse")
     dense = post_tensor()
@@ -282,7 +295,7 @@ def test_pydata_errors() -> None:
         asp.SparseCOO.from_pydata_sparse(filled)
 
 
-# --------------------------------------------------------------------------- torch
+# --------------------------------------------------------------------------------- torch
 def test_torch_round_trips() -> None:
     torch = pytest.importorskip("torch")
     dense = post_tensor()
@@ -340,118 +353,37 @@ def test_torch_errors() -> None:
         asp.SparseCOO.from_torch(torch.eye(2, dtype=torch.bfloat16))
 
 
+# -------------------------------------------------------- optional libraries and devices
 def test_optional_import_error_names_pip(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sys
 
+    coo = asp.SparseCOO.from_dense(np.eye(2))
+    csr = coo.to_csr()  # before hiding pydata sparse: Numba's first compile looks for it
     monkeypatch.setitem(sys.modules, "torch", None)
     monkeypatch.setitem(sys.modules, "sparse", None)
     monkeypatch.setitem(sys.modules, "scipy.sparse", None)
-    coo = asp.SparseCOO.from_dense(np.eye(2))
-    with pytest.raises(ModuleNotFoundError, match=r"^SparseCOO.to_torch: needs the optional "
-                                                  r"dependency 'torch'; pip install "
-                                                  r"'arrow-sparse\[torch\]'"):
+    with pytest.raises(ModuleNotFoundError, match=r"^SparseCOO.to_torch: torch is required for "
+                                                  r"this but is not installed; install it with: "
+                                                  r"pip install 'arrow-sparse\[torch\]'$"):
         coo.to_torch()
-    with pytest.raises(ModuleNotFoundError, match=r"^SparseCOO.to_pydata_sparse: needs the "
-                                                  r"optional dependency 'sparse'; pip install "
-                                                  r"sparse$"):
+    with pytest.raises(ModuleNotFoundError, match=r"^SparseCOO.to_pydata_sparse: sparse is "
+                                                  r"required for this but is not installed; "
+                                                  r"install it with: pip install sparse$"):
         coo.to_pydata_sparse()
-    with pytest.raises(ModuleNotFoundError, match=r"^SparseCSR.to_scipy: needs the optional "
-                                                  r"dependency 'scipy.sparse'; pip install scipy$"):
-        coo.to_csr().to_scipy()
+    with pytest.raises(ModuleNotFoundError, match=r"^SparseCSR.to_scipy: scipy.sparse is "
+                                                  r"required for this but is not installed; "
+                                                  r"install it with: pip install scipy$"):
+        csr.to_scipy()
 
 
-# -------------------------------------------------------------------------- Jagged
-def test_csr_to_jagged_inverts_jagged_to_csr() -> None:
-    j = asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], [], [3, 6]])
-    weights = np.array([0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5], dtype=np.float32)
-    csr = j.to_csr(8, weights=weights)
-    ids, w = csr.to_jagged()
-    assert ids.to_list() == j.to_list()
-    assert w.values is csr.values and ids.values is csr.indices
-    assert ids.offsets is csr.indptr and w.offsets is csr.indptr
-    again = ids.to_csr(8, weights=w.values)
-    np.testing.assert_array_equal(again.to_dense(), csr.to_dense())
-    part_ids, part_w = csr[1:3].to_jagged()
-    assert part_ids.to_list() == [[2, 4, 6, 7], []]
-    assert part_w.to_list() == [[2.0, 2.5, 3.0, 3.5], []]
-    cols, rows_w = csr.to_csc().to_jagged()  # one row per column, of row ids
-    assert cols.to_list()[3] == [0, 3]
-
-
-def test_csf_from_jagged_levels_are_offsets() -> None:
-    j = asp.Jagged.from_list([[[1.0, 2.0], [3.0]], [], [[4.0, 5.0, 6.0]], [[], [7.0]]])
-    csf = asp.SparseCSF.from_jagged(j)
-    assert csf.shape == (4, 2, 3)
-    inner: Any = j.values
-    assert csf.indptr[0] is j.offsets and csf.indptr[1] is inner.offsets
-    assert csf.values is j.leaf_values
-    assert [i.tolist() for i in csf.indices] == [[0, 1, 2, 3], [0, 1, 0, 0, 1],
-                                                 [0, 1, 0, 0, 1, 2, 0]]
-    np.testing.assert_array_equal(csf.to_dense(), j.to_padded(pad_value=0.0))
-    assert not csf.is_canonical  # row 1 and the list [] have no children
-    back = csf.to_jagged()
-    assert back.to_list() == j.to_list()
-    back_inner: Any = back.values
-    assert back.offsets is j.offsets and back_inner.offsets is inner.offsets
-    assert back.leaf_values is j.leaf_values
-
-
-def test_csf_from_sliced_jagged_keeps_offsets_above_zero() -> None:
-    arr = pa.array([[[9.0]], [[1.0, 2.0], [3.0]], [[4.0]]],
-                   type=pa.large_list(pa.list_(pa.float64())))
-    j = asp.Jagged.from_arrow(arr.slice(1))
-    assert j.offsets[0] > 0
-    csf = asp.SparseCSF.from_jagged(j)
-    assert csf.indptr[0] is j.offsets
-    np.testing.assert_array_equal(csf.to_dense(), j.to_padded(pad_value=0.0))
-    assert csf.to_jagged().to_list() == [[[1.0, 2.0], [3.0]], [[4.0]]]
-    t = csf.to_arrow()  # compacted for pyarrow
-    np.testing.assert_array_equal(t.to_tensor().to_numpy(), csf.to_dense())
-
-
-def test_csf_from_jagged_one_level_is_a_matrix() -> None:
-    j = asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], [3, 6]])
-    csf = asp.SparseCSF.from_jagged(j, shape=(3, 5))
-    assert csf.shape == (3, 5)
-    np.testing.assert_array_equal(csf.to_dense(), j.to_padded(max_length=5))
-    csr = csf.to_csr()
-    assert csr.indices is csf.indices[1]
-    assert csf.to_jagged().to_list() == j.to_list()
-
-
-def test_csf_from_jagged_skips_nulls() -> None:
-    j = asp.Jagged.from_list([[[1.0, None], None], None, [[4.0]]])
-    csf = asp.SparseCSF.from_jagged(j)
-    assert csf.shape == (3, 2, 2)
-    assert csf.nnz == 2
-    expected = np.zeros((3, 2, 2))
-    expected[0, 0, 0], expected[2, 0, 0] = 1.0, 4.0
-    np.testing.assert_array_equal(csf.to_dense(), expected)
-
-
-def test_csf_jagged_errors() -> None:
-    j = asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7]])
-    with pytest.raises(TypeError, match=r"^SparseCSF.from_jagged: expected a Jagged, got list"):
-        asp.SparseCSF.from_jagged([[1, 2]])  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match=r"^SparseCSF.from_jagged: shape\[1\] = 3 is smaller than "
-                                         r"the longest list there \(4\)"):
-        asp.SparseCSF.from_jagged(j, shape=(2, 3))
-    with pytest.raises(ValueError, match=r"^SparseCSF.from_jagged: shape must have 2 dimensions"):
-        asp.SparseCSF.from_jagged(j, shape=(2, 3, 4))
-    vectors = asp.Jagged(np.ones((3, 2)), [0, 1, 3])
-    with pytest.raises(TypeError, match=r"^SparseCSF.from_jagged: the leaf values must be "
-                                        r"scalars"):
-        asp.SparseCSF.from_jagged(vectors)
-    with pytest.raises(ValueError, match=r"^SparseCSF.to_jagged: a 1-d tensor has no pointer"):
-        asp.SparseCSF.from_dense(np.ones(3)).to_jagged()
-
-
-def test_random_nested_jagged_to_csf_matches_padding() -> None:
-    rng = np.random.default_rng(9)
-    for _ in range(20):
-        rows = [[list(rng.integers(1, 9, rng.integers(0, 4)).astype(float))
-                 for _ in range(rng.integers(0, 4))] for _ in range(rng.integers(1, 6))]
-        j = asp.Jagged.from_list(rows, dtype=np.float64)
-        csf = asp.SparseCSF.from_jagged(j)
-        np.testing.assert_array_equal(csf.to_dense(), j.to_padded(pad_value=0.0))
-        assert csf.to_jagged().to_list() == rows
+@pytest.mark.parametrize("op", ["to_arrow", "to_scipy", "to_pydata_sparse", "to_torch"])
+def test_exports_to_host_libraries_name_the_transfer(cp: Any, op: str) -> None:
+    for x in every_format(np.eye(3)):
+        name = type(x).__name__
+        with pytest.raises(NotImplementedError, match=rf"^{name}.{op}: the tensor is on cuda:0, "
+                           rf"but {op} needs host memory; move it first with "
+                           rf"\.to_device\('cpu'\)\.{op}\(\.\.\.\)$"):
+            getattr(x.to_device("cuda"), op)()
+    with pytest.raises(NotImplementedError, match=r"^sparse_tensor_array: tensors\[1\] is on "
+                       r"cuda:0, but Arrow arrays live in host memory; move it first with "
+                       r"\.to_device\('cpu'\)$"):
+        asp.sparse.sparse_tensor_array([x, x.to_device("cuda")])
