@@ -1,13 +1,17 @@
 """Backend selection, device transfers and the kernel registry.
 
 A public operation finds the array module of its inputs with :func:`array_module`
-(numpy, or CuPy when they are device arrays or a :class:`~arrow_sparse.Jagged` on the
-device; mixing raises), checks them (``arrow_sparse._validate``, host-side O(1) checks
+(numpy, or CuPy when they are device arrays or a container of device arrays; mixing
+raises), checks them (``arrow_sparse._validate``, host-side O(1) checks
 plus device checks that record into the kernels' error word), runs the kernels of that
 module from :func:`get_kernel`, and ends with :func:`device_checks` (deferred: no
 synchronisation). Where it must read a device value anyway (a data-dependent output
 size) it reads it with :func:`fetch`, which also raises the device checks at once.
 docs/gpu.md ("Dispatch") describes the whole pattern.
+
+Containers: an object with a ``leaf_values`` attribute (a :class:`~arrow_sparse.Jagged`,
+whose data lives in its innermost values array) is placed where that array is, so
+:func:`array_module` needs to know no container class.
 
 Kernels are registered by ``(family, name)``: the CPU kernels of family ``f`` are the
 public callables of ``arrow_sparse.kernels.cpu.f``. Modules are imported on first use,
@@ -64,7 +68,7 @@ def _device_id(x: Any) -> int:
 
 
 def _placement(x: Any) -> int | None:
-    """``None`` for host data, the CUDA device id for device data (arrays or a Jagged)."""
+    """``None`` for host data, the CUDA device id for device data (arrays or a container)."""
     if isinstance(x, np.ndarray):
         return None
     if is_cupy_array(x):
@@ -72,19 +76,18 @@ def _placement(x: Any) -> int | None:
     if isinstance(x, (list, tuple)) and x and not isinstance(x[0], (int, float, np.generic)):
         places = {_placement(item) for item in x}  # a list of arrays: offsets levels
         return places.pop() if len(places) == 1 else -1
-    jagged = importlib.import_module("arrow_sparse.jagged").Jagged
-    if isinstance(x, jagged):
-        return _placement(x.leaf_values)
-    return None
+    leaf = getattr(x, "leaf_values", None)  # a container: where its values live
+    return None if leaf is None else _placement(leaf)
 
 
 def array_module(func: str, *arrays: Any, **named: Any) -> ModuleType:
     """Return the array module (numpy or cupy) of the inputs of ``func``.
 
-    Inputs are arrays (numpy, CuPy, Arrow), Python sequences, a Jagged, lists of
-    arrays, or None (ignored); pass them by name (``values=values``) so that an error
-    names them. Host and device inputs together, or device inputs on two devices,
-    raise ArrowSparseTypeError with the fix. The check reads no data.
+    Inputs are arrays (numpy, CuPy, Arrow), Python sequences, containers with
+    ``leaf_values`` (a Jagged), lists of arrays, or None (ignored); pass them by name
+    (``values=values``) so that an error names them. Host and device inputs together,
+    or device inputs on two devices, raise ArrowSparseTypeError with the fix. The check
+    reads no data.
     """
     items = [(f"argument {i}", a) for i, a in enumerate(arrays)] + list(named.items())
     places = [(name, _placement(a)) for name, a in items if a is not None]

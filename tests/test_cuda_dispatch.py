@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+import types
 from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
@@ -102,6 +103,9 @@ def test_array_module_follows_the_inputs(cp: ModuleType) -> None:
     assert _backend.array_module("f", values=x, offsets=[x, x]) is cp
     assert _backend.array_module("f", j=asp.Jagged(dev(cp, [1.0]), x)) is cp
     assert _backend.array_module("f", j=asp.Jagged.from_list([[1]])) is np
+    # any container is placed by its leaf_values: _backend knows no Jagged
+    assert _backend.array_module("f", c=types.SimpleNamespace(leaf_values=x)) is cp
+    assert _backend.array_module("f", c=types.SimpleNamespace(leaf_values=None)) is np
 
 
 @pytest.mark.parametrize("case", ["numpy offsets", "list offsets", "arrow offsets",
