@@ -456,7 +456,7 @@ def _same_lengths(func: str, xo: Any, yo: Any, valid: Any) -> None:
         differ &= valid
     if is_cupy_array(differ):
         positions = xp.where(differ, xp.arange(len(differ), dtype=np.int64), -1)
-        _D.cuda_checks().check_positions(positions, _D.cuda_checks().ROWS_DIFFER)
+        _D.cuda_checks().check_positions(xp, positions, _D.cuda_checks().ROWS_DIFFER)
     elif differ.any():
         pos = v.first_true(differ)
         v.fail_value(func, "y", "rows differ in length from x's", pos,

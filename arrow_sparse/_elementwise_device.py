@@ -138,7 +138,8 @@ def same_structure(func: str, levels: list[Jagged], bounds: list[Bounds],
         theirs = aligned(xp.diff(_i64(onode.offsets)), lo, obounds[level][0], len(lens))
         i, inside = _positions(xp, len(lens), bounds[level])
         bad = inside & (lens != theirs)  # host position: the offset after the row
-        cuda_checks().check_positions(xp.where(bad, i - lo + 1, -1), cuda_checks().ROWS_DIFFER)
+        cuda_checks().check_positions(xp, xp.where(bad, i - lo + 1, -1),
+                                      cuda_checks().ROWS_DIFFER)
     return obounds
 
 
@@ -154,7 +155,7 @@ def check_padded(arr: Any, levels: list[Jagged], validities: list[Any],
             too_long = too_long & mask
         lo = bounds[level][0]
         positions = xp.where(too_long, xp.arange(len(lens), dtype=np.int64) - lo, -1)
-        cuda_checks().check_positions(positions, cuda_checks().PADDED_SHORT)
+        cuda_checks().check_positions(xp, positions, cuda_checks().PADDED_SHORT)
 
 
 def per_row(arr: Any, levels: list[Jagged]) -> Any:

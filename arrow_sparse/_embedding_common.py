@@ -400,7 +400,7 @@ def _device_bags(func: str, ids: Any, offsets: Any, weights: Any, bound: int) ->
         arr, flat, offs, w = _flat_bags(func, ids, offsets, weights, xp)
         shape = arr.shape
     bag, key, wpos, count = importlib.import_module("arrow_sparse.kernels.cuda.embedding") \
-        .bag_ids(flat, offs, valid, vmask, woffs, wvalid, 0 if w is None else len(w), bound)
+        .bag_ids(xp, flat, offs, valid, vmask, woffs, wvalid, 0 if w is None else len(w), bound)
     if w is not None and woffs is not None:  # list weights: gather them to the ids
         w = xp.where(wpos >= 0, xp.take(w, xp.maximum(wpos, 0)), w.dtype.type(0)) \
             if len(w) else xp.zeros(len(flat), dtype=w.dtype)

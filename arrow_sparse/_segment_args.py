@@ -223,8 +223,8 @@ def _weights(func: str, weights: Any, rows: _Rows,
         # The kernels compare the rows' lengths as they read them; null weights are a
         # device check.
         if wj.values_validity is not None:
-            _device_kernels().check_null_weights(woffsets, valid, wj.values_validity,
-                                                 len(wj.values))
+            _device_kernels().check_null_weights(rows.xp, woffsets, valid,
+                                                 wj.values_validity, len(wj.values))
         w, _ = _flat(func, arg, wj.values)
         return _scalar_dtype(w), woffsets, valid
     wlens = np.diff(woffsets)

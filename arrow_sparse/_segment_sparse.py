@@ -473,7 +473,7 @@ def gather(data: Any, indices: Any) -> Any:
         idx = v.check_indices(func, "indices", indices, len(arr), ndim=_index_ndim(indices))
         return np.take(arr, idx, axis=0)
     idx = v.as_index_array(func, "indices", indices, ndim=_index_ndim(indices), device=True)
-    out = _device_kernels().gather_rows(arr, idx.reshape(-1))
+    out = _device_kernels().gather_rows(xp, arr, idx.reshape(-1))
     device_checks(func, xp)
     return out.reshape(idx.shape + arr.shape[1:])
 

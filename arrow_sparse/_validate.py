@@ -188,7 +188,7 @@ def check_offsets(func: str, arg: str, x: Any, num_values: int | None = None, *,
         msg = f"{func}: {arg} must have at least one element (number of rows + 1)"
         raise ArrowSparseValueError(msg)
     if is_cupy_array(offsets):
-        _device_checks().check_offsets(offsets, num_values)
+        _device_checks().check_offsets(module_of(offsets), offsets, num_values)
         return offsets
     if offsets[0] < 0:
         fail_value(func, arg, "must be non-negative", 0, offsets[0])
@@ -238,7 +238,8 @@ def lengths_offsets(func: str, arg: str, x: Any, *, num_values: int | None = Non
             raise ArrowSparseValueError(msg)
         ends = module_of(lengths).zeros(len(lengths) + 1, dtype=np.int64)
         module_of(lengths).cumsum(lengths, dtype=np.int64, out=ends[1:])
-        _device_checks().check_lengths(lengths, ends, padded_length, to_int32, num_values)
+        _device_checks().check_lengths(module_of(lengths), lengths, ends, padded_length,
+                                       to_int32, num_values)
         return lengths, ends.astype(dtype, copy=False)
     lengths = check_lengths(func, arg, x, num_values)
     if padded_length is not None and len(lengths) and lengths.max() > padded_length:
@@ -319,7 +320,7 @@ def _device_segment_ids(func: str, arg: str, ids: Any, num_segments: int | None,
     """Launch the device check of segment ids; read the maximum when it sizes the output."""
     if num_segments is not None:
         num_segments = check_count(func, "num_segments", num_segments)
-    _device_checks().check_segment_ids(ids, num_segments, sorted_ids)
+    _device_checks().check_segment_ids(module_of(ids), ids, num_segments, sorted_ids)
     if num_segments is None:
         top = fetch(func, (ids[-1] if sorted_ids else ids.max()) if len(ids) else -1)[0]
         num_segments = check_count(func, f"max({arg}) + 1", top + 1)

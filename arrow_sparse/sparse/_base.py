@@ -530,7 +530,7 @@ def check_in_range(func: str, arg: str, idx: np.ndarray, bound: int, window: Any
     ``device_checks`` (or the next check).
     """
     if is_cupy_array(idx):
-        _cuda_sparse().check_index_range(idx, bound, window)
+        _cuda_sparse().check_index_range(module_of(idx), idx, bound, window)
         return
     lo, hi = (0, len(idx)) if window is None else window
     part = idx[lo:hi]
@@ -776,7 +776,7 @@ def flatnonzero(func: str, mask: np.ndarray) -> np.ndarray:
     """
     if not is_cupy_array(mask):
         return np.flatnonzero(mask)
-    return _cuda_sparse().flatnonzero(func, mask)  # type: ignore[no-any-return]
+    return _cuda_sparse().flatnonzero(module_of(mask), func, mask)  # type: ignore[no-any-return]
 
 
 def nonzero(func: str, arr: np.ndarray) -> tuple[np.ndarray, ...]:
