@@ -1,21 +1,33 @@
 """Backend selection, device transfers and the kernel registry.
 
 A public operation finds the array module of its inputs with :func:`array_module`
-(numpy, or CuPy when they are device arrays or a :class:`~arrow_sparse.Jagged` on the
-device; mixing raises), checks them (``arrow_sparse._validate``, host-side O(1) checks
+(numpy, or CuPy when they are device arrays or a container of device arrays; mixing
+raises), checks them (``arrow_sparse._validate``, host-side O(1) checks
 plus device checks that record into the kernels' error word), runs the kernels of that
 module from :func:`get_kernel`, and ends with :func:`device_checks` (deferred: no
 synchronisation). Where it must read a device value anyway (a data-dependent output
 size) it reads it with :func:`fetch`, which also raises the device checks at once.
 docs/gpu.md ("Dispatch") describes the whole pattern.
 
-Kernels are registered by ``(family, name)``: the CPU kernels of family ``f`` are the
-public callables of ``arrow_sparse.kernels.cpu.f``. Modules are imported on first use,
-so ``import arrow_sparse`` compiles nothing and imports neither Numba nor CuPy.
+Containers: an object with a ``leaf_values`` attribute (a :class:`~arrow_sparse.Jagged`,
+whose data lives in its innermost values array) is placed where that array is, so
+:func:`array_module` needs to know no container class.
+
+Kernels: :func:`get_kernel` is the one door. Kernels are registered by ``(family,
+name)``: the CPU kernels of family ``f`` are the public callables of
+``arrow_sparse.kernels.cpu.f``; its CUDA launchers (``arrow_sparse.kernels.cuda.f``)
+are their twins, plus the device-only launchers (device checks, device gathers) that
+have no CPU twin. A CPU kernel is returned as it is; a CUDA launcher takes the array
+module first, and is returned with it bound (``functools.partial``), so every kernel is
+called with the CPU kernel's arguments. Lookups are memoised by ``(family, name, xp,
+module factory)``: after the first, a call costs a dict lookup. Kernel modules are
+imported on first use, so ``import arrow_sparse`` compiles nothing and imports neither
+Numba nor CuPy.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 from collections.abc import Callable
@@ -25,15 +37,12 @@ from typing import Any, NoReturn
 import numpy as np
 
 from .errors import ArrowSparseTypeError, ArrowSparseValueError
+from .kernels import KERNEL_FAMILIES, cuda
 
 __all__ = ["KERNEL_FAMILIES", "array_module", "cpu_kernel_names", "cupy_module", "device_checks",
            "device_of", "fetch", "from_dlpack", "get_kernel", "host_only", "is_cupy_array",
            "module_of", "normalize_device", "read_back", "set_cuda_module_factory", "to_host",
            "transfer"]
-
-#: Every kernel family; each has a module in ``kernels/cpu``.
-KERNEL_FAMILIES = ("convert", "sparse", "segment", "transforms", "elementwise", "embedding",
-                   "masked")
 
 #: How to move data, quoted by the mixed-device error.
 MOVE_HINT = ("move them to one device first: to the GPU with Jagged.to_device('cuda') or "
@@ -49,14 +58,9 @@ def is_cupy_array(x: Any) -> bool:
     return type(x).__module__.split(".")[0] == "cupy"
 
 
-def cupy_module(func: str) -> ModuleType:
-    """Import CuPy; a missing CuPy raises ModuleNotFoundError with the install command."""
-    try:
-        return importlib.import_module("cupy")
-    except ModuleNotFoundError:
-        msg = (f"{func}: the GPU backend needs the optional dependency 'cupy'; "
-               "pip install 'arrow-sparse[gpu]'")
-        raise ModuleNotFoundError(msg) from None
+#: ``cupy_module(func)``: CuPy, or ModuleNotFoundError naming ``func`` and the install
+#: command (the loader's import, one for the package).
+cupy_module = cuda.import_cupy
 
 
 def _device_id(x: Any) -> int:
@@ -64,7 +68,7 @@ def _device_id(x: Any) -> int:
 
 
 def _placement(x: Any) -> int | None:
-    """``None`` for host data, the CUDA device id for device data (arrays or a Jagged)."""
+    """``None`` for host data, the CUDA device id for device data (arrays or a container)."""
     if isinstance(x, np.ndarray):
         return None
     if is_cupy_array(x):
@@ -72,19 +76,18 @@ def _placement(x: Any) -> int | None:
     if isinstance(x, (list, tuple)) and x and not isinstance(x[0], (int, float, np.generic)):
         places = {_placement(item) for item in x}  # a list of arrays: offsets levels
         return places.pop() if len(places) == 1 else -1
-    jagged = importlib.import_module("arrow_sparse.jagged").Jagged
-    if isinstance(x, jagged):
-        return _placement(x.leaf_values)
-    return None
+    leaf = getattr(x, "leaf_values", None)  # a container: where its values live
+    return None if leaf is None else _placement(leaf)
 
 
 def array_module(func: str, *arrays: Any, **named: Any) -> ModuleType:
     """Return the array module (numpy or cupy) of the inputs of ``func``.
 
-    Inputs are arrays (numpy, CuPy, Arrow), Python sequences, a Jagged, lists of
-    arrays, or None (ignored); pass them by name (``values=values``) so that an error
-    names them. Host and device inputs together, or device inputs on two devices,
-    raise ArrowSparseTypeError with the fix. The check reads no data.
+    Inputs are arrays (numpy, CuPy, Arrow), Python sequences, containers with
+    ``leaf_values`` (a Jagged), lists of arrays, or None (ignored); pass them by name
+    (``values=values``) so that an error names them. Host and device inputs together,
+    or device inputs on two devices, raise ArrowSparseTypeError with the fix. The check
+    reads no data.
     """
     items = [(f"argument {i}", a) for i, a in enumerate(arrays)] + list(named.items())
     places = [(name, _placement(a)) for name, a in items if a is not None]
@@ -126,10 +129,6 @@ def host_only(func: str, what: str) -> NoReturn:
     raise NotImplementedError(msg)
 
 
-def _cuda() -> ModuleType:
-    return importlib.import_module("arrow_sparse.kernels.cuda")
-
-
 def device_checks(func: str, xp: ModuleType, *, wait: bool = False) -> None:
     """End an operation that ran on ``xp``: raise what its device checks recorded.
 
@@ -138,7 +137,7 @@ def device_checks(func: str, xp: ModuleType, *, wait: bool = False) -> None:
     check (naming ``func``); ``wait=True`` reads the word now (a synchronisation).
     """
     if xp is not np:
-        _cuda().check_errors(func, wait=wait)
+        cuda.check_errors(func, wait=wait)
 
 
 def fetch(func: str, *scalars: Any) -> list[int]:
@@ -148,13 +147,8 @@ def fetch(func: str, *scalars: Any) -> list[int]:
     device checks recorded so far are raised at once (the values may depend on inputs
     those checks reject). Host scalars cost nothing.
     """
-    device = [s for s in scalars if is_cupy_array(s)]
-    if not device:
-        return [int(s) for s in scalars]
-    xp = module_of(device[0])
-    read = iter(xp.stack([s.astype(np.int64, copy=False) for s in device]).get().tolist())
-    _cuda().check_errors(func)
-    return [next(read) if is_cupy_array(s) else int(s) for s in scalars]
+    device = next((s for s in scalars if is_cupy_array(s)), None)
+    return cuda.fetch(np if device is None else module_of(device), func, *scalars)
 
 
 def to_host(x: Any) -> Any:
@@ -242,10 +236,8 @@ def cpu_kernel_names(family: str) -> list[str]:
     return sorted(names)
 
 
-#: Test hook, see :func:`set_cuda_module_factory`; None in normal use.
-_cuda_module_factory: Callable[[str, str, list[str]], Any] | None = None
-#: Whether :func:`get_kernel` sends host arrays to the factory's CUDA kernels too.
-_route_host_arrays = True
+#: Kernels found so far, by ``(family, name, xp, cuda.FACTORY)``, see :func:`get_kernel`.
+_KERNELS: dict[tuple[str, str, ModuleType, cuda.ModuleFactory], Callable[..., Any]] = {}
 
 
 def set_cuda_module_factory(factory: Callable[[str, str, list[str]], Any] | None, *,
@@ -260,25 +252,36 @@ def set_cuda_module_factory(factory: Callable[[str, str, list[str]], Any] | None
     ``host_arrays=False`` host arrays keep the CPU kernels (a stand-in CuPy supplies the
     device arrays). ``None`` restores normal dispatch.
     """
-    global _cuda_module_factory, _route_host_arrays
-    _cuda_module_factory = factory
-    _route_host_arrays = host_arrays
-    _cuda().clear_cache()
+    cuda.set_module_factory(factory, host_arrays=host_arrays)
+    _KERNELS.clear()  # the old factory's entries can no longer be hit
 
 
 def get_kernel(family: str, name: str, xp: ModuleType = np) -> Callable[..., Any]:
     """Return kernel ``name`` of ``family`` for the array module ``xp``.
 
-    ``NotImplementedError`` when ``xp`` is CuPy and the kernel has no CUDA launcher.
+    The one way to a kernel. It takes the arguments of the CPU kernel whatever ``xp``
+    is: a CUDA launcher comes with ``xp`` bound. Device-only kernels (no CPU twin) are
+    found by name too. ``NotImplementedError`` when ``xp`` is CuPy and the kernel has no
+    CUDA launcher, or when ``xp`` is numpy and it has no CPU kernel (a device-only
+    kernel outside the emulator).
     """
+    factory = cuda.FACTORY
+    key = (family, name, xp, factory)
+    kernel = _KERNELS.get(key)
+    if kernel is None:
+        kernel = _KERNELS.setdefault(key, _find_kernel(family, name, xp, factory))
+    return kernel
+
+
+def _find_kernel(family: str, name: str, xp: ModuleType, factory: cuda.ModuleFactory
+                 ) -> Callable[..., Any]:
     if family not in KERNEL_FAMILIES:
         msg = f"unknown kernel family {family!r}; known: {', '.join(KERNEL_FAMILIES)}"
         raise KeyError(msg)
-    if xp is not np or (_cuda_module_factory is not None and _route_host_arrays):
-        cuda = _cuda()
+    if xp is not np or (factory.build is not None and factory.host_arrays):
         if cuda.has_family(family):
             try:
-                return cuda.get_launcher(family, name)  # type: ignore[no-any-return]
+                return functools.partial(cuda.get_launcher(family, name), xp)
             except NotImplementedError:
                 # Under the test hook a kernel without a CUDA twin stays on the CPU.
                 if xp is not np or name.startswith("_") or not hasattr(_cpu(family), name):
@@ -286,11 +289,15 @@ def get_kernel(family: str, name: str, xp: ModuleType = np) -> Callable[..., Any
         elif xp is not np:
             msg = f"{name}: no {xp.__name__} kernel in family {family!r}"
             raise NotImplementedError(msg)
-    try:
-        return getattr(_cpu(family), name)  # type: ignore[no-any-return]
-    except AttributeError:
+    kernel: Callable[..., Any] | None = getattr(_cpu(family), name, None)
+    if kernel is not None:
+        return kernel
+    if name in cuda.device_only(family):
+        msg = (f"{name}: a device-only kernel of family {family!r} has no cpu kernel: it "
+               "runs on device (cupy) arrays, and on host arrays under the CUDA emulator")
+    else:
         msg = f"{name}: no cpu kernel in family {family!r}"
-        raise NotImplementedError(msg) from None
+    raise NotImplementedError(msg)
 
 
 def _cpu(family: str) -> ModuleType:

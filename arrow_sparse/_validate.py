@@ -19,14 +19,13 @@ names the position but not the value: ``"{func}: offsets must be non-decreasing
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 from typing import Any, NoReturn
 
 import numpy as np
 import pyarrow as pa
 
-from ._backend import fetch, host_only, is_cupy_array, module_of
+from ._backend import fetch, get_kernel, host_only, is_cupy_array, module_of
 from .errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 
 __all__ = [
@@ -82,10 +81,6 @@ def message(func: str, arg: str, problem: str, position: int | None = None,
 def _scalar(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
-
-def _device_checks() -> ModuleType:
-    """Return the launchers of the device checks (imported on first use; CuPy is not imported)."""
-    return importlib.import_module("arrow_sparse.kernels.cuda.convert")
 
 
 def _to_array(func: str, arg: str, x: Any, device: bool = False) -> np.ndarray:
@@ -189,7 +184,7 @@ def check_offsets(func: str, arg: str, x: Any, num_values: int | None = None, *,
         msg = f"{func}: {arg} must have at least one element (number of rows + 1)"
         raise ArrowSparseValueError(msg)
     if is_cupy_array(offsets):
-        _device_checks().check_offsets(offsets, num_values)
+        get_kernel("convert", "check_offsets", module_of(offsets))(offsets, num_values)
         return offsets
     if offsets[0] < 0:
         fail_value(func, arg, "must be non-negative", 0, offsets[0])
@@ -239,7 +234,8 @@ def lengths_offsets(func: str, arg: str, x: Any, *, num_values: int | None = Non
             raise ArrowSparseValueError(msg)
         ends = module_of(lengths).zeros(len(lengths) + 1, dtype=np.int64)
         module_of(lengths).cumsum(lengths, dtype=np.int64, out=ends[1:])
-        _device_checks().check_lengths(lengths, ends, padded_length, to_int32, num_values)
+        get_kernel("convert", "check_lengths", module_of(lengths))(
+            lengths, ends, padded_length, to_int32, num_values)
         return lengths, ends.astype(dtype, copy=False)
     lengths = check_lengths(func, arg, x, num_values)
     if padded_length is not None and len(lengths) and lengths.max() > padded_length:
@@ -320,7 +316,7 @@ def _device_segment_ids(func: str, arg: str, ids: Any, num_segments: int | None,
     """Launch the device check of segment ids; read the maximum when it sizes the output."""
     if num_segments is not None:
         num_segments = check_count(func, "num_segments", num_segments)
-    _device_checks().check_segment_ids(ids, num_segments, sorted_ids)
+    get_kernel("convert", "check_segment_ids", module_of(ids))(ids, num_segments, sorted_ids)
     if num_segments is None:
         top = fetch(func, (ids[-1] if sorted_ids else ids.max()) if len(ids) else -1)[0]
         num_segments = check_count(func, f"max({arg}) + 1", top + 1)
@@ -538,7 +534,7 @@ def check_in_range(func: str, arg: str, idx: np.ndarray, bound: int, window: Any
     ``device_checks`` (or the next check).
     """
     if is_cupy_array(idx):
-        _sparse_device_checks().check_index_range(idx, bound, window)
+        get_kernel("sparse", "check_index_range", module_of(idx))(idx, bound, window)
         return
     lo, hi = (0, len(idx)) if window is None else window
     part = idx[lo:hi]
@@ -549,10 +545,6 @@ def check_in_range(func: str, arg: str, idx: np.ndarray, bound: int, window: Any
                f"(first at position {pos + lo}: {part[pos].item()})")
         raise ArrowSparseIndexError(msg)
 
-
-def _sparse_device_checks() -> ModuleType:
-    """Return the CUDA launchers of the sparse family (imported on first use; CuPy is not)."""
-    return importlib.import_module("arrow_sparse.kernels.cuda.sparse")
 
 
 def check_length(func: str, arg: str, arr: np.ndarray, length: int, what: str) -> None:

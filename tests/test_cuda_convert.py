@@ -80,14 +80,14 @@ def test_every_cpu_convert_kernel_has_a_cuda_twin_with_its_signature() -> None:
     for name in cpu_names:
         cpu_params = list(inspect.signature(getattr(cpu_convert, name)).parameters)
         cuda_params = list(inspect.signature(getattr(cuda_convert, name)).parameters)
-        assert cuda_params == cpu_params, name
+        assert cuda_params == ["xp", *cpu_params], name
 
 
 def test_get_kernel_routes_to_the_cuda_launcher_only_under_a_factory() -> None:
     assert _backend.get_kernel("convert", "pad_rows") is cpu_convert.pad_rows
     _backend.set_cuda_module_factory(Emulator())
     try:
-        assert _backend.get_kernel("convert", "pad_rows") is cuda_convert.pad_rows
+        assert _backend.get_kernel("convert", "pad_rows").func is cuda_convert.pad_rows
         with pytest.raises(NotImplementedError, match="nope: no cuda kernel in family 'convert'"):
             _backend.get_kernel("convert", "nope")
     finally:
@@ -104,7 +104,7 @@ def test_name_expressions_cover_every_dtype_once() -> None:
     for dtype in NUMERIC_DTYPES:
         c = _launch.DTYPE_TO_CTYPE[np.dtype(dtype)]
         assert f"pad_rows<{c}, int>" in names and f"unpad_rows<{c}, long long>" in names
-    assert not set(cuda_convert.CHECKS) & set(cuda_convert.__all__)  # device-only
+    assert not set(cuda_convert.DEVICE_ONLY) & set(cuda_convert.__all__)  # device-only
 
 
 def test_unsupported_dtype_raises_not_implemented() -> None:
@@ -232,7 +232,7 @@ def test_pad_rows_launcher_writes_a_non_contiguous_out(cuda_emu: Emulator) -> No
     expected = np.zeros((4, 3, 4), dtype=np.int64)
     cpu_convert.pad_rows(values, row_index, offsets, valid, 3, np.int64(-7), expected[:, :, ::2])
     got = np.zeros((4, 3, 4), dtype=np.int64)
-    cuda_convert.pad_rows(values, row_index, offsets, valid, 3, np.int64(-7), got[:, :, ::2])
+    cuda_convert.pad_rows(np, values, row_index, offsets, valid, 3, np.int64(-7), got[:, :, ::2])
     assert_same(expected, got)
 
 
@@ -273,18 +273,19 @@ def test_device_checks_report_the_hosts_position(cuda_emu: Emulator, seed: int,
         at = 0
     host = first_position(lambda: v.check_offsets("f", "offsets", bad, num_values))
     assert host == at
-    assert device_position(cuda_emu, lambda: cuda_convert.check_offsets(bad, num_values)) == host
     assert device_position(cuda_emu,
-                           lambda: cuda_convert.check_offsets(offsets, num_values)) is None
+                           lambda: cuda_convert.check_offsets(np, bad, num_values)) == host
+    assert device_position(cuda_emu,
+                           lambda: cuda_convert.check_offsets(np, offsets, num_values)) is None
 
     signed = lengths.astype(np.int16)
     signed[at - 1 if at else 0] = -2
     ends = np.concatenate([[0], np.cumsum(signed, dtype=np.int64)])
     host = first_position(lambda: v.check_lengths("f", "lengths", signed))
-    assert device_position(cuda_emu, lambda: cuda_convert.check_lengths(signed, ends)) == host
+    assert device_position(cuda_emu, lambda: cuda_convert.check_lengths(np, signed, ends)) == host
     too_long = first_position(lambda: v.lengths_offsets("f", "lengths", lengths, padded_length=3))
     ends = np.concatenate([[0], np.cumsum(lengths)])
-    assert device_position(cuda_emu, lambda: cuda_convert.check_lengths(lengths, ends, 3)) == \
+    assert device_position(cuda_emu, lambda: cuda_convert.check_lengths(np, lengths, ends, 3)) == \
         too_long
 
     ids = np.repeat(np.arange(40), lengths).astype(np.int32)
@@ -293,10 +294,11 @@ def test_device_checks_report_the_hosts_position(cuda_emu: Emulator, seed: int,
         k = int(rng.integers(1, len(ids)))
         unsorted[k] = unsorted[k - 1] - 1
         host = first_position(lambda: v.check_sorted_segment_ids("f", "ids", unsorted))
-        assert device_position(cuda_emu, lambda: cuda_convert.check_segment_ids(unsorted)) == host
+        assert device_position(cuda_emu,
+                               lambda: cuda_convert.check_segment_ids(np, unsorted)) == host
         host = first_position(lambda: v.check_segment_ids("f", "ids", ids, num_segments=20))
         assert device_position(
-            cuda_emu, lambda: cuda_convert.check_segment_ids(ids, 20, sorted_ids=False)) == host
+            cuda_emu, lambda: cuda_convert.check_segment_ids(np, ids, 20, sorted_ids=False)) == host
 
 
 # ------------------------------------------------------------------ on a real GPU

@@ -112,7 +112,7 @@ def run_both(emu: Emulator, kernel: str, args: tuple[Any, ...]
     expected, got = copies(args), copies(args)
     getattr(cpu_embedding, kernel)(*expected)
     launcher = _backend.get_kernel("embedding", kernel)
-    assert launcher is getattr(cuda_embedding, kernel)
+    assert launcher.func is getattr(cuda_embedding, kernel)
     before = len(emu.launches)
     launcher(*got)
     cuda.check_errors(kernel)
@@ -148,7 +148,7 @@ def test_launchers_take_the_cpu_kernels_arguments() -> None:
     for kernel in LAUNCHERS:
         cpu_params = list(inspect.signature(getattr(cpu_embedding, kernel)).parameters)
         cuda_params = list(inspect.signature(getattr(cuda_embedding, kernel)).parameters)
-        assert cuda_params == cpu_params, kernel
+        assert cuda_params == ["xp", *cpu_params], kernel
 
 
 @numba.njit
@@ -212,7 +212,7 @@ def test_non_contiguous_table_and_state_are_updated_in_place(cuda_emu: Emulator)
     wide_t[:, ::2], wide_s[:, ::2] = table, state
     expected = (wide_t.copy(), wide_s.copy())
     cpu_embedding.adagrad_rows(expected[0][:, ::2], expected[1][:, ::2], rows, values, lr, eps)
-    cuda_embedding.adagrad_rows(wide_t[:, ::2], wide_s[:, ::2], rows, values, lr, eps)
+    cuda_embedding.adagrad_rows(np, wide_t[:, ::2], wide_s[:, ::2], rows, values, lr, eps)
     np.testing.assert_array_equal(wide_t, expected[0])
     np.testing.assert_array_equal(wide_s, expected[1])
 
@@ -221,7 +221,7 @@ def test_rows_and_values_of_other_dtypes_are_converted(cuda_emu: Emulator) -> No
     table, rows, values, lr = problem("sgd_rows", FLOATS[0], FLOATS[0], 5, 3)
     expected = table.copy()
     cpu_embedding.sgd_rows(expected, rows, values, lr)
-    cuda_embedding.sgd_rows(table, rows.astype(np.int32), values.astype(np.float64), lr)
+    cuda_embedding.sgd_rows(np, table, rows.astype(np.int32), values.astype(np.float64), lr)
     np.testing.assert_array_equal(table, expected)
 
 
@@ -240,7 +240,7 @@ def test_bad_rows_are_caught_by_the_device_check(cuda_emu: Emulator, rows: list[
                                                  error: type, match: str) -> None:
     table = np.zeros((5, 3), np.float32)
     values = np.ones((len(rows), 3), np.float32)
-    cuda_embedding.sgd_rows(table, np.array(rows), values, 1.0)
+    cuda_embedding.sgd_rows(np, table, np.array(rows), values, 1.0)
     with pytest.raises(error, match=match):
         cuda.check_errors("sgd")
     cuda.check_errors("sgd")  # the word was reset
@@ -249,7 +249,7 @@ def test_bad_rows_are_caught_by_the_device_check(cuda_emu: Emulator, rows: list[
 
 def test_rowwise_adagrad_checks_rows_too(cuda_emu: Emulator) -> None:
     state = np.zeros(4)
-    cuda_embedding.rowwise_adagrad_rows(np.zeros((4, 2)), state, np.array([1, 7]),
+    cuda_embedding.rowwise_adagrad_rows(np, np.zeros((4, 2)), state, np.array([1, 7]),
                                         np.ones((2, 2)), 0.1, 1e-10)
     with pytest.raises(ArrowSparseIndexError, match="first at position 1"):
         cuda.check_errors("rowwise_adagrad")
@@ -259,11 +259,11 @@ def test_rowwise_adagrad_checks_rows_too(cuda_emu: Emulator) -> None:
 def test_unsupported_dtypes_raise_not_implemented() -> None:
     table = np.zeros((2, 2), np.float16)
     with pytest.raises(NotImplementedError, match="sgd_rows: no cuda kernel for float16"):
-        cuda_embedding.sgd_rows(table, np.array([0]), np.ones((1, 2), np.float16), 0.1)
+        cuda_embedding.sgd_rows(np, table, np.array([0]), np.ones((1, 2), np.float16), 0.1)
     t32 = np.zeros((2, 2), np.float32)
     with pytest.raises(NotImplementedError, match="ftrl_rows: no cuda kernel for a float32 "
                        "table with float64 z and float32 n"):
-        cuda_embedding.ftrl_rows(t32, np.zeros((2, 2)), t32.copy(), np.array([0]),
+        cuda_embedding.ftrl_rows(np, t32, np.zeros((2, 2)), t32.copy(), np.array([0]),
                                  np.ones((1, 2), np.float32), 0.1, 1.0, 0.0, 0.0)
 
 
@@ -322,10 +322,10 @@ def test_lookup_rows_other_ids_and_non_contiguous_arrays(cuda_emu: Emulator) -> 
     cpu_embedding.lookup_rows(table, ids, expected[:, ::3], 0)
     for dtype in (np.int8, np.uint16, np.uint64):  # widened to int64
         got = np.zeros((12, 30))
-        cuda_embedding.lookup_rows(table, ids.astype(dtype), got[:, ::3], 0)
+        cuda_embedding.lookup_rows(np, table, ids.astype(dtype), got[:, ::3], 0)
         np.testing.assert_array_equal(got, expected)
     got = np.zeros((12, 30))
-    cuda_embedding.lookup_rows(np.asfortranarray(table), ids, got[:, ::3], 0)
+    cuda_embedding.lookup_rows(np, np.asfortranarray(table), ids, got[:, ::3], 0)
     np.testing.assert_array_equal(got, expected)
     assert cuda_emu.launches == ["lookup_rows<double, long long>"] * 4
 
@@ -359,9 +359,9 @@ def test_sort_ids_and_coalesce_match_an_independent_reference(ids_list: list[int
     ids = np.array(ids_list, dtype=np.int64)
     grad = np.arange(len(ids) * 3, dtype=np.float64).reshape(-1, 3) - 7  # exact sums
     with emulated(check_orders=("reverse",)):
-        order, rows, starts = cuda_embedding.sort_ids(ids)
+        order, rows, starts = cuda_embedding.sort_ids(np, ids)
         values = np.empty((len(rows), 3))
-        cuda_embedding.coalesce_sorted(grad, order, np.arange(len(ids)), np.empty(0), starts,
+        cuda_embedding.coalesce_sorted(np, grad, order, np.arange(len(ids)), np.empty(0), starts,
                                        values)
         cuda.check_errors("coalesce")
     np.testing.assert_array_equal(order, np.argsort(ids, kind="stable"))
@@ -413,7 +413,7 @@ def test_coalesce_sorted_into_a_non_contiguous_out(cuda_emu: Emulator) -> None:
     expected, got = np.zeros((len(rows), 12)), np.zeros((len(rows), 12))
     bag = np.arange(20)
     cpu_embedding.coalesce_sorted(grad, order, bag, np.empty(0), starts, expected[:, 1::2])
-    cuda_embedding.coalesce_sorted(grad, order.astype(np.int32), bag, np.empty(0), starts,
+    cuda_embedding.coalesce_sorted(np, grad, order.astype(np.int32), bag, np.empty(0), starts,
                                    got[:, 1::2])
     np.testing.assert_array_equal(got, expected)
 
@@ -474,7 +474,7 @@ def test_weights_grad_special_values(cuda_emu: Emulator) -> None:
     ids, offsets = np.array([0, 1, 2, 3, 3]), np.array([0, 3, 5])
     expected, got = np.zeros(5, np.float32), np.zeros(5, np.float32)
     cpu_embedding.weights_grad(table, ids, offsets, grad, False, expected)
-    cuda_embedding.weights_grad(table, ids, offsets, grad, False, got)
+    cuda_embedding.weights_grad(np, table, ids, offsets, grad, False, got)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
     np.testing.assert_array_equal(got[~np.isnan(got)], expected[~np.isnan(expected)])
     assert np.isnan(got).tolist() == [True, False, True, False, False]
@@ -488,7 +488,7 @@ def test_grid_stride_loops_of_the_lookup_and_backward(
     rng = np.random.default_rng(4)
     table, ids = rng.standard_normal((30, 37)), rng.integers(0, 30, size=700)
     if kernel == "sort_ids":
-        for e, g in zip(cpu_embedding.sort_ids(ids), cuda_embedding.sort_ids(ids), strict=True):
+        for e, g in zip(cpu_embedding.sort_ids(ids), cuda_embedding.sort_ids(np, ids), strict=True):
             np.testing.assert_array_equal(g, e)
         return
     if kernel == "lookup_rows":
@@ -502,7 +502,7 @@ def test_grid_stride_loops_of_the_lookup_and_backward(
         args = (table, ids, offsets, rng.standard_normal((41, 37)), True, np.empty(700))
     expected, got = copies(args), copies(args)
     getattr(cpu_embedding, kernel)(*expected)
-    getattr(cuda_embedding, kernel)(*got)
+    getattr(cuda_embedding, kernel)(np, *got)
     if kernel == "weights_grad":
         tol = dot_tolerance(*args[:5], expected[-1])
         assert np.all(np.abs(got[-1] - expected[-1]) <= tol)
@@ -524,7 +524,7 @@ def test_kernels_follow_the_backend_when_it_changes() -> None:
 
     assert kernel("lookup_rows") is cpu_embedding.lookup_rows
     with emulated() as emu:
-        assert kernel("lookup_rows") is cuda_embedding.lookup_rows
+        assert kernel("lookup_rows").func is cuda_embedding.lookup_rows
         asp.embedding.lookup(np.ones((3, 2)), [0, 2])
         assert len(emu.launches) == 1
     assert kernel("lookup_rows") is cpu_embedding.lookup_rows
@@ -583,7 +583,7 @@ def test_public_lookup_and_backward_match_cpu(cuda_emu: Emulator) -> None:
 def test_lookup_rows_checks_the_ids(cuda_emu: Emulator) -> None:
     table = np.arange(10.0).reshape(5, 2)
     out = np.full((4, 2), -1.0)
-    cuda_embedding.lookup_rows(table, np.array([1, 9, 2, -1]), out)
+    cuda_embedding.lookup_rows(np, table, np.array([1, 9, 2, -1]), out)
     with pytest.raises(ArrowSparseIndexError, match=r"^lookup: ids out of range of the table "
                        r"\(first at position 1; found by a device check\)$"):
         cuda.check_errors("lookup")
@@ -628,7 +628,7 @@ def test_coalesce_sorted_checks_runs_order_and_bags(
         match: str, written: list[int]) -> None:
     grad = np.array([[1.0], [2.0], [4.0]])
     out = np.full((len(starts) - 1, 1), -1.0)
-    cuda_embedding.coalesce_sorted(grad, np.array(order), np.array(bag), np.empty(0),
+    cuda_embedding.coalesce_sorted(np, grad, np.array(order), np.array(bag), np.empty(0),
                                    np.array(starts), out)
     with pytest.raises(error, match=match):
         cuda.check_errors("coalesce")
@@ -645,7 +645,7 @@ def test_weights_grad_checks_ids_and_bags(
         cuda_emu: Emulator, ids: list[int], offsets: list[int], grad_rows: int, error: type,
         match: str) -> None:
     out = np.full(3, -1.0)
-    cuda_embedding.weights_grad(np.ones((4, 2)), np.array(ids), np.array(offsets),
+    cuda_embedding.weights_grad(np, np.ones((4, 2)), np.array(ids), np.array(offsets),
                                 np.ones((grad_rows, 2)), False, out)
     with pytest.raises(error, match=match):
         cuda.check_errors("lookup_backward_weights")
@@ -656,31 +656,31 @@ def test_host_checks_of_the_lookup_and_backward_launchers() -> None:
     table, ids = np.zeros((3, 2), np.float32), np.array([0, 1])
     with pytest.raises(NotImplementedError, match="lookup_rows: no cuda kernel for a float32 "
                        "table into a float64 out"):
-        cuda_embedding.lookup_rows(table, ids, np.zeros((2, 2)))
+        cuda_embedding.lookup_rows(np, table, ids, np.zeros((2, 2)))
     with pytest.raises(NotImplementedError, match="lookup_rows: no cuda kernel for float16"):
-        cuda_embedding.lookup_rows(table.astype(np.float16), ids, np.zeros((2, 2), np.float16))
+        cuda_embedding.lookup_rows(np, table.astype(np.float16), ids, np.zeros((2, 2), np.float16))
     with pytest.raises(ArrowSparseValueError, match=r"lookup_rows: out of shape \(2, 3\) has "
                        r"no columns 2:4 for 2 rows"):
-        cuda_embedding.lookup_rows(table, ids, np.zeros((2, 3), np.float32), 2)
+        cuda_embedding.lookup_rows(np, table, ids, np.zeros((2, 3), np.float32), 2)
     grad, order, starts = np.zeros((2, 2)), np.array([0, 1]), np.array([0, 2])
     with pytest.raises(NotImplementedError, match="coalesce_sorted: no cuda kernel for a "
                        "float64 grad_out into a float32 out"):
-        cuda_embedding.coalesce_sorted(grad, order, order, np.empty(0), starts,
+        cuda_embedding.coalesce_sorted(np, grad, order, order, np.empty(0), starts,
                                        np.zeros((1, 2), np.float32))
     with pytest.raises(NotImplementedError, match="coalesce_sorted: no cuda kernel for float16"):
-        cuda_embedding.coalesce_sorted(grad, order, order, np.ones(2, np.float16), starts,
+        cuda_embedding.coalesce_sorted(np, grad, order, order, np.ones(2, np.float16), starts,
                                        np.zeros((1, 2)))
     with pytest.raises(ArrowSparseValueError, match=r"coalesce_sorted: out must have shape "
                        r"\(1, 2\), got \(2, 2\)"):
-        cuda_embedding.coalesce_sorted(grad, order, order, np.empty(0), starts, grad.copy())
+        cuda_embedding.coalesce_sorted(np, grad, order, order, np.empty(0), starts, grad.copy())
     with pytest.raises(ArrowSparseValueError, match=r"weights_grad: out must have shape "
                        r"\(2,\), got \(1,\)"):
-        cuda_embedding.weights_grad(grad, order, starts, grad, False, np.zeros(1))
+        cuda_embedding.weights_grad(np, grad, order, starts, grad, False, np.zeros(1))
     with pytest.raises(ArrowSparseValueError, match=r"weights_grad: grad_out must have the "
                        r"table's 2 columns, got shape \(1, 3\)"):
-        cuda_embedding.weights_grad(grad, order, starts, np.zeros((1, 3)), False, np.zeros(2))
+        cuda_embedding.weights_grad(np, grad, order, starts, np.zeros((1, 3)), False, np.zeros(2))
     with pytest.raises(NotImplementedError, match="weights_grad: no cuda kernel for float16"):
-        cuda_embedding.weights_grad(grad, order, starts, grad.astype(np.float16), False,
+        cuda_embedding.weights_grad(np, grad, order, starts, grad.astype(np.float16), False,
                                     np.zeros(2))
 
 
@@ -752,7 +752,7 @@ def test_bag_ids_matches_a_reference(cuda_emu: Emulator, seed: int) -> None:
     *expected, errors = ref_bag_ids(case["ids"].tolist(), case["offsets"].tolist(), mask[0],
                                     mask[1], woffsets, mask[2], case["bound"])
     num_weights = 0 if case["wvalid"] is None else len(case["wvalid"])
-    got = cuda_embedding.bag_ids(case["ids"].astype(np.int32), case["offsets"], case["valid"],
+    got = cuda_embedding.bag_ids(np, case["ids"].astype(np.int32), case["offsets"], case["valid"],
                                  case["vmask"], case["woffsets"], case["wvalid"], num_weights,
                                  case["bound"])
     for g, e in zip(got, expected, strict=True):
@@ -770,11 +770,11 @@ def test_bag_ids_checks_its_arguments() -> None:
     ids, offsets = np.arange(3), np.array([0, 3])
     with pytest.raises(ArrowSparseValueError, match=r"bag_ids: vmask must have shape \(3,\), "
                        r"got \(2,\)"):
-        cuda_embedding.bag_ids(ids, offsets, None, np.ones(2, bool), None, None, 0, 5)
+        cuda_embedding.bag_ids(np, ids, offsets, None, np.ones(2, bool), None, None, 0, 5)
     with pytest.raises(ArrowSparseValueError, match=r"bag_ids: woffsets must have shape \(2,\)"):
-        cuda_embedding.bag_ids(ids, offsets, None, None, np.zeros(3, np.int64), None, 0, 5)
+        cuda_embedding.bag_ids(np, ids, offsets, None, None, np.zeros(3, np.int64), None, 0, 5)
     with pytest.raises(ArrowSparseValueError, match="bag_ids: offsets must have at least one"):
-        cuda_embedding.bag_ids(ids, offsets[:0], None, None, None, None, 0, 5)
+        cuda_embedding.bag_ids(np, ids, offsets[:0], None, None, None, None, 0, 5)
 
 
 # ------------------------------------------------------------------ public functions, device

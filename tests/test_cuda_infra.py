@@ -1,7 +1,9 @@
 """Infrastructure of the CUDA backend, for every kernel family at once.
 
-* the registry: every CPU kernel has a CUDA launcher of the same name and parameters,
-  except the ones :data:`MISSING_CUDA_TWINS` lists (exactly those);
+* the registry: every CPU kernel has a CUDA launcher of the same name and parameters
+  (after the array module), except the ones :data:`MISSING_CUDA_TWINS` lists (exactly
+  those); ``get_kernel`` binds the array module, finds device-only launchers by name
+  and memoises; the kernels import nothing above ``kernels/`` but ``errors``;
 * the loader: the compiled text, lazy compilation by group, per-device memoisation,
   the CuPy call itself (with a stand-in ``cupy`` module), dispatch by ``get_kernel``;
 * the device error word: encoding, ``// message:`` tables, ``check_errors`` now and
@@ -14,6 +16,8 @@
 
 from __future__ import annotations
 
+import ast
+import functools
 import inspect
 import re
 import shutil
@@ -31,8 +35,8 @@ from arrow_sparse import _backend
 from arrow_sparse.errors import ArrowSparseIndexError
 from arrow_sparse.kernels import cuda
 from arrow_sparse.kernels.cpu import embedding as cpu_embedding
-from arrow_sparse.kernels.cuda import _launch
 from arrow_sparse.kernels.cuda import embedding as cuda_embedding
+from arrow_sparse.kernels.cuda import segment as cuda_segment
 from tests.cuda_emu.emu import emulated
 
 CUDA_DIR = Path(cuda.__file__).parent
@@ -70,7 +74,8 @@ def test_every_cuda_launcher_takes_its_cpu_twins_parameters(family: str) -> None
     gpu = __import__(f"arrow_sparse.kernels.cuda.{family}", fromlist=["_"])
     for name in cuda_launcher_names(family):
         cpu_params = list(inspect.signature(getattr(cpu, name)).parameters)
-        assert list(inspect.signature(getattr(gpu, name)).parameters) == cpu_params, name
+        assert list(inspect.signature(getattr(gpu, name)).parameters) == ["xp", *cpu_params], \
+            name
 
 
 def test_every_cu_file_has_launchers_and_every_name_expression_is_unique() -> None:
@@ -78,11 +83,47 @@ def test_every_cu_file_has_launchers_and_every_name_expression_is_unique() -> No
     for family in CUDA_FAMILIES:
         names = cuda.name_expressions(family)
         assert names and len(names) == len(set(names)), family
-        assert {_launch.group_of(n).split("<")[0] for n in names} <= {
+        assert {cuda.group_of(n).split("<")[0] for n in names} <= {
             m.group(1) for m in re.finditer(r"__global__ void (\w+)", cuda.source(family))}
 
 
+@pytest.mark.parametrize("family", CUDA_FAMILIES)
+def test_device_only_launchers_take_the_array_module_and_have_no_cpu_twin(family: str) -> None:
+    gpu = __import__(f"arrow_sparse.kernels.cuda.{family}", fromlist=["_"])
+    assert not set(gpu.DEVICE_ONLY) & set(_backend.cpu_kernel_names(family))
+    for name in gpu.DEVICE_ONLY:
+        assert next(iter(inspect.signature(getattr(gpu, name)).parameters)) == "xp", name
+
+
+def imports_of(path: Path, package: str) -> set[str]:
+    """The modules ``path`` (module ``package``.<stem>) imports, relative ones resolved."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[:len(package.split(".")) - node.level + 1] \
+                if node.level else []
+            found.add(".".join([*base, *([node.module] if node.module else [])]))
+    return found
+
+
+def test_the_kernels_import_nothing_above_them_but_errors() -> None:
+    kernels = CUDA_DIR.parent
+    for path in kernels.rglob("*.py"):
+        package = ".".join(["arrow_sparse", *path.parent.relative_to(kernels.parent).parts])
+        above = {m for m in imports_of(path, package) if m.startswith("arrow_sparse")
+                 and not m.startswith("arrow_sparse.kernels")}
+        assert above <= {"arrow_sparse.errors"}, (path.name, above)
+
+
 # ------------------------------------------------------------------ dispatch
+def bound(kernel: Any) -> tuple[Any, tuple[Any, ...]]:
+    """``(launcher, bound arguments)`` of a CUDA kernel from ``get_kernel``."""
+    assert isinstance(kernel, functools.partial), kernel
+    return kernel.func, kernel.args
+
+
 def without_twin(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     """Make embedding kernel ``name`` one without a CUDA twin (every one has one now)."""
     monkeypatch.setattr(cuda_embedding, "__all__",
@@ -101,7 +142,8 @@ def test_get_kernel_under_the_emulator_keeps_kernels_without_a_twin_on_the_cpu(
     without_family(monkeypatch, "sparse")
     assert _backend.get_kernel("embedding", "sgd_rows") is cpu_embedding.sgd_rows
     with emulated():
-        assert _backend.get_kernel("embedding", "sgd_rows") is cuda_embedding.sgd_rows
+        assert bound(_backend.get_kernel("embedding", "sgd_rows")) == (cuda_embedding.sgd_rows,
+                                                                       (np,))
         assert _backend.get_kernel("embedding", "lookup_rows") is cpu_embedding.lookup_rows
         assert _backend.get_kernel("sparse", "csr_spmv").__module__.endswith("cpu.sparse")
         with pytest.raises(NotImplementedError, match="nope: no cuda kernel in family 'embed"):
@@ -114,7 +156,8 @@ def test_get_kernel_on_device_arrays_never_falls_back_to_the_cpu(
     without_twin(monkeypatch, "lookup_rows")
     without_family(monkeypatch, "sparse")
     fake = types.ModuleType("cupy")  # only its identity matters to get_kernel
-    assert _backend.get_kernel("embedding", "sgd_rows", fake) is cuda_embedding.sgd_rows
+    assert bound(_backend.get_kernel("embedding", "sgd_rows", fake)) == (
+        cuda_embedding.sgd_rows, (fake,))
     with pytest.raises(NotImplementedError, match="lookup_rows: no cuda kernel in family "
                        "'embedding'"):
         _backend.get_kernel("embedding", "lookup_rows", fake)
@@ -122,6 +165,30 @@ def test_get_kernel_on_device_arrays_never_falls_back_to_the_cpu(
         _backend.get_kernel("sparse", "csr_spmv", fake)
     with pytest.raises(KeyError, match="unknown kernel family 'nope'"):
         _backend.get_kernel("nope", "x", fake)
+
+
+def test_get_kernel_finds_device_only_launchers_by_name() -> None:
+    fake = types.ModuleType("cupy")
+    assert bound(_backend.get_kernel("segment", "gather_rows", fake)) == (
+        cuda_segment.gather_rows, (fake,))
+    with pytest.raises(NotImplementedError, match="^gather_rows: a device-only kernel of "
+                       "family 'segment' has no cpu kernel"):
+        _backend.get_kernel("segment", "gather_rows")
+    with emulated():  # the emulator runs every launcher on host arrays
+        assert bound(_backend.get_kernel("segment", "gather_rows")) == (
+            cuda_segment.gather_rows, (np,))
+
+
+def test_get_kernel_is_memoised_per_array_module_and_factory() -> None:
+    fake = types.ModuleType("cupy")
+    kernel = _backend.get_kernel("segment", "sorted_sum", fake)
+    assert _backend.get_kernel("segment", "sorted_sum", fake) is kernel
+    cpu = _backend.get_kernel("segment", "sorted_sum")
+    with emulated():
+        on_emulator = _backend.get_kernel("segment", "sorted_sum")
+        assert on_emulator is not cpu and bound(on_emulator)[1] == (np,)
+        assert _backend.get_kernel("segment", "sorted_sum") is on_emulator
+    assert _backend.get_kernel("segment", "sorted_sum") is cpu
 
 
 # ------------------------------------------------------------------ loader
@@ -143,7 +210,7 @@ def test_source_prepends_the_header_and_names_the_family(family: str) -> None:
     ("plain", "plain"),
 ])
 def test_group_of_is_the_kernel_and_its_first_template_argument(name: str, group: str) -> None:
-    assert _launch.group_of(name) == group
+    assert cuda.group_of(name) == group
 
 
 class Recorder:
@@ -174,7 +241,7 @@ def test_the_first_launch_compiles_only_its_group(recorder: Recorder) -> None:
     assert module is cuda.load_module(family)
     assert recorder.calls == []  # nothing compiled before the first get_function
     assert module.get_function(first) == ("function", first)
-    group = [n for n in every if _launch.group_of(n) == _launch.group_of(first)]
+    group = [n for n in every if cuda.group_of(n) == cuda.group_of(first)]
     assert recorder.calls == [(family, group)]
     assert len(group) < len(every)
     module.get_function(group[-1])  # same group: no compilation
@@ -182,7 +249,7 @@ def test_the_first_launch_compiles_only_its_group(recorder: Recorder) -> None:
     other = next(n for n in every if n not in group)
     module.get_function(other)
     assert [c[1][0] for c in recorder.calls] == [group[0], other]
-    assert module.compiled_groups == [_launch.group_of(first), _launch.group_of(other)]
+    assert module.compiled_groups == [cuda.group_of(first), cuda.group_of(other)]
     with pytest.raises(KeyError, match="'nope<int>' is not a name expression of the"):
         module.get_function("nope<int>")
 
@@ -237,8 +304,8 @@ def test_importing_the_loaders_imports_neither_cupy_nor_numba() -> None:
 # ------------------------------------------------------------------ device error word
 def test_error_words_round_trip() -> None:
     word = (12345 << 16) | (5 << 8) | 7
-    assert _launch.decode_error(word) == (5, 7, 12345)
-    assert _launch.ERROR_NONE == 2 ** 64 - 1
+    assert cuda.decode_error(word) == (5, 7, 12345)
+    assert cuda.ERROR_NONE == 2 ** 64 - 1
 
 
 def test_error_messages_are_read_from_the_source() -> None:
@@ -246,20 +313,20 @@ def test_error_messages_are_read_from_the_source() -> None:
         A_RANGE = 1,  // message: IndexError: ids out of range
         A_ORDER = 2,  // message: ids not sorted
     };"""
-    table = _launch.error_messages(text)
+    table = cuda.error_messages(text)
     assert {code: (name, cls.__name__, msg) for code, (name, cls, msg) in table.items()} == {
         1: ("A_RANGE", "ArrowSparseIndexError", "ids out of range"),
         2: ("A_ORDER", "ArrowSparseValueError", "ids not sorted")}
     with pytest.raises(ValueError, match="must be unique and in 1..255"):
-        _launch.error_messages(text.replace("= 2", "= 1"))
+        cuda.error_messages(text.replace("= 2", "= 1"))
     with pytest.raises(ValueError, match="B = 0 must be unique"):
-        _launch.error_messages("B = 0,  // message: x")
+        cuda.error_messages("B = 0,  // message: x")
 
 
 @pytest.mark.parametrize("family", CUDA_FAMILIES)
 def test_every_raised_code_has_a_message(family: str) -> None:
     text = cuda.source(family)
-    declared = {name for name, _, _ in _launch.error_messages(text).values()}
+    declared = {name for name, _, _ in cuda.error_messages(text).values()}
     raised = set(re.findall(r"ASP_RAISE\(\s*[^,]+,\s*(\w+)", text)) - {"code"}
     assert raised <= declared
 
@@ -267,7 +334,7 @@ def test_every_raised_code_has_a_message(family: str) -> None:
 def test_the_error_buffer_is_one_word_per_device() -> None:
     with emulated():
         buffer = cuda.error_buffer()
-        assert buffer.dtype == np.uint64 and buffer.tolist() == [_launch.ERROR_NONE]
+        assert buffer.dtype == np.uint64 and buffer.tolist() == [cuda.ERROR_NONE]
         assert cuda.error_buffer() is buffer
     with emulated():
         assert cuda.error_buffer() is not buffer  # a new factory is a new "device"
@@ -275,7 +342,7 @@ def test_the_error_buffer_is_one_word_per_device() -> None:
 
 def bad_sgd_step() -> None:
     """Rows 7 (out of range, position 1) and 0 after 7 (unordered, position 2)."""
-    cuda_embedding.sgd_rows(np.zeros((4, 2), np.float32), np.array([0, 7, 0]),
+    cuda_embedding.sgd_rows(np, np.zeros((4, 2), np.float32), np.array([0, 7, 0]),
                             np.ones((3, 2), np.float32), 0.1)
 
 

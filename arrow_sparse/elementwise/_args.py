@@ -32,10 +32,6 @@ Window = tuple[Jagged, int, int]
 
 
 # =============================================================================== helpers
-def _kernel(name: str, xp: ModuleType = np) -> Callable[..., Any]:
-    return get_kernel("elementwise", name, xp)
-
-
 def _is_array(x: Any) -> bool:
     return isinstance(x, np.ndarray) or is_cupy_array(x)
 
@@ -316,7 +312,7 @@ def _repeat(arr: np.ndarray, comp: np.ndarray, start: int, stop: int, *,
     func = "expand_into_jagged"  # the one caller whose sizes come from the user alone
     out = v.empty(func, shape, words.dtype, xp) if covered else \
         _zeros(func, shape, words.dtype, xp)
-    _kernel("repeat_rows", xp)(words, comp, start, out)
+    get_kernel("elementwise", "repeat_rows", xp)(words, comp, start, out)
     return _from_words(out, arr.dtype, arr.shape[1:])
 
 
@@ -424,7 +420,8 @@ def _read_dense(arr: np.ndarray, offs: list[np.ndarray], total: int) -> np.ndarr
     dense_row_of, num_out = _dense_row_of(offs, arr.shape)
     dense3 = xp.ascontiguousarray(arr).reshape(num_out, arr.shape[levels], width)
     out = xp.zeros((total, width), dtype=arr.dtype)
-    _kernel("jagged_dense_jagged_out", xp)(None, dense3, dense_row_of, _i64(offs[-1]), 2, out)
+    get_kernel("elementwise", "jagged_dense_jagged_out", xp)(
+        None, dense3, dense_row_of, _i64(offs[-1]), 2, out)
     return out.reshape((total,) + inner)  # type: ignore[no-any-return]
 
 

@@ -17,8 +17,9 @@ import pyarrow.compute as pc
 
 from .. import _arrow
 from .. import _validate as v
+from .._backend import get_kernel
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
-from ._args import _INT32_MAX, _is_list_array, _kernel
+from ._args import _INT32_MAX, _is_list_array
 
 #: Forms of input the take path answers in (as ``_as_jagged``'s kinds).
 ARROW_KINDS = ("arrow", "chunked", "arrow_values")
@@ -104,7 +105,8 @@ def take_ranges(func: str, arr: pa.Array, starts: np.ndarray, lengths: np.ndarra
         msg = (f"{func}: the result holds {total} elements, too many for int32 offsets "
                "(Arrow list); use large_list (int64 offsets)")
         raise ArrowSparseValueError(msg)
-    elements = _kernel("ranges_to_indices")(starts.astype(np.int64, copy=False), out_offsets)
+    elements = get_kernel("elementwise", "ranges_to_indices")(
+        starts.astype(np.int64, copy=False), out_offsets)
     child = arr.values.take(pa.array(elements))
     return _build(arr, out_offsets, child, validity)
 

@@ -16,25 +16,21 @@ Private: the public functions live in :mod:`arrow_sparse.elementwise`.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from .._backend import array_module, module_of
+from .._backend import array_module, get_kernel, module_of
 from ..jagged import Jagged
+from ..kernels.cuda.elementwise import PADDED_SHORT, ROWS_DIFFER  # device error codes
 from ._args import _i64, _leaf_offsets, _levels, _read_dense, _rebuild_whole, _repeat
 
 #: ``(lo, hi)``: rows (or values) ``[lo, hi)`` of a level that the top rows address;
 #: ints for the top level, device scalars (0-d arrays) below.
 Bounds = tuple[Any, Any]
 
-
-def cuda_checks() -> ModuleType:
-    """Import the launchers of the family's device checks (on first use)."""
-    return importlib.import_module("arrow_sparse.kernels.cuda.elementwise")
 
 
 def windows(levels: list[Jagged]) -> list[Bounds]:
@@ -138,7 +134,7 @@ def same_structure(func: str, levels: list[Jagged], bounds: list[Bounds],
         theirs = aligned(xp.diff(_i64(onode.offsets)), lo, obounds[level][0], len(lens))
         i, inside = _positions(xp, len(lens), bounds[level])
         bad = inside & (lens != theirs)  # host position: the offset after the row
-        cuda_checks().check_positions(xp.where(bad, i - lo + 1, -1), cuda_checks().ROWS_DIFFER)
+        get_kernel("elementwise", "check_positions", xp)(xp.where(bad, i - lo + 1, -1), ROWS_DIFFER)
     return obounds
 
 
@@ -154,7 +150,7 @@ def check_padded(arr: Any, levels: list[Jagged], validities: list[Any],
             too_long = too_long & mask
         lo = bounds[level][0]
         positions = xp.where(too_long, xp.arange(len(lens), dtype=np.int64) - lo, -1)
-        cuda_checks().check_positions(positions, cuda_checks().PADDED_SHORT)
+        get_kernel("elementwise", "check_positions", xp)(positions, PADDED_SHORT)
 
 
 def per_row(arr: Any, levels: list[Jagged]) -> Any:

@@ -17,6 +17,7 @@ from .._backend import array_module, device_checks, get_kernel, is_cupy_array, m
 from .._offsets import checked_levels
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged
+from ..kernels.cuda.elementwise import ROWS_DIFFER
 from . import _device as _D
 from ._args import (
     _VALUES_KINDS,
@@ -26,7 +27,6 @@ from ._args import (
     _finish,
     _i64,
     _is_list_array,
-    _kernel,
     _levels,
     _max_length,
     _rebuild_whole,
@@ -109,7 +109,8 @@ def _jagged_dense_jagged(func: str, values: Any, offsets: Any, dense: Any, op: i
     else:  # values no row addresses are x op 0 too: all of them, the kernel does the rows
         with np.errstate(all="ignore"):
             out = x * dtype.type(0) if op else x + dtype.type(0)
-    _kernel("jagged_dense_jagged_out", xp)(x, dense3, dense_row_of, _i64(offs[-1]), op, out)
+    get_kernel("elementwise", "jagged_dense_jagged_out", xp)(
+        x, dense3, dense_row_of, _i64(offs[-1]), op, out)
     result = out.reshape(vals.shape)
     device_checks(func, xp)
     if j is None:
@@ -196,8 +197,8 @@ def jagged_dense_elementwise_add(values: Any, offsets: Any, dense: Any, *,
         num_out *= extent
     dense3 = xp.ascontiguousarray(arr, dtype=dtype).reshape(num_out, arr.shape[len(offs)], width)
     out = v.empty(func, dense3.shape, dtype, xp)
-    _kernel("jagged_dense_dense_out", xp)(x, row_index, _i64(offs[-1]), _u8(valids[-1]),
-                                          _u8(elem_valid), dense3, out)
+    get_kernel("elementwise", "jagged_dense_dense_out", xp)(
+        x, row_index, _i64(offs[-1]), _u8(valids[-1]), _u8(elem_valid), dense3, out)
     device_checks(func, xp)
     return out.reshape(arr.shape)
 
@@ -358,9 +359,9 @@ def jagged_dense_bmm(values: Any, offsets: Any, dense: Any, max_length: int | No
     total = len(x) if kind in _VALUES_KINDS or xp is not np else int(j.offsets[-1])
     out = _zeros(func, (total, arr.shape[2]), dtype, xp)
     vv = None if j.values_validity is None else j.values_validity[:total]
-    _kernel("jagged_dense_bmm", xp)(x[:total].astype(dtype, copy=False), _i64(j.offsets),
-                                    _u8(j.validity), _u8(vv),
-                                    xp.ascontiguousarray(arr, dtype=dtype), limit, out)
+    get_kernel("elementwise", "jagged_dense_bmm", xp)(
+        x[:total].astype(dtype, copy=False), _i64(j.offsets), _u8(j.validity), _u8(vv),
+        xp.ascontiguousarray(arr, dtype=dtype), limit, out)
     device_checks(func, xp)
     return _finish(Jagged._trusted(out, j.offsets, j.validity, vv), kind)
 
@@ -438,9 +439,9 @@ def jagged_jagged_bmm(x: Any, y: Any, offsets: Any = None,
     dtype = _arith_dtype(func, xv.dtype, yv.dtype)
     limit = _max_length(func, max_length)
     out = _zeros(func, (len(xo) - 1, xv.shape[1], yv.shape[1]), dtype, xp)
-    _kernel("jagged_jagged_bmm", xp)(xv.astype(dtype, copy=False), _i64(xo), _u8(x_valid),
-                                     yv.astype(dtype, copy=False), _i64(yo), _u8(y_valid),
-                                     _u8(valid), limit, out)
+    get_kernel("elementwise", "jagged_jagged_bmm", xp)(
+        xv.astype(dtype, copy=False), _i64(xo), _u8(x_valid), yv.astype(dtype, copy=False),
+        _i64(yo), _u8(y_valid), _u8(valid), limit, out)
     device_checks(func, xp)
     return out
 
@@ -456,7 +457,7 @@ def _same_lengths(func: str, xo: Any, yo: Any, valid: Any) -> None:
         differ &= valid
     if is_cupy_array(differ):
         positions = xp.where(differ, xp.arange(len(differ), dtype=np.int64), -1)
-        _D.cuda_checks().check_positions(positions, _D.cuda_checks().ROWS_DIFFER)
+        get_kernel("elementwise", "check_positions", xp)(positions, ROWS_DIFFER)
     elif differ.any():
         pos = v.first_true(differ)
         v.fail_value(func, "y", "rows differ in length from x's", pos,

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from .. import _arrow
 from .. import _validate as v
-from .._backend import array_module, device_checks, fetch, is_cupy_array, module_of
+from .._backend import array_module, device_checks, fetch, get_kernel, is_cupy_array, module_of
 from .._offsets import checked_levels
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged
@@ -32,7 +32,6 @@ from ._args import (
     _i64,
     _is_chunked_list,
     _is_list_array,
-    _kernel,
     _leaf_offsets,
     _levels,
     _map_innermost,
@@ -65,7 +64,7 @@ def _gather(values: np.ndarray, starts: np.ndarray, out_offsets: np.ndarray,
     xp = module_of(values)
     words = _as_words(values)
     out = xp.empty((total, words.shape[1]), dtype=words.dtype)
-    _kernel("gather_ranges", xp)(words, starts, out_offsets, out)
+    get_kernel("elementwise", "gather_ranges", xp)(words, starts, out_offsets, out)
     return _from_words(out, values.dtype, values.shape[1:])
 
 
@@ -92,8 +91,8 @@ def _take_ranges(func: str, j: Jagged, starts: np.ndarray, lengths: np.ndarray,
     values = j.values
     vv = None
     if isinstance(values, Jagged):
-        elements = _kernel("ranges_to_indices", xp)(starts, out_offsets,
-                                                    xp.empty(total, dtype=np.int64))
+        elements = get_kernel("elementwise", "ranges_to_indices", xp)(
+            starts, out_offsets, xp.empty(total, dtype=np.int64))
         new_values: Any = _take_rows(func, values, elements)
     else:
         new_values = _gather(values, starts, out_offsets, total)
@@ -420,8 +419,8 @@ def _unique(func: str, j: Jagged) -> Jagged:
         raise ArrowSparseTypeError(msg)
     work = vals.view(np.uint8) if vals.dtype == bool else \
         vals.astype(np.float32) if vals.dtype == np.float16 else vals
-    out, counts = _kernel("unique_rows", xp)(work, _i64(j.offsets), _u8(j.validity),
-                                             _u8(j.values_validity))
+    out, counts = get_kernel("elementwise", "unique_rows", xp)(
+        work, _i64(j.offsets), _u8(j.validity), _u8(j.values_validity))
     out = out.view(bool) if vals.dtype == bool else out.astype(vals.dtype, copy=False)
     offsets = xp.zeros(len(counts) + 1, dtype=j.offsets.dtype)
     xp.cumsum(counts, dtype=offsets.dtype, out=offsets[1:])

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from .. import _validate as v
-from .._backend import device_checks
+from .._backend import device_checks, get_kernel
 from ..jagged import Jagged
 from ._args import (
     _INT64_MAX,
@@ -18,7 +18,6 @@ from ._args import (
     _float_dtype,
     _i64,
     _is_chunked_list,
-    _kernel,
     _map_innermost,
     _max_length,
     _segments_input,
@@ -66,8 +65,8 @@ def _scanned(j: Jagged, out: Any) -> Jagged:
 
 def _softmax(func: str, j: Jagged, max_length: int, min_len: int) -> Jagged:
     x, out = _row_scan_buffers(func, j, min_len, _float_dtype(j.values.dtype), zeroed=False)
-    _kernel("softmax", j.xp)(x, _i64(j.offsets), _u8(j.validity), _u8(j.values_validity),
-                             max_length, out)
+    get_kernel("elementwise", "softmax", j.xp)(
+        x, _i64(j.offsets), _u8(j.validity), _u8(j.values_validity), max_length, out)
     return _scanned(j, out)
 
 
@@ -201,8 +200,8 @@ def _cumsum_dtype(dtype: np.dtype) -> np.dtype:
 def _cumsum(j: Jagged, exclusive: bool, min_len: int) -> Jagged:
     x, out = _row_scan_buffers("segment_cumsum", j, min_len, _cumsum_dtype(j.values.dtype),
                                zeroed=True)
-    _kernel("cumsum", j.xp)(x, _i64(j.offsets), _u8(j.validity), _u8(j.values_validity),
-                            exclusive, out)
+    get_kernel("elementwise", "cumsum", j.xp)(
+        x, _i64(j.offsets), _u8(j.validity), _u8(j.values_validity), exclusive, out)
     return _scanned(j, out)
 
 

@@ -98,7 +98,7 @@ def jagged_ufunc(ufunc: np.ufunc, *operands: Any, **kwargs: Any) -> Jagged:
     Examples
     --------
     >>> j = asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], [3, 6]])
-    >>> asp.elementwise.jagged_ufunc(np.multiply, j, np.array([10, 100, 1000]))
+    >>> j * np.array([10, 100, 1000])  # Jagged.__mul__ calls jagged_ufunc(np.multiply, ...)
     Jagged([[10, 20, 30], [200, 400, 600, 700], [3000, 6000]], dtype=int64, offsets=int32)
     """
     name = getattr(ufunc, "__name__", type(ufunc).__name__)

@@ -10,7 +10,6 @@ kernel and compacts nothing (:class:`DeviceBags`), so that no value is read back
 
 from __future__ import annotations
 
-import importlib
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -24,20 +23,12 @@ import pyarrow as pa
 
 from .. import _arrow
 from .. import _validate as v
-from .._backend import get_kernel, is_cupy_array
+from .._backend import cupy_module, get_kernel, is_cupy_array
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged
 
 MODES = ("sum", "mean", "max")
 
-
-def kernel(name: str, xp: ModuleType = np) -> Callable[..., Any]:
-    """Kernel ``name`` of the embedding family for the array module ``xp``.
-
-    Not memoised: :func:`~arrow_sparse._backend.get_kernel` answers in well under a
-    microsecond, and its answer changes with the backend (the test emulator).
-    """
-    return get_kernel("embedding", name, xp)
 
 
 def is_array(x: Any) -> bool:
@@ -366,7 +357,7 @@ class DeviceBags:
     @property
     def ids(self) -> Any:
         """Flat ids, 0 where not read (so every one is in range)."""
-        return _cupy().where(self.bag >= 0, self.key, 0)
+        return cupy_module("embedding").where(self.bag >= 0, self.key, 0)
 
     @property
     def num_ids(self) -> int:
@@ -375,20 +366,17 @@ class DeviceBags:
 
     def mean_scale(self) -> Any:
         """``1 / count`` of each position's bag (float64; 1 where not read)."""
-        xp = _cupy()
+        xp = cupy_module("embedding")
         inverse = 1.0 / xp.maximum(self.count, 1).astype(np.float64)
         if self.num_bags == 0:
             return xp.ones(self.num_ids, dtype=np.float64)
         return xp.take(inverse, xp.maximum(self.bag, 0))
 
 
-def _cupy() -> ModuleType:
-    return importlib.import_module("cupy")
-
 
 def _device_bags(func: str, ids: Any, offsets: Any, weights: Any, bound: int) -> DeviceBags:
     """Read device bags: the O(1) checks here, the rest in the ``bag_ids`` kernel."""
-    xp = _cupy()
+    xp = cupy_module("embedding")
     valid = vmask = woffs = wvalid = None
     if isinstance(ids, Jagged):
         flat = v.as_index_array(func, "ids", _list_values(func, ids, offsets), device=True)
@@ -401,8 +389,8 @@ def _device_bags(func: str, ids: Any, offsets: Any, weights: Any, bound: int) ->
     else:
         arr, flat, offs, w = _flat_bags(func, ids, offsets, weights, xp)
         shape = arr.shape
-    bag, key, wpos, count = importlib.import_module("arrow_sparse.kernels.cuda.embedding") \
-        .bag_ids(flat, offs, valid, vmask, woffs, wvalid, 0 if w is None else len(w), bound)
+    bag, key, wpos, count = get_kernel("embedding", "bag_ids", xp)(
+        flat, offs, valid, vmask, woffs, wvalid, 0 if w is None else len(w), bound)
     if w is not None and woffs is not None:  # list weights: gather them to the ids
         w = xp.where(wpos >= 0, xp.take(w, xp.maximum(wpos, 0)), w.dtype.type(0)) \
             if len(w) else xp.zeros(len(flat), dtype=w.dtype)

@@ -17,6 +17,7 @@ from .._backend import (
     array_module,
     device_checks,
     device_of,
+    get_kernel,
     is_cupy_array,
     module_of,
     normalize_device,
@@ -24,7 +25,7 @@ from .._backend import (
 )
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged
-from ._args import Bags, DeviceBags, bags, check_mode, check_table, kernel
+from ._args import Bags, DeviceBags, bags, check_mode, check_table
 
 __all__ = ["SparseGrad", "lookup_backward", "lookup_backward_weights"]
 
@@ -265,14 +266,14 @@ def _coalesce(func: str, ids: Any, bag: Any, scale: Any, grad_out: Any, *,
     then, at no extra cost.
     """
     xp = module_of(grad_out)
-    order, rows, starts = kernel("sort_ids", xp)(ids.astype(np.int64, copy=False))
+    order, rows, starts = get_kernel("embedding", "sort_ids", xp)(ids.astype(np.int64, copy=False))
     device_checks(func, xp, wait=True)
     if drop_last:
         rows, starts = rows[:-1], starts[:-1]
     values = xp.empty((len(rows), grad_out.shape[1]), dtype=grad_out.dtype)
     no_scale = xp.empty(0, dtype=np.float64)
-    kernel("coalesce_sorted", xp)(grad_out, order, bag, no_scale if scale is None else scale,
-                                  starts, values)
+    get_kernel("embedding", "coalesce_sorted", xp)(
+        grad_out, order, bag, no_scale if scale is None else scale, starts, values)
     return rows, values, starts
 
 
@@ -477,8 +478,8 @@ def lookup_backward_weights(grad_out: Any, table: Any, ids: Any, *, offsets: Any
     dtype = np.result_type(table.dtype, grad.dtype, np.float32)
     if isinstance(b, Bags):
         per_id = np.empty(len(b.ids), dtype=dtype)
-        kernel("weights_grad")(np.ascontiguousarray(table), b.ids, b.offsets, grad,
-                               mode == "mean", per_id)
+        get_kernel("embedding", "weights_grad")(
+            np.ascontiguousarray(table), b.ids, b.offsets, grad, mode == "mean", per_id)
         flat = b.scatter(per_id)
     else:
         flat = _device_weights_grad(xp, xp.ascontiguousarray(table), b, grad, mode, dtype)
@@ -500,7 +501,7 @@ def _device_weights_grad(xp: Any, table: Any, b: DeviceBags, grad: Any, mode: st
     then rounds ``acc * (1 / count)`` once into ``dtype``, as the CPU kernel does.
     """
     acc = xp.zeros(b.num_ids, dtype=np.float64)
-    kernel("weights_grad", xp)(table, b.ids, b.offsets, grad, False, acc)
+    get_kernel("embedding", "weights_grad", xp)(table, b.ids, b.offsets, grad, False, acc)
     if mode == "mean":
         acc = acc * b.mean_scale()
     return xp.where(b.bag >= 0, acc, 0.0).astype(dtype, copy=False).reshape(b.shape)

@@ -21,7 +21,6 @@ from ._args import (
     check_table,
     is_array,
     is_list_input,
-    kernel,
     ndim_of,
     run_in_threads,
 )
@@ -171,7 +170,8 @@ def _plan(func: str, table: Any, ids: Any, offsets: Any, weights: Any, mode: str
                          lambda res: res)
         idx = v.as_index_array(func, "ids", ids, device=True)  # the kernel checks the range
         return _Plan(len(idx), dim, table.dtype,
-                     lambda o: kernel("lookup_rows", xp)(src, idx, o, 0), lambda res: res)
+                     lambda o: get_kernel("embedding", "lookup_rows", xp)(
+                         src, idx, o, 0), lambda res: res)
     b = bags(func, ids, offsets, weights, len(table), xp)
     dtype = _pooled_dtype(table.dtype, mode, None if b.weights is None else b.weights.dtype)
     return _Plan(b.num_bags, dim, dtype, lambda o: _write_bags(src, b, mode, o),
@@ -200,7 +200,7 @@ def _write_rows(table: np.ndarray, ids: np.ndarray, out: np.ndarray) -> None:
         offset = out.ctypes.data - base.ctypes.data
         if offset % out.itemsize == 0 and offset // out.itemsize + out.shape[1] <= base.shape[1]:
             target, col = base, offset // out.itemsize
-    kernel("lookup_rows")(table, ids, target, col)
+    get_kernel("embedding", "lookup_rows")(table, ids, target, col)
 
 
 def _write_bags(table: Any, b: Bags | DeviceBags, mode: str, out: Any) -> None:
@@ -214,8 +214,8 @@ def _write_bags(table: Any, b: Bags | DeviceBags, mode: str, out: Any) -> None:
     lowest = acc.type(-np.inf) if acc.kind == "f" else acc.type(np.iinfo(acc).min)
     read = b.read if isinstance(b, DeviceBags) else None
     get_kernel("segment", "gather_reduce", module_of(out))(
-        table, b.ids, b.offsets, None, read, b.weights, None, _GATHER_MODES[mode], zero,
-        lowest, 0 if mode == "sum" else 1, out.dtype.type(0), out, None)
+        table, b.ids, b.offsets, None, read, b.weights, None, _GATHER_MODES[mode], zero, lowest,
+        0 if mode == "sum" else 1, out.dtype.type(0), out, None)
 
 
 def _finish_bags(ids: Any, b: Bags | DeviceBags, mode: str, res: Any) -> Any:

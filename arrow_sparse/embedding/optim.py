@@ -11,14 +11,13 @@ from typing import Any
 import numpy as np
 
 from .. import _validate as v
-from .._backend import array_module, device_checks, module_of
+from .._backend import array_module, device_checks, get_kernel, module_of
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from ._args import (
     check_scalar,
     check_table,
     check_writable,
     is_array,
-    kernel,
     run_in_threads,
 )
 from .grad import SparseGrad
@@ -73,7 +72,7 @@ def _prepare(opt: str, table: Any, state: Any, grad: Any, hyper: dict[str, Any]
     if opt == "sgd":
         lr = check_scalar(opt, "lr", hyper.pop("lr"))
         _no_extra(opt, hyper)
-        return lambda: kernel("sgd_rows", xp)(table, rows, values, lr)
+        return lambda: get_kernel("embedding", "sgd_rows", xp)(table, rows, values, lr)
     if opt in ("adagrad", "rowwise_adagrad"):
         shape = table.shape if opt == "adagrad" else table.shape[:1]
         s = check_writable(opt, "state", state, shape)
@@ -82,7 +81,7 @@ def _prepare(opt: str, table: Any, state: Any, grad: Any, hyper: dict[str, Any]
         eps = check_scalar(opt, "eps", hyper.pop("eps", 1e-10))
         _no_extra(opt, hyper)
         name = "adagrad_rows" if opt == "adagrad" else "rowwise_adagrad_rows"
-        return lambda: kernel(name, xp)(table, s, rows, values, lr, eps)
+        return lambda: get_kernel("embedding", name, xp)(table, s, rows, values, lr, eps)
     if not isinstance(state, (tuple, list)) or len(state) != 2:
         msg = f"{opt}: state must be the pair (z, n) of accumulators"
         raise ArrowSparseTypeError(msg)
@@ -94,7 +93,8 @@ def _prepare(opt: str, table: Any, state: Any, grad: Any, hyper: dict[str, Any]
     l1 = check_scalar(opt, "l1", hyper.pop("l1", 0.001))
     l2 = check_scalar(opt, "l2", hyper.pop("l2", 0.001))
     _no_extra(opt, hyper)
-    return lambda: kernel("ftrl_rows", xp)(table, z, n, rows, values, alpha, beta, l1, l2)
+    return lambda: get_kernel("embedding", "ftrl_rows", xp)(
+        table, z, n, rows, values, alpha, beta, l1, l2)
 
 
 def _step(opt: str, table: Any, state: Any, grad: Any, hyper: dict[str, Any]) -> None:

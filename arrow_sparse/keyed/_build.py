@@ -7,7 +7,6 @@ validity, batch size) and returns them as a :class:`Built`, which
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, NamedTuple, NoReturn
 
@@ -17,7 +16,7 @@ import pyarrow.compute as pc
 
 from .. import _arrow
 from .. import _validate as v
-from .._backend import is_cupy_array
+from .._backend import get_kernel, is_cupy_array, module_of
 from ..errors import ArrowSparseKeyError, ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged
 
@@ -119,8 +118,7 @@ def _check_validity(func: str, validity: Any, lengths: np.ndarray) -> np.ndarray
     """
     mask = v.check_mask(func, "validity", validity, len(lengths), device=True)
     if mask is not None and is_cupy_array(mask):
-        importlib.import_module("arrow_sparse.kernels.cuda.transforms").check_null_rows(
-            lengths, mask)
+        get_kernel("transforms", "check_null_rows", module_of(mask))(lengths, mask)
     elif mask is not None:
         bad = ~mask & (lengths != 0)
         if bad.any():

@@ -17,10 +17,8 @@ given).
 from __future__ import annotations
 
 import functools
-import importlib
 import math
 from collections.abc import Callable, Hashable
-from types import ModuleType
 from typing import Any, NoReturn, cast
 
 import numpy as np
@@ -36,15 +34,6 @@ _MODES = {"sum": 0, "mean": 1, "max": 2}  # kernels.cpu.segment.MODE_*
 _INT64, _UINT64, _FLOAT32, _FLOAT64 = (np.dtype(t) for t in ("i8", "u8", "f4", "f8"))
 
 
-def _kernel(name: str, xp: ModuleType = np) -> Callable[..., Any]:
-    # Not cached here: the registry picks the backend per call (tests swap in the
-    # CUDA emulator), and its own module lookup is a dict hit.
-    return get_kernel("segment", name, xp)
-
-
-def _device_kernels() -> ModuleType:
-    """Import the CUDA launchers of the segment family (for its device-only kernels)."""
-    return importlib.import_module("arrow_sparse.kernels.cuda.segment")
 
 
 # ================================================================ input normalisation
@@ -148,7 +137,7 @@ def _rows(func: str, values: Any, offsets: Any, lengths: Any, segment_ids: Any,
         else:
             ids, count = v.check_sorted_segment_ids(func, "segment_ids", segment_ids, n,
                                                     num_segments, device=True)
-            offs = _kernel("sorted_ids_to_offsets", module_of(ids))(ids, count)
+            offs = get_kernel("segment", "sorted_ids_to_offsets", module_of(ids))(ids, count)
             num_segments = None
         valid, listlike = None, False
     rows = _Rows(vals, offs, valid, vmask, arrow, listlike)
@@ -218,8 +207,8 @@ def _weights(func: str, weights: Any, rows: _Rows,
         # The kernels compare the rows' lengths as they read them; null weights are a
         # device check.
         if wj.values_validity is not None:
-            _device_kernels().check_null_weights(woffsets, valid, wj.values_validity,
-                                                 len(wj.values))
+            get_kernel("segment", "check_null_weights", rows.xp)(
+                woffsets, valid, wj.values_validity, len(wj.values))
         w, _ = _flat(func, arg, wj.values)
         return _scalar_dtype(w), woffsets, valid
     wlens = np.diff(woffsets)

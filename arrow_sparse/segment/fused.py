@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from .. import _arrow
 from .. import _validate as v
-from .._backend import array_module, device_checks, is_cupy_array
+from .._backend import array_module, device_checks, get_kernel, is_cupy_array
 from .._docs import F, fill_doc
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 from ._args import (
@@ -26,7 +26,6 @@ from ._args import (
     _finish,
     _float_dtype,
     _is_list_input,
-    _kernel,
     _lowest,
     _per_chunk,
     _raise_out_of_range,
@@ -78,9 +77,9 @@ def _fused(func: str, mode: str, data: Any, indices: Any, offsets: Any, lengths:
                   np.dtype(np.uint8) if out_dtype.kind == "b" else out_dtype, xp)
     counts = np.empty(rows.num_rows, np.int64) if rows.arrow and mc and rows.vmask is not None \
         else None
-    bad = _kernel("gather_reduce", xp)(table, ids, rows.offsets, _u8(valid), _u8(rows.vmask),
-                                       w, woffs, _MODES[mode], zero, lowest, mc, empty, out,
-                                       counts)
+    bad = get_kernel("segment", "gather_reduce", xp)(
+        table, ids, rows.offsets, _u8(valid), _u8(rows.vmask), w, woffs, _MODES[mode], zero,
+        lowest, mc, empty, out, counts)
     if bad >= 0:  # host arrays only: device kernels record it in the error word
         _raise_out_of_range(func, names[0], ids, bad, len(table))
     if out_dtype.kind == "b":

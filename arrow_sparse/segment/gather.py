@@ -8,12 +8,10 @@ import numpy as np
 import pyarrow as pa
 
 from .. import _validate as v
-from .._backend import array_module, device_checks
+from .._backend import array_module, device_checks, get_kernel
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 from ._args import (
-    _device_kernels,
     _index_ndim,
-    _kernel,
     _slices,
     _width,
     _writable,
@@ -75,7 +73,7 @@ def gather(data: Any, indices: Any) -> Any:
         idx = v.check_indices(func, "indices", indices, len(arr), ndim=_index_ndim(indices))
         return np.take(arr, idx, axis=0)
     idx = v.as_index_array(func, "indices", indices, ndim=_index_ndim(indices), device=True)
-    out = _device_kernels().gather_rows(arr, idx.reshape(-1))
+    out = get_kernel("segment", "gather_rows", xp)(arr, idx.reshape(-1))
     device_checks(func, xp)
     return out.reshape(idx.shape + arr.shape[1:])
 
@@ -132,8 +130,9 @@ def scatter_assign(data: Any, indices: Any, slices: Any) -> np.ndarray:
     idx = _scatter_indices(func, indices, len(arr), xp)
     rows = _slices(func, slices, arr, len(idx))
     view = arr.view(np.uint8) if arr.dtype.kind == "b" else arr
-    _kernel("scatter_assign", xp)(view.reshape(len(arr), _width(arr)), idx,
-                                  rows.view(np.uint8) if rows.dtype.kind == "b" else rows)
+    get_kernel("segment", "scatter_assign", xp)(
+        view.reshape(len(arr), _width(arr)), idx,
+        rows.view(np.uint8) if rows.dtype.kind == "b" else rows)
     device_checks(func, xp)
     return arr
 
@@ -229,7 +228,7 @@ def scatter_weighted_sum(data: Any, w0: Any, indices: Any, slices: Any, w1: Any)
         weights.append(float(warr.reshape(())))
     idx = _scatter_indices(func, indices, len(arr), xp)
     rows = _slices(func, slices, arr, len(idx))
-    _kernel("scatter_weighted_sum", xp)(arr.reshape(len(arr), _width(arr)), weights[0], idx,
-                                        rows, weights[1])
+    get_kernel("segment", "scatter_weighted_sum", xp)(
+        arr.reshape(len(arr), _width(arr)), weights[0], idx, rows, weights[1])
     device_checks(func, xp)
     return arr

@@ -14,13 +14,12 @@ import pyarrow as pa
 
 from .. import _arrow
 from .. import _validate as v
-from .._backend import array_module, device_checks
+from .._backend import array_module, device_checks, get_kernel
 from ._args import (
     _OUT_DTYPE,
     _acc_zero,
     _empty_scalar,
     _finish,
-    _kernel,
     _lowest,
     _min_count,
     _per_chunk,
@@ -67,25 +66,26 @@ def _sorted(func: str, op: str, values: Any, offsets: Any, lengths: Any, segment
     vmask = _u8(rows.vmask)
     if op in ("sum", "mean", "weighted_sum"):
         zero = np.float64(0) if op == "mean" else _acc_zero(out_dtype)
-        _kernel("sorted_sum", xp)(vals, rows.offsets, _u8(valid), vmask, w, woffs,
-                                  op == "mean", zero, mc, empty, out, counts)
+        get_kernel("segment", "sorted_sum", xp)(
+            vals, rows.offsets, _u8(valid), vmask, w, woffs, op == "mean", zero, mc, empty, out,
+            counts)
     elif op in ("max", "min"):
-        _kernel("sorted_extreme", xp)(vals, rows.offsets, _u8(valid), vmask, op == "max",
-                                      _lowest(vals.dtype, op == "min"), mc,
-                                      out.dtype.type(empty), out, counts)
+        get_kernel("segment", "sorted_extreme", xp)(
+            vals, rows.offsets, _u8(valid), vmask, op == "max", _lowest(vals.dtype, op == "min"),
+            mc, out.dtype.type(empty), out, counts)
     else:
         vals2 = rows.values_2d()
         out2 = out.reshape(rows.num_rows, vals2.shape[1])
         if op == "prod":
-            _kernel("sorted_prod", xp)(vals2, rows.offsets, _u8(valid), vmask,
-                                       _acc_zero(out_dtype).dtype.type(1), mc, empty, out2,
-                                       counts)
+            get_kernel("segment", "sorted_prod", xp)(
+                vals2, rows.offsets, _u8(valid), vmask, _acc_zero(out_dtype).dtype.type(1), mc,
+                empty, out2, counts)
         elif op == "logsumexp":
-            _kernel("sorted_logsumexp", xp)(vals2, rows.offsets, _u8(valid), vmask, mc,
-                                            empty, out2, counts)
+            get_kernel("segment", "sorted_logsumexp", xp)(
+                vals2, rows.offsets, _u8(valid), vmask, mc, empty, out2, counts)
         else:
-            _kernel("sorted_arg_extreme", xp)(vals2, rows.offsets, _u8(valid), vmask,
-                                              op == "argmax", mc, empty, out2, counts)
+            get_kernel("segment", "sorted_arg_extreme", xp)(
+                vals2, rows.offsets, _u8(valid), vmask, op == "argmax", mc, empty, out2, counts)
     if out_dtype.kind == "b":
         out = out.view(bool)
     result = _finish(rows, valid, out, counts, mc, rows.inner)

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from .. import _arrow
 from .. import _validate as v
-from .._backend import array_module, device_checks
+from .._backend import array_module, device_checks, get_kernel
 from .._docs import F, fill_doc
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from ._args import (
@@ -25,7 +25,6 @@ from ._args import (
     _finish,
     _flat,
     _is_list_input,
-    _kernel,
     _lowest,
     _min_count,
     _Rows,
@@ -66,13 +65,13 @@ def _unsorted(func: str, op: str, values: Any, segment_ids: Any, num_segments: A
                   np.dtype(np.uint8) if out_dtype.kind == "b" else out_dtype, xp)
     counts = np.empty(count, np.int64) if rows.arrow and mc > 0 else None
     if op in ("max", "min"):
-        bad = _kernel("scatter_extreme", xp)(rows.values, ids, _u8(vmask), op == "max",
-                                             _lowest(rows.values.dtype, op == "min"), mc,
-                                             out.dtype.type(empty), out, counts)
+        bad = get_kernel("segment", "scatter_extreme", xp)(
+            rows.values, ids, _u8(vmask), op == "max", _lowest(rows.values.dtype, op == "min"),
+            mc, out.dtype.type(empty), out, counts)
     else:
         zero = np.float64(0) if op == "mean" else _acc_zero(out_dtype)
-        bad = _kernel("scatter_sum", xp)(rows.values, ids, _u8(vmask), w, op == "mean", zero,
-                                         mc, empty, out, counts)
+        bad = get_kernel("segment", "scatter_sum", xp)(
+            rows.values, ids, _u8(vmask), w, op == "mean", zero, mc, empty, out, counts)
     if bad >= 0:  # host arrays only: device kernels record it in the error word
         problem = "must be non-negative" if ids[bad] < 0 else f"must be < num_segments={count}"
         raise ArrowSparseIndexError(v.message(func, "segment_ids", problem, bad, ids[bad]))

@@ -9,10 +9,8 @@ sparse kernels (see docs/gpu.md, "Dispatch"). Argument checks live in
 from __future__ import annotations
 
 import functools
-import importlib
 import math
 from collections.abc import Callable, Sequence
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -42,10 +40,6 @@ def checked(method: Callable[..., Any]) -> Callable[..., Any]:
         return out
     return run
 
-
-def _cuda_sparse() -> ModuleType:
-    """Import the CUDA launchers of the family on first use (CuPy is not imported)."""
-    return importlib.import_module("arrow_sparse.kernels.cuda.sparse")
 
 
 def pointer_window(ptr: np.ndarray, window: Any = None) -> Any:
@@ -96,8 +90,7 @@ def lex_order(keys: Sequence[np.ndarray], func: str = "lex_order") -> tuple[bool
         return True, True
     xp = module_of(keys[0])
     if len(keys) == 2:
-        return get_kernel("sparse", "lex_order2", xp)(  # type: ignore[no-any-return]
-            keys[0], keys[1])
+        return get_kernel("sparse", "lex_order2", xp)(keys[0], keys[1])  # type: ignore[no-any-return]
     decided = xp.zeros(n - 1, dtype=bool)
     for key in keys:
         before, after = key[:-1], key[1:]
@@ -265,7 +258,8 @@ def flatnonzero(func: str, mask: np.ndarray) -> np.ndarray:
     """
     if not is_cupy_array(mask):
         return np.flatnonzero(mask)
-    return _cuda_sparse().flatnonzero(func, mask)  # type: ignore[no-any-return]
+    return get_kernel("sparse", "flatnonzero", module_of(mask))(
+        func, mask)  # type: ignore[no-any-return]
 
 
 def nonzero(func: str, arr: np.ndarray) -> tuple[np.ndarray, ...]:

@@ -29,13 +29,9 @@ from .csc import SparseCSC
 from .csr import SparseCSR
 from .tensor import SparseTensor
 
-__all__ = ["Problem", "Strided", "check_dims", "dense_view", "entries", "kernel", "numeric",
+__all__ = ["Problem", "Strided", "check_dims", "dense_view", "entries", "numeric",
            "prepare", "strided"]
 
-
-def kernel(name: str, xp: ModuleType) -> Callable[..., Any]:
-    """Masked-reduction kernel ``name`` for the array module ``xp``."""
-    return get_kernel("masked", name, xp)
 
 
 def _ravel(coords: list[np.ndarray], shape: tuple[int, ...], n: int,
@@ -194,7 +190,7 @@ class Problem:
         return flat.reshape(kept)
 
     def k(self, name: str) -> Callable[..., Any]:
-        return kernel(name, self.xp)
+        return get_kernel("masked", name, self.xp)
 
 
 @dataclass
@@ -320,7 +316,7 @@ def _problem(func: str, x: Any, dim: Any, mask: Any, xp: ModuleType) -> Problem:
     n = len(vals)
     cell = _ravel([coords[i] for i in kept], kshape, n, xp)
     pos = _ravel([coords[i] for i in dims], rshape, n, xp)
-    count = kernel("masked_count", xp)
+    count = get_kernel("masked", "masked_count", xp)
 
     def counts(cells: np.ndarray, where: np.ndarray | None = None) -> np.ndarray:
         out = xp.zeros(num_cells, dtype=np.int64)
@@ -352,8 +348,8 @@ def _problem(func: str, x: Any, dim: Any, mask: Any, xp: ModuleType) -> Problem:
         # usually sorted alike (one merge pass), whichever dimensions are reduced
         count_in = counts(_ravel([spec[i] for i in kept], kshape, len(spec[0]), xp))
         inm = xp.empty(n, dtype=bool)
-        kernel("sorted_member", xp)(_sorted_keys(_ravel(spec, shape, len(spec[0]), xp)),
-                                    _ravel(coords, shape, n, xp), inm)
+        get_kernel("masked", "sorted_member", xp)(
+            _sorted_keys(_ravel(spec, shape, len(spec[0]), xp)), _ravel(coords, shape, n, xp), inm)
 
         def mask_keys() -> np.ndarray:
             return _sorted_keys(cells_of(spec))

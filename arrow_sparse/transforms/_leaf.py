@@ -22,14 +22,9 @@ import pyarrow as pa
 
 from .. import _arrow
 from .. import _validate as v
-from .._backend import array_module, device_checks, get_kernel, module_of
+from .._backend import array_module, device_checks, module_of
 from ..errors import ArrowSparseTypeError
 from ..jagged import Jagged
-
-
-def _kernel(name: str, xp: ModuleType = np) -> Any:
-    return get_kernel("transforms", name, xp)
-
 
 
 # ----------------------------------------------------------------------- leaves

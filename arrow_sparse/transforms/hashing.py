@@ -11,11 +11,10 @@ from typing import Any
 import numpy as np
 
 from .. import _validate as v
-from .._backend import array_module, module_of
+from .._backend import array_module, get_kernel, module_of
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 from ._leaf import (
     _ElementOp,
-    _kernel,
     _Leaf,
     _map_elements,
 )
@@ -36,11 +35,11 @@ class _HashOp(_ElementOp):
 
     def compute(self, leaf: _Leaf, start: int, stop: int, out: np.ndarray) -> None:
         if leaf.kind == "int":
-            _kernel("hash_ints", module_of(out))(leaf.values, start, stop, self.seed,
-                                                 self.num_buckets, out)
+            get_kernel("transforms", "hash_ints", module_of(out))(
+                leaf.values, start, stop, self.seed, self.num_buckets, out)
         else:
-            _kernel("hash_strings")(leaf.offsets, leaf.data, start, stop, self.seed,
-                                    self.num_buckets, out)
+            get_kernel("transforms", "hash_strings")(
+                leaf.offsets, leaf.data, start, stop, self.seed, self.num_buckets, out)
 
 
 class _BucketizeOp(_ElementOp):
@@ -55,8 +54,8 @@ class _BucketizeOp(_ElementOp):
 
     def compute(self, leaf: _Leaf, start: int, stop: int, out: np.ndarray) -> None:
         common = np.result_type(leaf.values.dtype, self.boundaries.dtype)
-        _kernel("bucketize", module_of(out))(leaf.values, start, stop,
-                                             self.boundaries.astype(common), self.right, out)
+        get_kernel("transforms", "bucketize", module_of(out))(
+            leaf.values, start, stop, self.boundaries.astype(common), self.right, out)
 
 
 def hash_bucket(values: Any, num_buckets: int, seed: int = 0) -> Any:

@@ -10,13 +10,12 @@ import pyarrow.compute as pc
 
 from .. import _arrow
 from .. import _validate as v
-from .._backend import device_checks, module_of
+from .._backend import device_checks, get_kernel, module_of
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged
 from ._leaf import (
     _arrow_leaf,
     _bytes_type,
-    _kernel,
     _not_a_column,
     _per_chunk,
 )
@@ -200,10 +199,9 @@ def pad_or_truncate(values: Any, length: int, pad_value: Any = 0, side: str = "r
         arrow = isinstance(x, pa.Array)
         out_valid = np.ones((rows, length), dtype=np.uint8) \
             if arrow and col.values_validity is not None else None
-        _kernel("pad_or_truncate", xp)(
-            xp.ascontiguousarray(values2).reshape(len(values2), width), col.offsets,
-            col.validity, col.values_validity, length, left, pad,
-            out.reshape(rows, length, width), out_valid)
+        get_kernel("transforms", "pad_or_truncate", xp)(
+            xp.ascontiguousarray(values2).reshape(len(values2), width), col.offsets, col.validity,
+            col.values_validity, length, left, pad, out.reshape(rows, length, width), out_valid)
         if not arrow:
             device_checks(func, xp)
             return out
@@ -238,9 +236,9 @@ def _pad_strings(func: str, col: _Col, length: int, pad_value: Any,
     total = int(col.offsets[-1]) - start
     rows = col.num_rows
     positions = np.empty((rows, length, 1), dtype=np.int64)
-    _kernel("pad_or_truncate")(np.arange(total, dtype=np.int64).reshape(total, 1),
-                               col.offsets - start, col.validity, None, length, left,
-                               np.int64(-1), positions, None)
+    get_kernel("transforms", "pad_or_truncate")(
+        np.arange(total, dtype=np.int64).reshape(total, 1), col.offsets - start, col.validity,
+        None, length, left, np.int64(-1), positions, None)
     flat = positions.reshape(-1)
     padding = flat < 0
     taken = leaf.slice(start, total).take(pa.array(flat, mask=padding))
@@ -306,8 +304,8 @@ def drop_nulls(values: Any) -> Any:
         if col.values_validity is None:
             return x
         xp = module_of(col.offsets)
-        offsets, positions = _kernel("compact", xp)(col.offsets, col.validity,
-                                                    col.values_validity)
+        offsets, positions = get_kernel("transforms", "compact", xp)(
+            col.offsets, col.validity, col.values_validity)
         kept = col.leaf.take(pa.array(positions)) if col.leaf is not None \
             else col.values[positions]
         device_checks(func, xp)
@@ -394,7 +392,7 @@ def fill_null(values: Any, value: Any, *, empty_null_rows: bool = False) -> Any:
         offsets, validity = col.offsets, col.validity
         if empty_rows and validity is not None:
             if np.diff(offsets)[~validity].any():
-                offsets, positions = _kernel("compact")(offsets, validity, None)
+                offsets, positions = get_kernel("transforms", "compact")(offsets, validity, None)
                 filled = filled.take(pa.array(positions)) if isinstance(filled, pa.Array) \
                     else filled[positions]
             validity = None
@@ -428,7 +426,7 @@ def _fill_null_device(func: str, col: _Col, value: Any, empty_rows: bool) -> Jag
         filled = xp.where(mask, filled, fill).astype(filled.dtype, copy=False)
     offsets, validity = col.offsets, col.validity
     if empty_rows and validity is not None:
-        offsets, positions = _kernel("compact", xp)(offsets, validity, None)
+        offsets, positions = get_kernel("transforms", "compact", xp)(offsets, validity, None)
         filled = filled[positions]
         validity = None
     device_checks(func, xp)

@@ -9,10 +9,9 @@ import numpy as np
 import pyarrow as pa
 
 from .. import _arrow
-from .._backend import module_of, read_back
+from .._backend import get_kernel, module_of, read_back
 from ..jagged import Jagged
 from ._leaf import (
-    _kernel,
     _not_a_column,
 )
 
@@ -119,7 +118,7 @@ def length_stats(values: Any) -> LengthStats:
         if validity is not None:
             lengths = lengths[validity]
         if child_valid is not None:
-            present = _kernel("kept_lengths")(offsets, validity, child_valid)
+            present = get_kernel("transforms", "kept_lengths")(offsets, validity, child_valid)
             null_values += int(lengths.sum()) - int(present.sum())
         rows += len(offsets) - 1
         kept.append(lengths)
@@ -172,7 +171,8 @@ def _length_stats_device(func: str, j: Jagged) -> LengthStats:
         n = validity.sum()
     sums = [kept.sum(), (kept == 0).sum()]
     if child_valid is not None:
-        sums.append(_kernel("kept_lengths", xp)(offsets, validity, child_valid).sum())
+        sums.append(get_kernel("transforms", "kept_lengths", xp)(
+            offsets, validity, child_valid).sum())
     if validity is not None:
         sums.append(n)
     picked = xp.sort(keys)[xp.asarray(_ranks(n))] if rows else xp.zeros(5, np.int64)

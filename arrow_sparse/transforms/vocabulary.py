@@ -25,6 +25,7 @@ from .._backend import (
     array_module,
     device_checks,
     device_of,
+    get_kernel,
     is_cupy_array,
     module_of,
     read_back,
@@ -36,7 +37,6 @@ from ._leaf import (
     _arrow_leaf,
     _bytes_type,
     _ElementOp,
-    _kernel,
     _Leaf,
     _map_elements,
     _not_a_column,
@@ -73,11 +73,12 @@ class _CategorifyOp(_ElementOp):
     def compute(self, leaf: _Leaf, start: int, stop: int, out: np.ndarray) -> None:
         table, strings = self.vocabulary._lookup_table(device_of(out))
         if leaf.kind == "int":
-            _kernel("lookup_ints", module_of(out))(leaf.values, leaf.validity(), start, stop,
-                                                   table, MISSING_ID, out)
+            get_kernel("transforms", "lookup_ints", module_of(out))(
+                leaf.values, leaf.validity(), start, stop, table, MISSING_ID, out)
         else:
-            _kernel("lookup_strings")(leaf.offsets, leaf.data, leaf.validity(), start, stop,
-                                      strings, table, MISSING_ID, out)
+            get_kernel("transforms", "lookup_strings")(
+                leaf.offsets, leaf.data, leaf.validity(), start, stop, strings, table, MISSING_ID,
+                out)
 
 
 
@@ -213,7 +214,7 @@ def _leaf_rows(j: Jagged) -> Jagged:
     row_valid = j.validity
     while isinstance(j.values, Jagged):
         inner = j.values
-        _, kept = _kernel("compact", xp)(j.offsets, row_valid, None)
+        _, kept = get_kernel("transforms", "compact", xp)(j.offsets, row_valid, None)
         row_valid = xp.zeros(len(inner), dtype=bool)
         row_valid[kept] = True
         if inner.validity is not None:
@@ -231,17 +232,18 @@ def _count_batch(func: str, x: Any) -> _Counts:
     offsets, validity, leaf, arrow_type = _one_level(func, x)
     xp = module_of(offsets)
     if leaf.kind == "bytes":
-        positions, counts = _kernel("count_strings")(leaf.offsets, leaf.data, leaf.validity(),
-                                                     offsets, validity)
+        positions, counts = get_kernel("transforms", "count_strings")(
+            leaf.offsets, leaf.data, leaf.validity(), offsets, validity)
         assert leaf._source is not None
         return _Counts("bytes", leaf._source.take(pa.array(positions)), counts, arrow_type, None)
     values = leaf.values
     if leaf.kind == "int":
-        keys, counts = _kernel("count_ints", xp)(values, leaf.validity(), offsets, validity)
+        keys, counts = get_kernel("transforms", "count_ints", xp)(
+            values, leaf.validity(), offsets, validity)
         return _Counts("int", keys, counts, arrow_type, values.dtype)
     # floats and booleans: gather the counted elements, then count by sorting (NaNs
     # count as one value, numpy's and CuPy's default).
-    _, positions = _kernel("compact", xp)(offsets, validity, leaf.validity())
+    _, positions = get_kernel("transforms", "compact", xp)(offsets, validity, leaf.validity())
     keys, counts = xp.unique(values[positions], return_counts=True)
     return _Counts(leaf.kind, keys, counts.astype(np.int64), arrow_type, values.dtype)
 
@@ -305,7 +307,7 @@ def _ordered(keys: Any, counts: np.ndarray) -> tuple[Any, np.ndarray]:
     if len(keys) > 1 and unsorted:
         by_value = xp.argsort(keys)  # the keys are distinct: any sort is stable enough
         keys, counts = keys[by_value], counts[by_value]
-    order = _kernel("order_by_count", xp)(counts)
+    order = get_kernel("transforms", "order_by_count", xp)(counts)
     return keys[order], counts[order]
 
 
@@ -654,14 +656,14 @@ class Vocabulary:
         if isinstance(self._values, pa.Array):
             leaf = _arrow_leaf("categorify", self._values)[0]
             strings = (leaf.offsets, leaf.data)
-            table = (_kernel("build_string_table")(*strings), strings)
+            table = (get_kernel("transforms", "build_string_table")(*strings), strings)
         elif device == "cpu":
-            table = (_kernel("build_int_table")(self._values), None)
+            table = (get_kernel("transforms", "build_int_table")(self._values), None)
         else:
             keys = transfer("categorify", self._values, device)
             xp = module_of(keys)
             with xp.cuda.Device(keys.device.id):
-                table = (_kernel("build_int_table", xp)(keys), None)
+                table = (get_kernel("transforms", "build_int_table", xp)(keys), None)
         self._tables[device] = table
         return table  # type: ignore[no-any-return]
 

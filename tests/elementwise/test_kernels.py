@@ -89,7 +89,7 @@ def run_both(kernel: str, cpu_args: tuple[Any, ...], gpu_args: tuple[Any, ...] |
     got_args = copies(cpu_args if gpu_args is None else gpu_args)
     expected = getattr(cpu_ew, kernel)(*expected_args)
     launcher = _backend.get_kernel("elementwise", kernel)
-    assert launcher is getattr(cuda_ew, kernel)
+    assert launcher.func is getattr(cuda_ew, kernel)
     got = launcher(*got_args)
     cuda.check_errors(kernel)
     return expected, got, expected_args, got_args
@@ -106,7 +106,7 @@ def test_launchers_take_the_cpu_kernels_arguments() -> None:
     for kernel in KERNELS:
         cpu_params = list(inspect.signature(getattr(cpu_ew, kernel)).parameters)
         cuda_params = list(inspect.signature(getattr(cuda_ew, kernel)).parameters)
-        assert cuda_params == cpu_params, kernel
+        assert cuda_params == ["xp", *cpu_params], kernel
 
 
 def test_name_expressions_cover_every_variant_once() -> None:
@@ -121,7 +121,7 @@ def test_name_expressions_cover_every_variant_once() -> None:
 
 
 def test_device_error_messages_are_declared() -> None:
-    table = _launch.error_messages(cuda.source("elementwise"))
+    table = cuda.error_messages(cuda.source("elementwise"))
     assert {code: cls for code, (_, cls, _) in table.items()} == {
         1: ArrowSparseIndexError, 2: ArrowSparseIndexError, 3: ArrowSparseIndexError,
         4: ArrowSparseIndexError, cuda_ew.ROWS_DIFFER: ArrowSparseValueError,
@@ -190,12 +190,12 @@ def test_softmax_and_cumsum_convert_values_to_the_output_dtype(cuda_emu: Emulato
     offsets = layout(5)
     x = np.arange(int(offsets[-1]) * 2, dtype=np.int32).reshape(-1, 2) % 7
     sums = np.zeros(x.shape, np.int64)
-    cuda_ew.cumsum(x, offsets, None, None, False, sums)
+    cuda_ew.cumsum(np, x, offsets, None, None, False, sums)
     expected = np.zeros(x.shape, np.int64)
     cpu_ew.cumsum(x.astype(np.int64), offsets, None, None, False, expected)
     np.testing.assert_array_equal(sums, expected)
     soft = np.zeros(x.shape)
-    cuda_ew.softmax(x, offsets, None, None, INT64_MAX, soft)
+    cuda_ew.softmax(np, x, offsets, None, None, INT64_MAX, soft)
     expected_soft = np.zeros(x.shape)
     cpu_ew.softmax(x.astype(np.float64), offsets, None, None, INT64_MAX, expected_soft)
     assert_softmax_close(soft, expected_soft)
@@ -429,12 +429,12 @@ def test_a_non_contiguous_out_is_updated_in_place(cuda_emu: Emulator) -> None:
     total = int(offsets[-1])
     x = np.random.default_rng(0).standard_normal((total, 3))
     wide = np.full((total, 6), 4.0)
-    cuda_ew.cumsum(x, offsets, None, None, False, wide[:, ::2])
+    cuda_ew.cumsum(np, x, offsets, None, None, False, wide[:, ::2])
     expected = np.full((total, 6), 4.0)
     cpu_ew.cumsum(x, offsets, None, None, False, expected[:, ::2])
     assert_bits(wide, expected)
     wide = np.full((total, 6), 4.0)
-    cuda_ew.softmax(x, offsets, None, None, INT64_MAX, wide[:, ::2])
+    cuda_ew.softmax(np, x, offsets, None, None, INT64_MAX, wide[:, ::2])
     soft = np.full((total, 6), 4.0)
     cpu_ew.softmax(x, offsets, None, None, INT64_MAX, soft[:, ::2])
     assert_softmax_close(wide, soft)
@@ -442,32 +442,32 @@ def test_a_non_contiguous_out_is_updated_in_place(cuda_emu: Emulator) -> None:
 
 # ------------------------------------------------------------------------- device checks
 def test_check_positions_records_the_smallest_position(cuda_emu: Emulator) -> None:
-    cuda_ew.check_positions(np.array([-1, 7, 3, -1, 5]), cuda_ew.ROWS_DIFFER)
+    cuda_ew.check_positions(np, np.array([-1, 7, 3, -1, 5]), cuda_ew.ROWS_DIFFER)
     with pytest.raises(ArrowSparseValueError, match=r"^op: rows differ in length between the "
                        r"operands \(first at position 3; found by a device check\)$"):
         cuda.check_errors("op")
-    cuda_ew.check_positions(np.array([2, 0]), cuda_ew.PADDED_SHORT)
+    cuda_ew.check_positions(np, np.array([2, 0]), cuda_ew.PADDED_SHORT)
     with pytest.raises(ArrowSparseValueError, match=r"^op: other \(a padded operand\) is "
                        r"shorter than a row of the Jagged \(first at position 0;"):
         cuda.check_errors("op")
-    cuda_ew.check_positions(np.array([-1, -1]), cuda_ew.ROWS_DIFFER)
-    cuda_ew.check_positions(np.empty(0, np.int64), cuda_ew.ROWS_DIFFER)
+    cuda_ew.check_positions(np, np.array([-1, -1]), cuda_ew.ROWS_DIFFER)
+    cuda_ew.check_positions(np, np.empty(0, np.int64), cuda_ew.ROWS_DIFFER)
     cuda.check_errors("op")
     assert cuda_emu.launches == ["check_positions<long long>"] * 3
     with pytest.raises(ValueError, match="^check_positions: unknown error code 1$"):
-        cuda_ew.check_positions(np.array([0]), 1)
+        cuda_ew.check_positions(np, np.array([0]), 1)
 
 
 def test_a_range_outside_the_source_is_caught_by_the_device_check(cuda_emu: Emulator) -> None:
     src = np.arange(8, dtype=np.uint32).reshape(4, 2)
     out = np.zeros((5, 2), np.uint32)
-    cuda_ew.gather_ranges(src, np.array([1, 3, 0]), np.array([0, 2, 4, 5]), out)
+    cuda_ew.gather_ranges(np, src, np.array([1, 3, 0]), np.array([0, 2, 4, 5]), out)
     with pytest.raises(ArrowSparseIndexError,
                        match=r"^index_select: a range reaches outside the source rows \(first "
                              r"at position 1; found by a device check\)$"):
         cuda.check_errors("index_select")
     assert out.tolist() == [[2, 3], [4, 5], [6, 7], [0, 0], [0, 1]]  # the rest is copied
-    cuda_ew.repeat_rows(src, np.array([0, 1, 1, 3, 6, 7]), 0, np.zeros((7, 2), np.uint32))
+    cuda_ew.repeat_rows(np, src, np.array([0, 1, 1, 3, 6, 7]), 0, np.zeros((7, 2), np.uint32))
     with pytest.raises(ArrowSparseIndexError, match=r"source rows \(first at position 4;"):
         cuda.check_errors("repeat")
 
@@ -476,16 +476,16 @@ def test_rows_outside_the_values_are_caught_by_the_device_check(cuda_emu: Emulat
     x = np.ones((6, 1))
     bad = np.array([0, 2, 9], np.int64)
     calls: list[Callable[[], Any]] = [
-        lambda: cuda_ew.softmax(x, bad, None, None, INT64_MAX, np.zeros((6, 1))),
-        lambda: cuda_ew.softmax(np.ones((6, 2)), bad, None, None, INT64_MAX,
+        lambda: cuda_ew.softmax(np, x, bad, None, None, INT64_MAX, np.zeros((6, 1))),
+        lambda: cuda_ew.softmax(np, np.ones((6, 2)), bad, None, None, INT64_MAX,
                                 np.zeros((6, 2))),
-        lambda: cuda_ew.cumsum(x, bad, None, None, False, np.zeros((6, 1))),
-        lambda: cuda_ew.unique_rows(np.ones(6), bad, None, None),
-        lambda: cuda_ew.jagged_dense_dense_out(x, None, bad, None, None, np.zeros((2, 8, 1)),
+        lambda: cuda_ew.cumsum(np, x, bad, None, None, False, np.zeros((6, 1))),
+        lambda: cuda_ew.unique_rows(np, np.ones(6), bad, None, None),
+        lambda: cuda_ew.jagged_dense_dense_out(np, x, None, bad, None, None, np.zeros((2, 8, 1)),
                                                np.zeros((2, 8, 1))),
-        lambda: cuda_ew.jagged_jagged_bmm(x, bad, None, x, bad, None, None, INT64_MAX,
+        lambda: cuda_ew.jagged_jagged_bmm(np, x, bad, None, x, bad, None, None, INT64_MAX,
                                           np.zeros((2, 1, 1))),
-        lambda: cuda_ew.jagged_dense_bmm(x[:2], np.array([0, 1, 3]), None, None,
+        lambda: cuda_ew.jagged_dense_bmm(np, x[:2], np.array([0, 1, 3]), None, None,
                                          np.ones((2, 1, 1)), INT64_MAX, np.zeros((3, 1))),
     ]
     for call in calls:
@@ -500,17 +500,17 @@ def test_row_indices_out_of_range_are_caught_by_the_device_check(cuda_emu: Emula
     x = np.arange(5.0).reshape(5, 1)
     offsets = np.array([0, 2, 5])
     out = x.copy()
-    cuda_ew.jagged_dense_jagged_out(x, np.ones((2, 3, 1)), np.array([1, 2]), offsets, 0, out)
+    cuda_ew.jagged_dense_jagged_out(np, x, np.ones((2, 3, 1)), np.array([1, 2]), offsets, 0, out)
     with pytest.raises(ArrowSparseIndexError,
                        match=r"^add: dense row out of range of the dense tensor \(first at "
                              r"position 1;"):
         cuda.check_errors("add")
     assert out[:2, 0].tolist() == [1.0, 2.0]  # row 0 was still added
-    cuda_ew.jagged_dense_bmm(x, offsets, None, None, np.ones((1, 1, 1)), INT64_MAX,
+    cuda_ew.jagged_dense_bmm(np, x, offsets, None, None, np.ones((1, 1, 1)), INT64_MAX,
                              np.zeros((5, 1)))
     with pytest.raises(ArrowSparseIndexError, match="dense row out of range .*position 1;"):
         cuda.check_errors("bmm")
-    cuda_ew.jagged_dense_dense_out(x, np.array([0, -1, 2]), offsets, None, None,
+    cuda_ew.jagged_dense_dense_out(np, x, np.array([0, -1, 2]), offsets, None, None,
                                    np.zeros((3, 2, 1)), np.zeros((3, 2, 1)))
     with pytest.raises(ArrowSparseIndexError,
                        match=r"^add: row index out of range of the jagged rows \(first at "
@@ -520,26 +520,26 @@ def test_row_indices_out_of_range_are_caught_by_the_device_check(cuda_emu: Emula
 
 
 @pytest.mark.parametrize(("call", "match"), [
-    (lambda: cuda_ew.gather_ranges(np.zeros((3, 2), np.uint8), np.array([0]), np.array([0, 1]),
+    (lambda: cuda_ew.gather_ranges(np, np.zeros((3, 2), np.uint8), np.array([0]), np.array([0, 1]),
                                    np.zeros((1, 3), np.uint8)),
      r"^gather_ranges: src must have shape \(3,\), got \(2,\)$"),
-    (lambda: cuda_ew.jagged_dense_jagged_out(np.zeros((2, 2)), np.zeros((1, 2, 3)), None,
+    (lambda: cuda_ew.jagged_dense_jagged_out(np, np.zeros((2, 2)), np.zeros((1, 2, 3)), None,
                                              np.array([0, 2]), 0, np.zeros((2, 2))),
      r"^jagged_dense_jagged_out: dense must have shape \(2,\), got \(3,\)$"),
-    (lambda: cuda_ew.jagged_dense_dense_out(np.zeros((2, 1)), None, np.array([0, 2]), None,
+    (lambda: cuda_ew.jagged_dense_dense_out(np, np.zeros((2, 1)), None, np.array([0, 2]), None,
                                             None, np.zeros((1, 2, 1)), np.zeros((1, 3, 1))),
      r"^jagged_dense_dense_out: dense must have shape \(1, 3, 1\), got \(1, 2, 1\)$"),
-    (lambda: cuda_ew.jagged_dense_bmm(np.zeros((2, 3)), np.array([0, 2]), None, None,
+    (lambda: cuda_ew.jagged_dense_bmm(np, np.zeros((2, 3)), np.array([0, 2]), None, None,
                                       np.zeros((1, 2, 4)), 5, np.zeros((2, 4))),
      r"^jagged_dense_bmm: x must have shape \(2,\), got \(3,\)$"),
-    (lambda: cuda_ew.jagged_dense_bmm(np.zeros((2, 2)), np.array([0, 2]), None, None,
+    (lambda: cuda_ew.jagged_dense_bmm(np, np.zeros((2, 2)), np.array([0, 2]), None, None,
                                       np.zeros((1, 2, 4)), 5, np.zeros((2, 3))),
      r"^jagged_dense_bmm: out must have shape \(4,\), got \(3,\)$"),
-    (lambda: cuda_ew.jagged_jagged_bmm(np.zeros((2, 2)), np.array([0, 2]), None,
+    (lambda: cuda_ew.jagged_jagged_bmm(np, np.zeros((2, 2)), np.array([0, 2]), None,
                                        np.zeros((2, 3)), np.array([0, 2]), None, None, 5,
                                        np.zeros((1, 2, 2))),
      r"^jagged_jagged_bmm: out must have shape \(1, 2, 3\), got \(1, 2, 2\)$"),
-    (lambda: cuda_ew.jagged_jagged_bmm(np.zeros((2, 2)), np.array([0, 2]), None,
+    (lambda: cuda_ew.jagged_jagged_bmm(np, np.zeros((2, 2)), np.array([0, 2]), None,
                                        np.zeros((2, 3)), np.array([0, 1, 2]), None, None, 5,
                                        np.zeros((1, 2, 3))),
      r"^jagged_jagged_bmm: y_offsets must have shape \(2,\), got \(3,\)$"),
@@ -552,13 +552,13 @@ def test_mismatched_shapes_raise_before_launch(cuda_emu: Emulator, call: Callabl
 
 
 @pytest.mark.parametrize(("call", "match"), [
-    (lambda: cuda_ew.softmax(np.zeros((2, 1)), np.array([0, 2]), None, None, 5,
+    (lambda: cuda_ew.softmax(np, np.zeros((2, 1)), np.array([0, 2]), None, None, 5,
                              np.zeros((2, 1), np.float16)), "softmax: no cuda kernel for float16"),
-    (lambda: cuda_ew.cumsum(np.zeros((2, 1)), np.array([0, 2]), None, None, False,
+    (lambda: cuda_ew.cumsum(np, np.zeros((2, 1)), np.array([0, 2]), None, None, False,
                             np.zeros((2, 1), np.int32)), "cumsum: no cuda kernel for int32"),
-    (lambda: cuda_ew.unique_rows(np.zeros(2, np.float16), np.array([0, 2]), None, None),
+    (lambda: cuda_ew.unique_rows(np, np.zeros(2, np.float16), np.array([0, 2]), None, None),
      "unique_rows: no cuda kernel for float16"),
-    (lambda: cuda_ew.jagged_dense_jagged_out(np.zeros((2, 1), np.float16),
+    (lambda: cuda_ew.jagged_dense_jagged_out(np, np.zeros((2, 1), np.float16),
                                              np.zeros((1, 2, 1), np.float16), None,
                                              np.array([0, 2]), 0, np.zeros((2, 1), np.float16)),
      "jagged_dense_jagged_out: no cuda kernel for float16"),

@@ -103,7 +103,7 @@ def run_both(emu: Emulator, key: str, args: tuple[Any, ...], out: np.ndarray
     expected, got = out.copy(), out.copy()
     getattr(cpu_masked, name)(*args, expected)
     launcher = _backend.get_kernel("masked", name)
-    assert launcher is getattr(cuda_masked, name)
+    assert launcher.func is getattr(cuda_masked, name)
     before = len(emu.launches)
     launcher(*args, got)
     cuda.check_errors(name)
@@ -136,7 +136,7 @@ def test_launchers_take_the_cpu_kernels_arguments() -> None:
     for name in cuda_masked.__all__:
         cpu_params = list(inspect.signature(getattr(cpu_masked, name)).parameters)
         cuda_params = list(inspect.signature(getattr(cuda_masked, name)).parameters)
-        assert cuda_params == cpu_params, name
+        assert cuda_params == ["xp", *cpu_params], name
 
 
 # ------------------------------------------------------------------ through the emulator
@@ -184,7 +184,7 @@ def test_non_contiguous_out_and_narrow_extremes_are_written_back(cuda_emu: Emula
     wide = np.full((NUM_CELLS, 2), -128, np.int8)
     expected = wide.copy()
     cpu_masked.masked_max(cell, vals, inm, expected[:, 0])
-    cuda_masked.masked_max(cell, vals, inm, wide[:, 0])
+    cuda_masked.masked_max(np, cell, vals, inm, wide[:, 0])
     np.testing.assert_array_equal(wide, expected)
     assert (wide[:, 1] == -128).all()
 
@@ -214,7 +214,7 @@ def run_search(emu: Emulator, name: str, args: tuple[Any, ...], written: tuple[i
     gpu_args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     getattr(cpu_masked, name)(*cpu_args)
     launcher = _backend.get_kernel("masked", name)
-    assert launcher is getattr(cuda_masked, name)
+    assert launcher.func is getattr(cuda_masked, name)
     before = len(emu.launches)
     launcher(*gpu_args)
     cuda.check_errors(name)
@@ -270,19 +270,19 @@ def test_sorted_member_matches_cpu(cuda_emu: Emulator, key_dtype: Any) -> None:
 # ------------------------------------------------------------------ device checks and errors
 SEARCH_ERRORS: dict[str, tuple[Callable[[], Any], type, str]] = {
     "unsorted mkeys": (lambda: cuda_masked.first_unstored(
-        np.array([3, 1]), np.array([0, 4]), 4, np.zeros(2, np.int64), np.zeros(2, np.int64)),
+        np, np.array([3, 1]), np.array([0, 4]), 4, np.zeros(2, np.int64), np.zeros(2, np.int64)),
         ArrowSparseValueError, r"^first_unstored: sorted keys must be strictly increasing "
         r"\(first at position 1; found by a device check\)$"),
     "repeated skeys": (lambda: cuda_masked.first_unstored(
-        np.array([1, 3]), np.array([0, 4, 4]), 4, np.zeros(2, np.int64),
+        np, np.array([1, 3]), np.array([0, 4, 4]), 4, np.zeros(2, np.int64),
         np.zeros(2, np.int64)), ArrowSparseValueError,
         r"^first_unstored: sorted keys must be strictly increasing \(first at position 4;"),
     "key beyond the cells": (lambda: cuda_masked.first_unstored(
-        np.array([1, 9]), np.array([-1, 4]), 4, np.zeros(2, np.int64),
+        np, np.array([1, 9]), np.array([-1, 4]), 4, np.zeros(2, np.int64),
         np.zeros(2, np.int64)), ArrowSparseIndexError,
         r"^first_unstored: keys out of range of the cells \(first at position 1;"),
     "unsorted keys": (lambda: cuda_masked.sorted_member(
-        np.array([1, 5, 5, 2]), np.array([5, 0]), np.zeros(2, bool)), ArrowSparseValueError,
+        np, np.array([1, 5, 5, 2]), np.array([5, 0]), np.zeros(2, bool)), ArrowSparseValueError,
         r"^sorted_member: sorted keys must be strictly increasing \(first at position 2;"),
 }
 
@@ -301,29 +301,29 @@ def test_key_searches_host_checks() -> None:
     z = np.zeros(2, np.int64)
     with pytest.raises(NotImplementedError, match=r"^sorted_member: no cuda kernel for keys of "
                        r"dtype float64$"):
-        cuda_masked.sorted_member(np.ones(2), z, np.zeros(2, bool))
+        cuda_masked.sorted_member(np, np.ones(2), z, np.zeros(2, bool))
     with pytest.raises(NotImplementedError, match=r"^first_unstored: no cuda kernel for skeys "
                        r"of dtype uint64$"):
-        cuda_masked.first_unstored(z, z.astype(np.uint64), 4, z, z.copy())
+        cuda_masked.first_unstored(np, z, z.astype(np.uint64), 4, z, z.copy())
     with pytest.raises(NotImplementedError, match=r"^first_unstored: no cuda kernel for "
                        r"first_out of dtype int32 \(want int64\)$"):
-        cuda_masked.first_unstored(z, z, 4, z, z.astype(np.int32))
+        cuda_masked.first_unstored(np, z, z, 4, z, z.astype(np.int32))
     with pytest.raises(ArrowSparseValueError, match=r"^first_unstored: first_out has shape "
                        r"\(3,\) but first_zero has \(2,\)$"):
-        cuda_masked.first_unstored(z, z, 4, z, np.zeros(3, np.int64))
+        cuda_masked.first_unstored(np, z, z, 4, z, np.zeros(3, np.int64))
     with pytest.raises(ArrowSparseValueError, match=r"^first_unstored: slice_size must be "
                        r"positive when there are keys, got 0$"):
-        cuda_masked.first_unstored(z, z, 0, z, z.copy())
+        cuda_masked.first_unstored(np, z, z, 0, z, z.copy())
     with pytest.raises(ArrowSparseValueError, match=r"^sorted_member: out must have shape "
                        r"\(2,\), got \(3,\)$"):
-        cuda_masked.sorted_member(z, z, np.zeros(3, bool))
+        cuda_masked.sorted_member(np, z, z, np.zeros(3, bool))
 
 
 # ------------------------------------------------------------------ device checks and errors
 def test_cell_ids_out_of_range_are_caught_by_the_device_check(cuda_emu: Emulator) -> None:
     cell = np.array([0, 1, 9, 2, -1])
     out = np.zeros(3)
-    cuda_masked.masked_sum(cell, np.ones(5), np.ones(5, bool), out)
+    cuda_masked.masked_sum(np, cell, np.ones(5), np.ones(5, bool), out)
     with pytest.raises(ArrowSparseIndexError, match=r"^masked\.sum: cell ids out of range of "
                        r"the output \(first at position 2; found by a device check\)$"):
         cuda.check_errors("masked.sum")
@@ -333,13 +333,13 @@ def test_cell_ids_out_of_range_are_caught_by_the_device_check(cuda_emu: Emulator
 def test_unsupported_dtypes_raise_not_implemented() -> None:
     cell, inm = np.zeros(2, np.int64), np.ones(2, bool)
     with pytest.raises(NotImplementedError, match="masked_sum: no cuda kernel for float16"):
-        cuda_masked.masked_sum(cell, np.ones(2, np.float16), inm, np.zeros(1))
+        cuda_masked.masked_sum(np, cell, np.ones(2, np.float16), inm, np.zeros(1))
     with pytest.raises(NotImplementedError, match=r"masked_sum: no cuda kernel for out of "
                        r"dtype float32 \(want float64\)"):
-        cuda_masked.masked_sum(cell, np.ones(2), inm, np.zeros(1, np.float32))
+        cuda_masked.masked_sum(np, cell, np.ones(2), inm, np.zeros(1, np.float32))
     with pytest.raises(NotImplementedError, match=r"masked_max: no cuda kernel for out of "
                        r"dtype int64 \(want int32\)"):
-        cuda_masked.masked_max(cell, np.ones(2, np.int32), inm, np.zeros(1, np.int64))
+        cuda_masked.masked_max(np, cell, np.ones(2, np.int32), inm, np.zeros(1, np.int64))
 
 
 def search_cases() -> dict[str, tuple[tuple[Any, ...], tuple[int, ...]]]:

@@ -143,7 +143,7 @@ def run_on(backend: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> A
 def emulator(backend: str) -> Any:
     """The CUDA emulator that runs ``backend``'s kernels, or None (cpu, real CuPy)."""
     if backend == "cuda_emu":
-        return _backend._cuda_module_factory
+        return cuda.FACTORY.build
     if backend == "cupy_emu":
         return sys.modules["cupy"].emulator
     return None
@@ -162,7 +162,7 @@ def kernels(launches: list[str]) -> list[str]:
 @contextlib.contextmanager
 def on_the_cpu() -> Iterator[None]:
     """Host arrays run on the CPU kernels inside (the emulator backends send them to CUDA)."""
-    factory, host_arrays = _backend._cuda_module_factory, _backend._route_host_arrays
+    factory, host_arrays = cuda.FACTORY.build, cuda.FACTORY.host_arrays
     if factory is None or not host_arrays:
         yield
         return

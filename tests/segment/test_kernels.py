@@ -53,7 +53,7 @@ def test_every_cpu_segment_kernel_has_a_cuda_twin_with_its_signature() -> None:
     for name in names:
         cpu_params = list(inspect.signature(getattr(cpu_segment, name)).parameters)
         cuda_params = list(inspect.signature(getattr(cuda_segment, name)).parameters)
-        assert cuda_params == cpu_params, name
+        assert cuda_params == ["xp", *cpu_params], name
 
 
 def test_get_kernel_routes_to_the_cuda_launcher_only_under_a_factory() -> None:
@@ -61,7 +61,7 @@ def test_get_kernel_routes_to_the_cuda_launcher_only_under_a_factory() -> None:
     _backend.set_cuda_module_factory(Emulator())
     try:
         for name in cpu_kernel_names():
-            assert _backend.get_kernel("segment", name) is getattr(cuda_segment, name)
+            assert _backend.get_kernel("segment", name).func is getattr(cuda_segment, name)
         with pytest.raises(NotImplementedError, match="nope: no cuda kernel in family 'segment'"):
             _backend.get_kernel("segment", "nope")
     finally:
@@ -84,7 +84,7 @@ def test_unsupported_dtype_raises_not_implemented() -> None:
     values = np.zeros(3, np.float16)
     out = np.zeros(1, np.float16)
     with pytest.raises(NotImplementedError, match="sorted_extreme: no cuda kernel for float16"):
-        cuda_segment.sorted_extreme(values, np.array([0, 3]), None, None, True,
+        cuda_segment.sorted_extreme(np, values, np.array([0, 3]), None, None, True,
                                     np.float16(-np.inf), 1, np.float16(0), out, None)
 
 

@@ -94,7 +94,7 @@ def run_both(emu: Emulator, name: str, args: tuple[Any, ...], written: tuple[int
     cpu_args, gpu_args = copies(args), copies(args)
     expected = getattr(cpu_sparse, name)(*cpu_args)
     launcher = _backend.get_kernel("sparse", name)
-    assert launcher is getattr(cuda_sparse, name)
+    assert launcher.func is getattr(cuda_sparse, name)
     before = len(emu.launches)
     got = launcher(*gpu_args)
     cuda.check_errors(name)
@@ -143,7 +143,8 @@ def test_launchers_take_the_cpu_kernels_arguments() -> None:
     assert set(cuda_sparse.__all__) == set(_backend.cpu_kernel_names("sparse"))
     for name in cuda_sparse.__all__:
         cpu_params = list(inspect.signature(getattr(cpu_sparse, name)).parameters)
-        assert list(inspect.signature(getattr(cuda_sparse, name)).parameters) == cpu_params
+        cuda_params = list(inspect.signature(getattr(cuda_sparse, name)).parameters)
+        assert cuda_params == ["xp", *cpu_params], name
 
 
 # ------------------------------------------------------------------------ products
@@ -371,7 +372,7 @@ def test_coo_to_compressed_with_a_range_too_wide_to_ravel(cuda_emu: Emulator) ->
     minor[::5] = 2 ** 62 - 1
     values = values_of(rng, np.float64, 50)
     expected = cpu_sparse.coo_to_compressed(major, minor, values, 4, None)
-    got = cuda_sparse.coo_to_compressed(major, minor, values, 4, 2 ** 62)
+    got = cuda_sparse.coo_to_compressed(np, major, minor, values, 4, 2 ** 62)
     assert_same(got, expected)
 
 
@@ -399,7 +400,7 @@ def test_radix_argsort_matches_cpu(cuda_emu: Emulator, sizes: list[int]) -> None
         for n in (0, 1, 70):
             keys = [rng.integers(0, s, size=n).astype(dtype) for s in sizes]
             assert_same(*run_both(cuda_emu, "radix_argsort", (keys, sizes))[::-1])
-    assert_same(cuda_sparse.radix_argsort([], []), cpu_sparse.radix_argsort([], []))
+    assert_same(cuda_sparse.radix_argsort(np, [], []), cpu_sparse.radix_argsort([], []))
 
 
 def test_radix_argsort_beyond_int64_sorts_one_key_at_a_time(cuda_emu: Emulator) -> None:
@@ -407,7 +408,7 @@ def test_radix_argsort_beyond_int64_sorts_one_key_at_a_time(cuda_emu: Emulator) 
     keys = [rng.integers(0, 3, size=40), rng.integers(0, 2 ** 40, size=40),
             rng.integers(0, 4, size=40)]
     keys[1][::3] = 7
-    got = cuda_sparse.radix_argsort(keys, [3, 2 ** 40, 2 ** 30])
+    got = cuda_sparse.radix_argsort(np, keys, [3, 2 ** 40, 2 ** 30])
     assert_same(got, np.lexsort(keys[::-1]).astype(np.int64))
 
 
@@ -420,9 +421,9 @@ def test_canonical_coo_matches_an_independent_reference(
     minor = np.array([e[1] for e in entries], dtype=np.int32)
     values = np.array([e[2] for e in entries], dtype=np.int64)
     with emulated():
-        ptr, cols, vals = cuda_sparse.coo_to_compressed(major, minor, values, 5, 6)
-        ptr, cols, vals = cuda_sparse.sum_duplicates(ptr, cols, vals)
-        rows = cuda_sparse.expand_major(ptr, np.empty(len(cols), np.int64))
+        ptr, cols, vals = cuda_sparse.coo_to_compressed(np, major, minor, values, 5, 6)
+        ptr, cols, vals = cuda_sparse.sum_duplicates(np, ptr, cols, vals)
+        rows = cuda_sparse.expand_major(np, ptr, np.empty(len(cols), np.int64))
         cuda.check_errors("canonical")
     sums: dict[tuple[int, int], int] = {}
     for r, c, v in entries:
@@ -477,41 +478,41 @@ def bad_spmm() -> tuple[Any, ...]:
 
 
 DEVICE_ERRORS: dict[str, tuple[Callable[[], Any], type, str]] = {
-    "csr_spmm": (lambda: cuda_sparse.csr_spmm(*bad_spmm()), ArrowSparseIndexError,
+    "csr_spmm": (lambda: cuda_sparse.csr_spmm(np, *bad_spmm()), ArrowSparseIndexError,
                  r"indices out of range of the dimension \(first at position 3;"),
-    "csr_spmv": (lambda: cuda_sparse.csr_spmv(*bad_spmm()[:3], np.ones(3), np.zeros(2)),
+    "csr_spmv": (lambda: cuda_sparse.csr_spmv(np, *bad_spmm()[:3], np.ones(3), np.zeros(2)),
                  ArrowSparseIndexError, r"indices out of range of the dimension \(first at "
                  r"position 3;"),
     "compressed_to_dense": (lambda: cuda_sparse.compressed_to_dense(
-        *bad_spmm()[:3], np.zeros((2, 3)), False), ArrowSparseIndexError,
+        np, *bad_spmm()[:3], np.zeros((2, 3)), False), ArrowSparseIndexError,
         r"indices out of range of the dimension \(first at position 3;"),
     "coo_to_compressed": (lambda: cuda_sparse.coo_to_compressed(
-        np.array([0, 1, 2, 5]), np.zeros(4, np.int64), np.ones(4), 3, 1),
+        np, np.array([0, 1, 2, 5]), np.zeros(4, np.int64), np.ones(4), 3, 1),
         ArrowSparseIndexError, r"indices out of range of the dimension \(first at position 3;"),
-    "scatter_add": (lambda: cuda_sparse.scatter_add(np.zeros(4), np.array([0, -1, 4]),
+    "scatter_add": (lambda: cuda_sparse.scatter_add(np, np.zeros(4), np.array([0, -1, 4]),
                                                     np.ones(3)),
                     ArrowSparseIndexError, r"positions out of range of the output \(first at "
                     r"position 1;"),
     "csr_spmm entries": (lambda: cuda_sparse.csr_spmm(
-        np.array([0, 2, 9]), np.zeros(4, np.int64), np.ones(4), np.ones((1, 2)),
+        np, np.array([0, 2, 9]), np.zeros(4, np.int64), np.ones(4), np.ones((1, 2)),
         np.zeros((2, 2))), ArrowSparseValueError,
         r"indptr addresses entries outside the stored indices \(first at position 2;"),
-    "major_sums entries": (lambda: cuda_sparse.major_sums(np.array([0, 5]), np.ones(4),
+    "major_sums entries": (lambda: cuda_sparse.major_sums(np, np.array([0, 5]), np.ones(4),
                                                           np.zeros(1)),
                            ArrowSparseValueError, r"indptr addresses entries outside the "
                            r"stored indices \(first at position 1;"),
     "compressed_to_dense entries": (lambda: cuda_sparse.compressed_to_dense(
-        np.array([2, 3, 8]), np.zeros(4, np.int64), np.ones(4), np.zeros((2, 3)), False),
+        np, np.array([2, 3, 8]), np.zeros(4, np.int64), np.ones(4), np.zeros((2, 3)), False),
         ArrowSparseValueError, r"indptr addresses entries outside the stored indices \(first "
         r"at position 2;"),
     "lines_strictly_increasing entries": (lambda: cuda_sparse.lines_strictly_increasing(
-        np.array([-1, 2]), np.zeros(4, np.int64)), ArrowSparseValueError,
+        np, np.array([-1, 2]), np.zeros(4, np.int64)), ArrowSparseValueError,
         r"indptr addresses entries outside the stored indices \(first at position 0;"),
     "check_index_range": (lambda: cuda_sparse.check_index_range(
-        np.array([0, 3, 1, -1, 5], np.int32), 3), ArrowSparseIndexError,
+        np, np.array([0, 3, 1, -1, 5], np.int32), 3), ArrowSparseIndexError,
         r"indices out of range of the dimension \(first at position 1;"),
     "check_index_range window": (lambda: cuda_sparse.check_index_range(
-        np.array([7, 0, 5, 1, 9]), 3, np.array([1, 4])), ArrowSparseIndexError,
+        np, np.array([7, 0, 5, 1, 9]), 3, np.array([1, 4])), ArrowSparseIndexError,
         r"indices out of range of the dimension \(first at position 2;"),
 }
 
@@ -519,13 +520,13 @@ DEVICE_ERRORS: dict[str, tuple[Callable[[], Any], type, str]] = {
 def test_check_index_range_reads_only_its_window(cuda_emu: Emulator) -> None:
     idx = np.array([7, 0, 2, 1, 9])
     for window in ([1, 4], [1, 2], [3, 3], [4, 1]):
-        cuda_sparse.check_index_range(idx, 3, np.array(window))
+        cuda_sparse.check_index_range(np, idx, 3, np.array(window))
         cuda.check_errors("window")  # 7 and 9 are outside every window
     for window, position in (([2, 99], 4), ([-3, 1], 0)):  # clipped to the indices
-        cuda_sparse.check_index_range(idx, 3, np.array(window))
+        cuda_sparse.check_index_range(np, idx, 3, np.array(window))
         with pytest.raises(ArrowSparseIndexError, match=f"first at position {position};"):
             cuda.check_errors("clipped")
-    cuda_sparse.check_index_range(idx[:0], 3)
+    cuda_sparse.check_index_range(np, idx[:0], 3)
     assert cuda_emu.launches == ["check_index_range<long long>"] * 6
 
 
@@ -540,47 +541,47 @@ def test_device_checks_record_bad_indices_and_ranges(cuda_emu: Emulator, case: s
 
 def test_bad_terms_are_skipped_and_the_rest_computed(cuda_emu: Emulator) -> None:
     *args, out = bad_spmm()
-    cuda_sparse.csr_spmm(*args, out)
+    cuda_sparse.csr_spmm(np, *args, out)
     with pytest.raises(ArrowSparseIndexError):
         cuda.check_errors("csr_spmm")
     assert out.tolist() == [[2.0, 2.0], [1.0, 1.0]]  # entry 3 skipped, entry 0 never read
 
 
 HOST_ERRORS: dict[str, tuple[Callable[[], Any], type, str]] = {
-    "csr_spmm": (lambda: cuda_sparse.csr_spmm(*bad_spmm()[:4], np.zeros((3, 2))),
+    "csr_spmm": (lambda: cuda_sparse.csr_spmm(np, *bad_spmm()[:4], np.zeros((3, 2))),
                  ArrowSparseValueError, r"^csr_spmm: out must have shape \(2, 2\), got \(3, 2\)$"),
-    "csr_spmv": (lambda: cuda_sparse.csr_spmv(*bad_spmm()[:3], np.ones(3), np.zeros(3)),
+    "csr_spmv": (lambda: cuda_sparse.csr_spmv(np, *bad_spmm()[:3], np.ones(3), np.zeros(3)),
                  ArrowSparseValueError, r"^csr_spmv: out must have shape \(2,\), got \(3,\)$"),
-    "dense_csr": (lambda: cuda_sparse.dense_csr(np.ones((2, 3)), *bad_spmm()[:3],
+    "dense_csr": (lambda: cuda_sparse.dense_csr(np, np.ones((2, 3)), *bad_spmm()[:3],
                                                 np.zeros((2, 4))),
                   ArrowSparseValueError, r"^dense_csr: dense must have shape \(2, 2\), got "
                   r"\(2, 3\)$"),
-    "csc_spmm": (lambda: cuda_sparse.csc_spmm(*bad_spmm()[:3], np.ones((3, 2)),
+    "csc_spmm": (lambda: cuda_sparse.csc_spmm(np, *bad_spmm()[:3], np.ones((3, 2)),
                                               np.zeros((4, 2))),
                  ArrowSparseValueError, r"^csc_spmm: dense must have shape \(2, 2\), got "
                  r"\(3, 2\)$"),
     "compressed_to_dense": (lambda: cuda_sparse.compressed_to_dense(
-        *bad_spmm()[:3], np.zeros((3, 3)), True), ArrowSparseValueError,
+        np, *bad_spmm()[:3], np.zeros((3, 3)), True), ArrowSparseValueError,
         r"^compressed_to_dense: out has shape \(3, 3\) but indptr has 2 columns$"),
-    "major_sums": (lambda: cuda_sparse.major_sums(np.array([0, 1]), np.ones(1), np.zeros(2)),
+    "major_sums": (lambda: cuda_sparse.major_sums(np, np.array([0, 1]), np.ones(1), np.zeros(2)),
                    ArrowSparseValueError, r"^major_sums: out must have shape \(1,\), got "
                    r"\(2,\)$"),
-    "scatter_add": (lambda: cuda_sparse.scatter_add(np.zeros(3), np.zeros(2, np.int64),
+    "scatter_add": (lambda: cuda_sparse.scatter_add(np, np.zeros(3), np.zeros(2, np.int64),
                                                     np.ones(3)),
                     ArrowSparseValueError, r"^scatter_add: values must have shape \(2,\), got "
                     r"\(3,\)$"),
-    "lex_order2": (lambda: cuda_sparse.lex_order2(np.zeros(3), np.zeros(2)),
+    "lex_order2": (lambda: cuda_sparse.lex_order2(np, np.zeros(3), np.zeros(2)),
                    ArrowSparseValueError, r"^lex_order2: second must have shape \(3,\)"),
     "coo_to_compressed": (lambda: cuda_sparse.coo_to_compressed(
-        np.zeros(3, np.int64), np.zeros(2, np.int64), np.ones(3), 1, 1), ArrowSparseValueError,
+        np, np.zeros(3, np.int64), np.zeros(2, np.int64), np.ones(3), 1, 1), ArrowSparseValueError,
         r"^coo_to_compressed: minor must have shape \(3,\)"),
-    "float16": (lambda: cuda_sparse.csr_spmm(*bad_spmm()[:4], np.zeros((2, 2), np.float16)),
+    "float16": (lambda: cuda_sparse.csr_spmm(np, *bad_spmm()[:4], np.zeros((2, 2), np.float16)),
                 NotImplementedError, r"^csr_spmm: no cuda kernel for float16$"),
-    "major_sums int32": (lambda: cuda_sparse.major_sums(np.array([0, 1]), np.ones(1, np.int32),
+    "major_sums int32": (lambda: cuda_sparse.major_sums(np, np.array([0, 1]), np.ones(1, np.int32),
                                                         np.zeros(1, np.int32)),
                          NotImplementedError, r"^major_sums: no cuda kernel for int32$"),
     "sum_duplicates int16": (lambda: cuda_sparse.sum_duplicates(
-        np.array([0, 2]), np.zeros(2, np.int16), np.ones(2)), NotImplementedError,
+        np, np.array([0, 2]), np.zeros(2, np.int16), np.ones(2)), NotImplementedError,
         r"^sum_duplicates: no cuda kernel for int16$"),
 }
 

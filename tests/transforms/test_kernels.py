@@ -141,7 +141,7 @@ def random_ints(rng: np.random.Generator, dtype: np.dtype, n: int) -> np.ndarray
 def cpu_and_gpu(name: str, *args: Any) -> tuple[Any, Any]:
     """Kernel ``name`` on the CPU and through the dispatch to its CUDA launcher."""
     launcher = _backend.get_kernel("transforms", name)
-    assert launcher is getattr(gpu, name)
+    assert launcher.func is getattr(gpu, name)
     expected = getattr(cpu, name)(*args)
     got = launcher(*args)
     cuda.check_errors(name)
@@ -164,7 +164,7 @@ def both_into(name: str, out_index: int, *args: Any) -> tuple[np.ndarray, np.nda
 def test_name_expressions_cover_every_variant_once() -> None:
     names = gpu.NAME_EXPRESSIONS
     assert len(names) == len(set(names)) == 69
-    assert {_launch.group_of(n).split("<")[0] for n in names} == {
+    assert {cuda.group_of(n).split("<")[0] for n in names} == {
         "hash_ints", "hash_strings", "bucketize", "kept_lengths", "kept_positions",
         "pad_or_truncate", "int_table_insert", "int_table_fill", "lookup_ints",
         "string_hashes", "string_set_insert", "string_set_count", "string_table_insert",
@@ -176,7 +176,7 @@ def test_launchers_take_the_cpu_kernels_arguments() -> None:
     assert set(gpu.__all__) == set(cpu.__all__)
     for name in gpu.__all__:
         assert (list(inspect.signature(getattr(gpu, name)).parameters)
-                == list(inspect.signature(getattr(cpu, name)).parameters)), name
+                == ["xp", *inspect.signature(getattr(cpu, name)).parameters]), name
 
 
 def test_bucket_counts_cover_every_division_mode() -> None:
@@ -212,7 +212,7 @@ def test_hash_ints_match_the_reference() -> None:
     for seed in SEEDS:
         out = np.empty(6, dtype=np.int64)
         with emulated():
-            gpu.hash_ints(values, 0, 6, seed, 2**63 - 1, out)
+            gpu.hash_ints(np, values, 0, 6, seed, 2**63 - 1, out)
         expected = [ref.xxh3_64(int(x).to_bytes(8, "little", signed=True), seed) % (2**63 - 1)
                     for x in values]
         assert out.tolist() == expected
@@ -248,7 +248,7 @@ def test_hash_strings_match_xxhash() -> None:
     for seed in SEEDS:
         out = np.empty(len(strings), dtype=np.int64)
         with emulated():
-            gpu.hash_strings(offsets, data, 0, len(strings), seed, 2**63 - 1, out)
+            gpu.hash_strings(np, offsets, data, 0, len(strings), seed, 2**63 - 1, out)
         assert out.tolist() == [xxhash.xxh3_64_intdigest(s, seed=seed) % (2**63 - 1)
                                 for s in strings]
 
@@ -260,7 +260,7 @@ def test_hash_strings_property(strings: list[bytes], seed: int, num_buckets: int
     offsets, data, _, _ = string_buffers(strings, np.dtype(np.int32))
     out = np.empty(len(strings), dtype=np.int64)
     with emulated():
-        gpu.hash_strings(offsets, data, 0, len(strings), seed, num_buckets, out)
+        gpu.hash_strings(np, offsets, data, 0, len(strings), seed, num_buckets, out)
     assert out.tolist() == [ref.xxh3_64(s, seed) % num_buckets for s in strings]
 
 
@@ -370,7 +370,7 @@ def test_pad_or_truncate_moves_the_bits_of_other_dtypes(cuda_emu: Emulator, dtyp
     cpu.pad_or_truncate(values.view(bits), offsets, None, valid, 3, False,
                         np.array(7).astype(dtype).view(bits)[()], expected, None)
     got = np.zeros((3, 3, 2), dtype=dtype)
-    gpu.pad_or_truncate(values, offsets, None, valid, 3, False, np.array(7).astype(dtype)[()],
+    gpu.pad_or_truncate(np, values, offsets, None, valid, 3, False, np.array(7).astype(dtype)[()],
                         got, None)
     np.testing.assert_array_equal(got.view(bits), expected)
 
@@ -383,7 +383,7 @@ def test_pad_or_truncate_into_non_contiguous_outputs(cuda_emu: Emulator) -> None
     e_valid = np.zeros((3, 4), dtype=np.uint8)
     cpu.pad_or_truncate(values, offsets, None, valid, 4, True, np.int64(-1), expected, e_valid)
     big, big_valid = np.zeros((3, 8, 2), dtype=np.int64), np.zeros((3, 8), dtype=np.uint8)
-    gpu.pad_or_truncate(values, offsets, None, valid, 4, True, np.int64(-1), big[:, ::2],
+    gpu.pad_or_truncate(np, values, offsets, None, valid, 4, True, np.int64(-1), big[:, ::2],
                         big_valid[:, ::2])
     np.testing.assert_array_equal(big[:, ::2], expected)
     np.testing.assert_array_equal(big_valid[:, ::2], e_valid)
@@ -444,7 +444,7 @@ def test_count_strings_matches_cpu(cuda_emu: Emulator, odtype: np.dtype, skip: i
 def test_count_strings_property(strings: list[bytes | None]) -> None:
     str_offsets, data, valid, _ = string_buffers(strings, np.dtype(np.int64))
     with emulated():
-        first, counts = gpu.count_strings(str_offsets, data, valid,
+        first, counts = gpu.count_strings(np, str_offsets, data, valid,
                                           np.array([0, len(strings)]), None)
     kept = [s for s in strings if s is not None]
     assert {strings[i]: c for i, c in zip(first.tolist(), counts.tolist(), strict=True)} \
@@ -485,10 +485,10 @@ def test_build_int_table_is_the_cpus(cuda_emu: Emulator, n: int) -> None:
 
 
 def test_lookup_ints_without_int64_min_in_the_table(cuda_emu: Emulator) -> None:
-    table = gpu.build_int_table(np.array([4, 9, -3]))
+    table = gpu.build_int_table(np, np.array([4, 9, -3]))
     assert table[1] == 0
     out = np.zeros(4, dtype=np.int64)
-    gpu.lookup_ints(np.array([9, INT64_MIN, -3, 5]), None, 0, 4, table, 1, out)
+    gpu.lookup_ints(np, np.array([9, INT64_MIN, -3, 5]), None, 0, 4, table, 1, out)
     assert out.tolist() == [3, 1, 4, 1]
 
 
@@ -698,7 +698,7 @@ def test_grid_stride_loops_cover_more_work_than_threads(cuda_emu: Emulator,
     e_pad = [a.copy() for a in pad]
     cpu.pad_or_truncate(ints.reshape(n, 1), row_ends, row_valid, valid, 5, True, np.int64(-1),
                         *e_pad)
-    gpu.pad_or_truncate(ints.reshape(n, 1), row_ends, row_valid, valid, 5, True, np.int64(-1),
+    gpu.pad_or_truncate(np, ints.reshape(n, 1), row_ends, row_valid, valid, 5, True, np.int64(-1),
                         *pad)
     for e, g in zip(e_pad, pad, strict=True):
         np.testing.assert_array_equal(g, e)
@@ -710,11 +710,11 @@ def test_strings_outside_the_data_buffer_are_caught(cuda_emu: Emulator) -> None:
     offsets = np.array([0, 2, 9, 3, 4], dtype=np.int32)  # string 1 ends past the data
     data = np.zeros(5, dtype=np.uint8)
     out = np.zeros(4, dtype=np.int64)
-    for run in (lambda: gpu.hash_strings(offsets, data, 0, 4, 0, 10, out),
-                lambda: gpu.lookup_strings(offsets, data, None, 0, 4, (offsets[:2], data),
+    for run in (lambda: gpu.hash_strings(np, offsets, data, 0, 4, 0, 10, out),
+                lambda: gpu.lookup_strings(np, offsets, data, None, 0, 4, (offsets[:2], data),
                                            cpu.build_string_table(offsets[:2], data), 1, out),
-                lambda: gpu.count_strings(offsets, data, None, np.array([0, 4]), None),
-                lambda: gpu.build_string_table(offsets, data)):
+                lambda: gpu.count_strings(np, offsets, data, None, np.array([0, 4]), None),
+                lambda: gpu.build_string_table(np, offsets, data)):
         run()
         with pytest.raises(ArrowSparseIndexError, match=r"^f: string offsets out of range of "
                            r"the data buffer \(first at position 1; found by a device check\)$"):
@@ -723,10 +723,10 @@ def test_strings_outside_the_data_buffer_are_caught(cuda_emu: Emulator) -> None:
 
 def test_decreasing_offsets_are_caught(cuda_emu: Emulator) -> None:
     offsets = np.array([0, 4, 2, 6])
-    for run in (lambda: gpu.kept_lengths(offsets, None, None),
-                lambda: gpu.pad_or_truncate(np.zeros((6, 1)), offsets, None, None, 2, False,
+    for run in (lambda: gpu.kept_lengths(np, offsets, None, None),
+                lambda: gpu.pad_or_truncate(np, np.zeros((6, 1)), offsets, None, None, 2, False,
                                             np.float64(0), np.zeros((3, 2, 1)), None),
-                lambda: gpu.block_bucketize(np.zeros(6, np.uint8), offsets, 3,
+                lambda: gpu.block_bucketize(np, np.zeros(6, np.uint8), offsets, 3,
                                             np.array([2], np.uint64), np.array([6], np.uint64),
                                             np.array([False]), 3, False, None, False, False)):
         run()
@@ -737,10 +737,10 @@ def test_decreasing_offsets_are_caught(cuda_emu: Emulator) -> None:
 
 def test_offsets_past_the_values_are_caught(cuda_emu: Emulator) -> None:
     offsets = np.array([0, 2, 9])
-    for run in (lambda: gpu.kept_lengths(offsets, None, np.ones(5, bool)),
-                lambda: gpu.pad_or_truncate(np.zeros((5, 1)), offsets, None, None, 9, False,
+    for run in (lambda: gpu.kept_lengths(np, offsets, None, np.ones(5, bool)),
+                lambda: gpu.pad_or_truncate(np, np.zeros((5, 1)), offsets, None, None, 9, False,
                                             np.float64(0), np.zeros((2, 9, 1)), None),
-                lambda: gpu.block_bucketize(np.zeros(5, np.uint8), offsets, 1,
+                lambda: gpu.block_bucketize(np, np.zeros(5, np.uint8), offsets, 1,
                                             np.array([2, 2], np.uint64),
                                             np.array([6, 6], np.uint64),
                                             np.array([False, False]), 3, False, None, False,
@@ -754,28 +754,28 @@ def test_offsets_past_the_values_are_caught(cuda_emu: Emulator) -> None:
 @pytest.mark.parametrize("ldtype", OFFSETS, ids=str)
 def test_null_rows_with_values_are_caught(cuda_emu: Emulator, ldtype: np.dtype) -> None:
     valid = np.array([True, False, False, True, False])
-    gpu.check_null_rows(np.array([3, 0, 0, 1, 0], dtype=ldtype), valid)
+    gpu.check_null_rows(np, np.array([3, 0, 0, 1, 0], dtype=ldtype), valid)
     cuda.check_errors("f")  # null rows are empty: nothing recorded
-    gpu.check_null_rows(np.array([3, 0, 2, 1, 5], dtype=ldtype), valid)
+    gpu.check_null_rows(np, np.array([3, 0, 2, 1, 5], dtype=ldtype), valid)
     with pytest.raises(ArrowSparseValueError, match=r"^f: validity marks a row with values as "
                        r"null \(null rows are empty\) \(first at position 2; found by a "
                        r"device check\)$"):
         cuda.check_errors("f")
-    gpu.check_null_rows(np.zeros(0, dtype=ldtype), np.zeros(0, bool))
-    assert gpu.CHECKS == ("check_null_rows",) and "check_null_rows" not in gpu.__all__
+    gpu.check_null_rows(np, np.zeros(0, dtype=ldtype), np.zeros(0, bool))
+    assert gpu.DEVICE_ONLY == ("check_null_rows",) and "check_null_rows" not in gpu.__all__
     with pytest.raises(ArrowSparseValueError, match="^check_null_rows: valid has 1 elements, "
                        "fewer than the 2 it must cover$"):
-        gpu.check_null_rows(np.zeros(2, dtype=ldtype), np.ones(1, bool))
+        gpu.check_null_rows(np, np.zeros(2, dtype=ldtype), np.ones(1, bool))
 
 
 def test_unsorted_boundaries_are_caught(cuda_emu: Emulator) -> None:
-    gpu.bucketize(np.zeros(3), 0, 3, np.array([0.0, 2.0, 1.0, 3.0]), False,
+    gpu.bucketize(np, np.zeros(3), 0, 3, np.array([0.0, 2.0, 1.0, 3.0]), False,
                   np.zeros(3, np.int64))
     with pytest.raises(ArrowSparseValueError, match=r"^bucketize: boundaries must be "
                        r"non-decreasing and not NaN \(first at position 2; found by a device "
                        r"check\)$"):
         cuda.check_errors("bucketize")
-    gpu.bucketize(np.zeros(0), 0, 0, np.array([1.0, np.nan]), False, np.zeros(0, np.int64))
+    gpu.bucketize(np, np.zeros(0), 0, 0, np.array([1.0, np.nan]), False, np.zeros(0, np.int64))
     with pytest.raises(ArrowSparseValueError, match=r"not NaN \(first at position 1;"):
         cuda.check_errors("bucketize")  # checked without values, a NaN at its position
 
@@ -793,9 +793,9 @@ def test_full_tables_are_caught(cuda_emu: Emulator) -> None:
         return lambda: kernel(name)((1,), (32,), (*args, cuda.error_buffer()))
 
     for run, position in (
-            (lambda: gpu.lookup_ints(np.array([1, 9]), None, 0, 2, (full, 0), 1,
+            (lambda: gpu.lookup_ints(np, np.array([1, 9]), None, 0, 2, (full, 0), 1,
                                      np.zeros(2, np.int64)), 1),
-            (lambda: gpu.lookup_strings(offsets, data, None, 0, 2, (offsets, data),
+            (lambda: gpu.lookup_strings(np, offsets, data, None, 0, 2, (offsets, data),
                                         full_strings, 1, np.zeros(2, np.int64)), 0),
             (grid("int_table_insert", np.array([1, 2, 3]), np.int64(3), slots(), np.int64(2),
                   np.int32(63), np.zeros(1, np.int64)), 2),
@@ -812,7 +812,7 @@ def test_table_entries_outside_the_vocabulary_are_caught(cuda_emu: Emulator) -> 
     offsets, data = np.array([0, 1, 2], np.int32), np.frombuffer(b"ab", np.uint8)
     table = cpu.build_string_table(offsets, data)
     table[table[:, 0] >= 0, 0] += 5  # entries 5 and 6 of a 2-string vocabulary
-    gpu.lookup_strings(offsets, data, None, 0, 2, (offsets, data), table, 1,
+    gpu.lookup_strings(np, offsets, data, None, 0, 2, (offsets, data), table, 1,
                        np.zeros(2, np.int64))
     kernel("int_table_fill")((1,), (32,), (np.array([7]), np.int64(1),
                                            np.array([1, 2**64 - 1], np.uint64), np.int64(2),
@@ -823,7 +823,7 @@ def test_table_entries_outside_the_vocabulary_are_caught(cuda_emu: Emulator) -> 
 
 
 def test_buckets_past_my_size_are_caught(cuda_emu: Emulator) -> None:
-    gpu.block_bucketize(np.array([1, 30], np.uint8), np.array([0, 2]), 1,
+    gpu.block_bucketize(np, np.array([1, 30], np.uint8), np.array([0, 2]), 1,
                         np.array([4], np.uint64), np.array([100], np.uint64),
                         np.array([False]), 3, False, None, False, False)
     with pytest.raises(ArrowSparseIndexError, match=r"^f: bucket out of range of my_size .*"
@@ -854,48 +854,48 @@ def test_short_arrays_raise_before_a_launch() -> None:
     out = np.zeros(3, dtype=np.int64)
     with pytest.raises(ArrowSparseValueError, match=r"^hash_ints: out has 3 elements, fewer "
                        r"than the 5 it must cover$"):
-        gpu.hash_ints(np.zeros(5, np.int64), 0, 5, 0, 10, out)
+        gpu.hash_ints(np, np.zeros(5, np.int64), 0, 5, 0, 10, out)
     with pytest.raises(ArrowSparseValueError, match=r"^hash_strings: str_offsets has 3 "
                        r"elements, fewer than the 4 it must cover$"):
-        gpu.hash_strings(np.zeros(3, np.int32), np.zeros(0, np.uint8), 0, 3, 0, 10, out)
+        gpu.hash_strings(np, np.zeros(3, np.int32), np.zeros(0, np.uint8), 0, 3, 0, 10, out)
     with pytest.raises(ArrowSparseValueError, match=r"^lookup_ints: valid has 2 elements"):
-        gpu.lookup_ints(np.zeros(3, np.int64), np.ones(2, bool), 0, 3, (np.zeros((16, 2)), 0),
+        gpu.lookup_ints(np, np.zeros(3, np.int64), np.ones(2, bool), 0, 3, (np.zeros((16, 2)), 0),
                         1, out)
     with pytest.raises(ArrowSparseValueError, match=r"^kept_lengths: row_valid has 1 elements"):
-        gpu.kept_lengths(np.array([0, 1, 2]), np.ones(1, bool), None)
+        gpu.kept_lengths(np, np.array([0, 1, 2]), np.ones(1, bool), None)
     with pytest.raises(ArrowSparseValueError, match=r"^pad_or_truncate: out must have shape "
                        r"\(2, 3, 1\), got \(2, 2, 1\)$"):
-        gpu.pad_or_truncate(np.zeros((2, 1)), np.array([0, 1, 2]), None, None, 3, False, 0,
+        gpu.pad_or_truncate(np, np.zeros((2, 1)), np.array([0, 1, 2]), None, None, 3, False, 0,
                             np.zeros((2, 2, 1)), None)
     with pytest.raises(ArrowSparseValueError, match=r"^pad_or_truncate: out_valid must have "
                        r"shape \(2, 3\), got \(3, 2\)$"):
-        gpu.pad_or_truncate(np.zeros((2, 1)), np.array([0, 1, 2]), None, None, 3, False, 0,
+        gpu.pad_or_truncate(np, np.zeros((2, 1)), np.array([0, 1, 2]), None, None, 3, False, 0,
                             np.zeros((2, 3, 1)), np.zeros((3, 2), np.uint8))
 
 
 def test_unsupported_dtypes_raise_not_implemented() -> None:
     out = np.zeros(2, dtype=np.int64)
     with pytest.raises(NotImplementedError, match="^hash_ints: no cuda kernel for float64$"):
-        gpu.hash_ints(np.zeros(2), 0, 2, 0, 10, out)
+        gpu.hash_ints(np, np.zeros(2), 0, 2, 0, 10, out)
     with pytest.raises(NotImplementedError, match="^hash_strings: no cuda kernel for uint32$"):
-        gpu.hash_strings(np.zeros(3, np.uint32), np.zeros(0, np.uint8), 0, 2, 0, 10, out)
+        gpu.hash_strings(np, np.zeros(3, np.uint32), np.zeros(0, np.uint8), 0, 2, 0, 10, out)
     with pytest.raises(NotImplementedError, match="^bucketize: no cuda kernel for float16$"):
-        gpu.bucketize(np.zeros(2, np.float16), 0, 2, np.zeros(1, np.float16), False, out)
+        gpu.bucketize(np, np.zeros(2, np.float16), 0, 2, np.zeros(1, np.float16), False, out)
     with pytest.raises(NotImplementedError, match="^pad_or_truncate: no cuda kernel for "
                        "complex128$"):
-        gpu.pad_or_truncate(np.zeros((1, 1), complex), np.array([0, 1]), None, None, 1, False,
+        gpu.pad_or_truncate(np, np.zeros((1, 1), complex), np.array([0, 1]), None, None, 1, False,
                             0, np.zeros((1, 1, 1), complex), None)
     with pytest.raises(NotImplementedError, match="^pad_or_truncate: no cuda kernel for int64 "
                        "values into a int32 out$"):
-        gpu.pad_or_truncate(np.zeros((1, 1), np.int64), np.array([0, 1]), None, None, 1,
+        gpu.pad_or_truncate(np, np.zeros((1, 1), np.int64), np.array([0, 1]), None, None, 1,
                             False, 0, np.zeros((1, 1, 1), np.int32), None)
     with pytest.raises(NotImplementedError, match="^block_bucketize: no cuda kernel for int32$"):
-        gpu.block_bucketize(np.zeros(1, np.int32), np.array([0, 1]), 1, np.ones(1, np.uint64),
+        gpu.block_bucketize(np, np.zeros(1, np.int32), np.array([0, 1]), 1, np.ones(1, np.uint64),
                             np.ones(1, np.uint64), np.zeros(1, bool), 2, False, None, False,
                             False)
     with pytest.raises(NotImplementedError, match="^block_bucketize: no cuda kernel for float16 "
                        "weights$"):
-        gpu.block_bucketize(np.zeros(1, np.uint32), np.array([0, 1]), 1, np.ones(1, np.uint64),
+        gpu.block_bucketize(np, np.zeros(1, np.uint32), np.array([0, 1]), 1, np.ones(1, np.uint64),
                             np.ones(1, np.uint64), np.zeros(1, bool), 2, False,
                             np.zeros(1, np.float16), False, False)
 

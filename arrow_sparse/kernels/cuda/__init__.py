@@ -8,9 +8,16 @@ expressions come from the family's Python launchers (``kernels/cuda/<family>.py`
 variable ``NAME_EXPRESSIONS``), which use the one dtype -> C type table in
 :mod:`._launch`.
 
+Launchers: ``<family>.py`` lists in ``__all__`` the twins of the CPU kernels of
+:mod:`arrow_sparse.kernels.cpu` (same names) and in ``DEVICE_ONLY`` the launchers
+without a CPU twin (device checks, device-side gathers). :func:`get_launcher` returns
+either. A launcher takes the array module (numpy under the emulator, else CuPy) as its
+first parameter and the CPU kernel's parameters after it; it never looks the module up
+itself (:func:`arrow_sparse._backend.get_kernel` binds it once).
+
 Compilation is lazy twice over: nothing is compiled before a family's first launch,
 and then only the *compile group* of the launched name expression (the kernel and its
-first template argument, :func:`._launch.group_of`), so the first ``segment_sum`` on
+first template argument, :func:`group_of`), so the first ``segment_sum`` on
 float32 compiles a handful of ``sorted_sum<float, ...>`` variants, not all of
 ``segment.cu``. Groups are memoised per device (CuPy's on-disk cache does the rest).
 
@@ -19,24 +26,33 @@ error word (:func:`error_buffer`, ``ASP_RAISE`` in ``_common.cuh``); the dispatc
 :func:`check_errors` once per operation.
 
 CuPy is imported only when a module is first compiled. Tests replace the compiler with
-the CPU emulator through :func:`arrow_sparse._backend.set_cuda_module_factory`.
+the CPU emulator through :func:`set_module_factory` (the public
+:func:`arrow_sparse._backend.set_cuda_module_factory`). Nothing here imports from the
+package above ``kernels/`` but :mod:`arrow_sparse.errors`.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
+import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from ._launch import ERROR_NONE, decode_error, error_messages, group_of
+from ...errors import ArrowSparseError, ArrowSparseIndexError, ArrowSparseValueError
+from .. import KERNEL_FAMILIES
 
-__all__ = ["EMULATOR_MACRO", "OPTIONS", "FamilyModule", "check_errors", "clear_cache",
-           "error_buffer", "get_launcher", "has_family", "load_module", "name_expressions",
-           "source"]
+__all__ = ["EMULATOR_MACRO", "ERROR_NONE", "FACTORY", "OPTIONS", "FamilyModule",
+           "ModuleFactory", "check_errors", "clear_cache", "decode_error", "device_only",
+           "error_buffer", "error_messages", "fetch", "get_launcher", "group_of",
+           "has_family", "import_cupy", "load_module", "name_expressions",
+           "set_module_factory", "source"]
 
 _DIR = Path(__file__).resolve().parent
 #: NVRTC options of every module (``nvcc --ptx`` in the tests uses exactly these).
@@ -49,18 +65,11 @@ _ERROR_BUFFERS: dict[Any, Any] = {}
 #: Deferred checks ``(func, host word, event)``, see :func:`check_errors`.
 _PENDING: list[tuple[str, Any, Any]] = []
 _LOCK = threading.RLock()
-_NONE_WORD = np.uint64(ERROR_NONE)
 
 
 def has_family(family: str) -> bool:
     """Whether ``family`` has CUDA kernels (a ``<family>.cu`` file)."""
     return (_DIR / f"{family}.cu").is_file()
-
-
-def _family_id(family: str) -> int:
-    from ..._backend import KERNEL_FAMILIES  # import cycle: _backend imports us lazily
-
-    return KERNEL_FAMILIES.index(family)
 
 
 def source(family: str) -> str:
@@ -72,7 +81,7 @@ def source(family: str) -> str:
     parts = []
     for path in (_DIR / "_common.cuh", _DIR / f"{family}.cu"):
         if path.suffix == ".cu":
-            parts.append(f"#define ASP_FAMILY_ID {_family_id(family)}\n")
+            parts.append(f"#define ASP_FAMILY_ID {KERNEL_FAMILIES.index(family)}\n")
         text = path.read_text(encoding="utf-8")
         parts.append(f'#line 1 "{path.as_posix()}"\n{text}')
         if not text.endswith("\n"):
@@ -80,13 +89,37 @@ def source(family: str) -> str:
     return "".join(parts)
 
 
+def _launchers(family: str) -> ModuleType:
+    """Import the launcher module ``<family>.py`` (on first use; CuPy is not imported)."""
+    return importlib.import_module(f"{__name__}.{family}")
+
+
 def name_expressions(family: str) -> list[str]:
     """Every template instantiation of ``family`` (from its launcher module)."""
-    module = importlib.import_module(f"{__name__}.{family}")
-    return list(module.NAME_EXPRESSIONS)
+    return list(_launchers(family).NAME_EXPRESSIONS)
 
 
-def _import_cupy(what: str) -> Any:
+def group_of(name: str) -> str:
+    """Return the compile group of a name expression: the kernel and its first template argument.
+
+    The loader compiles one group at a time (``pad_rows<float, int>`` and
+    ``pad_rows<float, long long>`` together, ``pad_rows<double, ...>`` on its first use),
+    so the first call of an op pays for its own variants only.
+    """
+    head, _, args = name.partition("<")
+    return f"{head}<{args.split(',')[0].rstrip('>').strip()}>" if args else head
+
+
+def import_cupy(what: str) -> ModuleType:
+    """Return CuPy, importing it on first use; if it is missing, say how to install it.
+
+    ``what`` (the operation that needs it) starts the ModuleNotFoundError's message.
+    Once imported, CuPy is found in ``sys.modules`` (every launch asks for the current
+    device: no import machinery runs for it).
+    """
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        return cupy
     try:
         return importlib.import_module("cupy")
     except ModuleNotFoundError:
@@ -96,7 +129,7 @@ def _import_cupy(what: str) -> Any:
 
 
 def _cupy_module(family: str, code: str, names: list[str]) -> Any:
-    cupy = _import_cupy(f"{family} kernels")
+    cupy = import_cupy(f"{family} kernels")
     return cupy.RawModule(code=code, options=OPTIONS, name_expressions=names)
 
 
@@ -140,23 +173,47 @@ class FamilyModule:
         return function
 
 
-def _backend_factory() -> Callable[[str, str, list[str]], Any] | None:
-    from ... import _backend  # import cycle: _backend imports this module lazily
+@dataclass(frozen=True, eq=False)
+class ModuleFactory:
+    """Who compiles the kernel families: CuPy, or a test hook (see :func:`set_module_factory`)."""
 
-    return _backend._cuda_module_factory
+    #: ``build(family, code, name_expressions)`` returns an object with
+    #: ``get_function(name_expression)`` like ``cupy.RawModule``; None: CuPy compiles.
+    build: Callable[[str, str, list[str]], Any] | None = None
+    #: Whether host (numpy) arrays run on the built kernels too (the CPU emulator).
+    host_arrays: bool = True
+
+
+#: The factory in force. :func:`set_module_factory` replaces it (never mutates it), so
+#: its identity names the current routing: the kernel registry keys its memo by it.
+#: Read it as ``cuda.FACTORY``: a name imported from here would keep an old one.
+FACTORY = ModuleFactory()
+
+
+def set_module_factory(build: Callable[[str, str, list[str]], Any] | None, *,
+                       host_arrays: bool = True) -> None:
+    """Compile the kernel families with ``build`` instead of CuPy (None: CuPy again).
+
+    Forgets every compiled module, error word and deferred check. See
+    :func:`arrow_sparse._backend.set_cuda_module_factory`, the public test hook.
+    """
+    global FACTORY
+    with _LOCK:
+        FACTORY = ModuleFactory(build, host_arrays)
+        clear_cache()
 
 
 def _device_key() -> Any:
     """Memo key of the current device: the factory while one is set, else the device id."""
-    factory = _backend_factory()
-    if factory is not None:
-        return ("factory", id(factory))
-    return _import_cupy("CUDA kernels").cuda.runtime.getDevice()
+    build = FACTORY.build
+    if build is not None:
+        return ("factory", id(build))
+    return import_cupy("CUDA kernels").cuda.runtime.getDevice()
 
 
 def load_module(family: str) -> FamilyModule:
     """Return the kernels of ``family`` on the current device (memoised; compiles lazily)."""
-    factory = _backend_factory()
+    factory = FACTORY.build
     key = (family, _device_key())
     module = _MODULES.get(key)
     if module is None:
@@ -176,17 +233,55 @@ def clear_cache() -> None:
         _PENDING.clear()
 
 
+def device_only(family: str) -> tuple[str, ...]:
+    """Return the launchers of ``family`` that have no CPU twin (its ``DEVICE_ONLY``)."""
+    return tuple(_launchers(family).DEVICE_ONLY) if has_family(family) else ()
+
+
 def get_launcher(family: str, name: str) -> Callable[..., Any]:
-    """Return the launcher of kernel ``name`` in ``family``; same signature as the CPU kernel."""
-    module = importlib.import_module(f"{__name__}.{family}")
-    launcher = getattr(module, name, None) if name in getattr(module, "__all__", ()) else None
-    if launcher is None:
+    """Return launcher ``name`` of ``family``: a CPU kernel's twin or a device-only launcher.
+
+    Its parameters are the array module, then the CPU kernel's. ``NotImplementedError``
+    when ``family`` has no such launcher.
+    """
+    module = _launchers(family)
+    if name not in module.__all__ and name not in module.DEVICE_ONLY:
         msg = f"{name}: no cuda kernel in family {family!r}"
         raise NotImplementedError(msg)
-    return launcher  # type: ignore[no-any-return]
+    return getattr(module, name)  # type: ignore[no-any-return]
 
 
 # ------------------------------------------------------------------ device error word
+#: Value of the error word while no kernel has recorded an error (all ones).
+ERROR_NONE = (1 << 64) - 1
+_NONE_WORD = np.uint64(ERROR_NONE)
+_CLASSES: dict[str, type[ArrowSparseError]] = {
+    "IndexError": ArrowSparseIndexError, "ValueError": ArrowSparseValueError}
+_MESSAGE = re.compile(r"^\s*(\w+)\s*=\s*(\d+)\s*,?\s*//\s*message:\s*"
+                      r"(?:(IndexError|ValueError):\s*)?(.*\S)\s*$", re.MULTILINE)
+
+
+def error_messages(source: str) -> dict[int, tuple[str, type[ArrowSparseError], str]]:
+    """``code -> (enum name, exception class, message)`` from a family's ``.cu`` text.
+
+    Each error code is one enum line ending in ``// message: [IndexError: ]text``;
+    ValueError is the default class.
+    """
+    table: dict[int, tuple[str, type[ArrowSparseError], str]] = {}
+    for m in _MESSAGE.finditer(source):
+        code = int(m.group(2))
+        if not 0 < code < 256 or code in table:
+            msg = f"error code {m.group(1)} = {code} must be unique and in 1..255"
+            raise ValueError(msg)
+        table[code] = (m.group(1), _CLASSES[m.group(3) or "ValueError"], m.group(4))
+    return table
+
+
+def decode_error(word: int) -> tuple[int, int, int]:
+    """``(family index, code, position)`` of an error word written by ``ASP_RAISE``."""
+    return (word >> 8) & 0xFF, word & 0xFF, word >> 16
+
+
 def error_buffer() -> Any:
     """Return the current device's error word: a ``uint64[1]`` array kernels ``atomicMin`` into.
 
@@ -199,7 +294,7 @@ def error_buffer() -> Any:
         with _LOCK:
             buffer = _ERROR_BUFFERS.get(key)
             if buffer is None:
-                xp = np if _backend_factory() is not None else _import_cupy("CUDA kernels")
+                xp = np if FACTORY.build is not None else import_cupy("CUDA kernels")
                 buffer = xp.empty(1, dtype=np.uint64)
                 buffer.fill(_NONE_WORD)
                 _ERROR_BUFFERS[key] = buffer
@@ -207,8 +302,6 @@ def error_buffer() -> Any:
 
 
 def _raise_word(func: str, word: int, deferred: bool) -> None:
-    from ..._backend import KERNEL_FAMILIES
-
     family_id, code, position = decode_error(word)
     family = KERNEL_FAMILIES[family_id] if family_id < len(KERNEL_FAMILIES) else None
     known = error_messages(source(family)) if family is not None else {}
@@ -225,7 +318,7 @@ def _snapshot(buffer: Any) -> tuple[Any, Any]:
     """Start copying the error word to the host: ``(host array, event or None)``."""
     if isinstance(buffer, np.ndarray):
         return buffer.copy(), None
-    cupy = _import_cupy("CUDA kernels")
+    cupy = import_cupy("CUDA kernels")
     runtime = cupy.cuda.runtime
     host = np.frombuffer(cupy.cuda.alloc_pinned_memory(8), dtype=np.uint64, count=1)
     stream = cupy.cuda.get_current_stream()
@@ -274,3 +367,18 @@ def _reset(buffer: Any) -> None:
     with _LOCK:
         buffer.fill(_NONE_WORD)
         _PENDING.clear()
+
+
+def fetch(xp: ModuleType, func: str, *scalars: Any) -> list[int]:
+    """Read integer scalars (Python, numpy, or 0-d arrays of ``xp``) on the host.
+
+    Device scalars are copied in one transfer, a synchronisation, after which the
+    device checks recorded so far are raised at once (the values may depend on inputs
+    those checks reject). Host scalars cost nothing.
+    """
+    device = [] if xp is np else [s for s in scalars if isinstance(s, xp.ndarray)]
+    if not device:
+        return [int(s) for s in scalars]
+    read = iter(xp.stack([s.astype(np.int64, copy=False) for s in device]).get().tolist())
+    check_errors(func)
+    return [next(read) if isinstance(s, xp.ndarray) else int(s) for s in scalars]

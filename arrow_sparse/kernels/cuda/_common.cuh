@@ -15,7 +15,7 @@
 //     #endif
 //
 // Both variants are compiled by nvcc in tests/test_cuda_infra.py. The loader defines
-// ASP_FAMILY_ID (the family's index in arrow_sparse._backend.KERNEL_FAMILIES) between
+// ASP_FAMILY_ID (the family's index in arrow_sparse.kernels.KERNEL_FAMILIES) between
 // this header and the family's source.
 
 

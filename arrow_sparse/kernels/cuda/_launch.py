@@ -1,37 +1,46 @@
-"""Launch helpers shared by every CUDA kernel family.
-
-dtype -> C type, name expressions, compile groups, grids and the device error word.
+"""What every CUDA launcher shares: C types, name expressions, the launch, argument helpers.
 
 One table maps numpy dtypes to the C types the ``.cu`` templates are instantiated
 with; both the CuPy loader and the test emulator build their name expressions from it,
-so the two cannot drift apart.
+so the two cannot drift apart. :func:`launch` sizes the grid and calls the kernel;
+:func:`into` / :func:`back`, :func:`as_mask`, :func:`as_row_index`, :func:`as_index`,
+:func:`as_bytes` and :func:`check_shape` prepare the arrays a kernel reads and writes.
+The helpers take the array module ``xp`` their launcher was given (numpy under the
+emulator, else CuPy): nothing here looks it up.
 """
 
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Iterable, Sequence
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
-from ...errors import ArrowSparseError, ArrowSparseIndexError, ArrowSparseValueError
+from ...errors import ArrowSparseValueError
+from . import load_module
 
 __all__ = [
     "BLOCK",
+    "CTYPE_TO_DTYPE",
     "DTYPE_TO_CTYPE",
-    "ERROR_NONE",
     "FLOAT_CTYPES",
     "INDEX_CTYPES",
     "MAX_BLOCKS",
+    "SLOT_CTYPES",
     "VALUE_CTYPES",
     "WARP",
+    "as_bytes",
+    "as_index",
+    "as_mask",
+    "as_row_index",
+    "back",
+    "check_shape",
     "ctype",
-    "decode_error",
-    "error_messages",
-    "group_of",
     "grid_1d",
-    "grid_groups",
+    "into",
+    "launch",
     "name_expression",
     "name_expressions",
 ]
@@ -49,6 +58,8 @@ DTYPE_TO_CTYPE: dict[np.dtype, str] = {
     np.dtype(np.float32): "float",
     np.dtype(np.float64): "double",
 }
+#: C type -> numpy dtype (the inverse table).
+CTYPE_TO_DTYPE: dict[str, np.dtype] = {c: d for d, c in DTYPE_TO_CTYPE.items()}
 
 #: C types of every values dtype a kernel is instantiated for.
 VALUE_CTYPES: tuple[str, ...] = tuple(DTYPE_TO_CTYPE.values())
@@ -56,6 +67,11 @@ VALUE_CTYPES: tuple[str, ...] = tuple(DTYPE_TO_CTYPE.values())
 INDEX_CTYPES: tuple[str, ...] = ("int", "long long")
 #: C types of the float dtypes.
 FLOAT_CTYPES: tuple[str, ...] = ("float", "double")
+#: Slot type of the atomic kernels by values type: CUDA has no 8- or 16-bit atomics, so
+#: those go through a 32-bit temporary of the same signedness.
+SLOT_CTYPES: dict[str, str] = {**{t: t for t in VALUE_CTYPES}, "signed char": "int",
+                               "short": "int", "unsigned char": "unsigned int",
+                               "unsigned short": "unsigned int"}
 
 #: Threads per block: a multiple of the warp size that fills an SM on every arch >= sm_70.
 BLOCK = 256
@@ -65,6 +81,8 @@ WARP = 32
 #: reuses the threads instead of launching more blocks. Tests lower it to exercise the
 #: stride loop.
 MAX_BLOCKS = 65536
+
+_INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 
 
 def ctype(func: str, dtype: np.dtype, allowed: Iterable[str] = VALUE_CTYPES) -> str:
@@ -86,53 +104,96 @@ def name_expressions(kernel: str, *axes: Sequence[str]) -> list[str]:
     return [name_expression(kernel, *combo) for combo in itertools.product(*axes)]
 
 
-def group_of(name: str) -> str:
-    """Return the compile group of a name expression: the kernel and its first template argument.
-
-    The loader compiles one group at a time (``pad_rows<float, int>`` and
-    ``pad_rows<float, long long>`` together, ``pad_rows<double, ...>`` on its first use),
-    so the first call of an op pays for its own variants only.
-    """
-    head, _, args = name.partition("<")
-    return f"{head}<{args.split(',')[0].rstrip('>').strip()}>" if args else head
-
-
 def grid_1d(work: int, block: int = BLOCK) -> tuple[tuple[int], tuple[int]]:
-    """``(grid, block)`` for a grid-stride loop over ``work > 0`` items."""
+    """``(grid, block)`` for a grid-stride loop over ``work > 0`` threads."""
     blocks = max(1, min(-(-work // block), MAX_BLOCKS))
     return (blocks,), (block,)
 
 
-def grid_groups(groups: int, block: int = BLOCK) -> tuple[tuple[int], tuple[int]]:
-    """``(grid, block)`` for a grid-stride loop over ``groups > 0`` lane groups of ``WARP``."""
-    return grid_1d(groups * WARP, block)
+def launch(family: str, name: str, work: int, args: tuple[Any, ...], *, lanes: int = 1
+           ) -> None:
+    """Launch kernel ``name`` (a name expression) of ``family`` over ``work`` items.
 
-
-# ------------------------------------------------------------------ device error word
-#: Value of the error word while no kernel has recorded an error (all ones).
-ERROR_NONE = (1 << 64) - 1
-_CLASSES: dict[str, type[ArrowSparseError]] = {
-    "IndexError": ArrowSparseIndexError, "ValueError": ArrowSparseValueError}
-_MESSAGE = re.compile(r"^\s*(\w+)\s*=\s*(\d+)\s*,?\s*//\s*message:\s*"
-                      r"(?:(IndexError|ValueError):\s*)?(.*\S)\s*$", re.MULTILINE)
-
-
-def error_messages(source: str) -> dict[int, tuple[str, type[ArrowSparseError], str]]:
-    """``code -> (enum name, exception class, message)`` from a family's ``.cu`` text.
-
-    Each error code is one enum line ending in ``// message: [IndexError: ]text``;
-    ValueError is the default class.
+    Each item gets ``lanes`` threads (``WARP``: a lane group per row); the grid is
+    :func:`grid_1d`'s. Nothing is launched for ``work <= 0``.
     """
-    table: dict[int, tuple[str, type[ArrowSparseError], str]] = {}
-    for m in _MESSAGE.finditer(source):
-        code = int(m.group(2))
-        if not 0 < code < 256 or code in table:
-            msg = f"error code {m.group(1)} = {code} must be unique and in 1..255"
-            raise ValueError(msg)
-        table[code] = (m.group(1), _CLASSES[m.group(3) or "ValueError"], m.group(4))
-    return table
+    if work <= 0:
+        return
+    grid, block = grid_1d(work * lanes)
+    load_module(family).get_function(name)(grid, block, args)
 
 
-def decode_error(word: int) -> tuple[int, int, int]:
-    """``(family index, code, position)`` of an error word written by ``ASP_RAISE``."""
-    return (word >> 8) & 0xFF, word & 0xFF, word >> 16
+# -------------------------------------------------------------------- argument helpers
+def into(xp: ModuleType, out: Any, dtype: Any = None, *, copy: bool = True) -> Any:
+    """Return the array a kernel writes for ``out``; :func:`back` finishes the write.
+
+    ``out`` itself when it is C-contiguous in ``dtype`` (default: its own), or its
+    bytes when it is a C-contiguous bool array and ``dtype`` is bool or uint8; else a
+    C-contiguous temporary in ``dtype``: a copy of ``out`` (``copy``: kernels that leave
+    elements alone or add into them) or uninitialised (kernels that write every element).
+    """
+    dtype = out.dtype if dtype is None else np.dtype(dtype)
+    if out.flags.c_contiguous:
+        if out.dtype == dtype:
+            return out.view(np.uint8) if dtype.kind == "b" else out
+        if out.dtype.kind == "b" and dtype == np.uint8:
+            return out.view(np.uint8)
+    if copy:
+        return xp.ascontiguousarray(out, dtype=dtype)
+    return xp.empty(out.shape, dtype=dtype)
+
+
+def back(out: Any, target: Any) -> None:
+    """Write ``target`` (from :func:`into`) into ``out`` in its dtype, unless it is ``out``.
+
+    A C-contiguous bool ``out`` given as bytes was written in place: :func:`into` makes
+    no uint8 temporary for it.
+    """
+    if target is out or (out.dtype.kind == "b" and out.flags.c_contiguous
+                         and target.dtype == np.uint8):
+        return
+    out[...] = target.reshape(out.shape).astype(out.dtype, copy=False)
+
+
+def as_bytes(xp: ModuleType, m: Any) -> Any:
+    """``m`` as C-contiguous bytes (uint8): bools viewed, other dtypes converted."""
+    m = xp.ascontiguousarray(m)
+    if m.dtype.kind == "b":
+        return m.view(np.uint8)
+    return m if m.dtype == np.uint8 else m.astype(np.uint8)
+
+
+def as_mask(xp: ModuleType, m: Any, *, all_valid: bool = False) -> tuple[Any, np.int32]:
+    """``(uint8 mask, flag)`` of an optional mask; None or an empty one means no nulls.
+
+    The flag is 1 when a mask is given, or with ``all_valid`` (kernels whose flag says
+    every row is valid) 1 when none is.
+    """
+    if m is None or m.shape[0] == 0:
+        return xp.empty(0, dtype=np.uint8), np.int32(all_valid)
+    return as_bytes(xp, m), np.int32(not all_valid)
+
+
+def as_row_index(xp: ModuleType, index: Any) -> tuple[Any, np.int32]:
+    """``(int64 row index, identity flag)`` of an optional row index; None or empty: identity."""
+    if index is None or index.shape[0] == 0:
+        return xp.empty(0, dtype=np.int64), np.int32(1)
+    return xp.ascontiguousarray(index, dtype=np.int64), np.int32(0)
+
+
+def as_index(xp: ModuleType, x: Any, *, int64: bool = False) -> Any:
+    """``x`` as C-contiguous indices: int32 and int64 kept, other integer dtypes widened.
+
+    ``int64``: always int64 (kernels instantiated for int64 indices only).
+    """
+    if not int64 and x.dtype in _INDEX_DTYPES:
+        return xp.ascontiguousarray(x)
+    return xp.ascontiguousarray(x, dtype=np.int64)
+
+
+def check_shape(func: str, arg: str, shape: tuple[int, ...], expected: tuple[int, ...]
+                ) -> None:
+    """Check the shape a kernel reads or writes ``arg`` by (another would leave its bounds)."""
+    if tuple(shape) != tuple(expected):
+        msg = f"{func}: {arg} must have shape {tuple(expected)}, got {tuple(shape)}"
+        raise ArrowSparseValueError(msg)

@@ -1,9 +1,10 @@
 """CUDA launchers of the embedding kernels (``embedding.cu``).
 
-Each launcher has the signature and the semantics of its CPU twin in
-:mod:`arrow_sparse.kernels.cpu.embedding`: it picks the template instantiation from the
-dtypes, sizes the grid and packs the arguments with explicit C types. Arrays are device
-arrays (CuPy), or numpy arrays when the emulator stands in for the GPU in tests.
+Each launcher takes the array module ``xp``, then the parameters and the semantics of
+its CPU twin in :mod:`arrow_sparse.kernels.cpu.embedding`: it picks the template
+instantiation from the dtypes, sizes the grid and packs the arguments with explicit C
+types. Arrays are device arrays (CuPy), or numpy arrays when the emulator stands in
+for the GPU in tests.
 
 * ``lookup_rows``: any of the ten table dtypes, written into an ``out`` of the same
   dtype (a non-contiguous ``out`` through a contiguous temporary).
@@ -32,20 +33,25 @@ synchronisation makes a waiting check free).
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from ..._backend import array_module
 from ...errors import ArrowSparseValueError
-from . import error_buffer, load_module
+from . import error_buffer
 from ._launch import (
     DTYPE_TO_CTYPE,
     FLOAT_CTYPES,
     INDEX_CTYPES,
+    WARP,
+    as_index,
+    as_mask,
+    back,
+    check_shape,
     ctype,
-    grid_1d,
-    grid_groups,
+    into,
+    launch,
     name_expression,
     name_expressions,
 )
@@ -94,53 +100,18 @@ def _name(func: str, *dtypes: Any) -> str:
     return name_expression(func, *(ctype(func, d, FLOAT_CTYPES) for d in dtypes))
 
 
-def _rows(xp: Any, rows: Any) -> Any:
-    return xp.ascontiguousarray(rows, dtype=np.int64)
-
-
-def _ids(xp: Any, ids: Any) -> Any:
-    """int32 / int64 ids as they are, any other integer type widened to int64."""
-    if np.dtype(ids.dtype) in (np.dtype(np.int32), np.dtype(np.int64)):
-        return xp.ascontiguousarray(ids)
-    return xp.ascontiguousarray(ids, dtype=np.int64)
-
-
 def _same_dtype(func: str, what: str, x: Any, out: Any) -> None:
     if out.dtype != x.dtype:
         msg = f"{func}: no cuda kernel for a {x.dtype} {what} into a {out.dtype} out"
         raise NotImplementedError(msg)
 
 
-def _check_shape(func: str, arg: str, x: Any, shape: tuple[int, ...]) -> None:
-    """Check the shape the kernel writes ``x`` by (another would be written out of bounds)."""
-    if tuple(x.shape) != shape:
-        msg = f"{func}: {arg} must have shape {shape}, got {tuple(x.shape)}"
-        raise ArrowSparseValueError(msg)
-
-
-def _into(xp: Any, x: Any) -> Any:
-    """``x`` itself when C-contiguous, else a contiguous copy (written back by :func:`_back`)."""
-    return x if x.flags.c_contiguous else xp.ascontiguousarray(x)
-
-
-def _back(x: Any, target: Any) -> None:
-    if target is not x:
-        x[...] = target
-
-
-def _launch(name: str, grid_block: tuple[tuple[int], tuple[int]], args: tuple[Any, ...]
-            ) -> None:
-    grid, block = grid_block
-    load_module("embedding").get_function(name)(grid, block, args)
-
-
 # ------------------------------------------------------------------ lookup and backward
-def lookup_rows(table: Any, ids: Any, out: Any, col: int = 0) -> None:
+def lookup_rows(xp: ModuleType, table: Any, ids: Any, out: Any, col: int = 0) -> None:
     """``out[i, col:col + dim] = table[ids[i]]`` (see the CPU kernel)."""
     func = "lookup_rows"
-    xp = array_module(func, table, ids, out)
     _same_dtype(func, "table", table, out)
-    idx = _ids(xp, ids)
+    idx = as_index(xp, ids)
     name = name_expression(func, ctype(func, table.dtype), ctype(func, idx.dtype, INDEX_CTYPES))
     num, dim = idx.shape[0], table.shape[1]
     if out.ndim != 2 or out.shape[0] != num or not 0 <= col <= out.shape[1] - dim:
@@ -152,39 +123,37 @@ def lookup_rows(table: Any, ids: Any, out: Any, col: int = 0) -> None:
     target, width, at = out, out.shape[1], col
     if not out.flags.c_contiguous:
         target, width, at = xp.empty((num, dim), dtype=out.dtype), dim, 0
-    _launch(name, grid_groups(num),
-            (xp.ascontiguousarray(table), idx, target, _I64(num), _I64(dim), _I64(width),
-             _I64(at), _I64(table.shape[0]), error_buffer()))
+    launch("embedding", name, num,
+           (xp.ascontiguousarray(table), idx, target, _I64(num), _I64(dim), _I64(width),
+            _I64(at), _I64(table.shape[0]), error_buffer()), lanes=WARP)
     if target is not out:
         out[:, col:col + dim] = target
 
 
-def sort_ids(ids: Any) -> tuple[Any, Any, Any]:
+def sort_ids(xp: ModuleType, ids: Any) -> tuple[Any, Any, Any]:
     """Stable sort of ids: ``(order, distinct ids, run starts)``, all int64 (see the CPU kernel).
 
     Synchronises the device once: the number of distinct ids sizes the outputs.
     """
     func = "sort_ids"
-    xp = array_module(func, ids)
-    idx = _ids(xp, ids)
+    idx = as_index(xp, ids)
     name = name_expression("run_heads", ctype(func, idx.dtype, INDEX_CTYPES))
     num = idx.shape[0]
     order = xp.argsort(idx, kind="stable").astype(np.int64, copy=False)
     if num == 0:
         return order, xp.empty(0, dtype=np.int64), xp.zeros(1, dtype=np.int64)
     head = xp.empty(num, dtype=np.uint8)
-    _launch(name, grid_1d(num), (idx, order, head, _I64(num), error_buffer()))
+    launch("embedding", name, num, (idx, order, head, _I64(num), error_buffer()))
     first = xp.flatnonzero(head).astype(np.int64, copy=False)
     rows = idx[order[first]].astype(np.int64, copy=False)
     starts = xp.concatenate((first, xp.full(1, num, dtype=np.int64)))
     return order, rows, starts
 
 
-def coalesce_sorted(grad_out: Any, order: Any, bag: Any, scale: Any, starts: Any,
+def coalesce_sorted(xp: ModuleType, grad_out: Any, order: Any, bag: Any, scale: Any, starts: Any,
                     out: Any) -> None:
     """Sum ``scale[p] * grad_out[bag[p]]`` over each run of ``order`` (see the CPU kernel)."""
     func = "coalesce_sorted"
-    xp = array_module(func, grad_out, order, bag, scale, starts, out)
     _same_dtype(func, "grad_out", grad_out, out)
     if scale.shape[0] == 0:
         scale = xp.empty(0, dtype=np.float64)
@@ -192,56 +161,48 @@ def coalesce_sorted(grad_out: Any, order: Any, bag: Any, scale: Any, starts: Any
         scale = scale.astype(product_dtype(scale.dtype, grad_out.dtype))
     name = _name(func, grad_out.dtype, scale.dtype)
     num_runs, dim = starts.shape[0] - 1, grad_out.shape[1]
-    _check_shape(func, "out", out, (max(num_runs, 0), dim))
+    check_shape(func, "out", out.shape, (max(num_runs, 0), dim))
     if num_runs <= 0 or dim == 0:
         return
-    order, bag = _rows(xp, order), _rows(xp, bag)
-    target = _into(xp, out)
-    _launch(name, grid_groups(num_runs),
-            (xp.ascontiguousarray(grad_out), order, bag, xp.ascontiguousarray(scale),
-             _rows(xp, starts), target, _I64(num_runs), _I64(dim), _I64(order.shape[0]),
-             _I64(bag.shape[0]), _I64(scale.shape[0]), _I64(grad_out.shape[0]),
-             error_buffer()))
-    _back(out, target)
+    order, bag = as_index(xp, order, int64=True), as_index(xp, bag, int64=True)
+    target = into(xp, out)
+    launch("embedding", name, num_runs,
+           (xp.ascontiguousarray(grad_out), order, bag, xp.ascontiguousarray(scale),
+            as_index(xp, starts, int64=True), target, _I64(num_runs), _I64(dim),
+            _I64(order.shape[0]), _I64(bag.shape[0]), _I64(scale.shape[0]),
+            _I64(grad_out.shape[0]), error_buffer()), lanes=WARP)
+    back(out, target)
 
 
-def weights_grad(table: Any, ids: Any, offsets: Any, grad_out: Any, mean: bool,
+def weights_grad(xp: ModuleType, table: Any, ids: Any, offsets: Any, grad_out: Any, mean: bool,
                  out: Any) -> None:
     """``out[j] = <grad_out[bag of j], table[ids[j]]>`` (see the CPU kernel)."""
     func = "weights_grad"
-    xp = array_module(func, table, ids, offsets, grad_out, out)
-    idx = _ids(xp, ids)
+    idx = as_index(xp, ids)
     name = name_expression(func, ctype(func, table.dtype),
                            ctype(func, grad_out.dtype, FLOAT_CTYPES),
                            DTYPE_TO_CTYPE[product_dtype(table.dtype, grad_out.dtype)],
                            ctype(func, out.dtype, FLOAT_CTYPES),
                            ctype(func, idx.dtype, INDEX_CTYPES))
     num, num_bags, dim = idx.shape[0], offsets.shape[0] - 1, table.shape[1]
-    _check_shape(func, "out", out, (num,))
+    check_shape(func, "out", out.shape, (num,))
     if grad_out.ndim != 2 or grad_out.shape[1] != dim:
         msg = (f"{func}: grad_out must have the table's {dim} columns, got shape "
                f"{tuple(grad_out.shape)}")
         raise ArrowSparseValueError(msg)
     if num == 0 or num_bags <= 0:
         return
-    target = _into(xp, out)
-    _launch(name, grid_groups(num),
-            (xp.ascontiguousarray(table), idx, _rows(xp, offsets),
-             xp.ascontiguousarray(grad_out), _I32(bool(mean)), target, _I64(num),
-             _I64(num_bags), _I64(dim), _I64(table.shape[0]), _I64(grad_out.shape[0]),
-             error_buffer()))
-    _back(out, target)
+    target = into(xp, out)
+    launch("embedding", name, num,
+           (xp.ascontiguousarray(table), idx, as_index(xp, offsets, int64=True),
+            xp.ascontiguousarray(grad_out), _I32(bool(mean)), target, _I64(num),
+            _I64(num_bags), _I64(dim), _I64(table.shape[0]), _I64(grad_out.shape[0]),
+            error_buffer()), lanes=WARP)
+    back(out, target)
 
 
-def _mask(xp: Any, mask: Any, absent: Any) -> tuple[Any, Any]:
-    """``(uint8 mask, present flag)``: an absent mask (``absent``, empty) means no nulls."""
-    if mask is None:
-        return absent, _I32(0)
-    return xp.ascontiguousarray(mask).view(np.uint8), _I32(1)
-
-
-def bag_ids(ids: Any, offsets: Any, valid: Any, vmask: Any, woffsets: Any, wvalid: Any,
-            num_weights: int, bound: int) -> tuple[Any, Any, Any, Any]:
+def bag_ids(xp: ModuleType, ids: Any, offsets: Any, valid: Any, vmask: Any, woffsets: Any,
+            wvalid: Any, num_weights: int, bound: int) -> tuple[Any, Any, Any, Any]:
     """Read the bags of device ids: ``(bag, key, wpos, count)``, int64 (see ``embedding.cu``).
 
     Bag ``b`` holds ``ids[offsets[b]:offsets[b + 1]]``; ``valid`` (bags) and ``vmask``
@@ -250,8 +211,7 @@ def bag_ids(ids: Any, offsets: Any, valid: Any, vmask: Any, woffsets: Any, wvali
     in ``[0, bound)``. Device-only (no CPU twin); records its checks in the error word.
     """
     func = "bag_ids"
-    xp = array_module(func, ids, offsets, valid, vmask, woffsets, wvalid)
-    idx = _ids(xp, ids)
+    idx = as_index(xp, ids)
     name = name_expression(func, ctype(func, idx.dtype, INDEX_CTYPES))
     num, num_bags = idx.shape[0], offsets.shape[0] - 1
     if num_bags < 0:
@@ -260,78 +220,76 @@ def bag_ids(ids: Any, offsets: Any, valid: Any, vmask: Any, woffsets: Any, wvali
     for arg, mask, size in (("valid", valid, num_bags), ("vmask", vmask, num),
                             ("wvalid", wvalid, num_weights)):
         if mask is not None:
-            _check_shape(func, arg, mask, (size,))
+            check_shape(func, arg, mask.shape, (size,))
     if woffsets is not None:
-        _check_shape(func, "woffsets", woffsets, (num_bags + 1,))
+        check_shape(func, "woffsets", woffsets.shape, (num_bags + 1,))
     out = xp.empty(3 * num + num_bags, dtype=np.int64)  # one allocation, four results
     bag, key, wpos, count = (out[:num], out[num:2 * num], out[2 * num:3 * num],
                              out[3 * num:])
     if max(num, num_bags) == 0:
         return bag, key, wpos, count
-    absent = xp.empty(0, dtype=np.uint8)
-    va, vm, wv = (_mask(xp, m, absent) for m in (valid, vmask, wvalid))
-    wo = out[:0] if woffsets is None else _rows(xp, woffsets)
-    _launch(name, grid_1d(max(num, num_bags)),
-            (idx, _rows(xp, offsets), va[0], _I32(1 - va[1]), vm[0], vm[1], wo,
-             _I32(woffsets is not None), wv[0], wv[1], _I64(num), _I64(num_bags),
-             _I64(num_weights), _I64(bound), bag, key, wpos, count, error_buffer()))
+    absent = xp.empty(0, dtype=np.uint8)  # one empty array for all absent masks: hot path
+    va, vm, wv = ((absent, _I32(0)) if m is None else as_mask(xp, m)
+                  for m in (valid, vmask, wvalid))
+    wo = out[:0] if woffsets is None else as_index(xp, woffsets, int64=True)
+    launch("embedding", name, max(num, num_bags),
+           (idx, as_index(xp, offsets, int64=True), va[0], _I32(1 - va[1]), vm[0], vm[1], wo,
+            _I32(woffsets is not None), wv[0], wv[1], _I64(num), _I64(num_bags),
+            _I64(num_weights), _I64(bound), bag, key, wpos, count, error_buffer()))
     return bag, key, wpos, count
 
 
 # --------------------------------------------------------------------------- optimizers
-def _elementwise(name: str, xp: Any, table: Any, states: tuple[Any, ...],
+def _elementwise(name: str, xp: ModuleType, table: Any, states: tuple[Any, ...],
                  rows: Any, values: Any, scalars: tuple[Any, ...]) -> None:
     """Launch a one-thread-per-gradient-element step over ``table`` and ``states``."""
     num, dim = values.shape[0], table.shape[1]
     if num * dim == 0:
         return
-    targets = [_into(xp, a) for a in (table, *states)]
-    _launch(name, grid_1d(num * dim),
-            (*targets, _rows(xp, rows), xp.ascontiguousarray(values, dtype=table.dtype),
-             *scalars, _I64(num), _I64(dim), _I64(table.shape[0]), error_buffer()))
+    targets = [into(xp, a) for a in (table, *states)]
+    launch("embedding", name, num * dim,
+           (*targets, as_index(xp, rows, int64=True),
+            xp.ascontiguousarray(values, dtype=table.dtype), *scalars, _I64(num), _I64(dim),
+            _I64(table.shape[0]), error_buffer()))
     for a, target in zip((table, *states), targets, strict=True):
-        _back(a, target)
+        back(a, target)
 
 
-def sgd_rows(table: Any, rows: Any, values: Any, lr: float) -> None:
+def sgd_rows(xp: ModuleType, table: Any, rows: Any, values: Any, lr: float) -> None:
     """In place SGD on the rows of a coalesced gradient (see the CPU kernel)."""
     func = "sgd_rows"
-    xp = array_module(func, table, rows, values)
     _elementwise(_name(func, table.dtype), xp, table, (), rows, values, (_F64(lr),))
 
 
-def adagrad_rows(table: Any, state: Any, rows: Any, values: Any, lr: float,
+def adagrad_rows(xp: ModuleType, table: Any, state: Any, rows: Any, values: Any, lr: float,
                  eps: float) -> None:
     """In place Adagrad on the rows of a coalesced gradient (see the CPU kernel)."""
     func = "adagrad_rows"
-    xp = array_module(func, table, state, rows, values)
     _elementwise(_name(func, table.dtype, state.dtype), xp, table, (state,), rows,
                  values, (_F64(lr), _F64(eps)))
 
 
-def rowwise_adagrad_rows(table: Any, state: Any, rows: Any, values: Any, lr: float,
+def rowwise_adagrad_rows(xp: ModuleType, table: Any, state: Any, rows: Any, values: Any, lr: float,
                          eps: float) -> None:
     """In place row-wise Adagrad on the rows of a coalesced gradient (see the CPU kernel)."""
     func = "rowwise_adagrad_rows"
-    xp = array_module(func, table, state, rows, values)
     name = _name(func, table.dtype, state.dtype)
     num, dim = values.shape[0], table.shape[1]
     if num == 0:
         return
-    target, state_target = _into(xp, table), _into(xp, state)
-    _launch(name, grid_groups(num),
-            (target, state_target, _rows(xp, rows),
-             xp.ascontiguousarray(values, dtype=table.dtype), _F64(lr), _F64(eps), _I64(num),
-             _I64(dim), _I64(table.shape[0]), error_buffer()))
-    _back(table, target)
-    _back(state, state_target)
+    target, state_target = into(xp, table), into(xp, state)
+    launch("embedding", name, num,
+           (target, state_target, as_index(xp, rows, int64=True),
+            xp.ascontiguousarray(values, dtype=table.dtype), _F64(lr), _F64(eps), _I64(num),
+            _I64(dim), _I64(table.shape[0]), error_buffer()), lanes=WARP)
+    back(table, target)
+    back(state, state_target)
 
 
-def ftrl_rows(table: Any, z: Any, n: Any, rows: Any, values: Any, alpha: float, beta: float,
-              l1: float, l2: float) -> None:
+def ftrl_rows(xp: ModuleType, table: Any, z: Any, n: Any, rows: Any, values: Any, alpha: float,
+              beta: float, l1: float, l2: float) -> None:
     """In place Caffe2 ``SparseFtrl`` on the rows of a coalesced gradient (see the CPU kernel)."""
     func = "ftrl_rows"
-    xp = array_module(func, table, z, n, rows, values)
     if z.dtype != table.dtype or n.dtype != table.dtype:
         msg = (f"{func}: no cuda kernel for a {table.dtype} table with {z.dtype} z "
                f"and {n.dtype} n")

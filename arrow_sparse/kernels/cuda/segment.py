@@ -1,9 +1,10 @@
 """CUDA launchers of the segment kernels (``segment.cu``).
 
-Each launcher has the signature and the semantics of its CPU twin in
-:mod:`arrow_sparse.kernels.cpu.segment`: it picks the template instantiation from the
-dtypes, sizes the grid and packs the arguments with explicit C types. Arrays are
-device arrays (CuPy), or numpy arrays when the emulator stands in for the GPU in tests.
+Each launcher takes the array module ``xp``, then the parameters and the semantics of
+its CPU twin in :mod:`arrow_sparse.kernels.cpu.segment`: it picks the template
+instantiation from the dtypes, sizes the grid and packs the arguments with explicit C
+types. Arrays are device arrays (CuPy), or numpy arrays when the emulator stands in
+for the GPU in tests.
 
 Template axes: ``T`` the values (table) type, ``A`` the accumulator (the C type of the
 CPU kernel's ``zero``: ``double``, ``long long`` or ``unsigned long long``), ``Out`` the
@@ -25,17 +26,22 @@ would read device data back. :data:`DEVICE_ONLY` launchers have no CPU twin:
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from ..._backend import array_module
-from . import error_buffer, load_module
+from . import error_buffer
 from ._launch import (
     DTYPE_TO_CTYPE,
+    FLOAT_CTYPES,
     INDEX_CTYPES,
     VALUE_CTYPES,
-    grid_1d,
+    as_index,
+    as_mask,
+    back,
+    into,
+    launch,
     name_expression,
     name_expressions,
 )
@@ -47,14 +53,13 @@ __all__ = ["gather_reduce", "scatter_assign", "scatter_extreme", "scatter_sum",
 #: Device-only launchers (no CPU twin), see the module docstring.
 DEVICE_ONLY = ("check_null_weights", "gather_rows")
 
-_FLOATS = ("float", "double")
-_INTS = tuple(c for c in VALUE_CTYPES if c not in _FLOATS)
+_INTS = tuple(c for c in VALUE_CTYPES if c not in FLOAT_CTYPES)
 _UNSIGNED = tuple(c for c in _INTS if c.startswith("unsigned"))
 _LL, _ULL, _DBL = "long long", "unsigned long long", "double"
 
 #: (T, A, Out) of sums and means, plain or weighted: any T into double (float or double
 #: out); integers into long long; unsigned integers into unsigned long long.
-_SUM_TRIPLES = ([(t, _DBL, o) for t in VALUE_CTYPES for o in _FLOATS]
+_SUM_TRIPLES = ([(t, _DBL, o) for t in VALUE_CTYPES for o in FLOAT_CTYPES]
                 + [(t, _LL, _LL) for t in _INTS]
                 + [(t, _ULL, _ULL) for t in _UNSIGNED])
 #: (T, A, Out) of products: the output dtype of a sum of T, unweighted.
@@ -85,7 +90,7 @@ NAME_EXPRESSIONS: list[str] = [
                          | {(_EXTREME_STORAGE[t], t) for t in VALUE_CTYPES})),
     *name_expressions("scatter_claim", INDEX_CTYPES),
     *name_expressions("scatter_assign_rows", VALUE_CTYPES, INDEX_CTYPES),
-    *name_expressions("scatter_weighted_sum_runs", _FLOATS, INDEX_CTYPES),
+    *name_expressions("scatter_weighted_sum_runs", FLOAT_CTYPES, INDEX_CTYPES),
     *name_expressions("ids_to_offsets", INDEX_CTYPES),
     *name_expressions("check_null_weights", INDEX_CTYPES),
     *name_expressions("gather_rows", VALUE_CTYPES, INDEX_CTYPES),
@@ -113,34 +118,13 @@ def _name(func: str, kernel: str, *dtypes: Any) -> str:
     return name
 
 
-def _launch(name: str, work: int, args: tuple[Any, ...]) -> None:
-    if work <= 0:
-        return
-    grid, block = grid_1d(work)
-    load_module("segment").get_function(name)(grid, block, args)
-
-
-def _arr(xp: Any, a: Any) -> Any:
+def _arr(xp: ModuleType, a: Any) -> Any:
     """C-contiguous, bool viewed as uint8 (what the kernels read)."""
     a = xp.ascontiguousarray(a)
     return a.view(np.uint8) if a.dtype.kind == "b" else a
 
 
-def _mask(xp: Any, mask: Any) -> tuple[Any, Any]:
-    """``(uint8 mask, present flag)``: an absent or empty mask means no nulls."""
-    if mask is None or mask.shape[0] == 0:
-        return xp.empty(0, dtype=np.uint8), _I32(0)
-    return _arr(xp, mask), _I32(1)
-
-
-def _ids(xp: Any, ids: Any) -> Any:
-    """int32 / int64 ids as they are, any other integer type widened to int64."""
-    if np.dtype(ids.dtype) in (np.dtype(np.int32), np.dtype(np.int64)):
-        return xp.ascontiguousarray(ids)
-    return xp.ascontiguousarray(ids, dtype=np.int64)
-
-
-def _weights(xp: Any, weights: Any, acc: np.dtype) -> tuple[Any, Any, Any]:
+def _weights(xp: ModuleType, weights: Any, acc: np.dtype) -> tuple[Any, Any, Any]:
     """``(weights in A, weighted flag, number of weights)``."""
     if weights is None or weights.shape[0] == 0:
         return xp.empty(0, dtype=acc), _I32(0), _I64(0)
@@ -148,13 +132,13 @@ def _weights(xp: Any, weights: Any, acc: np.dtype) -> tuple[Any, Any, Any]:
             _I64(weights.shape[0]))
 
 
-def _woffsets(xp: Any, woffsets: Any) -> tuple[Any, Any]:
+def _woffsets(xp: ModuleType, woffsets: Any) -> tuple[Any, Any]:
     if woffsets is None:
         return xp.empty(0, dtype=np.int64), _I32(0)
     return xp.ascontiguousarray(woffsets, dtype=np.int64), _I32(1)
 
 
-def _counts(xp: Any, counts: Any) -> tuple[Any, Any]:
+def _counts(xp: ModuleType, counts: Any) -> tuple[Any, Any]:
     if counts is None or counts.shape[0] == 0:
         return xp.empty(0, dtype=np.int64), _I32(0)
     return counts, _I32(1)
@@ -164,122 +148,99 @@ def _width(out: Any) -> int:
     return int(np.prod(out.shape[1:], dtype=np.int64))
 
 
-def _into(xp: Any, out: Any, dtype: Any = None) -> Any:
-    """Return a C-contiguous array to launch into: ``out`` or a temporary (copied back)."""
-    dtype = out.dtype if dtype is None else np.dtype(dtype)
-    if out.flags.c_contiguous and np.dtype(out.dtype) == dtype:
-        return out.view(np.uint8) if out.dtype.kind == "b" else out
-    return xp.ascontiguousarray(out, dtype=dtype)
-
-
-def _back(out: Any, target: Any) -> None:
-    if target is not out and not (out.dtype.kind == "b" and target.base is out):
-        out[...] = target.reshape(out.shape).astype(out.dtype, copy=False)
-
-
 def _scalar(dtype: Any, x: Any) -> Any:
     dtype = np.dtype(dtype)
     return (_U8 if dtype.kind == "b" else dtype).type(x)
 
 
-def _rows(xp: Any, offsets: Any, valid: Any, vmask: Any) -> tuple[Any, ...]:
+def _rows(xp: ModuleType, offsets: Any, valid: Any, vmask: Any) -> tuple[Any, ...]:
     """Pack the row arguments of a sorted kernel: offsets, valid, all_valid, vmask, masked."""
-    va, vm = _mask(xp, valid), _mask(xp, vmask)
-    return xp.ascontiguousarray(offsets), va[0], _I32(1 - va[1]), vm[0], vm[1]
+    return (xp.ascontiguousarray(offsets), *as_mask(xp, valid, all_valid=True),
+            *as_mask(xp, vmask))
 
 
 # -------------------------------------------------------------------- sorted reductions
-def sorted_sum(values: Any, offsets: Any, valid: Any, vmask: Any, weights: Any,
+def sorted_sum(xp: ModuleType, values: Any, offsets: Any, valid: Any, vmask: Any, weights: Any,
                woffsets: Any, mean: bool, zero: Any, min_count: int, empty: Any, out: Any,
                counts: Any) -> None:
     """Sum (``mean``: divided by the count) of each row into ``out`` (see the CPU kernel)."""
     func = "sorted_sum"
-    xp = array_module(func, values=values, offsets=offsets, valid=valid, vmask=vmask,
-                      weights=weights, woffsets=woffsets, out=out, counts=counts)
     acc = np.dtype(zero.dtype)
     name = _name(func, func, values.dtype, acc, out.dtype, offsets.dtype)
-    target = _into(xp, out)
+    target = into(xp, out)
     rows, width = out.shape[0], _width(out)
     w, weighted, num_weights = _weights(xp, weights, acc)
     wo, has_woff = _woffsets(xp, woffsets)
     cnt, want = _counts(xp, counts)
-    _launch(name, rows * width,
-            (_arr(xp, values), *_rows(xp, offsets, valid, vmask), w, weighted, wo, has_woff,
-             _I32(values.ndim == 1 and not weighted), _I32(bool(mean)), acc.type(zero),
-             _I64(min_count), _scalar(target.dtype, empty), _I64(rows), _I64(width),
-             _I64(values.shape[0]), num_weights, target, cnt, want, error_buffer()))
-    _back(out, target)
+    launch("segment", name, rows * width,
+           (_arr(xp, values), *_rows(xp, offsets, valid, vmask), w, weighted, wo, has_woff,
+            _I32(values.ndim == 1 and not weighted), _I32(bool(mean)), acc.type(zero),
+            _I64(min_count), _scalar(target.dtype, empty), _I64(rows), _I64(width),
+            _I64(values.shape[0]), num_weights, target, cnt, want, error_buffer()))
+    back(out, target)
 
 
-def sorted_extreme(values: Any, offsets: Any, valid: Any, vmask: Any, is_max: bool,
+def sorted_extreme(xp: ModuleType, values: Any, offsets: Any, valid: Any, vmask: Any, is_max: bool,
                    init: Any, min_count: int, empty: Any, out: Any, counts: Any) -> None:
     """Max (``is_max``) or min of each row; ``init`` is the dtype's lowest (highest) value."""
     func = "sorted_extreme"
-    xp = array_module(func, values=values, offsets=offsets, valid=valid, vmask=vmask,
-                      out=out, counts=counts)
     name = _name(func, func, values.dtype, offsets.dtype)
     vals = _arr(xp, values)
-    target = _into(xp, out, vals.dtype)
+    target = into(xp, out, vals.dtype)
     rows, width = out.shape[0], _width(out)
     cnt, want = _counts(xp, counts)
-    _launch(name, rows * width,
-            (vals, *_rows(xp, offsets, valid, vmask), _I32(bool(is_max)),
-             _scalar(vals.dtype, init), _I64(min_count), _scalar(vals.dtype, empty),
-             _I64(rows), _I64(width), _I64(values.shape[0]), target, cnt, want,
-             error_buffer()))
-    _back(out, target)
+    launch("segment", name, rows * width,
+           (vals, *_rows(xp, offsets, valid, vmask), _I32(bool(is_max)),
+            _scalar(vals.dtype, init), _I64(min_count), _scalar(vals.dtype, empty),
+            _I64(rows), _I64(width), _I64(values.shape[0]), target, cnt, want,
+            error_buffer()))
+    back(out, target)
 
 
-def sorted_arg_extreme(values: Any, offsets: Any, valid: Any, vmask: Any, is_max: bool,
-                       min_count: int, empty: int, out: Any, counts: Any) -> None:
+def sorted_arg_extreme(xp: ModuleType, values: Any, offsets: Any, valid: Any, vmask: Any,
+                       is_max: bool, min_count: int, empty: int, out: Any, counts: Any) -> None:
     """Position within the row of the first max (min) of each column; 2-D only."""
     func = "sorted_arg_extreme"
-    xp = array_module(func, values=values, offsets=offsets, valid=valid, vmask=vmask,
-                      out=out, counts=counts)
     name = _name(func, func, values.dtype, offsets.dtype)
-    target = _into(xp, out, np.int64)
+    target = into(xp, out, np.int64)
     rows, width = out.shape[0], _width(out)
     cnt, want = _counts(xp, counts)
-    _launch(name, rows * width,
-            (_arr(xp, values), *_rows(xp, offsets, valid, vmask), _I32(bool(is_max)),
-             _I64(min_count), _I64(empty), _I64(rows), _I64(width), _I64(values.shape[0]),
-             target, cnt, want, error_buffer()))
-    _back(out, target)
+    launch("segment", name, rows * width,
+           (_arr(xp, values), *_rows(xp, offsets, valid, vmask), _I32(bool(is_max)),
+            _I64(min_count), _I64(empty), _I64(rows), _I64(width), _I64(values.shape[0]),
+            target, cnt, want, error_buffer()))
+    back(out, target)
 
 
-def sorted_prod(values: Any, offsets: Any, valid: Any, vmask: Any, one: Any, min_count: int,
-                empty: Any, out: Any, counts: Any) -> None:
+def sorted_prod(xp: ModuleType, values: Any, offsets: Any, valid: Any, vmask: Any, one: Any,
+                min_count: int, empty: Any, out: Any, counts: Any) -> None:
     """Product of each row; ``one`` fixes the accumulator dtype; 2-D only."""
     func = "sorted_prod"
-    xp = array_module(func, values=values, offsets=offsets, valid=valid, vmask=vmask,
-                      out=out, counts=counts)
     acc = np.dtype(one.dtype)
     name = _name(func, func, values.dtype, acc, out.dtype, offsets.dtype)
-    target = _into(xp, out)
+    target = into(xp, out)
     rows, width = out.shape[0], _width(out)
     cnt, want = _counts(xp, counts)
-    _launch(name, rows * width,
-            (_arr(xp, values), *_rows(xp, offsets, valid, vmask), acc.type(one),
-             _I64(min_count), _scalar(target.dtype, empty), _I64(rows), _I64(width),
-             _I64(values.shape[0]), target, cnt, want, error_buffer()))
-    _back(out, target)
+    launch("segment", name, rows * width,
+           (_arr(xp, values), *_rows(xp, offsets, valid, vmask), acc.type(one),
+            _I64(min_count), _scalar(target.dtype, empty), _I64(rows), _I64(width),
+            _I64(values.shape[0]), target, cnt, want, error_buffer()))
+    back(out, target)
 
 
-def sorted_logsumexp(values: Any, offsets: Any, valid: Any, vmask: Any, min_count: int,
-                     empty: Any, out: Any, counts: Any) -> None:
+def sorted_logsumexp(xp: ModuleType, values: Any, offsets: Any, valid: Any, vmask: Any,
+                     min_count: int, empty: Any, out: Any, counts: Any) -> None:
     """Numerically stable log-sum-exp of each row (float64 inside); 2-D only."""
     func = "sorted_logsumexp"
-    xp = array_module(func, values=values, offsets=offsets, valid=valid, vmask=vmask,
-                      out=out, counts=counts)
     name = _name(func, func, values.dtype, out.dtype, offsets.dtype)
-    target = _into(xp, out)
+    target = into(xp, out)
     rows, width = out.shape[0], _width(out)
     cnt, want = _counts(xp, counts)
-    _launch(name, rows * width,
-            (_arr(xp, values), *_rows(xp, offsets, valid, vmask), _I64(min_count),
-             _scalar(target.dtype, empty), _I64(rows), _I64(width), _I64(values.shape[0]),
-             target, cnt, want, error_buffer()))
-    _back(out, target)
+    launch("segment", name, rows * width,
+           (_arr(xp, values), *_rows(xp, offsets, valid, vmask), _I64(min_count),
+            _scalar(target.dtype, empty), _I64(rows), _I64(width), _I64(values.shape[0]),
+            target, cnt, want, error_buffer()))
+    back(out, target)
 
 
 # ---------------------------------------------------------------- fused gather + reduce
@@ -298,7 +259,7 @@ def _block_cols(data: Any, vmask: Any, weights: Any, mode: int, zero: Any, count
     return 0 if width < line else width // line * line
 
 
-def gather_reduce(data: Any, indices: Any, offsets: Any, valid: Any, vmask: Any,
+def gather_reduce(xp: ModuleType, data: Any, indices: Any, offsets: Any, valid: Any, vmask: Any,
                   weights: Any, woffsets: Any, mode: int, zero: Any, lowest: Any,
                   min_count: int, empty: Any, out: Any, counts: Any) -> int:
     """Reduce ``data[indices[i]]`` per row (``mode``: 0 sum, 1 mean, 2 max).
@@ -307,28 +268,26 @@ def gather_reduce(data: Any, indices: Any, offsets: Any, valid: Any, vmask: Any,
     launch) or -1 (device arrays: the kernel records it in the error word).
     """
     func = "gather_reduce"
-    xp = array_module(func, data=data, indices=indices, offsets=offsets, valid=valid,
-                      vmask=vmask, weights=weights, woffsets=woffsets, out=out, counts=counts)
     acc = np.dtype(zero.dtype)
-    ids = _ids(xp, indices)
+    ids = as_index(xp, indices)
     if xp is np:
         bad = _first_bad_id(ids, offsets, valid, vmask, data.shape[0])
         if bad >= 0:
             return bad
     name = _name(func, func, data.dtype, acc, out.dtype, offsets.dtype, ids.dtype)
-    target = _into(xp, out)
+    target = into(xp, out)
     rows, width = out.shape[0], _width(out)
     w, weighted, num_weights = _weights(xp, weights, acc)
     wo, has_woff = _woffsets(xp, woffsets)
     cnt, want = _counts(xp, counts)
-    _launch(name, rows * width,
-            (_arr(xp, data), ids, *_rows(xp, offsets, valid, vmask), w, weighted, wo,
-             has_woff, _I32(mode),
-             _I64(_block_cols(data, vmask, weights, mode, zero, counts, width)),
-             acc.type(zero), acc.type(lowest), _I64(min_count), _scalar(target.dtype, empty),
-             _I64(rows), _I64(width), _I64(data.shape[0]), _I64(ids.shape[0]), num_weights,
-             target, cnt, want, error_buffer()))
-    _back(out, target)
+    launch("segment", name, rows * width,
+           (_arr(xp, data), ids, *_rows(xp, offsets, valid, vmask), w, weighted, wo,
+            has_woff, _I32(mode),
+            _I64(_block_cols(data, vmask, weights, mode, zero, counts, width)),
+            acc.type(zero), acc.type(lowest), _I64(min_count), _scalar(target.dtype, empty),
+            _I64(rows), _I64(width), _I64(data.shape[0]), _I64(ids.shape[0]), num_weights,
+            target, cnt, want, error_buffer()))
+    back(out, target)
     return -1
 
 
@@ -358,29 +317,27 @@ def _first_bad_segment(ids: Any, num_segments: int) -> int:
     return int(np.argmax((ids < 0) | (ids >= num_segments)))
 
 
-def _finish_scatter(xp: Any, acc: Any, counts: Any, counting: bool, mean: bool,
+def _finish_scatter(xp: ModuleType, acc: Any, counts: Any, counting: bool, mean: bool,
                     min_count: int, empty: Any, out: Any) -> None:
     """Launch scatter_finish: ``out`` from the accumulator and the counts."""
-    target = _into(xp, out)
+    target = into(xp, out)
     name = _name("scatter_finish", "scatter_finish", acc.dtype, target.dtype)
     num, width = out.shape[0], _width(out)
-    _launch(name, num * width,
-            (acc, counts, _I32(counting), _I32(bool(mean)), _I64(min_count),
-             _scalar(target.dtype, empty), _I64(num), _I64(width), target))
-    _back(out, target)
+    launch("segment", name, num * width,
+           (acc, counts, _I32(counting), _I32(bool(mean)), _I64(min_count),
+            _scalar(target.dtype, empty), _I64(num), _I64(width), target))
+    back(out, target)
 
 
-def scatter_sum(values: Any, ids: Any, vmask: Any, weights: Any, mean: bool, zero: Any,
-                min_count: int, empty: Any, out: Any, counts: Any) -> int:
+def scatter_sum(xp: ModuleType, values: Any, ids: Any, vmask: Any, weights: Any, mean: bool,
+                zero: Any, min_count: int, empty: Any, out: Any, counts: Any) -> int:
     """``out[s] = sum(weights[i] * values[i] for ids[i] == s)`` (``mean``: / count).
 
     Atomics into an accumulator of ``zero``'s dtype (scatter_add), then scatter_finish.
     Returns the first id out of range (host arrays) or -1, as :func:`gather_reduce`.
     """
     func = "scatter_sum"
-    xp = array_module(func, values=values, ids=ids, vmask=vmask, weights=weights, out=out,
-                      counts=counts)
-    ids = _ids(xp, ids)
+    ids = as_index(xp, ids)
     num_segments = out.shape[0]
     if xp is np:
         bad = _first_bad_segment(ids, num_segments)
@@ -393,22 +350,21 @@ def scatter_sum(values: Any, ids: Any, vmask: Any, weights: Any, mean: bool, zer
     counting = mean or min_count > 0 or counts is not None
     cnt = xp.zeros(num_segments if counting else 0, dtype=np.int64)
     w, weighted, _ = _weights(xp, weights, acc_dtype)
-    vm = _mask(xp, vmask)
-    _launch(name, num * width,
-            (_arr(xp, values), ids, vm[0], vm[1], w, weighted, _I64(num), _I64(width),
-             _I64(num_segments), acc, cnt, _I32(counting), error_buffer()))
+    vm = as_mask(xp, vmask)
+    launch("segment", name, num * width,
+           (_arr(xp, values), ids, vm[0], vm[1], w, weighted, _I64(num), _I64(width),
+            _I64(num_segments), acc, cnt, _I32(counting), error_buffer()))
     _finish_scatter(xp, acc, cnt, counting, mean, min_count, empty, out)
     if counts is not None:
         counts[...] = cnt
     return -1
 
 
-def scatter_extreme(values: Any, ids: Any, vmask: Any, is_max: bool, init: Any,
+def scatter_extreme(xp: ModuleType, values: Any, ids: Any, vmask: Any, is_max: bool, init: Any,
                     min_count: int, empty: Any, out: Any, counts: Any) -> int:
     """``out[s] = max(values[i] for ids[i] == s)`` (or min), NaN propagating, by atomics."""
     func = "scatter_extreme"
-    xp = array_module(func, values=values, ids=ids, vmask=vmask, out=out, counts=counts)
-    ids = _ids(xp, ids)
+    ids = as_index(xp, ids)
     num_segments = out.shape[0]
     if xp is np:
         bad = _first_bad_segment(ids, num_segments)
@@ -420,42 +376,42 @@ def scatter_extreme(values: Any, ids: Any, vmask: Any, is_max: bool, init: Any,
     num, width = values.shape[0], _width(out)
     acc = xp.full(num_segments * width, init, dtype=wide)
     cnt = xp.zeros(num_segments, dtype=np.int64)
-    vm = _mask(xp, vmask)
-    _launch(name, num * width,
-            (vals, ids, vm[0], vm[1], _I32(bool(is_max)), _I64(num), _I64(width),
-             _I64(num_segments), acc, cnt, error_buffer()))
+    vm = as_mask(xp, vmask)
+    launch("segment", name, num * width,
+           (vals, ids, vm[0], vm[1], _I32(bool(is_max)), _I64(num), _I64(width),
+            _I64(num_segments), acc, cnt, error_buffer()))
     _finish_scatter(xp, acc, cnt, True, False, min_count, empty, out)
     if counts is not None:
         counts[...] = cnt
     return -1
 
 
-def _claim(xp: Any, idx: Any, num_rows: int) -> Any:
+def _claim(xp: ModuleType, idx: Any, num_rows: int) -> Any:
     """Return the last position of each row in ``idx`` (-1 for rows it does not list)."""
     last = xp.full(num_rows, -1, dtype=np.int64)
-    _launch(_name("scatter", "scatter_claim", idx.dtype), idx.shape[0],
-            (idx, _I64(idx.shape[0]), _I64(num_rows), last, error_buffer()))
+    launch("segment", _name("scatter", "scatter_claim", idx.dtype), idx.shape[0],
+           (idx, _I64(idx.shape[0]), _I64(num_rows), last, error_buffer()))
     return last
 
 
-def scatter_assign(data: Any, indices: Any, slices: Any) -> None:
+def scatter_assign(xp: ModuleType, data: Any, indices: Any, slices: Any) -> None:
     """``data[indices[i]] = slices[i]`` in order (last write wins); 2-D views."""
     func = "scatter_assign"
-    xp = array_module(func, data=data, indices=indices, slices=slices)
-    idx = _ids(xp, indices)
+    idx = as_index(xp, indices)
     name = _name(func, "scatter_assign_rows", data.dtype, idx.dtype)
     num, width = idx.shape[0], _width(data)
     if num == 0 or width == 0:
         return
     last = _claim(xp, idx, data.shape[0])
-    target = _into(xp, data)
-    _launch(name, num * width,
-            (target, idx, _arr(xp, xp.asarray(slices, dtype=data.dtype)), last, _I64(num),
-             _I64(data.shape[0]), _I64(width)))
-    _back(data, target)
+    target = into(xp, data)
+    launch("segment", name, num * width,
+           (target, idx, _arr(xp, xp.asarray(slices, dtype=data.dtype)), last, _I64(num),
+            _I64(data.shape[0]), _I64(width)))
+    back(data, target)
 
 
-def scatter_weighted_sum(data: Any, w0: float, indices: Any, slices: Any, w1: float) -> None:
+def scatter_weighted_sum(xp: ModuleType, data: Any, w0: float, indices: Any, slices: Any, w1: float
+                         ) -> None:
     """Scale each listed row by ``w0`` per occurrence, then add ``w1 * slices[i]``; 2-D views.
 
     The indices are sorted stably on the device (``argsort``) so that each row's
@@ -463,60 +419,56 @@ def scatter_weighted_sum(data: Any, w0: float, indices: Any, slices: Any, w1: fl
     however far apart the repeats are.
     """
     func = "scatter_weighted_sum"
-    xp = array_module(func, data=data, indices=indices, slices=slices)
-    idx = _ids(xp, indices)
+    idx = as_index(xp, indices)
     name = _name(func, "scatter_weighted_sum_runs", data.dtype, idx.dtype)
     num, width = idx.shape[0], _width(data)
     if num == 0 or width == 0:
         return
     order = xp.argsort(idx, kind="stable").astype(np.int64, copy=False)
-    target = _into(xp, data)
-    _launch(name, num * width,
-            (target, np.float64(w0), xp.ascontiguousarray(idx[order]), order,
-             xp.ascontiguousarray(slices, dtype=data.dtype), np.float64(w1), _I64(num),
-             _I64(data.shape[0]), _I64(width), error_buffer()))
-    _back(data, target)
+    target = into(xp, data)
+    launch("segment", name, num * width,
+           (target, np.float64(w0), xp.ascontiguousarray(idx[order]), order,
+            xp.ascontiguousarray(slices, dtype=data.dtype), np.float64(w1), _I64(num),
+            _I64(data.shape[0]), _I64(width), error_buffer()))
+    back(data, target)
 
 
-def sorted_ids_to_offsets(ids: Any, num_segments: int) -> Any:
+def sorted_ids_to_offsets(xp: ModuleType, ids: Any, num_segments: int) -> Any:
     """int64 offsets (``num_segments + 1``) of checked, sorted segment ids."""
     func = "sorted_ids_to_offsets"
-    xp = array_module(func, ids=ids)
-    idx = _ids(xp, ids)
+    idx = as_index(xp, ids)
     offsets = xp.empty(num_segments + 1, dtype=np.int64)
-    _launch(_name(func, "ids_to_offsets", idx.dtype), num_segments + 1,
-            (idx, _I64(idx.shape[0]), _I64(num_segments), offsets))
+    launch("segment", _name(func, "ids_to_offsets", idx.dtype), num_segments + 1,
+           (idx, _I64(idx.shape[0]), _I64(num_segments), offsets))
     return offsets
 
 
 # --------------------------------------------------------------------- device-only
-def check_null_weights(woffsets: Any, valid: Any, wvalid: Any, num_weights: int) -> None:
+def check_null_weights(xp: ModuleType, woffsets: Any, valid: Any, wvalid: Any,
+                       num_weights: int) -> None:
     """Record the first null weight (``wvalid[i] == 0``) of a valid row in the error word.
 
     ``woffsets`` are the weights' row offsets (int32 or int64, ``rows + 1``), ``valid``
     the rows' bool mask or None.
     """
     func = "check_null_weights"
-    xp = array_module(func, woffsets=woffsets, valid=valid, wvalid=wvalid)
-    va = _mask(xp, valid)
     rows = woffsets.shape[0] - 1
-    _launch(_name(func, func, woffsets.dtype), rows,
-            (xp.ascontiguousarray(woffsets), va[0], _I32(1 - va[1]), _arr(xp, wvalid),
-             _I64(rows), _I64(num_weights), error_buffer()))
+    launch("segment", _name(func, func, woffsets.dtype), rows,
+           (xp.ascontiguousarray(woffsets), *as_mask(xp, valid, all_valid=True),
+            _arr(xp, wvalid), _I64(rows), _I64(num_weights), error_buffer()))
 
 
-def gather_rows(data: Any, indices: Any) -> Any:
+def gather_rows(xp: ModuleType, data: Any, indices: Any) -> Any:
     """``data[indices]`` on the device (rows of a ``[V, ...]`` array; 1-D indices).
 
     An index outside ``[0, V)`` is recorded in the error word and gives a zero row.
     """
     func = "gather_rows"
-    xp = array_module(func, data=data, indices=indices)
-    idx = _ids(xp, indices)
+    idx = as_index(xp, indices)
     table = _arr(xp, data)
     name = _name(func, func, table.dtype, idx.dtype)
     num, width = idx.shape[0], _width(data)
     out = xp.empty((num, *data.shape[1:]), dtype=table.dtype)
-    _launch(name, num * width,
-            (table, idx, _I64(num), _I64(data.shape[0]), _I64(width), out, error_buffer()))
+    launch("segment", name, num * width,
+           (table, idx, _I64(num), _I64(data.shape[0]), _I64(width), out, error_buffer()))
     return out.view(np.bool_) if data.dtype.kind == "b" else out

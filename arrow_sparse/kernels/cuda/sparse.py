@@ -1,13 +1,13 @@
 """CUDA launchers of the sparse-tensor kernels (``sparse.cu``).
 
-Each launcher has the signature and the results of its CPU twin in
-:mod:`arrow_sparse.kernels.cpu.sparse`: the same arrays, dtypes and order of entries.
-Arrays are device arrays (CuPy), or numpy arrays when the emulator stands in for the
-GPU in tests. ``indptr``, ``indices`` and positions of an integer type other than
-int32/int64 are widened to int64; values and dense operands are converted to the
-dtype of ``out``; a non-contiguous ``out`` is updated through a contiguous copy, and an
-8- or 16-bit integer ``out`` of an atomic kernel through an int32/uint32 one (integer
-sums wrap like Numba's either way).
+Each launcher takes the array module ``xp``, then the parameters and the results of its
+CPU twin in :mod:`arrow_sparse.kernels.cpu.sparse`: the same arrays, dtypes and order
+of entries. Arrays are device arrays (CuPy), or numpy arrays when the emulator stands
+in for the GPU in tests. ``indptr``, ``indices`` and positions of an integer type
+other than int32/int64 are widened to int64; values and dense operands are converted
+to the dtype of ``out``; a non-contiguous ``out`` is updated through a contiguous copy,
+and an 8- or 16-bit integer ``out`` of an atomic kernel through an int32/uint32 one
+(integer sums wrap like Numba's either way).
 
 How the CPU's parallel counting sorts are done on the GPU:
 
@@ -39,34 +39,40 @@ Synchronisations (reads of device data): ``lex_order2`` and
 it ``dense_csr`` and ``csc_spmm``), ``sum_duplicates`` and ``canonical_lines`` read
 ``indptr[0]`` and ``indptr[-1]``, and the last two the number of distinct entries; the
 others read nothing. Every read is one transfer through
-:func:`arrow_sparse._backend.fetch`, which raises the device checks recorded so far
+:func:`arrow_sparse.kernels.cuda.fetch`, which raises the device checks recorded so far
 before the value is used (naming the launcher). The kernels re-check the indices,
 positions and entry ranges they rely on into the device error word
 (:func:`arrow_sparse.kernels.cuda.check_errors`).
 
-:data:`CHECKS` are device-only launchers with no CPU twin: ``check_index_range``, the
-check of coordinates against their dimension that the sparse constructors run on device
-inputs (on the host they check with numpy).
+:data:`DEVICE_ONLY` launchers have no CPU twin: ``check_index_range``, the check of
+coordinates against their dimension that the sparse constructors run on device inputs
+(on the host they check with numpy), and ``flatnonzero``, the positions of the nonzero
+elements of a device array (the host uses ``numpy.flatnonzero``).
 """
 
 from __future__ import annotations
 
 import math
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from ..._backend import array_module, fetch
 from ...errors import ArrowSparseValueError
-from . import error_buffer, load_module
+from . import error_buffer, fetch
 from ._launch import (
+    CTYPE_TO_DTYPE,
     DTYPE_TO_CTYPE,
     INDEX_CTYPES,
+    SLOT_CTYPES,
     VALUE_CTYPES,
     WARP,
+    as_index,
+    back,
+    check_shape,
     ctype,
-    grid_1d,
-    grid_groups,
+    into,
+    launch,
     name_expression,
     name_expressions,
 )
@@ -77,15 +83,11 @@ __all__ = ["canonical_lines", "compressed_to_dense", "compressed_transpose",
            "radix_argsort", "scatter_add", "sum_duplicates"]
 
 #: Device-only launchers (no CPU twin), see the module docstring.
-CHECKS = ("check_index_range",)
+DEVICE_ONLY = ("check_index_range", "flatnonzero")
 
 _O = INDEX_CTYPES
-#: Slot type of the atomic kernels: 8- and 16-bit integers go through a 32-bit temporary.
-_SLOT = {**{t: t for t in VALUE_CTYPES}, "signed char": "int", "short": "int",
-         "unsigned char": "unsigned int", "unsigned short": "unsigned int"}
 #: Output types of major_sums: numpy's sum dtypes.
 _SUMS = ("long long", "unsigned long long", "float", "double")
-_CTYPE_TO_DTYPE = {c: d for d, c in DTYPE_TO_CTYPE.items()}
 _INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 _INT64_MAX = int(np.iinfo(np.int64).max)
 
@@ -97,12 +99,12 @@ NAME_EXPRESSIONS: list[str] = [
     *name_expressions("lex_order2", _O),
     *name_expressions("lines_strictly_increasing", _O, _O),
     *name_expressions("csr_spmm", VALUE_CTYPES, _O, _O),
-    *(name_expression("csr_spmv", t, _SLOT[t], o, i) for t in VALUE_CTYPES for o in _O
+    *(name_expression("csr_spmv", t, SLOT_CTYPES[t], o, i) for t in VALUE_CTYPES for o in _O
       for i in _O),
     *name_expressions("major_sums", _SUMS, _O),
-    *(name_expression("compressed_to_dense", t, _SLOT[t], o, i) for t in VALUE_CTYPES
+    *(name_expression("compressed_to_dense", t, SLOT_CTYPES[t], o, i) for t in VALUE_CTYPES
       for o in _O for i in _O),
-    *(name_expression("scatter_add", t, _SLOT[t], p) for t in VALUE_CTYPES for p in _O),
+    *(name_expression("scatter_add", t, SLOT_CTYPES[t], p) for t in VALUE_CTYPES for p in _O),
     *name_expressions("check_index_range", _O),
 ]
 
@@ -111,76 +113,49 @@ _I64 = np.int64
 
 
 # ------------------------------------------------------------------------ helpers
-def _launch(name: str, grid_block: tuple[tuple[int], tuple[int]], args: tuple[Any, ...]
-            ) -> None:
-    grid, block = grid_block
-    load_module("sparse").get_function(name)(grid, block, args)
-
-
-def _index(xp: Any, x: Any) -> Any:
-    """``x`` as a contiguous int32 or int64 array (other integer dtypes widened to int64)."""
-    return xp.ascontiguousarray(x, dtype=x.dtype if x.dtype in _INDEX_DTYPES else np.int64)
-
-
 def _c(x: Any) -> str:
     return DTYPE_TO_CTYPE[np.dtype(x.dtype)]
 
 
-def _range(func: str, indptr: Any) -> tuple[int, int]:
+def _range(xp: ModuleType, func: str, indptr: Any) -> tuple[int, int]:
     """``(indptr[0], indptr[-1])`` in one read (a synchronisation on the device)."""
-    first, last = fetch(func, indptr[0], indptr[-1])
+    first, last = fetch(xp, func, indptr[0], indptr[-1])
     return first, last
 
 
-def flatnonzero(func: str, mask: Any) -> Any:
+def flatnonzero(xp: ModuleType, func: str, mask: Any) -> Any:
     """Positions (int64) of the nonzero elements of a 1-D array, numpy or CuPy.
 
-    Their number is read back with :func:`~arrow_sparse._backend.fetch` (on the device
-    one synchronisation, raising the device checks at once), then every nonzero
-    element's position is scattered to its rank (the others to a spare slot).
+    Their number is read back with :func:`~arrow_sparse.kernels.cuda.fetch` (on the
+    device one synchronisation, raising the device checks at once, naming ``func``),
+    then every nonzero element's position is scattered to its rank (the others to a
+    spare slot).
     """
-    xp = array_module(func, mask=mask)
     n = mask.shape[0]
     rank = xp.cumsum(mask != 0, dtype=np.int64)
-    count = fetch(func, rank[-1] if n else 0)[0]
+    count = fetch(xp, func, rank[-1] if n else 0)[0]
     out = xp.empty(count + 1, dtype=np.int64)
     out[xp.where(mask != 0, rank - 1, count)] = xp.arange(n, dtype=np.int64)
     return out[:count]
 
 
-def _check_shape(func: str, arg: str, shape: tuple[int, ...], expected: tuple[int, ...]
-                 ) -> None:
-    if tuple(shape) != tuple(expected):
-        msg = f"{func}: {arg} must have shape {tuple(expected)}, got {tuple(shape)}"
-        raise ArrowSparseValueError(msg)
+def _slot(xp: ModuleType, out: Any, slot: str) -> Any:
+    """:func:`into` of ``out`` in C type ``slot`` (written back by :func:`back`: integers wrap)."""
+    return into(xp, out, CTYPE_TO_DTYPE[slot])
 
 
-def _slot(xp: Any, out: Any, slot: str) -> Any:
-    """``out`` itself when contiguous and of the slot type, else a contiguous copy in it."""
-    dtype = _CTYPE_TO_DTYPE[slot]
-    if out.flags.c_contiguous and out.dtype == dtype:
-        return out
-    return xp.ascontiguousarray(out, dtype=dtype)
-
-
-def _back(out: Any, target: Any) -> None:
-    """Write a temporary made by :func:`_slot` back into ``out`` (integers wrap)."""
-    if target is not out:
-        out[...] = target.astype(out.dtype, copy=False)
-
-
-def _counts_to_indptr(xp: Any, keys: Any, num_keys: int) -> Any:
+def _counts_to_indptr(xp: ModuleType, keys: Any, num_keys: int) -> Any:
     """int64 ``indptr`` of the entries counted by key: histogram, then exclusive scan."""
     counts = xp.zeros(num_keys + 1, dtype=np.int64)
     n = keys.shape[0]
     if n > 0:
-        keys = _index(xp, keys)
-        _launch(name_expression("count_keys", _c(keys)), grid_1d(n),
-                (keys, _I64(n), _I64(num_keys), counts[1:], error_buffer()))
+        keys = as_index(xp, keys)
+        launch("sparse", name_expression("count_keys", _c(keys)), n,
+               (keys, _I64(n), _I64(num_keys), counts[1:], error_buffer()))
     return xp.cumsum(counts)
 
 
-def _lex_argsort(xp: Any, keys: list[Any], sizes: list[int] | None) -> Any:
+def _lex_argsort(xp: ModuleType, keys: list[Any], sizes: list[int] | None) -> Any:
     """Stable int64 permutation sorting by ``keys[0]``, then ``keys[1]``, ...
 
     One stable argsort (a radix sort on CuPy) of the raveled key when ``sizes`` (the
@@ -197,20 +172,20 @@ def _lex_argsort(xp: Any, keys: list[Any], sizes: list[int] | None) -> Any:
     return perm.astype(np.int64, copy=False)
 
 
-def _expand(xp: Any, indptr: Any, perm: Any, out: Any) -> None:
+def _expand(xp: ModuleType, indptr: Any, perm: Any, out: Any) -> None:
     """``expand_major`` of the entries ``perm`` (None: all, in order) into int32/int64 ``out``."""
     rows, n = indptr.shape[0] - 1, out.shape[0]
     if rows <= 0 or n == 0:
         return
     perm, identity = (xp.empty(0, dtype=np.int64), _I32(1)) if perm is None else (perm, _I32(0))
-    _launch(name_expression("expand_major", _c(indptr), _c(out)), grid_1d(n),
-            (indptr, _I64(rows), perm, identity, _I64(n), out))
+    launch("sparse", name_expression("expand_major", _c(indptr), _c(out)), n,
+           (indptr, _I64(rows), perm, identity, _I64(n), out))
 
 
-def _transpose(func: str, xp: Any, indptr: Any, indices: Any, values: Any, num_minor: int,
+def _transpose(func: str, xp: ModuleType, indptr: Any, indices: Any, values: Any, num_minor: int,
                line_dtype: Any) -> tuple[Any, Any, Any]:
     """Convert contiguous int32/int64 ``indptr`` and ``indices`` to the other layout."""
-    start, stop = _range(func, indptr)
+    start, stop = _range(xp, func, indptr)
     keys = indices[start:stop]
     ptr = _counts_to_indptr(xp, keys, num_minor)
     order = xp.argsort(keys, kind="stable").astype(np.int64, copy=False)
@@ -229,13 +204,13 @@ def _spmm(indptr: Any, indices: Any, values: Any, dense: Any, out: Any, skip_zer
     lanes = min(WARP, 1 << (width - 1).bit_length())
     groups = rows * -(-width // lanes)
     name = name_expression("csr_spmm", _c(out), _c(indptr), _c(indices))
-    _launch(name, grid_1d(groups * lanes),
-            (indptr, indices, values, _I64(min(indices.shape[0], values.shape[0])), dense,
-             _I64(dense.shape[0]), _I64(width), _I64(rows), _I32(lanes), _I32(skip_zero), out,
-             error_buffer()))
+    launch("sparse", name, groups * lanes,
+           (indptr, indices, values, _I64(min(indices.shape[0], values.shape[0])), dense,
+            _I64(dense.shape[0]), _I64(width), _I64(rows), _I32(lanes), _I32(skip_zero), out,
+            error_buffer()))
 
 
-def _sum_duplicates(xp: Any, ptr: Any, minor: Any, values: Any) -> tuple[Any, Any, Any]:
+def _sum_duplicates(xp: ModuleType, ptr: Any, minor: Any, values: Any) -> tuple[Any, Any, Any]:
     """``sum_duplicates`` of lines sorted by index, ``ptr`` starting at 0, arrays compact."""
     func = "sum_duplicates"
     bools = values.dtype.kind == "b"
@@ -247,68 +222,65 @@ def _sum_duplicates(xp: Any, ptr: Any, minor: Any, values: Any) -> tuple[Any, An
         return (xp.zeros(ptr.shape[0], dtype=np.int64), minor[:0].copy(),
                 xp.empty(0, dtype=values.dtype))
     head = xp.empty(n, dtype=np.uint8)
-    _launch(name_expression("line_run_heads", _c(ptr), m), grid_1d(n),
-            (ptr, _I64(ptr.shape[0] - 1), minor, _I64(n), head))
-    starts = flatnonzero(func, head)  # reads the number of runs
+    launch("sparse", name_expression("line_run_heads", _c(ptr), m), n,
+           (ptr, _I64(ptr.shape[0] - 1), minor, _I64(n), head))
+    starts = flatnonzero(xp, func, head)  # reads the number of runs
     runs = starts.shape[0]
     out_minor = xp.empty(runs, dtype=minor.dtype)
     out_values = xp.empty(runs, dtype=vals.dtype)
-    _launch(name_expression("sum_runs", m, ctype(func, vals.dtype)), grid_1d(runs),
-            (starts, _I64(runs), _I64(n), minor, vals, out_minor, out_values))
+    launch("sparse", name_expression("sum_runs", m, ctype(func, vals.dtype)), runs,
+           (starts, _I64(runs), _I64(n), minor, vals, out_minor, out_values))
     out_ptr = xp.searchsorted(starts, ptr, side="left").astype(np.int64, copy=False)
     return out_ptr, out_minor, (out_values != 0 if bools else out_values)
 
 
 # ------------------------------------------------------------------------ products
-def csr_spmm(indptr: Any, indices: Any, values: Any, dense: Any, out: Any) -> None:
+def csr_spmm(xp: ModuleType, indptr: Any, indices: Any, values: Any, dense: Any, out: Any) -> None:
     """``out[rows, k] += csr @ dense[cols, k]`` (see the CPU kernel)."""
     func = "csr_spmm"
-    xp = array_module(func, indptr, indices, values, dense, out)
     ctype(func, out.dtype)
     rows = indptr.shape[0] - 1
-    _check_shape(func, "out", out.shape, (max(rows, 0), dense.shape[1]))
+    check_shape(func, "out", out.shape, (max(rows, 0), dense.shape[1]))
     if rows <= 0 or out.size == 0:
         return
-    target = out if out.flags.c_contiguous else xp.ascontiguousarray(out)
-    _spmm(_index(xp, indptr), _index(xp, indices),
+    target = into(xp, out)
+    _spmm(as_index(xp, indptr), as_index(xp, indices),
           xp.ascontiguousarray(values, dtype=out.dtype),
           xp.ascontiguousarray(dense, dtype=out.dtype), target, False)
-    _back(out, target)
+    back(out, target)
 
 
-def csr_spmv(indptr: Any, indices: Any, values: Any, vec: Any, out: Any) -> None:
+def csr_spmv(xp: ModuleType, indptr: Any, indices: Any, values: Any, vec: Any, out: Any) -> None:
     """``out[rows] += csr @ vec[cols]`` (see the CPU kernel)."""
     func = "csr_spmv"
-    xp = array_module(func, indptr, indices, values, vec, out)
     t = ctype(func, out.dtype)
     rows = indptr.shape[0] - 1
-    _check_shape(func, "out", out.shape, (max(rows, 0),))
+    check_shape(func, "out", out.shape, (max(rows, 0),))
     if rows <= 0:
         return
-    ptr, idx = _index(xp, indptr), _index(xp, indices)
+    ptr, idx = as_index(xp, indptr), as_index(xp, indices)
     vals = xp.ascontiguousarray(values, dtype=out.dtype)
-    target = _slot(xp, out, _SLOT[t])
-    _launch(name_expression(func, t, _SLOT[t], _c(ptr), _c(idx)), grid_groups(rows),
-            (ptr, idx, vals, _I64(min(idx.shape[0], vals.shape[0])),
-             xp.ascontiguousarray(vec, dtype=out.dtype), _I64(vec.shape[0]), _I64(rows),
-             target, error_buffer()))
-    _back(out, target)
+    target = _slot(xp, out, SLOT_CTYPES[t])
+    launch("sparse", name_expression(func, t, SLOT_CTYPES[t], _c(ptr), _c(idx)), rows,
+           (ptr, idx, vals, _I64(min(idx.shape[0], vals.shape[0])),
+            xp.ascontiguousarray(vec, dtype=out.dtype), _I64(vec.shape[0]), _I64(rows),
+            target, error_buffer()), lanes=WARP)
+    back(out, target)
 
 
-def dense_csr(dense: Any, indptr: Any, indices: Any, values: Any, out: Any) -> None:
+def dense_csr(xp: ModuleType, dense: Any, indptr: Any, indices: Any, values: Any, out: Any) -> None:
     """``out[m, cols] += dense[m, rows] @ csr`` (see the CPU kernel).
 
     Runs as ``csr_spmm`` of the transposed layout with the transposed dense operand;
     reads ``indptr[0]`` and ``indptr[-1]`` (one synchronisation).
     """
     func = "dense_csr"
-    xp = array_module(func, dense, indptr, indices, values, out)
     ctype(func, out.dtype)
     rows = indptr.shape[0] - 1
-    _check_shape(func, "dense", dense.shape, (out.shape[0], max(rows, 0)))
+    check_shape(func, "dense", dense.shape, (out.shape[0], max(rows, 0)))
     if rows <= 0 or out.size == 0:
         return
-    ptr, idx = _index(xp, indptr), _index(xp, indices)
+    ptr, idx = as_index(xp, indptr), as_index(xp, indices)
     tptr, tlines, tvals = _transpose(func, xp, ptr, idx, xp.asarray(values, dtype=out.dtype),
                                      out.shape[1], np.int64)
     result = xp.ascontiguousarray(out.T)
@@ -317,34 +289,32 @@ def dense_csr(dense: Any, indptr: Any, indices: Any, values: Any, out: Any) -> N
     out[...] = result.T
 
 
-def csc_spmm(indptr: Any, indices: Any, values: Any, dense: Any, out: Any) -> None:
+def csc_spmm(xp: ModuleType, indptr: Any, indices: Any, values: Any, dense: Any, out: Any) -> None:
     """``out[rows, k] += csc @ dense[cols, k]`` (see the CPU kernel).
 
     Runs as ``csr_spmm`` of the transposed (CSR) layout; reads ``indptr[0]`` and
     ``indptr[-1]`` (one synchronisation).
     """
     func = "csc_spmm"
-    xp = array_module(func, indptr, indices, values, dense, out)
     ctype(func, out.dtype)
     cols = indptr.shape[0] - 1
-    _check_shape(func, "dense", dense.shape, (max(cols, 0), out.shape[1]))
+    check_shape(func, "dense", dense.shape, (max(cols, 0), out.shape[1]))
     if cols <= 0 or out.size == 0:
         return
-    ptr, idx = _index(xp, indptr), _index(xp, indices)
+    ptr, idx = as_index(xp, indptr), as_index(xp, indices)
     rptr, rcols, rvals = _transpose(func, xp, ptr, idx, xp.asarray(values, dtype=out.dtype),
                                     out.shape[0], np.int64)
-    target = out if out.flags.c_contiguous else xp.ascontiguousarray(out)
+    target = into(xp, out)
     _spmm(rptr, rcols, xp.ascontiguousarray(rvals),
           xp.ascontiguousarray(dense, dtype=out.dtype), target, False)
-    _back(out, target)
+    back(out, target)
 
 
 # ------------------------------------------------------------------ sums, scatters
-def compressed_to_dense(indptr: Any, indices: Any, values: Any, out: Any,
+def compressed_to_dense(xp: ModuleType, indptr: Any, indices: Any, values: Any, out: Any,
                         transposed: bool) -> None:
     """Add the stored entries into the dense ``out`` (CSR, or CSC when transposed)."""
     func = "compressed_to_dense"
-    xp = array_module(func, indptr, indices, values, out)
     t = ctype(func, out.dtype)
     rows = indptr.shape[0] - 1
     if rows != (out.shape[1] if transposed else out.shape[0]):
@@ -353,117 +323,107 @@ def compressed_to_dense(indptr: Any, indices: Any, values: Any, out: Any,
         raise ArrowSparseValueError(msg)
     if rows <= 0 or out.size == 0 or indices.shape[0] == 0:
         return
-    ptr, idx = _index(xp, indptr), _index(xp, indices)
+    ptr, idx = as_index(xp, indptr), as_index(xp, indices)
     vals = xp.ascontiguousarray(values, dtype=out.dtype)
-    target = _slot(xp, out, _SLOT[t])
+    target = _slot(xp, out, SLOT_CTYPES[t])
     num_entries = min(idx.shape[0], vals.shape[0])
-    _launch(name_expression(func, t, _SLOT[t], _c(ptr), _c(idx)), grid_1d(num_entries),
-            (ptr, _I64(rows), idx, vals, _I64(num_entries), _I32(bool(transposed)),
-             _I64(out.shape[0]), _I64(out.shape[1]), target, error_buffer()))
-    _back(out, target)
+    launch("sparse", name_expression(func, t, SLOT_CTYPES[t], _c(ptr), _c(idx)), num_entries,
+           (ptr, _I64(rows), idx, vals, _I64(num_entries), _I32(bool(transposed)),
+            _I64(out.shape[0]), _I64(out.shape[1]), target, error_buffer()))
+    back(out, target)
 
 
-def major_sums(indptr: Any, values: Any, out: Any) -> None:
+def major_sums(xp: ModuleType, indptr: Any, values: Any, out: Any) -> None:
     """``out[i] += sum(values[indptr[i]:indptr[i + 1]])`` for every major line ``i``."""
     func = "major_sums"
-    xp = array_module(func, indptr, values, out)
     t = ctype(func, out.dtype, _SUMS)
     rows = indptr.shape[0] - 1
-    _check_shape(func, "out", out.shape, (max(rows, 0),))
+    check_shape(func, "out", out.shape, (max(rows, 0),))
     if rows <= 0:
         return
-    ptr = _index(xp, indptr)
+    ptr = as_index(xp, indptr)
     vals = xp.ascontiguousarray(values, dtype=out.dtype)
     target = _slot(xp, out, t)
-    _launch(name_expression(func, t, _c(ptr)), grid_groups(rows),
-            (ptr, vals, _I64(vals.shape[0]), _I64(rows), target, error_buffer()))
-    _back(out, target)
+    launch("sparse", name_expression(func, t, _c(ptr)), rows,
+           (ptr, vals, _I64(vals.shape[0]), _I64(rows), target, error_buffer()), lanes=WARP)
+    back(out, target)
 
 
-def scatter_add(out: Any, positions: Any, values: Any) -> None:
+def scatter_add(xp: ModuleType, out: Any, positions: Any, values: Any) -> None:
     """``out[positions[p]] += values[p]`` (1-D ``out``; repeated positions add up)."""
     func = "scatter_add"
-    xp = array_module(func, out, positions, values)
     t = ctype(func, out.dtype)
-    _check_shape(func, "values", values.shape, positions.shape)
+    check_shape(func, "values", values.shape, positions.shape)
     n = positions.shape[0]
     if n == 0:
         return
-    pos = _index(xp, positions)
-    target = _slot(xp, out, _SLOT[t])
-    _launch(name_expression(func, t, _SLOT[t], _c(pos)), grid_1d(n),
-            (target, _I64(out.shape[0]), pos, xp.ascontiguousarray(values, dtype=out.dtype),
-             _I64(n), error_buffer()))
-    _back(out, target)
+    pos = as_index(xp, positions)
+    target = _slot(xp, out, SLOT_CTYPES[t])
+    launch("sparse", name_expression(func, t, SLOT_CTYPES[t], _c(pos)), n,
+           (target, _I64(out.shape[0]), pos, xp.ascontiguousarray(values, dtype=out.dtype),
+            _I64(n), error_buffer()))
+    back(out, target)
 
 
 # ------------------------------------------------------------------------- checks
-def lex_order2(first: Any, second: Any) -> tuple[bool, bool]:
+def lex_order2(xp: ModuleType, first: Any, second: Any) -> tuple[bool, bool]:
     """Whether the pairs ``(first[p], second[p])`` are sorted, and strictly so.
 
     Reads two flags back from the device (one synchronisation).
     """
     func = "lex_order2"
-    xp = array_module(func, first, second)
-    _check_shape(func, "second", second.shape, first.shape)
+    check_shape(func, "second", second.shape, first.shape)
     n = first.shape[0]
     if n < 2:
         return True, True
-    a, b = _index(xp, first), _index(xp, second)
+    a, b = as_index(xp, first), as_index(xp, second)
     if a.dtype != b.dtype:
         a, b = a.astype(np.int64), b.astype(np.int64)
     flags = xp.zeros(2, dtype=np.uint32)
-    _launch(name_expression(func, _c(a)), grid_1d(n - 1), (a, b, _I64(n), flags))
-    unsorted, repeated = (bool(f) for f in fetch(func, flags[0], flags[1]))
+    launch("sparse", name_expression(func, _c(a)), n - 1, (a, b, _I64(n), flags))
+    unsorted, repeated = (bool(f) for f in fetch(xp, func, flags[0], flags[1]))
     return not unsorted, not (unsorted or repeated)
 
 
-def lines_strictly_increasing(indptr: Any, indices: Any) -> bool:
+def lines_strictly_increasing(xp: ModuleType, indptr: Any, indices: Any) -> bool:
     """Whether the indices of every line ``indptr[i]:indptr[i + 1]`` strictly increase.
 
     Reads one flag back from the device (one synchronisation).
     """
     func = "lines_strictly_increasing"
-    xp = array_module(func, indptr, indices)
     rows = indptr.shape[0] - 1
     if rows <= 0:
         return True
-    ptr, idx = _index(xp, indptr), _index(xp, indices)
+    ptr, idx = as_index(xp, indptr), as_index(xp, indices)
     flag = xp.zeros(1, dtype=np.uint32)
-    _launch(name_expression(func, _c(ptr), _c(idx)), grid_1d(max(idx.shape[0], 1)),
-            (ptr, _I64(rows), idx, _I64(idx.shape[0]), flag, error_buffer()))
-    return not fetch(func, flag[0])[0]
+    launch("sparse", name_expression(func, _c(ptr), _c(idx)), max(idx.shape[0], 1),
+           (ptr, _I64(rows), idx, _I64(idx.shape[0]), flag, error_buffer()))
+    return not fetch(xp, func, flag[0])[0]
 
 
 # -------------------------------------------------------------------- conversions
-def expand_major(indptr: Any, out: Any) -> Any:
+def expand_major(xp: ModuleType, indptr: Any, out: Any) -> Any:
     """Write each entry's major index into ``out`` (``repeat(arange(lines), diff(indptr))``)."""
-    func = "expand_major"
-    xp = array_module(func, indptr, out)
-    dtype = out.dtype if out.dtype in _INDEX_DTYPES else np.dtype(np.int64)
-    target = out if out.flags.c_contiguous and out.dtype == dtype else \
-        xp.ascontiguousarray(out, dtype=dtype)
-    _expand(xp, _index(xp, indptr), None, target)
-    if target is not out:
-        out[...] = target.astype(out.dtype, copy=False)
+    target = into(xp, out, out.dtype if out.dtype in _INDEX_DTYPES else np.int64)
+    _expand(xp, as_index(xp, indptr), None, target)
+    back(out, target)
     return out
 
 
-def compressed_transpose(indptr: Any, indices: Any, values: Any, num_minor: int
+def compressed_transpose(xp: ModuleType, indptr: Any, indices: Any, values: Any, num_minor: int
                          ) -> tuple[Any, Any, Any]:
     """CSR <-> CSC: ``(indptr, indices, values)`` of the other layout (see the CPU kernel).
 
     Reads ``indptr[0]`` and ``indptr[-1]`` (one synchronisation: the output size).
     """
     func = "compressed_transpose"
-    xp = array_module(func, indptr, indices, values)
     major = indptr.shape[0] - 1
     idx_dtype = indices.dtype if major <= np.iinfo(indices.dtype).max else np.dtype(np.int64)
-    return _transpose(func, xp, _index(xp, indptr), _index(xp, indices), values, int(num_minor),
-                      idx_dtype)
+    return _transpose(func, xp, as_index(xp, indptr), as_index(xp, indices), values,
+                      int(num_minor), idx_dtype)
 
 
-def coo_to_compressed(major: Any, minor: Any, values: Any, num_major: int,
+def coo_to_compressed(xp: ModuleType, major: Any, minor: Any, values: Any, num_major: int,
                       num_minor: int | None) -> tuple[Any, Any, Any]:
     """Sort coordinate pairs by (major, minor), stably: ``(indptr, minor, values)``.
 
@@ -471,38 +431,35 @@ def coo_to_compressed(major: Any, minor: Any, values: Any, num_major: int,
     key suffices; the result is the CPU's either way. No synchronisation.
     """
     func = "coo_to_compressed"
-    xp = array_module(func, major, minor, values)
-    _check_shape(func, "minor", minor.shape, major.shape)
+    check_shape(func, "minor", minor.shape, major.shape)
     ptr = _counts_to_indptr(xp, major, int(num_major))
     sizes = None if num_minor is None else [int(num_major), int(num_minor)]
     order = _lex_argsort(xp, [major, minor], sizes)
     return ptr, minor[order], values[order]
 
 
-def sum_duplicates(indptr: Any, minor: Any, values: Any) -> tuple[Any, Any, Any]:
+def sum_duplicates(xp: ModuleType, indptr: Any, minor: Any, values: Any) -> tuple[Any, Any, Any]:
     """Add up repeated indices of sorted lines (bools: logical or): new compact arrays.
 
     Reads ``indptr[0]``, ``indptr[-1]`` and the number of distinct entries (two
     synchronisations).
     """
     func = "sum_duplicates"
-    xp = array_module(func, indptr, minor, values)
-    start, stop = _range(func, indptr)
-    ptr = _index(xp, indptr)
+    start, stop = _range(xp, func, indptr)
+    ptr = as_index(xp, indptr)
     return _sum_duplicates(xp, ptr - ptr.dtype.type(start), minor[start:stop],
                            values[start:stop])
 
 
-def canonical_lines(indptr: Any, minor: Any, values: Any) -> tuple[Any, Any, Any]:
+def canonical_lines(xp: ModuleType, indptr: Any, minor: Any, values: Any) -> tuple[Any, Any, Any]:
     """Sort every line's indices and add up duplicates: new compact ``(indptr, minor, values)``.
 
     Reads ``indptr[0]``, ``indptr[-1]`` and the number of distinct entries (two
     synchronisations).
     """
     func = "canonical_lines"
-    xp = array_module(func, indptr, minor, values)
-    start, stop = _range(func, indptr)
-    ptr = _index(xp, indptr)
+    start, stop = _range(xp, func, indptr)
+    ptr = as_index(xp, indptr)
     ptr = ptr - ptr.dtype.type(start)
     lines = xp.empty(stop - start, dtype=np.int64)
     _expand(xp, ptr, None, lines)
@@ -511,21 +468,19 @@ def canonical_lines(indptr: Any, minor: Any, values: Any) -> tuple[Any, Any, Any
     return _sum_duplicates(xp, ptr, idx[order], values[start:stop][order])
 
 
-def radix_argsort(keys: list[Any], sizes: list[int]) -> Any:
+def radix_argsort(xp: ModuleType, keys: list[Any], sizes: list[int]) -> Any:
     """Stable permutation sorting rows by ``keys[0]``, then ``keys[1]``, ... (int64).
 
     One stable argsort (CuPy: a CUB radix sort) of the raveled key; one per key when
     the product of ``sizes`` exceeds int64. No synchronisation.
     """
-    func = "radix_argsort"
     if not keys:
-        return np.arange(0, dtype=np.int64)
-    xp = array_module(func, *keys)
+        return xp.arange(0, dtype=np.int64)
     return _lex_argsort(xp, list(keys), [int(s) for s in sizes])
 
 
 # ------------------------------------------------------------------ device input checks
-def check_index_range(indices: Any, bound: int, window: Any = None) -> None:
+def check_index_range(xp: ModuleType, indices: Any, bound: int, window: Any = None) -> None:
     """Record the first index outside ``[0, bound)`` in the error word (no CPU twin).
 
     ``window``: None to check every index, else a 2-element int64 device array
@@ -533,12 +488,11 @@ def check_index_range(indices: Any, bound: int, window: Any = None) -> None:
     array addresses, read on the device). Positions are absolute. No synchronisation.
     """
     func = "check_index_range"
-    xp = array_module(func, indices=indices, window=window)
     n = indices.shape[0]
     if n == 0:
         return
-    idx = _index(xp, indices)
+    idx = as_index(xp, indices)
     whole = window is None
     rng = xp.zeros(2, dtype=np.int64) if whole else xp.ascontiguousarray(window, dtype=np.int64)
-    _launch(name_expression(func, _c(idx)), grid_1d(n),
-            (rng, _I32(whole), idx, _I64(n), _I64(bound), error_buffer()))
+    launch("sparse", name_expression(func, _c(idx)), n,
+           (rng, _I32(whole), idx, _I64(n), _I64(bound), error_buffer()))

@@ -955,7 +955,7 @@ __global__ void bucket_scatter(const U* __restrict__ uvalues, long long num_valu
 // --------------------------------------------------------------- KeyedJagged checks
 // check_null_rows: a KeyedJagged row marked null (valid[r] == 0) must be empty
 // (lengths[r] == 0). A device check with no CPU twin (the host checks with numpy):
-// CHECKS in kernels/cuda/transforms.py.
+// DEVICE_ONLY in kernels/cuda/transforms.py.
 // Thread mapping: one thread per row (grid-stride). Memory traffic: one coalesced read
 // of a validity byte per row, and of its length for a null row.
 template <typename L>

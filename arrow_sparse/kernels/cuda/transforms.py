@@ -1,14 +1,14 @@
 """CUDA launchers of the feature-transform kernels (``transforms.cu``).
 
-Each launcher has the signature and the results of its CPU twin in
-:mod:`arrow_sparse.kernels.cpu.transforms` (which re-exports the padding and
-block-bucketizing kernels of ``padding.py`` and ``keyed.py``): it picks the template
+Each launcher takes the array module ``xp``, then the parameters and the results of its
+CPU twin in :mod:`arrow_sparse.kernels.cpu.transforms` (which re-exports the padding
+and block-bucketizing kernels of ``padding.py`` and ``keyed.py``): it picks the template
 instantiation from the dtypes, sizes the grid and packs the arguments with explicit C
 types. Arrays are device arrays (CuPy), or numpy arrays when the emulator stands in for
 the GPU in tests. Hashes, buckets, counts, ids, tables and positions are bit-identical
 to the CPU's; the unordered outputs of ``count_ints`` and ``count_strings`` hold the
 same (value, count) pairs in another order (sorted by value, and in table order).
-:data:`CHECKS` are device-only launchers with no CPU twin (``check_null_rows``, for
+:data:`DEVICE_ONLY` launchers have no CPU twin (``check_null_rows``, for
 ``KeyedJagged`` on the device).
 
 Work and synchronisations (a read of a data-dependent size on the host):
@@ -41,21 +41,25 @@ error word; the caller raises it with :func:`arrow_sparse.kernels.cuda.check_err
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from ..._backend import array_module, device_checks, fetch
 from ...errors import ArrowSparseValueError
 from ..xxh3 import divider, int_bitflip
-from . import error_buffer, load_module
+from . import check_errors, error_buffer, fetch
 from ._launch import (
     DTYPE_TO_CTYPE,
     INDEX_CTYPES,
     VALUE_CTYPES,
+    WARP,
+    as_mask,
+    back,
+    check_shape,
     ctype,
-    grid_1d,
-    grid_groups,
+    into,
+    launch,
     name_expression,
     name_expressions,
 )
@@ -94,19 +98,13 @@ NAME_EXPRESSIONS: list[str] = [
 
 #: Device-only launchers with no CPU twin: KeyedJagged's check of its null rows, which
 #: the host does with numpy.
-CHECKS = ("check_null_rows",)
+DEVICE_ONLY = ("check_null_rows",)
 
 _I32 = np.int32
 _I64 = np.int64
 _U64 = np.uint64
 #: A free slot of a table being built (above every item index).
 _FREE_SLOT = np.uint64(2**64 - 1)
-
-
-def _launch(name: str, grid_block: tuple[tuple[int], tuple[int]], args: tuple[Any, ...]
-            ) -> None:
-    grid, block = grid_block
-    load_module("transforms").get_function(name)(grid, block, args)
 
 
 def _offsets_type(func: str, offsets: Any) -> str:
@@ -122,11 +120,12 @@ def _bits(func: str, dtype: Any) -> np.dtype:
     return np.dtype(f"u{dtype.itemsize}")
 
 
-def _mask(xp: Any, valid: Any) -> Any:
-    """Return a validity argument as bytes (an empty array for None: all valid)."""
-    if valid is None:
-        return xp.empty(0, dtype=np.uint8)
-    return xp.ascontiguousarray(valid).view(np.uint8)
+def _mask(xp: ModuleType, valid: Any) -> Any:
+    """Return a validity argument as bytes (an empty array for None: all valid).
+
+    No flag: the kernels take the mask's length, which must cover what they read.
+    """
+    return as_mask(xp, valid)[0]
 
 
 def _need(func: str, arg: str, x: Any, size: int) -> None:
@@ -136,21 +135,9 @@ def _need(func: str, arg: str, x: Any, size: int) -> None:
         raise ArrowSparseValueError(msg)
 
 
-def _into(xp: Any, out: Any) -> Any:
-    """``out`` itself when it is C-contiguous int64, else an int64 temporary."""
-    if out.flags.c_contiguous and out.dtype == np.int64:
-        return out
-    return xp.empty(out.shape, dtype=np.int64)
-
-
 def _as(x: Any, dtype: Any) -> Any:
     """``x`` in ``dtype``: itself when it has it (no launch), else a converted copy."""
     return x if x.dtype == dtype else x.astype(dtype)
-
-
-def _back(out: Any, target: Any, start: int, stop: int) -> None:
-    if target is not out:
-        out[start:stop] = target[start:stop]
 
 
 def _capacity(num: int) -> int:
@@ -162,49 +149,46 @@ def _capacity(num: int) -> int:
 
 
 # -------------------------------------------------------------------------- hashing
-def hash_ints(values: Any, start: int, stop: int, seed: int, num_buckets: int,
+def hash_ints(xp: ModuleType, values: Any, start: int, stop: int, seed: int, num_buckets: int,
               out: Any) -> None:
     """``out[k] = XXH3_64(le_bytes(int64(values[k])), seed) % num_buckets`` for k in range."""
     func = "hash_ints"
-    xp = array_module(func, values, out)
     name = name_expression(func, ctype(func, values.dtype, _INTS))
     _need(func, "values", values, stop)
     _need(func, "out", out, stop)
     if stop <= start:
         return
     view = out[start:stop]
-    target = _into(xp, view)
+    target = into(xp, view, np.int64, copy=False)
     n, magic, shift, mode = divider(num_buckets)
-    _launch(name, grid_1d(stop - start),
-            (xp.ascontiguousarray(values[start:stop]), _I64(stop - start), int_bitflip(seed),
-             n, magic, _I32(shift), _I32(mode), target))
-    _back(view, target, 0, stop - start)
+    launch("transforms", name, stop - start,
+           (xp.ascontiguousarray(values[start:stop]), _I64(stop - start), int_bitflip(seed),
+            n, magic, _I32(shift), _I32(mode), target))
+    back(view, target)
 
 
-def hash_strings(str_offsets: Any, data: Any, start: int, stop: int, seed: int,
+def hash_strings(xp: ModuleType, str_offsets: Any, data: Any, start: int, stop: int, seed: int,
                  num_buckets: int, out: Any) -> None:
     """``out[k] = XXH3_64(bytes of string k, seed) % num_buckets`` for k in range."""
     func = "hash_strings"
-    xp = array_module(func, str_offsets, data, out)
     name = name_expression(func, _offsets_type(func, str_offsets))
     _need(func, "str_offsets", str_offsets, stop + 1)
     _need(func, "out", out, stop)
     if stop <= start:
         return
-    target = _into(xp, out)
+    target = into(xp, out, np.int64)
     n, magic, shift, mode = divider(num_buckets)
-    _launch(name, grid_1d(stop - start),
-            (xp.ascontiguousarray(str_offsets), xp.ascontiguousarray(data), _I64(data.shape[0]),
-             _I64(start), _I64(stop), _U64(seed), n, magic, _I32(shift), _I32(mode), target,
-             error_buffer()))
-    _back(out, target, start, stop)
+    launch("transforms", name, stop - start,
+           (xp.ascontiguousarray(str_offsets), xp.ascontiguousarray(data), _I64(data.shape[0]),
+            _I64(start), _I64(stop), _U64(seed), n, magic, _I32(shift), _I32(mode), target,
+            error_buffer()))
+    back(out, target)
 
 
-def bucketize(values: Any, start: int, stop: int, boundaries: Any, right: bool,
+def bucketize(xp: ModuleType, values: Any, start: int, stop: int, boundaries: Any, right: bool,
               out: Any) -> None:
     """Bucket index of each value: boundaries at or below it (below it with ``right``)."""
     func = "bucketize"
-    xp = array_module(func, values, boundaries, out)
     common = np.result_type(values.dtype, boundaries.dtype)
     name = name_expression(func, ctype(func, common))
     _need(func, "values", values, stop)
@@ -213,19 +197,18 @@ def bucketize(values: Any, start: int, stop: int, boundaries: Any, right: bool,
     if count == 0 and nb == 0:
         return
     view = out[start:start + count]
-    target = _into(xp, view)
-    _launch(name, grid_1d(max(count, nb)),
-            (xp.ascontiguousarray(values[start:stop], dtype=common), _I64(count),
-             xp.ascontiguousarray(boundaries, dtype=common), _I64(nb), _I32(bool(right)), target,
-             error_buffer()))
-    _back(view, target, 0, count)
+    target = into(xp, view, np.int64, copy=False)
+    launch("transforms", name, max(count, nb),
+           (xp.ascontiguousarray(values[start:stop], dtype=common), _I64(count),
+            xp.ascontiguousarray(boundaries, dtype=common), _I64(nb), _I32(bool(right)), target,
+            error_buffer()))
+    back(view, target)
 
 
 # ------------------------------------------------------------------------ compaction
-def kept_lengths(offsets: Any, row_valid: Any, valid: Any) -> Any:
+def kept_lengths(xp: ModuleType, offsets: Any, row_valid: Any, valid: Any) -> Any:
     """Per row, the elements a compaction keeps (0 for a null row)."""
     func = "kept_lengths"
-    xp = array_module(func, offsets, row_valid, valid)
     name = name_expression(func, _offsets_type(func, offsets))
     rows = offsets.shape[0] - 1
     _need(func, "row_valid", row_valid, rows)
@@ -233,42 +216,40 @@ def kept_lengths(offsets: Any, row_valid: Any, valid: Any) -> Any:
     if rows <= 0:
         return out
     rmask, mask = _mask(xp, row_valid), _mask(xp, valid)
-    _launch(name, grid_groups(rows),
-            (xp.ascontiguousarray(offsets), _I64(rows), rmask, _I64(rmask.shape[0]), mask,
-             _I64(mask.shape[0]), out, error_buffer()))
+    launch("transforms", name, rows,
+           (xp.ascontiguousarray(offsets), _I64(rows), rmask, _I64(rmask.shape[0]), mask,
+            _I64(mask.shape[0]), out, error_buffer()), lanes=WARP)
     return out
 
 
-def compact(offsets: Any, row_valid: Any, valid: Any) -> tuple[Any, Any]:
+def compact(xp: ModuleType, offsets: Any, row_valid: Any, valid: Any) -> tuple[Any, Any]:
     """Compact rows: new offsets (from 0, dtype of ``offsets``) and the kept positions.
 
     Synchronises the device once: the number of kept elements sizes the positions.
     """
     func = "compact"
-    xp = array_module(func, offsets, row_valid, valid)
     name = name_expression("kept_positions", _offsets_type(func, offsets))
     rows = offsets.shape[0] - 1
-    lengths = kept_lengths(offsets, row_valid, valid)
+    lengths = kept_lengths(xp, offsets, row_valid, valid)
     new_offsets = xp.zeros(rows + 1, dtype=np.int64)
     xp.cumsum(lengths, out=new_offsets[1:])
-    total = fetch(func, new_offsets[-1])[0]
+    total = fetch(xp, func, new_offsets[-1])[0]
     positions = xp.empty(total, dtype=np.int64)
     if total > 0:
         rmask, mask = _mask(xp, row_valid), _mask(xp, valid)
         incl = xp.cumsum(mask, dtype=np.int64)
-        _launch(name, grid_groups(rows),
-                (xp.ascontiguousarray(offsets), _I64(rows), rmask, _I64(rmask.shape[0]), mask,
-                 incl, _I64(mask.shape[0]), new_offsets, positions, _I64(total),
-                 error_buffer()))
+        launch("transforms", name, rows,
+               (xp.ascontiguousarray(offsets), _I64(rows), rmask, _I64(rmask.shape[0]), mask,
+                incl, _I64(mask.shape[0]), new_offsets, positions, _I64(total),
+                error_buffer()), lanes=WARP)
     return _as(new_offsets, offsets.dtype), positions
 
 
 # ------------------------------------------------------------------------ padding
-def pad_or_truncate(values: Any, offsets: Any, row_valid: Any, valid: Any, length: int,
-                    left: bool, pad: Any, out: Any, out_valid: Any) -> None:
+def pad_or_truncate(xp: ModuleType, values: Any, offsets: Any, row_valid: Any, valid: Any,
+                    length: int, left: bool, pad: Any, out: Any, out_valid: Any) -> None:
     """Fill ``out[rows, length, D]`` (and ``out_valid[rows, length]``) from ``values[N, D]``."""
     func = "pad_or_truncate"
-    xp = array_module(func, values, offsets, row_valid, valid, out, out_valid)
     bits = _bits(func, values.dtype)
     name = name_expression(func, _BITS[bits.itemsize], _offsets_type(func, offsets))
     rows = offsets.shape[0] - 1
@@ -276,61 +257,56 @@ def pad_or_truncate(values: Any, offsets: Any, row_valid: Any, valid: Any, lengt
     if out.dtype != values.dtype:
         msg = f"{func}: no cuda kernel for {values.dtype} values into a {out.dtype} out"
         raise NotImplementedError(msg)
-    for arg, x, shape in (("out", out, (rows, length, width)),
-                          ("out_valid", out_valid, (rows, length))):
-        if x is not None and tuple(x.shape) != shape:
-            msg = f"{func}: {arg} must have shape {shape}, got {tuple(x.shape)}"
-            raise ArrowSparseValueError(msg)
+    check_shape(func, "out", out.shape, (rows, length, width))
+    if out_valid is not None:
+        check_shape(func, "out_valid", out_valid.shape, (rows, length))
     _need(func, "row_valid", row_valid, rows)
     if rows * length == 0:
         return
-    target = out if out.flags.c_contiguous else xp.empty(out.shape, dtype=out.dtype)
-    flags = out_valid
-    if out_valid is not None and not out_valid.flags.c_contiguous:
-        flags = xp.empty(out_valid.shape, dtype=out_valid.dtype)
+    target = into(xp, out, copy=False)
+    flags = None if out_valid is None else into(xp, out_valid, copy=False)
     rmask, mask = _mask(xp, row_valid), _mask(xp, valid)
     marks = _mask(xp, flags)
-    _launch(name, grid_1d(rows * length * max(width, 1)),
-            (xp.ascontiguousarray(values).view(bits), _I64(values.shape[0]), _I64(width),
-             xp.ascontiguousarray(offsets), _I64(rows), rmask, _I64(rmask.shape[0]), mask,
-             _I64(mask.shape[0]), _I64(length), _I32(bool(left)),
-             np.array(pad, dtype=values.dtype).view(bits)[()], target.view(bits), marks,
-             _I32(flags is not None), error_buffer()))
-    if target is not out:
-        out[...] = target
-    if flags is not out_valid:
-        out_valid[...] = flags
+    launch("transforms", name, rows * length * max(width, 1),
+           (xp.ascontiguousarray(values).view(bits), _I64(values.shape[0]), _I64(width),
+            xp.ascontiguousarray(offsets), _I64(rows), rmask, _I64(rmask.shape[0]), mask,
+            _I64(mask.shape[0]), _I64(length), _I32(bool(left)),
+            np.array(pad, dtype=values.dtype).view(bits)[()], target.view(bits), marks,
+            _I32(flags is not None), error_buffer()))
+    back(out, target)
+    if out_valid is not None:
+        back(out_valid, flags)
 
 
 # --------------------------------------------------------------------- counting
-def count_ints(values: Any, valid: Any, offsets: Any, row_valid: Any) -> tuple[Any, Any]:
+def count_ints(xp: ModuleType, values: Any, valid: Any, offsets: Any, row_valid: Any
+               ) -> tuple[Any, Any]:
     """Distinct int64 values of the rows and their counts (sorted by value).
 
     Synchronises the device twice: the kept values, then the distinct ones, size the
     outputs.
     """
     func = "count_ints"
-    xp = array_module(func, values, valid, offsets, row_valid)
-    _, positions = compact(offsets, row_valid, valid)
+    _, positions = compact(xp, offsets, row_valid, valid)
     num = positions.shape[0]
     if num == 0:
         return xp.empty(0, dtype=np.int64), xp.empty(0, dtype=np.int64)
     keys, counts = xp.unique(_as(values[positions], np.int64), return_counts=True)
-    device_checks(func, xp, wait=True)  # unique synchronised: checking is free
+    if xp is not np:  # unique synchronised: checking is free
+        check_errors(func)
     return keys, _as(counts, np.int64)
 
 
-def count_strings(str_offsets: Any, data: Any, valid: Any, offsets: Any, row_valid: Any
-                  ) -> tuple[Any, Any]:
+def count_strings(xp: ModuleType, str_offsets: Any, data: Any, valid: Any, offsets: Any,
+                  row_valid: Any) -> tuple[Any, Any]:
     """First position of each distinct string of the rows and its count (table order).
 
     Synchronises the device twice: the kept strings, then the distinct ones, size the
     outputs.
     """
     func = "count_strings"
-    xp = array_module(func, str_offsets, data, valid, offsets, row_valid)
     o = _offsets_type(func, str_offsets)
-    _, items = compact(offsets, row_valid, valid)
+    _, items = compact(xp, offsets, row_valid, valid)
     num = items.shape[0]
     if num == 0:
         return xp.empty(0, dtype=np.int64), xp.empty(0, dtype=np.int64)
@@ -340,55 +316,52 @@ def count_strings(str_offsets: Any, data: Any, valid: Any, offsets: Any, row_val
     hashes = xp.empty(num, dtype=np.uint64)
     slots = xp.full(cap, _FREE_SLOT, dtype=np.uint64)
     counts = xp.zeros(cap, dtype=np.int64)
-    grid = grid_1d(num)
-    _launch(name_expression("string_hashes", o), grid,
-            (*strings, items, _I64(num), hashes, error_buffer()))
-    _launch(name_expression("string_set_insert", o), grid,
-            (*strings, items, hashes, _I64(num), slots, _I64(cap), error_buffer()))
-    _launch(name_expression("string_set_count", o), grid,
-            (*strings, items, hashes, _I64(num), slots, _I64(cap), counts))
+    launch("transforms", name_expression("string_hashes", o), num,
+           (*strings, items, _I64(num), hashes, error_buffer()))
+    launch("transforms", name_expression("string_set_insert", o), num,
+           (*strings, items, hashes, _I64(num), slots, _I64(cap), error_buffer()))
+    launch("transforms", name_expression("string_set_count", o), num,
+           (*strings, items, hashes, _I64(num), slots, _I64(cap), counts))
     occupied = xp.flatnonzero(slots != _FREE_SLOT)
-    device_checks(func, xp, wait=True)  # flatnonzero synchronised: checking is free
+    if xp is not np:  # flatnonzero synchronised: checking is free
+        check_errors(func)
     return items[slots[occupied].astype(np.int64)], counts[occupied]
 
 
-def order_by_count(counts: Any) -> Any:
+def order_by_count(xp: ModuleType, counts: Any) -> Any:
     """Positions sorted by descending count, ties kept in their order (a stable sort)."""
-    xp = array_module("order_by_count", counts)
     if counts.shape[0] == 0:
         return xp.empty(0, dtype=np.int64)
     return _as(xp.argsort(-_as(counts, np.int64), kind="stable"), np.int64)
 
 
 # ------------------------------------------------------------------------ lookup
-def build_int_table(keys: Any) -> tuple[Any, int]:
+def build_int_table(xp: ModuleType, keys: Any) -> tuple[Any, int]:
     """Hash table mapping ``keys[i]`` to id ``i + 2`` (and the id of INT64_MIN, or 0).
 
     The CPU's layout exactly. Synchronises the device once, to return INT64_MIN's id as
     an int.
     """
     func = "build_int_table"
-    xp = array_module(func, keys)
     keys = xp.ascontiguousarray(keys, dtype=np.int64)
     num = keys.shape[0]
     cap = _capacity(num)
     slots = xp.full(cap, _FREE_SLOT, dtype=np.uint64)
     free_id = xp.zeros(1, dtype=np.int64)
     if num:
-        _launch("int_table_insert", grid_1d(num),
-                (keys, _I64(num), slots, _I64(cap), _I32(64 - (cap.bit_length() - 1)), free_id,
-                 error_buffer()))
+        launch("transforms", "int_table_insert", num,
+               (keys, _I64(num), slots, _I64(cap), _I32(64 - (cap.bit_length() - 1)), free_id,
+                error_buffer()))
     table = xp.empty((cap, 2), dtype=np.int64)
-    _launch("int_table_fill", grid_1d(cap),
-            (keys, _I64(num), slots, _I64(cap), table, error_buffer()))
-    return table, fetch(func, free_id[0])[0]
+    launch("transforms", "int_table_fill", cap,
+           (keys, _I64(num), slots, _I64(cap), table, error_buffer()))
+    return table, fetch(xp, func, free_id[0])[0]
 
 
-def lookup_ints(values: Any, valid: Any, start: int, stop: int, table: tuple[Any, int],
-                missing: int, out: Any) -> None:
+def lookup_ints(xp: ModuleType, values: Any, valid: Any, start: int, stop: int,
+                table: tuple[Any, int], missing: int, out: Any) -> None:
     """``out[k]`` = the id of ``values[k]``, or ``missing`` (absent or null)."""
     func = "lookup_ints"
-    xp = array_module(func, values, valid, table[0], out)
     name = name_expression(func, ctype(func, values.dtype, _INTS))
     _need(func, "values", values, stop)
     _need(func, "valid", valid, stop)
@@ -398,19 +371,18 @@ def lookup_ints(values: Any, valid: Any, start: int, stop: int, table: tuple[Any
     rows, free_id = table
     cap = rows.shape[0]
     mask = _mask(xp, valid)
-    target = _into(xp, out)
-    _launch(name, grid_1d(stop - start),
-            (xp.ascontiguousarray(values), mask, _I64(mask.shape[0]), _I64(start), _I64(stop),
-             xp.ascontiguousarray(rows, dtype=np.int64), _I64(cap),
-             _I32(64 - (cap.bit_length() - 1)), _I64(free_id), _I64(missing), target,
-             error_buffer()))
-    _back(out, target, start, stop)
+    target = into(xp, out, np.int64)
+    launch("transforms", name, stop - start,
+           (xp.ascontiguousarray(values), mask, _I64(mask.shape[0]), _I64(start), _I64(stop),
+            xp.ascontiguousarray(rows, dtype=np.int64), _I64(cap),
+            _I32(64 - (cap.bit_length() - 1)), _I64(free_id), _I64(missing), target,
+            error_buffer()))
+    back(out, target)
 
 
-def build_string_table(str_offsets: Any, data: Any) -> Any:
+def build_string_table(xp: ModuleType, str_offsets: Any, data: Any) -> Any:
     """Hash table mapping vocabulary string ``i`` to id ``i + 2`` (the CPU's layout)."""
     func = "build_string_table"
-    xp = array_module(func, str_offsets, data)
     o = _offsets_type(func, str_offsets)
     num = str_offsets.shape[0] - 1
     cap = _capacity(num)
@@ -419,22 +391,21 @@ def build_string_table(str_offsets: Any, data: Any) -> Any:
     hashes = xp.empty(num, dtype=np.uint64)
     slots = xp.full(cap, _FREE_SLOT, dtype=np.uint64)
     if num:
-        _launch(name_expression("string_hashes", o), grid_1d(num),
-                (*strings, xp.arange(num, dtype=np.int64), _I64(num), hashes, error_buffer()))
-        _launch("string_table_insert", grid_1d(num),
-                (hashes, _I64(num), slots, _I64(cap), error_buffer()))
+        launch("transforms", name_expression("string_hashes", o), num,
+               (*strings, xp.arange(num, dtype=np.int64), _I64(num), hashes, error_buffer()))
+        launch("transforms", "string_table_insert", num,
+               (hashes, _I64(num), slots, _I64(cap), error_buffer()))
     table = xp.empty((cap, 4), dtype=np.int64)
-    _launch(name_expression("string_table_fill", o), grid_1d(cap),
-            (*strings, hashes, _I64(num), slots, _I64(cap), table, error_buffer()))
+    launch("transforms", name_expression("string_table_fill", o), cap,
+           (*strings, hashes, _I64(num), slots, _I64(cap), table, error_buffer()))
     return table
 
 
-def lookup_strings(str_offsets: Any, data: Any, valid: Any, start: int, stop: int,
+def lookup_strings(xp: ModuleType, str_offsets: Any, data: Any, valid: Any, start: int, stop: int,
                    vocabulary: tuple[Any, Any], table: Any, missing: int, out: Any) -> None:
     """``out[k]`` = the id of string ``k``, or ``missing`` (absent or null)."""
     func = "lookup_strings"
     voc_offsets, voc_data = vocabulary
-    xp = array_module(func, str_offsets, data, valid, voc_offsets, voc_data, table, out)
     name = name_expression(func, _offsets_type(func, str_offsets),
                            _offsets_type(func, voc_offsets))
     _need(func, "str_offsets", str_offsets, stop + 1)
@@ -443,20 +414,20 @@ def lookup_strings(str_offsets: Any, data: Any, valid: Any, start: int, stop: in
     if stop <= start:
         return
     mask = _mask(xp, valid)
-    target = _into(xp, out)
-    _launch(name, grid_1d(stop - start),
-            (xp.ascontiguousarray(str_offsets), xp.ascontiguousarray(data), _I64(data.shape[0]),
-             mask, _I64(mask.shape[0]), _I64(start), _I64(stop),
-             xp.ascontiguousarray(voc_offsets), xp.ascontiguousarray(voc_data),
-             _I64(voc_offsets.shape[0] - 1), _I64(voc_data.shape[0]),
-             xp.ascontiguousarray(table, dtype=np.int64), _I64(table.shape[0]), _I64(missing),
-             target, error_buffer()))
-    _back(out, target, start, stop)
+    target = into(xp, out, np.int64)
+    launch("transforms", name, stop - start,
+           (xp.ascontiguousarray(str_offsets), xp.ascontiguousarray(data), _I64(data.shape[0]),
+            mask, _I64(mask.shape[0]), _I64(start), _I64(stop),
+            xp.ascontiguousarray(voc_offsets), xp.ascontiguousarray(voc_data),
+            _I64(voc_offsets.shape[0] - 1), _I64(voc_data.shape[0]),
+            xp.ascontiguousarray(table, dtype=np.int64), _I64(table.shape[0]), _I64(missing),
+            target, error_buffer()))
+    back(out, target)
 
 
 # ------------------------------------------------------------------ block bucketize
-def block_bucketize(uvalues: Any, offsets: Any, batch_size: int, block: Any, threshold: Any,
-                    all_block: Any, my_size: int, keep_original: bool, weights: Any,
+def block_bucketize(xp: ModuleType, uvalues: Any, offsets: Any, batch_size: int, block: Any,
+                    threshold: Any, all_block: Any, my_size: int, keep_original: bool, weights: Any,
                     positions: bool, permute: bool
                     ) -> tuple[Any, Any, Any | None, Any | None, Any | None]:
     """Split every row's values into ``my_size`` buckets (FBGEMM's block bucketizing).
@@ -465,7 +436,6 @@ def block_bucketize(uvalues: Any, offsets: Any, batch_size: int, block: Any, thr
     kernel does. Synchronises the device once: ``offsets[-1]`` sizes the outputs.
     """
     func = "block_bucketize"
-    xp = array_module(func, uvalues, offsets, block, threshold, all_block, weights)
     u = ctype(func, uvalues.dtype, _UNSIGNED)
     wbits = np.dtype(np.uint64) if weights is None else _bits(func, weights.dtype)
     if wbits.itemsize not in (4, 8):
@@ -473,7 +443,7 @@ def block_bucketize(uvalues: Any, offsets: Any, batch_size: int, block: Any, thr
         raise NotImplementedError(msg)
     offs = xp.ascontiguousarray(offsets, dtype=np.int64)
     rows = offs.shape[0] - 1
-    total = fetch(func, offs[-1])[0]
+    total = fetch(xp, func, offs[-1])[0]
     counts = xp.zeros(my_size * rows, dtype=np.int64)
     keys = (xp.ascontiguousarray(block, dtype=np.uint64),
             xp.ascontiguousarray(threshold, dtype=np.uint64),
@@ -482,8 +452,8 @@ def block_bucketize(uvalues: Any, offsets: Any, batch_size: int, block: Any, thr
     head = (xp.ascontiguousarray(uvalues), _I64(uvalues.shape[0]), offs, _I64(rows),
             _I64(batch_size), *keys)
     if rows > 0:
-        _launch(name_expression("bucket_counts", u), grid_1d(rows),
-                (*head, counts, error_buffer()))
+        launch("transforms", name_expression("bucket_counts", u), rows,
+               (*head, counts, error_buffer()))
     new_offsets = xp.zeros(my_size * rows + 1, dtype=np.int64)
     xp.cumsum(counts, out=new_offsets[1:])
     cursor = new_offsets[:-1].copy()
@@ -495,22 +465,21 @@ def block_bucketize(uvalues: Any, offsets: Any, batch_size: int, block: Any, thr
     pos = xp.empty(total if positions else 0, dtype=np.int64)
     perm = xp.empty(total if permute else 0, dtype=np.int64)
     if rows > 0 and total > 0:
-        _launch(name_expression("bucket_scatter", u, _BITS[wbits.itemsize]), grid_1d(rows),
-                (*head, _I32(bool(keep_original)), cursor, out, _I64(total), w_in,
-                 _I64(w_in.shape[0]), w_out, pos, _I64(pos.shape[0]), perm,
-                 _I64(perm.shape[0]), error_buffer()))
+        launch("transforms", name_expression("bucket_scatter", u, _BITS[wbits.itemsize]), rows,
+               (*head, _I32(bool(keep_original)), cursor, out, _I64(total), w_in,
+                _I64(w_in.shape[0]), w_out, pos, _I64(pos.shape[0]), perm,
+                _I64(perm.shape[0]), error_buffer()))
     return (new_offsets, out, out_weights, pos if positions else None,
             perm if permute else None)
 
 
 # ------------------------------------------------------------------------- checks
-def check_null_rows(lengths: Any, valid: Any) -> None:
+def check_null_rows(xp: ModuleType, lengths: Any, valid: Any) -> None:
     """Record a row that ``valid`` marks null but whose length is not 0 (device check)."""
     func = "check_null_rows"
-    xp = array_module(func, lengths, valid)
     rows = lengths.shape[0]
     _need(func, "valid", valid, rows)
     if rows == 0:
         return
-    _launch(name_expression(func, _offsets_type(func, lengths)), grid_1d(rows),
-            (xp.ascontiguousarray(lengths), _mask(xp, valid), _I64(rows), error_buffer()))
+    launch("transforms", name_expression(func, _offsets_type(func, lengths)), rows,
+           (xp.ascontiguousarray(lengths), _mask(xp, valid), _I64(rows), error_buffer()))
