@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 from typing import Any, NoReturn
 
@@ -41,7 +43,8 @@ from .kernels import KERNEL_FAMILIES, cuda
 
 __all__ = ["KERNEL_FAMILIES", "array_module", "cpu_kernel_names", "cupy_module", "device_checks",
            "device_of", "fetch", "from_dlpack", "get_kernel", "host_only", "is_cupy_array",
-           "module_of", "normalize_device", "read_back", "set_cuda_module_factory", "to_host",
+           "module_of", "normalize_device", "read_back", "run_in_threads", "set_kernel_threads",
+           "kernels_may_share_threads", "set_cuda_module_factory", "to_host",
            "transfer"]
 
 #: How to move data, quoted by the mixed-device error.
@@ -302,3 +305,48 @@ def _find_kernel(family: str, name: str, xp: ModuleType, factory: cuda.ModuleFac
 
 def _cpu(family: str) -> ModuleType:
     return importlib.import_module(f"arrow_sparse.kernels.cpu.{family}")
+
+
+# ------------------------------------------------------------------- CPU kernel threads
+def _jit() -> ModuleType:
+    # Numba is imported on first use: ``import arrow_sparse`` compiles and loads nothing.
+    return importlib.import_module("arrow_sparse.kernels.cpu._jit")
+
+
+def kernels_may_share_threads() -> bool:
+    """Whether several threads may run the parallel CPU kernels at once.
+
+    True for Numba's ``tbb`` and ``omp`` threading layers; ``workqueue`` aborts the
+    process on concurrent use.
+    """
+    return bool(_jit().concurrent_parallel_kernels())
+
+
+def set_kernel_threads(n: int) -> int:
+    """Run this thread's parallel CPU kernels on ``n`` threads; return the previous count."""
+    return int(_jit().set_num_threads(n))
+
+
+def run_in_threads(tasks: Sequence[Callable[[], None]], workers: int | None) -> None:
+    """Run every task, in a thread pool when there are several.
+
+    Each pool thread runs the parallel CPU kernels on one thread (the count is per
+    thread), so tasks do not oversubscribe the cores. Where the threading layer does
+    not allow concurrent kernels, the tasks run one after another on the calling
+    thread, each with every core.
+    """
+    if len(tasks) <= 1 or not kernels_may_share_threads():
+        for task in tasks:
+            task()
+        return
+
+    def one(task: Callable[[], None]) -> None:
+        before = set_kernel_threads(1)
+        try:
+            task()
+        finally:
+            set_kernel_threads(before)
+
+    with ThreadPoolExecutor(workers or min(len(tasks), os.cpu_count() or 1)) as pool:
+        for future in [pool.submit(one, task) for task in tasks]:
+            future.result()

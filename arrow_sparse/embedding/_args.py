@@ -11,9 +11,6 @@ kernel and compacts nothing (:class:`DeviceBags`), so that no value is read back
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -396,31 +393,3 @@ def _device_bags(func: str, ids: Any, offsets: Any, weights: Any, bound: int) ->
             if len(w) else xp.zeros(len(flat), dtype=w.dtype)
     read = bag >= 0 if valid is not None or vmask is not None else None
     return DeviceBags(key, offs, bag, w, count, read, valid, shape)
-
-
-# ============================================================================== threads
-def run_in_threads(tasks: Sequence[Callable[[], None]], workers: int | None) -> None:
-    """Run every task, in a thread pool when there are several.
-
-    Each pool thread runs Numba's parallel kernels on one thread (``numba.set_num_threads``
-    is per thread), so tasks do not oversubscribe the cores. Where the threading layer
-    does not allow concurrent kernels (``workqueue``), the tasks run one after another on
-    the calling thread, each with every core.
-    """
-    from ..kernels.cpu import _jit  # imported here: ``import arrow_sparse`` loads no Numba
-
-    if len(tasks) <= 1 or not _jit.concurrent_parallel_kernels():
-        for task in tasks:
-            task()
-        return
-
-    def one(task: Callable[[], None]) -> None:
-        before = _jit.set_num_threads(1)
-        try:
-            task()
-        finally:
-            _jit.set_num_threads(before)
-
-    with ThreadPoolExecutor(workers or min(len(tasks), os.cpu_count() or 1)) as pool:
-        for future in [pool.submit(one, task) for task in tasks]:
-            future.result()

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from .. import _arrow
 from .. import _validate as v
-from .._backend import array_module, device_checks, get_kernel, module_of
+from .._backend import array_module, device_checks, get_kernel, module_of, run_in_threads
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 from ._args import (
     Bags,
@@ -22,7 +22,6 @@ from ._args import (
     is_array,
     is_list_input,
     ndim_of,
-    run_in_threads,
 )
 
 __all__ = ["lookup", "maplookup"]

@@ -11,14 +11,13 @@ from typing import Any
 import numpy as np
 
 from .. import _validate as v
-from .._backend import array_module, device_checks, get_kernel, module_of
+from .._backend import array_module, device_checks, get_kernel, module_of, run_in_threads
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from ._args import (
     check_scalar,
     check_table,
     check_writable,
     is_array,
-    run_in_threads,
 )
 from .grad import SparseGrad
 

@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from .._backend import kernels_may_share_threads, set_kernel_threads
+
 __all__ = ["background", "default_threads", "ordered_map"]
 
 T = TypeVar("T")
@@ -36,12 +38,10 @@ def default_threads() -> int:
     return max(1, min(cores, 8))
 
 
-def _one_numba_thread() -> None:
+def _one_kernel_thread() -> None:
     # Per thread: each pool thread's parallel kernels run on one core, so a pool of
     # n threads keeps n cores busy instead of n * n.
-    from ..kernels.cpu import _jit
-
-    _jit.set_num_threads(1)
+    set_kernel_threads(1)
 
 
 def ordered_map(fn: Callable[[T], R], items: Iterable[T], threads: int,
@@ -72,16 +72,14 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], threads: int,
     >>> list(ordered_map(lambda x: x * x, range(6), threads=2))
     [0, 1, 4, 9, 16, 25]
     """
-    from ..kernels.cpu import _jit  # imported here: ``import arrow_sparse`` loads no Numba
-
-    if threads <= 1 or not _jit.concurrent_parallel_kernels():
+    if threads <= 1 or not kernels_may_share_threads():
         for item in items:
             yield fn(item)
         return
     window = max(window or 2 * threads, threads)
     pending: deque[Future[Any]] = deque()
     with ThreadPoolExecutor(threads, thread_name_prefix="arrow-sparse",
-                            initializer=_one_numba_thread) as pool:
+                            initializer=_one_kernel_thread) as pool:
         try:
             for item in items:
                 pending.append(pool.submit(fn, item))
