@@ -1040,3 +1040,15 @@ def test_load_table_writable_errors(tmp_path) -> None:
         w.write_batch(batch)
     with pytest.raises(ValueError, match="load_table: the table must not contain null values"):
         emb.load_table(nulls)
+
+
+def test_maplookup_concat_of_tables_of_different_dtypes(backend) -> None:
+    # The "concat" matrix has the lookups' common dtype; the CUDA lookup_rows kernel copies
+    # rows in the table's own dtype only, and raised NotImplementedError for such a block.
+    a = np.arange(6, dtype=np.float32).reshape(3, 2)
+    b = np.arange(3, dtype=np.float64).reshape(3, 1) + 0.5
+    ids = to_backend([np.array([2, 0]), np.array([1, 1])], backend)
+    res = emb.maplookup(to_backend([a, b], backend), ids, "concat", prepend=1)
+    res = from_backend(res, backend)
+    assert res.dtype == np.float64
+    np.testing.assert_array_equal(res, [[0, 4, 5, 1.5], [0, 0, 1, 1.5]])
