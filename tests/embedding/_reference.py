@@ -8,6 +8,7 @@ the public functions (and the kernels) with them.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -17,11 +18,12 @@ def ref_lookup(table: np.ndarray, bags: list[list[int]], mode: str = "sum",
                weights: list[list[float]] | None = None) -> np.ndarray:
     """Pooled rows ``[len(bags), dim]`` (float64): an empty bag gives zeros in every mode."""
     out = np.zeros((len(bags), table.shape[1]), np.float64)
+    pool: Callable[..., Any] = {"sum": np.sum, "mean": np.mean, "max": np.max}[mode]
     for b, bag in enumerate(bags):
         rows = [table[i] * (1.0 if weights is None else weights[b][j])
                 for j, i in enumerate(bag)]
         if rows:
-            out[b] = {"sum": np.sum, "mean": np.mean, "max": np.max}[mode](rows, axis=0)
+            out[b] = pool(rows, axis=0)
     return out
 
 

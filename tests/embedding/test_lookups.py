@@ -24,6 +24,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import arrow_sparse as asp
+from arrow_sparse import _backend
 from arrow_sparse import embedding as emb
 from arrow_sparse.embedding import lookups as lookup_module
 from arrow_sparse.errors import ArrowSparseError
@@ -63,7 +64,7 @@ def test_lookup_rows_and_sum(dtype: Any, backend: str) -> None:
     table = rng.integers(-5, 5, (10, 3)).astype(dtype)
     ids = rng.integers(0, 10, 7)
 
-    def lookup(i: Any, **kw: Any) -> np.ndarray:
+    def lookup(i: Any, **kw: Any) -> Any:
         return from_backend(emb.lookup(to_backend(table, backend), to_backend(i, backend),
                                        **kw), backend)
 
@@ -148,7 +149,7 @@ def test_lookup_sliced_lists_on_every_backend(backend: str) -> None:
     arr = pa.array([[9], [1, 2, 3], None, [], [2, 4, 6, 7], [3, None, 6]]).slice(1)
     want = ref_lookup(table, [[1, 2, 3], [], [], [2, 4, 6, 7], [3, 6]], "mean")
     ids = to_backend(arr, backend)  # offsets[0] > 0, a null bag, a null id
-    got = emb.lookup(to_backend(table, backend), ids, mode="mean")
+    got: Any = emb.lookup(to_backend(table, backend), ids, mode="mean")
     if not on_device(backend):
         got = np.array([row or [0.0, 0.0] for row in got.to_pylist()])
     np.testing.assert_allclose(from_backend(got, backend), want)
@@ -166,7 +167,7 @@ def test_lookup_sliced_lists_on_every_backend(backend: str) -> None:
 def test_lookup_integer_tables_widen(backend: str) -> None:
     big = to_backend(np.full((3, 2), 2**31 - 1, np.int32), backend)
 
-    def lookup(ids: Any, **kw: Any) -> np.ndarray:
+    def lookup(ids: Any, **kw: Any) -> Any:
         return from_backend(emb.lookup(big, to_backend(np.array(ids), backend), **kw), backend)
 
     np.testing.assert_array_equal(lookup([[0, 1]]), [[2**32 - 2] * 2])
@@ -354,7 +355,7 @@ def test_maplookup_sliced_null_and_empty_bags(strategy: str, backend: str) -> No
     res = from_backend(emb.maplookup(to_backend([table] * 3, backend),
                                      to_backend(indices, backend), strategy, mode="mean"),
                        backend)
-    got = np.split(res, 3, axis=1) if strategy == "concat" else list(res)
+    got: list[Any] = np.split(res, 3, axis=1) if strategy == "concat" else list(res)
     if not on_device(backend) and strategy != "concat":  # Arrow bags give Arrow rows
         assert got[0].null_count == 2  # the null bag, and the empty one (mean)
         got[0] = np.array([row or [0.0, 0.0] for row in got[0].to_pylist()])
@@ -389,7 +390,7 @@ def test_maplookup_concat_of_tables_of_different_dtypes(backend: str) -> None:
 
 def test_maplookup_parallel_threads_bag_lookups(monkeypatch: pytest.MonkeyPatch) -> None:
     seen = []
-    real = lookup_module.get_kernel
+    real = _backend.get_kernel
 
     def spy(family: str, name: str, xp: Any = np) -> Any:
         fn = real(family, name, xp)
@@ -425,7 +426,7 @@ def test_maplookup_concat_writes_into_out_and_keeps_prepend() -> None:
     rng = np.random.default_rng(15)
     n = 20_000
     tables = [rng.standard_normal((1000, 64)) for _ in range(3)]
-    ids = [rng.integers(0, 1000, n), rng.integers(0, 1000, (n, 2)),
+    ids: list[Any] = [rng.integers(0, 1000, n), rng.integers(0, 1000, (n, 2)),
            asp.Jagged.from_lengths(rng.integers(0, 1000, 2 * n), np.full(n, 2))]
     out = np.empty((n, 2 + 3 * 64))
     out[:, :2] = 5.0  # dense features written first

@@ -84,7 +84,7 @@ def step(opt: str, table: Any, state: Any, g: Any, **hyper: Any) -> None:
     if opt == "sgd":
         emb.sgd(table, g, **hyper)
     elif opt == "ftrl":
-        emb.ftrl(table, *state, g, **hyper)
+        emb.ftrl(table, state[0], state[1], g, **hyper)
     else:
         getattr(emb, opt)(table, state, g, **hyper)
 
@@ -96,7 +96,7 @@ def test_update_many_tables_equals_one_by_one(opt: str, backend: str) -> None:
     grads_ = [emb.SparseGrad(*to_backend([rng.integers(0, 12, 9),
                                           rng.standard_normal((9, 2 + t))], backend))
               for t in range(3)]  # not coalesced: repeated rows
-    hyper = {"lr": 0.1} if opt != "ftrl" else {"alpha": 0.2}
+    hyper: dict[str, Any] = {"lr": 0.1} if opt != "ftrl" else {"alpha": 0.2}
     one = to_backend([t.copy() for t in tables], backend)
     st_one = states_of(opt, tables, backend)
     for i, (t, g) in enumerate(zip(one, grads_, strict=True)):
@@ -115,7 +115,7 @@ def test_update_many_tables_equals_one_by_one(opt: str, backend: str) -> None:
 @pytest.mark.parametrize("opt", OPTIMIZERS)
 def test_an_empty_gradient_changes_nothing(opt: str, backend: str) -> None:
     table = np.arange(8.0).reshape(4, 2)
-    hyper = {"lr": 0.1} if opt != "ftrl" else {"alpha": 0.2}
+    hyper: dict[str, Any] = {"lr": 0.1} if opt != "ftrl" else {"alpha": 0.2}
     empty = emb.SparseGrad(*to_backend([np.zeros(0, np.int64), np.zeros((0, 2))], backend))
     one, many = to_backend([table.copy(), table.copy()], backend)
     state = states_of(opt, [table], backend)

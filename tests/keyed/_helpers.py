@@ -148,7 +148,7 @@ def same_kj(got: KeyedJagged, want: KeyedJagged) -> None:
             np.testing.assert_array_equal(a, b)
     valid = [np.ones(len(k.lengths), bool) if k.validity is None else k.validity
              for k in (got, want)]
-    np.testing.assert_array_equal(*valid)
+    np.testing.assert_array_equal(valid[0], valid[1])
 
 
 def same(got: Any, want: Any) -> None:

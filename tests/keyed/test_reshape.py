@@ -47,14 +47,6 @@ from ._strategies import INTS
 from ._strategies import keyed as keyed_strategy
 
 
-def on_every_backend(*ops: str) -> Any:
-    """Parametrize a test by ``ops`` (entries of RESHAPE_OPS) and both samples."""
-    def decorate(test: Any) -> Any:
-        test = pytest.mark.parametrize("make", MAKES, ids=MAKE_IDS)(test)
-        return pytest.mark.parametrize("op", list(ops))(test)
-    return decorate
-
-
 # --------------------------------------------------------------------- permute
 @pytest.mark.parametrize("order", [["c", "a"], [2, 0], np.array([1, 2]), ["b"], [],
                                    ("a", "c", "b")])
@@ -130,7 +122,8 @@ def test_permute_matches_reference(data: Any) -> None:
         assert np.shares_memory(out.values, kj.values)
 
 
-@on_every_backend("permute", "permute view")
+@pytest.mark.parametrize("make", MAKES, ids=MAKE_IDS)
+@pytest.mark.parametrize("op", ["permute", "permute view"])
 def test_permute_on_every_backend(backend: str, op: str, make: Any) -> None:
     same_on_backend(backend, RESHAPE_OPS[op], make)
 
@@ -155,7 +148,8 @@ def test_split() -> None:
         kj.split(3)  # type: ignore[arg-type]
 
 
-@on_every_backend("split")
+@pytest.mark.parametrize("make", MAKES, ids=MAKE_IDS)
+@pytest.mark.parametrize("op", ["split"])
 def test_split_on_every_backend(backend: str, op: str, make: Any) -> None:
     same_on_backend(backend, RESHAPE_OPS[op], make)
 
@@ -224,7 +218,8 @@ def test_concat_of_split_matches_reference(data: Any) -> None:
     assert out.lengths.dtype == kj.lengths.dtype
 
 
-@on_every_backend("concat")
+@pytest.mark.parametrize("make", MAKES, ids=MAKE_IDS)
+@pytest.mark.parametrize("op", ["concat"])
 def test_concat_on_every_backend(backend: str, op: str, make: Any) -> None:
     same_on_backend(backend, RESHAPE_OPS[op], make)
 
@@ -286,7 +281,8 @@ def test_regroup_matches_reference(data: Any) -> None:
     assert [g.keys() for g in as_dict.values()] == groups
 
 
-@on_every_backend("regroup", "regroup_as_dict")
+@pytest.mark.parametrize("make", MAKES, ids=MAKE_IDS)
+@pytest.mark.parametrize("op", ["regroup", "regroup_as_dict"])
 def test_regroup_on_every_backend(backend: str, op: str, make: Any) -> None:
     same_on_backend(backend, RESHAPE_OPS[op], make)
 
@@ -417,7 +413,8 @@ def test_block_bucketize_matches_reference(data: Any) -> None:
         assert out.unbucketize_permute is None
 
 
-@on_every_backend("block_bucketize", "block_bucketize keep")
+@pytest.mark.parametrize("make", MAKES, ids=MAKE_IDS)
+@pytest.mark.parametrize("op", ["block_bucketize", "block_bucketize keep"])
 def test_block_bucketize_on_every_backend(backend: str, op: str, make: Any) -> None:
     same_on_backend(backend, RESHAPE_OPS[op], make)
 
@@ -467,7 +464,8 @@ def test_to_padded_dict_matches_reference(data: Any) -> None:
         assert out[key].tolist() == ref_pad(table[key], want[key], kj.dtype.type(pad))
 
 
-@on_every_backend("to_padded_dict", "to_padded_dict sized")
+@pytest.mark.parametrize("make", MAKES, ids=MAKE_IDS)
+@pytest.mark.parametrize("op", ["to_padded_dict", "to_padded_dict sized"])
 def test_to_padded_dict_on_every_backend(backend: str, op: str, make: Any) -> None:
     same_on_backend(backend, RESHAPE_OPS[op], make)
 
