@@ -145,8 +145,8 @@ class _Plan:
     """A checked lookup, not yet computed.
 
     ``write(o)`` fills an ``[rows, dim]`` array (any view, of any dtype ``dtype`` casts
-    to; on the device a CuPy array of dtype ``dtype``); ``finish`` wraps a filled result
-    (Arrow for Arrow bags).
+    to; on the device a CuPy array); ``finish`` wraps a filled result (Arrow for Arrow
+    bags).
     """
 
     rows: int
@@ -165,12 +165,11 @@ def _plan(func: str, table: Any, ids: Any, offsets: Any, weights: Any, mode: str
         if xp is np:
             idx = v.check_indices(func, "ids", ids, len(table))
             idx = idx if idx.dtype in (np.int32, np.int64) else idx.astype(np.int64)
-            return _Plan(len(idx), dim, table.dtype, lambda o: _write_rows(src, idx, o),
+            return _Plan(len(idx), dim, table.dtype, lambda o: _write_rows(src, idx, o, np),
                          lambda res: res)
         idx = v.as_index_array(func, "ids", ids, device=True)  # the kernel checks the range
-        return _Plan(len(idx), dim, table.dtype,
-                     lambda o: get_kernel("embedding", "lookup_rows", xp)(
-                         src, idx, o, 0), lambda res: res)
+        return _Plan(len(idx), dim, table.dtype, lambda o: _write_rows(src, idx, o, xp),
+                     lambda res: res)
     b = bags(func, ids, offsets, weights, len(table), xp)
     dtype = _pooled_dtype(table.dtype, mode, None if b.weights is None else b.weights.dtype)
     return _Plan(b.num_bags, dim, dtype, lambda o: _write_bags(src, b, mode, o),
@@ -188,7 +187,21 @@ def _pooled_dtype(dtype: np.dtype, mode: str, weights: np.dtype | None) -> np.dt
     return np.dtype(np.uint64 if dtype == np.uint64 else np.int64)
 
 
-def _write_rows(table: np.ndarray, ids: np.ndarray, out: np.ndarray) -> None:
+def _write_rows(table: Any, ids: Any, out: Any, xp: Any) -> None:
+    """Gather rows of ``table`` into ``out``, which may have another dtype.
+
+    The CUDA kernel copies rows in the table's dtype only, so a block of ``maplookup``'s
+    ``"concat"`` matrix of the lookups' common dtype is filled through a temporary of the
+    table's dtype (on the host too: the emulator runs host arrays on the CUDA kernels).
+    """
+    if out.dtype != table.dtype:
+        rows = xp.empty(out.shape, dtype=table.dtype)
+        _write_rows(table, ids, rows, xp)
+        out[...] = rows
+        return
+    if xp is not np:
+        get_kernel("embedding", "lookup_rows", xp)(table, ids, out, 0)
+        return
     # A column block of a C-contiguous matrix is written through the whole matrix and a
     # column offset: the kernel then sees a contiguous layout (and vectorises).
     target, col = out, 0

@@ -146,6 +146,21 @@ class _Packed:
     float_inputs: list[Any] = field(default_factory=list)
 
 
+def _aliased(args: Sequence[Any], packed: _Packed) -> bool:
+    """Whether an array the kernel may write may share memory with another argument."""
+    return any(j != i and isinstance(b, np.ndarray) and np.may_share_memory(a, b)
+               for i, a in packed.writable for j, b in enumerate(args))
+
+
+def _with_copies(args: Sequence[Any], packed: _Packed, arrays: list[np.ndarray]
+                 ) -> list[Any]:
+    """``args`` with fresh copies of ``arrays`` in place of the writable arrays."""
+    out = list(args)
+    for (i, _), a in zip(packed.writable, arrays, strict=True):
+        out[i] = a.copy()
+    return out
+
+
 def _finite_max(x: Any) -> float:
     a = np.abs(np.asarray(x, dtype=np.float64).reshape(-1))
     a = a[np.isfinite(a)]
@@ -225,17 +240,37 @@ class EmuFunction:
         packed = self._pack(args)
         emulator = self._emulator
         others: list[tuple[str, list[np.ndarray]]] = []
-        if emulator.check_orders and packed.writable:
-            saved = [a.copy() for _, a in packed.writable]
+        if emulator.check_orders and packed.writable and not _aliased(args, packed):
+            # Every order runs on private copies of the writable arrays, and the caller's
+            # arrays then receive only the elements the launch changed. Restoring whole
+            # arrays between the orders would undo what another thread writes meanwhile
+            # into other parts of them (maplookup's "concat" fills blocks of one matrix
+            # from a thread pool), as no GPU would.
+            before = [a.copy() for _, a in packed.writable]
             for order in emulator.check_orders:
-                self._run(dims, packed, order, grid, block)
-                others.append((order, [a.copy() for _, a in packed.writable]))
-                for (_, a), before in zip(packed.writable, saved, strict=True):
-                    a[...] = before
-        self._run(dims, packed, emulator.order, grid, block)
-        effects = [self._compare(order, packed, results) for order, results in others]
+                copy = self._pack(_with_copies(args, packed, before))
+                self._run(dims, copy, order, grid, block)
+                others.append((order, [a for _, a in copy.writable]))
+            final = self._pack(_with_copies(args, packed, before))
+            self._run(dims, final, emulator.order, grid, block)
+            effects = [self._compare(order, final, results) for order, results in others]
+            for (_, a), old, (_, new) in zip(packed.writable, before, final.writable,
+                                             strict=True):
+                unsigned = f"u{a.itemsize}"
+                np.copyto(a, new, where=new.view(unsigned) != old.view(unsigned))
+        else:  # arrays the kernel writes alias others: every order on them, restored
+            if emulator.check_orders and packed.writable:
+                saved = [a.copy() for _, a in packed.writable]
+                for order in emulator.check_orders:
+                    self._run(dims, packed, order, grid, block)
+                    others.append((order, [a.copy() for _, a in packed.writable]))
+                    for (_, a), before_run in zip(packed.writable, saved, strict=True):
+                        a[...] = before_run
+            self._run(dims, packed, emulator.order, grid, block)
+            effects = [self._compare(order, packed, results) for order, results in others]
         if any(effects):
-            emulator.order_effects[self.name] = emulator.order_effects.get(self.name, 0) + 1
+            with _LOCK:
+                emulator.order_effects[self.name] = emulator.order_effects.get(self.name, 0) + 1
         del packed
         emulator.launches.append(self.name)
 

@@ -9,7 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.cuda_emu.emu import CXX, Emulator, EmuModule, OrderDependenceError, build_library
+from tests.cuda_emu.emu import (
+    CXX,
+    EmuFunction,
+    Emulator,
+    EmuModule,
+    OrderDependenceError,
+    build_library,
+)
 
 pytestmark = pytest.mark.skipif(shutil.which(CXX) is None, reason="needs a C++ compiler")
 
@@ -204,6 +211,37 @@ def test_float_atomics_may_differ_within_the_tolerance_and_are_counted() -> None
     with pytest.raises(OrderDependenceError, match="float_sum: argument 2"):
         EmuModule(ORDER_SOURCE, ORDER_NAMES, strict).get_function("float_sum")(
             (4,), (8,), (np.int64(32), x, np.zeros(1, np.float32)))
+
+
+def test_writes_of_another_thread_during_a_launch_are_kept(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Launches from a thread pool may write disjoint parts of one array (maplookup's
+    # "concat" fills blocks of one matrix): checking the thread orders must neither undo
+    # what another thread writes meanwhile nor report it as an order dependence.
+    out = np.zeros(2, np.int32)
+    run = EmuFunction._run
+    calls: list[int] = []
+
+    def another_thread_writes(self: EmuFunction, *args: object) -> None:
+        run(self, *args)  # type: ignore[arg-type]
+        if not calls:
+            out[1] = 5  # its part of the array, while the first order's results are out
+        calls.append(1)
+
+    monkeypatch.setattr(EmuFunction, "_run", another_thread_writes)
+    emulator = Emulator(check_orders=("reverse", "shuffle"))
+    EmuModule(ORDER_SOURCE, ORDER_NAMES, emulator).get_function("variant")((1,), (1,), (out,))
+    assert len(calls) == 3 and emulator.launches == ["variant"]
+    assert out.tolist() == [1, 5]
+
+
+def test_a_kernel_reading_what_it_writes_through_another_argument_runs_in_place() -> None:
+    # out aliases x[0]: the reversed order adds the running sum to itself. The orders run
+    # on the caller's arrays (not on private copies), so that this race is still found.
+    x = np.array([0.0] + [1.0] * 31, np.float32)
+    module = EmuModule(ORDER_SOURCE, ORDER_NAMES, Emulator(check_orders=("reverse",)))
+    with pytest.raises(OrderDependenceError, match="float_sum: argument 2"):
+        module.get_function("float_sum")((4,), (8,), (np.int64(32), x, x[:1]))
 
 
 def test_the_emulator_builds_the_barrier_free_variant() -> None:

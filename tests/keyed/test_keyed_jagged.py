@@ -1,4 +1,13 @@
-"""Tests of ``arrow_sparse.keyed`` (KeyedJagged) against a dict-of-lists reference."""
+"""Tests of ``arrow_sparse.keyed.keyed_jagged``: the KeyedJagged class.
+
+Construction (from Arrow map columns, record batches and tables, dicts, the constructor),
+the accessors, ``to_arrow``, ``validate`` and the repr, each against a plain-Python reading
+of ``{key: rows}`` tables (``_reference.py``; a row is a list of values or None for a null
+row), with its errors and property test (Hypothesis, on the host: KeyedJagged is built
+there). The device part: the constructor and the accessors on every backend of the
+``backend`` fixture, the device checks, and what the device path reads back. The
+reshaping methods are tested with their functions in ``test_reshape.py``.
+"""
 
 from __future__ import annotations
 
@@ -11,107 +20,40 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arrow_sparse as asp
+from arrow_sparse import KeyedJagged
 from arrow_sparse._arrow import numpy_dtype
 from arrow_sparse.errors import (
     ArrowSparseIndexError,
     ArrowSparseTypeError,
     ArrowSparseValueError,
 )
+from arrow_sparse.kernels import cuda
+from tests.cuda_emu.fake_cupy import emulated_cupy
 
-KeyedJagged = asp.KeyedJagged
-
-Table = dict[Any, list[Any]]  # {key: rows}; a row is a list of values or None
-
-MAP_TYPE = pa.map_(pa.int64(), pa.list_(pa.int64()))
-CAFFE2_ROWS = [[(1, [10, 11]), (3, [101])],
-               [(1, [11]), (2, [50]), (3, [102, 103])]]
-
-
-# --------------------------------------------------------------------- reference
-# A KeyedJagged is described by (keys, table) where table = {key: [row, ...]} and a
-# row is a list of values or None (a null row, which the layout stores as empty).
-
-
-def ref_from_maps(rows: list[Any], keys: list[Any] | None = None) -> tuple[list[Any], Table]:
-    """Plain-Python reading of a list of maps (each a list of (key, list|None) or None)."""
-    if keys is None:
-        keys = sorted({k for row in rows if row is not None for k, _ in row})
-    table: Table = {k: [] for k in keys}
-    for row in rows:
-        for key in keys:
-            if row is None:
-                table[key].append(None)
-                continue
-            lists = [items for k, items in row if k == key]
-            if lists and all(items is None for items in lists):
-                table[key].append(None)
-            else:
-                table[key].append([x for items in lists if items is not None for x in items])
-    return keys, table
+from ..conftest import on_device, to_backend
+from ._helpers import (
+    ABC,
+    ABC_W,
+    CAFFE2_ROWS,
+    MAKE_IDS,
+    MAKES,
+    MAP_TYPE,
+    RESHAPE_OPS,
+    abc,
+    assert_kj,
+    batch_table,
+    buffer_view,
+    caffe2_map,
+    host_of,
+    nn,
+    same_kj,
+    same_on_backend,
+)
+from ._reference import Table, ref_from_maps
+from ._strategies import map_rows, weights_of_rows
 
 
-def ref_key_major(keys: list[Any], table: Table) -> tuple[list[Any], list[int], list[bool]]:
-    values: list[Any] = []
-    lengths: list[int] = []
-    valid: list[bool] = []
-    for key in keys:
-        for row in table[key]:
-            values.extend(row or [])
-            lengths.append(len(row or []))
-            valid.append(row is not None)
-    return values, lengths, valid
-
-
-def assert_kj(kj: KeyedJagged, keys: list[Any], table: Table,
-              weights: Table | None = None) -> None:
-    """Compare with the reference and check every invariant."""
-    kj.validate()
-    assert kj.keys() == keys
-    rows = len(next(iter(table.values()))) if table else kj.batch_size
-    assert kj.batch_size == len(kj) == rows
-    values, lengths, valid = ref_key_major(keys, table)
-    assert kj.values.tolist() == values
-    assert kj.lengths.tolist() == lengths
-    assert kj.lengths.dtype in (np.int32, np.int64)
-    assert kj.offsets.dtype == np.int64
-    assert kj.offsets.tolist() == np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).tolist()
-    if all(valid):
-        assert kj.validity is None
-    else:
-        assert nn(kj.validity).tolist() == valid
-    per_key = [sum(len(r or []) for r in table[k]) for k in keys]
-    assert kj.length_per_key().tolist() == per_key
-    assert kj.offset_per_key().tolist() == np.concatenate([[0], np.cumsum(per_key)]).tolist()
-    assert {k: j.to_list() for k, j in kj.to_dict().items()} == table
-    for key in keys:
-        assert kj[key].to_list() == table[key]
-        assert key in kj
-    if weights is None:
-        assert kj.weights is None
-    else:
-        wvalues, _, _ = ref_key_major(keys, weights)
-        assert nn(kj.weights).tolist() == wvalues
-        for key in keys:
-            assert kj.weights_of(key).to_list() == weights[key]
-
-
-def nn(x: np.ndarray | None) -> np.ndarray:
-    """``x``, which must not be None (weights, validity)."""
-    assert x is not None
-    return x
-
-
-def caffe2_map() -> pa.Array:
-    return pa.array(CAFFE2_ROWS, type=MAP_TYPE)
-
-
-def buffer_view(list_array: pa.Array) -> np.ndarray:
-    """The whole values buffer of a list array (to check zero-copy by memory sharing)."""
-    child = list_array.values
-    return np.frombuffer(child.buffers()[1], dtype=numpy_dtype(child.type))
-
-
-# ----------------------------------------------------------------- Caffe2 example
+# ----------------------------------------------------- from_arrow: map columns
 def test_from_arrow_map_caffe2_example() -> None:
     m = caffe2_map()
     # Caffe2's per-example layout: the values of each example's map, in entry order
@@ -242,11 +184,35 @@ def test_from_arrow_map_errors() -> None:
         KeyedJagged.from_arrow(malformed)
 
 
-# ------------------------------------------------------------- record batches
-def batch_table(batch: pa.RecordBatch | pa.Table, keys: list[str]) -> Table:
-    return {k: batch.column(k).to_pylist() for k in keys}
+@pytest.mark.hypothesis
+@settings(deadline=None)
+@given(rows=map_rows(), data=st.data())
+def test_from_arrow_map_matches_reference(rows: list[Any], data: Any) -> None:
+    large = data.draw(st.booleans(), label="large")
+    list_type = pa.large_list if large else pa.list_
+    m = pa.array(rows, type=pa.map_(pa.int64(), list_type(pa.int64())))
+    w = pa.array(weights_of_rows(rows), type=pa.map_(pa.int64(), list_type(pa.float64())))
+    start = data.draw(st.integers(0, len(rows)), label="start")
+    stop = data.draw(st.integers(start, len(rows)), label="stop")
+    rows, m, w = rows[start:stop], m.slice(start, stop - start), w.slice(start, stop - start)
+    keys = data.draw(st.one_of(st.none(), st.lists(st.integers(0, 8), unique=True, max_size=5)),
+                     label="keys")
+    cut = data.draw(st.integers(0, len(rows)), label="cut")
+    as_chunks = data.draw(st.booleans(), label="chunked")
+    source = pa.chunked_array([m.slice(0, cut), m.slice(cut)]) if as_chunks else m
+    kj = KeyedJagged.from_arrow(source, keys=keys, weights=w)
+    ref_keys, table = ref_from_maps(rows, keys)
+    _, wtable = ref_from_maps(weights_of_rows(rows), ref_keys)
+    assert_kj(kj, ref_keys, table, wtable)
+    assert kj.lengths.dtype == (np.int64 if large else np.int32)
+    # to_arrow gives the same rows back, one list column per key
+    batch = kj.to_arrow()
+    assert batch.to_pydict() == {
+        **{str(k): table[k] for k in ref_keys},
+        **{f"{k}_weights": wtable[k] for k in ref_keys}}
 
 
+# --------------------------------------- from_arrow: record batches and tables
 def test_from_arrow_batch_null_and_empty_rows() -> None:
     batch = pa.record_batch({"a": pa.array([[1, 2, 3], None, [], [3, 6]]),
                              "b": pa.array([[7], [8, 9], None, None])})
@@ -432,130 +398,7 @@ def test_from_arrow_batch_list_view() -> None:
     assert_kj(kj, ["a"], {"a": [[1, 2], None, [3]]})
 
 
-# ---------------------------------------------------------- views and reshaping
-def abc() -> KeyedJagged:
-    return KeyedJagged.from_dict({"a": [[1], [2, 3], None], "b": [[4], [], [5]],
-                                  "c": [[6, 7], [8], []]},
-                                 weights={"a": [[0.1], [0.2, 0.3], []],
-                                          "c": [[1.0, 2.0], [3.0], []]})
-
-
-ABC: Table = {"a": [[1], [2, 3], None], "b": [[4], [], [5]], "c": [[6, 7], [8], []]}
-ABC_W: Table = {"a": [[0.1], [0.2, 0.3], None], "b": [[1.0], [], [1.0]],
-               "c": [[1.0, 2.0], [3.0], []]}
-
-
-def test_from_dict_and_getitem_views() -> None:
-    kj = abc()
-    assert_kj(kj, ["a", "b", "c"], ABC, ABC_W)
-    for key in kj.keys():
-        assert np.shares_memory(kj[key].values, kj.values) or len(kj[key].values) == 0
-    assert kj["b"].offsets.tolist() == [0, 1, 1, 2]  # rebuilt from zero
-    assert kj["b"].offsets.dtype == np.int32
-
-
-@pytest.mark.parametrize("order", [["c", "a"], [2, 0], np.array([1, 2]), ["b"], [],
-                                   ("a", "c", "b")])
-def test_permute(order: Any) -> None:
-    kj = abc()
-    names = [kj.keys()[o] if isinstance(o, (int, np.integer)) else o for o in list(order)]
-    out = kj.permute(order)
-    assert_kj(out, names, {k: ABC[k] for k in names}, {k: ABC_W[k] for k in names})
-    assert out.batch_size == 3
-
-
-def test_permute_consecutive_keys_are_views() -> None:
-    kj = abc()
-    out = kj.permute(["b", "c"])
-    assert np.shares_memory(out.values, kj.values)
-    assert np.shares_memory(out.weights, kj.weights)
-    gathered = kj.permute(["c", "b"])
-    assert not np.shares_memory(gathered.values, kj.values)
-
-
-def test_permute_integer_keys_are_names() -> None:
-    kj = KeyedJagged.from_arrow(caffe2_map())
-    out = kj.permute([3, 1])
-    assert out.keys() == [3, 1]
-    assert out.values.tolist() == [101, 102, 103, 10, 11, 11]
-    with pytest.raises(ArrowSparseIndexError,
-                       match=r"keys_or_indices is not a key \(first at position 0: 0\)"):
-        kj.permute([0])
-
-
-def test_permute_errors() -> None:
-    kj = abc()
-    with pytest.raises(ArrowSparseIndexError,
-                       match=r"keys_or_indices is not a key \(first at position 1: 'z'\)"):
-        kj.permute(["a", "z"])
-    with pytest.raises(ArrowSparseIndexError,
-                       match=r"keys_or_indices out of range \[0, 3\) \(first at position 0: 3\)"):
-        kj.permute([3])
-    with pytest.raises(ArrowSparseIndexError, match=r"out of range \[0, 3\)"):
-        kj.permute([-1])
-    with pytest.raises(ArrowSparseTypeError, match="must be a sequence of keys or positions"):
-        kj.permute("ab")
-    with pytest.raises(ArrowSparseIndexError, match="is not a key"):
-        kj.permute([["a"]])
-
-
-def test_split() -> None:
-    kj = abc()
-    parts = kj.split([1, 0, 2])
-    assert [p.keys() for p in parts] == [["a"], [], ["b", "c"]]
-    assert all(p.batch_size == 3 for p in parts)
-    assert_kj(parts[0], ["a"], {"a": ABC["a"]}, {"a": ABC_W["a"]})
-    assert_kj(parts[2], ["b", "c"], {k: ABC[k] for k in "bc"}, {k: ABC_W[k] for k in "bc"})
-    assert np.shares_memory(parts[2].values, kj.values)
-    assert np.shares_memory(parts[2].lengths, kj.lengths)
-    with pytest.raises(ArrowSparseValueError, match="sizes sum to 2 but there are 3 keys"):
-        kj.split([1, 1])
-    with pytest.raises(ArrowSparseValueError, match=r"sizes\[1\] must be non-negative"):
-        kj.split([4, -1])
-    with pytest.raises(ArrowSparseTypeError, match=r"sizes\[0\] must be an integer"):
-        kj.split([1.5, 1.5])  # type: ignore[list-item]
-    with pytest.raises(ArrowSparseTypeError, match="sizes must be a sequence of integers"):
-        kj.split(3)  # type: ignore[arg-type]
-
-
-# ------------------------------------------------------------------ round trips
-def test_to_dict_from_jagged_dict_round_trip() -> None:
-    kj = abc()
-    d = kj.to_dict()
-    assert list(d) == ["a", "b", "c"]
-    back = KeyedJagged.from_jagged_dict(d, weights={k: kj.weights_of(k) for k in kj.keys()})
-    assert_kj(back, ["a", "b", "c"], ABC, ABC_W)
-
-
-def test_to_arrow_from_arrow_round_trip() -> None:
-    kj = abc()
-    batch = kj.to_arrow()
-    assert batch.schema.names == ["a", "b", "c", "a_weights", "b_weights", "c_weights"]
-    assert batch.column("a").to_pylist() == ABC["a"]
-    assert batch.column("a").type == pa.list_(pa.int64())
-    assert np.shares_memory(buffer_view(batch.column("b")), kj.values)  # zero-copy values
-    back = KeyedJagged.from_arrow(batch, weights={k: f"{k}_weights" for k in kj.keys()})
-    assert_kj(back, ["a", "b", "c"], ABC, ABC_W)
-    named = kj.to_arrow(weights_suffix=".w")
-    assert named.schema.names[3:] == ["a.w", "b.w", "c.w"]
-
-
-def test_to_arrow_map_keys_and_errors() -> None:
-    kj = KeyedJagged.from_arrow(caffe2_map())
-    batch = kj.to_arrow()
-    assert batch.schema.names == ["1", "2", "3"]
-    assert batch.to_pydict() == {"1": [[10, 11], [11]], "2": [[], [50]], "3": [[101], [102, 103]]}
-    clash = KeyedJagged([1, "1"], np.array([1, 2]), [1, 1])
-    with pytest.raises(ArrowSparseValueError,
-                       match=r"column names must be unique \(first at position 1: '1'\)"):
-        clash.to_arrow()
-    weighted = KeyedJagged(["a", "a_w"], np.array([1, 2]), [1, 1], weights=np.ones(2))
-    with pytest.raises(ArrowSparseValueError, match="column names must be unique"):
-        weighted.to_arrow(weights_suffix="_w")
-    with pytest.raises(ArrowSparseTypeError, match="weights_suffix must be a str"):
-        weighted.to_arrow(weights_suffix=1)  # type: ignore[arg-type]
-
-
+# ---------------------------------------------- from_dict and from_jagged_dict
 def test_from_dict_forms() -> None:
     chunked = pa.chunked_array([pa.array([[1]]), pa.array([[2, 3], None])])
     kj = KeyedJagged.from_dict({
@@ -609,6 +452,15 @@ def test_from_dict_errors() -> None:
         KeyedJagged.from_jagged_dict(None)  # type: ignore[arg-type]
 
 
+def test_from_dict_and_getitem_views() -> None:
+    kj = abc()
+    assert_kj(kj, ["a", "b", "c"], ABC, ABC_W)
+    for key in kj.keys():
+        assert np.shares_memory(kj[key].values, kj.values) or len(kj[key].values) == 0
+    assert kj["b"].offsets.tolist() == [0, 1, 1, 2]  # rebuilt from zero
+    assert kj["b"].offsets.dtype == np.int32
+
+
 def test_from_jagged_dict_values_validity_outside_rows_ignored() -> None:
     # a null element outside the rows the offsets address is not an error
     j = asp.Jagged(np.array([0, 1, 2]), np.array([1, 3]),
@@ -621,7 +473,15 @@ def test_from_jagged_dict_values_validity_outside_rows_ignored() -> None:
         KeyedJagged.from_jagged_dict({"a": bad})
 
 
-# ------------------------------------------------------------------ constructor
+def test_to_dict_from_jagged_dict_round_trip() -> None:
+    kj = abc()
+    d = kj.to_dict()
+    assert list(d) == ["a", "b", "c"]
+    back = KeyedJagged.from_jagged_dict(d, weights={k: kj.weights_of(k) for k in kj.keys()})
+    assert_kj(back, ["a", "b", "c"], ABC, ABC_W)
+
+
+# ------------------------------------------------------------- the constructor
 def test_constructor_lengths_and_offsets() -> None:
     values = np.array([10, 11, 11, 50, 101, 102, 103])
     kj = KeyedJagged([1, 2, 3], values, [2, 1, 0, 1, 1, 2])
@@ -694,6 +554,23 @@ def test_constructor_errors() -> None:
         KeyedJagged(["a"], [1], [1], batch_size=1.0)  # type: ignore[arg-type]
 
 
+def test_keyed_constructor_on_every_backend(backend: str) -> None:
+    host = abc()
+    parts = {name: to_backend(getattr(host, name), backend)
+             for name in ("values", "lengths", "weights", "validity")}
+    kj = KeyedJagged(host.keys(), parts["values"], parts["lengths"], parts["weights"],
+                     validity=parts["validity"])
+    same_kj(host_of(kj, backend), host)
+    offsets = 2 + host.offsets  # a slice of longer values
+    values = np.concatenate([[9, 9], host.values, [9]])
+    kj = KeyedJagged(host.keys(), to_backend(values, backend),
+                     offsets=to_backend(offsets, backend), validity=parts["validity"])
+    assert kj.device == ("cuda:0" if on_device(backend) else "cpu")
+    same_kj(host_of(kj, backend),
+            KeyedJagged(host.keys(), values, offsets=offsets, validity=host.validity))
+
+
+# ------------------------------------------------------------------- accessors
 def test_getitem_and_protocol() -> None:
     kj = abc()
     assert len(kj) == 3
@@ -710,6 +587,59 @@ def test_getitem_and_protocol() -> None:
         kj.weights_of("q")
 
 
+def test_unknown_key_is_a_key_error() -> None:
+    kj = KeyedJagged.from_arrow(pa.record_batch({"a": pa.array([[1], []])}))
+    with pytest.raises(KeyError, match="'x' is not a key"):
+        kj["x"]
+
+
+#: The accessors of KeyedJagged (the reshaping methods: RESHAPE_OPS, test_reshape.py).
+CLASS_OPS: dict[str, Any] = {
+    "getitem": lambda kj: kj["a"],
+    "weights_of": lambda kj: kj.weights_of("c"),
+    "to_dict": lambda kj: kj.to_dict(),
+    "per_key": lambda kj: (kj.length_per_key(), kj.offset_per_key()),
+    "validate": lambda kj: kj.validate(),
+}
+
+
+@pytest.mark.parametrize("make", MAKES, ids=MAKE_IDS)
+@pytest.mark.parametrize("op", list(CLASS_OPS))
+def test_accessors_on_every_backend(backend: str, op: str, make: Any) -> None:
+    same_on_backend(backend, CLASS_OPS[op], make)
+
+
+# -------------------------------------------------------------------- to_arrow
+def test_to_arrow_from_arrow_round_trip() -> None:
+    kj = abc()
+    batch = kj.to_arrow()
+    assert batch.schema.names == ["a", "b", "c", "a_weights", "b_weights", "c_weights"]
+    assert batch.column("a").to_pylist() == ABC["a"]
+    assert batch.column("a").type == pa.list_(pa.int64())
+    assert np.shares_memory(buffer_view(batch.column("b")), kj.values)  # zero-copy values
+    back = KeyedJagged.from_arrow(batch, weights={k: f"{k}_weights" for k in kj.keys()})
+    assert_kj(back, ["a", "b", "c"], ABC, ABC_W)
+    named = kj.to_arrow(weights_suffix=".w")
+    assert named.schema.names[3:] == ["a.w", "b.w", "c.w"]
+
+
+def test_to_arrow_map_keys_and_errors() -> None:
+    kj = KeyedJagged.from_arrow(caffe2_map())
+    batch = kj.to_arrow()
+    assert batch.schema.names == ["1", "2", "3"]
+    assert batch.to_pydict() == {"1": [[10, 11], [11]], "2": [[], [50]], "3": [[101], [102, 103]]}
+    clash = KeyedJagged([1, "1"], np.array([1, 2]), [1, 1])
+    with pytest.raises(ArrowSparseValueError,
+                       match=r"column names must be unique \(first at position 1: '1'\)"):
+        clash.to_arrow()
+    weighted = KeyedJagged(["a", "a_w"], np.array([1, 2]), [1, 1], weights=np.ones(2))
+    with pytest.raises(ArrowSparseValueError, match="column names must be unique"):
+        weighted.to_arrow(weights_suffix="_w")
+    with pytest.raises(ArrowSparseTypeError, match="weights_suffix must be a str"):
+        weighted.to_arrow(weights_suffix=1)  # type: ignore[arg-type]
+
+
+# -------------------------------------------------------------------- validate
 def test_validate_detects_corruption() -> None:
     kj = KeyedJagged(["a", "b"], np.arange(4), np.array([1, 1, 1, 1]))
     assert kj.validate() is kj
@@ -723,6 +653,62 @@ def test_validate_detects_corruption() -> None:
         kj.validate()
 
 
+def test_validate_detects_repeated_key_with_different_rows() -> None:
+    kj = KeyedJagged._new(("a", "a"), np.array([1, 2]), np.array([1, 1]), None, None, 1)
+    with pytest.raises(ArrowSparseValueError,
+                       match=r"keys repeat a key with different rows \(first at position 1: 'a'\)"):
+        kj.validate()
+    weighted = KeyedJagged._new(("a", "a"), np.array([1, 1]), np.array([1, 1]),
+                                np.array([0.5, 2.0]), None, 1)
+    with pytest.raises(ArrowSparseValueError, match="repeat a key with different rows"):
+        weighted.validate()
+    null = KeyedJagged._new(("a", "a"), np.array([], np.int64), np.array([0, 0]), None,
+                            np.array([True, False]), 1)
+    with pytest.raises(ArrowSparseValueError, match="repeat a key with different rows"):
+        null.validate()
+
+
+def test_keyed_device_checks() -> None:
+    later = r" \(first at position {}; found by a device check, reported by a later call\)$"
+    now = r" \(first at position {}; found by a device check\)$"
+    with emulated_cupy() as cp:
+        values = cp.asarray(np.arange(4))
+
+        def raised_later() -> None:
+            asp.offsets_to_lengths(cp.asarray(np.array([0, 1])))
+
+        for lengths, valid, message in (
+                ([2, -1, 3], None, "lengths must be non-negative" + later.format(1)),
+                ([2, 1, 2], None, "lengths do not sum to the number of values" + later.format(2)),
+                ([2, 0, 2], [True, True, False], r"validity marks a row with values as null "
+                 r"\(null rows are empty\)" + later.format(2))):
+            KeyedJagged(["a"], values, cp.asarray(np.array(lengths)),
+                        validity=None if valid is None else cp.asarray(np.array(valid)))
+            with pytest.raises(ValueError, match="^KeyedJagged: " + message):
+                raised_later()
+        with pytest.raises(ValueError, match="^KeyedJagged: offsets must be non-decreasing"
+                           + now.format(2)):
+            KeyedJagged(["a"], values, offsets=cp.asarray(np.array([0, 3, 1, 4])))
+        kj = abc().to_device("cuda")
+        bad = KeyedJagged._new(("a",), kj.values[:3], kj.lengths[:3] * 0 + 2, None, None, 3)
+        with pytest.raises(ValueError, match=r"^KeyedJagged.validate: lengths do not sum to "
+                           r"the number of values \(first at position \d+; found by a device "
+                           r"check\)$"):
+            bad.validate()
+        wrong = KeyedJagged._new(("a",), kj.values[:3], kj.lengths[:3], None, None, 3,
+                                 kj.offsets[:4] * 2)
+        with pytest.raises(ValueError, match=r"^KeyedJagged.validate: offsets differ from the "
+                           r"running sum of lengths \(first at position 1: 2\)$"):
+            wrong.validate()
+        twice = KeyedJagged._new(("b", "b"), kj.values[:5], kj.lengths[:6], None, None, 3)
+        with pytest.raises(ValueError, match=r"^KeyedJagged.validate: keys repeat a key with "
+                           r"different rows \(first at position 1: 'b'\)$"):
+            twice.validate()
+        kj.permute(["a", "c", "a"]).validate()
+        cuda.check_errors("test")
+
+
+# ------------------------------------------------------------------------ repr
 def test_repr_is_deterministic_and_truncated() -> None:
     kj = KeyedJagged.from_dict({f"k{i}": [[i]] * 9 for i in range(12)},
                                weights={"k0": [[0.5]] * 9})
@@ -734,52 +720,59 @@ def test_repr_is_deterministic_and_truncated() -> None:
     assert text.splitlines()[-1] == "  ... (4 more keys)"
 
 
-# ------------------------------------------------------------------ properties
-@st.composite
-def map_rows(draw: Any) -> list[Any]:
-    entry = st.tuples(st.integers(0, 6),
-                      st.one_of(st.none(), st.lists(st.integers(-1000, 1000), max_size=4)))
-    rows: list[Any] = draw(st.lists(st.one_of(st.none(), st.lists(entry, max_size=5)),
-                                    max_size=8))
-    return rows
+# --------------------------------------------------------------- on the device
+def test_keyed_on_the_device_reads_back_only_what_it_documents() -> None:
+    host = abc()
+    with emulated_cupy() as cp:
+        kj = host.to_device("cuda")
+        assert (kj.device, kj.xp, host.device, host.xp) == ("cuda:0", cp, "cpu", np)
+        assert kj.to_device("cuda") is kj and host.to_device("cpu") is host
+        assert kj.to_device("cuda:1").values.device.id == 1
+        assert repr(kj).splitlines()[0].endswith("weights=float64, device='cuda:0')")
+        assert repr(kj).splitlines()[1:] == repr(host).splitlines()[1:]
+        j = kj["c"]  # a view of the whole buffer, offsets from the key's first value
+        assert j.values is kj.values and j.to_list() == host["c"].to_list()
+        for call, syncs in ((lambda: kj.permute(["b"]), 1), (lambda: kj.split([1, 2]), 1),
+                            (lambda: kj.block_bucketize(2, 2), 2),
+                            (lambda: kj.to_padded_dict(2), 0), (lambda: kj["a"], 0)):
+            cp.stats.reset()
+            call()
+            assert cp.stats.syncs == syncs
+        with pytest.raises(NotImplementedError, match=r"^KeyedJagged.to_arrow: the KeyedJagged "
+                           r"is on cuda:0 and Arrow arrays live in host memory; copy it first: "
+                           r"kj.to_device\('cpu'\).to_arrow\(\)$"):
+            kj.to_arrow()
+        with pytest.raises(NotImplementedError, match=r"^KeyedJagged.from_jagged_dict: column "
+                           r"'a' is on cuda:0, but KeyedJagged is built on the host; build it "
+                           r"from host data and move it with .to_device\('cuda'\)$"):
+            KeyedJagged.from_jagged_dict({"a": host["a"].to_device("cuda")})
+        with pytest.raises(TypeError, match=r"^KeyedJagged.concat: argument 1 is a host "
+                           r"\(numpy/Arrow\) array but argument 0 is a device"):
+            KeyedJagged.concat([kj.permute(["a"]), host.permute(["b"])])
+        with pytest.raises(TypeError, match=r"^KeyedJagged: lengths is a host \(numpy/Arrow\) "
+                           r"array but values is a device"):
+            KeyedJagged(["a"], kj.values, [len(host.values)])
 
 
-def weights_of_rows(rows: list[Any]) -> list[Any]:
-    """A parallel weights map: same keys and list lengths, weight = value / 2."""
-    return [None if row is None else
-            [(k, None if items is None else [x / 2 for x in items]) for k, items in row]
-            for row in rows]
+def test_every_keyed_member_works_on_the_device_or_says_it_is_host_only() -> None:
+    public = {name for name in dir(KeyedJagged) if not name.startswith("_")}
+    built_on_the_host = {"from_arrow", "from_dict", "from_jagged_dict"}
+    attributes = {"keys", "num_keys", "batch_size", "values", "lengths", "offsets", "weights",
+                  "validity", "dtype", "xp", "device", "to_device", "length_per_key",
+                  "offset_per_key", "weights_of", "to_dict", "validate"}
+    assert public == attributes | built_on_the_host | set(OPS_BY_MEMBER) | {"to_arrow"}
+    with emulated_cupy():
+        kj = abc().to_device("cuda")
+        for name in attributes - {"weights_of", "to_device"}:
+            member = getattr(kj, name)
+            result = member() if callable(member) else member
+            assert not isinstance(result, np.ndarray), name
+        for name in OPS_BY_MEMBER:
+            RESHAPE_OPS[OPS_BY_MEMBER[name]](kj)
+        cuda.check_errors("test")
 
 
-@pytest.mark.hypothesis
-@settings(deadline=None)
-@given(rows=map_rows(), data=st.data())
-def test_from_arrow_map_matches_reference(rows: list[Any], data: Any) -> None:
-    large = data.draw(st.booleans(), label="large")
-    list_type = pa.large_list if large else pa.list_
-    m = pa.array(rows, type=pa.map_(pa.int64(), list_type(pa.int64())))
-    w = pa.array(weights_of_rows(rows), type=pa.map_(pa.int64(), list_type(pa.float64())))
-    start = data.draw(st.integers(0, len(rows)), label="start")
-    stop = data.draw(st.integers(start, len(rows)), label="stop")
-    rows, m, w = rows[start:stop], m.slice(start, stop - start), w.slice(start, stop - start)
-    keys = data.draw(st.one_of(st.none(), st.lists(st.integers(0, 8), unique=True, max_size=5)),
-                     label="keys")
-    cut = data.draw(st.integers(0, len(rows)), label="cut")
-    as_chunks = data.draw(st.booleans(), label="chunked")
-    source = pa.chunked_array([m.slice(0, cut), m.slice(cut)]) if as_chunks else m
-    kj = KeyedJagged.from_arrow(source, keys=keys, weights=w)
-    ref_keys, table = ref_from_maps(rows, keys)
-    _, wtable = ref_from_maps(weights_of_rows(rows), ref_keys)
-    assert_kj(kj, ref_keys, table, wtable)
-    assert kj.lengths.dtype == (np.int64 if large else np.int32)
-    # to_arrow gives the same rows back, one list column per key
-    batch = kj.to_arrow()
-    assert batch.to_pydict() == {
-        **{str(k): table[k] for k in ref_keys},
-        **{f"{k}_weights": wtable[k] for k in ref_keys}}
-
-
-def test_unknown_key_is_a_key_error() -> None:
-    kj = KeyedJagged.from_arrow(pa.record_batch({"a": pa.array([[1], []])}))
-    with pytest.raises(KeyError, match="'x' is not a key"):
-        kj["x"]
+#: Each public method of KeyedJagged not in the attributes, and its entry in RESHAPE_OPS.
+OPS_BY_MEMBER = {"permute": "permute", "split": "split", "concat": "concat",
+                 "regroup": "regroup", "regroup_as_dict": "regroup_as_dict",
+                 "block_bucketize": "block_bucketize", "to_padded_dict": "to_padded_dict"}

@@ -1,6 +1,7 @@
-"""The CUDA embedding kernels (``kernels/cuda/embedding.cu``).
+"""Tests of the embedding kernels: ``kernels/cpu/embedding.py`` and its CUDA twin
+``kernels/cuda/embedding.py`` (``embedding.cu``), called directly.
 
-Every launcher runs on the CPU emulator (``tests/cuda_emu``) through the real dispatch
+Every CUDA launcher runs on the CPU emulator (``tests/cuda_emu``) through the real dispatch
 and launch code, on random inputs of every dtype variant (empty ones, duplicate ids,
 NaN, infinities and signed zeros included), and must match its CPU (Numba) twin:
 
@@ -15,7 +16,9 @@ NaN, infinities and signed zeros included), and must match its CPU (Numba) twin:
   integer-valued data).
 
 Every launch also runs in reversed and shuffled thread order and must give the same
-bits. The public lookup and backward functions are also compared through the emulator.
+bits (the ``cuda_emu`` fixture, ``conftest.py``). Each kernel's tests sit together: its
+match with the CPU, its grid-stride loop, its device checks (the error word) and its host
+checks. The public functions through the emulator are in the modules' own test files;
 ``nvcc --ptx`` of both variants is in ``test_cuda_infra.py``; ``gpu``-marked tests run
 the launchers on CuPy arrays where a device exists.
 """
@@ -23,13 +26,11 @@ the launchers on CuPy arrays where a device exists.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator
-from types import ModuleType
+from collections.abc import Callable
 from typing import Any
 
 import numba
 import numpy as np
-import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -41,9 +42,11 @@ from arrow_sparse.kernels import cuda
 from arrow_sparse.kernels.cpu import embedding as cpu_embedding
 from arrow_sparse.kernels.cuda import _launch
 from arrow_sparse.kernels.cuda import embedding as cuda_embedding
-from tests.conftest import NUMERIC_DTYPES
 from tests.cuda_emu.emu import Emulator, emulated
-from tests.cuda_emu.fake_cupy import emulated_cupy
+
+from ..conftest import NUMERIC_DTYPES
+from ._helpers import launched, same_bits
+from ._reference import ref_bag_ids
 
 FLOATS = [np.dtype(np.float32), np.dtype(np.float64)]
 IDS = [np.dtype(np.int32), np.dtype(np.int64)]
@@ -54,13 +57,6 @@ LAUNCHERS = ("lookup_rows", "sort_ids", "coalesce_sorted", "weights_grad", *KERN
 SHAPES = [(0, 4), (3, 0), (1, 1), (5, 3), (7, 40), (4, 64)]
 HYPER = {"sgd_rows": (0.1,), "adagrad_rows": (0.1, 1e-10), "rowwise_adagrad_rows": (0.1, 1e-10),
          "ftrl_rows": (0.05, 1.0, 0.5, 0.01)}
-
-
-@pytest.fixture
-def cuda_emu() -> Iterator[Emulator]:
-    """The emulator, every launch also run in reversed and shuffled thread order."""
-    with emulated(check_orders=("reverse", "shuffle")) as emulator:
-        yield emulator
 
 
 def variants(kernel: str) -> list[tuple[np.dtype, np.dtype]]:
@@ -129,6 +125,75 @@ def assert_matches(kernel: str, expected: list[np.ndarray], got: list[np.ndarray
             np.testing.assert_array_equal(g.view(f"u{g.itemsize}"), e.view(f"u{e.itemsize}"))
 
 
+def random_table(dtype: np.dtype, rows: int, dim: int, rng: np.random.Generator,
+                 specials: bool = True) -> np.ndarray:
+    """Random rows of ``dtype``: small integers, or normal floats with NaN, inf and -0.0."""
+    if dtype.kind in "iu":
+        lo = 0 if dtype.kind == "u" else -50
+        return rng.integers(lo, 100, size=(rows, dim)).astype(dtype)
+    table = rng.standard_normal((rows, dim)).astype(dtype)
+    if specials and rows and dim >= 4:
+        table[0, :4] = [np.nan, np.inf, -np.inf, -0.0]
+    return table
+
+
+
+def dot_tolerance(table: np.ndarray, ids: np.ndarray, offsets: np.ndarray, grad: np.ndarray,
+                  mean: bool, expected: np.ndarray) -> np.ndarray:
+    """How far a butterfly sum of a value's D products may be from the CPU's loop.
+
+    Both orders are within ``(D - 1) eps`` of the exact sum, relative to the sum of the
+    products' magnitudes; a float32 result may then round to a neighbour.
+    """
+    tol = np.zeros(len(ids))
+    dim = table.shape[1]
+    for b in range(len(offsets) - 1):
+        lo, hi = offsets[b], offsets[b + 1]
+        mags = np.abs(table[ids[lo:hi]].astype(np.float64) * grad[b].astype(np.float64))
+        size = mags.sum(axis=1) / (hi - lo if mean and hi > lo else 1)
+        tol[lo:hi] = 2 * dim * np.finfo(np.float64).eps * size
+    if expected.dtype == np.float32:
+        tol += np.spacing(np.abs(expected).astype(np.float32)).astype(np.float64)
+    return tol
+
+
+
+def bag_case(seed: int) -> dict[str, Any]:
+    """Random bags: sliced offsets, masks and list weights in some, bad ids in others."""
+    rng = np.random.default_rng(seed)
+    num_bags = int(rng.integers(0, 40))
+    lengths = rng.integers(0, 6, num_bags)
+    start = int(rng.integers(0, 3))
+    offsets = np.r_[start, start + np.cumsum(lengths)].astype(np.int64)
+    n = int(offsets[-1]) + int(rng.integers(0, 3))
+    bound = 20
+    ids = rng.integers(0, bound + (seed % 3 == 0), n)  # one seed in three: ids == bound
+    case: dict[str, Any] = {"ids": ids, "offsets": offsets, "valid": None, "vmask": None,
+                            "woffsets": None, "wvalid": None, "bound": bound}
+    if seed % 2:
+        case["valid"] = rng.random(num_bags) < 0.8
+        case["vmask"] = rng.random(n) < 0.8
+    if seed % 4 >= 2:
+        wlen = lengths.copy()
+        if seed % 8 >= 6 and num_bags:
+            wlen[rng.integers(0, num_bags)] += 1  # one bag of another length
+        wstart = int(rng.integers(0, 4))
+        case["woffsets"] = np.r_[wstart, wstart + np.cumsum(wlen)].astype(np.int64)
+        case["wvalid"] = rng.random(int(case["woffsets"][-1]) + 1) < 0.9
+    return case
+
+
+
+def run_heads(ids: list[int], order: list[int]) -> list[int]:
+    head = np.full(len(ids), 9, np.uint8)
+    cuda.load_module("embedding").get_function("run_heads<long long>")(
+        (1,), (256,), (np.array(ids, np.int64), np.array(order, np.int64), head,
+                       np.int64(len(ids)), cuda.error_buffer()))
+    return head.tolist()
+
+
+
+
 # ------------------------------------------------------------------ registry and source
 def test_name_expressions_cover_every_variant_once() -> None:
     names = cuda.name_expressions("embedding")
@@ -167,7 +232,371 @@ def test_product_dtypes_are_numbas(gdtype: np.dtype) -> None:
                      for d in NUMERIC_DTYPES}
 
 
-# ------------------------------------------------------------------ through the emulator
+
+def test_kernels_release_the_gil() -> None:
+    for serial, parallel in cpu_embedding._PAIRS.values():
+        assert serial.targetoptions["nogil"] and parallel.targetoptions["nogil"]
+
+
+def test_kernels_follow_the_backend_when_it_changes() -> None:
+    # The registry's memo is keyed by the module factory: a launcher picked while the
+    # emulator is on must not outlive it.
+    assert _backend.get_kernel("embedding", "lookup_rows") is cpu_embedding.lookup_rows
+    with emulated() as emu:
+        assert _backend.get_kernel("embedding", "lookup_rows").func is cuda_embedding.lookup_rows
+        asp.embedding.lookup(np.ones((3, 2)), [0, 2])
+        assert len(emu.launches) == 1
+    assert _backend.get_kernel("embedding", "lookup_rows") is cpu_embedding.lookup_rows
+    assert asp.embedding.lookup(np.ones((3, 2)), [0, 2]).tolist() == [[1, 1], [1, 1]]
+
+
+
+# ------------------------------------------------------------------ lookup_rows
+LOOKUP_SHAPES = [(0, 4), (5, 0), (1, 1), (9, 3), (7, 40), (4, 64)]
+
+
+@pytest.mark.parametrize(("num", "dim"), LOOKUP_SHAPES, ids=[f"{n}x{d}" for n, d in LOOKUP_SHAPES])
+@pytest.mark.parametrize("ids_dtype", IDS, ids=str)
+def test_lookup_rows_matches_cpu(cuda_emu: Emulator, values_dtype: np.dtype,
+                                 ids_dtype: np.dtype, num: int, dim: int) -> None:
+    rng = np.random.default_rng(num * 100 + dim)
+    table = random_table(values_dtype, 6, dim, rng)
+    ids = rng.integers(0, 6, size=num).astype(ids_dtype)  # duplicates: 6 rows
+    launcher = _backend.get_kernel("embedding", "lookup_rows")
+    before = len(cuda_emu.launches)
+    for col, width in ((0, dim), (2, dim + 5)):  # a column block of a wider matrix
+        expected = np.full((num, width), 7, dtype=values_dtype)
+        got = expected.copy()
+        cpu_embedding.lookup_rows(table, ids, expected, col)
+        launcher(table, ids, got, col)
+        cuda.check_errors("lookup")
+        same_bits(expected, got)
+    t, i = _launch.DTYPE_TO_CTYPE[values_dtype], _launch.DTYPE_TO_CTYPE[ids_dtype]
+    assert launched(cuda_emu, before) == ([f"lookup_rows<{t}, {i}>"] * 2 if num * dim else [])
+    assert cuda_emu.order_effects == {}
+
+
+def test_lookup_rows_other_ids_and_non_contiguous_arrays(cuda_emu: Emulator) -> None:
+    rng = np.random.default_rng(1)
+    table = rng.standard_normal((8, 10))
+    ids = rng.integers(0, 8, size=12)
+    expected = np.zeros((12, 30))
+    cpu_embedding.lookup_rows(table, ids, expected[:, ::3], 0)
+    for dtype in (np.int8, np.uint16, np.uint64):  # widened to int64
+        got = np.zeros((12, 30))
+        cuda_embedding.lookup_rows(np, table, ids.astype(dtype), got[:, ::3], 0)
+        np.testing.assert_array_equal(got, expected)
+    got = np.zeros((12, 30))
+    cuda_embedding.lookup_rows(np, np.asfortranarray(table), ids, got[:, ::3], 0)
+    np.testing.assert_array_equal(got, expected)
+    assert cuda_emu.launches == ["lookup_rows<double, long long>"] * 4
+
+
+def test_lookup_rows_checks_the_ids(cuda_emu: Emulator) -> None:
+    table = np.arange(10.0).reshape(5, 2)
+    out = np.full((4, 2), -1.0)
+    cuda_embedding.lookup_rows(np, table, np.array([1, 9, 2, -1]), out)
+    with pytest.raises(ArrowSparseIndexError, match=r"^lookup: ids out of range of the table "
+                       r"\(first at position 1; found by a device check\)$"):
+        cuda.check_errors("lookup")
+    assert out.tolist() == [[2.0, 3.0], [-1.0, -1.0], [4.0, 5.0], [-1.0, -1.0]]
+
+
+
+# ------------------------------------------------------------------ sort_ids
+SORT_CASES = {
+    "empty": np.array([], np.int64), "one": np.array([3]), "equal": np.full(5, 2),
+    "distinct": np.array([9, 4, 7, 0, 1]), "random": np.random.default_rng(2).integers(0, 20, 300),
+    # too large for the CPU's packed keys: its stable-argsort fallback
+    "unpackable": np.array([2 ** 61, 5, 2 ** 61, 0, 5]),
+}
+
+
+@pytest.mark.parametrize("case", list(SORT_CASES))
+@pytest.mark.parametrize("ids_dtype", IDS, ids=str)
+def test_sort_ids_matches_cpu(cuda_emu: Emulator, case: str, ids_dtype: np.dtype) -> None:
+    ids = SORT_CASES[case]
+    if ids_dtype == np.int32 and ids.size and ids.max() > np.iinfo(np.int32).max:
+        ids_dtype = np.dtype(np.int64)
+    expected = cpu_embedding.sort_ids(ids.astype(np.int64))
+    got = _backend.get_kernel("embedding", "sort_ids")(ids.astype(ids_dtype))
+    cuda.check_errors("sort_ids")
+    for e, g in zip(expected, got, strict=True):
+        assert g.dtype == np.int64
+        np.testing.assert_array_equal(g, e)
+    heads = f"run_heads<{_launch.DTYPE_TO_CTYPE[ids_dtype]}>"
+    assert cuda_emu.launches == ([heads] if ids.size else [])
+
+
+@pytest.mark.hypothesis
+@given(st.lists(st.integers(0, 12), max_size=60))
+def test_sort_ids_and_coalesce_match_an_independent_reference(ids_list: list[int]) -> None:
+    ids = np.array(ids_list, dtype=np.int64)
+    grad = np.arange(len(ids) * 3, dtype=np.float64).reshape(-1, 3) - 7  # exact sums
+    with emulated(check_orders=("reverse",)):
+        order, rows, starts = cuda_embedding.sort_ids(np, ids)
+        values = np.empty((len(rows), 3))
+        cuda_embedding.coalesce_sorted(np, grad, order, np.arange(len(ids)), np.empty(0), starts,
+                                       values)
+        cuda.check_errors("coalesce")
+    np.testing.assert_array_equal(order, np.argsort(ids, kind="stable"))
+    np.testing.assert_array_equal(rows, np.unique(ids))
+    np.testing.assert_array_equal(starts, np.r_[np.searchsorted(ids[order], rows), len(ids)])
+    expected = np.zeros((len(rows), 3))
+    np.add.at(expected, np.searchsorted(rows, ids), grad)
+    np.testing.assert_array_equal(values, expected)
+
+
+@pytest.mark.parametrize(("order", "error", "match"), [
+    ([0, 3, 1], ArrowSparseIndexError, r"^sort_ids: order out of range of the ids \(first at "
+     r"position 1; found by a device check\)$"),
+    ([0, 1, 2], ArrowSparseValueError, r"^sort_ids: ids not stably sorted by the order \(first "
+     r"at position 2;"),  # ids 1, 3, 1
+    ([2, 0, 1], ArrowSparseValueError, r"not stably sorted by the order \(first at position 1;"),
+])
+def test_run_heads_checks_the_order(cuda_emu: Emulator, order: list[int], error: type,
+                                    match: str) -> None:
+    assert run_heads([1, 3, 1], [0, 2, 1]) == [1, 0, 1]
+    cuda.check_errors("sort_ids")
+    run_heads([1, 3, 1], order)
+    with pytest.raises(error, match=match):
+        cuda.check_errors("sort_ids")
+
+
+
+# ------------------------------------------------------------------ coalesce_sorted
+SCALES = ["none", "float32", "float64", "int8", "int64"]
+COALESCE_SHAPES = [(0, 3), (6, 0), (1, 1), (30, 5), (25, 40), (12, 64)]
+
+
+@pytest.mark.parametrize(("num", "dim"), COALESCE_SHAPES,
+                         ids=[f"{n}x{d}" for n, d in COALESCE_SHAPES])
+@pytest.mark.parametrize("scale_kind", SCALES)
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_coalesce_sorted_matches_cpu(cuda_emu: Emulator, dtype: np.dtype, scale_kind: str,
+                                     num: int, dim: int) -> None:
+    rng = np.random.default_rng(num + dim)
+    ids = rng.integers(0, max(num // 3, 1), size=num)  # runs of about 3 equal ids
+    grad = random_table(dtype, 7, dim, rng)
+    bag = rng.integers(0, 7, size=num)
+    if scale_kind == "none":
+        scale = np.empty(0)
+    elif scale_kind.startswith("int"):
+        scale = rng.integers(-3, 4, size=num).astype(scale_kind)
+    else:
+        scale = rng.standard_normal(num).astype(scale_kind)
+    order, rows, starts = cpu_embedding.sort_ids(ids)
+    expected = np.full((len(rows), dim), 7, dtype=dtype)
+    got = expected.copy()
+    cpu_embedding.coalesce_sorted(grad, order, bag, scale, starts, expected)
+    _backend.get_kernel("embedding", "coalesce_sorted")(grad, order, bag, scale, starts, got)
+    cuda.check_errors("coalesce")
+    same_bits(expected, got)
+    assert cuda_emu.order_effects == {}
+    s = cuda_embedding.product_dtype(scale.dtype, dtype) if scale.dtype.kind == "i" else (
+        scale.dtype)
+    name = f"coalesce_sorted<{_launch.DTYPE_TO_CTYPE[dtype]}, {_launch.DTYPE_TO_CTYPE[s]}>"
+    assert cuda_emu.launches == ([name] if num * dim else [])
+
+
+def test_coalesce_sorted_into_a_non_contiguous_out(cuda_emu: Emulator) -> None:
+    rng = np.random.default_rng(3)
+    ids, grad = rng.integers(0, 4, size=20), rng.standard_normal((20, 6))
+    order, rows, starts = cpu_embedding.sort_ids(ids)
+    expected, got = np.zeros((len(rows), 12)), np.zeros((len(rows), 12))
+    bag = np.arange(20)
+    cpu_embedding.coalesce_sorted(grad, order, bag, np.empty(0), starts, expected[:, 1::2])
+    cuda_embedding.coalesce_sorted(np, grad, order.astype(np.int32), bag, np.empty(0), starts,
+                                   got[:, 1::2])
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize(("order", "bag", "starts", "error", "match", "written"), [
+    ([0, 1, 2], [0, 1, 0], [0, 2, 1, 3], ArrowSparseValueError,
+     r"^coalesce: run starts not non-decreasing within the order \(first at position 1;", [0, 2]),
+    ([0, 1, 2], [0, 1, 0], [0, 2, 4], ArrowSparseValueError, r"position 1;", [0]),
+    ([0, 5, 2], [0, 1, 0], [0, 2, 3], ArrowSparseIndexError,
+     r"^coalesce: order out of range of the ids \(first at position 1;", [0, 1]),
+    ([0, 1, 2], [0, 1, 3], [0, 2, 3], ArrowSparseIndexError,
+     r"^coalesce: bag out of range of grad_out \(first at position 2;", [0, 1]),
+])
+def test_coalesce_sorted_checks_runs_order_and_bags(
+        cuda_emu: Emulator, order: list[int], bag: list[int], starts: list[int], error: type,
+        match: str, written: list[int]) -> None:
+    grad = np.array([[1.0], [2.0], [4.0]])
+    out = np.full((len(starts) - 1, 1), -1.0)
+    cuda_embedding.coalesce_sorted(np, grad, np.array(order), np.array(bag), np.empty(0),
+                                   np.array(starts), out)
+    with pytest.raises(error, match=match):
+        cuda.check_errors("coalesce")
+    assert [u for u in range(len(out)) if out[u, 0] != -1.0] == written
+
+
+
+# ------------------------------------------------------------------ weights_grad
+@pytest.mark.parametrize("dim", [0, 1, 5, 40, 70])
+@pytest.mark.parametrize("gdtype", FLOATS, ids=str)
+def test_weights_grad_matches_cpu(cuda_emu: Emulator, values_dtype: np.dtype,
+                                  gdtype: np.dtype, dim: int) -> None:
+    rng = np.random.default_rng(dim)
+    offsets = np.array([2, 2, 5, 11, 11, 20])  # ids 0, 1 and 20.. are in no bag
+    ids = rng.integers(0, 9, size=23)
+    launcher = _backend.get_kernel("embedding", "weights_grad")
+    for integral in (False, True):
+        table = random_table(values_dtype, 9, dim, rng, specials=False)
+        grad = (rng.integers(-9, 9, size=(5, dim)) if integral else
+                rng.standard_normal((5, dim)) * 100).astype(gdtype)
+        if integral:
+            table = table.round().astype(values_dtype)
+        for out_dtype, ids_dtype, mean in zip(FLOATS * 2, IDS * 2, (False, False, True, True),
+                                              strict=True):
+            expected = np.full(23, 7.5, dtype=out_dtype)
+            got = expected.copy()
+            cpu_embedding.weights_grad(table, ids, offsets, grad, mean, expected)
+            launcher(table, ids.astype(ids_dtype), offsets, grad, mean, got)
+            cuda.check_errors("lookup_backward_weights")
+            if integral:  # exact sums: the order does not matter
+                same_bits(expected, got)
+                continue
+            outside = np.r_[0:2, 20:23]
+            same_bits(expected[outside], got[outside])
+            tol = dot_tolerance(table, ids, offsets, grad, mean, expected)
+            assert np.all(np.abs(got.astype(np.float64) - expected) <= tol)
+    assert cuda_emu.order_effects == {}
+
+
+def test_weights_grad_special_values(cuda_emu: Emulator) -> None:
+    table = np.array([[1.0, np.nan], [np.inf, 1.0], [np.inf, -np.inf], [-0.0, 0.0]])
+    grad = np.array([[1.0, 1.0], [1.0, -0.0]], np.float32)
+    ids, offsets = np.array([0, 1, 2, 3, 3]), np.array([0, 3, 5])
+    expected, got = np.zeros(5, np.float32), np.zeros(5, np.float32)
+    cpu_embedding.weights_grad(table, ids, offsets, grad, False, expected)
+    cuda_embedding.weights_grad(np, table, ids, offsets, grad, False, got)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_array_equal(got[~np.isnan(got)], expected[~np.isnan(expected)])
+    assert np.isnan(got).tolist() == [True, False, True, False, False]
+
+
+@pytest.mark.parametrize(("ids", "offsets", "grad_rows", "error", "match"), [
+    ([0, 7, 1], [0, 2, 3], 2, ArrowSparseIndexError,
+     r"^lookup_backward_weights: ids out of range of the table \(first at position 1;"),
+    ([0, 1, 1], [0, 2, 3], 1, ArrowSparseIndexError,
+     r"bag out of range of grad_out \(first at position 2;"),
+])
+def test_weights_grad_checks_ids_and_bags(
+        cuda_emu: Emulator, ids: list[int], offsets: list[int], grad_rows: int, error: type,
+        match: str) -> None:
+    out = np.full(3, -1.0)
+    cuda_embedding.weights_grad(np, np.ones((4, 2)), np.array(ids), np.array(offsets),
+                                np.ones((grad_rows, 2)), False, out)
+    with pytest.raises(error, match=match):
+        cuda.check_errors("lookup_backward_weights")
+    assert out[0] == 2.0
+
+
+
+# ------------------------------------------- lookup and backward: grid and host checks
+@pytest.mark.parametrize("kernel", ["lookup_rows", "sort_ids", "coalesce_sorted",
+                                    "weights_grad"])
+def test_grid_stride_loops_of_the_lookup_and_backward(
+        cuda_emu: Emulator, monkeypatch: pytest.MonkeyPatch, kernel: str) -> None:
+    monkeypatch.setattr(_launch, "MAX_BLOCKS", 1)  # 256 threads, 8 lane groups
+    rng = np.random.default_rng(4)
+    table, ids = rng.standard_normal((30, 37)), rng.integers(0, 30, size=700)
+    if kernel == "sort_ids":
+        for e, g in zip(cpu_embedding.sort_ids(ids), cuda_embedding.sort_ids(np, ids), strict=True):
+            np.testing.assert_array_equal(g, e)
+        return
+    if kernel == "lookup_rows":
+        args: tuple[Any, ...] = (table, ids, np.empty((700, 37)), 0)
+    elif kernel == "coalesce_sorted":
+        order, rows, starts = cpu_embedding.sort_ids(ids)
+        args = (table, order, rng.integers(0, 30, size=700), rng.standard_normal(700), starts,
+                np.empty((len(rows), 37)))
+    else:
+        offsets = np.r_[0, np.sort(rng.integers(0, 700, size=40)), 700]
+        args = (table, ids, offsets, rng.standard_normal((41, 37)), True, np.empty(700))
+    expected, got = copies(args), copies(args)
+    getattr(cpu_embedding, kernel)(*expected)
+    getattr(cuda_embedding, kernel)(np, *got)
+    if kernel == "weights_grad":
+        tol = dot_tolerance(*args[:5], expected[-1])
+        assert np.all(np.abs(got[-1] - expected[-1]) <= tol)
+    else:
+        same_bits(expected[-1 if kernel == "coalesce_sorted" else 2],
+                  got[-1 if kernel == "coalesce_sorted" else 2])
+
+
+def test_host_checks_of_the_lookup_and_backward_launchers() -> None:
+    table, ids = np.zeros((3, 2), np.float32), np.array([0, 1])
+    with pytest.raises(NotImplementedError, match="lookup_rows: no cuda kernel for a float32 "
+                       "table into a float64 out"):
+        cuda_embedding.lookup_rows(np, table, ids, np.zeros((2, 2)))
+    with pytest.raises(NotImplementedError, match="lookup_rows: no cuda kernel for float16"):
+        cuda_embedding.lookup_rows(np, table.astype(np.float16), ids, np.zeros((2, 2), np.float16))
+    with pytest.raises(ArrowSparseValueError, match=r"lookup_rows: out of shape \(2, 3\) has "
+                       r"no columns 2:4 for 2 rows"):
+        cuda_embedding.lookup_rows(np, table, ids, np.zeros((2, 3), np.float32), 2)
+    grad, order, starts = np.zeros((2, 2)), np.array([0, 1]), np.array([0, 2])
+    with pytest.raises(NotImplementedError, match="coalesce_sorted: no cuda kernel for a "
+                       "float64 grad_out into a float32 out"):
+        cuda_embedding.coalesce_sorted(np, grad, order, order, np.empty(0), starts,
+                                       np.zeros((1, 2), np.float32))
+    with pytest.raises(NotImplementedError, match="coalesce_sorted: no cuda kernel for float16"):
+        cuda_embedding.coalesce_sorted(np, grad, order, order, np.ones(2, np.float16), starts,
+                                       np.zeros((1, 2)))
+    with pytest.raises(ArrowSparseValueError, match=r"coalesce_sorted: out must have shape "
+                       r"\(1, 2\), got \(2, 2\)"):
+        cuda_embedding.coalesce_sorted(np, grad, order, order, np.empty(0), starts, grad.copy())
+    with pytest.raises(ArrowSparseValueError, match=r"weights_grad: out must have shape "
+                       r"\(2,\), got \(1,\)"):
+        cuda_embedding.weights_grad(np, grad, order, starts, grad, False, np.zeros(1))
+    with pytest.raises(ArrowSparseValueError, match=r"weights_grad: grad_out must have the "
+                       r"table's 2 columns, got shape \(1, 3\)"):
+        cuda_embedding.weights_grad(np, grad, order, starts, np.zeros((1, 3)), False, np.zeros(2))
+    with pytest.raises(NotImplementedError, match="weights_grad: no cuda kernel for float16"):
+        cuda_embedding.weights_grad(np, grad, order, starts, grad.astype(np.float16), False,
+                                    np.zeros(2))
+
+
+
+# ------------------------------------------------------------------ bags on the device
+@pytest.mark.parametrize("seed", range(16))
+def test_bag_ids_matches_a_reference(cuda_emu: Emulator, seed: int) -> None:
+    case = bag_case(seed)
+    mask = [None if case[k] is None else case[k].tolist() for k in ("valid", "vmask",
+                                                                     "wvalid")]
+    woffsets = None if case["woffsets"] is None else case["woffsets"].tolist()
+    *expected, errors = ref_bag_ids(case["ids"].tolist(), case["offsets"].tolist(), mask[0],
+                                    mask[1], woffsets, mask[2], case["bound"])
+    num_weights = 0 if case["wvalid"] is None else len(case["wvalid"])
+    got = cuda_embedding.bag_ids(np, case["ids"].astype(np.int32), case["offsets"], case["valid"],
+                                 case["vmask"], case["woffsets"], case["wvalid"], num_weights,
+                                 case["bound"])
+    for g, e in zip(got, expected, strict=True):
+        assert g.dtype == np.int64 and g.tolist() == e
+    if errors:
+        position, text = errors[0]
+        with pytest.raises(ArrowSparseError, match=f"^bags: .*{text}.* \\(first at position "
+                           f"{position};"):
+            cuda.check_errors("bags")
+    cuda.check_errors("bags")
+    assert not cuda_emu.order_effects
+
+
+def test_bag_ids_checks_its_arguments() -> None:
+    ids, offsets = np.arange(3), np.array([0, 3])
+    with pytest.raises(ArrowSparseValueError, match=r"bag_ids: vmask must have shape \(3,\), "
+                       r"got \(2,\)"):
+        cuda_embedding.bag_ids(np, ids, offsets, None, np.ones(2, bool), None, None, 0, 5)
+    with pytest.raises(ArrowSparseValueError, match=r"bag_ids: woffsets must have shape \(2,\)"):
+        cuda_embedding.bag_ids(np, ids, offsets, None, None, np.zeros(3, np.int64), None, 0, 5)
+    with pytest.raises(ArrowSparseValueError, match="bag_ids: offsets must have at least one"):
+        cuda_embedding.bag_ids(np, ids, offsets[:0], None, None, None, None, 0, 5)
+
+
+
+# ------------------------------------------------------------------ optimizer steps
 @pytest.mark.parametrize(("num_grad", "dim"), SHAPES, ids=[f"{u}x{d}" for u, d in SHAPES])
 @pytest.mark.parametrize(("kernel", "tdtype", "sdtype"), CASES, ids=CASE_IDS)
 def test_optimizer_steps_match_cpu(cuda_emu: Emulator, kernel: str, tdtype: np.dtype,
@@ -225,7 +654,6 @@ def test_rows_and_values_of_other_dtypes_are_converted(cuda_emu: Emulator) -> No
     np.testing.assert_array_equal(table, expected)
 
 
-# ------------------------------------------------------------------ device checks
 @pytest.mark.parametrize(("rows", "error", "match"), [
     ([0, 9, 2], ArrowSparseIndexError,
      r"^sgd: grad\.rows out of range of the table \(first at position 1; found by a device "
@@ -266,641 +694,6 @@ def test_unsupported_dtypes_raise_not_implemented() -> None:
         cuda_embedding.ftrl_rows(np, t32, np.zeros((2, 2)), t32.copy(), np.array([0]),
                                  np.ones((1, 2), np.float32), 0.1, 1.0, 0.0, 0.0)
 
-
-# ------------------------------------------------------------------ lookup and backward
-def same_bits(expected: np.ndarray, got: np.ndarray) -> None:
-    assert got.dtype == expected.dtype and got.shape == expected.shape
-    np.testing.assert_array_equal(got.view(f"u{got.itemsize}"),
-                                  expected.view(f"u{expected.itemsize}"))
-
-
-def random_table(dtype: np.dtype, rows: int, dim: int, rng: np.random.Generator,
-                 specials: bool = True) -> np.ndarray:
-    """Random rows of ``dtype``: small integers, or normal floats with NaN, inf and -0.0."""
-    if dtype.kind in "iu":
-        lo = 0 if dtype.kind == "u" else -50
-        return rng.integers(lo, 100, size=(rows, dim)).astype(dtype)
-    table = rng.standard_normal((rows, dim)).astype(dtype)
-    if specials and rows and dim >= 4:
-        table[0, :4] = [np.nan, np.inf, -np.inf, -0.0]
-    return table
-
-
-def launched(emu: Emulator, before: int) -> list[str]:
-    return emu.launches[before:]
-
-
-LOOKUP_SHAPES = [(0, 4), (5, 0), (1, 1), (9, 3), (7, 40), (4, 64)]
-
-
-@pytest.mark.parametrize(("num", "dim"), LOOKUP_SHAPES, ids=[f"{n}x{d}" for n, d in LOOKUP_SHAPES])
-@pytest.mark.parametrize("ids_dtype", IDS, ids=str)
-def test_lookup_rows_matches_cpu(cuda_emu: Emulator, values_dtype: np.dtype,
-                                 ids_dtype: np.dtype, num: int, dim: int) -> None:
-    rng = np.random.default_rng(num * 100 + dim)
-    table = random_table(values_dtype, 6, dim, rng)
-    ids = rng.integers(0, 6, size=num).astype(ids_dtype)  # duplicates: 6 rows
-    launcher = _backend.get_kernel("embedding", "lookup_rows")
-    before = len(cuda_emu.launches)
-    for col, width in ((0, dim), (2, dim + 5)):  # a column block of a wider matrix
-        expected = np.full((num, width), 7, dtype=values_dtype)
-        got = expected.copy()
-        cpu_embedding.lookup_rows(table, ids, expected, col)
-        launcher(table, ids, got, col)
-        cuda.check_errors("lookup")
-        same_bits(expected, got)
-    t, i = _launch.DTYPE_TO_CTYPE[values_dtype], _launch.DTYPE_TO_CTYPE[ids_dtype]
-    assert launched(cuda_emu, before) == ([f"lookup_rows<{t}, {i}>"] * 2 if num * dim else [])
-    assert cuda_emu.order_effects == {}
-
-
-def test_lookup_rows_other_ids_and_non_contiguous_arrays(cuda_emu: Emulator) -> None:
-    rng = np.random.default_rng(1)
-    table = rng.standard_normal((8, 10))
-    ids = rng.integers(0, 8, size=12)
-    expected = np.zeros((12, 30))
-    cpu_embedding.lookup_rows(table, ids, expected[:, ::3], 0)
-    for dtype in (np.int8, np.uint16, np.uint64):  # widened to int64
-        got = np.zeros((12, 30))
-        cuda_embedding.lookup_rows(np, table, ids.astype(dtype), got[:, ::3], 0)
-        np.testing.assert_array_equal(got, expected)
-    got = np.zeros((12, 30))
-    cuda_embedding.lookup_rows(np, np.asfortranarray(table), ids, got[:, ::3], 0)
-    np.testing.assert_array_equal(got, expected)
-    assert cuda_emu.launches == ["lookup_rows<double, long long>"] * 4
-
-
-SORT_CASES = {
-    "empty": np.array([], np.int64), "one": np.array([3]), "equal": np.full(5, 2),
-    "distinct": np.array([9, 4, 7, 0, 1]), "random": np.random.default_rng(2).integers(0, 20, 300),
-    # too large for the CPU's packed keys: its stable-argsort fallback
-    "unpackable": np.array([2 ** 61, 5, 2 ** 61, 0, 5]),
-}
-
-
-@pytest.mark.parametrize("case", list(SORT_CASES))
-@pytest.mark.parametrize("ids_dtype", IDS, ids=str)
-def test_sort_ids_matches_cpu(cuda_emu: Emulator, case: str, ids_dtype: np.dtype) -> None:
-    ids = SORT_CASES[case]
-    if ids_dtype == np.int32 and ids.size and ids.max() > np.iinfo(np.int32).max:
-        ids_dtype = np.dtype(np.int64)
-    expected = cpu_embedding.sort_ids(ids.astype(np.int64))
-    got = _backend.get_kernel("embedding", "sort_ids")(ids.astype(ids_dtype))
-    cuda.check_errors("sort_ids")
-    for e, g in zip(expected, got, strict=True):
-        assert g.dtype == np.int64
-        np.testing.assert_array_equal(g, e)
-    heads = f"run_heads<{_launch.DTYPE_TO_CTYPE[ids_dtype]}>"
-    assert cuda_emu.launches == ([heads] if ids.size else [])
-
-
-@given(st.lists(st.integers(0, 12), max_size=60))
-def test_sort_ids_and_coalesce_match_an_independent_reference(ids_list: list[int]) -> None:
-    ids = np.array(ids_list, dtype=np.int64)
-    grad = np.arange(len(ids) * 3, dtype=np.float64).reshape(-1, 3) - 7  # exact sums
-    with emulated(check_orders=("reverse",)):
-        order, rows, starts = cuda_embedding.sort_ids(np, ids)
-        values = np.empty((len(rows), 3))
-        cuda_embedding.coalesce_sorted(np, grad, order, np.arange(len(ids)), np.empty(0), starts,
-                                       values)
-        cuda.check_errors("coalesce")
-    np.testing.assert_array_equal(order, np.argsort(ids, kind="stable"))
-    np.testing.assert_array_equal(rows, np.unique(ids))
-    np.testing.assert_array_equal(starts, np.r_[np.searchsorted(ids[order], rows), len(ids)])
-    expected = np.zeros((len(rows), 3))
-    np.add.at(expected, np.searchsorted(rows, ids), grad)
-    np.testing.assert_array_equal(values, expected)
-
-
-SCALES = ["none", "float32", "float64", "int8", "int64"]
-COALESCE_SHAPES = [(0, 3), (6, 0), (1, 1), (30, 5), (25, 40), (12, 64)]
-
-
-@pytest.mark.parametrize(("num", "dim"), COALESCE_SHAPES,
-                         ids=[f"{n}x{d}" for n, d in COALESCE_SHAPES])
-@pytest.mark.parametrize("scale_kind", SCALES)
-@pytest.mark.parametrize("dtype", FLOATS, ids=str)
-def test_coalesce_sorted_matches_cpu(cuda_emu: Emulator, dtype: np.dtype, scale_kind: str,
-                                     num: int, dim: int) -> None:
-    rng = np.random.default_rng(num + dim)
-    ids = rng.integers(0, max(num // 3, 1), size=num)  # runs of about 3 equal ids
-    grad = random_table(dtype, 7, dim, rng)
-    bag = rng.integers(0, 7, size=num)
-    if scale_kind == "none":
-        scale = np.empty(0)
-    elif scale_kind.startswith("int"):
-        scale = rng.integers(-3, 4, size=num).astype(scale_kind)
-    else:
-        scale = rng.standard_normal(num).astype(scale_kind)
-    order, rows, starts = cpu_embedding.sort_ids(ids)
-    expected = np.full((len(rows), dim), 7, dtype=dtype)
-    got = expected.copy()
-    cpu_embedding.coalesce_sorted(grad, order, bag, scale, starts, expected)
-    _backend.get_kernel("embedding", "coalesce_sorted")(grad, order, bag, scale, starts, got)
-    cuda.check_errors("coalesce")
-    same_bits(expected, got)
-    assert cuda_emu.order_effects == {}
-    s = cuda_embedding.product_dtype(scale.dtype, dtype) if scale.dtype.kind == "i" else (
-        scale.dtype)
-    name = f"coalesce_sorted<{_launch.DTYPE_TO_CTYPE[dtype]}, {_launch.DTYPE_TO_CTYPE[s]}>"
-    assert cuda_emu.launches == ([name] if num * dim else [])
-
-
-def test_coalesce_sorted_into_a_non_contiguous_out(cuda_emu: Emulator) -> None:
-    rng = np.random.default_rng(3)
-    ids, grad = rng.integers(0, 4, size=20), rng.standard_normal((20, 6))
-    order, rows, starts = cpu_embedding.sort_ids(ids)
-    expected, got = np.zeros((len(rows), 12)), np.zeros((len(rows), 12))
-    bag = np.arange(20)
-    cpu_embedding.coalesce_sorted(grad, order, bag, np.empty(0), starts, expected[:, 1::2])
-    cuda_embedding.coalesce_sorted(np, grad, order.astype(np.int32), bag, np.empty(0), starts,
-                                   got[:, 1::2])
-    np.testing.assert_array_equal(got, expected)
-
-
-def dot_tolerance(table: np.ndarray, ids: np.ndarray, offsets: np.ndarray, grad: np.ndarray,
-                  mean: bool, expected: np.ndarray) -> np.ndarray:
-    """How far a butterfly sum of a value's D products may be from the CPU's loop.
-
-    Both orders are within ``(D - 1) eps`` of the exact sum, relative to the sum of the
-    products' magnitudes; a float32 result may then round to a neighbour.
-    """
-    tol = np.zeros(len(ids))
-    dim = table.shape[1]
-    for b in range(len(offsets) - 1):
-        lo, hi = offsets[b], offsets[b + 1]
-        mags = np.abs(table[ids[lo:hi]].astype(np.float64) * grad[b].astype(np.float64))
-        size = mags.sum(axis=1) / (hi - lo if mean and hi > lo else 1)
-        tol[lo:hi] = 2 * dim * np.finfo(np.float64).eps * size
-    if expected.dtype == np.float32:
-        tol += np.spacing(np.abs(expected).astype(np.float32)).astype(np.float64)
-    return tol
-
-
-@pytest.mark.parametrize("dim", [0, 1, 5, 40, 70])
-@pytest.mark.parametrize("gdtype", FLOATS, ids=str)
-def test_weights_grad_matches_cpu(cuda_emu: Emulator, values_dtype: np.dtype,
-                                  gdtype: np.dtype, dim: int) -> None:
-    rng = np.random.default_rng(dim)
-    offsets = np.array([2, 2, 5, 11, 11, 20])  # ids 0, 1 and 20.. are in no bag
-    ids = rng.integers(0, 9, size=23)
-    launcher = _backend.get_kernel("embedding", "weights_grad")
-    for integral in (False, True):
-        table = random_table(values_dtype, 9, dim, rng, specials=False)
-        grad = (rng.integers(-9, 9, size=(5, dim)) if integral else
-                rng.standard_normal((5, dim)) * 100).astype(gdtype)
-        if integral:
-            table = table.round().astype(values_dtype)
-        for out_dtype, ids_dtype, mean in zip(FLOATS * 2, IDS * 2, (False, False, True, True),
-                                              strict=True):
-            expected = np.full(23, 7.5, dtype=out_dtype)
-            got = expected.copy()
-            cpu_embedding.weights_grad(table, ids, offsets, grad, mean, expected)
-            launcher(table, ids.astype(ids_dtype), offsets, grad, mean, got)
-            cuda.check_errors("lookup_backward_weights")
-            if integral:  # exact sums: the order does not matter
-                same_bits(expected, got)
-                continue
-            outside = np.r_[0:2, 20:23]
-            same_bits(expected[outside], got[outside])
-            tol = dot_tolerance(table, ids, offsets, grad, mean, expected)
-            assert np.all(np.abs(got.astype(np.float64) - expected) <= tol)
-    assert cuda_emu.order_effects == {}
-
-
-def test_weights_grad_special_values(cuda_emu: Emulator) -> None:
-    table = np.array([[1.0, np.nan], [np.inf, 1.0], [np.inf, -np.inf], [-0.0, 0.0]])
-    grad = np.array([[1.0, 1.0], [1.0, -0.0]], np.float32)
-    ids, offsets = np.array([0, 1, 2, 3, 3]), np.array([0, 3, 5])
-    expected, got = np.zeros(5, np.float32), np.zeros(5, np.float32)
-    cpu_embedding.weights_grad(table, ids, offsets, grad, False, expected)
-    cuda_embedding.weights_grad(np, table, ids, offsets, grad, False, got)
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
-    np.testing.assert_array_equal(got[~np.isnan(got)], expected[~np.isnan(expected)])
-    assert np.isnan(got).tolist() == [True, False, True, False, False]
-
-
-@pytest.mark.parametrize("kernel", ["lookup_rows", "sort_ids", "coalesce_sorted",
-                                    "weights_grad"])
-def test_grid_stride_loops_of_the_lookup_and_backward(
-        cuda_emu: Emulator, monkeypatch: pytest.MonkeyPatch, kernel: str) -> None:
-    monkeypatch.setattr(_launch, "MAX_BLOCKS", 1)  # 256 threads, 8 lane groups
-    rng = np.random.default_rng(4)
-    table, ids = rng.standard_normal((30, 37)), rng.integers(0, 30, size=700)
-    if kernel == "sort_ids":
-        for e, g in zip(cpu_embedding.sort_ids(ids), cuda_embedding.sort_ids(np, ids), strict=True):
-            np.testing.assert_array_equal(g, e)
-        return
-    if kernel == "lookup_rows":
-        args: tuple[Any, ...] = (table, ids, np.empty((700, 37)), 0)
-    elif kernel == "coalesce_sorted":
-        order, rows, starts = cpu_embedding.sort_ids(ids)
-        args = (table, order, rng.integers(0, 30, size=700), rng.standard_normal(700), starts,
-                np.empty((len(rows), 37)))
-    else:
-        offsets = np.r_[0, np.sort(rng.integers(0, 700, size=40)), 700]
-        args = (table, ids, offsets, rng.standard_normal((41, 37)), True, np.empty(700))
-    expected, got = copies(args), copies(args)
-    getattr(cpu_embedding, kernel)(*expected)
-    getattr(cuda_embedding, kernel)(np, *got)
-    if kernel == "weights_grad":
-        tol = dot_tolerance(*args[:5], expected[-1])
-        assert np.all(np.abs(got[-1] - expected[-1]) <= tol)
-    else:
-        same_bits(expected[-1 if kernel == "coalesce_sorted" else 2],
-                  got[-1 if kernel == "coalesce_sorted" else 2])
-
-
-# ------------------------------------------------------------------ through the public API
-def use(factory: Emulator | None) -> None:
-    """Switch the CUDA module factory (the embedding module memoises no kernel)."""
-    _backend.set_cuda_module_factory(factory)
-
-
-def test_kernels_follow_the_backend_when_it_changes() -> None:
-    # Nothing memoises a kernel across a change of the module factory: a launcher picked
-    # while the emulator is on must not outlive it.
-    from arrow_sparse.embedding._args import kernel
-
-    assert kernel("lookup_rows") is cpu_embedding.lookup_rows
-    with emulated() as emu:
-        assert kernel("lookup_rows").func is cuda_embedding.lookup_rows
-        asp.embedding.lookup(np.ones((3, 2)), [0, 2])
-        assert len(emu.launches) == 1
-    assert kernel("lookup_rows") is cpu_embedding.lookup_rows
-    assert asp.embedding.lookup(np.ones((3, 2)), [0, 2]).tolist() == [[1, 1], [1, 1]]
-
-
-def cpu_and_emu(emu: Emulator, fn: Callable[..., Any], *args: Any, **kwargs: Any
-                ) -> tuple[Any, Any, list[str]]:
-    """``fn`` on the CPU kernels, then through the emulator; and the launches it made."""
-    try:
-        use(None)
-        expected = fn(*args, **kwargs)
-        use(emu)
-        before = len(emu.launches)
-        got = fn(*args, **kwargs)
-        cuda.check_errors(fn.__name__)
-    finally:
-        use(None)
-    return expected, got, launched(emu, before)
-
-
-def test_public_lookup_and_backward_match_cpu(cuda_emu: Emulator) -> None:
-    rng = np.random.default_rng(5)
-    table = rng.standard_normal((12, 6)).astype(np.float32)
-    ids = rng.integers(0, 12, size=40).astype(np.int32)
-    expected, got, launches = cpu_and_emu(cuda_emu, asp.embedding.lookup, table, ids)
-    np.testing.assert_array_equal(got, expected)
-    assert launches == ["lookup_rows<float, int>"]
-
-    bags = asp.Jagged.from_list([[1, 2, 3], [], [2, 4, 6, 7], [3, 6], [11]])
-    grad = rng.standard_normal((5, 6)).astype(np.float32)
-    weights = asp.Jagged.from_list([[0.5, 1.0, 2.0], [], [1.0, -1.0, 3.0, 0.25], [2.0, 2.0],
-                                    [1.5]])
-    for mode, psw in (("sum", None), ("mean", None), ("sum", weights)):
-        expected, got, launches = cpu_and_emu(
-            cuda_emu, asp.embedding.lookup_backward, grad, bags, num_embeddings=12, mode=mode,
-            per_sample_weights=psw)
-        np.testing.assert_array_equal(got.rows, expected.rows)
-        same_bits(expected.values, got.values)
-        assert launches == ["run_heads<long long>", "coalesce_sorted<float, double>"]
-    grad_rows = asp.embedding.SparseGrad(np.array([4, 1, 4, 0, 1]), grad)
-    use(None)
-    expected = grad_rows.coalesce()
-    use(cuda_emu)
-    got = grad_rows.coalesce()
-    use(None)
-    np.testing.assert_array_equal(got.rows, expected.rows)
-    same_bits(expected.values, got.values)
-    expected, got, launches = cpu_and_emu(cuda_emu, asp.embedding.lookup_backward_weights,
-                                          grad, table, bags, mode="mean")
-    np.testing.assert_allclose(got.values, expected.values, rtol=1e-6)
-    assert launches == ["weights_grad<float, float, float, float, long long>"]
-
-
-# ------------------------------------------------------------------ device checks of the lookup
-def test_lookup_rows_checks_the_ids(cuda_emu: Emulator) -> None:
-    table = np.arange(10.0).reshape(5, 2)
-    out = np.full((4, 2), -1.0)
-    cuda_embedding.lookup_rows(np, table, np.array([1, 9, 2, -1]), out)
-    with pytest.raises(ArrowSparseIndexError, match=r"^lookup: ids out of range of the table "
-                       r"\(first at position 1; found by a device check\)$"):
-        cuda.check_errors("lookup")
-    assert out.tolist() == [[2.0, 3.0], [-1.0, -1.0], [4.0, 5.0], [-1.0, -1.0]]
-
-
-def run_heads(ids: list[int], order: list[int]) -> list[int]:
-    head = np.full(len(ids), 9, np.uint8)
-    cuda.load_module("embedding").get_function("run_heads<long long>")(
-        (1,), (256,), (np.array(ids, np.int64), np.array(order, np.int64), head,
-                       np.int64(len(ids)), cuda.error_buffer()))
-    return head.tolist()
-
-
-@pytest.mark.parametrize(("order", "error", "match"), [
-    ([0, 3, 1], ArrowSparseIndexError, r"^sort_ids: order out of range of the ids \(first at "
-     r"position 1; found by a device check\)$"),
-    ([0, 1, 2], ArrowSparseValueError, r"^sort_ids: ids not stably sorted by the order \(first "
-     r"at position 2;"),  # ids 1, 3, 1
-    ([2, 0, 1], ArrowSparseValueError, r"not stably sorted by the order \(first at position 1;"),
-])
-def test_run_heads_checks_the_order(cuda_emu: Emulator, order: list[int], error: type,
-                                    match: str) -> None:
-    assert run_heads([1, 3, 1], [0, 2, 1]) == [1, 0, 1]
-    cuda.check_errors("sort_ids")
-    run_heads([1, 3, 1], order)
-    with pytest.raises(error, match=match):
-        cuda.check_errors("sort_ids")
-
-
-@pytest.mark.parametrize(("order", "bag", "starts", "error", "match", "written"), [
-    ([0, 1, 2], [0, 1, 0], [0, 2, 1, 3], ArrowSparseValueError,
-     r"^coalesce: run starts not non-decreasing within the order \(first at position 1;", [0, 2]),
-    ([0, 1, 2], [0, 1, 0], [0, 2, 4], ArrowSparseValueError, r"position 1;", [0]),
-    ([0, 5, 2], [0, 1, 0], [0, 2, 3], ArrowSparseIndexError,
-     r"^coalesce: order out of range of the ids \(first at position 1;", [0, 1]),
-    ([0, 1, 2], [0, 1, 3], [0, 2, 3], ArrowSparseIndexError,
-     r"^coalesce: bag out of range of grad_out \(first at position 2;", [0, 1]),
-])
-def test_coalesce_sorted_checks_runs_order_and_bags(
-        cuda_emu: Emulator, order: list[int], bag: list[int], starts: list[int], error: type,
-        match: str, written: list[int]) -> None:
-    grad = np.array([[1.0], [2.0], [4.0]])
-    out = np.full((len(starts) - 1, 1), -1.0)
-    cuda_embedding.coalesce_sorted(np, grad, np.array(order), np.array(bag), np.empty(0),
-                                   np.array(starts), out)
-    with pytest.raises(error, match=match):
-        cuda.check_errors("coalesce")
-    assert [u for u in range(len(out)) if out[u, 0] != -1.0] == written
-
-
-@pytest.mark.parametrize(("ids", "offsets", "grad_rows", "error", "match"), [
-    ([0, 7, 1], [0, 2, 3], 2, ArrowSparseIndexError,
-     r"^lookup_backward_weights: ids out of range of the table \(first at position 1;"),
-    ([0, 1, 1], [0, 2, 3], 1, ArrowSparseIndexError,
-     r"bag out of range of grad_out \(first at position 2;"),
-])
-def test_weights_grad_checks_ids_and_bags(
-        cuda_emu: Emulator, ids: list[int], offsets: list[int], grad_rows: int, error: type,
-        match: str) -> None:
-    out = np.full(3, -1.0)
-    cuda_embedding.weights_grad(np, np.ones((4, 2)), np.array(ids), np.array(offsets),
-                                np.ones((grad_rows, 2)), False, out)
-    with pytest.raises(error, match=match):
-        cuda.check_errors("lookup_backward_weights")
-    assert out[0] == 2.0
-
-
-def test_host_checks_of_the_lookup_and_backward_launchers() -> None:
-    table, ids = np.zeros((3, 2), np.float32), np.array([0, 1])
-    with pytest.raises(NotImplementedError, match="lookup_rows: no cuda kernel for a float32 "
-                       "table into a float64 out"):
-        cuda_embedding.lookup_rows(np, table, ids, np.zeros((2, 2)))
-    with pytest.raises(NotImplementedError, match="lookup_rows: no cuda kernel for float16"):
-        cuda_embedding.lookup_rows(np, table.astype(np.float16), ids, np.zeros((2, 2), np.float16))
-    with pytest.raises(ArrowSparseValueError, match=r"lookup_rows: out of shape \(2, 3\) has "
-                       r"no columns 2:4 for 2 rows"):
-        cuda_embedding.lookup_rows(np, table, ids, np.zeros((2, 3), np.float32), 2)
-    grad, order, starts = np.zeros((2, 2)), np.array([0, 1]), np.array([0, 2])
-    with pytest.raises(NotImplementedError, match="coalesce_sorted: no cuda kernel for a "
-                       "float64 grad_out into a float32 out"):
-        cuda_embedding.coalesce_sorted(np, grad, order, order, np.empty(0), starts,
-                                       np.zeros((1, 2), np.float32))
-    with pytest.raises(NotImplementedError, match="coalesce_sorted: no cuda kernel for float16"):
-        cuda_embedding.coalesce_sorted(np, grad, order, order, np.ones(2, np.float16), starts,
-                                       np.zeros((1, 2)))
-    with pytest.raises(ArrowSparseValueError, match=r"coalesce_sorted: out must have shape "
-                       r"\(1, 2\), got \(2, 2\)"):
-        cuda_embedding.coalesce_sorted(np, grad, order, order, np.empty(0), starts, grad.copy())
-    with pytest.raises(ArrowSparseValueError, match=r"weights_grad: out must have shape "
-                       r"\(2,\), got \(1,\)"):
-        cuda_embedding.weights_grad(np, grad, order, starts, grad, False, np.zeros(1))
-    with pytest.raises(ArrowSparseValueError, match=r"weights_grad: grad_out must have the "
-                       r"table's 2 columns, got shape \(1, 3\)"):
-        cuda_embedding.weights_grad(np, grad, order, starts, np.zeros((1, 3)), False, np.zeros(2))
-    with pytest.raises(NotImplementedError, match="weights_grad: no cuda kernel for float16"):
-        cuda_embedding.weights_grad(np, grad, order, starts, grad.astype(np.float16), False,
-                                    np.zeros(2))
-
-
-# ------------------------------------------------------------------ bags on the device
-def ref_bag_ids(ids: list[int], offsets: list[int], valid: list[bool] | None,
-                vmask: list[bool] | None, woffsets: list[int] | None,
-                wvalid: list[bool] | None, bound: int) -> tuple[list[int], ...]:
-    """Plain loops of what ``bag_ids`` computes, and the errors it must record."""
-    n, num_bags = len(ids), len(offsets) - 1
-    bag, key, wpos, count = [-1] * n, [bound] * n, [-1] * n, [0] * num_bags
-    errors: list[tuple[int, str]] = []
-    for b in range(num_bags):
-        lo, hi = offsets[b], offsets[b + 1]
-        same = woffsets is None or hi - lo == woffsets[b + 1] - woffsets[b]
-        if not same:
-            errors.append((b, "same bag lengths"))
-        if valid is not None and not valid[b]:
-            continue
-        for j in range(lo, hi):
-            if vmask is not None and not vmask[j]:
-                continue
-            count[b] += 1
-            if not 0 <= ids[j] < bound:
-                errors.append((j, "ids out of range"))
-                continue
-            bag[j], key[j] = b, ids[j]
-            if woffsets is None:
-                wpos[j] = j
-            elif same:
-                p = woffsets[b] + j - lo
-                if wvalid is not None and not wvalid[p]:
-                    errors.append((j, "must not be null"))
-                else:
-                    wpos[j] = p
-    return bag, key, wpos, count, sorted(errors)
-
-
-def bag_case(seed: int) -> dict[str, Any]:
-    """Random bags: sliced offsets, masks and list weights in some, bad ids in others."""
-    rng = np.random.default_rng(seed)
-    num_bags = int(rng.integers(0, 40))
-    lengths = rng.integers(0, 6, num_bags)
-    start = int(rng.integers(0, 3))
-    offsets = np.r_[start, start + np.cumsum(lengths)].astype(np.int64)
-    n = int(offsets[-1]) + int(rng.integers(0, 3))
-    bound = 20
-    ids = rng.integers(0, bound + (seed % 3 == 0), n)  # one seed in three: ids == bound
-    case: dict[str, Any] = {"ids": ids, "offsets": offsets, "valid": None, "vmask": None,
-                            "woffsets": None, "wvalid": None, "bound": bound}
-    if seed % 2:
-        case["valid"] = rng.random(num_bags) < 0.8
-        case["vmask"] = rng.random(n) < 0.8
-    if seed % 4 >= 2:
-        wlen = lengths.copy()
-        if seed % 8 >= 6 and num_bags:
-            wlen[rng.integers(0, num_bags)] += 1  # one bag of another length
-        wstart = int(rng.integers(0, 4))
-        case["woffsets"] = np.r_[wstart, wstart + np.cumsum(wlen)].astype(np.int64)
-        case["wvalid"] = rng.random(int(case["woffsets"][-1]) + 1) < 0.9
-    return case
-
-
-@pytest.mark.parametrize("seed", range(16))
-def test_bag_ids_matches_a_reference(cuda_emu: Emulator, seed: int) -> None:
-    case = bag_case(seed)
-    mask = [None if case[k] is None else case[k].tolist() for k in ("valid", "vmask",
-                                                                     "wvalid")]
-    woffsets = None if case["woffsets"] is None else case["woffsets"].tolist()
-    *expected, errors = ref_bag_ids(case["ids"].tolist(), case["offsets"].tolist(), mask[0],
-                                    mask[1], woffsets, mask[2], case["bound"])
-    num_weights = 0 if case["wvalid"] is None else len(case["wvalid"])
-    got = cuda_embedding.bag_ids(np, case["ids"].astype(np.int32), case["offsets"], case["valid"],
-                                 case["vmask"], case["woffsets"], case["wvalid"], num_weights,
-                                 case["bound"])
-    for g, e in zip(got, expected, strict=True):
-        assert g.dtype == np.int64 and g.tolist() == e
-    if errors:
-        position, text = errors[0]
-        with pytest.raises(ArrowSparseError, match=f"^bags: .*{text}.* \\(first at position "
-                           f"{position};"):
-            cuda.check_errors("bags")
-    cuda.check_errors("bags")
-    assert not cuda_emu.order_effects
-
-
-def test_bag_ids_checks_its_arguments() -> None:
-    ids, offsets = np.arange(3), np.array([0, 3])
-    with pytest.raises(ArrowSparseValueError, match=r"bag_ids: vmask must have shape \(3,\), "
-                       r"got \(2,\)"):
-        cuda_embedding.bag_ids(np, ids, offsets, None, np.ones(2, bool), None, None, 0, 5)
-    with pytest.raises(ArrowSparseValueError, match=r"bag_ids: woffsets must have shape \(2,\)"):
-        cuda_embedding.bag_ids(np, ids, offsets, None, None, np.zeros(3, np.int64), None, 0, 5)
-    with pytest.raises(ArrowSparseValueError, match="bag_ids: offsets must have at least one"):
-        cuda_embedding.bag_ids(np, ids, offsets[:0], None, None, None, None, 0, 5)
-
-
-# ------------------------------------------------------------------ public functions, device
-@pytest.fixture
-def cp() -> Iterator[ModuleType]:
-    """The stand-in CuPy, every launch in three orders."""
-    with emulated_cupy(check_orders=("reverse", "shuffle")) as module:
-        yield module
-
-
-DEFERRED = r" \(first at position {}; found by a device check, reported by a later call\)$"
-AT_ONCE = r" \(first at position {}; found by a device check\)$"
-
-
-def later() -> None:
-    """The next check: what an earlier operation left in the error word is raised now."""
-    cuda.check_errors("next")
-
-
-def test_device_lookup_checks_are_raised_by_the_next_check(cp: ModuleType) -> None:
-    table = cp.asarray(np.arange(8.0).reshape(4, 2))
-    out = asp.embedding.lookup(table, cp.asarray(np.array([1, 9, 2])))  # no synchronisation
-    assert cp.stats.syncs == 0 and out.get()[[0, 2]].tolist() == [[2, 3], [4, 5]]
-    with pytest.raises(IndexError, match="^lookup: ids out of range of the table"
-                       + DEFERRED.format(1)):
-        later()
-    ids = asp.Jagged.from_list([[1, 2], [3, -1]]).to_device("cuda")
-    asp.embedding.lookup(table, ids, mode="mean")
-    with pytest.raises(IndexError, match="^lookup: ids out of range of the table"
-                       + DEFERRED.format(3)):
-        later()
-    two = asp.Jagged.from_list([[1, 2], [3]]).to_device("cuda")
-    for weights, message in (
-            ([[1.0], [2.0, 3.0]], "per_sample_weights must have the same bag lengths as ids"
-             + DEFERRED.format(0)),
-            (pa.array([[1.0, None], [2.0]]), "per_sample_weights must not be null where the "
-             "id is not" + DEFERRED.format(1))):
-        w = asp.Jagged.from_arrow(pa.array(weights)).to_device("cuda")
-        asp.embedding.lookup(table, two, per_sample_weights=w)
-        with pytest.raises(ValueError, match="^lookup: " + message):
-            later()
-    asp.embedding.lookup_backward_weights(cp.asarray(np.ones((2, 2))), table, ids)
-    with pytest.raises(IndexError, match="^lookup_backward_weights: ids out of range"):
-        later()
-    asp.embedding.lookup(table, cp.asarray(np.array([0, 1, 2])),
-                         offsets=cp.asarray(np.array([0, 3, 1])))
-    with pytest.raises(ValueError, match="^lookup: offsets must be non-decreasing"
-                       + DEFERRED.format(2)):
-        later()
-
-
-def test_device_backward_checks_are_raised_at_once(cp: ModuleType) -> None:
-    dy = cp.asarray(np.ones((3, 2)))
-    with pytest.raises(IndexError, match="^lookup_backward: ids out of range of the table"
-                       + AT_ONCE.format(2)):
-        asp.embedding.lookup_backward(dy, cp.asarray(np.array([0, 1, 7])), num_embeddings=4)
-    with pytest.raises(ValueError, match="^lookup_backward: offsets must be non-decreasing"
-                       + AT_ONCE.format(2)):
-        asp.embedding.lookup_backward(dy, cp.asarray(np.array([0, 1, 2])), num_embeddings=4,
-                                      offsets=cp.asarray(np.array([0, 2, 1, 3])))
-    rows = cp.asarray(np.array([3, -1, 3]))
-    grad = asp.embedding.SparseGrad(rows, dy)  # not read back: no check here
-    table = cp.asarray(np.zeros((4, 2)))
-    asp.embedding.sgd(table, grad, 0.5)  # coalesced first (one synchronisation)
-    with pytest.raises(IndexError, match="^sgd: grad.rows out of range of the table"
-                       + DEFERRED.format(0)):
-        later()
-    assert table.get().tolist() == [[0, 0]] * 3 + [[-1, -1]]  # the row in range was updated
-
-
-@pytest.mark.parametrize(("call", "match"), [
-    (lambda cp: asp.embedding.lookup(cp.asarray(np.zeros((3, 2))), np.array([0])),
-     "^lookup: ids is a host .numpy/Arrow. array but table is a device .cupy. array"),
-    (lambda cp: asp.embedding.lookup(np.zeros((3, 2)), cp.asarray(np.array([0]))),
-     "^lookup: table is a host"),
-    (lambda cp: asp.embedding.lookup(np.zeros((3, 2)), [0], out=cp.asarray(np.zeros((1, 2)))),
-     "^lookup: table is a host"),
-    (lambda cp: asp.embedding.lookup_backward(cp.asarray(np.ones((1, 2))), [0],
-                                              num_embeddings=3), "^lookup_backward: ids is a"),
-    (lambda cp: asp.embedding.maplookup([np.zeros((3, 2)), cp.asarray(np.zeros((3, 2)))],
-                                        [cp.asarray(np.array([0]))] * 2),
-     "^maplookup: inputs mix host"),
-    (lambda cp: asp.embedding.sgd(cp.asarray(np.zeros((3, 2))),
-                                  asp.embedding.SparseGrad([0], np.ones((1, 2))), 0.1),
-     "^sgd: grad is a host"),
-    (lambda cp: asp.embedding.update("sgd", [np.zeros((3, 2)), cp.asarray(np.zeros((3, 2)))],
-                                     [asp.embedding.SparseGrad([0], np.ones((1, 2))),
-                                      asp.embedding.SparseGrad(cp.asarray(np.array([0])),
-                                                               cp.asarray(np.ones((1, 2))))],
-                                     lr=0.1), "^update: inputs mix host"),
-    (lambda cp: asp.embedding.SparseGrad(cp.asarray(np.array([0])), np.ones((1, 2))),
-     "^SparseGrad: values is a host"),
-])
-def test_host_and_device_inputs_together_are_refused(cp: ModuleType, call: Callable[..., Any],
-                                                     match: str) -> None:
-    with pytest.raises(TypeError, match=match + ".*move them to one device first"):
-        call(cp)
-
-
-def test_sparse_grad_on_the_device(cp: ModuleType) -> None:
-    g = asp.embedding.SparseGrad(cp.asarray(np.array([2, 0])), cp.asarray(np.ones((2, 3))))
-    assert g.device == "cuda:0" and not g.is_coalesced  # read back: one synchronisation
-    with pytest.raises(NotImplementedError, match=r"^SparseGrad.to_arrow: the gradient is on "
-                       r"cuda:0 .* g.to_device\('cpu'\).to_arrow\(\)$"):
-        g.to_arrow()
-    host = g.to_device("cpu")
-    assert host.device == "cpu" and host.rows.tolist() == [2, 0]
-    back = host.coalesce().to_device("cuda")
-    cp.stats.reset()
-    assert back.is_coalesced and back.coalesce() is back and cp.stats.syncs == 0
-    assert back.to_device("cuda:0") is back and back.to_device("cuda:1").device == "cuda:1"
-
-
-def test_tables_load_to_and_save_from_the_device(cp: ModuleType, tmp_path: Any) -> None:
-    path = tmp_path / "t.arrow"
-    table = np.arange(6, dtype=np.float32).reshape(3, 2)
-    asp.embedding.save_table(cp.asarray(table), path)  # copied to the host to be written
-    on = asp.embedding.load_table(path, device="cuda")
-    assert _backend.is_cupy_array(on) and on.get().tolist() == table.tolist()
-    assert asp.embedding.load_table(path, mmap=False, device="cuda:1").device.id == 1
-    with pytest.raises(ValueError, match="^load_table: writable=True maps the file into host "
-                       "memory and needs device='cpu', got 'cuda'"):
-        asp.embedding.load_table(path, writable=True, device="cuda")
-    with pytest.raises(ValueError, match="^load_table: device must be 'cpu', 'cuda' or "
-                       "'cuda:N', got 'gpu'"):
-        asp.embedding.load_table(path, device="gpu")
 
 
 # ------------------------------------------------------------------ on a real GPU
