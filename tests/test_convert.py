@@ -1,6 +1,12 @@
-"""Tests of representation conversions against the plain-Python reference."""
+"""Tests of ``arrow_sparse.convert``: representation conversions against the plain-Python
+reference, on every backend (cpu, the CUDA emulator, the stand-in CuPy, a GPU), and the
+public conversions through the CUDA emulator against the CPU (the launchers and device
+checks called directly are in ``test_convert_kernels.py``).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -9,10 +15,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import arrow_sparse as asp
+from arrow_sparse.kernels.cuda import _launch
 
 from . import _reference as ref
+from ._convert_helpers import assert_same, cpu_and_emu, sample
 from ._strategies import lengths, list_arrays, offsets
 from .conftest import from_backend, to_backend
+from .cuda_emu.emu import Emulator, emulated
 
 # FBGEMM's two-level example: 3 rows of [rows of 4-wide values]. The doc prints
 # Offsets[0] as [0, 4, 6, 8], but its own table (7 groups; row 2 holds only group 7)
@@ -372,3 +381,103 @@ def test_jagged_input_errors() -> None:
     with pytest.raises(TypeError, match="jagged_to_padded_dense: offsets are needed with a values "
                                         "array"):
         asp.jagged_to_padded_dense(np.arange(3))
+
+
+# ------------------------------------- jagged <-> padded dense through the CUDA emulator
+# The CUDA launchers and kernels run on the CPU emulator (tests/cuda_emu) and must give
+# the CPU (Numba) results exactly, launching the expected instantiations.
+@pytest.fixture
+def cuda_emu() -> Iterator[Emulator]:
+    """Route the CUDA kernel families through the CPU emulator (tests/cuda_emu)."""
+    with emulated() as emulator:
+        yield emulator
+
+
+def test_jagged_to_padded_dense_matches_cpu(cuda_emu: Emulator, values_dtype: np.dtype,
+                                            offsets_dtype: np.dtype) -> None:
+    values, offsets = sample(values_dtype)
+    offsets = offsets.astype(offsets_dtype)
+    for max_lengths in (None, [2], [0]):
+        expected, (got, launches) = cpu_and_emu(cuda_emu, asp.jagged_to_padded_dense, values,
+                                                [offsets], max_lengths, padding_value=9)
+        assert_same(expected, got)
+        if max_lengths != [0]:
+            c, o = _launch.DTYPE_TO_CTYPE[values_dtype], _launch.DTYPE_TO_CTYPE[offsets_dtype]
+            assert launches == [f"pad_rows<{c}, {o}>"]
+
+
+def test_jagged_to_padded_dense_inner_axes(cuda_emu: Emulator, offsets_dtype: np.dtype) -> None:
+    values, offsets = sample(np.dtype(np.float32), width=3)
+    values = values.reshape(-1, 3, 1)
+    expected, (got, _) = cpu_and_emu(cuda_emu, asp.jagged_to_padded_dense, values,
+                                     [offsets.astype(offsets_dtype)], [4], padding_value=-0.5)
+    assert_same(expected, got)
+
+
+def test_dense_to_jagged_matches_cpu(cuda_emu: Emulator, values_dtype: np.dtype,
+                                     offsets_dtype: np.dtype) -> None:
+    values, offsets = sample(values_dtype, width=2)
+    offsets = offsets.astype(offsets_dtype)
+    dense = asp.jagged_to_padded_dense(values, [offsets], [3], padding_value=0)  # truncates
+    expected, (got, launches) = cpu_and_emu(cuda_emu, asp.dense_to_jagged, dense, [offsets],
+                                            padding_value=5)
+    assert_same(expected, got)
+    c, o = _launch.DTYPE_TO_CTYPE[values_dtype], _launch.DTYPE_TO_CTYPE[offsets_dtype]
+    assert launches == [f"unpad_rows<{c}, {o}>"]
+
+
+def test_multi_level_round_trip_matches_cpu(cuda_emu: Emulator, offsets_dtype: np.dtype) -> None:
+    outer = np.array([1, 3, 3, 6, 7], dtype=offsets_dtype)       # offsets[0] > 0, empty row
+    middle = np.array([0, 2, 2, 5, 6, 8, 9, 12], dtype=offsets_dtype)
+    inner = np.array([0, 1, 4, 4, 6, 7, 7, 9, 12, 13, 13, 15, 17], dtype=offsets_dtype)
+    values = np.arange(1, 18, dtype=np.float64)
+    offs = [outer, middle, inner]
+    for max_lengths in (None, [2, 2, 2], [3, 1, 4]):
+        expected, (dense, launches) = cpu_and_emu(cuda_emu, asp.jagged_to_padded_dense, values,
+                                                  offs, max_lengths, padding_value=-1)
+        assert_same(expected, dense)
+        assert [n.split("<")[0] for n in launches] == ["expand_level"] * 2 + ["pad_rows"]
+        expected, (back, _) = cpu_and_emu(cuda_emu, asp.dense_to_jagged, dense, offs,
+                                          padding_value=-2)
+        assert_same(expected, back)
+
+
+def test_grid_stride_loops_cover_more_work_than_threads(cuda_emu: Emulator,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_launch, "MAX_BLOCKS", 1)  # 256 threads for thousands of elements
+    rng = np.random.default_rng(3)
+    lengths = rng.integers(0, 40, size=200)
+    offsets = np.concatenate([[5], 5 + np.cumsum(lengths)])
+    values = rng.standard_normal((int(offsets[-1]), 3))
+    expected, (dense, _) = cpu_and_emu(cuda_emu, asp.jagged_to_padded_dense, values, [offsets])
+    assert_same(expected, dense)
+    expected, (back, _) = cpu_and_emu(cuda_emu, asp.dense_to_jagged, dense, [offsets])
+    assert_same(expected, back)
+    two = [np.array([0, 50, 120, 200]), offsets - 5]
+    expected, (nested, _) = cpu_and_emu(cuda_emu, asp.jagged_to_padded_dense, values[5:], two)
+    assert_same(expected, nested)
+
+
+def test_no_rows_and_no_values_launch_nothing(cuda_emu: Emulator) -> None:
+    for offs in (np.array([0]), np.array([3, 3, 3])):
+        expected, (got, launches) = cpu_and_emu(
+            cuda_emu, asp.jagged_to_padded_dense, np.zeros(3, np.int32), [offs])
+        assert_same(expected, got)
+        assert launches == []
+
+
+def test_null_elements_and_float16_match_cpu(cuda_emu: Emulator, offsets_dtype: np.dtype) -> None:
+    arr = pa.array([[1.5, None, 2.0], None, [None], [3.0, 4.0]], pa.list_(pa.float16()))
+    if offsets_dtype == np.int64:
+        arr = arr.cast(pa.large_list(pa.float16()))
+    expected, (got, launches) = cpu_and_emu(cuda_emu, asp.jagged_to_padded_dense, arr.slice(1),
+                                            None, None, -1)
+    assert_same(expected, got)
+    assert got.tolist() == [[-1, -1], [-1, -1], [3.0, 4.0]]
+    o = _launch.DTYPE_TO_CTYPE[offsets_dtype]
+    assert launches == [f"pad_rows<unsigned short, {o}>"]
+    dense = np.array([[1.5, 2.5], [np.nan, -0.0]], np.float16)
+    expected, (back, launches) = cpu_and_emu(cuda_emu, asp.dense_to_jagged, dense,
+                                             [np.array([0, 1, 4], offsets_dtype)], 9)
+    np.testing.assert_array_equal(back.view(np.uint16), expected.view(np.uint16))
+    assert launches == [f"unpad_rows<unsigned short, {o}>"]

@@ -1,6 +1,10 @@
-"""Tests of the Jagged core type: constructors, Arrow zero-copy, views, exporters."""
+"""Tests of the Jagged core type: constructors, Arrow zero-copy, views, exporters, and
+``to_padded`` through the CUDA emulator against the CPU.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -12,8 +16,10 @@ import arrow_sparse as asp
 from arrow_sparse.errors import ArrowSparseError
 
 from . import _reference as ref
+from ._convert_helpers import assert_same, cpu_and_emu
 from ._strategies import list_arrays, numeric_dtypes, pylists
 from .conftest import from_backend, on_device, to_backend
+from .cuda_emu.emu import Emulator, emulated
 
 CAFFE2_VALUES = [1, 2, 3, 2, 4, 6, 7, 3, 6]
 CAFFE2_ROWS = [[1, 2, 3], [2, 4, 6, 7], [3, 6]]
@@ -565,3 +571,36 @@ def test_truth_value_is_ambiguous() -> None:
     j = asp.Jagged.from_list([[1], [2, 3]])
     with pytest.raises(ValueError, match="the truth value of a Jagged is ambiguous"):
         bool(j == j)
+
+
+# ------------------------------------------------ to_padded through the CUDA emulator
+# The CUDA conversion kernels run on the CPU emulator (tests/cuda_emu) and must give the
+# CPU (Numba) results exactly, launching the expected instantiations.
+@pytest.fixture
+def cuda_emu() -> Iterator[Emulator]:
+    """Route the CUDA kernel families through the CPU emulator (tests/cuda_emu)."""
+    with emulated() as emulator:
+        yield emulator
+
+
+def arrow_rows(large: bool) -> pa.Array:
+    rows = [[1, 2, 3], None, [], [4, 5, 6, 7, 8], None, [9], [10, 11]]
+    array = pa.array(rows, pa.large_list(pa.int16()) if large else pa.list_(pa.int16()))
+    return array.slice(1)  # offsets[0] > 0 and a leading null
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["list", "large_list"])
+def test_to_padded_with_null_rows_matches_cpu(cuda_emu: Emulator, large: bool) -> None:
+    jagged = asp.Jagged.from_arrow(arrow_rows(large))
+    assert jagged.null_count == 2
+    for max_length in (None, 2):
+        expected, (got, launches) = cpu_and_emu(cuda_emu, jagged.to_padded, max_length, -1)
+        assert_same(expected, got)
+        assert launches == [f"pad_rows<short, {'long long' if large else 'int'}>"]
+
+
+def test_nested_to_padded_with_null_rows_matches_cpu(cuda_emu: Emulator) -> None:
+    rows = [[[1, 2], None, [3]], None, [[], [4, 5, 6]], [[7]]]
+    jagged = asp.Jagged.from_arrow(pa.array(rows, pa.list_(pa.list_(pa.float32()))))
+    expected, (got, _) = cpu_and_emu(cuda_emu, jagged.to_padded, [2, 2], 0)
+    assert_same(expected, got)
