@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import arrow_sparse as asp
+from arrow_sparse.errors import ArrowSparseError, ArrowSparseTypeError
 from arrow_sparse.kernels.cuda import _launch
 
 from . import _reference as ref
@@ -276,6 +277,13 @@ def test_conversion_error_messages_name_the_argument() -> None:
     with pytest.raises(TypeError, match="jagged_to_padded_dense: max_lengths must be an int or a "
                                         "list of ints, got str"):
         asp.jagged_to_padded_dense(np.arange(3), [[0, 3]], "x")
+
+
+def test_max_lengths_of_another_type_is_a_library_type_error() -> None:
+    with pytest.raises(ArrowSparseTypeError, match="^jagged_to_padded_dense: max_lengths must be "
+                                                   "an int or a list of ints") as info:
+        asp.jagged_to_padded_dense(np.arange(3), [[0, 3]], "x")
+    assert isinstance(info.value, ArrowSparseError)
 
 
 def test_chunked_array_in_gives_chunked_array_out() -> None:
