@@ -108,25 +108,32 @@ def test_offsets_above_zero(offs: np.ndarray) -> None:
 
 
 def test_conversion_errors() -> None:
-    with pytest.raises(ValueError, match=r"lengths_to_offsets: lengths must be non-negative \(first at position 1: -1\)"):
+    with pytest.raises(ValueError, match=r"lengths_to_offsets: lengths must be non-negative "
+                                         r"\(first at position 1: -1\)"):
         asp.lengths_to_offsets([2, -1])
-    with pytest.raises(TypeError, match="lengths_to_offsets: lengths must have an integer dtype, got float64"):
+    with pytest.raises(TypeError, match="lengths_to_offsets: lengths must have an integer dtype, "
+                                        "got float64"):
         asp.lengths_to_offsets([1.5])
-    with pytest.raises(TypeError, match="lengths_to_offsets: lengths must have an integer dtype, got bool"):
+    with pytest.raises(TypeError, match="lengths_to_offsets: lengths must have an integer dtype, "
+                                        "got bool"):
         asp.lengths_to_offsets([True])
     with pytest.raises(TypeError, match="dtype must be int32 or int64, got int16"):
         asp.lengths_to_offsets([1], dtype=np.int16)
-    with pytest.raises(ValueError, match=r"lengths sum beyond the int32 range; use dtype=np.int64 \(first at position 1: 2147483647\)"):
+    with pytest.raises(ValueError, match=r"lengths sum beyond the int32 range; use dtype=np.int64 "
+                                         r"\(first at position 1: 2147483647\)"):
         asp.lengths_to_offsets([1, 2**31 - 1], dtype=np.int32)
-    with pytest.raises(ValueError, match=r"offsets_to_lengths: offsets must be non-decreasing \(first at position 1: 2\)"):
+    with pytest.raises(ValueError, match=r"offsets_to_lengths: offsets must be non-decreasing "
+                                         r"\(first at position 1: 2\)"):
         asp.offsets_to_lengths([3, 2])
     with pytest.raises(ValueError, match="offsets_to_lengths: offsets must not contain nulls"):
         asp.offsets_to_lengths(pa.array([0, None]))
     with pytest.raises(TypeError, match="offsets must be a numeric array, got Arrow type string"):
         asp.offsets_to_lengths(pa.array(["a"]))
-    with pytest.raises(ValueError, match=r"segment_ids_to_lengths: segment_ids must be sorted \(non-decreasing\) \(first at position 1: 0\)"):
+    with pytest.raises(ValueError, match=r"segment_ids_to_lengths: segment_ids must be sorted "
+                                         r"\(non-decreasing\) \(first at position 1: 0\)"):
         asp.segment_ids_to_lengths([1, 0])
-    with pytest.raises(IndexError, match=r"segment_ids must be < num_segments=1 \(first at position 1: 1\)"):
+    with pytest.raises(IndexError, match=r"segment_ids must be < num_segments=1 \(first at "
+                                         r"position 1: 1\)"):
         asp.segment_ids_to_offsets([0, 1], num_segments=1)
     with pytest.raises(TypeError, match="num_segments must be an integer, got float"):
         asp.segment_ids_to_lengths([0], num_segments=1.0)  # type: ignore[arg-type]
@@ -134,7 +141,8 @@ def test_conversion_errors() -> None:
         asp.segment_ids_to_lengths([], num_segments=-1)
     with pytest.raises(ValueError, match="lengths_to_segment_ids: lengths must be 1-dimensional"):
         asp.lengths_to_segment_ids(np.ones((2, 2), dtype=np.int64))
-    with pytest.raises(ValueError, match=r"offsets_to_segment_ids: offsets exceed|must be non-negative \(first at position 0: -2\)"):
+    with pytest.raises(ValueError, match=r"offsets_to_segment_ids: offsets exceed|must be "
+                                         r"non-negative \(first at position 0: -2\)"):
         asp.offsets_to_segment_ids([-2, 0])
     with pytest.raises(ValueError, match="exceeds the int64 range"):
         asp.offsets_to_lengths(np.array([0, 2**63], dtype=np.uint64))
@@ -230,10 +238,13 @@ def test_three_levels(data: st.DataObject) -> None:
 
 
 def test_padded_errors() -> None:
-    with pytest.raises(ValueError, match="jagged_to_padded_dense: max_lengths has 1 entries but there are 2 offsets levels"):
+    with pytest.raises(ValueError, match="jagged_to_padded_dense: max_lengths has 1 entries but "
+                                         "there are 2 offsets levels"):
         asp.jagged_to_padded_dense(FBGEMM_VALUES, FBGEMM_OFFSETS, [4])
-    with pytest.raises(ValueError, match=r"offsets\[0\] exceed the number of values 6 \(first at position 3: 7\)"):
-        asp.jagged_to_padded_dense(FBGEMM_VALUES, [FBGEMM_OFFSETS[0], FBGEMM_OFFSETS[1][:-1]], [4, 2])
+    with pytest.raises(ValueError, match=r"offsets\[0\] exceed the number of values 6 \(first at "
+                                         r"position 3: 7\)"):
+        asp.jagged_to_padded_dense(FBGEMM_VALUES, [FBGEMM_OFFSETS[0], FBGEMM_OFFSETS[1][:-1]],
+                                   [4, 2])
     with pytest.raises(ValueError, match=r"offsets\[1\] exceed the number of values 9"):
         asp.jagged_to_padded_dense(FBGEMM_VALUES, [np.array([0, 1]), np.array([0, 10])], [1, 1])
     with pytest.raises(TypeError, match="offsets must be a non-empty list of offsets arrays"):
@@ -244,9 +255,11 @@ def test_padded_errors() -> None:
         asp.jagged_to_padded_dense(np.arange(3), [[0, 3]], [-1])
     with pytest.raises(ValueError, match="padding_value nan does not fit the values dtype int64"):
         asp.jagged_to_padded_dense(np.arange(3), [[0, 3]], [3], padding_value=float("nan"))
-    with pytest.raises(ValueError, match=r"dense_to_jagged: dense must have at least 3 axes for 2 offsets levels, got shape \(3, 4\)"):
+    with pytest.raises(ValueError, match=r"dense_to_jagged: dense must have at least 3 axes for 2 "
+                                         r"offsets levels, got shape \(3, 4\)"):
         asp.dense_to_jagged(np.zeros((3, 4)), FBGEMM_OFFSETS)
-    with pytest.raises(ValueError, match="dense_to_jagged: dense has 2 rows but offsets\\[0\\] describes 3"):
+    with pytest.raises(ValueError, match="dense_to_jagged: dense has 2 rows but offsets\\[0\\] "
+                                         "describes 3"):
         asp.dense_to_jagged(np.zeros((2, 4)), [[0, 1, 2, 3]])
 
 
