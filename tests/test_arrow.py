@@ -18,7 +18,7 @@ import pytest
 
 import arrow_sparse as asp
 from arrow_sparse import _arrow
-from arrow_sparse.errors import ArrowSparseError
+from arrow_sparse.errors import ArrowSparseError, ArrowSparseTypeError
 
 #: Offsets pyarrow accepts from buffers (first and last within the 10 child values).
 MALFORMED = {
@@ -136,6 +136,20 @@ def test_list_level_converts_list_views() -> None:
 def test_list_level_refuses_other_types() -> None:
     with pytest.raises(TypeError, match="^f: x must be an Arrow list array, got int64$"):
         _arrow.list_level("f", "x", pa.array([1, 2]))
+
+
+def test_list_values_of_strings_are_refused() -> None:
+    with pytest.raises(ArrowSparseTypeError, match="^Jagged.from_arrow: list values of Arrow "
+                                                   "type string are not supported") as info:
+        asp.Jagged.from_arrow(pa.array([["a"]]))
+    assert isinstance(info.value, ArrowSparseError)
+
+
+def test_numpy_dtype_refuses_a_type_without_a_numeric_one() -> None:
+    with pytest.raises(ArrowSparseTypeError,
+                       match="^Arrow type string has no numeric numpy dtype") as info:
+        _arrow.numpy_dtype(pa.string())
+    assert isinstance(info.value, ArrowSparseError)
 
 
 def test_as_one_array() -> None:

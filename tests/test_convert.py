@@ -1,6 +1,12 @@
-"""Tests of representation conversions against the plain-Python reference."""
+"""Tests of ``arrow_sparse.convert``: representation conversions against the plain-Python
+reference, on every backend (cpu, the CUDA emulator, the stand-in CuPy, a GPU), and the
+public conversions through the CUDA emulator against the CPU (the launchers and device
+checks called directly are in ``test_convert_kernels.py``).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -9,10 +15,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import arrow_sparse as asp
+from arrow_sparse.errors import ArrowSparseError, ArrowSparseTypeError
+from arrow_sparse.kernels.cuda import _launch
 
 from . import _reference as ref
+from ._convert_helpers import assert_same, cpu_and_emu, sample
 from ._strategies import lengths, list_arrays, offsets
 from .conftest import from_backend, to_backend
+from .cuda_emu.emu import Emulator, emulated
 
 # FBGEMM's two-level example: 3 rows of [rows of 4-wide values]. The doc prints
 # Offsets[0] as [0, 4, 6, 8], but its own table (7 groups; row 2 holds only group 7)
@@ -98,25 +108,32 @@ def test_offsets_above_zero(offs: np.ndarray) -> None:
 
 
 def test_conversion_errors() -> None:
-    with pytest.raises(ValueError, match=r"lengths_to_offsets: lengths must be non-negative \(first at position 1: -1\)"):
+    with pytest.raises(ValueError, match=r"lengths_to_offsets: lengths must be non-negative "
+                                         r"\(first at position 1: -1\)"):
         asp.lengths_to_offsets([2, -1])
-    with pytest.raises(TypeError, match="lengths_to_offsets: lengths must have an integer dtype, got float64"):
+    with pytest.raises(TypeError, match="lengths_to_offsets: lengths must have an integer dtype, "
+                                        "got float64"):
         asp.lengths_to_offsets([1.5])
-    with pytest.raises(TypeError, match="lengths_to_offsets: lengths must have an integer dtype, got bool"):
+    with pytest.raises(TypeError, match="lengths_to_offsets: lengths must have an integer dtype, "
+                                        "got bool"):
         asp.lengths_to_offsets([True])
     with pytest.raises(TypeError, match="dtype must be int32 or int64, got int16"):
         asp.lengths_to_offsets([1], dtype=np.int16)
-    with pytest.raises(ValueError, match=r"lengths sum beyond the int32 range; use dtype=np.int64 \(first at position 1: 2147483647\)"):
+    with pytest.raises(ValueError, match=r"lengths sum beyond the int32 range; use dtype=np.int64 "
+                                         r"\(first at position 1: 2147483647\)"):
         asp.lengths_to_offsets([1, 2**31 - 1], dtype=np.int32)
-    with pytest.raises(ValueError, match=r"offsets_to_lengths: offsets must be non-decreasing \(first at position 1: 2\)"):
+    with pytest.raises(ValueError, match=r"offsets_to_lengths: offsets must be non-decreasing "
+                                         r"\(first at position 1: 2\)"):
         asp.offsets_to_lengths([3, 2])
     with pytest.raises(ValueError, match="offsets_to_lengths: offsets must not contain nulls"):
         asp.offsets_to_lengths(pa.array([0, None]))
     with pytest.raises(TypeError, match="offsets must be a numeric array, got Arrow type string"):
         asp.offsets_to_lengths(pa.array(["a"]))
-    with pytest.raises(ValueError, match=r"segment_ids_to_lengths: segment_ids must be sorted \(non-decreasing\) \(first at position 1: 0\)"):
+    with pytest.raises(ValueError, match=r"segment_ids_to_lengths: segment_ids must be sorted "
+                                         r"\(non-decreasing\) \(first at position 1: 0\)"):
         asp.segment_ids_to_lengths([1, 0])
-    with pytest.raises(IndexError, match=r"segment_ids must be < num_segments=1 \(first at position 1: 1\)"):
+    with pytest.raises(IndexError, match=r"segment_ids must be < num_segments=1 \(first at "
+                                         r"position 1: 1\)"):
         asp.segment_ids_to_offsets([0, 1], num_segments=1)
     with pytest.raises(TypeError, match="num_segments must be an integer, got float"):
         asp.segment_ids_to_lengths([0], num_segments=1.0)  # type: ignore[arg-type]
@@ -124,7 +141,8 @@ def test_conversion_errors() -> None:
         asp.segment_ids_to_lengths([], num_segments=-1)
     with pytest.raises(ValueError, match="lengths_to_segment_ids: lengths must be 1-dimensional"):
         asp.lengths_to_segment_ids(np.ones((2, 2), dtype=np.int64))
-    with pytest.raises(ValueError, match=r"offsets_to_segment_ids: offsets exceed|must be non-negative \(first at position 0: -2\)"):
+    with pytest.raises(ValueError, match=r"offsets_to_segment_ids: offsets exceed|must be "
+                                         r"non-negative \(first at position 0: -2\)"):
         asp.offsets_to_segment_ids([-2, 0])
     with pytest.raises(ValueError, match="exceeds the int64 range"):
         asp.offsets_to_lengths(np.array([0, 2**63], dtype=np.uint64))
@@ -220,10 +238,13 @@ def test_three_levels(data: st.DataObject) -> None:
 
 
 def test_padded_errors() -> None:
-    with pytest.raises(ValueError, match="jagged_to_padded_dense: max_lengths has 1 entries but there are 2 offsets levels"):
+    with pytest.raises(ValueError, match="jagged_to_padded_dense: max_lengths has 1 entries but "
+                                         "there are 2 offsets levels"):
         asp.jagged_to_padded_dense(FBGEMM_VALUES, FBGEMM_OFFSETS, [4])
-    with pytest.raises(ValueError, match=r"offsets\[0\] exceed the number of values 6 \(first at position 3: 7\)"):
-        asp.jagged_to_padded_dense(FBGEMM_VALUES, [FBGEMM_OFFSETS[0], FBGEMM_OFFSETS[1][:-1]], [4, 2])
+    with pytest.raises(ValueError, match=r"offsets\[0\] exceed the number of values 6 \(first at "
+                                         r"position 3: 7\)"):
+        asp.jagged_to_padded_dense(FBGEMM_VALUES, [FBGEMM_OFFSETS[0], FBGEMM_OFFSETS[1][:-1]],
+                                   [4, 2])
     with pytest.raises(ValueError, match=r"offsets\[1\] exceed the number of values 9"):
         asp.jagged_to_padded_dense(FBGEMM_VALUES, [np.array([0, 1]), np.array([0, 10])], [1, 1])
     with pytest.raises(TypeError, match="offsets must be a non-empty list of offsets arrays"):
@@ -234,9 +255,11 @@ def test_padded_errors() -> None:
         asp.jagged_to_padded_dense(np.arange(3), [[0, 3]], [-1])
     with pytest.raises(ValueError, match="padding_value nan does not fit the values dtype int64"):
         asp.jagged_to_padded_dense(np.arange(3), [[0, 3]], [3], padding_value=float("nan"))
-    with pytest.raises(ValueError, match=r"dense_to_jagged: dense must have at least 3 axes for 2 offsets levels, got shape \(3, 4\)"):
+    with pytest.raises(ValueError, match=r"dense_to_jagged: dense must have at least 3 axes for 2 "
+                                         r"offsets levels, got shape \(3, 4\)"):
         asp.dense_to_jagged(np.zeros((3, 4)), FBGEMM_OFFSETS)
-    with pytest.raises(ValueError, match="dense_to_jagged: dense has 2 rows but offsets\\[0\\] describes 3"):
+    with pytest.raises(ValueError, match="dense_to_jagged: dense has 2 rows but offsets\\[0\\] "
+                                         "describes 3"):
         asp.dense_to_jagged(np.zeros((2, 4)), [[0, 1, 2, 3]])
 
 
@@ -267,6 +290,13 @@ def test_conversion_error_messages_name_the_argument() -> None:
     with pytest.raises(TypeError, match="jagged_to_padded_dense: max_lengths must be an int or a "
                                         "list of ints, got str"):
         asp.jagged_to_padded_dense(np.arange(3), [[0, 3]], "x")
+
+
+def test_max_lengths_of_another_type_is_a_library_type_error() -> None:
+    with pytest.raises(ArrowSparseTypeError, match="^jagged_to_padded_dense: max_lengths must be "
+                                                   "an int or a list of ints") as info:
+        asp.jagged_to_padded_dense(np.arange(3), [[0, 3]], "x")
+    assert isinstance(info.value, ArrowSparseError)
 
 
 def test_chunked_array_in_gives_chunked_array_out() -> None:
@@ -372,3 +402,103 @@ def test_jagged_input_errors() -> None:
     with pytest.raises(TypeError, match="jagged_to_padded_dense: offsets are needed with a values "
                                         "array"):
         asp.jagged_to_padded_dense(np.arange(3))
+
+
+# ------------------------------------- jagged <-> padded dense through the CUDA emulator
+# The CUDA launchers and kernels run on the CPU emulator (tests/cuda_emu) and must give
+# the CPU (Numba) results exactly, launching the expected instantiations.
+@pytest.fixture
+def cuda_emu() -> Iterator[Emulator]:
+    """Route the CUDA kernel families through the CPU emulator (tests/cuda_emu)."""
+    with emulated() as emulator:
+        yield emulator
+
+
+def test_jagged_to_padded_dense_matches_cpu(cuda_emu: Emulator, values_dtype: np.dtype,
+                                            offsets_dtype: np.dtype) -> None:
+    values, offsets = sample(values_dtype)
+    offsets = offsets.astype(offsets_dtype)
+    for max_lengths in (None, [2], [0]):
+        expected, (got, launches) = cpu_and_emu(cuda_emu, asp.jagged_to_padded_dense, values,
+                                                [offsets], max_lengths, padding_value=9)
+        assert_same(expected, got)
+        if max_lengths != [0]:
+            c, o = _launch.DTYPE_TO_CTYPE[values_dtype], _launch.DTYPE_TO_CTYPE[offsets_dtype]
+            assert launches == [f"pad_rows<{c}, {o}>"]
+
+
+def test_jagged_to_padded_dense_inner_axes(cuda_emu: Emulator, offsets_dtype: np.dtype) -> None:
+    values, offsets = sample(np.dtype(np.float32), width=3)
+    values = values.reshape(-1, 3, 1)
+    expected, (got, _) = cpu_and_emu(cuda_emu, asp.jagged_to_padded_dense, values,
+                                     [offsets.astype(offsets_dtype)], [4], padding_value=-0.5)
+    assert_same(expected, got)
+
+
+def test_dense_to_jagged_matches_cpu(cuda_emu: Emulator, values_dtype: np.dtype,
+                                     offsets_dtype: np.dtype) -> None:
+    values, offsets = sample(values_dtype, width=2)
+    offsets = offsets.astype(offsets_dtype)
+    dense = asp.jagged_to_padded_dense(values, [offsets], [3], padding_value=0)  # truncates
+    expected, (got, launches) = cpu_and_emu(cuda_emu, asp.dense_to_jagged, dense, [offsets],
+                                            padding_value=5)
+    assert_same(expected, got)
+    c, o = _launch.DTYPE_TO_CTYPE[values_dtype], _launch.DTYPE_TO_CTYPE[offsets_dtype]
+    assert launches == [f"unpad_rows<{c}, {o}>"]
+
+
+def test_multi_level_round_trip_matches_cpu(cuda_emu: Emulator, offsets_dtype: np.dtype) -> None:
+    outer = np.array([1, 3, 3, 6, 7], dtype=offsets_dtype)       # offsets[0] > 0, empty row
+    middle = np.array([0, 2, 2, 5, 6, 8, 9, 12], dtype=offsets_dtype)
+    inner = np.array([0, 1, 4, 4, 6, 7, 7, 9, 12, 13, 13, 15, 17], dtype=offsets_dtype)
+    values = np.arange(1, 18, dtype=np.float64)
+    offs = [outer, middle, inner]
+    for max_lengths in (None, [2, 2, 2], [3, 1, 4]):
+        expected, (dense, launches) = cpu_and_emu(cuda_emu, asp.jagged_to_padded_dense, values,
+                                                  offs, max_lengths, padding_value=-1)
+        assert_same(expected, dense)
+        assert [n.split("<")[0] for n in launches] == ["expand_level"] * 2 + ["pad_rows"]
+        expected, (back, _) = cpu_and_emu(cuda_emu, asp.dense_to_jagged, dense, offs,
+                                          padding_value=-2)
+        assert_same(expected, back)
+
+
+def test_grid_stride_loops_cover_more_work_than_threads(cuda_emu: Emulator,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_launch, "MAX_BLOCKS", 1)  # 256 threads for thousands of elements
+    rng = np.random.default_rng(3)
+    lengths = rng.integers(0, 40, size=200)
+    offsets = np.concatenate([[5], 5 + np.cumsum(lengths)])
+    values = rng.standard_normal((int(offsets[-1]), 3))
+    expected, (dense, _) = cpu_and_emu(cuda_emu, asp.jagged_to_padded_dense, values, [offsets])
+    assert_same(expected, dense)
+    expected, (back, _) = cpu_and_emu(cuda_emu, asp.dense_to_jagged, dense, [offsets])
+    assert_same(expected, back)
+    two = [np.array([0, 50, 120, 200]), offsets - 5]
+    expected, (nested, _) = cpu_and_emu(cuda_emu, asp.jagged_to_padded_dense, values[5:], two)
+    assert_same(expected, nested)
+
+
+def test_no_rows_and_no_values_launch_nothing(cuda_emu: Emulator) -> None:
+    for offs in (np.array([0]), np.array([3, 3, 3])):
+        expected, (got, launches) = cpu_and_emu(
+            cuda_emu, asp.jagged_to_padded_dense, np.zeros(3, np.int32), [offs])
+        assert_same(expected, got)
+        assert launches == []
+
+
+def test_null_elements_and_float16_match_cpu(cuda_emu: Emulator, offsets_dtype: np.dtype) -> None:
+    arr = pa.array([[1.5, None, 2.0], None, [None], [3.0, 4.0]], pa.list_(pa.float16()))
+    if offsets_dtype == np.int64:
+        arr = arr.cast(pa.large_list(pa.float16()))
+    expected, (got, launches) = cpu_and_emu(cuda_emu, asp.jagged_to_padded_dense, arr.slice(1),
+                                            None, None, -1)
+    assert_same(expected, got)
+    assert got.tolist() == [[-1, -1], [-1, -1], [3.0, 4.0]]
+    o = _launch.DTYPE_TO_CTYPE[offsets_dtype]
+    assert launches == [f"pad_rows<unsigned short, {o}>"]
+    dense = np.array([[1.5, 2.5], [np.nan, -0.0]], np.float16)
+    expected, (back, launches) = cpu_and_emu(cuda_emu, asp.dense_to_jagged, dense,
+                                             [np.array([0, 1, 4], offsets_dtype)], 9)
+    np.testing.assert_array_equal(back.view(np.uint16), expected.view(np.uint16))
+    assert launches == [f"unpad_rows<unsigned short, {o}>"]

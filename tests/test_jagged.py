@@ -1,6 +1,10 @@
-"""Tests of the Jagged core type: constructors, Arrow zero-copy, views, exporters."""
+"""Tests of the Jagged core type: constructors, Arrow zero-copy, views, exporters, and
+``to_padded`` through the CUDA emulator against the CPU.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -12,8 +16,10 @@ import arrow_sparse as asp
 from arrow_sparse.errors import ArrowSparseError
 
 from . import _reference as ref
+from ._convert_helpers import assert_same, cpu_and_emu
 from ._strategies import list_arrays, numeric_dtypes, pylists
 from .conftest import from_backend, on_device, to_backend
+from .cuda_emu.emu import Emulator, emulated
 
 CAFFE2_VALUES = [1, 2, 3, 2, 4, 6, 7, 3, 6]
 CAFFE2_ROWS = [[1, 2, 3], [2, 4, 6, 7], [3, 6]]
@@ -70,11 +76,14 @@ def test_from_list_dtype_and_empty(backend: str) -> None:
 
 
 def test_constructor_errors() -> None:
-    with pytest.raises(ValueError, match=r"Jagged: offsets must be non-decreasing \(first at position 2: 1\)"):
+    with pytest.raises(ValueError, match=r"Jagged: offsets must be non-decreasing \(first at "
+                                         r"position 2: 1\)"):
         asp.Jagged(np.arange(5), [0, 3, 1, 5])
-    with pytest.raises(ValueError, match=r"Jagged: offsets exceed the number of values 5 \(first at position 2: 6\)"):
+    with pytest.raises(ValueError, match=r"Jagged: offsets exceed the number of values 5 \(first "
+                                         r"at position 2: 6\)"):
         asp.Jagged(np.arange(5), [0, 3, 6])
-    with pytest.raises(ValueError, match=r"Jagged: offsets must be non-negative \(first at position 0: -1\)"):
+    with pytest.raises(ValueError, match=r"Jagged: offsets must be non-negative \(first at "
+                                         r"position 0: -1\)"):
         asp.Jagged(np.arange(5), [-1, 3])
     with pytest.raises(ValueError, match="offsets must have at least one element"):
         asp.Jagged(np.arange(5), np.array([], dtype=np.int64))
@@ -98,25 +107,31 @@ def test_constructor_errors() -> None:
 
 
 def test_from_lengths_errors() -> None:
-    with pytest.raises(ValueError, match="Jagged.from_lengths: lengths sum to 4 but there are 5 values"):
+    with pytest.raises(ValueError, match="Jagged.from_lengths: lengths sum to 4 but there are 5 "
+                                         "values"):
         asp.Jagged.from_lengths(np.arange(5), [2, 2])
-    with pytest.raises(ValueError, match=r"lengths must be non-negative \(first at position 1: -1\)"):
+    with pytest.raises(ValueError, match=r"lengths must be non-negative \(first at position 1: "
+                                         r"-1\)"):
         asp.Jagged.from_lengths(np.arange(5), [6, -1])
 
 
 def test_from_segment_ids_errors() -> None:
-    with pytest.raises(ValueError, match=r"segment_ids must be sorted \(non-decreasing\) \(first at position 2: 0\)"):
+    with pytest.raises(ValueError, match=r"segment_ids must be sorted \(non-decreasing\) \(first "
+                                         r"at position 2: 0\)"):
         asp.Jagged.from_segment_ids(np.arange(3), [0, 1, 0])
-    with pytest.raises(IndexError, match=r"segment_ids must be < num_segments=2 \(first at position 2: 2\)"):
+    with pytest.raises(IndexError, match=r"segment_ids must be < num_segments=2 \(first at "
+                                         r"position 2: 2\)"):
         asp.Jagged.from_segment_ids(np.arange(3), [0, 1, 2], num_segments=2)
-    with pytest.raises(IndexError, match=r"segment_ids must be non-negative \(first at position 0: -1\)"):
+    with pytest.raises(IndexError, match=r"segment_ids must be non-negative \(first at position 0: "
+                                         r"-1\)"):
         asp.Jagged.from_segment_ids(np.arange(2), [-1, 0])
     with pytest.raises(ValueError, match="segment_ids has length 2 but there are 3 values"):
         asp.Jagged.from_segment_ids(np.arange(3), [0, 1])
 
 
 def test_from_padded_errors() -> None:
-    with pytest.raises(ValueError, match=r"lengths must be <= the padded length 2 \(first at position 1: 3\)"):
+    with pytest.raises(ValueError, match=r"lengths must be <= the padded length 2 \(first at "
+                                         r"position 1: 3\)"):
         asp.Jagged.from_padded(np.zeros((2, 2)), [1, 3])
     with pytest.raises(ValueError, match="lengths has 1 entries but dense has 2 rows"):
         asp.Jagged.from_padded(np.zeros((2, 2)), [1])
@@ -422,12 +437,15 @@ def test_to_padded_2d_values_and_errors(backend: str) -> None:
         asp.Jagged.from_list([[1]], dtype=np.uint8).to_padded(pad_value=-1)
     with pytest.raises(ValueError, match="pad_value 0.5 does not fit the values dtype int64"):
         j.to_padded(pad_value=0.5)
-    with pytest.raises(TypeError, match=r"max_length must be an int or a list of one int per level \(2\), got 3"):
+    with pytest.raises(TypeError, match=r"max_length must be an int or a list of one int per level "
+                                        r"\(2\), got 3"):
         asp.Jagged.from_list([[[1]]]).to_padded(3)
-    with pytest.raises(ValueError, match=r"the result of shape \(3, 288230376151711744, 2\) would hold "
+    with pytest.raises(ValueError, match=r"the result of shape \(3, 288230376151711744, 2\) would "
+                                         r"hold "
                        r"1729382256910270464 elements, more than 2\*\*59; lower max_lengths"):
         j.to_padded(2**58)
-    with pytest.raises(ValueError, match=r"max_length must be at most 2\*\*59, got 1180591620717411303424"):
+    with pytest.raises(ValueError, match=r"max_length must be at most 2\*\*59, got "
+                                         r"1180591620717411303424"):
         j.to_padded(2**70)
     with pytest.raises(TypeError, match="Jagged.from_list: dtype must be a dtype, got 'nan'"):
         asp.Jagged.from_list([[1]], dtype="nan")
@@ -446,9 +464,11 @@ def test_to_csr_multi_hot() -> None:
             dense[r, i] += 1
     np.testing.assert_array_equal(csr.to_dense(), dense)
     np.testing.assert_array_equal(csr.to_scipy().toarray(), dense)
-    weighted = asp.Jagged.from_arrow(pa.array([[9], [1, 2], [3]]).slice(1)).to_csr(4, weights=np.arange(4.0))
+    weighted = asp.Jagged.from_arrow(pa.array([[9], [1, 2], [3]]).slice(1)).to_csr(
+        4, weights=np.arange(4.0))
     np.testing.assert_array_equal(weighted.to_dense(), [[0, 1, 2, 0], [0, 0, 0, 3]])
-    with pytest.raises(IndexError, match=r"Jagged.to_csr: ids out of range \[0, 7\) \(first at position 6: 7\)"):
+    with pytest.raises(IndexError, match=r"Jagged.to_csr: ids out of range \[0, 7\) \(first at "
+                                         r"position 6: 7\)"):
         asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7]]).to_csr(7)
     with pytest.raises(TypeError, match="ids must have an integer dtype, got float64"):
         asp.Jagged.from_list([[1.0]]).to_csr(3)
@@ -483,7 +503,8 @@ def test_to_csr_matches_reference(case: tuple[pa.Array, list]) -> None:
 def test_validate_catches_broken_invariants() -> None:
     j = asp.Jagged(np.arange(4), np.array([0, 2, 4]))
     j.offsets[1] = 5  # mutate the buffer behind the Jagged's back
-    with pytest.raises(ValueError, match=r"Jagged.validate: offsets must be non-decreasing \(first at position 2: 4\)"):
+    with pytest.raises(ValueError, match=r"Jagged.validate: offsets must be non-decreasing \(first "
+                                         r"at position 2: 4\)"):
         j.validate()
     assert asp.Jagged.from_list([[[1]], None]).validate().num_rows == 2
 
@@ -538,7 +559,8 @@ def test_errors_are_arrow_sparse_errors() -> None:
      r"offsets must be non-decreasing \(first at position 2: 1\)"),
     (np.arange(4.0), np.array([0, 2, 6]), r"offsets exceed the number of values 4"),
     (np.arange(4.0), "abc", "offsets must have an integer dtype, got <U3"),
-    (np.arange(4.0), np.array([-2, 1]), r"offsets must be non-negative \(first at position 0: -2\)"),
+    (np.arange(4.0), np.array([-2, 1]),
+     r"offsets must be non-negative \(first at position 0: -2\)"),
 ])
 def test_validate_false_still_checks_offsets(values: np.ndarray, offsets: object,
                                              match: str) -> None:
@@ -565,3 +587,36 @@ def test_truth_value_is_ambiguous() -> None:
     j = asp.Jagged.from_list([[1], [2, 3]])
     with pytest.raises(ValueError, match="the truth value of a Jagged is ambiguous"):
         bool(j == j)
+
+
+# ------------------------------------------------ to_padded through the CUDA emulator
+# The CUDA conversion kernels run on the CPU emulator (tests/cuda_emu) and must give the
+# CPU (Numba) results exactly, launching the expected instantiations.
+@pytest.fixture
+def cuda_emu() -> Iterator[Emulator]:
+    """Route the CUDA kernel families through the CPU emulator (tests/cuda_emu)."""
+    with emulated() as emulator:
+        yield emulator
+
+
+def arrow_rows(large: bool) -> pa.Array:
+    rows = [[1, 2, 3], None, [], [4, 5, 6, 7, 8], None, [9], [10, 11]]
+    array = pa.array(rows, pa.large_list(pa.int16()) if large else pa.list_(pa.int16()))
+    return array.slice(1)  # offsets[0] > 0 and a leading null
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["list", "large_list"])
+def test_to_padded_with_null_rows_matches_cpu(cuda_emu: Emulator, large: bool) -> None:
+    jagged = asp.Jagged.from_arrow(arrow_rows(large))
+    assert jagged.null_count == 2
+    for max_length in (None, 2):
+        expected, (got, launches) = cpu_and_emu(cuda_emu, jagged.to_padded, max_length, -1)
+        assert_same(expected, got)
+        assert launches == [f"pad_rows<short, {'long long' if large else 'int'}>"]
+
+
+def test_nested_to_padded_with_null_rows_matches_cpu(cuda_emu: Emulator) -> None:
+    rows = [[[1, 2], None, [3]], None, [[], [4, 5, 6]], [[7]]]
+    jagged = asp.Jagged.from_arrow(pa.array(rows, pa.list_(pa.list_(pa.float32()))))
+    expected, (got, _) = cpu_and_emu(cuda_emu, jagged.to_padded, [2, 2], 0)
+    assert_same(expected, got)

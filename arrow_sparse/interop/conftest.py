@@ -4,7 +4,7 @@ Each module's Examples call the library it converts to (pandas, Polars, torch), 
 none of them is a required dependency (torch is not even in the ``test`` extra). So,
 as pyarrow does for its optional modules, the doctests of a module whose library is
 missing are not collected, instead of failing or cluttering the Examples with skips.
-The tests in ``tests/test_interop_*.py`` skip the same way (``pytest.importorskip``).
+The tests in ``tests/interop/`` skip the same way (``pytest.importorskip``).
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
-"""The CUDA conversion kernels (``kernels/cuda/convert.cu``).
+"""The CUDA conversion launchers and kernels (``kernels/cuda/convert.{py,cu}``), called
+directly.
 
-Three ways, so the ``.cu`` code is tested on every CI run without a GPU:
-
-* ``nvcc --ptx`` compiles the exact source the loader builds, every instantiation,
-  for sm_80 and sm_90, in ``test_cuda_infra.py`` (for every family);
-* the public conversions run through the real dispatch and launch code against the CPU
-  emulator (``tests/cuda_emu``) and must equal the CPU (Numba) results;
-* ``gpu``-marked tests run the launchers on CuPy arrays where a device exists.
+Every CPU conversion kernel has a CUDA twin with its signature, routed by
+``_backend.get_kernel`` only under a CUDA module factory; the loader's source and name
+expressions cover every dtype once; a launcher writes a non-contiguous ``out``; the
+device checks report the host checks' positions; ``gpu``-marked tests run the launchers
+on CuPy arrays where a device exists. ``nvcc --ptx`` compiles every instantiation in
+``test_cuda_infra.py``. The public conversions run through the emulator and are compared
+with the CPU in ``test_convert.py`` (and ``Jagged.to_padded`` in ``test_jagged.py``).
 """
 
 from __future__ import annotations
@@ -19,18 +20,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 import pytest
 
-import arrow_sparse as asp
 from arrow_sparse import _backend
 from arrow_sparse import _validate as v
 from arrow_sparse.kernels import cuda
 from arrow_sparse.kernels.cpu import convert as cpu_convert
 from arrow_sparse.kernels.cuda import _launch
 from arrow_sparse.kernels.cuda import convert as cuda_convert
-from tests.conftest import NUMERIC_DTYPES
-from tests.cuda_emu.emu import Emulator, emulated
+
+from ._convert_helpers import assert_same, sample
+from .conftest import NUMERIC_DTYPES
+from .cuda_emu.emu import Emulator, emulated
 
 
 @pytest.fixture
@@ -40,35 +41,7 @@ def cuda_emu() -> Iterator[Emulator]:
         yield emulator
 
 
-CUDA_FAMILIES = sorted(p.stem for p in Path(cuda.__file__).parent.glob("*.cu"))
 KERNELS = ("pad_rows", "expand_level", "unpad_rows")
-
-
-def cpu_and_emu(emu: Emulator, fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
-    """``fn`` on the CPU kernels, then through the emulator (which must have run)."""
-    _backend.set_cuda_module_factory(None)
-    expected = fn(*args, **kwargs)
-    _backend.set_cuda_module_factory(emu)
-    before = len(emu.launches)
-    got = fn(*args, **kwargs)
-    return expected, (got, emu.launches[before:])
-
-
-def assert_same(expected: np.ndarray, got: np.ndarray) -> None:
-    assert got.dtype == expected.dtype
-    assert got.shape == expected.shape
-    np.testing.assert_array_equal(got, expected)
-
-
-def sample(values_dtype: np.dtype, width: int = 1, start: int = 2) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of lengths 3, 0, 5, 1, 0, 2 starting at ``offsets[0] = start``."""
-    lengths = np.array([3, 0, 5, 1, 0, 2])
-    offsets = start + np.concatenate([[0], np.cumsum(lengths)])
-    rng = np.random.default_rng(7)
-    total = int(offsets[-1])
-    shape = (total,) if width == 1 else (total, width)
-    values = rng.integers(1, 100, size=shape).astype(values_dtype)
-    return values, offsets
 
 
 # ------------------------------------------------------------------ registry and source
@@ -128,103 +101,7 @@ def test_importing_the_cuda_loader_does_not_import_cupy() -> None:
     subprocess.run([__import__("sys").executable, "-c", code], check=True)
 
 
-# ------------------------------------------------------------------ through the emulator
-def test_jagged_to_padded_dense_matches_cpu(cuda_emu: Emulator, values_dtype: np.dtype,
-                                            offsets_dtype: np.dtype) -> None:
-    values, offsets = sample(values_dtype)
-    offsets = offsets.astype(offsets_dtype)
-    for max_lengths in (None, [2], [0]):
-        expected, (got, launches) = cpu_and_emu(cuda_emu, asp.jagged_to_padded_dense, values,
-                                                [offsets], max_lengths, padding_value=9)
-        assert_same(expected, got)
-        if max_lengths != [0]:
-            c, o = _launch.DTYPE_TO_CTYPE[values_dtype], _launch.DTYPE_TO_CTYPE[offsets_dtype]
-            assert launches == [f"pad_rows<{c}, {o}>"]
-
-
-def test_jagged_to_padded_dense_inner_axes(cuda_emu: Emulator, offsets_dtype: np.dtype) -> None:
-    values, offsets = sample(np.dtype(np.float32), width=3)
-    values = values.reshape(-1, 3, 1)
-    expected, (got, _) = cpu_and_emu(cuda_emu, asp.jagged_to_padded_dense, values,
-                                     [offsets.astype(offsets_dtype)], [4], padding_value=-0.5)
-    assert_same(expected, got)
-
-
-def test_dense_to_jagged_matches_cpu(cuda_emu: Emulator, values_dtype: np.dtype,
-                                     offsets_dtype: np.dtype) -> None:
-    values, offsets = sample(values_dtype, width=2)
-    offsets = offsets.astype(offsets_dtype)
-    dense = asp.jagged_to_padded_dense(values, [offsets], [3], padding_value=0)  # truncates
-    expected, (got, launches) = cpu_and_emu(cuda_emu, asp.dense_to_jagged, dense, [offsets],
-                                            padding_value=5)
-    assert_same(expected, got)
-    c, o = _launch.DTYPE_TO_CTYPE[values_dtype], _launch.DTYPE_TO_CTYPE[offsets_dtype]
-    assert launches == [f"unpad_rows<{c}, {o}>"]
-
-
-def test_multi_level_round_trip_matches_cpu(cuda_emu: Emulator, offsets_dtype: np.dtype) -> None:
-    outer = np.array([1, 3, 3, 6, 7], dtype=offsets_dtype)       # offsets[0] > 0, empty row
-    middle = np.array([0, 2, 2, 5, 6, 8, 9, 12], dtype=offsets_dtype)
-    inner = np.array([0, 1, 4, 4, 6, 7, 7, 9, 12, 13, 13, 15, 17], dtype=offsets_dtype)
-    values = np.arange(1, 18, dtype=np.float64)
-    offs = [outer, middle, inner]
-    for lengths in (None, [2, 2, 2], [3, 1, 4]):
-        expected, (dense, launches) = cpu_and_emu(cuda_emu, asp.jagged_to_padded_dense, values,
-                                                  offs, lengths, padding_value=-1)
-        assert_same(expected, dense)
-        assert [n.split("<")[0] for n in launches] == ["expand_level"] * 2 + ["pad_rows"]
-        expected, (back, _) = cpu_and_emu(cuda_emu, asp.dense_to_jagged, dense, offs,
-                                          padding_value=-2)
-        assert_same(expected, back)
-
-
-def arrow_rows(large: bool) -> pa.Array:
-    rows = [[1, 2, 3], None, [], [4, 5, 6, 7, 8], None, [9], [10, 11]]
-    array = pa.array(rows, pa.large_list(pa.int16()) if large else pa.list_(pa.int16()))
-    return array.slice(1)  # offsets[0] > 0 and a leading null
-
-
-@pytest.mark.parametrize("large", [False, True], ids=["list", "large_list"])
-def test_to_padded_with_null_rows_matches_cpu(cuda_emu: Emulator, large: bool) -> None:
-    jagged = asp.Jagged.from_arrow(arrow_rows(large))
-    assert jagged.null_count == 2
-    for max_length in (None, 2):
-        expected, (got, launches) = cpu_and_emu(cuda_emu, jagged.to_padded, max_length, -1)
-        assert_same(expected, got)
-        assert launches == [f"pad_rows<short, {'long long' if large else 'int'}>"]
-
-
-def test_nested_to_padded_with_null_rows_matches_cpu(cuda_emu: Emulator) -> None:
-    rows = [[[1, 2], None, [3]], None, [[], [4, 5, 6]], [[7]]]
-    jagged = asp.Jagged.from_arrow(pa.array(rows, pa.list_(pa.list_(pa.float32()))))
-    expected, (got, _) = cpu_and_emu(cuda_emu, jagged.to_padded, [2, 2], 0)
-    assert_same(expected, got)
-
-
-def test_grid_stride_loops_cover_more_work_than_threads(cuda_emu: Emulator,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_launch, "MAX_BLOCKS", 1)  # 256 threads for thousands of elements
-    rng = np.random.default_rng(3)
-    lengths = rng.integers(0, 40, size=200)
-    offsets = np.concatenate([[5], 5 + np.cumsum(lengths)])
-    values = rng.standard_normal((int(offsets[-1]), 3))
-    expected, (dense, _) = cpu_and_emu(cuda_emu, asp.jagged_to_padded_dense, values, [offsets])
-    assert_same(expected, dense)
-    expected, (back, _) = cpu_and_emu(cuda_emu, asp.dense_to_jagged, dense, [offsets])
-    assert_same(expected, back)
-    two = [np.array([0, 50, 120, 200]), offsets - 5]
-    expected, (nested, _) = cpu_and_emu(cuda_emu, asp.jagged_to_padded_dense, values[5:], two)
-    assert_same(expected, nested)
-
-
-def test_no_rows_and_no_values_launch_nothing(cuda_emu: Emulator) -> None:
-    for offsets in (np.array([0]), np.array([3, 3, 3])):
-        expected, (got, launches) = cpu_and_emu(
-            cuda_emu, asp.jagged_to_padded_dense, np.zeros(3, np.int32), [offsets])
-        assert_same(expected, got)
-        assert launches == []
-
-
+# ------------------------------------------------------------------ launchers
 def test_pad_rows_launcher_writes_a_non_contiguous_out(cuda_emu: Emulator) -> None:
     values, offsets = sample(np.dtype(np.int64), width=2)
     row_index = np.array([2, -1, 0, 5], dtype=np.int64)
@@ -336,20 +213,3 @@ def test_gpu_launchers_match_cpu(values_dtype: np.dtype, offsets_dtype: np.dtype
     _backend.get_kernel("convert", "unpad_rows", cupy)(
         cupy.asarray(expected[:6]), None, cupy.asarray(offsets), pad, out_back)
     np.testing.assert_array_equal(cupy.asnumpy(out_back), back)
-
-
-def test_null_elements_and_float16_match_cpu(cuda_emu: Emulator, offsets_dtype: np.dtype) -> None:
-    arr = pa.array([[1.5, None, 2.0], None, [None], [3.0, 4.0]], pa.list_(pa.float16()))
-    if offsets_dtype == np.int64:
-        arr = arr.cast(pa.large_list(pa.float16()))
-    expected, (got, launches) = cpu_and_emu(cuda_emu, asp.jagged_to_padded_dense, arr.slice(1),
-                                            None, None, -1)
-    assert_same(expected, got)
-    assert got.tolist() == [[-1, -1], [-1, -1], [3.0, 4.0]]
-    o = _launch.DTYPE_TO_CTYPE[offsets_dtype]
-    assert launches == [f"pad_rows<unsigned short, {o}>"]
-    dense = np.array([[1.5, 2.5], [np.nan, -0.0]], np.float16)
-    expected, (back, launches) = cpu_and_emu(cuda_emu, asp.dense_to_jagged, dense,
-                                             [np.array([0, 1, 4], offsets_dtype)], 9)
-    np.testing.assert_array_equal(back.view(np.uint16), expected.view(np.uint16))
-    assert launches == [f"unpad_rows<unsigned short, {o}>"]

@@ -1,4 +1,5 @@
-"""Tests of arrow_sparse.pipeline.ray and ``run --engine ray`` on a small local Ray cluster.
+"""Tests of arrow_sparse.pipeline.ray and ``run --engine ray`` on a small local Ray cluster
+(marked ``ray``), and of ``iter_keyed_jagged``, which needs no cluster.
 
 Ray may reorder batches, so outputs are compared with the local runner's after
 sorting by a row key. Each Ray execution starts an actor pool (seconds), so the
@@ -17,12 +18,11 @@ import pytest
 from arrow_sparse.cli import main
 from arrow_sparse.pipeline import Normalize, Pipeline, run
 
-# Ray's DataContext warns about its own deprecated defaults whenever it is built.
-pytestmark = [pytest.mark.ray, pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*")]
+from ._helpers import SAMPLE, SPEC
 
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE = REPO / "data" / "sample_clicks.parquet"
-SPEC = REPO / "data" / "example_pipeline.toml"
+# Ray's DataContext warns about its own deprecated defaults whenever it is built.
+ignore_rays_deprecations = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*")
+
 ROWS = 6_000
 
 
@@ -63,6 +63,8 @@ def _same_rows(got: pa.Table, expected: pa.Table) -> None:
                                rtol=1e-9)
 
 
+@pytest.mark.ray
+@ignore_rays_deprecations
 def test_run_engine_ray_equals_local(ray_cluster: object, clicks: Path, tmp_path: Path,
                                      capsys: pytest.CaptureFixture[str]) -> None:
     spec = _spec(tmp_path)
@@ -81,6 +83,8 @@ def test_run_engine_ray_equals_local(ray_cluster: object, clicks: Path, tmp_path
     assert fitted["item_vocab"].vocabulary == local["item_vocab"].vocabulary
 
 
+@pytest.mark.ray
+@ignore_rays_deprecations
 def test_map_batches_and_iter_keyed_jagged(ray_cluster: object, clicks: Path,
                                            tmp_path: Path) -> None:
     import ray.data
@@ -105,6 +109,8 @@ def test_map_batches_and_iter_keyed_jagged(ray_cluster: object, clicks: Path,
     assert features[0]["item_cat"].to_list() == batches[0]["item_cat"].to_pylist()
 
 
+@pytest.mark.ray
+@ignore_rays_deprecations
 def test_errors(ray_cluster: object, clicks: Path, tmp_path: Path) -> None:
     from arrow_sparse.pipeline import ray as asp_ray
 
@@ -124,3 +130,15 @@ def test_errors(ray_cluster: object, clicks: Path, tmp_path: Path) -> None:
         asp_ray.read_parquet(3)
     with pytest.raises(ValueError, match="Flight output needs engine='local'"):
         run(fitted, str(clicks), "flight://127.0.0.1:0", engine="ray")
+
+
+def test_iter_keyed_jagged_without_ray() -> None:
+    from arrow_sparse.pipeline.ray import iter_keyed_jagged
+
+    t = pa.table({"a": [[1, 2], [3]], "b": [[4], []]})
+    kjs = list(iter_keyed_jagged([t, t.to_batches()[0].slice(1)], keys=["b", "a"]))
+    assert [kj.keys() for kj in kjs] == [["b", "a"], ["b", "a"]]
+    assert kjs[1]["a"].to_list() == [[3]]
+    with pytest.raises(TypeError, match=r"batch_format='pyarrow'\) \(first at position 1: "
+                                        r"dict\)"):
+        list(iter_keyed_jagged([t, {"a": [1]}]))

@@ -1,4 +1,5 @@
-"""Tests of arrow_sparse.io.flight: serve_flight / flight_batches over loopback gRPC.
+"""Tests of arrow_sparse.io.flight (serve_flight, FlightServer) and io.flight_client
+(flight_batches, FlightBatches), each against the other over loopback gRPC.
 
 Every blocking call is bounded (``timeout=`` on each Flight read, ``FlightCallOptions
 (timeout=...)`` on raw pyarrow calls, timeouts on thread joins and subprocess waits), so

@@ -10,10 +10,9 @@ import pytest
 
 from arrow_sparse.pipeline import run
 
-duckdb = pytest.importorskip("duckdb")
+from ._helpers import SPEC
 
-REPO = Path(__file__).resolve().parents[1]
-SPEC = REPO / "data" / "example_pipeline.toml"
+duckdb = pytest.importorskip("duckdb")
 
 
 def test_duckdb_reads_the_pipeline_output(tmp_path: Path) -> None:

@@ -13,7 +13,6 @@ import pyarrow as pa
 import pytest
 
 import arrow_sparse as asp
-from arrow_sparse._optional import import_optional
 from arrow_sparse.errors import ArrowSparseKeyError, ArrowSparseTypeError, ArrowSparseValueError
 
 CAFFE2 = [[1, 2, 3], [2, 4, 6, 7], None, [3, 6]]
@@ -84,22 +83,6 @@ def test_missing_pandas_raises_install_hint(monkeypatch: pytest.MonkeyPatch) -> 
         asp.from_pandas([[1, 2]])
     with pytest.raises(ArrowSparseTypeError, match="^to_pandas: data must be"):
         asp.to_pandas(object())
-
-
-def test_import_optional_returns_the_module_and_keeps_a_broken_dependency_error(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    assert import_optional("json", "x") is sys.modules["json"]
-    with pytest.raises(ModuleNotFoundError, match=r"arrow-sparse\[demo\]") as info:
-        import_optional("no_such_module_for_arrow_sparse", "demo")
-    assert info.value.name == "no_such_module_for_arrow_sparse"
-
-    def broken(name: str) -> Any:
-        raise ModuleNotFoundError("No module named 'its_dependency'", name="its_dependency")
-
-    monkeypatch.setattr(importlib, "import_module", broken)
-    with pytest.raises(ModuleNotFoundError, match="its_dependency") as info:
-        import_optional("pandas", "pandas")
-    assert "pip install" not in str(info.value)
 
 
 # ------------------------------------------------------------------------ to_pandas

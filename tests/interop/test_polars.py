@@ -141,7 +141,8 @@ def test_to_polars_errors(pl: Any) -> None:
         asp.to_polars([[1, 2]])
     with pytest.raises(ArrowSparseTypeError, match="^to_polars: name must be a str"):
         asp.to_polars(caffe2(), name=3)  # type: ignore[arg-type]
-    with pytest.raises(ArrowSparseTypeError, match="^to_polars: name must be a str, got numpy.ndarray"):
+    with pytest.raises(ArrowSparseTypeError, match="^to_polars: name must be a str, got "
+                                                   "numpy.ndarray"):
         asp.to_polars(asp.KeyedJagged.from_dict({"a": [[1]]}), name=np.zeros(2))  # type: ignore[arg-type]
     with pytest.raises(ArrowSparseTypeError, match="name applies to a Jagged"):
         asp.to_polars(pa.table({"a": [[1]]}), name="x")

@@ -1,0 +1,140 @@
+"""Tests of ``arrow_sparse.pipeline.runner``: run on the sample into Parquet, IPC and Flight,
+with threads, progress, a saved pipeline, and errors that name the input and step.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import arrow_sparse as asp
+from arrow_sparse.pipeline import Pipeline, run
+
+from ._helpers import SAMPLE, SPEC, needs_fixed_size_null_round_trip
+
+
+@needs_fixed_size_null_round_trip
+def test_run_example_on_sample(tmp_path: Path) -> None:
+    out = tmp_path / "o" / "f.parquet"
+    s = run(SPEC, output=str(out), batch_rows=30_000, save_pipeline=str(tmp_path / "fit.toml"))
+    assert s.rows_in == s.rows_out == 100_000
+    assert s.bytes_out == out.stat().st_size and s.mb_per_s > 0
+    got = pq.read_table(out)
+    pipe = Pipeline.load(SPEC)
+    assert got.schema.equals(pipe.output_schema(pq.read_schema(SAMPLE)), check_metadata=False)
+    ref = pq.read_table(SAMPLE)
+    lengths = ref["item_ids"].to_pylist()
+    assert got["num_items"].to_pylist() == [None if r is None else len(r) for r in lengths]
+    # the saved fitted pipeline gives the same output (IPC this time)
+    out2 = tmp_path / "g.arrow"
+    run(tmp_path / "fit.toml", output=str(out2))
+    again = asp.io.read_ipc(str(out2))
+    assert again.schema.equals(got.schema, check_metadata=False)
+    assert again.equals(got.cast(again.schema))
+
+
+def test_run_filter_all_out_and_flight(tmp_path: Path) -> None:
+    pipe = Pipeline([{"type": "filter", "expr": "label > 5"},
+                     {"type": "select", "columns": ["user_id", "label"]}])
+    s = run(pipe, str(SAMPLE), str(tmp_path / "e.parquet"))
+    assert (s.rows_in, s.rows_out) == (100_000, 0)
+    assert pq.read_table(tmp_path / "e.parquet").column_names == ["user_id", "label"]
+    pipe = Pipeline([{"type": "filter", "expr": "label == 1"},
+                     {"type": "select", "columns": ["user_id", "label"]}])
+    s = run(pipe, str(SAMPLE), "flight://127.0.0.1:0", block=False)
+    with s.server as server:
+        t = asp.io.flight_batches(server.location, server.tickets[0]).read_all()
+    assert t.num_rows == pq.read_table(SAMPLE).filter(pa.compute.field("label") == 1).num_rows
+
+
+def test_run_errors(tmp_path: Path) -> None:
+    pipe = Pipeline([{"type": "select", "columns": ["nope"]}])
+    with pytest.raises(KeyError, match="no column 'nope'"):
+        run(pipe, str(SAMPLE), str(tmp_path / "x.parquet"))
+    with pytest.raises(ValueError, match="output format"):
+        run(pipe, str(SAMPLE), str(tmp_path / "x.csv"))
+    with pytest.raises(ValueError, match="no input"):
+        run(pipe, None, str(tmp_path / "x.parquet"))
+
+
+@needs_fixed_size_null_round_trip
+def test_run_threads_equal_output(tmp_path: Path) -> None:
+    one = run(SPEC, output=str(tmp_path / "1.parquet"), threads=1, batch_rows=10_000)
+    two = run(SPEC, output=str(tmp_path / "2.parquet"), threads=2, batch_rows=10_000)
+    assert (one.threads, two.threads) == (1, 2)
+    assert pq.read_table(tmp_path / "1.parquet").equals(pq.read_table(tmp_path / "2.parquet"))
+    with pytest.raises(ValueError, match="threads must be a positive integer"):
+        run(SPEC, output=str(tmp_path / "3.parquet"), threads=0)
+
+
+# ------------------------------------------------------------------------ error context
+def test_run_errors_name_file_row_group_and_step(tmp_path: Path) -> None:
+    np.save(tmp_path / "emb.npy", np.zeros((1000, 4), np.float32))
+    pipe = Pipeline([{"type": "embedding_bag", "name": "emb", "column": "item_ids",
+                      "table": str(tmp_path / "emb.npy")}])
+    with pytest.raises(IndexError, match=r"^input '.*sample_clicks\.parquet', row group 0, "
+                                         r"rows 0-9,999 of the group: step 'emb' "
+                                         r"\(embedding_bag\): embedding_bag: .*out of range"):
+        run(pipe, str(SAMPLE), str(tmp_path / "x.parquet"), batch_rows=10_000)
+    missing = tmp_path / "missing.parquet"
+    pq.write_table(pq.read_table(SAMPLE, columns=["user_id", "label"]), missing)
+    with pytest.raises(KeyError, match=r"input '.*missing\.parquet': step 'num_items' "
+                                       r"\(reduce\): no column 'item_ids'"):
+        run(SPEC, str(missing), str(tmp_path / "x.parquet"))
+    # a step error raised directly names the step
+    with pytest.raises(IndexError, match=r"^step 'emb' \(embedding_bag\): embedding_bag:"):
+        pipe.transform_table(pq.read_table(SAMPLE).slice(0, 100))
+
+
+def test_save_pipeline_directory(tmp_path: Path) -> None:
+    pipe = Pipeline([{"type": "categorify", "column": "label", "name": "lab"}])
+    s = run(pipe, str(SAMPLE), str(tmp_path / "o.parquet"),
+            save_pipeline=str(tmp_path / "new" / "dir" / "fit.toml"))
+    assert s.rows_out == 100_000
+    assert Pipeline.load(tmp_path / "new" / "dir" / "fit.toml").fitted
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    fresh = Pipeline([{"type": "categorify", "column": "label", "name": "lab"}])
+    with pytest.raises(OSError, match=r"run: cannot create the directory of save_pipeline"):
+        run(fresh, str(SAMPLE), str(tmp_path / "o.parquet"),
+            save_pipeline=str(blocker / "fit.toml"))
+    assert not fresh.fitted  # checked before the fit pass
+
+
+class CountingProgress:
+    def __init__(self) -> None:
+        self.done = 0
+
+    def update(self, n: int) -> None:
+        self.done += n
+
+
+def test_progress_counts_every_pass(tmp_path: Path) -> None:
+    pipe = Pipeline([{"type": "categorify", "column": "item_ids", "name": "a"},
+                     {"type": "categorify", "column": "label", "name": "b"}])
+    progress = CountingProgress()
+    run(pipe, str(SAMPLE), str(tmp_path / "o.parquet"), progress=progress)
+    assert progress.done == 3 * 100_000  # two fit passes and the run
+
+
+# ------------------------------------------------------------------------ Flight output
+def test_run_flight_shards_and_counts() -> None:
+    pipe = Pipeline([{"type": "reduce", "column": "item_ids", "op": "length", "output": "n"},
+                     {"type": "select", "columns": ["user_id", "n"]}])
+    s = run(pipe, str(SAMPLE), "flight://127.0.0.1:0", block=False, batch_rows=8_000)
+    assert not s.output.endswith(":0") and s.output == s.server.location
+    with s.server as server:
+        parts = [asp.io.flight_batches(server.location, f"shard={i}/2").read_all()
+                 for i in range(2)]
+    got = pa.concat_tables(parts)
+    ref = pq.read_table(SAMPLE)
+    assert sorted(got["user_id"].to_pylist()) == sorted(ref["user_id"].to_pylist())
+    assert got.num_rows == s.rows_in == s.rows_out == 100_000  # each row once
+    assert sorted(r["ticket"] for r in s.readers) == ["shard=0/2", "shard=1/2"]
+    assert sum(r["rows_out"] for r in s.readers) == 100_000
+    assert all(r["complete"] for r in s.readers)
+    assert s.stream_seconds > 0 and s.rows_per_s > 0
