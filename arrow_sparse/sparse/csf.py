@@ -366,10 +366,10 @@ class SparseCSF(SparseTensor):
             pyarrow tensor (converted).
         axis_order
             The axis order the ``SparseCSFTensor`` was built with. pyarrow does not
-            expose it to Python, so None means pyarrow's own default: dimensions
-            sorted by size, stably (what ``SparseCSFTensor.from_dense_numpy`` and
-            ``from_tensor`` use). Pass the order when the tensor was built with
-            another. For other inputs, the order of the result (default
+            expose it to Python, so None finds it: the one order whose dimension sizes
+            hold the stored indices, or, when several do and the tensor has at most
+            2**22 dense cells, the one that decodes as pyarrow does (docs/sparse-tensors.md,
+            "pyarrow caveats"). For other inputs, the order of the result (default
             ``0, 1, ..., ndim - 1``).
 
         Returns
@@ -384,7 +384,8 @@ class SparseCSF(SparseTensor):
             Not a pyarrow tensor.
         ValueError, IndexError
             A malformed structure, e.g. from a wrong ``axis_order`` (pyarrow does
-            not check).
+            not check); a large ``SparseCSFTensor`` whose axis order is ambiguous and
+            was not given.
 
         Examples
         --------
