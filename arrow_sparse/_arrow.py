@@ -152,15 +152,31 @@ def check_nested(func: str, arg: str, array: pa.Array) -> None:
     elif isinstance(t, pa.StructType):
         for i in range(t.num_fields):
             check_nested(func, f"{arg} field {t.field(i).name!r}", array.field(i))
-    elif pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t) \
-            or pa.types.is_large_binary(t):
-        large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
-        buffers = array.buffers()
-        if buffers[1] is not None:
-            offsets = np.frombuffer(buffers[1], dtype=np.int64 if large else np.int32,
-                                    count=array.offset + len(array) + 1)[array.offset:]
-            size = 0 if buffers[2] is None else buffers[2].size
-            v.check_offsets(func, f"{arg} offsets", offsets, size)
+    elif is_binary_type(t):
+        binary_buffers(func, arg, array)
+
+
+def is_binary_type(t: pa.DataType) -> bool:
+    """Whether ``t`` is string, binary or their large variants (offsets into a data buffer)."""
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t)
+                or pa.types.is_binary(t) or pa.types.is_large_binary(t))
+
+
+def binary_buffers(func: str, arg: str, array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Return the checked offsets (``len + 1``, a view) and the data bytes of a string array.
+
+    The offsets must be non-negative, non-decreasing and within the data buffer, as for
+    :func:`list_level`.
+    """
+    large = pa.types.is_large_string(array.type) or pa.types.is_large_binary(array.type)
+    dtype = np.int64 if large else np.int32
+    n = len(array)
+    buffers = array.buffers()
+    offsets = np.zeros(n + 1, dtype=dtype) if buffers[1] is None else \
+        np.frombuffer(buffers[1], dtype=dtype, count=array.offset + n + 1)[array.offset:]
+    data = np.zeros(0, dtype=np.uint8) if buffers[2] is None else \
+        np.frombuffer(buffers[2], dtype=np.uint8)
+    return v.check_offsets(func, f"{arg} offsets", offsets, len(data)), data
 
 
 def validity_buffer(validity: np.ndarray | None) -> pa.Buffer | None:

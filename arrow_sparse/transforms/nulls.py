@@ -15,7 +15,6 @@ from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged
 from ._leaf import (
     _arrow_leaf,
-    _bytes_type,
     _not_a_column,
     _per_chunk,
 )
@@ -65,7 +64,7 @@ def _read_col(func: str, x: Any, *, strings: bool = True) -> _Col:
         raise ArrowSparseTypeError(msg)
     if isinstance(t, pa.FixedSizeListType):
         values = _arrow.fixed_size_values(func, child)
-    elif strings and (_bytes_type(t) or pa.types.is_string_view(t)
+    elif strings and (_arrow.is_binary_type(t) or pa.types.is_string_view(t)
                       or pa.types.is_binary_view(t)):
         leaf = _arrow_leaf(func, child)[1]
     else:

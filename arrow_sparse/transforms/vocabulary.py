@@ -35,7 +35,6 @@ from ..errors import ArrowSparseIOError, ArrowSparseTypeError, ArrowSparseValueE
 from ..jagged import Jagged
 from ._leaf import (
     _arrow_leaf,
-    _bytes_type,
     _ElementOp,
     _Leaf,
     _map_elements,
@@ -364,7 +363,7 @@ def value_counts(values: Any) -> Any:
         return keys, counts
     if isinstance(keys, pa.Array):
         target = counted.arrow_type
-        if _bytes_type(target) and keys.type != target:
+        if _arrow.is_binary_type(target) and keys.type != target:
             keys = keys.cast(target)
     else:
         keys = pa.array(keys, type=counted.arrow_type)
@@ -415,7 +414,8 @@ class Vocabulary:
             values = _arrow.as_one_array(values)
         if isinstance(values, pa.Array) and not pa.types.is_integer(values.type):
             t = values.type
-            if not (_bytes_type(t) or pa.types.is_string_view(t) or pa.types.is_binary_view(t)):
+            if not (_arrow.is_binary_type(t) or pa.types.is_string_view(t)
+                    or pa.types.is_binary_view(t)):
                 msg = f"{func}: values must be integers or strings, got Arrow type {t}"
                 raise ArrowSparseTypeError(msg)
             if values.null_count:
