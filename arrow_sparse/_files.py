@@ -24,12 +24,18 @@ from typing import Any
 
 import pyarrow as pa
 
-from .errors import ArrowSparseIOError, ArrowSparseTypeError, ArrowSparseValueError
+from .errors import (
+    ArrowSparseError,
+    ArrowSparseIOError,
+    ArrowSparseTypeError,
+    ArrowSparseValueError,
+)
 
 __all__ = [
     "PYARROW_ERRORS",
     "check_path",
     "corrupt",
+    "in_file",
     "open_file",
     "read_ipc",
     "read_ipc_stream",
@@ -78,10 +84,21 @@ def corrupt(func: str, what: str, path: str, exc: BaseException,
     where = ", ".join(p for p in parts if p)
     where = f" ({where})" if where else ""
     text = str(exc).strip()
-    detail = text.splitlines()[0][:300] if text else type(exc).__name__
+    detail = text.splitlines()[0][:1000] if text else type(exc).__name__
     msg = (f"{func}: file {path!r} is not valid {what}{where}; it is corrupt or truncated "
            f"(pyarrow: {detail})")
     return ArrowSparseValueError(msg)
+
+
+def in_file(func: str, path: str, exc: ArrowSparseError) -> ArrowSparseError:
+    """Return ``exc`` of the same class, its message naming ``func`` and the file.
+
+    For errors raised inside pyarrow's readers by arrow_sparse's own code: the
+    extension types' ``__arrow_ext_deserialize__`` refuses damaged or foreign type
+    metadata (``arrow_sparse.csr: malformed extension metadata``) without knowing
+    which file holds it.
+    """
+    return type(exc)(f"{func}: file {path!r} holds a column it cannot read: {exc}")
 
 
 def open_file(func: str, path: str, memory_map: bool) -> Any:
@@ -119,6 +136,8 @@ def read_ipc(func: str, source: Any, path: str) -> pa.Table:
         reader = pa.ipc.open_file(source) if head == _FILE_MAGIC else pa.ipc.open_stream(source)
     except PYARROW_ERRORS as exc:
         raise corrupt(func, "Arrow IPC", path, exc) from None
+    except ArrowSparseError as exc:
+        raise in_file(func, path, exc) from None
     return _read_batches(func, reader, "Arrow IPC", path)
 
 
@@ -128,6 +147,8 @@ def read_ipc_stream(func: str, source: Any, name: str) -> pa.Table:
         reader = pa.ipc.open_stream(source)
     except PYARROW_ERRORS as exc:
         raise corrupt(func, "Arrow IPC stream", name, exc) from None
+    except ArrowSparseError as exc:
+        raise in_file(func, name, exc) from None
     return _read_batches(func, reader, "Arrow IPC stream", name)
 
 
@@ -153,6 +174,8 @@ def _read_batches(func: str, reader: Any, what: str, name: str) -> pa.Table:
         schema = reader.schema
     except PYARROW_ERRORS as exc:
         raise corrupt(func, what, name, exc, batch=index) from None
+    except ArrowSparseError as exc:
+        raise in_file(func, name, exc) from None
     return pa.Table.from_batches(batches, schema)
 
 
@@ -162,6 +185,8 @@ def read_parquet(func: str, path: str) -> pa.Table:
 
     try:
         return pq.read_table(path, page_checksum_verification=True)
+    except ArrowSparseError as exc:
+        raise in_file(func, path, exc) from None
     except PYARROW_ERRORS as exc:
         if isinstance(exc, OSError) and not isinstance(exc, pa.ArrowException) \
                 and exc.errno is not None:
