@@ -3,8 +3,9 @@
 ``serve_flight`` starts a Flight server on background threads and returns a
 :class:`FlightServer` handle; ``flight_batches`` is the client, an iterator of record
 batches (or :class:`~arrow_sparse.KeyedJagged` batches). A ticket ``b"shard=i/n"``
-asks for shard ``i`` of ``n``: the batches ``i, i+n, i+2n, ...`` of the source's
-batch stream. ``pyarrow.flight`` is imported on first use, not with the package.
+asks for shard ``i`` of ``n``: the runs ``i, i+n, i+2n, ...`` of ``batch_rows`` rows
+of the source's stream (shards differ by at most one run; see :func:`serve_flight`).
+``pyarrow.flight`` is imported on first use, not with the package.
 """
 
 from __future__ import annotations
@@ -124,53 +125,81 @@ def _parse_ticket(raw: bytes, num_shards: int | None) -> tuple[int, int]:
 
 # --------------------------------------------------------------------------- sources
 class _Source:
-    """What a server streams: its schema and a way to open a fresh batch stream.
+    """What a server streams: its schema and a way to open a fresh stream of one shard.
 
-    ``kind`` is ``"table"`` (batches known up front: sharding is slicing a list),
-    ``"factory"`` (a callable, called once per request), ``"sharded"`` (a callable
-    ``(shard, num_shards)`` returning that shard's batches only), ``"iterable"`` (a
-    re-iterable: iterated anew per request) or ``"once"`` (a one-shot iterator,
-    consumed by the first request).
+    ``kind`` is ``"table"`` (a Table: rows known up front), ``"factory"`` (a callable,
+    called once per request), ``"sharded"`` (a callable ``(shard, num_shards)``
+    returning that shard's batches only), ``"iterable"`` (a re-iterable: iterated anew
+    per request) or ``"once"`` (a one-shot iterator, consumed by the first request).
     """
 
     def __init__(self, kind: str, schema: pa.Schema, batch_rows: int | None, *,
-                 batches: list[pa.RecordBatch] | None = None, data: Any = None,
-                 num_rows: int | None = None, num_bytes: int | None = None) -> None:
+                 data: Any = None, num_rows: int | None = None,
+                 num_bytes: int | None = None) -> None:
         self.kind = kind
         self.schema = schema
         self.batch_rows = batch_rows
-        self.batches = batches
         self.data = data
         self.num_rows = num_rows
         self.num_bytes = num_bytes
         self.consumed = False
 
-    def open(self, shard: int = 0, num_shards: int = 1) -> Iterator[pa.RecordBatch]:
-        """Return a fresh stream of the batches, split to ``batch_rows`` (not for tables).
-
-        For a ``"sharded"`` source, the stream of shard ``shard`` of ``num_shards``;
-        for the others, every batch (the caller deals them).
-        """
+    def open(self, shard: int, num_shards: int) -> Iterator[pa.RecordBatch]:
+        """Return a fresh stream of shard ``shard``'s batches, dealt as :func:`_deal` says."""
         func = "serve_flight"
         if self.kind == "sharded":
-            return _split(_tables_to_batches(self.data(shard, num_shards)), self.batch_rows)
-        if self.kind == "once":
+            return _deal(_tables_to_batches(self.data(shard, num_shards)), 0, 1,
+                         self.batch_rows)
+        if self.kind == "table":
+            stream: Iterator[pa.RecordBatch] = iter(self.data.to_batches())
+        elif self.kind == "once":
             stream = self.data
         elif self.kind == "factory":
             stream = as_batches(func, self.data())[1]
         else:
             stream = as_batches(func, self.data)[1]
-        return _split(stream, self.batch_rows)
+        return _deal(stream, shard, num_shards, self.unit(num_shards))
+
+    def unit(self, num_shards: int) -> int | None:
+        """Rows per dealt run: ``batch_rows``, or fewer so that every shard gets rows.
+
+        When the row count ``N`` is known up front (a Table, Parquet files), the run is
+        ``min(batch_rows, ceil(N / num_shards))``; otherwise ``batch_rows``. None
+        (``batch_rows=None``): whole source batches are dealt.
+        """
+        if self.batch_rows is None:
+            return None
+        if not self.num_rows:
+            return self.batch_rows
+        return min(self.batch_rows, -(-self.num_rows // num_shards))
 
 
-def _split(batches: Iterator[pa.RecordBatch], batch_rows: int | None) -> Iterator[pa.RecordBatch]:
+def _deal(batches: Iterator[pa.RecordBatch], shard: int, num_shards: int,
+          unit: int | None) -> Iterator[pa.RecordBatch]:
+    """Yield shard ``shard``'s part of a stream of batches dealt into ``num_shards``.
+
+    With ``unit`` rows, the stream's rows are cut into consecutive runs of ``unit`` rows
+    (the last may be shorter) and run ``k`` goes to shard ``k % num_shards``, as
+    zero-copy slices (a run that spans two source batches comes as two batches). So
+    the shards' row counts differ by at most one run. With ``unit`` None, whole source
+    batches are dealt: batch ``k`` to shard ``k % num_shards``.
+    """
     try:
+        seen = 0  # rows (batches, with unit None) of the stream before this batch
         for batch in batches:
-            if batch_rows is None or batch.num_rows <= batch_rows:
-                yield batch
-            else:
-                for start in range(0, batch.num_rows, batch_rows):
-                    yield batch.slice(start, batch_rows)
+            if unit is None:
+                if seen % num_shards == shard:
+                    yield batch
+                seen += 1
+                continue
+            start = 0
+            while start < batch.num_rows:
+                run, into = divmod(seen, unit)
+                take = min(batch.num_rows - start, unit - into)
+                if run % num_shards == shard:
+                    yield batch.slice(start, take)
+                start += take
+                seen += take
     finally:
         _close(batches)
 
@@ -228,8 +257,7 @@ def _prepare(source: Any, batch_rows: int | None, schema: pa.Schema | None,
     if isinstance(source, pa.RecordBatch):
         source = pa.Table.from_batches([source])
     if isinstance(source, pa.Table):
-        batches = source.to_batches(max_chunksize=batch_rows)
-        prepared = _Source("table", source.schema, batch_rows, batches=batches,
+        prepared = _Source("table", source.schema, batch_rows, data=source,
                            num_rows=source.num_rows, num_bytes=source.nbytes)
     elif _is_paths(source):
         parquet = read_parquet(source)
@@ -509,15 +537,7 @@ class FlightServer:
         position = -1
         stream: Iterator[pa.RecordBatch] | None = None
         try:
-            if self._source.kind == "table":
-                assert self._source.batches is not None
-                stream = iter(self._source.batches[shard::n])
-                shard, n = 0, 1  # already dealt
-            elif self._source.kind == "sharded":
-                stream = self._source.open(shard, n)
-                shard, n = 0, 1  # dealt by the source
-            else:
-                stream = self._source.open()
+            stream = self._source.open(shard, n)
             for position, batch in enumerate(stream):
                 if self._stopping.is_set():
                     msg = (f"serve_flight: the server at {self.location} is shutting down; "
@@ -525,8 +545,6 @@ class FlightServer:
                     raise fl.FlightUnavailableError(msg)
                 if context.is_cancelled():
                     return
-                if position % n != shard:
-                    continue
                 if not batch.schema.equals(self._schema, check_metadata=False):
                     msg = (f"serve_flight: source batch {position} has schema "
                            f"{_schema_text(batch.schema)}, not the stream's "
@@ -607,14 +625,15 @@ def serve_flight(source: Any, location: Any = "grpc://127.0.0.1:0", *,
         Where to listen: ``"grpc://HOST:PORT"`` or ``(host, port)``. Port 0 (the
         default) takes a free port; :attr:`FlightServer.location` tells which.
     num_shards
-        How many shards the batch stream is dealt into; tickets must then say
+        How many shards the stream is dealt into; tickets must then say
         ``n = num_shards``. None (default): any ``n`` is accepted, each reader
         choosing its own, and ``b"shard=0/1"`` is advertised (a one-shot source is
         always 1 shard).
     batch_rows
-        Batches longer than this are cut into slices of at most ``batch_rows`` rows
-        (zero-copy) before they are dealt to shards, so a one-chunk Table still
-        spreads over readers. None: keep the source's batches as they are.
+        The stream is dealt to shards in runs of ``batch_rows`` rows (fewer when the
+        source's row count is known and small: see Notes), sent as zero-copy slices of
+        at most ``batch_rows`` rows, so shards differ by at most one such run. None:
+        deal the source's batches whole, as they are.
     schema
         The stream's schema. Only needed to keep a callable source from being called
         once at start to learn it (its first batch is read and dropped).
@@ -655,17 +674,25 @@ def serve_flight(source: Any, location: Any = "grpc://127.0.0.1:0", *,
 
     Notes
     -----
-    Tickets are ASCII ``b"shard=i/n"`` with ``0 <= i < n``: shard ``i`` gets batches
-    ``i, i+n, i+2n, ...`` of the batch stream (after ``batch_rows`` cutting), in
-    order, so ``n`` readers together read every batch exactly once.
+    Tickets are ASCII ``b"shard=i/n"`` with ``0 <= i < n``. The rows of the stream
+    are cut into consecutive runs of ``r`` rows (the last may be shorter) and shard
+    ``i`` gets runs ``i, i+n, i+2n, ...``, in order, so ``n`` readers together read
+    every row exactly once and their row counts differ by at most one run of
+    ``batch_rows`` rows. ``r`` is ``batch_rows``, or, when the source's row count
+    ``N`` is known up front (a Table, RecordBatch or KeyedJagged; Parquet files),
+    ``min(batch_rows, ceil(N / n))``, so that a small table still spreads over all
+    readers (10,000 rows to 2 readers: 5,000 each, not 10,000 and 0). A run that
+    spans two source batches is sent as two slices. With ``batch_rows=None`` the
+    source's batches are dealt whole (batch ``k`` to shard ``k % n``), so shards may
+    differ by a whole source batch.
     ``list_flights`` and ``get_flight_info(FlightDescriptor.for_path("arrow_sparse"))``
     advertise one endpoint per shard, with its ticket and no location (meaning this
     server), the schema, and the row and byte totals when known.
 
-    A Table is dealt by slicing its list of batches, and a ``sharded`` source deals
-    its own; any other source is produced in full for every request and each reader
-    keeps its own batches, so ``n`` readers of a Parquet source decode it ``n`` times
-    (one row group at a time).
+    A Table is dealt by slicing, and a ``sharded`` source deals its own; any other
+    source is produced in full for every request and each reader keeps its own
+    runs, so ``n`` readers of a Parquet source decode it ``n`` times (one row group
+    at a time).
     Batches are sent as they are produced, never buffered whole, and are not copied
     before the network (IPC framing of the same buffers). An exception raised by
     the source reaches the reader as an error carrying its message (and is logged

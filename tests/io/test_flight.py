@@ -310,6 +310,48 @@ def test_sharded_source_errors() -> None:
             read_shard(server, "shard=0/1")
 
 
+def shard_rows(location: Any, n: int, **kwargs: Any) -> list[list[int]]:
+    """The ``row`` values each of ``n`` shards reads, in order."""
+    return [[r for b in read_shard(location, f"shard={i}/{n}", **kwargs)
+             for r in b.column("row").to_pylist()] for i in range(n)]
+
+
+def test_small_table_spreads_over_every_reader_issue_17() -> None:
+    # A 10,000-row table with the default batch_rows of 65,536 went whole to the first
+    # of 2 readers (10,000 and 0 rows): runs are now ceil(N / n) rows when N is known.
+    table = make_table(10_000)
+    with asp.io.serve_flight(table, LOOPBACK) as server:
+        two = shard_rows(server, 2)
+        three = shard_rows(server, 3)
+    assert [len(s) for s in two] == [5_000, 5_000]
+    assert two == [list(range(5_000)), list(range(5_000, 10_000))]
+    assert [len(s) for s in three] == [3_334, 3_334, 3_332]
+    assert sorted(r for s in three for r in s) == list(range(10_000))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7])
+def test_shards_differ_by_at_most_one_batch_of_rows_issue_17(n: int) -> None:
+    # A stream of unknown length whose batches vary in size (a filtered Parquet scan):
+    # it is dealt in runs of exactly batch_rows rows, each shard's row count within one
+    # run of the others', and every row read exactly once.
+    rng = np.random.default_rng(n)
+    table = make_table(5_000)
+    cuts = np.unique(np.concatenate([[0, 5_000], rng.integers(1, 5_000, 60)]))
+    batches = [table.slice(a, b - a).to_batches()[0] for a, b in zip(cuts[:-1], cuts[1:],
+                                                                      strict=True)]
+    with asp.io.serve_flight(batches, LOOPBACK, batch_rows=300) as server:
+        shards = [read_shard(server, f"shard={i}/{n}") for i in range(n)]
+    counts = [sum(b.num_rows for b in s) for s in shards]
+    assert max(counts) - min(counts) <= 300, counts
+    assert all(b.num_rows <= 300 for s in shards for b in s)
+    rows = [r for s in shards for b in s for r in b.column("row").to_pylist()]
+    assert sorted(rows) == list(range(5_000))
+    for i, shard in enumerate(shards):  # shard i holds the runs i, i+n, ... in order
+        got = [r for b in shard for r in b.column("row").to_pylist()]
+        want = [r for k in range(i, 17, n) for r in range(300 * k, min(300 * (k + 1), 5_000))]
+        assert got == want
+
+
 def test_batch_rows_cuts_long_batches_of_any_source() -> None:
     table = make_table(100)
     batches = table.to_batches()  # one batch of 100 rows
@@ -345,7 +387,9 @@ def test_parquet_path_source(tmp_path: Path) -> None:
         finally:
             client.close()
         shards = [read_shard(server, t) for t in server.tickets]
-    assert [len(s) for s in shards] == [3, 2]
+    # 5,000 rows known from the footers: runs of 2,500 rows, one per shard, each sent
+    # as the slices of the row groups it spans (1,000 + 1,000 + 500; 500 + 1,000 + 1,000)
+    assert [[b.num_rows for b in s] for s in shards] == [[1000, 1000, 500], [500, 1000, 1000]]
     union = pa.concat_tables([as_table(s, shards[0][0].schema) for s in shards])
     assert union.sort_by("row").equals(table)
     with pytest.raises(ArrowSparseIOError, match="does not exist"):
