@@ -11,6 +11,7 @@ of the source's stream (shards differ by at most one run; see :func:`serve_fligh
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import math
 import os
@@ -52,6 +53,9 @@ FLIGHT_PATH = "arrow_sparse"
 SHUTDOWN_TIMEOUT = 10.0
 
 _TICKET = re.compile(rb"shard=(\d{1,9})/(\d{1,9})")
+#: ``extra_info`` of the errors a server sends for a request it refuses (a malformed
+#: ticket, an unknown flight): the client raises ``ValueError`` for them.
+_REFUSED = b"arrow_sparse:refused"
 
 
 class ArrowSparseFlightError(ArrowSparseError, RuntimeError):
@@ -296,7 +300,12 @@ def _schema_text(schema: pa.Schema) -> str:
 # --------------------------------------------------------------------------- server
 @functools.cache
 def _server_class() -> type:
-    """Build the ``FlightServerBase`` subclass (here, so ``pyarrow.flight`` loads lazily)."""
+    """Build the ``FlightServerBase`` subclass (here, so ``pyarrow.flight`` loads lazily).
+
+    Every handler goes through :meth:`FlightServer._answer`, so a client only ever gets
+    a Flight error carrying a message: pyarrow sends the full Python traceback of any
+    other exception (file paths, source lines) to the client.
+    """
     import pyarrow.flight as fl
 
     class _Server(fl.FlightServerBase):  # type: ignore[misc]
@@ -304,22 +313,33 @@ def _server_class() -> type:
             self._handle = handle  # set first: requests may arrive during super().__init__
             super().__init__(location)
 
-        def list_flights(self, context: Any, criteria: Any) -> Iterator[fl.FlightInfo]:
-            yield self._handle._info()
+        def list_flights(self, context: Any, criteria: Any) -> list[fl.FlightInfo]:
+            return self._handle._answer("list_flights", lambda: [self._handle._info()])
 
         def get_flight_info(self, context: Any, descriptor: Any) -> fl.FlightInfo:
-            self._handle._check_descriptor(descriptor)
-            return self._handle._info()
+            return self._handle._answer("get_flight_info", self._handle._info, descriptor)
 
         def get_schema(self, context: Any, descriptor: Any) -> fl.SchemaResult:
-            self._handle._check_descriptor(descriptor)
+            # Whatever the descriptor: pyarrow sends the server's traceback for any
+            # error get_schema raises, Flight errors included (it does not for the
+            # other handlers), so it never raises; get_flight_info refuses unknown ones.
             return fl.SchemaResult(self._handle.schema)
 
         def list_actions(self, context: Any) -> list[Any]:
             return []
 
         def do_get(self, context: Any, ticket: Any) -> fl.FlightDataStream:
-            return self._handle._do_get(context, ticket)
+            return self._handle._answer("do_get", self._handle._do_get, context, ticket)
+
+        def do_put(self, context: Any, descriptor: Any, reader: Any, writer: Any) -> None:
+            self._handle._answer("do_put", self._handle._unsupported, "do_put")
+
+        def do_exchange(self, context: Any, descriptor: Any, reader: Any, writer: Any) -> None:
+            self._handle._answer("do_exchange", self._handle._unsupported, "do_exchange")
+
+        def do_action(self, context: Any, action: Any) -> Iterator[Any]:
+            return self._handle._answer(  # type: ignore[no-any-return]
+                "do_action", self._handle._unsupported, "do_action")
 
     return _Server
 
@@ -351,6 +371,8 @@ class FlightServer:
         self._stopping = threading.Event()
         self._stopped = threading.Event()
         self._stopper: threading.Thread | None = None
+        self._streams: dict[int, dict[str, Any]] = {}  # the streams being sent
+        self._stream_ids = itertools.count()
         self._server: Any = None
         try:
             self._server = _server_class()(location, self)
@@ -366,6 +388,22 @@ class FlightServer:
     def location(self) -> str:
         """The URI clients connect to, with the real port (``grpc://127.0.0.1:41237``)."""
         return self._location
+
+    @property
+    def active_streams(self) -> int:
+        """Streams being sent now: started, neither complete nor ended by their reader.
+
+        A reader that cancels or disconnects releases its stream (the source is
+        closed) as soon as the server notices: at the next batch it sends or produces.
+
+        Examples
+        --------
+        >>> with asp.io.serve_flight(pa.table({"ids": [[1, 2, 3]]})) as server:
+        ...     print(server.active_streams)
+        0
+        """
+        with self._lock:
+            return len(self._streams)
 
     @property
     def port(self) -> int:
@@ -448,8 +486,13 @@ class FlightServer:
                 self._stopper.start()
         self._stopper.join(timeout)
         if self._stopper.is_alive():
-            logger.warning("serve_flight: %s: a reader holds a stream without reading it; "
-                           "the server stops when it reads or disconnects", self.location)
+            with self._lock:
+                held = [f"ticket {r['ticket']!r} by {r['peer']}, {r['batches']} sent"
+                        for r in self._streams.values()]
+            who = "a reader holds a stream without reading it" if len(held) <= 1 else \
+                f"{len(held)} readers hold streams without reading them"
+            logger.warning("serve_flight: %s: %s (%s); the server stops when they read or "
+                           "disconnect", self.location, who, "; ".join(held) or "now ending")
             return False
         return True
 
@@ -495,6 +538,34 @@ class FlightServer:
                 f"source={self._source.kind}, {state})")
 
     # -- request handlers (called on gRPC threads)
+    def _answer(self, name: str, handler: Any, *args: Any) -> Any:
+        """Run a request handler; turn what it raises into a Flight error with a message only.
+
+        A request arrow_sparse refuses (an :class:`~arrow_sparse.errors.ArrowSparseError`:
+        a malformed ticket, an unknown flight) goes to the client as a
+        ``FlightServerError`` marked refused (the client raises ``ValueError``);
+        anything else is logged here with its traceback and sent as a
+        ``FlightInternalError`` carrying its message. pyarrow would send the client the
+        full Python traceback of any exception that is not a Flight error.
+        """
+        import pyarrow.flight as fl
+
+        try:
+            return handler(*args)
+        except fl.FlightError:
+            raise
+        except ArrowSparseError as exc:
+            logger.info("serve_flight: refused a %s request: %s", name, exc)
+            raise fl.FlightServerError(str(exc), extra_info=_REFUSED) from None
+        except Exception as exc:
+            logger.exception("serve_flight: %s failed", name)
+            msg = f"serve_flight: {name} failed: {type(exc).__name__}: {exc}"
+            raise fl.FlightInternalError(msg) from None
+
+    def _unsupported(self, name: str) -> None:
+        msg = f"serve_flight: this server only serves reads (do_get), not {name}"
+        raise ArrowSparseValueError(msg)
+
     def _check_descriptor(self, descriptor: Any) -> None:
         path = list(descriptor.path or [])
         if path != [FLIGHT_PATH.encode()]:
@@ -502,9 +573,11 @@ class FlightServer:
                    f"FlightDescriptor.for_path({FLIGHT_PATH!r})")
             raise ArrowSparseValueError(msg)
 
-    def _info(self) -> fl.FlightInfo:
+    def _info(self, descriptor: Any = None) -> fl.FlightInfo:
         import pyarrow.flight as fl
 
+        if descriptor is not None:
+            self._check_descriptor(descriptor)
         endpoints = [fl.FlightEndpoint(t, []) for t in self.tickets]  # []: this server
         rows = self._source.num_rows
         size = self._source.num_bytes
@@ -531,37 +604,73 @@ class FlightServer:
 
     def _stream(self, context: Any, raw: bytes, shard: int,
                 n: int) -> Iterator[pa.RecordBatch]:
+        """Send shard ``shard`` of ``n``; registered in :attr:`active_streams` meanwhile.
+
+        Cancellation (the reader closed or went away) is checked before each batch is
+        asked of the source, so a cancelled stream costs no more source work than the
+        batch in hand; the source is closed on every way out. ``context`` is only
+        touched while the call runs (never in ``finally``: the generator may be
+        finalised after the call ended).
+        """
         import pyarrow.flight as fl
 
         metadata = self._schema.metadata
         position = -1
         stream: Iterator[pa.RecordBatch] | None = None
+        ended = "went away"
+        key = next(self._stream_ids)
+        record = {"ticket": raw, "peer": _peer(context), "batches": 0}
+        with self._lock:
+            self._streams[key] = record
         try:
             stream = self._source.open(shard, n)
-            for position, batch in enumerate(stream):
+            while not context.is_cancelled():
+                batch = next(stream, None)
+                if batch is None:
+                    ended = "complete"
+                    break
+                position += 1
                 if self._stopping.is_set():
                     msg = (f"serve_flight: the server at {self.location} is shutting down; "
                            f"the stream for ticket {raw!r} ended before its last batch")
                     raise fl.FlightUnavailableError(msg)
-                if context.is_cancelled():
-                    return
                 if not batch.schema.equals(self._schema, check_metadata=False):
                     msg = (f"serve_flight: source batch {position} has schema "
                            f"{_schema_text(batch.schema)}, not the stream's "
                            f"{_schema_text(self._schema)}")
                     raise ArrowSparseTypeError(msg)
                 yield batch.replace_schema_metadata(metadata)
+                record["batches"] += 1
         except fl.FlightError:
+            ended = "failed"
             raise
         except Exception as exc:
+            ended = "failed"
             where = "before the first batch" if position < 0 else f"after batch {position}"
             logger.exception("serve_flight: source failed %s for ticket %r", where, raw)
             msg = (f"serve_flight: the source raised {type(exc).__name__} {where} of its "
                    f"stream for ticket {raw!r}: {exc}")
-            raise fl.FlightServerError(msg) from exc
+            raise fl.FlightServerError(msg) from None
         finally:
-            if stream is not None:
-                _close(stream)
+            try:
+                if stream is not None:
+                    _close(stream)
+            finally:
+                with self._lock:
+                    self._streams.pop(key, None)
+                if ended == "went away":
+                    logger.info("serve_flight: the reader of ticket %r (%s) went away after "
+                                "%d batches; its stream is released", raw, record["peer"],
+                                record["batches"])
+
+
+def _peer(context: Any) -> str:
+    """Return the client's address of a call (``ipv4:127.0.0.1:50912``), for log lines."""
+    try:
+        peer = context.peer()
+    except Exception:  # noqa: BLE001 - only for a log line
+        return "unknown peer"
+    return peer.decode(errors="replace") if isinstance(peer, bytes) else str(peer)
 
 
 def _parse_location(func: str, location: Any) -> tuple[str, str]:
@@ -687,18 +796,23 @@ def serve_flight(source: Any, location: Any = "grpc://127.0.0.1:0", *,
     differ by a whole source batch.
     ``list_flights`` and ``get_flight_info(FlightDescriptor.for_path("arrow_sparse"))``
     advertise one endpoint per shard, with its ticket and no location (meaning this
-    server), the schema, and the row and byte totals when known.
+    server), the schema, and the row and byte totals when known; ``get_schema``
+    answers the schema for any descriptor (pyarrow would send the server's traceback
+    with any error it raised).
 
     A Table is dealt by slicing, and a ``sharded`` source deals its own; any other
     source is produced in full for every request and each reader keeps its own
     runs, so ``n`` readers of a Parquet source decode it ``n`` times (one row group
-    at a time).
+    at a time). A reader that closes its stream or goes away releases it: the
+    server notices at the next batch, closes the source and logs it
+    (:attr:`FlightServer.active_streams` counts the streams being sent).
     Batches are sent as they are produced, never buffered whole, and are not copied
     before the network (IPC framing of the same buffers). An exception raised by
-    the source reaches the reader as an error carrying its message (and is logged
-    here with its traceback); the schema metadata gets the ``b"arrow_sparse"`` key,
-    as with :func:`write_ipc`. Plain gRPC, no TLS or authentication: listen on
-    loopback or a trusted network.
+    the source, and any refused request, reaches the reader as an error carrying
+    its message only; the traceback is logged here, on the ``arrow_sparse.io.flight``
+    logger, never sent. The schema metadata gets the ``b"arrow_sparse"`` key, as
+    with :func:`write_ipc`. Plain gRPC, no TLS or authentication: listen on loopback
+    or a trusted network.
 
     Examples
     --------

@@ -16,6 +16,7 @@ import pyarrow as pa
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 from ..keyed import KeyedJagged
 from .flight import (
+    _REFUSED,
     DEFAULT_TIMEOUT,
     ArrowSparseFlightError,
     FlightServer,
@@ -130,9 +131,12 @@ class FlightBatches:
             self._reader = self._client.do_get(fl.Ticket(self._ticket))
             self._schema = self._reader.schema
         except fl.FlightError as exc:
+            if getattr(exc, "extra_info", None) == _REFUSED:  # a ticket it refused
+                msg = f"{func}: the server at {self._location} refused ticket: {_detail(exc)}"
+                raise ArrowSparseValueError(msg) from None
             msg = f"{func}: the server at {where} failed: {_detail(exc)}"
             raise ArrowSparseFlightError(msg) from None
-        except pa.ArrowException as exc:  # ArrowInvalid: a ticket the server refused
+        except pa.ArrowException as exc:  # ArrowInvalid: a ticket another server refused
             msg = f"{func}: the server at {self._location} refused ticket: {_detail(exc)}"
             raise ArrowSparseValueError(msg) from None
         if self._keyed is not None:
