@@ -5,7 +5,9 @@
 batches (or :class:`~arrow_sparse.KeyedJagged` batches). A ticket ``b"shard=i/n"``
 asks for shard ``i`` of ``n``: the runs ``i, i+n, i+2n, ...`` of ``batch_rows`` rows
 of the source's stream (shards differ by at most one run; see :func:`serve_flight`).
-``pyarrow.flight`` is imported on first use, not with the package.
+A server may encrypt its connections (TLS) and require a bearer token (the
+middleware of :mod:`._flight_security`). ``pyarrow.flight`` is imported on first
+use, not with the package.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import math
 import os
 import re
 import threading
+import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -26,7 +29,9 @@ import pyarrow as pa
 from .. import _validate as v
 from ..errors import ArrowSparseError, ArrowSparseTypeError, ArrowSparseValueError
 from ..keyed import KeyedJagged
+from . import _flight_security as security
 from ._common import ArrowSparseIOError, as_batches, stamp_schema
+from ._flight_security import TOKEN_ENV, InsecureFlightWarning
 from .parquet import DEFAULT_BATCH_ROWS, read_parquet
 
 if TYPE_CHECKING:
@@ -35,8 +40,10 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_TIMEOUT",
     "FLIGHT_PATH",
+    "TOKEN_ENV",
     "ArrowSparseFlightError",
     "FlightServer",
+    "InsecureFlightWarning",
     "serve_flight",
     "shard_ticket",
 ]
@@ -53,9 +60,6 @@ FLIGHT_PATH = "arrow_sparse"
 SHUTDOWN_TIMEOUT = 10.0
 
 _TICKET = re.compile(rb"shard=(\d{1,9})/(\d{1,9})")
-#: ``extra_info`` of the errors a server sends for a request it refuses (a malformed
-#: ticket, an unknown flight): the client raises ``ValueError`` for them.
-_REFUSED = b"arrow_sparse:refused"
 
 
 class ArrowSparseFlightError(ArrowSparseError, RuntimeError):
@@ -309,9 +313,11 @@ def _server_class() -> type:
     import pyarrow.flight as fl
 
     class _Server(fl.FlightServerBase):  # type: ignore[misc]
-        def __init__(self, location: str, handle: FlightServer) -> None:
+        def __init__(self, location: str, handle: FlightServer, tls: tuple[bytes, bytes] | None,
+                     middleware: dict[str, Any] | None) -> None:
             self._handle = handle  # set first: requests may arrive during super().__init__
-            super().__init__(location)
+            super().__init__(location, tls_certificates=None if tls is None else [tls],
+                             middleware=middleware)
 
         def list_flights(self, context: Any, criteria: Any) -> list[fl.FlightInfo]:
             return self._handle._answer("list_flights", lambda: [self._handle._info()])
@@ -363,7 +369,8 @@ class FlightServer:
     """
 
     def __init__(self, source: _Source, location: str, host: str,
-                 num_shards: int | None) -> None:
+                 num_shards: int | None, *, tls: tuple[bytes, bytes] | None = None,
+                 token: bytes | None = None) -> None:
         self._source = source
         self._schema = stamp_schema(source.schema)
         self._num_shards = num_shards
@@ -373,21 +380,40 @@ class FlightServer:
         self._stopper: threading.Thread | None = None
         self._streams: dict[int, dict[str, Any]] = {}  # the streams being sent
         self._stream_ids = itertools.count()
+        self._certificate = None if tls is None else tls[0]
+        self._token = token
         self._server: Any = None
+        middleware = None if token is None else {
+            "bearer_token": security.token_middleware_class()(token, logger)}
         try:
-            self._server = _server_class()(location, self)
+            self._server = _server_class()(location, self, tls, middleware)
         except pa.ArrowException as exc:
             msg = (f"serve_flight: cannot listen on {location} ({_detail(exc)}); is the port "
-                   "in use, or the host not an address of this machine?")
+                   "in use, the host not an address of this machine, or the TLS certificate "
+                   "and key not a pair?")
             raise ArrowSparseIOError(msg) from None
         netloc = f"[{host}]" if ":" in host else host
-        self._location = f"grpc://{netloc}:{self._server.port}"
+        scheme = "grpc" if tls is None else "grpc+tls"
+        self._location = f"{scheme}://{netloc}:{self._server.port}"
 
     # -- what it serves
     @property
     def location(self) -> str:
-        """The URI clients connect to, with the real port (``grpc://127.0.0.1:41237``)."""
+        """The URI clients connect to, with the real port (``grpc://127.0.0.1:41237``).
+
+        ``grpc+tls://`` when the server encrypts its connections.
+        """
         return self._location
+
+    @property
+    def tls(self) -> bool:
+        """Whether connections are encrypted (``tls_cert_file`` and ``tls_key_file`` given)."""
+        return self._certificate is not None
+
+    @property
+    def needs_token(self) -> bool:
+        """Whether every call must carry the server's bearer token."""
+        return self._token is not None
 
     @property
     def active_streams(self) -> int:
@@ -556,7 +582,7 @@ class FlightServer:
             raise
         except ArrowSparseError as exc:
             logger.info("serve_flight: refused a %s request: %s", name, exc)
-            raise fl.FlightServerError(str(exc), extra_info=_REFUSED) from None
+            raise fl.FlightServerError(str(exc), extra_info=security.REFUSED) from None
         except Exception as exc:
             logger.exception("serve_flight: %s failed", name)
             msg = f"serve_flight: {name} failed: {type(exc).__name__}: {exc}"
@@ -673,8 +699,11 @@ def _peer(context: Any) -> str:
     return peer.decode(errors="replace") if isinstance(peer, bytes) else str(peer)
 
 
-def _parse_location(func: str, location: Any) -> tuple[str, str]:
-    """Return ``(uri, host)`` for a ``grpc://host:port`` string or a ``(host, port)`` pair."""
+def _parse_location(func: str, location: Any, tls: bool) -> tuple[str, str]:
+    """Return ``(uri, host)`` for a ``grpc://host:port`` string or a ``(host, port)`` pair.
+
+    The URI's scheme is ``grpc+tls`` with ``tls``; ``grpc+tls://`` without it raises.
+    """
     if isinstance(location, tuple) and len(location) == 2:
         host, port = location
         if not isinstance(host, str) or isinstance(port, bool) or not isinstance(port, int):
@@ -691,12 +720,16 @@ def _parse_location(func: str, location: Any) -> tuple[str, str]:
         port = parts.port
     except ValueError:
         port = -1
-    if parts.scheme not in ("grpc", "grpc+tcp") or not parts.hostname or port is None \
-            or not 0 <= port < 65536:
+    if parts.scheme not in ("grpc", "grpc+tcp", "grpc+tls") or not parts.hostname \
+            or port is None or not 0 <= port < 65536:
         msg = (f"{func}: location must be 'grpc://HOST:PORT' (PORT 0 picks a free port), "
                f"got {location!r}")
         raise ArrowSparseValueError(msg)
-    return f"grpc://{parts.netloc}", parts.hostname
+    if parts.scheme == "grpc+tls" and not tls:
+        msg = (f"{func}: location {location!r} asks for TLS; pass tls_cert_file and "
+               "tls_key_file")
+        raise ArrowSparseValueError(msg)
+    return f"{'grpc+tls' if tls else 'grpc'}://{parts.netloc}", parts.hostname
 
 
 def _check_timeout(func: str, timeout: Any, *, zero_ok: bool) -> float | None:
@@ -716,7 +749,10 @@ def _check_timeout(func: str, timeout: Any, *, zero_ok: bool) -> float | None:
 def serve_flight(source: Any, location: Any = "grpc://127.0.0.1:0", *,
                  num_shards: int | None = None, batch_rows: int | None = DEFAULT_BATCH_ROWS,
                  schema: pa.Schema | None = None, block: bool = False,
-                 sharded: bool = False) -> FlightServer:
+                 sharded: bool = False, tls_cert_file: str | os.PathLike[str] | None = None,
+                 tls_key_file: str | os.PathLike[str] | None = None,
+                 token: str | bytes | None = None,
+                 token_file: str | os.PathLike[str] | None = None) -> FlightServer:
     """Serve a source's record batches over Arrow Flight, one shard per ticket.
 
     Parameters
@@ -732,7 +768,10 @@ def serve_flight(source: Any, location: Any = "grpc://127.0.0.1:0", *,
         ``RecordBatchReader``), which only one request can read.
     location
         Where to listen: ``"grpc://HOST:PORT"`` or ``(host, port)``. Port 0 (the
-        default) takes a free port; :attr:`FlightServer.location` tells which.
+        default) takes a free port; :attr:`FlightServer.location` tells which. The
+        default host, 127.0.0.1, is reachable from this machine only; listening on
+        another address (``0.0.0.0``: every interface) without both TLS and a token
+        warns (:class:`InsecureFlightWarning`).
     num_shards
         How many shards the stream is dealt into; tickets must then say
         ``n = num_shards``. None (default): any ``n`` is accepted, each reader
@@ -757,6 +796,19 @@ def serve_flight(source: Any, location: Any = "grpc://127.0.0.1:0", *,
         so ``n`` readers share the work of producing the stream instead of each
         producing all of it; ``schema`` is then required. A pipeline runner serving
         its output uses this to transform each input batch once.
+    tls_cert_file, tls_key_file
+        PEM files of the server's certificate (chain) and private key: connections
+        are then encrypted, and :attr:`FlightServer.location` is ``grpc+tls://``.
+        Clients verify the certificate against the root certificate they are given
+        (``tls_root_cert_file`` of :func:`flight_batches`; a self-signed certificate
+        is its own root).
+    token, token_file
+        A bearer token every call must carry (``authorization: Bearer <token>``),
+        checked by a server middleware before any handler runs; or a file holding
+        it (its first line, whitespace stripped). With neither, the environment
+        variable ``ARROW_SPARSE_FLIGHT_TOKEN`` is read; when it is unset or empty,
+        no token is needed. Visible ASCII only (``secrets.token_urlsafe()``). Send
+        a token over TLS, or it crosses the network in clear.
 
     Returns
     -------
@@ -771,10 +823,18 @@ def serve_flight(source: Any, location: Any = "grpc://127.0.0.1:0", *,
         that differs from the source's.
     ValueError
         ``num_shards`` or ``batch_rows`` below 1; a malformed location; a one-shot
-        iterator with ``num_shards`` above 1; an empty iterable.
+        iterator with ``num_shards`` above 1; an empty iterable; one of the two TLS
+        files without the other, a file that is not PEM; both ``token`` and
+        ``token_file``, an empty token or one with spaces or non-ASCII characters.
     ArrowSparseIOError
-        The address cannot be listened on (port in use, host not of this machine), or
-        a Parquet path that does not exist (as :func:`read_parquet` raises).
+        The address cannot be listened on (port in use, host not of this machine, a
+        certificate and key that are not a pair), a TLS or token file that cannot be
+        read, or a Parquet path that does not exist (as :func:`read_parquet` raises).
+
+    Warns
+    -----
+    InsecureFlightWarning
+        Listening on an address other than loopback without both TLS and a token.
 
     See Also
     --------
@@ -811,8 +871,9 @@ def serve_flight(source: Any, location: Any = "grpc://127.0.0.1:0", *,
     the source, and any refused request, reaches the reader as an error carrying
     its message only; the traceback is logged here, on the ``arrow_sparse.io.flight``
     logger, never sent. The schema metadata gets the ``b"arrow_sparse"`` key, as
-    with :func:`write_ipc`. Plain gRPC, no TLS or authentication: listen on loopback
-    or a trusted network.
+    with :func:`write_ipc`. Without ``tls_cert_file`` the connection is plain gRPC
+    and without a token anyone who reaches the port reads the stream: outside
+    loopback, use both (docs/io.md, "Securing a server").
 
     Examples
     --------
@@ -839,7 +900,9 @@ def serve_flight(source: Any, location: Any = "grpc://127.0.0.1:0", *,
     3
     """
     func = "serve_flight"
-    uri, host = _parse_location(func, location)
+    tls = security.read_tls(func, tls_cert_file, tls_key_file)
+    token_bytes = security.read_token(func, token, token_file)
+    uri, host = _parse_location(func, location, tls is not None)
     if num_shards is not None:
         num_shards = v.check_count(func, "num_shards", num_shards)
         if num_shards == 0:
@@ -864,12 +927,29 @@ def serve_flight(source: Any, location: Any = "grpc://127.0.0.1:0", *,
                    "(each reader calls it), or a Table or list of batches")
             raise ArrowSparseValueError(msg)
         num_shards = 1
-    server = FlightServer(prepared, uri, host, num_shards)
-    logger.info("serve_flight: serving %s at %s (tickets %s)", prepared.kind,
-                server.location, ", ".join(map(repr, server.tickets)))
+    server = FlightServer(prepared, uri, host, num_shards, tls=tls, token=token_bytes)
+    _warn_if_exposed(func, host, tls is not None, token_bytes is not None)
+    logger.info("serve_flight: serving %s at %s (tickets %s%s%s)", prepared.kind,
+                server.location, ", ".join(map(repr, server.tickets)),
+                "; TLS" if tls is not None else "",
+                "; bearer token required" if token_bytes is not None else "")
     if block:
         server.serve()
     return server
+
+
+def _warn_if_exposed(func: str, host: str, tls: bool, token: bool) -> None:
+    """Warn when other machines can reach the server and it lacks TLS or a token."""
+    if (tls and token) or security.is_loopback(host):
+        return
+    if not token:
+        risk = "anyone who reaches the port reads the data"
+    else:
+        risk = "the token and the data cross the network in clear"
+    missing = " and ".join(x for x, given in (("TLS", tls), ("a token", token)) if not given)
+    msg = (f"{func}: listening on {host}, which other machines can reach, without {missing}: "
+           f"{risk} (pass tls_cert_file, tls_key_file and token_file, or listen on 127.0.0.1)")
+    warnings.warn(msg, InsecureFlightWarning, stacklevel=3)
 
 
 # --------------------------------------------------------------------------- client
