@@ -18,8 +18,6 @@ Examples
 [3]
 """
 
-from __future__ import annotations
-
 from ._common import METADATA_KEY, ArrowSparseIOError
 from .flight import (
     TOKEN_ENV,
