@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import _arrow
+from .. import _arrow, _files
 from .. import _validate as v
 from .._backend import (
     array_module,
@@ -31,7 +31,7 @@ from .._backend import (
     read_back,
     transfer,
 )
-from ..errors import ArrowSparseIOError, ArrowSparseTypeError, ArrowSparseValueError
+from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged
 from ._leaf import (
     _arrow_leaf,
@@ -581,7 +581,9 @@ class Vocabulary:
         """
         import pyarrow.parquet as pq
 
-        pq.write_table(self.to_arrow(), _check_path("Vocabulary.save", path))
+        # Page checksums let load tell a damaged file from a vocabulary.
+        pq.write_table(self.to_arrow(), _check_path("Vocabulary.save", path),
+                       write_page_checksum=True)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Vocabulary:
@@ -601,11 +603,18 @@ class Vocabulary:
         ------
         TypeError
             ``path`` is not a str or path.
-        FileNotFoundError
-            No such file.
+        OSError
+            No such file, a directory, no permission
+            (:class:`~arrow_sparse.errors.ArrowSparseIOError`).
         ValueError
-            The file is not a vocabulary (missing columns, repeated values, ids not
-            in order).
+            A file that is not Parquet, or a corrupt or truncated one (the message
+            names the file); a file that is not a vocabulary (missing columns,
+            repeated values, ids not in order).
+
+        Notes
+        -----
+        :meth:`save` writes page checksums and they are verified here, so a damaged
+        page raises instead of giving other values.
 
         Examples
         --------
@@ -615,17 +624,8 @@ class Vocabulary:
         >>> asp.Vocabulary.load(path)
         Vocabulary(kind=int64, size=2, values=[3, 1], counts=[2, 1])
         """
-        import pyarrow.parquet as pq
-
         func = "Vocabulary.load"
-        try:
-            table = pq.read_table(_check_path(func, path))
-        except pa.ArrowInvalid as exc:
-            msg = f"{func}: {os.fspath(path)!r} could not be read as a Parquet file ({exc})"
-            raise ArrowSparseValueError(msg) from None
-        except OSError as exc:
-            msg = f"{func}: {os.fspath(path)!r} could not be opened ({type(exc).__name__})"
-            raise ArrowSparseIOError(msg) from None
+        table = _files.read_parquet(func, _files.check_path(func, "path", path))
         missing = [c for c in ("value", "count") if c not in table.column_names]
         if missing:
             msg = f"{func}: {os.fspath(path)!r} is not a vocabulary: no column {missing[0]!r}"
