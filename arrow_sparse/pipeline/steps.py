@@ -18,7 +18,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import ArrowSparseKeyError, ArrowSparseTypeError, ArrowSparseValueError
+from ..errors import (
+    ArrowSparseError,
+    ArrowSparseKeyError,
+    ArrowSparseTypeError,
+    ArrowSparseValueError,
+)
 from ..segment import embedding_bag, segment_max, segment_mean, segment_min, segment_sum
 from ..transforms import Vocabulary, categorify, fit_vocabulary, hash_bucket, pad_or_truncate
 from . import _filter
@@ -806,7 +811,7 @@ class Filter(Step):
             raise ArrowSparseValueError(msg)
         self.expr, self.column, self.op, self.value = expr, column, op, value
         if expr is not None:
-            self._expression, self._columns = _filter.parse(expr)
+            self._expression, self._columns = _filter.parse(expr, self.label)
         else:
             if op is None:
                 msg = f"{self.type}: 'column' needs 'op' (and 'value')"
@@ -823,7 +828,10 @@ class Filter(Step):
         try:
             keep = pc.fill_null(_filter.evaluate(self._expression, table, self._columns), False)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-            msg = f"{self.label}: cannot evaluate {self._expression}: {exc}"
+            shown = _filter.excerpt(self.expr if self.expr is not None else
+                                    str(self._expression))
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            msg = f"{self.label}: cannot evaluate {shown}: {detail[:200]}"
             raise ArrowSparseTypeError(msg) from exc
         kept = pc.sum(keep).as_py() or 0
         if kept == table.num_rows:  # nothing to drop: no copy of the list columns
@@ -958,8 +966,19 @@ def step_from_dict(spec: Mapping[str, Any], where: str = "step") -> Step:
     kwargs = {k: v for k, v in spec.items() if k != "type"}
     try:
         return cls(**kwargs)
+    except ArrowSparseError as exc:
+        raise _in_spec(exc, where, kind, spec.get("name")) from exc
     except TypeError as exc:
-        if isinstance(exc, ArrowSparseTypeError):
-            raise
         msg = f"{where} ({kind}): {exc}"
         raise ArrowSparseValueError(msg) from exc
+
+
+def _in_spec(exc: ArrowSparseError, where: str, kind: str, name: Any) -> ArrowSparseError:
+    """``exc`` with its step named by its place in the spec (``"s.toml: steps[2] (pad)"``)."""
+    text = str(exc)
+    for head in (f"step {name!r} ({kind}): ", f"step {kind}: ", f"{kind}: "):
+        if text.startswith(head):
+            text = text[len(head):]
+            break
+    label = f"{where} {name!r} ({kind})" if isinstance(name, str) else f"{where} ({kind})"
+    return type(exc)(f"{label}: {text}")
