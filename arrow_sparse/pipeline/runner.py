@@ -158,6 +158,41 @@ def _prepare_save(path: str | os.PathLike[str] | None) -> str | None:
     return text
 
 
+def _input_paths(src: Any) -> list[str]:
+    """Return the paths a run's input names (a path or a list of them; a dataset: none)."""
+    items = src if isinstance(src, (list, tuple)) else [src]
+    return [os.fsdecode(os.fspath(p)) for p in items if isinstance(p, (str, os.PathLike))]
+
+
+def _check_not_input(arg: str, path: str, src: Any, files: list[str]) -> None:
+    """Refuse a path to be written that is, or lies inside, one of the input paths.
+
+    Links are resolved first (``realpath``), and an existing file that is the same file
+    as an input file under another name (a hard link) is refused as well: writing it
+    would replace the data while it is being read.
+    """
+    target = os.path.realpath(path)
+    for given in _input_paths(src):
+        real = os.path.realpath(given)
+        if target == real or os.path.commonpath([target, real]) == real \
+                and os.path.isdir(real):
+            where = "is" if target == real else "lies inside"
+            msg = (f"run: {arg} {path!r} {where} the input {given!r}; writing it would "
+                   "change the input while it is read; choose a path outside the input")
+            raise ArrowSparseValueError(msg)
+    if os.path.exists(target):
+        for name in files:
+            try:
+                same = os.path.samefile(target, name)
+            except OSError:
+                continue
+            if same:
+                msg = (f"run: {arg} {path!r} is the input file {name!r} (a link to it); "
+                       "writing it would change the input while it is read; choose a "
+                       "path outside the input")
+                raise ArrowSparseValueError(msg)
+
+
 def _input_schema_check(pipe: Pipeline, data: Any, src: Any) -> pa.Schema:
     try:
         return pipe.output_schema(data.schema)
@@ -260,6 +295,11 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
     threads = _check_threads(threads)
     rows = batch_rows or pipe.batch_rows or DEFAULT_BATCH_ROWS
     data = read_parquet(src, batch_rows=rows)
+    if kind != "flight":  # before any pass: the output must not replace the input
+        _check_not_input("output", os.fsdecode(os.fspath(dst)), src, list(data.files))
+    if save_pipeline is not None:
+        _check_not_input("save_pipeline", os.fsdecode(os.fspath(save_pipeline)), src,
+                         list(data.files))
     out_schema = _input_schema_check(pipe, data, src)  # fail early on a bad spec
     data = data.with_columns(pipe.input_columns(data.schema))  # decode only what is used
     save_path = _prepare_save(save_pipeline)

@@ -266,3 +266,36 @@ def test_run_save_pipeline_and_threads_flags(tmp_path: Path,
     assert (tmp_path / "new" / "fitted.item_vocab.vocab.parquet").exists()
     assert main(["run", str(SPEC), "--threads", "0"]) == 2
     assert "expected a positive integer" in capsys.readouterr().err
+
+
+# ================================================= issue 14: run never replaces its input
+def test_run_refuses_to_write_over_its_input_issue14(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "in.parquet"
+    src.write_bytes(SAMPLE.read_bytes())
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[[steps]]\ntype = "select"\ncolumns = ["user_id"]\n')
+    (tmp_path / "link.parquet").symlink_to(src)
+    for output in (src, tmp_path / "link.parquet", tmp_path / "." / "in.parquet"):
+        line = run_error(capsys, ["run", str(spec), "--input", str(src), "--output",
+                                  str(output), "--no-progress"], 1)
+        assert line.startswith(f"arrow-sparse: error: run: output '{output}' is the input ")
+        assert "choose a path outside the input" in line
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    (parts / "p0.parquet").write_bytes(SAMPLE.read_bytes())
+    line = run_error(capsys, ["run", str(spec), "--input", str(parts), "--output",
+                              str(parts / "features.parquet"), "--no-progress"], 1)
+    assert f"run: output '{parts / 'features.parquet'}' lies inside the input" in line
+    # the command of the issue, as a user types it
+    proc = subprocess.run([sys.executable, "-m", "arrow_sparse", "run", "spec.toml",
+                           "--input", "in.parquet", "--output", "in.parquet"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert proc.returncode == 1
+    assert proc.stderr == ("arrow-sparse: error: run: output 'in.parquet' is the input "
+                           "'in.parquet'; writing it would change the input while it is read; "
+                           "choose a path outside the input\n")
+    assert src.read_bytes() == SAMPLE.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet", "link.parquet",
+                                                          "parts", "spec.toml"]
