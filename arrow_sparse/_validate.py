@@ -19,6 +19,9 @@ names the position but not the value: ``"{func}: offsets must be non-decreasing
 
 from __future__ import annotations
 
+import functools
+import math
+import os
 from types import ModuleType
 from typing import Any, NoReturn
 
@@ -34,7 +37,9 @@ __all__ = [
     "check_bool",
     "check_count",
     "check_dtype",
+    "check_nbytes",
     "empty",
+    "memory_limit",
     "check_mask",
     "check_exactly_one",
     "check_indices",
@@ -404,9 +409,85 @@ def check_dtype(func: str, arg: str, x: Any, kinds: str = "biuf") -> np.dtype:
 _KIND_NAMES = {"iu": "an integer dtype", "f": "a floating-point dtype"}
 
 
+@functools.cache
+def memory_limit() -> int:
+    """Return the most bytes this process could hold: the bound of every result size.
+
+    The smallest of the machine's physical memory, the memory limit of the control
+    group (container) the process runs in, and the address-space limit
+    (``ulimit -v``); 2**40 bytes where none of them can be read. A result larger
+    than this can never be computed here, so it is refused at once with a
+    ValueError (:func:`check_nbytes`) instead of a MemoryError, or a machine that
+    swaps, after the work before it.
+
+    Examples
+    --------
+    >>> memory_limit() > 2**20
+    True
+    """
+    limits = []
+    try:
+        limits.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        pass
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path, encoding="ascii") as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            limits.append(int(text))
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY:
+            limits.append(soft)
+    except (ImportError, OSError, ValueError):
+        pass
+    positive = [n for n in limits if n > 0]
+    return min(positive) if positive else 1 << 40
+
+
+def _bytes_text(n: float) -> str:
+    for unit, size in (("EiB", 1 << 60), ("PiB", 1 << 50), ("TiB", 1 << 40), ("GiB", 1 << 30),
+                       ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} bytes"
+
+
+def check_nbytes(func: str, what: str, shape: Any, itemsize: int) -> None:
+    """Raise a ValueError when an array of ``shape`` x ``itemsize`` bytes exceeds memory.
+
+    ``what`` names the array and where its size comes from (``"the result of
+    max_lengths [1099511627776]"``); the message gives its size and the bound
+    (:func:`memory_limit`). ``shape`` is a tuple of sizes or one count; the
+    product is taken in Python integers, so nothing overflows.
+
+    Examples
+    --------
+    >>> check_nbytes("pad_or_truncate", "the result of length=2**40", (3, 2**40), 8)
+    Traceback (most recent call last):
+        ...
+    arrow_sparse.errors.ArrowSparseValueError: pad_or_truncate: the result of length=2**40 \
+needs 24.0 TiB (shape (3, 1099511627776) x 8 bytes), more than this machine's memory ...
+    """
+    dims = tuple(int(d) for d in shape) if isinstance(shape, (tuple, list)) else (int(shape),)
+    nbytes = math.prod(dims) * int(itemsize)
+    limit = memory_limit()
+    if nbytes > limit:
+        shown = f"shape {dims}" if len(dims) > 1 else f"{dims[0]:,} elements"
+        msg = (f"{func}: {what} needs {_bytes_text(nbytes)} ({shown} x {itemsize} bytes), "
+               f"more than this machine's memory ({_bytes_text(limit)})")
+        raise ArrowSparseValueError(msg)
+
+
 def empty(func: str, shape: tuple[int, ...], dtype: np.dtype,
           xp: ModuleType = np) -> np.ndarray:
-    """``xp.empty`` that reports an impossible result size as a ValueError of ``func``."""
+    """``xp.empty`` that refuses a result larger than memory with a ValueError of ``func``."""
+    check_nbytes(func, "the result", shape, np.dtype(dtype).itemsize)
     try:
         return xp.empty(shape, dtype=dtype)  # type: ignore[no-any-return]
     except ValueError:
