@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._validate import memory_limit
 from ..errors import (
     ArrowSparseError,
     ArrowSparseKeyError,
@@ -172,6 +173,33 @@ def _check_int(step: str, key: str, value: Any, lo: int, hi: int | None = None) 
     return int(value)
 
 
+#: The largest ``fixed_size_list`` size Arrow can describe (its size is an int32).
+_FIXED_SIZE_MAX = 2**31 - 1
+
+
+def _check_batch_size(label: str, key: str, rows: int, width: int, itemsize: int) -> None:
+    """Refuse a fixed-width batch (``rows`` x ``width`` x ``itemsize``) larger than memory.
+
+    The bound is :func:`arrow_sparse._validate.memory_limit`: the machine's physical
+    memory, or the container's or ``ulimit -v`` limit when lower.
+    """
+    nbytes = rows * width * itemsize
+    limit = memory_limit()
+    if nbytes > limit:
+        msg = (f"{label}: {key!r} = {width:,} makes a batch of {rows:,} rows x {width:,} x "
+               f"{itemsize} bytes = {nbytes / 2**30:,.1f} GiB, more than this machine's "
+               f"memory ({limit / 2**30:,.1f} GiB); lower {key!r} or the batch rows")
+        raise ArrowSparseValueError(msg)
+
+
+def _itemsize(t: pa.DataType) -> int:
+    """Bytes per value of a list's values (8 for types without a fixed width)."""
+    try:
+        return max(1, t.bit_width // 8)
+    except ValueError:
+        return 8
+
+
 def _is_list(t: pa.DataType) -> bool:
     return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
 
@@ -259,7 +287,7 @@ class PadOrTruncate(ColumnStep):
     def __init__(self, column: str, length: int, pad_value: Any = 0, side: str = "right",
                  output: str | None = None, *, name: str | None = None) -> None:
         super().__init__(column, output, name=name)
-        self.length = _check_int(self.type, "length", length, 0)
+        self.length = _check_int(self.type, "length", length, 0, _FIXED_SIZE_MAX)
         self.pad_value = pad_value
         if side not in ("left", "right"):
             msg = f"{self.type}: 'side' must be 'left' or 'right', got {side!r}"
@@ -267,6 +295,9 @@ class PadOrTruncate(ColumnStep):
         self.side = side
 
     def compute(self, column: pa.ChunkedArray) -> Any:  # noqa: D102
+        value_type = getattr(column.type, "value_type", None)
+        _check_batch_size(self.label, "length", len(column), self.length,
+                          8 if value_type is None else _itemsize(value_type))
         return pad_or_truncate(column, self.length, self.pad_value, self.side)
 
     def output_type(self, field: pa.Field) -> pa.DataType:  # noqa: D102
@@ -567,10 +598,11 @@ class MultiHot(Step):
         super().__init__(name)
         self.column = _check_str(self.type, "column", column)
         self.output = None if output is None else _check_str(self.type, "output", output)
-        self.num_columns = _check_int(self.type, "num_columns", num_columns, 1, 2**63 - 1)
         if not isinstance(dense, bool):
             msg = f"{self.type}: 'dense' must be true or false, got {dense!r}"
             raise ArrowSparseTypeError(msg)
+        self.num_columns = _check_int(self.type, "num_columns", num_columns, 1,
+                                      _FIXED_SIZE_MAX if dense else 2**63 - 1)
         self.dense = dense
         self.counts_output = None if counts_output is None else \
             _check_str(self.type, "counts_output", counts_output)
@@ -618,6 +650,8 @@ class MultiHot(Step):
 
     def transform(self, table: pa.Table) -> pa.Table:  # noqa: D102
         ids_type, counts_type = self._types(self._need(table.schema, self.column))
+        if self.dense:
+            _check_batch_size(self.label, "num_columns", table.num_rows, self.num_columns, 4)
         ids, counts = [], []
         for chunk in _column(table, self.column).chunks:
             i, c = self._chunk(chunk, ids_type, counts_type)

@@ -196,3 +196,16 @@ def test_run_output_beside_the_input_is_fine_issue14(tmp_path: Path) -> None:
     s = run(pipe, str(tmp_path), str(tmp_path.parent / (tmp_path.name + "-out.parquet")))
     assert s.rows_out == 3
     assert run(pipe, str(src), str(tmp_path / "in.parquet.out.parquet")).rows_out == 3
+
+
+def test_run_reports_a_dense_multi_hot_beyond_memory_as_a_spec_error_issue14(
+        tmp_path: Path) -> None:
+    # Before: "internal error: MemoryError((16384, 1000000000), dtype('float32'))"
+    pipe = Pipeline([{"type": "multi_hot", "name": "mh", "column": "item_ids",
+                      "num_columns": 10**9, "dense": True}])
+    with pytest.raises(ValueError, match=r"^input '.*sample_clicks\.parquet', row group 0, "
+                                         r"rows 0-16,383 of the group: step 'mh' \(multi_hot\): "
+                                         r"'num_columns' = 1,000,000,000 makes a batch of "
+                                         r"16,384 rows"):
+        run(pipe, str(SAMPLE), str(tmp_path / "o.parquet"), batch_rows=16_384)
+    assert list(tmp_path.iterdir()) == []
