@@ -27,6 +27,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 import pyarrow as pa
+from numpy.lib.array_utils import byte_bounds
 
 from ._backend import fetch, get_kernel, host_only, is_cupy_array, module_of
 from .errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
@@ -38,6 +39,7 @@ __all__ = [
     "check_count",
     "check_dtype",
     "check_nbytes",
+    "check_no_overlap",
     "empty",
     "memory_limit",
     "check_mask",
@@ -493,6 +495,89 @@ def empty(func: str, shape: tuple[int, ...], dtype: np.dtype,
     except ValueError:
         msg = f"{func}: the result of shape {shape} is too large to allocate"
         raise ArrowSparseValueError(msg) from None
+
+
+_READ_WHILE_WRITTEN = ("it would be read after parts of it were overwritten; pass arrays "
+                       "that do not overlap (e.g. a copy)")
+
+
+def check_no_overlap(func: str, out_arg: str, out: Any, *, why: str = _READ_WHILE_WRITTEN,
+                     **inputs: Any) -> None:
+    """Raise a ValueError when ``out`` (written in place) shares memory with an input.
+
+    Writing a result over memory the operation still reads gives wrong numbers
+    silently (``lookup(table, ids, out=table[:2])`` read rows it had already
+    overwritten). Each input may be a numpy or CuPy array, an Arrow array or
+    ChunkedArray (its buffers), an object holding arrays (a Jagged's ``values``,
+    ``offsets``, ``validity``; a SparseGrad's ``rows`` and ``values``), or a list or
+    tuple of those (named ``name[i]``); anything else is skipped. Host arrays are
+    compared exactly (``numpy.shares_memory``: a block of columns does not overlap
+    the next block), falling back to their byte bounds when that is too costly;
+    CuPy arrays by their data pointers and extents (``cupy.may_share_memory``); a
+    host and a device array never overlap. ``why`` ends the message.
+
+    Examples
+    --------
+    >>> table = np.arange(6.0).reshape(3, 2)
+    >>> check_no_overlap("lookup", "out", table[:2], table=table, ids=[1, 0])
+    Traceback (most recent call last):
+        ...
+    arrow_sparse.errors.ArrowSparseValueError: lookup: out and table share memory; it would \
+be read after parts of it were overwritten; pass arrays that do not overlap (e.g. a copy)
+    >>> wide = np.zeros((3, 4))
+    >>> check_no_overlap("lookup", "out", wide[:, :2], table=wide[:, 2:])  # disjoint blocks
+    """
+    if out is None or getattr(out, "size", 1) == 0:  # nothing is written
+        return
+    for name, value in inputs.items():
+        for label, part in _memory_parts(name, value, 0):
+            if part is out or _overlap(out, part):
+                msg = f"{func}: {out_arg} and {label} share memory; {why}"
+                raise ArrowSparseValueError(msg)
+
+
+def _memory_parts(name: str, x: Any, depth: int) -> list[tuple[str, Any]]:
+    """Return the arrays and Arrow buffers of an input, each with the name to report."""
+    if x is None or depth > 4 or isinstance(x, (str, bytes, int, float, bool, np.generic)):
+        return []
+    if isinstance(x, np.ndarray) or is_cupy_array(x):
+        return [(name, x)]
+    if isinstance(x, pa.ChunkedArray):
+        return [(name, b) for chunk in x.chunks for b in chunk.buffers() if b is not None]
+    if isinstance(x, pa.Array):
+        return [(name, b) for b in x.buffers() if b is not None]
+    if isinstance(x, (list, tuple)):
+        return [p for i, item in enumerate(x) for p in _memory_parts(f"{name}[{i}]", item,
+                                                                       depth + 1)]
+    parts = []
+    for attr in ("values", "offsets", "validity", "values_validity", "rows"):
+        try:
+            inner = getattr(x, attr, None)
+        except Exception:  # noqa: BLE001 - a property that cannot answer holds no array
+            continue
+        if inner is not None and not callable(inner):
+            parts += _memory_parts(f"{name}.{attr}", inner, depth + 1)
+    return parts
+
+
+def _overlap(out: Any, other: Any) -> bool:
+    if isinstance(out, np.ndarray):
+        if isinstance(other, np.ndarray):
+            if not np.may_share_memory(out, other):
+                return False
+            try:
+                return bool(np.shares_memory(out, other, max_work=100_000))
+            except np.exceptions.TooHardError:
+                return True
+        if isinstance(other, pa.Buffer):
+            if out.size == 0 or other.size == 0:
+                return False
+            lo, hi = byte_bounds(out)
+            return lo < other.address + other.size and other.address < hi
+        return False
+    if is_cupy_array(out) and is_cupy_array(other) and module_of(out) is module_of(other):
+        return bool(module_of(out).may_share_memory(out, other))
+    return False
 
 
 def check_exactly_one(func: str, **kwargs: Any) -> str:
