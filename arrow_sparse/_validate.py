@@ -288,8 +288,10 @@ def check_segment_ids(func: str, arg: str, x: Any, num_values: int | None = None
         raise ArrowSparseIndexError(msg)
     if num_segments is None:
         num_segments = check_count(func, f"max({arg}) + 1", int(ids.max()) + 1 if len(ids) else 0)
+        check_nbytes(func, f"max({arg}) + 1 = {num_segments:,} segments", num_segments + 1, 8)
     else:
         num_segments = check_count(func, "num_segments", num_segments)
+        check_nbytes(func, f"num_segments={num_segments:,}", num_segments + 1, 8)
         too_big = ids >= num_segments
         if too_big.any():
             pos = first_true(too_big)
@@ -323,10 +325,12 @@ def _device_segment_ids(func: str, arg: str, ids: Any, num_segments: int | None,
     """Launch the device check of segment ids; read the maximum when it sizes the output."""
     if num_segments is not None:
         num_segments = check_count(func, "num_segments", num_segments)
+        check_nbytes(func, f"num_segments={num_segments:,}", num_segments + 1, 8)
     get_kernel("convert", "check_segment_ids", module_of(ids))(ids, num_segments, sorted_ids)
     if num_segments is None:
         top = fetch(func, (ids[-1] if sorted_ids else ids.max()) if len(ids) else -1)[0]
         num_segments = check_count(func, f"max({arg}) + 1", top + 1)
+        check_nbytes(func, f"max({arg}) + 1 = {num_segments:,} segments", num_segments + 1, 8)
     return ids, num_segments
 
 

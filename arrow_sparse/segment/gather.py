@@ -71,8 +71,10 @@ def gather(data: Any, indices: Any) -> Any:
     arr = v.as_values_array(func, "data", data, device=True)
     if xp is np:
         idx = v.check_indices(func, "indices", indices, len(arr), ndim=_index_ndim(indices))
+        v.check_nbytes(func, "the result", idx.shape + arr.shape[1:], arr.itemsize)
         return np.take(arr, idx, axis=0)
     idx = v.as_index_array(func, "indices", indices, ndim=_index_ndim(indices), device=True)
+    v.check_nbytes(func, "the result", idx.shape + arr.shape[1:], arr.itemsize)
     out = get_kernel("segment", "gather_rows", xp)(arr, idx.reshape(-1))
     device_checks(func, xp)
     return out.reshape(idx.shape + arr.shape[1:])
