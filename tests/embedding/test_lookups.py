@@ -537,3 +537,17 @@ def test_maplookup_out_overlapping_a_table_is_refused_issue14(backend: str) -> N
     b = to_backend(np.arange(6).reshape(3, 2), backend)
     with pytest.raises(ValueError, match=rf"^maplookup: out and indices\[0\] {_ALIAS}"):
         emb.maplookup([b, b], [int_out[:, 1], ids[1]], "concat", prepend=1, out=int_out)
+
+
+def test_arrow_float_ids_are_refused_whatever_the_child_holds_issue14() -> None:
+    # Before: an empty visible range over a child of length 0 passed as empty integer
+    # bags (zeros), the same rows over a longer child raised: the hidden buffer decided.
+    table = np.arange(20.0).reshape(10, 2)
+    hidden = pa.Array.from_buffers(pa.large_list(pa.float64()), 2, [
+        None, pa.py_buffer(np.array([1, 1, 1], np.int64))], children=[pa.array([0.0])])
+    clean = pa.array([[], []], pa.large_list(pa.float64()))
+    for ids in (hidden, clean):
+        with pytest.raises(TypeError, match=r"^lookup: ids must be a Jagged \(or Arrow list "
+                                            r"array\) of 1-D integers$"):
+            emb.lookup(table, ids)
+    np.testing.assert_array_equal(emb.lookup(table, asp.Jagged.from_list([[]])), [[0, 0]])
