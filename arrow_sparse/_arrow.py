@@ -126,7 +126,7 @@ def list_level(func: str, arg: str, array: pa.Array) -> ListLevel:
     offsets; the values are not touched.
     """
     if isinstance(array.type, LIST_VIEW_TYPES):
-        array = list_view_to_list(array)
+        array = list_view_to_list(array, func, arg)
     if not isinstance(array.type, (*LIST_TYPES, pa.MapType)):  # a map is a list of structs
         msg = f"{func}: {arg} must be an Arrow list array, got {array.type}"
         raise ArrowSparseTypeError(msg)
@@ -214,12 +214,15 @@ def offsets_view(arr: pa.Array) -> np.ndarray:
     return np.frombuffer(buf, dtype=dtype, count=arr.offset + len(arr) + 1)[arr.offset:]
 
 
-def list_view_to_list(arr: pa.Array) -> pa.Array:
+def list_view_to_list(arr: pa.Array, func: str = "list_view_to_list",
+                      arg: str = "array") -> pa.Array:
     """Copy a ``list_view``/``large_list_view`` array into a ``list``/``large_list`` one.
 
     Rows of a list view may overlap or come in any order, so the values are gathered
     (one copy). Done here rather than by ``cast``, which builds a short offsets buffer
-    in some pyarrow releases.
+    in some pyarrow releases. Every row's range (null rows too, as Arrow requires) must
+    lie inside the child: a negative start or size, or a range past the child's end,
+    raises a ValueError naming ``func``, ``arg`` and the first bad row.
     """
     large = isinstance(arr.type, pa.LargeListViewType)
     dtype = np.int64 if large else np.int32
@@ -230,6 +233,7 @@ def list_view_to_list(arr: pa.Array) -> pa.Array:
     else:
         starts = np.frombuffer(buffers[1], dtype=dtype)[arr.offset:arr.offset + n]
         sizes = np.frombuffer(buffers[2], dtype=dtype)[arr.offset:arr.offset + n]
+    _check_view_ranges(func, arg, starts, sizes, len(arr.values))
     valid = validity_of(arr)
     if valid is not None:
         sizes = np.where(valid, sizes, 0)
@@ -241,6 +245,20 @@ def list_view_to_list(arr: pa.Array) -> pa.Array:
     cls = pa.LargeListArray if large else pa.ListArray
     mask = None if valid is None else pa.array(~valid)
     return cls.from_arrays(pa.array(offsets), values, mask=mask)
+
+
+def _check_view_ranges(func: str, arg: str, starts: np.ndarray, sizes: np.ndarray,
+                       num_values: int) -> None:
+    """Check a list view's ranges ``[starts[i], starts[i] + sizes[i])`` against the child."""
+    for name, part in (("offsets", starts), ("sizes", sizes)):
+        if len(part) and part.min() < 0:
+            pos = int(np.argmax(part < 0))
+            v.fail_value(func, f"{arg} {name}", "must be non-negative", pos, part[pos])
+    ends = starts.astype(np.int64) + sizes.astype(np.int64)
+    if len(ends) and ends.max() > num_values:
+        pos = int(np.argmax(ends > num_values))
+        v.fail_value(func, f"{arg} offsets + sizes", f"exceed the number of values {num_values}",
+                     pos, ends[pos])
 
 
 def fixed_size_values(func: str, arr: pa.FixedSizeListArray) -> np.ndarray:

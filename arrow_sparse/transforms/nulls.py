@@ -234,6 +234,7 @@ def _pad_strings(func: str, col: _Col, length: int, pad_value: Any,
     start = int(col.offsets[0])
     total = int(col.offsets[-1]) - start
     rows = col.num_rows
+    v.check_nbytes(func, f"the result of length={length:,}", (rows, length), 8)
     positions = np.empty((rows, length, 1), dtype=np.int64)
     get_kernel("transforms", "pad_or_truncate")(
         np.arange(total, dtype=np.int64).reshape(total, 1), col.offsets - start, col.validity,
