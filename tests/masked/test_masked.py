@@ -704,6 +704,12 @@ def test_sparse_result_examples(backend: str) -> None:
     check_on(masked.sum(csr, 1, dense=True), [3.0, 0.0, 3.0], backend)
     csc = on(asp.SparseCSR.from_dense(np.eye(3)).to_csc(), backend)
     assert isinstance(masked.sum(csc, 0, keepdim=True), asp.SparseCSC)
+    cube = np.arange(24.0).reshape(2, 3, 4) % 5
+    csf = on(asp.SparseCSF.from_dense(cube), backend)
+    for dim in (0, (0, 1)):
+        got = masked.sum(csf, dim)
+        assert isinstance(got, asp.SparseCSF)
+        check_on(got.to_dense(), cube.sum(dim), backend)
     j = on(asp.Jagged(np.arange(6.0).reshape(3, 2), np.array([0, 2, 2, 3])), backend)
     per_element = masked.sum(j, 2)
     assert isinstance(per_element, asp.Jagged)
