@@ -817,7 +817,7 @@ class KeyedJagged:
         if not isinstance(weights_suffix, str):
             msg = f"{func}: weights_suffix must be a str, got {type(weights_suffix).__name__}"
             raise ArrowSparseTypeError(msg)
-        if layout not in ("columns", "map"):
+        if not isinstance(layout, str) or layout not in ("columns", "map"):
             msg = f"{func}: layout must be 'columns' or 'map', got {layout!r}"
             raise ArrowSparseValueError(msg)
         if layout == "map":

@@ -560,6 +560,8 @@ class SparseCSF(SparseTensor):
                [0, 0],
                [2, 3]])
         """
+        v.check_nbytes("SparseCSF.to_dense", f"the dense array of shape {self.shape}",
+                       self.shape, self.values.itemsize)
         return self.to_coo().to_dense()
 
     def to_coo(self) -> SparseCOO:

@@ -326,6 +326,8 @@ class _Compressed(SparseTensor):
         """
         if self.dtype.kind == "b":
             return self.to_coo().to_dense()
+        v.check_nbytes(f"{type(self).__name__}.to_dense", f"the dense array of shape "
+                       f"{self.shape}", self.shape, self.values.itemsize)
         xp = self.xp
         out = xp.zeros(self.shape, dtype=self.dtype)
         get_kernel("sparse", "compressed_to_dense", xp)(self.indptr, self.indices, self.values,
@@ -523,6 +525,9 @@ class _Compressed(SparseTensor):
         func = f"{type(self).__name__}.sum"
         total_dtype = cm.sum_dtype(self.dtype)
         ax = None if axis is None else v.check_axis(func, axis, 2)
+        if ax is not None:
+            v.check_nbytes(func, f"the sum along axis {ax} of shape {self.shape}",
+                           self.shape[1 - ax], np.dtype(total_dtype).itemsize)
         xp = self.xp
         if ax == 1 - self._major:  # reduce the minor axis: one value per major line
             out = xp.zeros(self._num_major, dtype=total_dtype)
@@ -604,6 +609,8 @@ class _Compressed(SparseTensor):
         dense = _matmul_operand(func, self.values, other, self.shape[1], "first")
         dtype, work, vals = _matmul_dtypes(self.values, dense)
         xp = self.xp
+        v.check_nbytes(func, "the product", (self.shape[0], *dense.shape[1:]),
+                       np.dtype(work).itemsize)
         rhs = xp.ascontiguousarray(dense, dtype=work)
         if self._major == 0 and (rhs.ndim == 1 or rhs.shape[1] == 1):
             out = xp.zeros(self.shape[0], dtype=work)
@@ -628,6 +635,8 @@ class _Compressed(SparseTensor):
         func = f"{type(self).__name__}.__rmatmul__"
         dense = _matmul_operand(func, self.values, other, self.shape[0], "last")
         dtype, work, vals = _matmul_dtypes(self.values, dense)
+        v.check_nbytes(func, "the product", (*dense.shape[:-1], self.shape[1]),
+                       np.dtype(work).itemsize)
         xp = self.xp
         if self._major == 1:  # dense @ csc == (csc.T @ dense.T).T, and csc.T is a CSR
             transposed = SparseCSR._new(self.indptr, self.indices, vals, self.shape[::-1])
