@@ -28,6 +28,7 @@ from ._common import (
     PYARROW_ERRORS,
     ArrowSparseIOError,
     as_batches,
+    atomic_directory,
     atomic_path,
     check_path,
     corrupt,
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     import pyarrow.dataset as ds
 
 __all__ = ["DEFAULT_BATCH_ROWS", "DEFAULT_ROW_GROUP_ROWS", "ParquetBatches", "read_parquet",
-           "write_parquet"]
+           "write_parquet", "write_parquet_dataset"]
 
 #: Default number of rows per batch yielded by :func:`read_parquet`.
 DEFAULT_BATCH_ROWS = 65_536
@@ -881,6 +882,168 @@ def write_parquet(data: Any, path: str | os.PathLike[str],
         finally:
             writer.close()
     return rows
+
+
+def write_parquet_dataset(data: Any, path: str | os.PathLike[str], *,
+                          partition_by: Sequence[str] | None = None,
+                          max_rows_per_file: int | None = None,
+                          row_group_rows: int = DEFAULT_ROW_GROUP_ROWS,
+                          compression: str | None = "zstd",
+                          compression_level: int | None = None) -> int:
+    """Write a Table or stream of batches as a directory of Parquet files (one data set).
+
+    Written with ``pyarrow.dataset.write_dataset``: hive directories
+    (``day=mon/part-0.parquet``) for ``partition_by``, and a new file every
+    ``max_rows_per_file`` rows. pyarrow, Polars (``pl.scan_parquet(path)``), DuckDB
+    (``read_parquet('path/**/*.parquet', hive_partitioning = true)``) and
+    :func:`read_parquet` read the directory back as one data set.
+
+    Parameters
+    ----------
+    data
+        What :func:`write_parquet` takes: a Table, RecordBatch, RecordBatchReader,
+        KeyedJagged, an object with ``__arrow_c_stream__``, or an iterable of these.
+    path
+        The directory to write. It is written under a temporary name beside it and
+        renamed when complete. An existing directory is replaced only when it holds
+        Parquet files alone (an earlier output); anything else is refused.
+    partition_by
+        Columns whose values name the directories (integers, strings, booleans or
+        dates). As in every hive data set, they are stored in the directory names,
+        not in the files; a null value is the directory ``__HIVE_DEFAULT_PARTITION__``.
+    max_rows_per_file
+        Most rows per file (default: no limit, one file per partition).
+    row_group_rows
+        Rows per row group (at most ``max_rows_per_file``). Rows are buffered per
+        partition until a row group is full, so memory holds up to one row group per
+        partition written at once.
+    compression, compression_level
+        As for :func:`write_parquet`.
+
+    Returns
+    -------
+    int
+        Number of rows written.
+
+    Raises
+    ------
+    KeyError
+        A ``partition_by`` column that is not in the data.
+    TypeError
+        A ``partition_by`` column of a nested or floating type; ``data`` of another
+        kind.
+    ValueError
+        ``max_rows_per_file`` or ``row_group_rows`` of 0; an unknown codec.
+    ArrowSparseIOError
+        A ``path`` that is a file, or a directory holding other files than Parquet;
+        a parent directory that does not exist or cannot be written.
+
+    See Also
+    --------
+    write_parquet : One file.
+
+    Notes
+    -----
+    Files are named ``part-{i}.parquet``; rows keep their input order within each
+    partition. Page checksums and the ``arrow_sparse`` metadata key are written as
+    by :func:`write_parquet`. With no rows, the directory holds one empty file
+    carrying the schema.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> out = os.path.join(tempfile.mkdtemp(), "clicks")
+    >>> table = pa.table({"day": ["mon", "tue", "mon"], "ids": [[1, 2], [3], []]})
+    >>> asp.io.write_parquet_dataset(table, out, partition_by=["day"], max_rows_per_file=1)
+    3
+    >>> sorted(os.path.relpath(os.path.join(d, f), out)
+    ...        for d, _, names in os.walk(out) for f in names)
+    ['day=mon/part-0.parquet', 'day=mon/part-1.parquet', 'day=tue/part-0.parquet']
+    >>> back = pa.Table.from_batches(list(asp.io.read_parquet(out)))
+    >>> back.sort_by("day").select(["day", "ids"]).to_pylist()[0]
+    {'day': 'mon', 'ids': [1, 2]}
+    """
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    func = "write_parquet_dataset"
+    row_group_rows = v.check_count(func, "row_group_rows", row_group_rows)
+    if row_group_rows == 0:
+        msg = f"{func}: row_group_rows must be positive, got 0"
+        raise ArrowSparseValueError(msg)
+    if max_rows_per_file is not None:
+        max_rows_per_file = v.check_count(func, "max_rows_per_file", max_rows_per_file)
+        if max_rows_per_file == 0:
+            msg = f"{func}: max_rows_per_file must be positive, got 0"
+            raise ArrowSparseValueError(msg)
+        row_group_rows = min(row_group_rows, max_rows_per_file)
+    if compression is not None and not isinstance(compression, str):
+        msg = f"{func}: compression must be a codec name or None, got {type(compression).__name__}"
+        raise ArrowSparseTypeError(msg)
+    if compression is not None and not _codec_available(compression):
+        msg = (f"{func}: compression {compression!r} is not an available codec (use zstd, "
+               "snappy, lz4, gzip, brotli or None)")
+        raise ArrowSparseValueError(msg)
+    schema, batches = as_batches(func, data)
+    schema = stamp_schema(schema)
+    keys = check_partition_by(func, partition_by, schema)
+    partitioning = None if not keys else ds.partitioning(
+        pa.schema([schema.field(k) for k in keys]), flavor="hive")
+    options = ds.ParquetFileFormat().make_write_options(
+        compression=compression or "none", compression_level=compression_level,
+        write_page_checksum=True)
+    count = [0]
+
+    def counted() -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            count[0] += batch.num_rows
+            yield _writable(batch).replace_schema_metadata(schema.metadata)
+
+    with atomic_directory(func, path) as tmp:
+        ds.write_dataset(
+            pa.RecordBatchReader.from_batches(schema, counted()), tmp, format="parquet",
+            file_options=options, partitioning=partitioning,
+            basename_template="part-{i}.parquet",
+            max_rows_per_file=max_rows_per_file or 0, max_rows_per_group=row_group_rows,
+            min_rows_per_group=row_group_rows, existing_data_behavior="overwrite_or_ignore",
+            preserve_order=True)
+        if count[0] == 0:
+            pq.write_table(schema.empty_table(), os.path.join(tmp, "part-0.parquet"),
+                           compression=compression or "none", write_page_checksum=True)
+    return count[0]
+
+
+def check_partition_by(func: str, partition_by: Any, schema: pa.Schema) -> list[str]:
+    """Return the ``partition_by`` columns after checking them against ``schema``.
+
+    Examples
+    --------
+    >>> check_partition_by("f", "day", pa.schema({"day": pa.string(), "n": pa.int8()}))
+    ['day']
+    """
+    if partition_by is None:
+        return []
+    if isinstance(partition_by, str):
+        partition_by = [partition_by]
+    keys = _check_names(func, "partition_by", partition_by, schema, "the output")
+    for i, name in enumerate(keys):
+        t = schema.field(name).type
+        if pa.types.is_dictionary(t):
+            t = t.value_type
+        if not (pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
+                or pa.types.is_boolean(t) or pa.types.is_date(t)):
+            msg = v.message(func, "partition_by", "names a column that cannot name "
+                            "directories (integers, strings, booleans and dates can)", i,
+                            f"{name!r} of type {t}")
+            raise ArrowSparseTypeError(msg)
+    if len(set(keys)) != len(keys):
+        msg = f"{func}: partition_by names a column twice: {keys}"
+        raise ArrowSparseValueError(msg)
+    if len(keys) == len(schema):
+        msg = (f"{func}: partition_by names every column; the files would hold none "
+               "(leave at least one column out)")
+        raise ArrowSparseValueError(msg)
+    return keys
 
 
 #: Parquet writers before pyarrow 26 refuse a null list row whose offsets span values
