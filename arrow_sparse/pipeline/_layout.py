@@ -11,6 +11,7 @@ the offsets alone; the values buffers are shared, not copied), so the output sch
 depends on the spec and the input's logical types only. 64-bit offsets because they
 never overflow (a batch of strings can hold more than 2 GiB) and are what Polars and
 PyTorch use; ``fixed_size_list``, ``map`` and dictionary columns are left as they are.
+Every input column is taken as nullable (writers set ``not null`` differently).
 
 The input's pandas metadata (``b"pandas"`` in the schema metadata) describes the
 input's columns and index, not the output's: it is dropped from the output.
@@ -72,7 +73,10 @@ def output_metadata(metadata: dict[bytes, bytes] | None) -> dict[bytes, bytes] |
 
 
 def canonical_schema(schema: pa.Schema) -> pa.Schema:
-    """Return ``schema`` with :func:`canonical_type` applied to every field.
+    """Return ``schema`` with :func:`canonical_type` applied to every field, each nullable.
+
+    Writers mark columns ``not null`` differently (DuckDB marks a column it copied
+    from a file without nulls, Polars never does), so the flag is dropped too.
 
     Examples
     --------
@@ -82,10 +86,10 @@ def canonical_schema(schema: pa.Schema) -> pa.Schema:
     y: int8
     """
     types = [canonical_type(f.type) for f in schema]
-    if all(new.equals(f.type) for new, f in zip(types, schema, strict=True)):
+    if all(new.equals(f.type) and f.nullable for new, f in zip(types, schema, strict=True)):
         return schema
-    return pa.schema([f.with_type(t) for f, t in zip(schema, types, strict=True)],
-                     schema.metadata)
+    return pa.schema([f.with_type(t).with_nullable(True)
+                      for f, t in zip(schema, types, strict=True)], schema.metadata)
 
 
 def canonical_table(table: pa.Table) -> pa.Table:
