@@ -421,8 +421,8 @@ def _open_dataset(func: str, data: Any, partitioning: Any,
     file_format = ds.ParquetFileFormat(
         default_fragment_scan_options=ds.ParquetFragmentScanOptions(
             page_checksum_verification=True))
-    if isinstance(target, list) and len(target) > 1 or os.path.isdir(target[0] if isinstance(
-            target, list) else target):
+    several = isinstance(target, list) and len(target) > 1
+    if several or isinstance(target, str) and os.path.isdir(target):
         return _unified_dataset(func, target, source, file_format, partitioning)
     try:
         dataset = ds.dataset(target, format=file_format, partitioning=partitioning)
