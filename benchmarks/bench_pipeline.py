@@ -1,6 +1,7 @@
 """End-to-end throughput of the example feature pipeline, against pandas and Polars.
 
-Usage, from the repository root::
+Usage, from the repository root (with the repository first on ``PYTHONPATH`` when
+another copy of arrow_sparse is installed: ``PYTHONPATH=. python benchmarks/...``)::
 
     python benchmarks/bench_pipeline.py                      # 5M rows, results/pipeline.json
     python benchmarks/bench_pipeline.py --rows 200000        # smoke run (seconds)
@@ -139,7 +140,9 @@ def same_output(path: Path, reference: Path) -> dict[str, Any]:
 
     got, ref = pq.read_table(path), pq.read_table(reference)
     if not got.schema.equals(ref.schema, check_metadata=False):
-        return {"ok": False, "detail": f"schema differs: {got.schema} vs {ref.schema}"}
+        fields = [f"{a} vs {b}" for a, b in zip(got.schema, ref.schema, strict=False)
+                  if not a.equals(b)] or [f"{got.schema.names} vs {ref.schema.names}"]
+        return {"ok": False, "detail": "schema differs: " + "; ".join(fields)}
     ok = got.equals(ref)
     return {"ok": ok, "detail": "equal (schema and values)" if ok else "values differ",
             "rows_compared": got.num_rows}

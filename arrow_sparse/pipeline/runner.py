@@ -54,7 +54,8 @@ class RunSummary:
         Arrow (in-memory) bytes of the batches read. With the Ray engine the input is
         read by the workers, and this is the uncompressed size in the Parquet footers.
     bytes_out
-        Size of the output file (Arrow bytes of the batches sent, for Flight).
+        Size of the output file, or of all the files of a directory output (Arrow
+        bytes of the batches sent, for Flight).
     seconds, fit_seconds
         Wall time of the whole run, and of the fitting passes within it.
     stream_seconds
