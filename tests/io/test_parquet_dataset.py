@@ -132,6 +132,33 @@ def test_a_pyarrow_hive_directory_reads_as_polars_reads_it(written: dict[str, Pa
     assert rows(only) == rows(want)
 
 
+def test_partitioning_given_by_the_caller_is_kept(written: dict[str, Path]) -> None:
+    # an explicit Partitioning keeps its types; None reads the files' columns only
+    explicit = ds.partitioning(pa.schema([("k", pa.int16())]), flavor="hive")
+    got = asp_read(written["duckdb"], partitioning=explicit)
+    assert got.schema.field("k").type == pa.int16()
+    assert rows(got) == rows(duckdb_read(written["duckdb"]))
+    plain = asp_read(written["polars"], partitioning=None)
+    assert plain.schema.field("day").type == pa.large_string()
+    assert rows(plain) == rows(polars_read(written["polars"]))
+    assert "k" not in asp.io.read_parquet(written["duckdb"], partitioning=None).schema.names
+    directory = asp_read(written["duckdb"], partitioning=["k"])  # k=0 read as text
+    assert directory.schema.field("k").type == pa.string()
+    other = ds.partitioning(pa.schema([("day", pa.string())]), flavor="hive")
+    with pytest.raises(ArrowSparseTypeError, match=r"the partitioning gives 'day' the type "
+                                                   r"string, but the files of '.*' store it as "
+                                                   r"large_string"):
+        asp.io.read_parquet(written["polars"], partitioning=other)
+    wrong = ds.partitioning(pa.schema([("day", pa.int64())]), flavor="hive")
+    with pytest.raises(ArrowSparseValueError, match=r"cannot read the partition directories "
+                                                    r"of '.*' \(error parsing 'mon' as "
+                                                    r"scalar of type int64\)"):
+        asp.io.read_parquet(written["polars"], partitioning=wrong)
+    with pytest.raises(ArrowSparseTypeError, match=r"partitioning must be 'hive', None, a "
+                                                   r"list of directory field names"):
+        asp.io.read_parquet(written["polars"], partitioning=3)
+
+
 def test_files_of_different_writers_read_as_one_data_set(tmp_path: Path,
                                                          written: dict[str, Path]) -> None:
     # One file by Polars (large types), one by DuckDB (list, string, BIGINT), one by
