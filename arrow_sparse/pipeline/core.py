@@ -17,6 +17,7 @@ from ..errors import (
 from ..io.parquet import DEFAULT_BATCH_ROWS
 from ..transforms import Vocabulary
 from . import _toml
+from ._layout import canonical_schema, canonical_table, output_metadata
 from ._parallel import ordered_map
 from .steps import Categorify, EmbeddingBag, Filter, Rename, Select, Step, step_from_dict
 
@@ -199,7 +200,7 @@ class Pipeline:
     >>> pipe.output_schema(t.schema)
     ids: fixed_size_list<item: int64>[2]
       child 0, item: int64
-    n: int32
+    n: int64
     """
 
     def __init__(self, steps: Sequence[Step | dict[str, Any]], *, input: str | None = None,
@@ -396,10 +397,15 @@ class Pipeline:
         >>> pipe.transform_table(pa.table({"a": [1], "b": [2]})).to_pylist()
         [{'b': 2}]
         """
-        return self._apply(self.steps, _as_table(table))
+        out = self._apply(self.steps, _as_table(table))
+        metadata = out.schema.metadata
+        if metadata and metadata != output_metadata(metadata):
+            out = out.replace_schema_metadata(output_metadata(metadata))
+        return out
 
     @staticmethod
     def _apply(steps: Sequence[Step], table: pa.Table) -> pa.Table:
+        table = canonical_table(table)  # one layout whatever wrote the input
         for step in steps:
             table = call_in_context(step.transform, table, step.label)
         return table
@@ -506,6 +512,12 @@ class Pipeline:
     def output_schema(self, input_schema: pa.Schema) -> pa.Schema:
         """Return the output schema for input of ``input_schema`` (no data is read).
 
+        The input's lists, strings and binaries are taken with 64-bit offsets first
+        (``large_list``, ``large_string``), as every batch is before the steps run,
+        so the result depends on the spec and the input's logical types only, not on
+        the program that wrote the input (see ``arrow_sparse.pipeline._layout``);
+        the input's pandas metadata is left out.
+
         Raises
         ------
         KeyError
@@ -513,10 +525,10 @@ class Pipeline:
         TypeError
             A column of the wrong type for its step.
         """
-        schema = input_schema
+        schema = canonical_schema(input_schema)
         for step in self.steps:
             schema = step.output_schema(schema)
-        return schema
+        return schema.with_metadata(output_metadata(schema.metadata))
 
     # ------------------------------------------------------------- spec I/O
     def to_dict(self) -> dict[str, Any]:

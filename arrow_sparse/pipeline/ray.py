@@ -93,6 +93,11 @@ class _Transform:
     def __call__(self, batch: pa.Table) -> pa.Table:
         out = self.pipeline.transform_table(batch)
         if self.schema is not None and not out.schema.equals(self.schema):
+            if out.schema.names != self.schema.names and \
+                    sorted(out.schema.names) == sorted(self.schema.names):
+                # Ray's blocks of a hive directory put the partition columns last,
+                # whereas its schema keeps them where the files store them (Polars)
+                out = out.select(self.schema.names)
             out = out.cast(self.schema)
         return out
 

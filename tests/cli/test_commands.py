@@ -420,3 +420,49 @@ def test_sigterm_handler_is_restored_after_main_issue14(clicks_file: Path,
     assert main(["inspect", str(clicks_file)]) == 0
     assert signal.getsignal(signal.SIGTERM) is before
     capsys.readouterr()
+
+
+def test_a_killed_runs_temporary_directory_is_removed_by_the_next_run(tmp_path: Path) -> None:
+    src = tmp_path / "in.parquet"
+    pq.write_table(pq.read_table(SAMPLE, columns=["user_id", "item_ids"]), src,
+                   row_group_size=10_000)
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[[steps]]\ntype = "slow"\n')
+    out = tmp_path / "out" / "features"
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_CLI, "120", "run", str(spec),
+                             "--input", str(src), "--output", str(out), "--batch-rows",
+                             "10000", "--threads", "1", "--max-rows-per-file", "5000",
+                             "--no-progress"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for_temporary(proc, out)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    left = _temporaries(out)
+    assert len(left) == 1 and (out.parent / left[0]).is_dir()
+    assert not out.exists()
+    (out.parent / f".{out.name}.0123456789ab.tmp.keep").mkdir()  # not ours: stays
+    plain = tmp_path / "plain.toml"
+    plain.write_text('[[steps]]\ntype = "select"\ncolumns = ["user_id"]\n')
+    assert main(["run", str(plain), "--input", str(src), "--output", str(out),
+                 "--max-rows-per-file", "40000", "--no-progress"]) == 0
+    assert sorted(p.name for p in out.parent.iterdir()) == [
+        f".{out.name}.0123456789ab.tmp.keep", out.name]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "part-0.parquet", "part-1.parquet", "part-2.parquet"]
+    assert pq.read_table(out)["user_id"].to_pylist() == \
+        pq.read_table(SAMPLE)["user_id"].to_pylist()
+
+
+def test_stale_temporary_directories_match_the_writers_own_names(tmp_path: Path) -> None:
+    from arrow_sparse.io._common import atomic_directory
+    from arrow_sparse.pipeline.runner import _stale_temporaries
+
+    target = tmp_path / "features"
+    with atomic_directory("test", target) as tmp:
+        assert _stale_temporaries(str(target), directories=True) == [tmp]
+        assert _stale_temporaries(str(target)) == []  # a file output's: files only
+    assert _stale_temporaries(str(target), directories=True) == []
+    assert target.is_dir()
