@@ -324,6 +324,9 @@ def _add_run(commands: Any, common: argparse.ArgumentParser) -> None:
                    help="write the fitted pipeline (spec + vocabularies) to PATH")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--no-progress", action="store_true", help="never draw the progress bar")
+    p.add_argument("--verbose", action="store_true",
+                   help="--engine ray: keep Ray's own log lines and its workers' output "
+                        "(by default only errors are shown)")
     p.set_defaults(handler=_run_run)
 
 
@@ -332,7 +335,7 @@ def _run_run(args: argparse.Namespace) -> int:
     summary = run(args.spec, args.input, args.output, engine=args.engine,
                   batch_rows=args.batch_rows, threads=args.threads,
                   progress=False if args.no_progress else True,
-                  save_pipeline=args.save_pipeline)
+                  save_pipeline=args.save_pipeline, verbose=args.verbose)
     print(json.dumps(summary.to_dict(), indent=2) if args.json else str(summary))
     return 0
 
