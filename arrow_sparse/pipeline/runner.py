@@ -257,9 +257,6 @@ def _check_output_writable(path: str) -> None:
     except OSError as exc:
         msg = f"run: cannot write the output {path!r} ({exc.strerror or exc})"
         raise ArrowSparseIOError(msg) from None
-    if os.path.isdir(path):
-        msg = f"run: the output {path!r} is a directory; give a file name"
-        raise ArrowSparseIOError(msg)
 
 
 def _input_schema_check(pipe: Pipeline, data: Any, src: Any) -> pa.Schema:
