@@ -48,6 +48,9 @@ class RunSummary:
         The engine (``"local"`` or ``"ray"``) and the local engine's threads.
     rows_in, rows_out
         Rows read and written (for Flight: sent, summed over the readers' shards).
+        When leading filters are applied in the scan (``Pipeline.pushdown_filter``),
+        ``rows_in`` of a file output is the input's row count from the Parquet
+        footers, rows skipped by the scan included.
     bytes_in
         Arrow (in-memory) bytes of the batches read. With the Ray engine the input is
         read by the workers, and this is the uncompressed size in the Parquet footers.
