@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -421,3 +422,35 @@ def test_filter_random_expressions_match_duckdb_issue15(cond: tuple[str, str, An
     con.register("t", t)
     want = [r for (r,) in con.execute(f"SELECT row FROM t WHERE {sql} ORDER BY row").fetchall()]
     assert Filter(expr=text).transform(t)["row"].to_pylist() == want, (text, sql)
+
+
+def _written_by(writer: str, t: pa.Table, path: Any) -> None:
+    if writer == "polars":
+        pl.from_arrow(t).write_parquet(path)  # large_list, large_string
+    elif writer == "duckdb":
+        con = duckdb.connect()
+        con.register("t", t)
+        con.execute(f"COPY t TO '{path}' (FORMAT parquet)")  # list<element: ...>
+    else:
+        import pandas as pd
+
+        t.to_pandas(types_mapper=pd.ArrowDtype).to_parquet(path)
+
+
+@pytest.mark.parametrize("writer", ["polars", "duckdb", "pandas"])
+def test_filter_on_inputs_written_by_other_libraries_issue15(writer: str, tmp_path: Any) -> None:
+    from arrow_sparse.pipeline import Pipeline, run
+
+    t = _sample_table().append_column("row", pa.array(range(10)))
+    src = tmp_path / "in.parquet"
+    _written_by(writer, t, src)
+    expr = ("a not in [0, 1] and (len(ids) >= 1 or contains(tags, 'x')) "
+            "or s between 'b' and 'c' and x is not null")
+    out = tmp_path / "out.parquet"
+    run(Pipeline([{"type": "filter", "expr": expr}]), str(src), str(out))
+    got = sorted(r["row"] for r in pq.read_table(out).select(["row"]).to_pylist())
+    con = duckdb.connect()
+    sql = ("SELECT row FROM read_parquet(?) WHERE a NOT IN (0, 1) AND (len(ids) >= 1 OR "
+           "list_contains(tags, 'x')) OR s BETWEEN 'b' AND 'c' AND x IS NOT NULL ORDER BY row")
+    assert got == [r for (r,) in con.execute(sql, [str(src)]).fetchall()]
+    assert got  # the data keep some rows
