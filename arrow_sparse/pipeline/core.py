@@ -543,7 +543,7 @@ class Pipeline:
         """
         schema = input_schema
         for step in self.steps:
-            schema = step.output_schema(schema)
+            schema = call_in_context(step.output_schema, schema, step.label)
         return schema
 
     def pushdown_filter(self, input_schema: pa.Schema) -> pc.Expression | None:

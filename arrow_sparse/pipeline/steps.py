@@ -334,6 +334,8 @@ class PadOrTruncate(ColumnStep):
         if not (pa.types.is_list(field.type) or pa.types.is_large_list(field.type)):
             msg = f"{self.label}: column {field.name!r} must be a list, got {field.type}"
             raise ArrowSparseTypeError(msg)
+        # The transform's own checks of pad_value against the value type, on no rows.
+        pad_or_truncate(pa.array([], type=field.type), self.length, self.pad_value, self.side)
         return pa.list_(field.type.value_field, self.length)
 
 

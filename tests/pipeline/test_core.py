@@ -173,6 +173,12 @@ class _NoReads:
      {"item_ids": pa.list_(pa.int64()), "label": pa.int8()}, KeyError,
      r"^step 'r' \(reduce\): no column 'item_id'; did you mean 'item_ids'\? The columns "
      r"are: item_ids, label$"),
+    ([{"type": "pad", "column": "ids", "length": 3, "pad_value": "x", "name": "p"}],
+     {"ids": pa.list_(pa.int64())}, ValueError,
+     r"^step 'p' \(pad\): pad_or_truncate: pad_value 'x' does not fit the values dtype int64"),
+    ([{"type": "pad", "column": "tags", "length": 3, "name": "p"}],
+     {"tags": pa.list_(pa.string())}, TypeError,
+     r"^step 'p' \(pad\): pad_or_truncate: pad_value must be a str or None"),
     ([{"type": "select", "columns": ["zzz"], "name": "s"}], {"a": pa.int8()}, KeyError,
      r"^step 's' \(select\): no column 'zzz'; the columns are: a$"),
 ])
