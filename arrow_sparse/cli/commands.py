@@ -333,6 +333,9 @@ def _add_run(commands: Any, common: argparse.ArgumentParser) -> None:
                    help="write a directory of Parquet files of at most N rows each")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--no-progress", action="store_true", help="never draw the progress bar")
+    p.add_argument("--verbose", action="store_true",
+                   help="--engine ray: keep Ray's own log lines and its workers' output "
+                        "(by default only errors are shown)")
     p.set_defaults(handler=_run_run)
 
 
@@ -342,7 +345,7 @@ def _run_run(args: argparse.Namespace) -> int:
                   batch_rows=args.batch_rows, threads=args.threads,
                   progress=False if args.no_progress else True,
                   save_pipeline=args.save_pipeline, partition_by=args.partition_by,
-                  max_rows_per_file=args.max_rows_per_file)
+                  max_rows_per_file=args.max_rows_per_file, verbose=args.verbose)
     print(json.dumps(summary.to_dict(), indent=2) if args.json else str(summary))
     return 0
 

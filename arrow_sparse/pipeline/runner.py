@@ -50,6 +50,9 @@ class RunSummary:
         The engine (``"local"`` or ``"ray"``) and the local engine's threads.
     rows_in, rows_out
         Rows read and written (for Flight: sent, summed over the readers' shards).
+        When leading filters are applied in the scan (``Pipeline.pushdown_filter``),
+        ``rows_in`` of a file output is the input's row count from the Parquet
+        footers, rows skipped by the scan included.
     bytes_in
         Arrow (in-memory) bytes of the batches read. With the Ray engine the input is
         read by the workers, and this is the uncompressed size in the Parquet footers.
@@ -252,6 +255,33 @@ def _remove_stale_temporaries(path: str, directories: bool = False) -> None:
         logger.info("run: removed %s, left by an earlier run that was killed", stale)
 
 
+def _check_input_exists(src: Any) -> None:
+    """Refuse an input path that does not exist, naming it as the run's input."""
+    for given in _input_paths(src):
+        if "://" not in given and not os.path.exists(given):
+            msg = f"run: input {given!r} does not exist"
+            raise ArrowSparseIOError(msg)
+
+
+def _check_output_writable(path: str) -> None:
+    """Create the output's directory and make sure a file can be created in it.
+
+    Done before any pass over the data, so that an unwritable output fails at once
+    (and says it is the output) instead of after the fitting passes.
+    """
+    import tempfile
+
+    parent = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(parent, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=parent, prefix=f".{os.path.basename(path)}.",
+                                         suffix=".probe"):
+            pass
+    except OSError as exc:
+        msg = f"run: cannot write the output {path!r} ({exc.strerror or exc})"
+        raise ArrowSparseIOError(msg) from None
+
+
 def _input_schema_check(pipe: Pipeline, data: Any, src: Any) -> pa.Schema:
     try:
         return pipe.output_schema(data.schema)
@@ -266,7 +296,7 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
         engine: str = "local", batch_rows: int | None = None, threads: int | None = None,
         progress: Any = None, save_pipeline: str | os.PathLike[str] | None = None,
         block: bool = True, partition_by: str | list[str] | None = None,
-        max_rows_per_file: int | None = None) -> RunSummary:
+        max_rows_per_file: int | None = None, verbose: bool = False) -> RunSummary:
     """Run a pipeline over a Parquet input, streaming batch by batch, and write the output.
 
     Unfitted stateful steps (categorify, normalize) are fitted first, by streaming
@@ -310,6 +340,10 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
         the files (see :func:`~arrow_sparse.io.write_parquet_dataset`).
     max_rows_per_file
         Start a new output file every this many rows (of a partition).
+    verbose
+        With ``engine="ray"``: let Ray print its own logs (its INFO lines, its
+        workers' output, Ray Data's progress). By default a Ray instance this run
+        starts is quiet: only errors reach stderr.
 
     Returns
     -------
@@ -326,7 +360,8 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
         lies inside the input; bad data in a batch (the message names the file, row
         group and rows, then the step).
     ArrowSparseIOError
-        An unreadable input, an unwritable output or ``save_pipeline`` directory.
+        A missing or unreadable input, an unwritable output or ``save_pipeline``
+        directory (checked before any pass over the data).
 
     Notes
     -----
@@ -379,18 +414,27 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
         raise ArrowSparseValueError(msg)
     threads = _check_threads(threads)
     rows = batch_rows or pipe.batch_rows or DEFAULT_BATCH_ROWS
+    _check_input_exists(src)
     data = read_parquet(src, batch_rows=rows)
     if kind != "flight":  # before any pass: the output must not replace the input
         _check_not_input("output", os.fsdecode(os.fspath(dst)), src, list(data.files))
         if kind == "dataset":
             _check_input_not_inside(os.fsdecode(os.fspath(dst)), src, list(data.files))
         _remove_stale_temporaries(os.fsdecode(os.fspath(dst)), kind == "dataset")
+        _check_output_writable(os.fsdecode(os.fspath(dst)))
     if save_pipeline is not None:
         _check_not_input("save_pipeline", os.fsdecode(os.fspath(save_pipeline)), src,
                          list(data.files))
     out_schema = _input_schema_check(pipe, data, src)  # fail early on a bad spec
     if kind == "dataset":
         check_partition_by("run", partition_by, out_schema)
+    rows_total = data.num_rows
+    if engine == "local":
+        # Leading filters run in the scan: row groups their statistics rule out are
+        # never read (the filter steps still run, on rows they keep).
+        pushed = pipe.pushdown_filter(data.schema)
+        if pushed is not None:
+            data = read_parquet(src, batch_rows=rows, filter=pushed)
     data = data.with_columns(pipe.input_columns(data.schema))  # decode only what is used
     save_path = _prepare_save(save_pipeline)
 
@@ -406,6 +450,7 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
     if engine == "ray":
         from . import ray as pipeline_ray
 
+        pipeline_ray.init(verbose=verbose)
         ray_data = pipeline_ray.read_parquet(src)
     passes = pipe.passes()
     if passes:
@@ -464,6 +509,8 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
     if ray_data is not None:  # the input was read by the workers: totals from the footers
         summary.rows_in = data.num_rows or 0
         summary.bytes_in = _footer_bytes(data)
+    elif data.num_rows is None and rows_total is not None:
+        summary.rows_in = rows_total  # a pushed-down filter skipped some: count them in
     summary.bytes_out = _size(str(dst))
     summary.seconds = time.perf_counter() - start
     return summary
