@@ -366,8 +366,9 @@ def test_multiply_errors() -> None:
         csr.multiply(csr)
     with pytest.raises(TypeError, match=r"^SparseCOO.multiply: other must be a bool, integer"):
         csr.to_coo().multiply("x")
-    with pytest.raises(TypeError):
-        csr * csr
+    with pytest.raises(TypeError, match=r"^numpy.multiply: cannot combine a SparseCSR with str"):
+        csr * "x"
+    np.testing.assert_array_equal((csr * csr).to_dense(), csr.to_dense() ** 2)
 
 
 # ------------------------------------------------------------------ matmul (through CSR)
