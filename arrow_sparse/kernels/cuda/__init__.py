@@ -79,15 +79,18 @@ class _State:
     """What the call path reads without a function call (one object, shared by reference).
 
     ``factory_key``: the memo key of the device while a module factory is set (None:
-    ask CuPy for the current device); ``runtime``: ``cupy.cuda.runtime`` once CuPy is
-    imported; ``word``: ``(device key, error word)`` read by the last :func:`read_scalars`,
-    valid until the next launch (which may write the word) or reset.
+    ask CuPy for the current device); ``cupy`` and ``runtime``: the CuPy module the
+    runtime was taken from and its ``cuda.runtime`` (used while ``sys.modules`` still
+    holds that module: a CuPy replaced or removed since is asked again); ``word``:
+    ``(device key, error word)`` read by the last :func:`read_scalars`, valid until the
+    next launch (which may write the word) or reset.
     """
 
-    __slots__ = ("factory_key", "runtime", "word")
+    __slots__ = ("cupy", "factory_key", "runtime", "word")
 
     def __init__(self) -> None:
         self.factory_key: Any = None
+        self.cupy: Any = None
         self.runtime: Any = None
         self.word: tuple[Any, int] | None = None
 
@@ -242,10 +245,11 @@ def device_key() -> Any:
     key = STATE.factory_key
     if key is not None:
         return key
-    runtime = STATE.runtime
-    if runtime is None:
-        runtime = STATE.runtime = import_cupy("CUDA kernels").cuda.runtime
-    return runtime.getDevice()
+    cupy = sys.modules.get("cupy")
+    if cupy is None or cupy is not STATE.cupy:
+        cupy = import_cupy("CUDA kernels")
+        STATE.cupy, STATE.runtime = cupy, cupy.cuda.runtime
+    return STATE.runtime.getDevice()
 
 
 #: The old private name (tests and tools may still call it).
