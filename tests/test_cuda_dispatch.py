@@ -329,7 +329,7 @@ def _embedding(b: dict[str, Any]) -> dict[str, Any]:
         rows = _backend.module_of(table).arange(b["rows"])
         b["embedding"] = {"table": table, "grad": b["flat"][:, None] * table[:1],
                           "bags": asp.Jagged._trusted(b["ids"], b["offsets"] - 2),
-                          "coalesced": asp.embedding.SparseGrad._coalesced(rows, table)}
+                          "coalesced": asp.embedding.SparseGrad._coalesced(rows, table.copy())}
     return b["embedding"]  # type: ignore[no-any-return]
 
 
@@ -386,8 +386,8 @@ SYNCS: dict[str, tuple[Callable[[dict[str, Any]], Any], int]] = {
     "embedding.train_step": (lambda b: asp.embedding.train_step(
         _embedding(b)["table"], _embedding(b)["bags"], lambda y: y, lr=0.1), 0),
     "embedding.train_step return_grad": (lambda b: asp.embedding.train_step(
-        _embedding(b)["table"], _embedding(b)["bags"], _embedding(b)["table"], lr=0.1,
-        return_grad=True), 1),
+        _embedding(b)["table"], _embedding(b)["bags"], _embedding(b)["table"].copy(),
+        lr=0.1, return_grad=True), 1),
     # transforms (the Jagged of ids holds null values where the values are negative)
     "hash_bucket": (lambda b: asp.hash_bucket(_ids(b), 100), 0),
     "bucketize": (lambda b: asp.bucketize(b["jagged"], b["values"][:3].cumsum()), 0),

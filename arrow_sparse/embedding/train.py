@@ -22,6 +22,7 @@ from ._args import (
 )
 from .grad import SparseGrad, _grad_out, _no_max, bag_scale, coalesce_bags
 from .lookups import _finish_bags, _pooled_dtype, _write_bags
+from .optim import _RACE
 
 __all__ = ["TrainStep", "train_step"]
 
@@ -98,7 +99,9 @@ def train_step(table: Any, ids: Any, grad_out: Any, *, offsets: Any = None, mode
     ValueError
         An unknown or ``"max"`` mode, an unknown optimizer, a gradient of another shape
         than ``[bags, dim]``, a read-only or non-contiguous table or state, a state of
-        another shape, a table and state that share memory.
+        another shape, a table or state that shares memory with the other or with the
+        ids, offsets, weights or gradient it is updated from (the update would race
+        with the reads).
     TypeError
         A non-float table, gradient or state, non-integer ids, a missing state, a
         ``grad_out`` that is neither an array nor a callable, host and device inputs
@@ -170,6 +173,9 @@ def train_step(table: Any, ids: Any, grad_out: Any, *, offsets: Any = None, mode
         msg = (f"{func}: grad_out has dim {grad.shape[1]} but the table has dim "
                f"{table.shape[1]}")
         raise ArrowSparseValueError(msg)
+    for name, written in (("table", table), ("state", state)):
+        v.check_no_overlap(func, name, written, why=_RACE, ids=ids, offsets=offsets,
+                           per_sample_weights=per_sample_weights, grad_out=grad_out)
     sparse = None
     if isinstance(b, Bags) or return_grad:
         rows, values, _ = coalesce_bags(func, b, grad, mode, num)
@@ -203,9 +209,7 @@ def _check_optimizer(func: str, optimizer: Any, table: Any, state: Any, xp: Any
         raise ArrowSparseTypeError(msg)
     shape = table.shape if optimizer == "adagrad" else table.shape[:1]
     state = check_writable(func, "state", state, shape)
-    if xp.may_share_memory(table, state):
-        msg = f"{func}: table and state share memory; the updates would race"
-        raise ArrowSparseValueError(msg)
+    v.check_no_overlap(func, "table", table, why=_RACE, state=state)
     return OPTIMIZERS[optimizer], state
 
 

@@ -318,9 +318,15 @@ def test_train_step_errors_of_the_arrays() -> None:
     with pytest.raises(ValueError, match=r"^train_step: table must be a writable"):
         emb.train_step(frozen, ids, np.ones((2, 2)), lr=0.1)
     shared = np.zeros((2, 4, 2))
-    with pytest.raises(ValueError, match=r"^train_step: table and state share memory"):
+    with pytest.raises(ValueError, match=r"^train_step: table and state share memory; "
+                       r"the updates would race$"):
         emb.train_step(shared[0], ids, np.ones((2, 2)), optimizer="adagrad", lr=0.1,
                        state=shared[0])
+    with pytest.raises(ValueError, match=r"^train_step: table and grad_out share memory"):
+        emb.train_step(shared[0], ids, shared[0][:2], lr=0.1)  # read while updated
+    with pytest.raises(ValueError, match=r"^train_step: state and grad_out share memory"):
+        emb.train_step(shared[0], ids, lambda y: shared[1][:2], optimizer="adagrad",
+                       lr=0.1, state=shared[1])
     with pytest.raises(ArrowSparseIndexError, match=r"^train_step: ids out of range \[0, 4\) "
                        r"\(first at position 1: 7\)$"):
         emb.train_step(table, np.array([0, 7]), np.ones((2, 2)), lr=0.1)
