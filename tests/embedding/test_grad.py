@@ -257,6 +257,58 @@ def test_lookup_backward_is_deterministic_with_duplicates(backend: str) -> None:
     np.testing.assert_array_equal(a, expected)
 
 
+#: Skewed bags (issue 13): ``(ids, offsets)``.
+SKEWS = {
+    "a 10,000-long run of one id": lambda rng: (
+        rng.permutation(np.r_[np.full(10_000, 3), rng.integers(0, 50, 500)]),
+        np.arange(0, 10_501, 21)),
+    "bags of 2,000 among bags of 1": lambda rng: (
+        rng.integers(0, 50, 6_296), np.r_[0, np.cumsum(np.r_[2000, np.ones(150, int), 2000,
+                                                               np.ones(146, int), 2000])]),
+    "every id equal": lambda rng: (np.full(4_000, 9), np.r_[0, 1, 2, 1000, 4000]),
+}
+
+
+@pytest.mark.parametrize("skew", list(SKEWS))
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_lookup_backward_under_skew_issue_13(backend: str, skew: str, mode: str) -> None:
+    # Against a float64 numpy oracle (np.add.at): integer-valued float32 gradients of
+    # sums are exact in any order, so they equal it bit for bit; the others lie within
+    # the bound of any float32 sum of n terms, n * eps * sum(|term|) per element (the
+    # host adds left to right, the device in pieces: both within it). SparseGrad.coalesce
+    # of the per-id gradient (one row per id, unsorted) gives the same rows and sums.
+    rng = np.random.default_rng(13)
+    ids, offsets = SKEWS[skew](rng)
+    bags, num = len(offsets) - 1, 50
+    lengths = np.diff(offsets)
+    bag = np.repeat(np.arange(bags), lengths)
+    scale = 1.0 / np.maximum(lengths, 1)[bag] if mode == "mean" else np.ones(len(ids))
+    rows = np.unique(ids)
+    run = np.bincount(ids, minlength=num)[rows, None]
+    eps = np.finfo(np.float32).eps
+    for whole in (True, False):
+        dy = (rng.integers(-4, 5, (bags, 3)) if whole
+              else rng.standard_normal((bags, 3))).astype(np.float32)
+        terms = (scale[:, None] * dy[bag].astype(np.float64))
+        dense, size = np.zeros((num, 3)), np.zeros((num, 3))
+        np.add.at(dense, ids, terms)
+        np.add.at(size, ids, np.abs(terms))
+        g = emb.lookup_backward(*to_backend([dy, ids], backend),
+                                offsets=to_backend(offsets, backend), mode=mode,
+                                num_embeddings=num)
+        got_rows, got = grad_on_host(g, backend)
+        np.testing.assert_array_equal(got_rows, rows)
+        assert got.dtype == np.float32
+        if whole and mode == "sum":
+            np.testing.assert_array_equal(got, dense[rows].astype(np.float32))
+        else:
+            assert (np.abs(got - dense[rows]) <= run * eps * size[rows]).all()
+    per_id = to_backend([ids, terms.astype(np.float32)], backend)
+    c_rows, c_values = grad_on_host(emb.SparseGrad(*per_id).coalesce(), backend)
+    np.testing.assert_array_equal(c_rows, rows)
+    assert (np.abs(c_values - dense[rows]) <= run * eps * size[rows]).all()
+
+
 def test_backward_is_deterministic_on_the_parallel_kernels() -> None:
     rng = np.random.default_rng(16)
     ids = rng.integers(0, 50, 200_000)  # 800k elements of work: the parallel twins
