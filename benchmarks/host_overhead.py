@@ -187,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     package_dir = str(Path(asp.__file__).resolve().parent)
     meter = LaunchMeter()
     results: dict[str, Any] = {}
+    load_before = C.load_average()
     with meter.installed(fake_cupy), fake_cupy.emulated_cupy(check_orders=()) as cp:
         for name, fn in workloads(cp, asp, args.seed).items():
             fn()  # compiles the kernels and fills every cache
@@ -206,7 +207,9 @@ def main(argv: list[str] | None = None) -> int:
                    "workload": {"bags": BAGS, "ids_per_bag": "10..30", "table_rows": TABLE_ROWS,
                                 "dim": DIM, "seed": args.seed},
                    "source": C.source_state(Path(package_dir).parent),
-                   "python": sys.version.split()[0], "results": results}
+                   "python": sys.version.split()[0], "machine": C.machine_info(),
+                   "load_average": {"before": load_before, "after": C.load_average()},
+                   "results": results}
         print(f"wrote {C.write_json(args.json, payload)}")
     return 0
 
