@@ -97,7 +97,7 @@ def _to_array(func: str, arg: str, x: Any, device: bool = False) -> np.ndarray:
     """
     if isinstance(x, np.ndarray):
         return x
-    if is_cupy_array(x):
+    if type(x).__module__ == "cupy" or is_cupy_array(x):
         if not device:
             host_only(func, f"{arg} is a device (cupy) array")
         return x  # type: ignore[no-any-return]
