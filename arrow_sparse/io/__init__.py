@@ -33,6 +33,7 @@ from .parquet import (
     DEFAULT_BATCH_ROWS,
     DEFAULT_ROW_GROUP_ROWS,
     ParquetBatches,
+    RowGroup,
     read_parquet,
     write_parquet,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "FlightServer",
     "InsecureFlightWarning",
     "ParquetBatches",
+    "RowGroup",
     "flight_batches",
     "read_ipc",
     "read_parquet",
