@@ -385,6 +385,8 @@ class _SparseDatasetBase:
                        f"{'pipeline output' if pipeline is not None else 'data'}; its "
                        f"columns are {', '.join(out_schema.names)}")
                 raise ArrowSparseKeyError(msg)
+        for name in self.dense:
+            _check_dense_type(func, name, out_schema.field(name).type)
         for key in self.weights:
             if key not in self.features:
                 msg = f"{func}: weights names {key!r}, which is not a feature column"
@@ -560,12 +562,16 @@ def _tensor(func: str, torch: Any, array: np.ndarray) -> Any:
         raise ArrowSparseTypeError(msg) from None
 
 
-def _numeric(func: str, name: str, array: pa.Array) -> np.ndarray:
-    t = array.type
-    if not (pa.types.is_integer(t) or pa.types.is_floating(t)):
-        msg = (f"{func}: dense column {name!r} has type {t}; dense columns must hold numbers "
-               "(or fixed-size lists of numbers)")
+def _check_dense_type(func: str, name: str, t: pa.DataType) -> None:
+    inner = t.value_type if pa.types.is_fixed_size_list(t) else t
+    if not (pa.types.is_integer(inner) or pa.types.is_floating(inner)
+            or pa.types.is_boolean(t)):
+        msg = (f"{func}: dense column {name!r} has type {t}; dense columns must hold numbers, "
+               "booleans or fixed-size lists of numbers")
         raise ArrowSparseTypeError(msg)
+
+
+def _numeric(func: str, name: str, array: pa.Array) -> np.ndarray:
     return array.to_numpy(zero_copy_only=True)
 
 
@@ -743,7 +749,8 @@ def make_loader(dataset: Any, *, num_workers: int = 0, prefetch_factor: int | No
     --------
     >>> from arrow_sparse.interop.torch_data import SparseDataset, make_loader
     >>> table = pa.table({"ids": [[1, 2, 3], [2, 4, 6, 7], [3, 6]], "label": [1, 0, 1]})
-    >>> loader = make_loader(SparseDataset(table, dense=["label"], batch_size=2))
+    >>> loader = make_loader(SparseDataset(table, dense=["label"], batch_size=2,
+    ...                                    output="keyed"), num_workers=1)
     >>> [(b.features.lengths.tolist(), b.dense["label"].tolist()) for b in loader]
     [([3, 4], [1, 0]), ([2], [1])]
     """

@@ -48,7 +48,7 @@ DEFAULT_ROW_GROUP_ROWS = 65_536
 
 
 class RowGroup(NamedTuple):
-    """One row group of a :class:`ParquetBatches` stream, from :meth:`~ParquetBatches.row_groups`."""
+    """One row group of a :class:`ParquetBatches` stream (see ``row_groups``)."""
 
     path: str
     """The file."""
