@@ -782,7 +782,6 @@ OPS_BY_MEMBER = {"permute": "permute", "split": "split", "concat": "concat",
 
 
 # ------------------------------------------------------------------ to_arrow(layout="map")
-MAP_TYPE = pa.map_(pa.int64(), pa.list_(pa.int64()))
 
 
 @pytest.mark.parametrize("maps", [
