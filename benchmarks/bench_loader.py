@@ -238,6 +238,19 @@ def run_ray(torch: Any, path: str, batch_size: int) -> dict[str, Any]:
         ray.shutdown()
 
 
+def vm_hwm_bytes() -> int:
+    """This process's peak resident memory since it started (``VmHWM``).
+
+    Not ``ru_maxrss``: Linux carries the high-water mark of the process that forked
+    this one across ``exec``, so it would report the data generator's peak.
+    """
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return -1
+
+
 def one(args: argparse.Namespace) -> None:
     """Run one configuration in this process and print its result as JSON."""
     import torch
@@ -249,7 +262,8 @@ def one(args: argparse.Namespace) -> None:
         result = run_plain(torch, args.path, args.batch_size, args.workers)
     else:
         result = run_ray(torch, args.path, args.batch_size)
-    result["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    result["peak_rss_bytes"] = vm_hwm_bytes()
+    # a forked worker's high-water mark counts the pages it shares with this process
     result["peak_rss_children_bytes"] = \
         resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
     print("RESULT " + json.dumps(result), flush=True)
@@ -280,7 +294,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "clicks.parquet"
         t0 = time.perf_counter()
-        data = make_data(args.rows, path)
+        # made in a child process, so that the runs do not inherit its memory peak
+        made = subprocess.run([sys.executable, "-c", (
+            f"import sys, json; sys.path.insert(0, {str(_common.BENCH_DIR)!r}); "
+            f"import bench_loader as b; from pathlib import Path; "
+            f"print('DATA ' + json.dumps(b.make_data({args.rows}, Path({str(path)!r}))))")],
+            capture_output=True, text=True, timeout=3600, check=True)
+        data = json.loads([x for x in made.stdout.splitlines() if x.startswith("DATA ")][0][5:])
         data["make_s"] = time.perf_counter() - t0
         print(f"data: {data}", flush=True)
         for method in args.methods.split(","):

@@ -487,7 +487,7 @@ class _SparseDatasetBase:
                 yield self._convert(torch, joined.slice(0, size))
                 rest = joined.slice(size)
                 pending, rows = ([rest] if rest.num_rows else []), rest.num_rows
-        if rows and not (self.drop_last and not self._source.sized):
+        if rows and not self.drop_last:
             yield self._convert(torch, pa.concat_tables(pending))
 
     def _convert(self, torch: Any, table: pa.Table) -> Batch:
@@ -700,8 +700,7 @@ class _Loader:
         return len(self.dataset)
 
     def __iter__(self) -> Iterator[Batch]:
-        import torch
-
+        torch = import_optional("torch", "torch", func="make_loader")
         batches = iter(self.loader)
         if self.device is None or self.device.type != "cuda":
             return batches
@@ -863,8 +862,9 @@ _DATASET_DOC = """An ``IterableDataset`` of jagged-feature batches from Parquet,
     rows per rank, then into runs of whole batches per worker. A unit that straddles
     two ranges is read by both (each keeps its rows). A Flight server is asked for the
     shard ``rank * num_workers + worker`` of ``world_size * num_workers`` (the server
-    splits by rows); ``len()`` needs row counts, so not with Flight or a filtering
-    pipeline.
+    splits by rows), so it must accept any number of shards (``serve_flight``'s default
+    ``num_shards=None``); ``len()`` needs row counts, so not with Flight or a filtering
+    pipeline. Under a filtering pipeline each worker's last batch may be short.
 
     Copies: Parquet is decoded into Arrow memory. A batch that spans two units is
     joined (one copy of its rows); a batch inside one unit is a slice (none). Features
@@ -899,6 +899,7 @@ def _classes() -> dict[str, type]:
         __doc__ = _DATASET_DOC
 
     SparseDataset.__module__ = __name__
+    SparseDataset.__qualname__ = "SparseDataset"  # pickled by name (spawned workers)
     return {"SparseDataset": SparseDataset}
 
 

@@ -131,6 +131,13 @@ def test_every_row_once_per_epoch_by_rank_and_worker(parquet: Path, table: pa.Ta
         assert sorted(seen) == list(range(total)), (world, num_workers)
 
 
+def test_spawned_workers_read_every_row_once(parquet: Path, table: pa.Table) -> None:
+    # spawned workers get the dataset pickled (the lazily built class by its name)
+    data = SparseDataset(parquet, dense=["row"], batch_size=16, shuffle=True)
+    loader = make_loader(data, num_workers=2, multiprocessing_context="spawn")
+    assert sorted(rows_of(list(loader))) == list(range(table.num_rows))
+
+
 def test_drop_last_gives_every_rank_the_same_batches(parquet: Path, table: pa.Table) -> None:
     counts = []
     seen: list[int] = []
