@@ -774,8 +774,6 @@ def make_loader(dataset: Any, *, num_workers: int = 0, prefetch_factor: int | No
                                "pin_memory": cuda, **dataloader_options}
     if num_workers:
         options["prefetch_factor"] = 2 if prefetch_factor is None else prefetch_factor
-    if cuda:
-        options["pin_memory_device"] = str(target)
     return _Loader(dataset, torch.utils.data.DataLoader(dataset, **options), target)
 
 
