@@ -19,6 +19,7 @@ from arrow_sparse.errors import ArrowSparseKeyError, ArrowSparseTypeError, Arrow
 from arrow_sparse.interop.torch_data import plan_rows
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.peers  # every test here needs torch (CI runs them with the peers)
 from arrow_sparse.interop.torch_data import Batch, SparseDataset, make_loader  # noqa: E402
 
 #: Row groups of uneven sizes, so rank and batch boundaries fall inside them.
