@@ -101,8 +101,9 @@ def _source_of(item: pytest.Item) -> str:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark ``peers`` every test whose code uses torch or FBGEMM (or, for a docs block, that
-    says ``<!-- requires: torch -->``).
+    """Mark ``peers`` every test whose code uses torch or FBGEMM.
+
+    A docs block is marked too when it says ``<!-- requires: torch -->``.
 
     CI runs the README's test command first, in a fresh environment without the peers
     (their tests skip there), then installs them and runs ``pytest -m peers``.
