@@ -36,6 +36,7 @@ from .parquet import (
     RowGroup,
     read_parquet,
     write_parquet,
+    write_parquet_dataset,
 )
 
 __all__ = [
@@ -57,4 +58,5 @@ __all__ = [
     "shard_ticket",
     "write_ipc",
     "write_parquet",
+    "write_parquet_dataset",
 ]

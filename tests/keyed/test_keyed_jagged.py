@@ -783,7 +783,6 @@ OPS_BY_MEMBER = {"permute": "permute", "split": "split", "concat": "concat",
 
 # ------------------------------------------------------------------ to_arrow(layout="map")
 
-
 @pytest.mark.parametrize("maps", [
     [[(1, [1, 2]), (2, [3])], [(2, [4, 6, 7])]],                # Caffe2's example
     [[(1, [1])], None, [], [(2, None)], [(1, [5]), (2, None)]],  # null map, no entry, null list
