@@ -17,7 +17,7 @@ NAMESPACES = [
     "arrow_sparse", "arrow_sparse.io", "arrow_sparse.embedding", "arrow_sparse.masked",
     "arrow_sparse.segment", "arrow_sparse.elementwise", "arrow_sparse.transforms",
     "arrow_sparse.keyed", "arrow_sparse.sparse", "arrow_sparse.errors", "arrow_sparse.interop",
-    "arrow_sparse.interop.torch", "arrow_sparse.interop.pandas",
+    "arrow_sparse.interop.torch", "arrow_sparse.interop.torch_data", "arrow_sparse.interop.pandas",
     "arrow_sparse.interop.pandas_convert", "arrow_sparse.interop.polars",
     pytest.param("arrow_sparse.pipeline", marks=pytest.mark.xfail(
         strict=True, reason="pipeline/__init__.py's 'from __future__ import annotations' "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Hashable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -38,14 +38,27 @@ from ._common import (
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
 
-__all__ = ["DEFAULT_BATCH_ROWS", "DEFAULT_ROW_GROUP_ROWS", "ParquetBatches", "read_parquet",
-           "write_parquet", "write_parquet_dataset"]
+__all__ = ["DEFAULT_BATCH_ROWS", "DEFAULT_ROW_GROUP_ROWS", "ParquetBatches", "RowGroup",
+           "read_parquet", "write_parquet", "write_parquet_dataset"]
 
 #: Default number of rows per batch yielded by :func:`read_parquet`.
 DEFAULT_BATCH_ROWS = 65_536
 #: Default number of rows per row group written by :func:`write_parquet`: the default
 #: batch of :func:`read_parquet`, so that one row group is read as one batch.
 DEFAULT_ROW_GROUP_ROWS = 65_536
+
+
+class RowGroup(NamedTuple):
+    """One row group of a :class:`ParquetBatches` stream (see ``row_groups``)."""
+
+    path: str
+    """The file."""
+    row_group: int | None
+    """Its index in the file."""
+    num_rows: int
+    """Its rows, from the footer."""
+    piece: Any
+    """The ``pyarrow.dataset`` fragment that reads just this row group."""
 
 
 class ParquetBatches:
@@ -193,16 +206,106 @@ class ParquetBatches:
         ...  for b, f, rg in asp.io.read_parquet(path).iter_with_location()]
         [(2, 'ids.parquet', 0), (1, 'ids.parquet', 1)]
         """
-        import pyarrow.dataset as ds
-
         func = "read_parquet"
         num_shards = v.check_count(func, "num_shards", num_shards)
         shard = v.check_count(func, "shard", shard)
         if not shard < num_shards:
             msg = f"{func}: shard must be in [0, num_shards={num_shards}), got {shard}"
             raise ArrowSparseValueError(msg)
+        for position, (piece, path, row_group) in enumerate(self._pieces()):
+            if position % num_shards != shard:
+                continue
+            for batch in self._scan(piece, path, row_group, self._filter, self._batch_rows):
+                yield batch, path, row_group
+
+    def row_groups(self) -> list[RowGroup]:
+        """List the row groups read, in order (over the files in order), with their row counts.
+
+        The units a sharded reader deals out (:class:`arrow_sparse.interop.torch_data.
+        SparseDataset` does): each is read on its own by :meth:`read_row_group`. Only
+        the footers are read.
+
+        Returns
+        -------
+        list of RowGroup
+
+        Raises
+        ------
+        ValueError
+            The stream has a ``filter`` (its row counts are unknown before reading), or
+            a corrupt footer.
+        KeyError, TypeError
+            As :meth:`iter_with_location`, for a file that lacks a column or stores it
+            as another type.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "ids.parquet")
+        >>> _ = asp.io.write_parquet(pa.table({"ids": [[1], [2, 3], []]}), path,
+        ...                          row_group_rows=2)
+        >>> [(os.path.basename(g.path), g.row_group, g.num_rows)
+        ...  for g in asp.io.read_parquet(path).row_groups()]
+        [('ids.parquet', 0, 2), ('ids.parquet', 1, 1)]
+        """
+        func = "row_groups"
+        if self._filter is not None:
+            msg = (f"{func}: the stream has a filter, so its row groups' row counts are "
+                   "unknown before reading; read without filter= (a Pipeline filter step "
+                   "filters after reading)")
+            raise ArrowSparseValueError(msg)
+        groups = []
+        for piece, path, row_group in self._pieces():
+            rgs = getattr(piece, "row_groups", None)
+            if not rgs:
+                msg = f"{func}: {path!r} is not a Parquet file fragment with row groups"
+                raise ArrowSparseValueError(msg)
+            groups.append(RowGroup(path, row_group, int(rgs[0].num_rows), piece))
+        return groups
+
+    def read_row_group(self, group: RowGroup) -> pa.Table:
+        """Read one row group of :meth:`row_groups` (the stream's columns) as a Table.
+
+        Parameters
+        ----------
+        group
+            An entry of :meth:`row_groups`.
+
+        Returns
+        -------
+        pyarrow.Table
+            ``group.num_rows`` rows, the decoded Arrow data (no further copy).
+
+        Raises
+        ------
+        TypeError
+            ``group`` is not a RowGroup.
+        ValueError
+            A damaged page (the message names the file, row group and column).
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "ids.parquet")
+        >>> _ = asp.io.write_parquet(pa.table({"ids": [[1], [2, 3], []]}), path,
+        ...                          row_group_rows=2)
+        >>> batches = asp.io.read_parquet(path)
+        >>> batches.read_row_group(batches.row_groups()[1]).to_pylist()
+        [{'ids': []}]
+        """
+        if not isinstance(group, RowGroup):
+            msg = f"read_row_group: group must be a RowGroup, got {type(group).__name__}"
+            raise ArrowSparseTypeError(msg)
+        batches = list(self._scan(group.piece, group.path, group.row_group, None,
+                                  max(group.num_rows, 1)))
+        return pa.Table.from_batches(batches, schema=self.schema)
+
+    def _pieces(self) -> Iterator[tuple[Any, str, int | None]]:
+        """Yield ``(fragment of one row group, file path, row group)``, files checked first."""
+        import pyarrow.dataset as ds
+
+        func = "read_parquet"
         schema = self._dataset.schema
-        position = -1
         for fragment in self._dataset.get_fragments(filter=self._filter):
             path = getattr(fragment, "path", self._source)
             if isinstance(fragment, ds.ParquetFileFragment):
@@ -214,26 +317,29 @@ class ParquetBatches:
             else:
                 pieces = [fragment]
             for piece in pieces:
-                position += 1
-                if position % num_shards != shard:
-                    continue
                 row_groups = getattr(piece, "row_groups", None)
-                row_group = row_groups[0].id if row_groups else None
-                scanner = ds.Scanner.from_fragment(
-                    piece, schema=schema, columns=self._columns, filter=self._filter,
-                    batch_size=self._batch_rows)
-                batches = scanner.to_batches()
-                while True:
-                    try:
-                        batch = next(batches)
-                    except StopIteration:
-                        break
-                    except PYARROW_ERRORS as exc:
-                        column = _damaged_column(path, row_group, self._columns)
-                        raise corrupt(func, "Parquet", path, exc, row_group,
-                                      column=column) from None
-                    if batch.num_rows:
-                        yield batch, path, row_group
+                yield piece, path, row_groups[0].id if row_groups else None
+
+    def _scan(self, piece: Any, path: str, row_group: int | None, filter: Any,
+              batch_rows: int) -> Iterator[pa.RecordBatch]:
+        """Decode one piece's non-empty batches; a damaged page names file, row group, column."""
+        import pyarrow.dataset as ds
+
+        func = "read_parquet"
+        scanner = ds.Scanner.from_fragment(piece, schema=self._dataset.schema,
+                                           columns=self._columns, filter=filter,
+                                           batch_size=batch_rows)
+        batches = scanner.to_batches()
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                break
+            except PYARROW_ERRORS as exc:
+                column = _damaged_column(path, row_group, self._columns)
+                raise corrupt(func, "Parquet", path, exc, row_group, column=column) from None
+            if batch.num_rows:
+                yield batch
 
     def _check_fragment(self, fragment: Any, path: str) -> None:
         """Raise when a file of the data set lacks a column read or stores it as another type."""
