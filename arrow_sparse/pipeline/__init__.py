@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from ._cross import HashedCross
 from .core import Pipeline
 from .runner import DEFAULT_BATCH_ROWS, RunSummary, run
 from .steps import (
@@ -27,6 +28,8 @@ from .steps import (
     step_from_dict,
 )
 
+STEP_TYPES[HashedCross.type] = HashedCross
+
 __all__ = [
     "DEFAULT_BATCH_ROWS",
     "STEP_TYPES",
@@ -34,6 +37,7 @@ __all__ = [
     "EmbeddingBag",
     "Filter",
     "HashBucket",
+    "HashedCross",
     "MultiHot",
     "Normalize",
     "PadOrTruncate",

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from arrow_sparse.pipeline import Pipeline, step_from_dict
+from arrow_sparse.pipeline import Pipeline, _toml, step_from_dict
 from arrow_sparse.pipeline.steps import EmbeddingBag
 
 from ._helpers import sliced
@@ -68,3 +68,88 @@ def test_embedding_bag_empty_spec_and_errors(emb_path: str) -> None:
                                          r"'zeros' or 'null', got 'zero'"):
         Pipeline([{"type": "embedding_bag", "column": "ids", "table": emb_path,
                    "empty": "zero"}])
+
+
+# ------------------------------------------------------------------------ hashed_cross
+def _cross_oracle(rows: list[tuple], num_buckets: int, seed: int) -> list:
+    """The documented definition, in plain Python with the ``xxhash`` package."""
+    xxhash = pytest.importorskip("xxhash")
+
+    def value_bytes(v: object) -> bytes:
+        if isinstance(v, str):
+            return v.encode("utf-8")
+        return int(v).to_bytes(8, "little", signed=True)
+
+    out = []
+    for values in rows:
+        if any(v is None for v in values):
+            out.append(None)
+            continue
+        words = b"".join(
+            (xxhash.xxh3_64_intdigest(value_bytes(v), seed=seed) % (2**63 - 1))
+            .to_bytes(8, "little") for v in values)
+        out.append(xxhash.xxh3_64_intdigest(words, seed=seed) % num_buckets)
+    return out
+
+
+def _cross_table(n: int = 300) -> pa.Table:
+    rng = np.random.default_rng(5)
+    words = ["", "fr", "us", "été", "item_42"]
+    country = [None if rng.random() < 0.1 else words[k] for k in rng.integers(0, 5, n)]
+    small = [None if rng.random() < 0.1 else int(k) for k in rng.integers(-128, 128, n)]
+    return pa.table({
+        "country": pa.array(country, pa.string()),
+        "small": pa.array(small, pa.int8()),
+        "big": pa.array(rng.integers(-2**62, 2**62, n), pa.int64()),
+        "tag": pa.array(country, pa.large_string()),
+    })
+
+
+@pytest.mark.parametrize(("columns", "num_buckets", "seed"), [
+    (["country", "small"], 1000, 0),
+    (["small", "country"], 1000, 0),
+    (["country", "small", "big"], 2**63 - 1, 7),
+    (["big", "small"], 1, 2**64 - 1),
+])
+def test_hashed_cross_is_the_documented_hash(columns: list, num_buckets: int,
+                                              seed: int) -> None:
+    t = _cross_table()
+    expected = _cross_oracle(list(zip(*(t[c].to_pylist() for c in columns), strict=True)),
+                             num_buckets, seed)
+    pipe = Pipeline([{"type": "hashed_cross", "columns": columns, "num_buckets": num_buckets,
+                      "seed": seed, "output": "x"}])
+    assert pipe.transform_table(t)["x"].to_pylist() == expected
+    got = pa.concat_tables([pipe.transform_table(p) for p in sliced(t)])["x"].to_pylist()
+    assert got == expected
+    assert pipe.output_schema(t.schema).field("x").type == pa.int64()
+    again = Pipeline.from_dict(_toml.loads(_toml.dumps(pipe.to_dict())))
+    assert again.transform_table(t)["x"].to_pylist() == expected
+
+
+def test_hashed_cross_ignores_arrow_widths_and_replaces_output() -> None:
+    t = _cross_table()
+    a = Pipeline([{"type": "hashed_cross", "columns": ["country", "small"],
+                   "num_buckets": 97, "output": "small"}]).transform_table(t)
+    b = Pipeline([{"type": "hashed_cross", "columns": ["tag", "small"],
+                   "num_buckets": 97, "output": "x"}]).transform_table(
+        t.set_column(1, "small", t["small"].cast(pa.int64())))
+    assert a.column_names == t.column_names  # 'small' replaced in place
+    assert a["small"].to_pylist() == b["x"].to_pylist()
+
+
+@pytest.mark.parametrize(("spec", "schema", "exc", "match"), [
+    ({"columns": ["a"]}, {"a": pa.int64()}, TypeError, "two or more column names"),
+    ({"columns": ["a", "a"]}, {"a": pa.int64()}, ValueError, "repeats a name"),
+    ({"columns": ["a", "b"], "num_buckets": 0}, {"a": pa.int64()}, ValueError,
+     r"'num_buckets' must be in \[1, 9223372036854775807\], got 0"),
+    ({"columns": ["a", "bb"]}, {"a": pa.int64(), "b": pa.int64()}, KeyError,
+     "no column 'bb'.*did you mean 'b'"),
+    ({"columns": ["a", "b"]}, {"a": pa.int64(), "b": pa.float64()}, TypeError,
+     "column 'b' must hold integers or strings.*got double"),
+    ({"columns": ["a", "b"]}, {"a": pa.int64(), "b": pa.list_(pa.int64())}, TypeError,
+     "column 'b' must hold scalar integers or strings, got large_list"),
+])
+def test_hashed_cross_spec_errors(spec: dict, schema: dict, exc: type, match: str) -> None:
+    entry = {"type": "hashed_cross", "num_buckets": 10, "output": "x", "name": "hc", **spec}
+    with pytest.raises(exc, match=match):
+        Pipeline([entry]).output_schema(pa.schema(schema))
