@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from ._cross import HashedCross
+from ._join import JoinExternal
 from .core import Pipeline
 from .runner import DEFAULT_BATCH_ROWS, RunSummary, run
 from .steps import (
@@ -29,6 +30,7 @@ from .steps import (
 )
 
 STEP_TYPES[HashedCross.type] = HashedCross
+STEP_TYPES[JoinExternal.type] = JoinExternal
 
 __all__ = [
     "DEFAULT_BATCH_ROWS",
@@ -38,6 +40,7 @@ __all__ = [
     "Filter",
     "HashBucket",
     "HashedCross",
+    "JoinExternal",
     "MultiHot",
     "Normalize",
     "PadOrTruncate",

@@ -153,3 +153,113 @@ def test_hashed_cross_spec_errors(spec: dict, schema: dict, exc: type, match: st
     entry = {"type": "hashed_cross", "num_buckets": 10, "output": "x", "name": "hc", **spec}
     with pytest.raises(exc, match=match):
         Pipeline([entry]).output_schema(pa.schema(schema))
+
+
+# ----------------------------------------------------------------------- join_external
+def _join_inputs(tmp_path: Path) -> tuple[pa.Table, str]:
+    rng = np.random.default_rng(11)
+    n = 500
+    item = [None if rng.random() < 0.05 else int(k) for k in rng.integers(0, 60, n)]
+    shop = [None if rng.random() < 0.05 else s for s in rng.choice(["a", "b", "c"], n)]
+    left = pa.table({"row": pa.array(np.arange(n), pa.int64()),
+                     "item": pa.array(item, pa.int32()),
+                     "shop": pa.array(shop, pa.large_string()),
+                     "ids": pa.array([[k, k + 1] for k in range(n)],
+                                     pa.large_list(pa.int64()))})
+    keys = [(i, s) for i in range(50) for s in ("a", "b")] + [(None, "a"), (3, None)]
+    right = pa.table({
+        "item": pa.array([k[0] for k in keys], pa.int64()),
+        "shop": pa.array([k[1] for k in keys], pa.string()),
+        "price": pa.array(rng.random(len(keys))),
+        "tags": pa.array([[f"t{k}"] * (k % 3) for k in range(len(keys))]),
+    })
+    path = tmp_path / "items.parquet"
+    import pyarrow.parquet as pq
+    pq.write_table(right, path)
+    return left, str(path)
+
+
+def _duckdb_left_join(left: pa.Table, path: str, on: list[str], cols: list[str]) -> list:
+    duckdb = pytest.importorskip("duckdb")
+    cond = " and ".join(f"l.{k} = r.{k}" for k in on)
+    picked = ", ".join(f"r.{c}" for c in cols)
+    con = duckdb.connect()
+    con.register("l", left)
+    got = con.sql(f"select l.*, {picked} from l left join read_parquet('{path}') r "
+                  f"on {cond} order by l.row").to_arrow_table()
+    return got.to_pylist()
+
+
+@pytest.mark.parametrize(("on", "cols"), [
+    (["item", "shop"], ["price", "tags"]),
+    (["item", "shop"], ["tags"]),
+])
+def test_join_external_is_duckdbs_left_join(tmp_path: Path, on: list, cols: list) -> None:
+    left, path = _join_inputs(tmp_path)
+    expected = _duckdb_left_join(left, path, on, cols)
+    entry = {"type": "join_external", "path": path, "on": on}
+    if cols != ["price", "tags"]:
+        entry["columns"] = cols
+    pipe = Pipeline([entry])
+    out = pipe.transform_table(left)
+    assert out.to_pylist() == expected
+    parts = pa.concat_tables([pipe.transform_table(p) for p in sliced(left)])
+    assert parts.to_pylist() == expected
+    assert pipe.output_schema(left.schema).equals(out.schema)
+
+
+def test_join_external_one_integer_key_in_a_spec_run(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from arrow_sparse.pipeline import run
+
+    left, path = _join_inputs(tmp_path)
+    right = pq.read_table(path).filter(pa.compute.equal(pa.compute.field("shop"), "a"))
+    (tmp_path / "ext").mkdir()
+    pq.write_table(right.drop_columns(["shop"]), tmp_path / "ext" / "a.parquet")
+    pq.write_table(left, tmp_path / "in.parquet")
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[[steps]]\ntype = "join_external"\npath = "ext/a.parquet"\n'
+                    'on = "item"\ncolumns = ["price"]\n', encoding="utf-8")
+    run(str(spec), str(tmp_path / "in.parquet"), str(tmp_path / "out.parquet"))
+    got = pq.read_table(tmp_path / "out.parquet")
+    expected = _duckdb_left_join(left, str(tmp_path / "ext" / "a.parquet"), ["item"],
+                                 ["price"])
+    assert got.to_pylist() == expected
+
+
+def test_join_external_errors(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    left, path = _join_inputs(tmp_path)
+    schema = left.schema
+
+    def check(entry: dict, exc: type, match: str, table: bool = False) -> None:
+        pipe_entry = {"type": "join_external", "path": path, "name": "j", **entry}
+        with pytest.raises(exc, match=match):
+            pipe = Pipeline([pipe_entry])
+            if table:
+                pipe.transform_table(left)
+            else:
+                pipe.output_schema(schema)
+
+    check({"on": "item", "how": "inner"}, ValueError, "'how' must be 'left', got 'inner'")
+    check({"on": []}, TypeError, "'on' must be a column name or a list")
+    check({"on": "item", "columns": ["item"]}, ValueError, "names the key 'item'")
+    check({"on": "itm"}, KeyError, "external table .* has no column 'itm'.*did you mean "
+                                   "'item'")
+    check({"on": "item", "path": "nope.parquet"}, ValueError, "external table not found")
+    check({"on": "row"}, KeyError, "no column 'row'")
+    # keys of different kinds
+    pq.write_table(pa.table({"item": ["1"], "v": [1]}), tmp_path / "s.parquet")
+    check({"on": "item", "path": str(tmp_path / "s.parquet")}, TypeError,
+          "key 'item' is int32 in the input but large_string in the external table")
+    # a name the input already has
+    pq.write_table(pa.table({"item": [1], "ids": [2]}), tmp_path / "d.parquet")
+    check({"on": "item", "path": str(tmp_path / "d.parquet")}, ValueError,
+          "the input already has a column 'ids'")
+    # repeated keys (rows with a null key are ignored)
+    pq.write_table(pa.table({"item": [1, None, 2, 1, None], "v": [1, 2, 3, 4, 5]}),
+                   tmp_path / "r.parquet")
+    check({"on": "item", "path": str(tmp_path / "r.parquet")}, ValueError,
+          r"key \{'item': 1\} appears 2 times in the external table", table=True)
