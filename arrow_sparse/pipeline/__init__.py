@@ -11,6 +11,7 @@ from __future__ import annotations
 from ._cross import HashedCross
 from ._join import JoinExternal
 from .core import Pipeline
+from .python_steps import PythonStep, register_step, registered_steps
 from .runner import DEFAULT_BATCH_ROWS, RunSummary, run
 from .steps import (
     STEP_TYPES,
@@ -31,6 +32,7 @@ from .steps import (
 
 STEP_TYPES[HashedCross.type] = HashedCross
 STEP_TYPES[JoinExternal.type] = JoinExternal
+STEP_TYPES[PythonStep.type] = PythonStep
 
 __all__ = [
     "DEFAULT_BATCH_ROWS",
@@ -45,12 +47,15 @@ __all__ = [
     "Normalize",
     "PadOrTruncate",
     "Pipeline",
+    "PythonStep",
     "Reduce",
     "Rename",
     "RunSummary",
     "Select",
     "Step",
     "Truncate",
+    "register_step",
+    "registered_steps",
     "run",
     "step_from_dict",
 ]

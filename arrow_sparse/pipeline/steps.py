@@ -125,6 +125,11 @@ class Step:
         """Return the schema of ``transform``'s output for input of ``schema``."""
         raise NotImplementedError
 
+    @property
+    def opaque(self) -> bool:
+        """True when the step's columns are unknown (Python functions): it may read any."""
+        return False
+
     def input_columns(self) -> list[str]:
         """Columns the step reads."""
         return []
@@ -1075,7 +1080,8 @@ STEP_TYPES: dict[str, type[Step]] = {
 }
 
 
-def step_from_dict(spec: Mapping[str, Any], where: str = "step") -> Step:
+def step_from_dict(spec: Mapping[str, Any], where: str = "step", *,
+                   allow_python_steps: bool = False) -> Step:
     """Build a step from its spec entry (``type`` plus the step's keys).
 
     Parameters
@@ -1084,6 +1090,9 @@ def step_from_dict(spec: Mapping[str, Any], where: str = "step") -> Step:
         The entry, e.g. ``{"type": "hash_bucket", "column": "ids", "num_buckets": 8}``.
     where
         Name of the entry in error messages.
+    allow_python_steps
+        Accept ``type = "python"`` entries, which run (and may import) Python code
+        (:mod:`arrow_sparse.pipeline.python_steps`); refused by default.
 
     Returns
     -------
@@ -1109,6 +1118,12 @@ def step_from_dict(spec: Mapping[str, Any], where: str = "step") -> Step:
         msg = f"{where}: unknown or missing 'type' {kind!r}{hint or ';'} expected one of {choices}"
         raise ArrowSparseValueError(msg)
     cls = STEP_TYPES[kind]
+    if getattr(cls, "runs_python", False) and not allow_python_steps:
+        shown = spec.get("function")
+        msg = (f"{where} ({kind}): the spec names the Python step {shown!r}; a spec runs "
+               "Python code only when the run allows it: pass allow_python_steps=True "
+               "(arrow-sparse run --allow-python-steps)")
+        raise ArrowSparseValueError(msg)
     allowed = set(cls._keys) | {"type", "name"}
     if cls is Categorify:
         allowed.add("vocabulary")

@@ -11,7 +11,15 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from arrow_sparse.pipeline import Pipeline, _toml, step_from_dict
+from arrow_sparse.pipeline import (
+    Pipeline,
+    PythonStep,
+    Step,
+    _toml,
+    register_step,
+    run,
+    step_from_dict,
+)
 from arrow_sparse.pipeline.steps import EmbeddingBag
 
 from ._helpers import sliced
@@ -211,8 +219,6 @@ def test_join_external_is_duckdbs_left_join(tmp_path: Path, on: list, cols: list
 def test_join_external_one_integer_key_in_a_spec_run(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
-    from arrow_sparse.pipeline import run
-
     left, path = _join_inputs(tmp_path)
     right = pq.read_table(path).filter(pa.compute.equal(pa.compute.field("shop"), "a"))
     (tmp_path / "ext").mkdir()
@@ -263,3 +269,205 @@ def test_join_external_errors(tmp_path: Path) -> None:
                    tmp_path / "r.parquet")
     check({"on": "item", "path": str(tmp_path / "r.parquet")}, ValueError,
           r"key \{'item': 1\} appears 2 times in the external table", table=True)
+
+
+# -------------------------------------------------------------------- python steps
+def _add_total(table: pa.Table, column: str = "ids", output: str = "total") -> pa.Table:
+    """A user step: the sum of each row's ids (the reference: Python's sum)."""
+    return table.append_column(output, pa.array(
+        [None if r is None else sum(v for v in r if v is not None)
+         for r in table[column].to_pylist()], pa.int64()))
+
+
+class ShiftByMin(Step):
+    """A stateful user step: x - min(x), the minimum fitted on the data."""
+
+    type = "shift_by_min"
+    stateful = True
+    _keys = ("column",)
+
+    def __init__(self, column: str, *, name: str | None = None) -> None:
+        super().__init__(name)
+        self.column = column
+        self.low: int | None = None
+
+    @property
+    def fitted(self) -> bool:
+        return self.low is not None
+
+    def fit_batch(self, table: pa.Table) -> int | None:
+        return pa.compute.min(table[self.column]).as_py()
+
+    def merge_states(self, a: int | None, b: int | None) -> int | None:
+        return b if a is None else a if b is None else min(a, b)
+
+    def set_state(self, state: int | None) -> None:
+        self.low = state
+
+    def input_columns(self) -> list[str]:
+        return [self.column]
+
+    def output_columns(self) -> list[str]:
+        return [self.column]
+
+    def output_schema(self, schema: pa.Schema) -> pa.Schema:
+        self._need(schema, self.column)
+        return schema
+
+    def transform(self, table: pa.Table) -> pa.Table:
+        i = table.schema.get_field_index(self.column)
+        return table.set_column(i, self.column,
+                                pa.compute.subtract(table[self.column], self.low))
+
+
+SPEC_TEXT = """
+[[steps]]
+type = "python"
+function = "{function}"
+options = {{ column = "ids", output = "total" }}
+
+[[steps]]
+type = "categorify"
+column = "total"
+
+[[steps]]
+type = "python"
+function = "shift_by_min"
+options = {{ column = "y" }}
+
+[[steps]]
+type = "select"
+columns = ["total", "y"]
+"""
+
+
+def _python_input(tmp_path: Path) -> tuple[pa.Table, str]:
+    import pyarrow.parquet as pq
+
+    t = pa.table({"ids": pa.array([[1, 2], [], None, [5], [2, 1], [None, 3]]),
+                  "y": pa.array([10, 4, 7, None, 6, 9], pa.int64())})
+    path = tmp_path / "in.parquet"
+    pq.write_table(t, path)
+    return t, str(path)
+
+
+def _python_expected(t: pa.Table) -> list[dict]:
+    totals = [None if r is None else sum(v for v in r if v is not None)
+              for r in t["ids"].to_pylist()]
+    # categorify: 0 padding, 1 null; then by descending count, ties by ascending value
+    counts: dict[int, int] = {}
+    for v in totals:
+        if v is not None:
+            counts[v] = counts.get(v, 0) + 1
+    vocab = {v: 2 + k for k, v in enumerate(sorted(counts, key=lambda v: (-counts[v], v)))}
+    low = min(v for v in t["y"].to_pylist() if v is not None)
+    return [{"total": 1 if v is None else vocab[v], "y": None if y is None else y - low}
+            for v, y in zip(totals, t["y"].to_pylist(), strict=True)]
+
+
+def test_python_steps_need_the_opt_in(tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from arrow_sparse.cli import main
+
+    register_step("add_total", _add_total)
+    register_step("shift_by_min", ShiftByMin)
+    t, path = _python_input(tmp_path)
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC_TEXT.format(function="add_total"), encoding="utf-8")
+    refused = r"steps\[0\] \(python\): the spec names the Python step 'add_total'; a spec " \
+              r"runs Python code only when the run allows it: pass allow_python_steps=True"
+    with pytest.raises(ValueError, match=refused):
+        Pipeline.load(spec)
+    with pytest.raises(ValueError, match=refused):
+        run(str(spec), path, str(tmp_path / "out.parquet"))
+    with pytest.raises(ValueError, match=refused):
+        Pipeline([{"type": "python", "function": "add_total"}])
+    assert main(["run", str(spec), "--input", path, "--output",
+                 str(tmp_path / "out.parquet")]) != 0
+    assert "--allow-python-steps" in capsys.readouterr().err
+    assert not (tmp_path / "out.parquet").exists()
+
+    expected = _python_expected(t)
+    run(str(spec), path, str(tmp_path / "a.parquet"), allow_python_steps=True)
+    assert pq_rows(tmp_path / "a.parquet") == expected
+    pipe = Pipeline.load(spec, allow_python_steps=True)
+    assert pipe.output_schema(t.schema) == pa.schema({"total": pa.int64(), "y": pa.int64()})
+
+
+def pq_rows(path: Path) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).to_pylist()
+
+
+def test_python_step_by_import_path_on_the_cli(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from arrow_sparse.cli import main
+
+    register_step("shift_by_min", ShiftByMin)
+    (tmp_path / "my_steps.py").write_text(
+        "import pyarrow as pa\n\n"
+        "def add_total(table, column, output):\n"
+        "    totals = [None if r is None else sum(v for v in r if v is not None)\n"
+        "              for r in table[column].to_pylist()]\n"
+        "    return table.append_column(output, pa.array(totals, pa.int64()))\n",
+        encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    t, path = _python_input(tmp_path)
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC_TEXT.format(function="my_steps:add_total"), encoding="utf-8")
+    out = tmp_path / "out.parquet"
+    assert main(["run", str(spec), "--input", path, "--output", str(out),
+                 "--allow-python-steps", "--no-progress"]) == 0
+    assert pq_rows(out) == _python_expected(t)
+    capsys.readouterr()
+    assert main(["schema", path, "--pipeline", str(spec), "--allow-python-steps"]) == 0
+    assert capsys.readouterr().out.split() == ["total:", "int64", "y:", "int64"]
+
+
+def test_opaque_python_steps_keep_columns_rows_and_filters_honest() -> None:
+    # the function reads 'x' (named by no step) and rewrites 'label': the reader must
+    # keep every column, the later filter must not be pushed below it, the fit must run it.
+    def f(table: pa.Table) -> pa.Table:
+        label = pa.compute.add(table["label"], table["x"])
+        return table.set_column(table.schema.get_field_index("label"), "label", label)
+
+    pipe = Pipeline([PythonStep(f), {"type": "filter", "expr": "label > 1"},
+                     {"type": "categorify", "column": "label"},
+                     {"type": "select", "columns": ["label"]}])
+    schema = pa.schema({"label": pa.int64(), "x": pa.int64(), "z": pa.int64()})
+    assert pipe.input_columns(schema) == ["label", "x", "z"]  # f may read any column
+    assert pipe.pushdown_filter(schema) is None
+    t = pa.table({"label": [0, 1, 2, 0], "x": [0, 1, 5, 9], "z": [0, 0, 0, 0]})
+    pipe.fit([t.slice(0, 2), t.slice(2)])
+    # labels after f: 0, 2, 7, 9; kept: 2, 7, 9 -> ids 2, 3, 4
+    assert pipe.transform_table(t)["label"].to_pylist() == [2, 3, 4]
+
+
+def test_python_step_errors() -> None:
+    register_step("add_total", _add_total)
+    with pytest.raises(KeyError, match=r"no Python step 'add_totl' is registered.*did you "
+                                       r"mean 'add_total'"):
+        Pipeline([{"type": "python", "function": "add_totl"}], allow_python_steps=True)
+    with pytest.raises(KeyError, match=r"cannot import 'no_such_module_x:f'"):
+        PythonStep("no_such_module_x:f")
+    with pytest.raises(ValueError, match="register_step: name must be letters"):
+        register_step("a b", _add_total)
+    with pytest.raises(TypeError, match="must be a function table -> table or a Step"):
+        register_step("bad", 3)
+    with pytest.raises(TypeError, match="'options' must be a table of keyword arguments"):
+        PythonStep(_add_total, options=[1])
+    step = PythonStep(lambda table: 3, name="p")
+    with pytest.raises(TypeError, match=r"step 'p' \(python\): .* must return a "
+                                        r"pyarrow.Table, got int"):
+        step.output_schema(pa.schema({"a": pa.int64()}))
+    register_step("with_schema", _add_total,
+                  output_schema=lambda s, **kw: s.append(pa.field("total", pa.int64())))
+    step = PythonStep("with_schema")
+    assert step.output_schema(pa.schema({"ids": pa.list_(pa.int64())})).names == \
+        ["ids", "total"]
+    assert step.to_dict() == {"type": "python", "function": "with_schema"}
+    with pytest.raises(ValueError, match="cannot build 'shift_by_min'"):
+        register_step("shift_by_min", ShiftByMin)
+        PythonStep("shift_by_min", options={"col": "y"})
