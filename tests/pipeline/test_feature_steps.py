@@ -471,3 +471,45 @@ def test_python_step_errors() -> None:
     with pytest.raises(ValueError, match="cannot build 'shift_by_min'"):
         register_step("shift_by_min", ShiftByMin)
         PythonStep("shift_by_min", options={"col": "y"})
+
+
+# ----------------------------------------------------------------------------- ray
+@pytest.mark.ray
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*")
+def test_new_steps_on_ray_equal_local(ray_cluster: object, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from ._helpers import SAMPLE
+
+    rows = 3000
+    table = pq.read_table(SAMPLE, columns=["user_id", "item_ids", "label"]).slice(0, rows)
+    table = table.append_column("row", pa.array(np.arange(rows), pa.int64()))
+    (tmp_path / "in").mkdir()
+    for i in range(3):
+        pq.write_table(table.slice(i * 1000, 1000), tmp_path / "in" / f"part-{i}.parquet")
+    users = np.unique(table["user_id"].to_numpy())[::2]
+    pq.write_table(pa.table({"user_id": users, "segment": users % 7}), tmp_path / "u.parquet")
+    np.save(tmp_path / "emb.npy", np.arange(32, dtype=np.float32).reshape(16, 2))
+
+    def first_id(t: pa.Table) -> pa.Table:  # pickled by value to the workers
+        import pyarrow.compute as pc
+
+        return t.append_column("first", pc.list_element(
+            pc.if_else(pc.greater(pc.list_value_length(t["item_ids"]), 0), t["item_ids"],
+                       pa.scalar([-1], t.schema.field("item_ids").type)), 0))
+
+    pipe = Pipeline([
+        {"type": "join_external", "path": str(tmp_path / "u.parquet"), "on": "user_id"},
+        {"type": "hashed_cross", "columns": ["user_id", "label"], "num_buckets": 64,
+         "output": "ux"},
+        {"type": "hash_bucket", "column": "item_ids", "num_buckets": 16, "output": "h"},
+        {"type": "embedding_bag", "column": "h", "table": str(tmp_path / "emb.npy"),
+         "mode": "mean", "empty": "zeros", "output": "e"},
+        PythonStep(first_id),
+    ])
+    run(pipe, str(tmp_path / "in"), str(tmp_path / "local.parquet"))
+    run(pipe, str(tmp_path / "in"), str(tmp_path / "ray.parquet"), engine="ray")
+    local = pq.read_table(tmp_path / "local.parquet").sort_by("row")
+    got = pq.read_table(tmp_path / "ray.parquet").sort_by("row")
+    assert got.equals(local)
+    assert local["segment"].null_count > 0 and local["e"].null_count == local["h"].null_count
