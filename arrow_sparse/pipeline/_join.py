@@ -13,7 +13,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import ArrowSparseKeyError, ArrowSparseTypeError, ArrowSparseValueError
+from ..errors import (
+    ArrowSparseError,
+    ArrowSparseKeyError,
+    ArrowSparseTypeError,
+    ArrowSparseValueError,
+)
 from . import _filter
 from ._layout import canonical_schema, canonical_table
 from .steps import Step, _check_str, _is_string_like
@@ -42,8 +47,9 @@ class JoinExternal(Step):
     Parameters
     ----------
     path
-        The external Parquet file (or directory); a relative path is resolved against
-        the spec file's directory.
+        The external Parquet file or directory (read as the pipeline's input is: hive
+        partitions become columns, files of different writers one schema); a
+        relative path is resolved against the spec file's directory.
     on
         Key column name, or a list of them, present in both tables. Integer keys
         match integer keys of any width, strings match strings (and binaries
@@ -130,12 +136,12 @@ class JoinExternal(Step):
         return path
 
     def _external_schema(self) -> pa.Schema:
-        import pyarrow.dataset as ds
+        from ..io import read_parquet
 
         path = self._external_path()
-        try:
-            schema = ds.dataset(path, format="parquet").schema
-        except (pa.ArrowInvalid, OSError) as exc:
+        try:  # the footers only; directories as the runner reads its input (hive, unified)
+            schema = read_parquet(path).schema
+        except (ArrowSparseError, pa.ArrowInvalid, OSError) as exc:
             msg = f"{self.label}: cannot read the external table {path!r} ({exc})"
             raise ArrowSparseValueError(msg) from exc
         for name in [*self._on, *(self.columns or [])]:
@@ -150,12 +156,11 @@ class JoinExternal(Step):
     def external_table(self) -> pa.Table:
         """Return the external table's keys and columns (read once, keys unique)."""
         if self._table is None:
-            import pyarrow.dataset as ds
+            from ..io import read_parquet
 
             schema = self._external_schema()
-            table = ds.dataset(self._external_path(), format="parquet").to_table(
-                columns=schema.names)
-            table = canonical_table(table)
+            batches = read_parquet(self._external_path(), columns=schema.names)
+            table = canonical_table(pa.Table.from_batches(list(batches), batches.schema))
             keep = None
             for k in self._on:
                 valid = pc.is_valid(table[k])

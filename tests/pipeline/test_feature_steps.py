@@ -513,3 +513,23 @@ def test_new_steps_on_ray_equal_local(ray_cluster: object, tmp_path: Path) -> No
     got = pq.read_table(tmp_path / "ray.parquet").sort_by("row")
     assert got.equals(local)
     assert local["segment"].null_count > 0 and local["e"].null_count == local["h"].null_count
+
+
+def test_join_external_reads_a_polars_hive_directory(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    pl = pytest.importorskip("polars")
+    duckdb = pytest.importorskip("duckdb")
+    left, path = _join_inputs(tmp_path)
+    hive = tmp_path / "hive"
+    right = pl.from_arrow(pq.read_table(path).drop_columns(["tags"])).drop_nulls("shop")
+    right.write_parquet(hive, partition_by=["shop"])
+    out = Pipeline([{"type": "join_external", "path": str(hive), "on": ["item", "shop"]}]
+                   ).transform_table(left)
+    con = duckdb.connect()
+    con.register("l", left)
+    expected = con.sql(
+        "select l.*, r.price from l left join read_parquet(?, hive_partitioning = true) r "
+        "on l.item = r.item and l.shop = r.shop order by l.row",
+        params=[str(hive / "**" / "*.parquet")]).to_arrow_table()
+    assert out.to_pylist() == expected.to_pylist()
