@@ -187,11 +187,6 @@ class PythonStep(Step):
             del out["options"]
         return out
 
-    def __eq__(self, other: object) -> bool:
-        return super().__eq__(other)
-
-    __hash__ = None  # type: ignore[assignment]
-
     # ------------------------------------------------------ delegation
     @property
     def opaque(self) -> bool:  # noqa: D102

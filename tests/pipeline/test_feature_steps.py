@@ -533,3 +533,30 @@ def test_join_external_reads_a_polars_hive_directory(tmp_path: Path) -> None:
         "on l.item = r.item and l.shop = r.shop order by l.row",
         params=[str(hive / "**" / "*.parquet")]).to_arrow_table()
     assert out.to_pylist() == expected.to_pylist()
+
+
+def test_saved_specs_keep_the_external_table_and_python_steps(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"k": [1, 2], "v": ["a", "b"]}), tmp_path / "e.parquet")
+    register_step("add_total", _add_total)
+    pipe = Pipeline([{"type": "join_external", "path": "e.parquet", "on": "k"},
+                     {"type": "hashed_cross", "columns": ["k", "v"], "num_buckets": 9,
+                      "output": "x"},
+                     {"type": "python", "function": "add_total",
+                      "options": {"column": "ids"}}],
+                    base_dir=str(tmp_path), allow_python_steps=True)
+    t = pa.table({"k": [2, 3, 1], "ids": [[1, 2], None, []]})
+    expected = pipe.transform_table(t)
+    assert expected.column_names == ["k", "ids", "v", "x", "total"]
+    assert expected["v"].to_pylist() == ["b", None, "a"]
+    (tmp_path / "deeper").mkdir()
+    pipe.save(tmp_path / "deeper" / "spec.toml")
+    text = (tmp_path / "deeper" / "spec.toml").read_text("utf-8")
+    assert 'path = "../e.parquet"' in text and 'function = "add_total"' in text
+    with pytest.raises(ValueError, match="allow_python_steps=True"):
+        Pipeline.load(tmp_path / "deeper" / "spec.toml")
+    again = Pipeline.load(tmp_path / "deeper" / "spec.toml", allow_python_steps=True)
+    assert again.transform_table(t).equals(expected)
+    empty = pipe.transform_table(t.slice(0, 0))
+    assert empty.num_rows == 0 and empty.schema.equals(pipe.output_schema(t.schema))
