@@ -336,6 +336,9 @@ def _add_run(commands: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--verbose", action="store_true",
                    help="--engine ray: keep Ray's own log lines and its workers' output "
                         "(by default only errors are shown)")
+    p.add_argument("--allow-python-steps", action="store_true",
+                   help="accept the spec's type = \"python\" steps, which import and run "
+                        "the Python code they name (refused by default)")
     p.set_defaults(handler=_run_run)
 
 
@@ -345,7 +348,8 @@ def _run_run(args: argparse.Namespace) -> int:
                   batch_rows=args.batch_rows, threads=args.threads,
                   progress=False if args.no_progress else True,
                   save_pipeline=args.save_pipeline, partition_by=args.partition_by,
-                  max_rows_per_file=args.max_rows_per_file, verbose=args.verbose)
+                  max_rows_per_file=args.max_rows_per_file, verbose=args.verbose,
+                  allow_python_steps=args.allow_python_steps)
     print(json.dumps(summary.to_dict(), indent=2) if args.json else str(summary))
     return 0
 
@@ -366,6 +370,9 @@ def _add_schema(commands: Any, common: argparse.ArgumentParser) -> None:
         epilog=_SCHEMA_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", metavar="FILE", help="Parquet file")
     p.add_argument("--pipeline", metavar="SPEC.toml", help="print this pipeline's output schema")
+    p.add_argument("--allow-python-steps", action="store_true",
+                   help="accept the spec's type = \"python\" steps (their code is run on "
+                        "an empty table to find their output schema)")
     p.set_defaults(handler=_run_schema)
 
 
@@ -373,7 +380,8 @@ def _run_schema(args: argparse.Namespace) -> int:
 
     schema = _open_parquet(args.file).schema_arrow
     if args.pipeline is not None:
-        schema = Pipeline.load(args.pipeline).output_schema(schema)
+        schema = Pipeline.load(args.pipeline, allow_python_steps=args.allow_python_steps
+                               ).output_schema(schema)
     print(schema.remove_metadata().to_string(show_field_metadata=False))
     return 0
 

@@ -8,7 +8,10 @@
 
 from __future__ import annotations
 
+from ._cross import HashedCross
+from ._join import JoinExternal
 from .core import Pipeline
+from .python_steps import PythonStep, register_step, registered_steps
 from .runner import DEFAULT_BATCH_ROWS, RunSummary, run
 from .steps import (
     STEP_TYPES,
@@ -27,6 +30,10 @@ from .steps import (
     step_from_dict,
 )
 
+STEP_TYPES[HashedCross.type] = HashedCross
+STEP_TYPES[JoinExternal.type] = JoinExternal
+STEP_TYPES[PythonStep.type] = PythonStep
+
 __all__ = [
     "DEFAULT_BATCH_ROWS",
     "STEP_TYPES",
@@ -34,16 +41,21 @@ __all__ = [
     "EmbeddingBag",
     "Filter",
     "HashBucket",
+    "HashedCross",
+    "JoinExternal",
     "MultiHot",
     "Normalize",
     "PadOrTruncate",
     "Pipeline",
+    "PythonStep",
     "Reduce",
     "Rename",
     "RunSummary",
     "Select",
     "Step",
     "Truncate",
+    "register_step",
+    "registered_steps",
     "run",
     "step_from_dict",
 ]

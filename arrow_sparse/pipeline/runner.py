@@ -296,7 +296,8 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
         engine: str = "local", batch_rows: int | None = None, threads: int | None = None,
         progress: Any = None, save_pipeline: str | os.PathLike[str] | None = None,
         block: bool = True, partition_by: str | list[str] | None = None,
-        max_rows_per_file: int | None = None, verbose: bool = False) -> RunSummary:
+        max_rows_per_file: int | None = None, verbose: bool = False,
+        allow_python_steps: bool = False) -> RunSummary:
     """Run a pipeline over a Parquet input, streaming batch by batch, and write the output.
 
     Unfitted stateful steps (categorify, normalize) are fitted first, by streaming
@@ -344,6 +345,9 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
         With ``engine="ray"``: let Ray print its own logs (its INFO lines, its
         workers' output, Ray Data's progress). By default a Ray instance this run
         starts is quiet: only errors reach stderr.
+    allow_python_steps
+        With a spec path: accept its ``type = "python"`` steps, which run Python code
+        (:func:`~arrow_sparse.pipeline.register_step`); refused by default.
 
     Returns
     -------
@@ -385,7 +389,7 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
     start = time.perf_counter()
     pipe = spec_or_pipeline
     if isinstance(pipe, (str, os.PathLike)):
-        pipe = Pipeline.load(pipe)
+        pipe = Pipeline.load(pipe, allow_python_steps=allow_python_steps)
     if not isinstance(pipe, Pipeline):
         msg = f"run: expected a Pipeline or a spec path, got {type(pipe).__name__}"
         raise ArrowSparseTypeError(msg)
