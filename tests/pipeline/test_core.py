@@ -199,7 +199,8 @@ def test_embedding_bag_on_strings_is_refused_upfront_issue15(tmp_path: Any) -> N
     pipe = Pipeline([{"type": "embedding_bag", "column": "tags", "table": str(table),
                       "name": "e"}])
     with pytest.raises(TypeError, match=r"^step 'e' \(embedding_bag\): column 'tags' must be "
-                                        r"a list of integer ids, got (large_)?list<item: (large_)?string>"):
+                                        r"a list of integer ids, got (large_)?list<item: "
+                                        r"(large_)?string>"):
         pipe.output_schema(pa.schema({"tags": pa.list_(pa.string())}))
     assert pipe.output_schema(pa.schema({"tags": pa.large_list(pa.int32())})).field(
         "tags").type == pa.list_(pa.float32(), 2)
