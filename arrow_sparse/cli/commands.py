@@ -22,7 +22,7 @@ import pyarrow as pa
 from .._optional import import_optional
 from .._progress import Progress
 from .._version import __version__
-from ..errors import ArrowSparseError
+from ..errors import ArrowSparseError, ArrowSparseValueError
 from ..pipeline import Pipeline, run
 from .inspect import (
     DEFAULT_BATCH_ROWS,
@@ -300,7 +300,9 @@ examples:
   arrow-sparse run spec.toml --input clicks/ --output features.parquet
   arrow-sparse run spec.toml --output features.arrow --threads 4
   arrow-sparse run spec.toml --output features/ --partition-by day --max-rows-per-file 1000000
-  arrow-sparse run spec.toml --output flight://0.0.0.0:8815
+  arrow-sparse run spec.toml --output flight://127.0.0.1:8815
+  arrow-sparse run spec.toml --output flight://0.0.0.0:8815 --token-file token.txt \
+      --tls-cert-file server.crt --tls-key-file server.key   # served to the network
   arrow-sparse run spec.toml --engine ray --output features.parquet   # needs [ray]
   arrow-sparse run spec.toml --save-pipeline fitted/spec.toml --json
 """
@@ -339,17 +341,30 @@ def _add_run(commands: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-python-steps", action="store_true",
                    help="accept the spec's type = \"python\" steps, which import and run "
                         "the Python code they name (refused by default)")
+    flight = p.add_argument_group("Flight output (docs/io.md, 'Securing a server')")
+    flight.add_argument("--token-file", metavar="PATH",
+                        help="require the bearer token on the first line of PATH (else "
+                             "ARROW_SPARSE_FLIGHT_TOKEN, when set)")
+    flight.add_argument("--tls-cert-file", metavar="PATH", help="TLS certificate (PEM)")
+    flight.add_argument("--tls-key-file", metavar="PATH", help="TLS private key (PEM)")
     p.set_defaults(handler=_run_run)
 
 
 def _run_run(args: argparse.Namespace) -> int:
-
+    security = {key: getattr(args, key) for key in ("token_file", "tls_cert_file",
+                                                    "tls_key_file")
+                if getattr(args, key) is not None}
+    if security and args.output is not None and \
+            not str(args.output).startswith(("flight://", "grpc")):
+        msg = "run: --token-file, --tls-cert-file and --tls-key-file need a Flight --output"
+        raise ArrowSparseValueError(msg)
     summary = run(args.spec, args.input, args.output, engine=args.engine,
                   batch_rows=args.batch_rows, threads=args.threads,
                   progress=False if args.no_progress else True,
                   save_pipeline=args.save_pipeline, partition_by=args.partition_by,
                   max_rows_per_file=args.max_rows_per_file, verbose=args.verbose,
-                  allow_python_steps=args.allow_python_steps)
+                  allow_python_steps=args.allow_python_steps,
+                  flight_security=security or None)
     print(json.dumps(summary.to_dict(), indent=2) if args.json else str(summary))
     return 0
 

@@ -297,7 +297,8 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
         progress: Any = None, save_pipeline: str | os.PathLike[str] | None = None,
         block: bool = True, partition_by: str | list[str] | None = None,
         max_rows_per_file: int | None = None, verbose: bool = False,
-        allow_python_steps: bool = False) -> RunSummary:
+        allow_python_steps: bool = False,
+        flight_security: dict[str, Any] | None = None) -> RunSummary:
     """Run a pipeline over a Parquet input, streaming batch by batch, and write the output.
 
     Unfitted stateful steps (categorify, normalize) are fitted first, by streaming
@@ -348,6 +349,10 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
     allow_python_steps
         With a spec path: accept its ``type = "python"`` steps, which run Python code
         (:func:`~arrow_sparse.pipeline.register_step`); refused by default.
+    flight_security
+        For Flight output: ``tls_cert_file``, ``tls_key_file``, ``token`` and
+        ``token_file``, passed to :func:`~arrow_sparse.io.serve_flight` (without a
+        token, ``ARROW_SPARSE_FLIGHT_TOKEN`` is read; docs/io.md, "Securing a server").
 
     Returns
     -------
@@ -472,7 +477,8 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
         pipe.save(save_path)
 
     if kind == "flight":
-        return _serve(pipe, data, out_schema, str(dst), summary, threads, block, start)
+        return _serve(pipe, data, out_schema, str(dst), summary, threads, block, start,
+                      flight_security or {})
 
     def stream(p: Any) -> Iterator[pa.RecordBatch]:
         if ray_data is not None:
@@ -556,7 +562,8 @@ def _footer_bytes(data: Any) -> int:
 
 
 def _serve(pipe: Pipeline, data: Any, out_schema: pa.Schema, dst: str, summary: RunSummary,
-           threads: int, block: bool, start: float) -> RunSummary:
+           threads: int, block: bool, start: float,
+           security: dict[str, Any]) -> RunSummary:
     """Serve the pipeline's output over Flight: each reader's shard is transformed for it."""
     lock = threading.Lock()
     window: list[float] = []
@@ -594,7 +601,8 @@ def _serve(pipe: Pipeline, data: Any, out_schema: pa.Schema, dst: str, summary: 
                       file=sys.stderr, flush=True)
 
     location = "grpc://" + dst.split("://", 1)[1]
-    server = serve_flight(shard, location, schema=out_schema, batch_rows=None, sharded=True)
+    server = serve_flight(shard, location, schema=out_schema, batch_rows=None, sharded=True,
+                          **security)
     summary.output = server.location
     if not block:
         summary.seconds = time.perf_counter() - start
