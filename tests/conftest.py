@@ -72,8 +72,10 @@ def start_local_ray() -> Any:
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     ray = pytest.importorskip("ray")
     ray_data = pytest.importorskip("ray.data")
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=512 * 1024**2,
-             log_to_driver=False)
+    # address="local": a new instance, even where another Ray of this machine is running
+    # (without it, ray.init joins the one started last: another test's cluster)
+    ray.init(address="local", num_cpus=2, include_dashboard=False,
+             object_store_memory=512 * 1024**2, log_to_driver=False)
     with warnings.catch_warnings():  # Ray's own defaults warn about deprecated options
         warnings.simplefilter("ignore", DeprecationWarning)
         ray_data.DataContext.get_current().enable_progress_bars = False
