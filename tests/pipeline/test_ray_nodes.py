@@ -1,9 +1,9 @@
 """The Ray engine across nodes: a Ray cluster of two nodes on this machine, each its own
 raylet (``ray.cluster_utils.Cluster``), marked ``ray`` and ``slow`` (``pytest -m slow``).
 
-Both nodes have one CPU. A pipeline's actor holds one CPU, so the read tasks that feed it
-run on the other node: every batch crosses from one raylet's object store to the
-other's, and the output to the driver. A ``Witness`` step (identity on the data) logs
+Both nodes have one CPU. The streaming_split test pins the reads to the head node and
+the pipeline's actor to the second, so every batch crosses from one raylet's object
+store to the other's. A ``Witness`` step (identity on the data) logs
 where each batch was transformed, and can kill its own worker process once, at a chosen
 row, to test that Ray's retries give every row exactly once.
 """
@@ -65,7 +65,8 @@ class Witness(Step):
 
 @pytest.fixture(scope="module")
 def two_nodes() -> Iterator[Any]:
-    """A head node and a second node (one CPU, 128 MiB object store each); the driver
+    """A head node and a second node (one CPU, 128 MiB object store, and a resource named
+    ``head`` or ``second`` to pin work to it, each); the driver
     joins it with this checkout first on the workers' ``PYTHONPATH``. A Ray instance
     this process already ran (the session's ``ray_cluster``) is stopped, then restarted."""
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
@@ -80,8 +81,9 @@ def two_nodes() -> Iterator[Any]:
         ray.shutdown()
     store = 128 * 1024**2
     cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "object_store_memory": store, "include_dashboard": False})
-    cluster.add_node(num_cpus=1, object_store_memory=store)
+        "num_cpus": 1, "object_store_memory": store, "include_dashboard": False,
+        "resources": {"head": 100}})
+    cluster.add_node(num_cpus=1, object_store_memory=store, resources={"second": 100})
     cluster.wait_for_nodes()
     path = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
     ray.init(address=cluster.address, runtime_env={"env_vars": {"PYTHONPATH": path}},
@@ -182,11 +184,13 @@ def test_streaming_split_feeds_every_row_once(two_nodes: Any, clicks: Path,
 
     pipe = _pipeline(tmp_path / "transform.log").fit(str(clicks))
     (tmp_path / "transform.log").unlink(missing_ok=True)  # lines of a local fit
-    ds = asp_ray.read_parquet(clicks).map_batches(where_read, batch_format="pyarrow",
-                                                  batch_size=None)
+    # pinned: read on the head node, transformed on the second
+    on_head, on_second = {"head": 1}, {"second": 1}
+    ds = asp_ray.read_parquet(clicks, resources=on_head).map_batches(
+        where_read, batch_format="pyarrow", batch_size=None, resources=on_head)
     n = 3  # equal=True gives each trainer ROWS // n rows (it drops a remainder: none here)
-    splits = asp_ray.map_batches(ds, pipe, batch_size=1000, concurrency=1).streaming_split(
-        n, equal=True)
+    splits = asp_ray.map_batches(ds, pipe, batch_size=1000, concurrency=1,
+                                 resources=on_second).streaming_split(n, equal=True)
 
     @ray.remote(num_cpus=0)
     class Trainer:
@@ -203,13 +207,14 @@ def test_streaming_split_feeds_every_row_once(two_nodes: Any, clicks: Path,
 
     trainers = [Trainer.remote() for _ in range(n)]
     results = ray.get([t.rows.remote(s) for t, s in zip(trainers, splits, strict=True)])
+    transformed = _log(tmp_path / "transform.log")  # before this process adds its own lines
     assert [len(rows) for rows, _ in results] == [ROWS // n] * n  # every trainer was fed
     assert sorted(r for rows, _ in results for r in rows) == list(range(ROWS))  # once each
     expected = pipe.transform_table(pq.read_table(clicks))["item_cat"].to_pylist()
     for rows, cats in results:  # each row's features, whichever trainer had it
         assert cats == [expected[r] for r in rows]
-    # the reads and the transform used both nodes (the actor holds its node's one CPU,
-    # so the read tasks run on the other)
-    read_nodes = {node for node, *_ in _log(read_log)}
-    transform_nodes = {node for node, *_ in _log(tmp_path / "transform.log")}
-    assert read_nodes | transform_nodes == {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+    # every batch was read on one node and transformed on the other
+    node_of = {next(iter(n["Resources"].keys() & {"head", "second"})): n["NodeID"]
+            for n in ray.nodes() if n["Alive"]}
+    assert {node for node, *_ in _log(read_log)} == {node_of["head"]}
+    assert {node for node, *_ in transformed} == {node_of["second"]}
