@@ -1,4 +1,5 @@
-"""The Ray engine across nodes: a Ray cluster of two nodes on this machine, each its own
+"""The Ray engine (the Python runner and `arrow-sparse run --engine ray`) across nodes: a
+Ray cluster of two nodes on this machine, each its own
 raylet (``ray.cluster_utils.Cluster``), marked ``ray`` and ``slow`` (``pytest -m slow``).
 
 Both nodes have one CPU. The streaming_split test pins the reads to the head node and
@@ -147,6 +148,20 @@ def test_runner_across_nodes_equals_local(two_nodes: Any, clicks: Path, tmp_path
     assert sum(n for *_, n in log) == 2 * ROWS
     assert pipe["vocab"].vocabulary == _pipeline(tmp_path / "x.log").fit(
         str(clicks))["vocab"].vocabulary
+
+
+def test_cli_engine_ray_across_nodes_equals_local(two_nodes: Any, clicks: Path,
+                                                  tmp_path: Path) -> None:
+    from arrow_sparse.cli import main
+
+    spec = tmp_path / "spec.toml"
+    Pipeline(_pipeline(tmp_path / "unused.log").steps[1:]).save(spec)  # no Witness: TOML
+    argv = ["run", str(spec), "--input", str(clicks), "--batch-rows", "1000", "--no-progress"]
+    assert main([*argv, "--output", str(tmp_path / "local.parquet")]) == 0
+    assert main([*argv, "--output", str(tmp_path / "ray.parquet"), "--engine", "ray"]) == 0
+    got = pq.read_table(tmp_path / "ray.parquet")
+    assert got.num_rows == ROWS
+    assert got.sort_by("row").equals(pq.read_table(tmp_path / "local.parquet"))
 
 
 def test_killed_worker_still_gives_every_row_once(two_nodes: Any, clicks: Path,
