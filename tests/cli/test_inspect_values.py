@@ -175,3 +175,17 @@ def test_length_panel_layout(tmp_path: Path) -> None:
     ax = figure.Figure().add_subplot()
     stats_module._plot_frequencies(ax, col)
     assert "3 distinct (exact)" in ax.get_title()
+
+
+def test_polars_written_file(tmp_path: Path) -> None:
+    """large_list / large_string columns as Polars writes them: counts equal Polars'."""
+    df = pl.DataFrame({"ids": [[1, 2, 2], None, [], [7, None]],
+                       "tags": [["a", "b"], ["b"], None, ["c", "b"]]})
+    path = tmp_path / "pl.parquet"
+    df.write_parquet(path)
+    cols = {c["name"]: c["values"] for c in stats_module.inspect_parquet(path)["columns"]}
+    for name in ("ids", "tags"):
+        leaves = df[name].explode().drop_nulls()
+        assert cols[name]["distinct"]["count"] == leaves.n_unique()
+        assert (cols[name]["top"]["values"], cols[name]["top"]["counts"]) == \
+            polars_top(leaves, 10)
