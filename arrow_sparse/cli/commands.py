@@ -24,6 +24,7 @@ from .._progress import Progress
 from .._version import __version__
 from ..errors import ArrowSparseError, ArrowSparseValueError
 from ..pipeline import Pipeline, run
+from ._values import DEFAULT_DISTINCT_LIMIT, DEFAULT_TOP
 from .inspect import (
     DEFAULT_BATCH_ROWS,
     _open_parquet,
@@ -254,6 +255,17 @@ def _add_inspect(commands: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--plot", metavar="IMAGE",
                    help="also draw each column's row-length histogram into IMAGE (.png, "
                         ".svg or .pdf); needs matplotlib: pip install 'arrow-sparse[plot]'")
+    p.add_argument("--log", action="store_true",
+                   help="with --plot: log-scale the row counts of the length histograms "
+                        "(default linear, from zero)")
+    p.add_argument("--top", metavar="K", type=_positive_int, default=DEFAULT_TOP,
+                   help=f"report the K most frequent values per column (default {DEFAULT_TOP})")
+    p.add_argument("--distinct-limit", metavar="N", type=_positive_int,
+                   default=DEFAULT_DISTINCT_LIMIT,
+                   help="count up to N distinct values per column exactly; past it the "
+                        "distinct count is a HyperLogLog estimate (0.81%% standard error) and "
+                        "the top values approximate, with their error bound printed "
+                        f"(default {DEFAULT_DISTINCT_LIMIT:,})")
     p.set_defaults(handler=_run_inspect)
 
 
@@ -268,9 +280,10 @@ def _run_inspect(args: argparse.Namespace) -> int:
         import_optional("matplotlib", extra="plot")
     progress = Progress(None, label="inspect", enabled=False if args.no_progress else None)
     result = inspect_parquet(args.file, columns=args.columns, batch_rows=args.batch_rows,
-                             progress=progress, histograms=args.plot is not None)
+                             progress=progress, histograms=args.plot is not None,
+                             distinct_limit=args.distinct_limit, top=args.top)
     if args.plot is not None:
-        plot_length_histograms(result, args.plot)
+        plot_length_histograms(result, args.plot, log=args.log)
         for column in result["columns"]:
             del column["histogram"]
         print(f"wrote {args.plot}", file=sys.stderr)
@@ -464,6 +477,28 @@ def _format_block(col: dict[str, Any]) -> list[str]:
     out.append(f"  {'':<{label}}" + "  ".join(
         c.rjust(w) for c, w in zip(cells, widths, strict=True)))
     out.append(f"  {which + ' min / max':<{label}}{num(values['min'])} / {num(values['max'])}")
+    out.extend(_format_counts(values, which, label))
+    return out
+
+
+def _format_counts(values: dict[str, Any], which: str, label: int) -> list[str]:
+    """Return the distinct-count and top-values lines of one level."""
+    distinct, top = values.get("distinct"), values.get("top")
+    if distinct is None or top is None:
+        return [f"  {'distinct ' + which + 's':<{label}}-"]
+    if distinct["exact"]:
+        out = [f"  {'distinct ' + which + 's':<{label}}{distinct['count']:,}  (exact)"]
+    else:
+        error = 100 * distinct["relative_standard_error"]
+        out = [f"  {'distinct ' + which + 's':<{label}}~{distinct['count']:,}  "
+               f"(HyperLogLog estimate, {error:.2f}% standard error)"]
+    if not top["values"]:
+        return out
+    head = f"top {len(top['values'])} {which}s"
+    note = "" if top["exact"] else f"  (counts may be low by up to {top['count_error']:,})"
+    out.append(f"  {head:<{label}}{which} (count){note}")
+    out.extend(f"  {f'  {i}.':<{label}}{v} ({c:,})"
+               for i, (v, c) in enumerate(zip(top["values"], top["counts"], strict=True), 1))
     return out
 
 

@@ -327,8 +327,10 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
         Local engine: batches transformed at once on threads (default: the cores
         this process may use, at most 8). The output order is the input order.
     progress
-        None: no bar; True: a bar on stderr when it is a terminal; or a
-        :class:`~arrow_sparse._progress.Progress`-like object with ``update(rows)``.
+        None: no bar; True: a bar on stderr when it is a terminal or a Jupyter
+        notebook cell's output (the one-line bar, rewritten in place; no ipywidgets
+        needed); or a :class:`~arrow_sparse._progress.Progress`-like object with
+        ``update(rows)``.
     save_pipeline
         Write the fitted pipeline (spec + vocabularies) to this TOML path; its
         directory is created before fitting.
