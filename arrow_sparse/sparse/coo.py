@@ -393,11 +393,13 @@ class SparseCOO(SparseTensor):
 
     @cm.checked
     def to_csr(self) -> SparseTensor:
-        """Compressed sparse row matrix (2-d only): entries sorted by (row, column).
+        """Compressed sparse rows: entries sorted by (row, column), or row-major when N-d.
 
         Returns
         -------
         SparseCSR
+            An N-d tensor compresses its first dimension and keeps the others as
+            ``indices`` ``[ndim - 1, nnz]`` (sorted row-major: new arrays).
             Duplicates are kept as repeated entries (use :meth:`canonical` to sum them).
             When the COO is already sorted the column indices and values are views;
             otherwise they are copied by a counting sort on rows, then every row's
@@ -408,7 +410,7 @@ class SparseCOO(SparseTensor):
         Raises
         ------
         ValueError
-            The tensor is not 2-d.
+            The tensor is 1-d.
 
         Examples
         --------
@@ -420,6 +422,10 @@ class SparseCOO(SparseTensor):
         >>> csr.indptr, csr.indices
         (array([0, 2, 4, 7, 8]), array([0, 1, 1, 3, 2, 3, 4, 5]))
         """
+        if self.ndim > 2:  # compress the first dimension, keep the others per entry
+            keys, vals = self._sorted(tuple(range(self.ndim)))
+            return self._format("csr")._from_sorted(keys, vals, self.shape,  # type: ignore[no-any-return]
+                                                    self._canonical or None)
         self._check_2d("SparseCOO.to_csr")
         indptr, cols, vals = self._compressed(0)
         csr: SparseTensor = self._format("csr")._new(indptr, cols, vals, self.shape,

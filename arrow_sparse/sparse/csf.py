@@ -77,7 +77,7 @@ _TO_COMPRESSED = """
     Raises
     ------
     ValueError
-        The tensor is not 2-d.
+        The tensor is {bad_ndim}.
 
     Examples
     --------
@@ -593,11 +593,14 @@ class SparseCSF(SparseTensor):
 
     @cm.checked
     @fill_doc(_TO_COMPRESSED, name="to_csr", cls="SparseCSR", order="(0, 1)", minor="column",
+              bad_ndim="1-d (an N-d tensor compresses its first dimension)",
               read=" (zero-copy; only ``indptr`` is built, after checking the rows' order: one "
                    "synchronisation on the device)",
               indptr="array([0, 1, 1, 3])")
     def to_csr(self) -> SparseCSR:
-        """Convert this 2-d tensor to a :class:`SparseCSR`."""
+        """Convert to a :class:`SparseCSR` (an N-d tensor through :meth:`to_coo`)."""
+        if self.ndim > 2:
+            return cast(SparseCSR, self.to_coo().to_csr())
         self._check_2d("SparseCSF.to_csr")
         parts = lv.as_compressed(self.indptr, self.indices, self.values, self.shape,
                                  self.axis_order, 0)
@@ -608,6 +611,7 @@ class SparseCSF(SparseTensor):
 
     @cm.checked
     @fill_doc(_TO_COMPRESSED, name="to_csc", cls="SparseCSC", order="(1, 0)", minor="row",
+              bad_ndim="not 2-d",
               read=" (zero-copy)", indptr="array([0, 1, 3])")
     def to_csc(self) -> SparseCSC:
         """Convert this 2-d tensor to a :class:`SparseCSC`."""

@@ -498,7 +498,8 @@ def test_errors_are_arrow_sparse_errors() -> None:
 
 
 def test_from_dense_errors() -> None:
-    with pytest.raises(ValueError, match=r"^SparseCSR.from_dense: shape must have 2 dimensions"):
+    with pytest.raises(ValueError, match=r"^SparseCSR.from_dense: shape must have at least 2 "
+                                         r"dimensions"):
         asp.SparseCSR.from_dense(np.ones(3))
     with pytest.raises(ValueError, match=r"^SparseCOO.from_dense: shape must have at least one"):
         asp.SparseCOO.from_dense(np.float64(1.0))
