@@ -14,6 +14,7 @@ from .._docs import fill_doc
 from ..errors import ArrowSparseValueError
 from . import _common as cm
 from . import _interop
+from . import _levels as lv
 from ._levels import build_levels
 from .tensor import _MULTIPLY, _SUM, SparseTensor
 
@@ -460,7 +461,8 @@ class SparseCOO(SparseTensor):
                                                      self._canonical or None)
         return csc
 
-    def to_csf(self, axis_order: Sequence[int] | None = None) -> SparseTensor:
+    def to_csf(self, axis_order: Sequence[int] | None = None, *,
+               level_formats: Sequence[str] | None = None) -> SparseTensor:
         """Compressed sparse fibres in ``axis_order`` (default ``0, 1, ..., ndim - 1``).
 
         Built as in the Compressed Sparse Fibers post: sort the coordinate tuples in
@@ -470,17 +472,27 @@ class SparseCOO(SparseTensor):
         ----------
         axis_order
             Which dimension each level stores, outermost first.
+        level_formats
+            ``"compressed"`` (default) or ``"dense"`` for each level, as TACO's level
+            formats: a compressed level stores the coordinates present under each
+            parent, a dense level of size ``N`` gives every parent all ``N`` children
+            (coordinates ``0..N-1``, so its coordinates and pointers follow from the
+            shape). ``("dense", "compressed")`` is CSR, ``("dense", "dense")`` a dense
+            array, ``("compressed", "dense")`` rows of dense vectors.
 
         Returns
         -------
         SparseCSF
             Repeated coordinates become repeated leaves of one fibre (not summed); the
             leaf indices and values are views when the COO is already in that order.
+            Under a dense last level repeated coordinates add up into their one leaf,
+            and leaves without an entry hold explicit zeros (all new arrays).
 
         Raises
         ------
         ValueError
-            ``axis_order`` is not a permutation of the dimensions.
+            ``axis_order`` is not a permutation of the dimensions, or bad
+            ``level_formats``.
 
         See Also
         --------
@@ -499,8 +511,23 @@ class SparseCOO(SparseTensor):
         (array([1, 2]), array([1, 2, 2]), array([1, 1, 2, 2]), array([2, 3, 1, 3, 1, 1, 2, 3]))
         >>> csf.values
         array([1., 2., 3., 4., 5., 6., 8., 7.])
+
+        The first dimension dense (all 3 values of ``i``, the empty ``i = 0`` too):
+
+        >>> dcsf = asp.SparseCOO(indices, np.arange(1.0, 9.0), (3, 3, 3, 4)).to_csf(
+        ...     level_formats=("dense", "compressed", "compressed", "compressed"))
+        >>> dcsf.indices[0], dcsf.indptr[0]
+        (array([0, 1, 2]), array([0, 0, 2, 3]))
         """
-        order = v.check_axis_order("SparseCOO.to_csf", axis_order, self.ndim)
+        func = "SparseCOO.to_csf"
+        order = v.check_axis_order(func, axis_order, self.ndim)
+        formats = lv.check_level_formats(func, level_formats, self.ndim)
+        if "dense" in formats:
+            sizes = [self.shape[a] for a in order]
+            keys, vals = self._sorted(order)
+            indptr, indices, vals = lv.build_formatted_levels(func, keys, vals, sizes, formats)
+            return self._format("csf")._new(indptr, indices, vals,  # type: ignore[no-any-return]
+                                            self.shape, order, None, formats)
         if self.ndim == 2:  # the compressed lines are the fibres
             matrix: SparseTensor = self.to_csr() if order[0] == 0 else self.to_csc()
             return matrix.to_csf(order)
