@@ -114,7 +114,7 @@ def build_formatted_levels(func: str, keys: Sequence[np.ndarray], values: np.nda
             v.check_nbytes(func, f"dense level {k} ({parents} parents x {size})",
                            parents * size, 8)
             ptr = xp.arange(parents + 1, dtype=np.int64) * size
-            indices.append(xp.tile(xp.arange(size, dtype=np.int64), parents))
+            indices.append(xp.arange(parents * size, dtype=np.int64) % max(size, 1))
             node = node * size + key
             parents *= size
         elif k == last:
@@ -166,7 +166,7 @@ def check_dense_levels(func: str, indptr: Levels, indices: Levels, ranges: Range
             steps = xp.arange(parents + 1, dtype=np.int64) * size
             ok = hi - lo == parents * size and not fetch(func, ((ptr - ptr[0]) != steps).any())[0]
         if ok and parents * size:
-            expected = xp.tile(xp.arange(size, dtype=np.int64), parents)
+            expected = xp.arange(parents * size, dtype=np.int64) % size
             ok = not fetch(func, (indices[k][lo:hi] != expected).any())[0]
         if not ok:
             msg = (f"{func}: level {k} is dense but its nodes are not every coordinate "
