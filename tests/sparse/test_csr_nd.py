@@ -7,6 +7,8 @@ against numpy on every backend, Hypothesis-drawn tensors, and the matrix-only er
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -184,3 +186,14 @@ def test_nd_csr_integer_row_is_a_view(i: int) -> None:
     assert row.shape == POST_SHAPE[1:]
     np.testing.assert_array_equal(row.to_dense(), post_tensor()[i])
     assert np.shares_memory(row.values, csr.values) or row.nnz == 0
+
+
+@pytest.mark.parametrize("dim", [0, 1, (1, 2), 3])
+def test_nd_csr_masked_sum_keeps_the_layout(backend: str, dim: Any) -> None:
+    dense = random_dense((3, 4, 2, 3), np.float64, seed=7)
+    csr = asp.SparseCSR.from_dense(on(dense, backend))
+    out = asp.masked.sum(csr, dim)
+    assert isinstance(out, asp.SparseCSR)  # an N-d CSR reduced to 2 dimensions or more
+    np.testing.assert_allclose(host(out.to_dense(), backend), dense.sum(axis=dim))
+    total = asp.masked.sum(csr, (0, 1, 2, 3))
+    np.testing.assert_allclose(host(total, backend), dense.sum())
