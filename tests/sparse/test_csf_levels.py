@@ -153,6 +153,14 @@ def test_conversions_between_formats_and_devices(backend: str) -> None:
     assert_dense_equal(csf * 2, post_tensor() * 2, backend)
     assert host(csf, backend).level_formats == (D, C, D, C)  # kept through to_device
     assert_dense_equal(csf.to_csr(), post_tensor(), backend)
+    # everything else reads the materialised levels; results are declared compressed
+    assert not csf.is_canonical  # the dense k level has childless nodes
+    assert csf.canonical().level_formats == (C,) * 4
+    assert_dense_equal(csf.canonical(), post_tensor(), backend)
+    assert_dense_equal(csf[2], post_tensor()[2], backend)
+    assert_dense_equal(csf[0:2], post_tensor()[0:2], backend)
+    assert_dense_equal(csf.T, post_tensor().T, backend)
+    np.testing.assert_allclose(host(csf.sum(axis=1), backend), post_tensor().sum(axis=1))
 
 
 @settings(max_examples=40, deadline=None)
