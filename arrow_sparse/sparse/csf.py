@@ -105,13 +105,19 @@ class SparseCSF(SparseTensor):
     axis_order
         The dimension stored at each level, outermost first (default
         ``0, 1, ..., ndim - 1``).
+    level_formats
+        ``"compressed"`` (default) or ``"dense"`` for each level, as TACO's: a dense
+        level gives every parent all ``shape[axis_order[k]]`` children, coordinates
+        ``0, 1, ...`` in order (checked in any case: O(size of the level)). See
+        :meth:`SparseCOO.to_csf`.
     validate
         Check every pointer array and every reachable coordinate (O(size)).
 
     Raises
     ------
     ValueError
-        Wrong numbers of arrays, lengths, malformed pointers, or a bad ``axis_order``.
+        Wrong numbers of arrays, lengths, malformed pointers, a bad ``axis_order`` or
+        ``level_formats``, or a level declared dense that is not.
     IndexError
         A coordinate outside the shape.
     TypeError
