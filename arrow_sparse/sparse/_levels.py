@@ -81,7 +81,7 @@ def check_level_formats(func: str, level_formats: Any, ndim: int) -> tuple[str, 
         msg = f"{func}: level_formats has {len(formats)} entries but the tensor has {ndim} levels"
         raise ArrowSparseValueError(msg)
     for k, f in enumerate(formats):
-        if f not in LEVEL_FORMATS:
+        if not isinstance(f, str) or f not in LEVEL_FORMATS:
             msg = (f"{func}: level_formats[{k}] must be 'dense' or 'compressed', got {f!r}")
             raise ArrowSparseValueError(msg)
     return formats
