@@ -8,9 +8,9 @@
 
 from __future__ import annotations
 
-from ._cross import HashedCross
-from ._join import JoinExternal
 from .core import Pipeline
+from .cross import HashedCross
+from .join import JoinExternal
 from .python_steps import PythonStep, register_step, registered_steps
 from .runner import DEFAULT_BATCH_ROWS, RunSummary, run
 from .steps import (

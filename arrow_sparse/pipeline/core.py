@@ -20,9 +20,9 @@ from ..io.parquet import DEFAULT_BATCH_ROWS
 from ..transforms import Vocabulary
 from . import _toml
 from ._filter import did_you_mean
-from ._join import JoinExternal
 from ._layout import canonical_schema, canonical_table, output_metadata
 from ._parallel import ordered_map
+from .join import JoinExternal
 from .steps import Categorify, EmbeddingBag, Filter, Rename, Select, Step, step_from_dict
 
 __all__ = ["Pipeline"]
