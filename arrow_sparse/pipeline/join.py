@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow import numpy_dtype
 from ..errors import (
     ArrowSparseError,
     ArrowSparseKeyError,
@@ -227,6 +228,6 @@ def _cast_key(label: str, key: pa.ChunkedArray, want: pa.DataType) -> pa.Chunked
     """External integer keys cast to the input's width; keys beyond it cannot match."""
     if not pa.types.is_integer(want):
         return key.cast(want)
-    info = np.iinfo(want.to_pandas_dtype())
+    info = np.iinfo(numpy_dtype(want))
     fits = pc.and_(pc.greater_equal(key, info.min), pc.less_equal(key, info.max))
     return pc.if_else(fits, key, pa.scalar(None, key.type)).cast(want)

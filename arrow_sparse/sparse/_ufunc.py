@@ -94,6 +94,8 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...],
 
     if isinstance(other, (int, float, complex, bool, np.generic)) or \
             (isinstance(other, np.ndarray) and other.ndim == 0):
+        if ufunc is np.multiply:  # linear: duplicates and the layout stay as they are
+            return x.multiply(other)
         return _sparse_scalar(func, x, other, call)
     if isinstance(other, np.ndarray) or is_cupy_array(other):
         if ufunc is np.multiply:
