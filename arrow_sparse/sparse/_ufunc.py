@@ -41,10 +41,21 @@ __all__ = ["apply_ufunc"]
 _INTERSECTING = frozenset({np.multiply, np.logical_and, np.bitwise_and})
 
 
-def _is_zero(compute: Callable[[], Any]) -> bool:
-    """Whether ``compute()`` (a ufunc on zeros) is zero everywhere (NaN is not)."""
-    with np.errstate(all="ignore"):
-        return bool(np.all(np.asarray(compute()) == 0))
+def _require_zero(func: str, compute: Callable[[], Any], refused: str, dense: str) -> None:
+    """Raise unless ``compute()``, the ufunc on zeros, is zero everywhere (NaN is not).
+
+    A TypeError of the ufunc becomes the library's, ``refused`` saying what it refused;
+    a non-zero result the ValueError ``dense``.
+    """
+    try:
+        with np.errstate(all="ignore"):
+            zero = bool(np.all(np.asarray(compute()) == 0))
+    except TypeError as exc:
+        msg = f"{func}: {refused} ({exc})"
+        raise ArrowSparseTypeError(msg) from None
+    if not zero:
+        msg = f"{func}: {dense}"
+        raise ArrowSparseValueError(msg)
 
 
 def _name(ufunc: np.ufunc) -> str:
@@ -114,30 +125,20 @@ def _with_values(x: SparseTensor, values: np.ndarray) -> SparseTensor:
 
 
 def _unary(func: str, ufunc: np.ufunc, x: SparseTensor, kwargs: dict[str, Any]) -> Any:
-    try:
-        keeps_zero = _is_zero(lambda: ufunc(np.zeros(1, dtype=x.dtype), **kwargs))
-    except TypeError as exc:
-        msg = f"{func}: does not take {x.dtype} values ({exc})"
-        raise ArrowSparseTypeError(msg) from None
-    if not keeps_zero:
-        msg = (f"{func}: f(0) is not 0, so the result of a {type(x).__name__} would be "
-               f"dense; densify explicitly: {func}(x.to_dense())")
-        raise ArrowSparseValueError(msg)
+    _require_zero(func, lambda: ufunc(np.zeros(1, dtype=x.dtype), **kwargs),
+                  f"does not take {x.dtype} values",
+                  f"f(0) is not 0, so the result of a {type(x).__name__} would be dense; "
+                  f"densify explicitly: {func}(x.to_dense())")
     x = x.canonical()  # duplicates summed first: f(a) + f(b) is not f(a + b)
     return _with_values(x, _on(x.values, ufunc)(x.values, **kwargs))
 
 
 def _sparse_scalar(func: str, x: SparseTensor, scalar: Any,
                    call: Callable[[Any, Any], Any]) -> SparseTensor:
-    try:
-        keeps_zero = _is_zero(lambda: call(np.zeros(1, dtype=x.dtype), scalar))
-    except TypeError as exc:
-        msg = f"{func}: cannot combine {x.dtype} values with {scalar!r} ({exc})"
-        raise ArrowSparseTypeError(msg) from None
-    if not keeps_zero:
-        msg = (f"{func}: with {scalar!r} the unspecified zeros would not stay zero, so "
-               f"the result would be dense; densify explicitly (x.to_dense())")
-        raise ArrowSparseValueError(msg)
+    _require_zero(func, lambda: call(np.zeros(1, dtype=x.dtype), scalar),
+                  f"cannot combine {x.dtype} values with {scalar!r}",
+                  f"with {scalar!r} the unspecified zeros would not stay zero, so the "
+                  f"result would be dense; densify explicitly (x.to_dense())")
     x = x.canonical()
     return _with_values(x, call(x.values, scalar))
 
@@ -150,15 +151,10 @@ def _sparse_sparse(func: str, ufunc: np.ufunc, left: SparseTensor, right: Sparse
         raise ArrowSparseValueError(msg)
     xp = array_module(func, left=left.values, right=right.values)
     zeros = (np.zeros(1, dtype=left.dtype), np.zeros(1, dtype=right.dtype))
-    try:
-        keeps_zero = _is_zero(lambda: ufunc(*zeros, **kwargs))
-    except TypeError as exc:
-        msg = f"{func}: cannot combine {left.dtype} and {right.dtype} values ({exc})"
-        raise ArrowSparseTypeError(msg) from None
-    if not keeps_zero:
-        msg = (f"{func}: f(0, 0) is not 0, so the result would be dense; densify "
-               f"explicitly: {func}(a.to_dense(), b.to_dense())")
-        raise ArrowSparseValueError(msg)
+    _require_zero(func, lambda: ufunc(*zeros, **kwargs),
+                  f"cannot combine {left.dtype} and {right.dtype} values",
+                  f"f(0, 0) is not 0, so the result would be dense; densify explicitly: "
+                  f"{func}(a.to_dense(), b.to_dense())")
     a, b = left.to_coo().canonical(), right.to_coo().canonical()
     shape = tuple(left.shape)
     ka, kb = (cm.ravel_coords([t.indices[k] for k in range(t.ndim)], shape) if shape
