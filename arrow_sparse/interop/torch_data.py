@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import functools
 import os
-import queue
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -34,6 +32,7 @@ from ..errors import ArrowSparseKeyError, ArrowSparseTypeError, ArrowSparseValue
 from ..io import ParquetBatches, flight_batches, read_ipc, read_parquet, shard_ticket
 from ..keyed import KeyedJagged
 from ..pipeline import Pipeline
+from ..pipeline._parallel import background
 from ..pipeline.steps import Filter
 from ._common import type_name
 
@@ -43,7 +42,6 @@ __all__ = ["Batch", "PaddedFeature", "SparseDataset", "make_loader", "plan_rows"
 
 OUTPUTS = ("keyed", "torchrec", "padded")
 _IPC_SUFFIXES = (".arrow", ".feather", ".ipc", ".arrows")
-_END = object()
 
 
 class PaddedFeature(NamedTuple):
@@ -578,50 +576,7 @@ def _numeric(func: str, name: str, array: pa.Array) -> np.ndarray:
 # ----------------------------------------------------------------------- prefetching
 def _prefetched(batches: Iterator[Any], depth: int) -> Iterator[Any]:
     """Run ``batches`` on a thread, at most ``depth`` batches ahead (0: no thread)."""
-    if depth == 0:
-        yield from batches
-        return
-    slots: queue.Queue[Any] = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def put(item: Any) -> bool:
-        while not stop.is_set():
-            try:
-                slots.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def produce() -> None:
-        try:
-            for batch in batches:
-                if not put(batch):
-                    return
-            put(_END)
-        except BaseException as exc:  # handed to the consumer, raised there
-            put(_Failure(exc))
-
-    thread = threading.Thread(target=produce, name="arrow_sparse-prefetch", daemon=True)
-    thread.start()
-    try:
-        while True:
-            item = slots.get()
-            if item is _END:
-                return
-            if isinstance(item, _Failure):
-                raise item.exc
-            yield item
-    finally:
-        stop.set()
-        thread.join()
-        close = getattr(batches, "close", None)
-        if close is not None:
-            close()
-
-
-class _Failure(NamedTuple):
-    exc: BaseException
+    return batches if depth == 0 else background(batches, depth)
 
 
 def _map_tensors(batch: Any, fn: Callable[[Any], Any], torch: Any) -> Any:
