@@ -946,17 +946,7 @@ def write_parquet(data: Any, path: str | os.PathLike[str],
     import pyarrow.parquet as pq
 
     func = "write_parquet"
-    row_group_rows = v.check_count(func, "row_group_rows", row_group_rows)
-    if row_group_rows == 0:
-        msg = f"{func}: row_group_rows must be positive, got 0"
-        raise ArrowSparseValueError(msg)
-    if compression is not None and not isinstance(compression, str):
-        msg = f"{func}: compression must be a codec name or None, got {type(compression).__name__}"
-        raise ArrowSparseTypeError(msg)
-    if compression is not None and not _codec_available(compression):
-        msg = (f"{func}: compression {compression!r} is not an available codec (use zstd, "
-               "snappy, lz4, gzip, brotli or None)")
-        raise ArrowSparseValueError(msg)
+    row_group_rows = _check_writer_options(func, row_group_rows, compression)
     schema, batches = as_batches(func, data)
     schema = stamp_schema(schema)
     rows = 0
@@ -1073,23 +1063,10 @@ def write_parquet_dataset(data: Any, path: str | os.PathLike[str], *,
     import pyarrow.parquet as pq
 
     func = "write_parquet_dataset"
-    row_group_rows = v.check_count(func, "row_group_rows", row_group_rows)
-    if row_group_rows == 0:
-        msg = f"{func}: row_group_rows must be positive, got 0"
-        raise ArrowSparseValueError(msg)
+    row_group_rows = _check_writer_options(func, row_group_rows, compression)
     if max_rows_per_file is not None:
-        max_rows_per_file = v.check_count(func, "max_rows_per_file", max_rows_per_file)
-        if max_rows_per_file == 0:
-            msg = f"{func}: max_rows_per_file must be positive, got 0"
-            raise ArrowSparseValueError(msg)
+        max_rows_per_file = _positive_count(func, "max_rows_per_file", max_rows_per_file)
         row_group_rows = min(row_group_rows, max_rows_per_file)
-    if compression is not None and not isinstance(compression, str):
-        msg = f"{func}: compression must be a codec name or None, got {type(compression).__name__}"
-        raise ArrowSparseTypeError(msg)
-    if compression is not None and not _codec_available(compression):
-        msg = (f"{func}: compression {compression!r} is not an available codec (use zstd, "
-               "snappy, lz4, gzip, brotli or None)")
-        raise ArrowSparseValueError(msg)
     schema, batches = as_batches(func, data)
     schema = stamp_schema(schema)
     keys = check_partition_by(func, partition_by, schema)
@@ -1185,6 +1162,27 @@ def _empty_null_lists(column: pa.Array) -> pa.Array:
     np.cumsum(np.where(valid, lengths, 0), out=new_offsets[1:])
     return type(column).from_arrays(new_offsets, column.flatten(), type=t,
                                     mask=pa.array(~valid))
+
+
+def _positive_count(func: str, arg: str, x: Any) -> int:
+    n = v.check_count(func, arg, x)
+    if n == 0:
+        msg = f"{func}: {arg} must be positive, got 0"
+        raise ArrowSparseValueError(msg)
+    return n
+
+
+def _check_writer_options(func: str, row_group_rows: Any, compression: Any) -> int:
+    """Check the options every Parquet writer takes; return ``row_group_rows``."""
+    rows = _positive_count(func, "row_group_rows", row_group_rows)
+    if compression is not None and not isinstance(compression, str):
+        msg = f"{func}: compression must be a codec name or None, got {type(compression).__name__}"
+        raise ArrowSparseTypeError(msg)
+    if compression is not None and not _codec_available(compression):
+        msg = (f"{func}: compression {compression!r} is not an available codec (use zstd, "
+               "snappy, lz4, gzip, brotli or None)")
+        raise ArrowSparseValueError(msg)
+    return rows
 
 
 def _codec_available(name: str) -> bool:
