@@ -359,6 +359,15 @@ def check_count(func: str, arg: str, x: Any) -> int:
     return int(x)
 
 
+def check_positive_count(func: str, arg: str, x: Any) -> int:
+    """Check a positive integer scalar (a size that must not be 0)."""
+    n = check_count(func, arg, x)
+    if n == 0:
+        msg = f"{func}: {arg} must be positive, got 0"
+        raise ArrowSparseValueError(msg)
+    return n
+
+
 def check_int_in(func: str, arg: str, x: Any, lo: int, hi: int) -> int:
     """Check an integer scalar in ``[lo, hi]`` (a parameter such as a bucket count or seed)."""
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):

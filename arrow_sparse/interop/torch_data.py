@@ -280,9 +280,9 @@ def plan_rows(unit_rows: Sequence[int], *, rank: int = 0, world_size: int = 1,
     """
     func = "plan_rows"
     sizes = [v.check_count(func, "unit_rows", n) for n in unit_rows]
-    world_size = _positive(func, "world_size", world_size)
-    num_workers = _positive(func, "num_workers", num_workers)
-    batch_size = _positive(func, "batch_size", batch_size)
+    world_size = v.check_positive_count(func, "world_size", world_size)
+    num_workers = v.check_positive_count(func, "num_workers", num_workers)
+    batch_size = v.check_positive_count(func, "batch_size", batch_size)
     rank = _below(func, "rank", rank, world_size)
     worker = _below(func, "worker", worker, num_workers)
     order = list(range(len(sizes))) if order is None else [int(i) for i in order]
@@ -308,14 +308,6 @@ def plan_rows(unit_rows: Sequence[int], *, rank: int = 0, world_size: int = 1,
             plan.append((unit, start, stop))
         at += sizes[unit]
     return plan
-
-
-def _positive(func: str, arg: str, x: Any) -> int:
-    n = v.check_count(func, arg, x)
-    if n == 0:
-        msg = f"{func}: {arg} must be positive, got 0"
-        raise ArrowSparseValueError(msg)
-    return n
 
 
 def _below(func: str, arg: str, x: Any, n: int) -> int:
@@ -350,12 +342,12 @@ class _SparseDatasetBase:
         if not isinstance(output, str) or output not in OUTPUTS:
             msg = f"{func}: output must be one of {OUTPUTS}, got {output!r}"
             raise ArrowSparseValueError(msg)
-        self.batch_size = _positive(func, "batch_size", batch_size)
+        self.batch_size = v.check_positive_count(func, "batch_size", batch_size)
         self.shuffle = v.check_bool(func, "shuffle", shuffle)
         self.drop_last = v.check_bool(func, "drop_last", drop_last)
         self.seed = v.check_count(func, "seed", seed)
         self.shuffle_buffer = self.batch_size * 8 if shuffle_buffer is None else \
-            _positive(func, "shuffle_buffer", shuffle_buffer)
+            v.check_positive_count(func, "shuffle_buffer", shuffle_buffer)
         self.prefetch = v.check_count(func, "prefetch", prefetch)
         self.output, self.max_lengths, self.pad_value = output, max_lengths, pad_value
         self.pipeline = pipeline
@@ -524,7 +516,7 @@ def _ddp_place(func: str, torch: Any, rank: Any, world_size: Any) -> tuple[int, 
         world_size = dist.get_world_size() if started else 1
     if rank is None:
         rank = dist.get_rank() if started else 0
-    world_size = _positive(func, "world_size", world_size)
+    world_size = v.check_positive_count(func, "world_size", world_size)
     return _below(func, "rank", rank, world_size), world_size
 
 

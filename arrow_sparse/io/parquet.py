@@ -480,10 +480,7 @@ def read_parquet(paths_or_dataset: Any, columns: Sequence[str] | None = None,
 
     func = "read_parquet"
     dataset, source, disagreements = _open_dataset(func, paths_or_dataset, partitioning)
-    batch_rows = v.check_count(func, "batch_rows", batch_rows)
-    if batch_rows == 0:
-        msg = f"{func}: batch_rows must be positive, got 0"
-        raise ArrowSparseValueError(msg)
+    batch_rows = v.check_positive_count(func, "batch_rows", batch_rows)
     if filter is not None and not isinstance(filter, ds.Expression):
         msg = (f"{func}: filter must be a pyarrow.compute expression such as "
                f"pc.field('label') == 1, got {type(filter).__name__}")
@@ -1065,7 +1062,7 @@ def write_parquet_dataset(data: Any, path: str | os.PathLike[str], *,
     func = "write_parquet_dataset"
     row_group_rows = _check_writer_options(func, row_group_rows, compression)
     if max_rows_per_file is not None:
-        max_rows_per_file = _positive_count(func, "max_rows_per_file", max_rows_per_file)
+        max_rows_per_file = v.check_positive_count(func, "max_rows_per_file", max_rows_per_file)
         row_group_rows = min(row_group_rows, max_rows_per_file)
     schema, batches = as_batches(func, data)
     schema = stamp_schema(schema)
@@ -1164,17 +1161,9 @@ def _empty_null_lists(column: pa.Array) -> pa.Array:
                                     mask=pa.array(~valid))
 
 
-def _positive_count(func: str, arg: str, x: Any) -> int:
-    n = v.check_count(func, arg, x)
-    if n == 0:
-        msg = f"{func}: {arg} must be positive, got 0"
-        raise ArrowSparseValueError(msg)
-    return n
-
-
 def _check_writer_options(func: str, row_group_rows: Any, compression: Any) -> int:
     """Check the options every Parquet writer takes; return ``row_group_rows``."""
-    rows = _positive_count(func, "row_group_rows", row_group_rows)
+    rows = v.check_positive_count(func, "row_group_rows", row_group_rows)
     if compression is not None and not isinstance(compression, str):
         msg = f"{func}: compression must be a codec name or None, got {type(compression).__name__}"
         raise ArrowSparseTypeError(msg)
