@@ -6,8 +6,6 @@
 1
 """
 
-from __future__ import annotations
-
 from .core import Pipeline
 from .cross import HashedCross
 from .join import JoinExternal
