@@ -1,6 +1,7 @@
 """CUDA kernels for CuPy: one ``<family>.cu`` per kernel family, compiled lazily.
 
-The loader reads ``<family>.cu``, puts the text of ``_common.cuh`` in front of it (not
+The loader reads ``<family>.cu``, puts the text of ``_common.cuh`` (and of the headers
+the family shares with others, :data:`SHARED_HEADERS`) in front of it (not
 an ``#include``: CuPy's cache key covers only the source text, cupy#6159) with
 ``#line 1`` directives so compiler errors name the real file and line, and compiles
 it with ``cupy.RawModule(code=..., options=OPTIONS, name_expressions=...)``. The name
@@ -48,11 +49,11 @@ import numpy as np
 from ...errors import ArrowSparseError, ArrowSparseIndexError, ArrowSparseValueError
 from .. import KERNEL_FAMILIES
 
-__all__ = ["EMPTY", "EMULATOR_MACRO", "ERROR_NONE", "FACTORY", "FUNCTIONS", "OPTIONS", "STATE",
-           "FamilyModule", "ModuleFactory", "check_errors", "clear_cache", "decode_error",
-           "device_key", "device_only", "error_buffer", "error_messages", "fetch",
-           "get_launcher", "group_of", "has_family", "import_cupy", "load_module",
-           "name_expressions", "read_scalars", "set_module_factory", "source"]
+__all__ = ["EMPTY", "EMULATOR_MACRO", "ERROR_NONE", "FACTORY", "FUNCTIONS", "OPTIONS",
+           "SHARED_HEADERS", "STATE", "FamilyModule", "ModuleFactory", "check_errors",
+           "clear_cache", "decode_error", "device_key", "device_only", "error_buffer",
+           "error_messages", "fetch", "get_launcher", "group_of", "has_family", "import_cupy",
+           "load_module", "name_expressions", "read_scalars", "set_module_factory", "source"]
 
 _DIR = Path(__file__).resolve().parent
 #: NVRTC options of every module (``nvcc --ptx`` in the tests uses exactly these).
@@ -103,14 +104,21 @@ def has_family(family: str) -> bool:
     return (_DIR / f"{family}.cu").is_file()
 
 
-def source(family: str) -> str:
-    """Return the exact text compiled for ``family``: ``_common.cuh`` then ``<family>.cu``.
+#: Headers a family shares with some others, put between ``_common.cuh`` and its own text.
+SHARED_HEADERS = {"segment": ("_reduce.cuh",), "sparse_unsorted": ("_reduce.cuh",)}
 
-    Between the two, ``#define ASP_FAMILY_ID <index>`` names the family in the error
-    words its kernels record.
+
+def source(family: str) -> str:
+    """Return the exact text compiled for ``family``.
+
+    That is ``_common.cuh``, then the headers it shares with other families
+    (:data:`SHARED_HEADERS`), then ``<family>.cu``. Before the family's own text,
+    ``#define ASP_FAMILY_ID <index>`` names the family in the error words its kernels
+    record.
     """
     parts = []
-    for path in (_DIR / "_common.cuh", _DIR / f"{family}.cu"):
+    headers = [_DIR / name for name in ("_common.cuh", *SHARED_HEADERS.get(family, ()))]
+    for path in (*headers, _DIR / f"{family}.cu"):
         if path.suffix == ".cu":
             parts.append(f"#define ASP_FAMILY_ID {KERNEL_FAMILIES.index(family)}\n")
         text = path.read_text(encoding="utf-8")

@@ -22,103 +22,7 @@ enum AspSparseUnsortedError {
     ASP_SU_ID_RANGE = 3,  // message: IndexError: segment_ids must be < num_segments
 };
 
-// ------------------------------------------------------------------ arithmetic helpers
-// w * x in A: signed 64-bit products wrap through unsigned (defined overflow, as
-// Numba's); double products are asp_mul_rn (no contraction into an FMA).
-template <typename A>
-__device__ __forceinline__ A asp_su_mul(A a, A b) { return a * b; }
-template <>
-__device__ __forceinline__ long long asp_su_mul<long long>(long long a, long long b) {
-    return (long long)((unsigned long long)a * (unsigned long long)b);
-}
-template <>
-__device__ __forceinline__ double asp_su_mul<double>(double a, double b) {
-    return asp_mul_rn(a, b);
-}
-
-// max / min updates: integers compare and select; floats are IEEE 754-2019 maximum /
-// minimum as on the CPU (NaN propagates, max keeps +0.0 and min -0.0 of two zeros).
-template <typename T>
-__device__ __forceinline__ T asp_su_max(T x, T m) { return x > m ? x : m; }
-template <typename T>
-__device__ __forceinline__ T asp_su_min(T x, T m) { return x < m ? x : m; }
-__device__ __forceinline__ bool asp_su_signbit(float x) {
-    union { float f; unsigned int u; } bits;
-    bits.f = x;
-    return (bits.u >> 31) != 0;
-}
-__device__ __forceinline__ bool asp_su_signbit(double x) {
-    union { double f; unsigned long long u; } bits;
-    bits.f = x;
-    return (bits.u >> 63) != 0;
-}
-template <typename F>
-__device__ __forceinline__ F asp_su_float_max(F x, F m) {
-    if (x != x) return x;
-    if (m != m || x < m) return m;
-    return x > m || !asp_su_signbit(x) ? x : m;
-}
-template <typename F>
-__device__ __forceinline__ F asp_su_float_min(F x, F m) {
-    if (x != x) return x;
-    if (m != m || x > m) return m;
-    return x < m || asp_su_signbit(x) ? x : m;
-}
-__device__ __forceinline__ float asp_su_max(float x, float m) { return asp_su_float_max(x, m); }
-__device__ __forceinline__ double asp_su_max(double x, double m) { return asp_su_float_max(x, m); }
-__device__ __forceinline__ float asp_su_min(float x, float m) { return asp_su_float_min(x, m); }
-__device__ __forceinline__ double asp_su_min(double x, double m) { return asp_su_float_min(x, m); }
-
-// ----------------------------------------------------------------------------- atomics
-__device__ __forceinline__ void asp_su_add(double* p, double x) { atomicAdd(p, x); }
-__device__ __forceinline__ void asp_su_add(unsigned long long* p, unsigned long long x) {
-    atomicAdd(p, x);
-}
-// int64 sums: two's-complement addition is the same bit operation as unsigned addition.
-__device__ __forceinline__ void asp_su_add(long long* p, long long x) {
-    atomicAdd((unsigned long long*)p, (unsigned long long)x);
-}
-
-// Integer max/min: CUDA's atomics (the host widens 8/16-bit data to int).
-__device__ __forceinline__ void asp_su_extreme(int* p, int x, int is_max) {
-    if (is_max) atomicMax(p, x); else atomicMin(p, x);
-}
-__device__ __forceinline__ void asp_su_extreme(unsigned int* p, unsigned int x, int is_max) {
-    if (is_max) atomicMax(p, x); else atomicMin(p, x);
-}
-__device__ __forceinline__ void asp_su_extreme(long long* p, long long x, int is_max) {
-    if (is_max) atomicMax(p, x); else atomicMin(p, x);
-}
-__device__ __forceinline__ void asp_su_extreme(unsigned long long* p, unsigned long long x,
-                                               int is_max) {
-    if (is_max) atomicMax(p, x); else atomicMin(p, x);
-}
-// Float max/min: a compare-and-swap loop on the bit pattern applying the update above;
-// it stops without writing when the update keeps the old value.
-__device__ __forceinline__ void asp_su_extreme(float* p, float x, int is_max) {
-    union { unsigned int u; float f; } old, want;
-    unsigned int* bits = (unsigned int*)p;
-    old.f = *p;
-    while (true) {
-        want.f = is_max ? asp_su_max(x, old.f) : asp_su_min(x, old.f);
-        if (want.u == old.u) return;
-        const unsigned int seen = atomicCAS(bits, old.u, want.u);
-        if (seen == old.u) return;
-        old.u = seen;
-    }
-}
-__device__ __forceinline__ void asp_su_extreme(double* p, double x, int is_max) {
-    union { unsigned long long u; double f; } old, want;
-    unsigned long long* bits = (unsigned long long*)p;
-    old.f = *p;
-    while (true) {
-        want.f = is_max ? asp_su_max(x, old.f) : asp_su_min(x, old.f);
-        if (want.u == old.u) return;
-        const unsigned long long seen = atomicCAS(bits, old.u, want.u);
-        if (seen == old.u) return;
-        old.u = seen;
-    }
-}
+// Arithmetic, max / min updates and atomics: _reduce.cuh.
 
 // The segment and the table row of gathered element i: false (the element is skipped)
 // when the segment id lies outside [0, num_segments) or, for a non-null index, the
@@ -172,8 +76,8 @@ __global__ void gather_scatter_add(const T* __restrict__ data, const I* __restri
             continue;
         if (want_counts && d == 0) atomicAdd((unsigned long long*)(counts + s), 1ULL);
         A x = (A)__ldg(data + r * width + d);
-        if (weighted) x = asp_su_mul(__ldg(weights + i), x);
-        asp_su_add(acc + s * width + d, x);
+        if (weighted) x = asp_mul(__ldg(weights + i), x);
+        asp_atomic_add(acc + s * width + d, x);
     }
 }
 
@@ -196,7 +100,7 @@ __global__ void gather_scatter_extreme(const T* __restrict__ data, const I* __re
         if (!asp_su_place(indices, imask, masked, ids, i, num_rows, num_segments, error, &s, &r))
             continue;
         if (d == 0) atomicAdd((unsigned long long*)(counts + s), 1ULL);
-        asp_su_extreme(acc + s * width + d, (U)__ldg(data + r * width + d), is_max);
+        asp_atomic_extreme(acc + s * width + d, (U)__ldg(data + r * width + d), is_max);
     }
 }
 
