@@ -96,14 +96,16 @@ def as_arrow(x: Any) -> Any:
     return x
 
 
-def like_series(x: Any) -> Callable[[Any], Any]:
+def like_series(x: Any) -> Callable[..., Any]:
     """Return a function giving an Arrow result back in ``x``'s kind of Series.
 
     A Polars Series gives a Polars Series of the same name; a pandas Series a pandas
-    Series (``pd.ArrowDtype``, zero-copy) of the same name, with its index when the
-    result has one value per row of ``x``. Anything else, and results that are not
-    Arrow arrays, pass through. Neither library is imported: a Series of one can
-    only exist once it is loaded.
+    Series (``pd.ArrowDtype``, zero-copy) of the same name, with ``x``'s index when
+    the result has one value per row of ``x`` (call it with ``rows=False`` when the
+    result's rows are something else, segments or distinct values: they get a
+    ``RangeIndex``). Anything else, and results that are not Arrow arrays, pass
+    through. Neither library is imported: a Series of one can only exist once it is
+    loaded.
 
     Examples
     --------
@@ -114,7 +116,7 @@ def like_series(x: Any) -> Callable[[Any], Any]:
     if pl is not None and isinstance(x, pl.Series):
         name = x.name
 
-        def to_polars(out: Any) -> Any:
+        def to_polars(out: Any, *, rows: bool = True) -> Any:
             if not isinstance(out, (pa.Array, pa.ChunkedArray)):
                 return out
             return pl.from_arrow(out, rechunk=False).alias(name)
@@ -124,17 +126,19 @@ def like_series(x: Any) -> Callable[[Any], Any]:
     if pd is not None and isinstance(x, pd.Series):
         index, name = x.index, x.name
 
-        def to_pandas(out: Any) -> Any:
+        def to_pandas(out: Any, *, rows: bool = True) -> Any:
             if not isinstance(out, (pa.Array, pa.ChunkedArray)):
                 return out
+            keep = rows and len(out) == len(index)
             return pd.Series(pd.arrays.ArrowExtensionArray(out), name=name, copy=False,
-                             index=index if len(out) == len(index) else None)
+                             index=index if keep else None)
 
         return to_pandas
-    return _unchanged
+    return unchanged
 
 
-def _unchanged(out: Any) -> Any:
+def unchanged(out: Any, *, rows: bool = True) -> Any:
+    """Return ``out`` itself: what :func:`like_series` gives for anything but a Series."""
     return out
 
 
