@@ -211,7 +211,7 @@ def _series_to_arrow(func: str, series: Any, what: str) -> pa.Array | pa.Chunked
     try:
         arr = pa.array(series, from_pandas=True)
     except (pa.ArrowException, TypeError, ValueError) as exc:
-        msg = f"{func}: {what} could not be read as lists of numbers ({exc})"
+        msg = f"{func}: {what} could not be read as lists ({exc})"
         raise ArrowSparseTypeError(msg) from None
     check_list_array(func, what, arr)
     return arr
