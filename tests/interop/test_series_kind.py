@@ -262,6 +262,63 @@ def test_categorify_value_counts_fit_vocabulary_and_length_stats(
     assert (stats.min, stats.max, stats.total_values) == (lengths[0], lengths[-1], sum(lengths))
 
 
+# ------------------------------------------------------------ row-wise list functions
+def cumsum(row: list[Any]) -> list[Any]:
+    out, total = [], 0
+    for x in row:
+        total += 0 if x is None else x
+        out.append(None if x is None else total)
+    return out
+
+
+def per_row(fn: Callable[[list[Any]], Any]) -> Callable[[list[Any]], list[Any]]:
+    return lambda rows: [None if r is None else fn(r) for r in rows]
+
+
+#: function, the rows a plain-Python reading gives, whether the result keeps the rows
+ROW_FUNCTIONS: dict[str, tuple[Callable[[Any], Any], Callable[[list[Any]], list[Any]], bool]] = {
+    "list_slice": (lambda x: asp.list_slice(x, 1, 3), per_row(lambda r: r[1:3]), True),
+    "truncate": (lambda x: asp.truncate(x, 2), per_row(lambda r: r[:2]), True),
+    "jagged_unique": (asp.jagged_unique,
+                      per_row(lambda r: sorted({v for v in r if v is not None})), True),
+    "segment_cumsum": (asp.segment_cumsum, per_row(cumsum), True),
+    "map_values": (lambda x: asp.map_values(x, np.negative),
+                   per_row(lambda r: [None if v is None else -v for v in r]), True),
+    "repeat": (lambda x: asp.repeat(np.arange(5) * 10, x),
+               lambda rows: [None if r is None else [10 * i] * len(r)
+                             for i, r in enumerate(rows)], True),
+    "index_select": (lambda x: asp.index_select(x, [3, 0]), lambda rows: [rows[3], rows[0]],
+                     False),
+}
+
+
+@pytest.mark.parametrize("make", [pandas_series, polars_series], ids=["pandas", "polars"])
+@pytest.mark.parametrize("name", sorted(ROW_FUNCTIONS))
+def test_row_functions(make: Callable[..., Any], name: str) -> None:
+    call, oracle, keeps_rows = ROW_FUNCTIONS[name]
+    t = pa.list_(pa.int64())
+    s = make(ROWS, t, INDEX) if make is pandas_series else make(ROWS, t)
+    got = call(s)
+    check_kind(got, s, per_row=keeps_rows)
+    assert listed(got) == listed(call(pa.array(ROWS, t)))
+    assert listed(got) == oracle(ROWS)
+
+
+@pytest.mark.parametrize("make", [pandas_series, polars_series], ids=["pandas", "polars"])
+def test_softmax_and_padded_dense(make: Callable[..., Any]) -> None:
+    rows = [[0.0, 0.0], None, [], [1.0, 2.0]]
+    t = pa.list_(pa.float64())
+    s = make(rows, t, list("abcd")) if make is pandas_series else make(rows, t)
+    got = asp.segment_softmax(s)
+    check_kind(got, s, per_row=True)
+    e = np.exp([1.0, 2.0])
+    assert close(listed(got), [[0.5, 0.5], None, [], (e / e.sum()).tolist()])
+    dense = asp.jagged_to_padded_dense(s, max_lengths=[3])  # numpy, as for Arrow
+    assert isinstance(dense, np.ndarray)
+    assert dense.tolist() == [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0],
+                              [1.0, 2.0, 0.0]]
+
+
 def test_arrow_and_numpy_inputs_unchanged() -> None:
     assert isinstance(asp.hash_bucket(pa.array(ROWS), 10), pa.Array)
     assert isinstance(asp.segment_sum(pa.chunked_array([ROWS])), pa.ChunkedArray)
