@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import _arrow
+from .._docs import F, fill_doc
 from ..segment import (
     segment_logsumexp,
     segment_max,
@@ -39,7 +40,8 @@ from ..transforms import (
     pad_or_truncate,
 )
 
-__all__ = ["FRAME", "METHODS", "Method", "add_frame_methods", "add_methods", "apply", "lengths"]
+__all__ = ["FRAME", "JAGGED_DOC", "METHODS", "TO_PADDED_DOC", "Method", "add_frame_methods",
+           "add_methods", "apply", "lengths", "series_doc"]
 
 
 def lengths(values: Any) -> Any:
@@ -265,3 +267,56 @@ def apply(series: Any, arrow: pa.Array | pa.ChunkedArray, func: Callable[..., An
           *args: Any, **kwargs: Any) -> Any:
     """``func`` on a Series' Arrow array, the result back as that kind of Series."""
     return _arrow.like_series(series)(func(arrow, *args, **kwargs))
+
+
+#: The body of the Series accessors' ``jagged()`` docstring (each keeps its summary).
+JAGGED_DOC = """
+Returns
+-------
+Jagged
+    Rows in positional order, null rows in ``validity``; {copy}.
+
+See Also
+--------
+{reader} : The function this calls.
+
+Examples
+--------
+{imports}
+>>> {make}.{attr}.jagged()
+Jagged([[1, 2], None], dtype=int64, offsets={offsets})
+"""
+
+#: The body of the Series accessors' ``to_padded()`` docstring.
+TO_PADDED_DOC = """
+Parameters
+----------
+max_length
+    Padded length; default the longest row.
+pad_value
+    Fill value; null rows are all padding.
+
+Returns
+-------
+numpy.ndarray
+    ``[len(series), max_length]``.
+
+See Also
+--------
+Jagged.to_padded : The method this calls.
+
+Examples
+--------
+{imports}
+>>> {make}.{attr}.to_padded(pad_value=-1)
+array([[ 1,  2,  3],
+       [-1, -1, -1],
+       [ 3,  6, -1]])
+"""
+
+
+def series_doc(template: str, library: str, rows: str, **fields: Any) -> Callable[[F], F]:
+    """:func:`~arrow_sparse._docs.fill_doc` with ``library``'s example lines on ``rows``."""
+    lib = _LIBRARIES[library]
+    return fill_doc(template, imports=lib.imports, make=lib.make.format(rows=rows),
+                    attr=lib.attr, **fields)

@@ -36,7 +36,14 @@ from ..errors import ArrowSparseTypeError
 from ..jagged import Jagged
 from ..keyed import KeyedJagged
 from ._common import check_label, type_name
-from ._methods import add_frame_methods, add_methods, apply
+from ._methods import (
+    JAGGED_DOC,
+    TO_PADDED_DOC,
+    add_frame_methods,
+    add_methods,
+    apply,
+    series_doc,
+)
 from .pandas_convert import _column_to_arrow, _series_to_arrow, from_pandas, to_pandas
 
 pd = import_optional("pandas", "pandas")
@@ -100,55 +107,15 @@ class SparseListsSeriesAccessor:
     def _apply(self, op: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return apply(self._obj, self._arrow(), op, *args, **kwargs)
 
+    @series_doc(JAGGED_DOC, "pandas", "[[1, 2], None]", reader="from_pandas",
+                offsets="int32", copy="zero-copy for a ``pd.ArrowDtype`` column")
     def jagged(self) -> Jagged:
-        """Return the Series as a :class:`~arrow_sparse.Jagged` (zero-copy for ArrowDtype).
-
-        Returns
-        -------
-        Jagged
-            Rows in positional order; null rows in ``validity``.
-
-        See Also
-        --------
-        from_pandas : The function this calls.
-
-        Examples
-        --------
-        >>> import pandas as pd
-        >>> import arrow_sparse.interop.pandas
-        >>> pd.Series([[1, 2], None]).sparse_lists.jagged()
-        Jagged([[1, 2], None], dtype=int64, offsets=int32)
-        """
+        """Return the Series as a :class:`~arrow_sparse.Jagged`."""
         return from_pandas(self._obj)  # type: ignore[return-value]
 
+    @series_doc(TO_PADDED_DOC, "pandas", "[[1, 2, 3], None, [3, 6]]")
     def to_padded(self, max_length: int | None = None, pad_value: Any = 0) -> np.ndarray:
-        """Rows padded (or truncated) to ``max_length``, as a 2-D numpy array.
-
-        Parameters
-        ----------
-        max_length
-            Padded length; default the longest row.
-        pad_value
-            Fill value; null rows are all padding.
-
-        Returns
-        -------
-        numpy.ndarray
-            ``[len(series), max_length]``.
-
-        See Also
-        --------
-        Jagged.to_padded : The method this calls.
-
-        Examples
-        --------
-        >>> import pandas as pd
-        >>> import arrow_sparse.interop.pandas
-        >>> pd.Series([[1, 2, 3], None, [3, 6]]).sparse_lists.to_padded(pad_value=-1)
-        array([[ 1,  2,  3],
-               [-1, -1, -1],
-               [ 3,  6, -1]])
-        """
+        """Rows padded (or truncated) to ``max_length``, as a 2-D numpy array."""
         return self.jagged().to_padded(max_length, pad_value)
 
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from .._optional import import_optional
 from ..jagged import Jagged
-from ._methods import add_methods, apply
+from ._methods import JAGGED_DOC, TO_PADDED_DOC, add_methods, apply, series_doc
 from .polars import from_polars
 
 pl = import_optional("polars", "polars")
@@ -109,30 +109,13 @@ class SparseSeriesNamespace(_Ops):
     def _apply(self, op: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return apply(self._series, self._series.to_arrow(), op, *args, **kwargs)
 
+    @series_doc(JAGGED_DOC, "polars", "[[1, 2], None]", reader="from_polars",
+                offsets="int64", copy="the values zero-copy (one chunk)")
     def jagged(self) -> Jagged:
-        """Return the Series as a :class:`~arrow_sparse.Jagged`; see :func:`from_polars`.
-
-        Examples
-        --------
-        >>> import polars as pl
-        >>> import arrow_sparse.interop.polars_namespace
-        >>> pl.Series([[1, 2], None]).sparse.jagged().lengths
-        array([2, 0])
-        """
+        """Return the Series as a :class:`~arrow_sparse.Jagged`."""
         return from_polars(self._series)  # type: ignore[return-value]
 
+    @series_doc(TO_PADDED_DOC, "polars", "[[1, 2, 3], None, [3, 6]]")
     def to_padded(self, max_length: int | None = None, pad_value: Any = 0) -> np.ndarray:
-        """Rows padded (or truncated) to ``max_length``, as a 2-D numpy array.
-
-        See :meth:`Jagged.to_padded`.
-
-        Examples
-        --------
-        >>> import polars as pl
-        >>> import arrow_sparse.interop.polars_namespace
-        >>> pl.Series([[1, 2, 3], None, [3, 6]]).sparse.to_padded(pad_value=-1)
-        array([[ 1,  2,  3],
-               [-1, -1, -1],
-               [ 3,  6, -1]])
-        """
+        """Rows padded (or truncated) to ``max_length``, as a 2-D numpy array."""
         return self.jagged().to_padded(max_length, pad_value)
