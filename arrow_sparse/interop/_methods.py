@@ -14,6 +14,7 @@ No optional dependency is imported: the accessor modules import their library.
 
 from __future__ import annotations
 
+import ast
 import inspect
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -109,8 +110,8 @@ METHODS: tuple[Method, ...] = (
            "[[0.0, 0.0], []]", "", "[0.6931, None]", then=".round(4)"),
 )
 
-#: The methods a pandas DataFrame accessor offers per column: one value per row, no
-#: argument but the columns.
+#: The methods a pandas DataFrame accessor offers per column: those that take no
+#: argument (the reductions and lengths), so the columns can be its only one.
 FRAME: tuple[Method, ...] = tuple(m for m in METHODS if m.params == ())
 
 
@@ -196,7 +197,10 @@ def _fill(m: Method, lib: _Library, template: str, **extra: Any) -> str:
     see = m.see or f"arrow_sparse.{m.func.__name__}"
     parameters = "" if not names else (
         f"\nParameters\n----------\n{', '.join(names)}\n    As in :func:`{see}`.\n")
-    result = m.result.replace("None", "<NA>") if lib.null == "``<NA>``" else m.result
+    result = m.result
+    if lib.null == "``<NA>``":  # pandas lists a null row as <NA>, a null inside a row as None
+        rows = ast.literal_eval(m.result)
+        result = "[" + ", ".join("<NA>" if r is None else repr(r) for r in rows) + "]"
     setup = "".join(f">>> {line}\n" for line in m.setup.splitlines())
     return template.format(
         summary=m.summary.format(null=lib.null), parameters=parameters, series=lib.series,
