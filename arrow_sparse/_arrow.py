@@ -17,15 +17,19 @@ mask; boolean values are unpacked the same way.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
 from . import _validate as v
 from .errors import ArrowSparseTypeError, ArrowSparseValueError
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 LIST_TYPES = (pa.ListType, pa.LargeListType)
 LIST_VIEW_TYPES = (pa.ListViewType, pa.LargeListViewType)
@@ -96,14 +100,16 @@ def as_arrow(x: Any) -> Any:
     return x
 
 
-def like_series(x: Any) -> Callable[[Any], Any]:
+def like_series(x: Any) -> Callable[..., Any]:
     """Return a function giving an Arrow result back in ``x``'s kind of Series.
 
     A Polars Series gives a Polars Series of the same name; a pandas Series a pandas
-    Series (``pd.ArrowDtype``, zero-copy) of the same name, with its index when the
-    result has one value per row of ``x``. Anything else, and results that are not
-    Arrow arrays, pass through. Neither library is imported: a Series of one can
-    only exist once it is loaded.
+    Series (``pd.ArrowDtype``, zero-copy) of the same name, with ``x``'s index when
+    the result has one value per row of ``x`` (call it with ``rows=False`` when the
+    result's rows are something else, segments or distinct values: they get a
+    ``RangeIndex``). Anything else, and results that are not Arrow arrays, pass
+    through. Neither library is imported: a Series of one can only exist once it is
+    loaded.
 
     Examples
     --------
@@ -114,7 +120,7 @@ def like_series(x: Any) -> Callable[[Any], Any]:
     if pl is not None and isinstance(x, pl.Series):
         name = x.name
 
-        def to_polars(out: Any) -> Any:
+        def to_polars(out: Any, *, rows: bool = True) -> Any:
             if not isinstance(out, (pa.Array, pa.ChunkedArray)):
                 return out
             return pl.from_arrow(out, rechunk=False).alias(name)
@@ -124,18 +130,56 @@ def like_series(x: Any) -> Callable[[Any], Any]:
     if pd is not None and isinstance(x, pd.Series):
         index, name = x.index, x.name
 
-        def to_pandas(out: Any) -> Any:
+        def to_pandas(out: Any, *, rows: bool = True) -> Any:
             if not isinstance(out, (pa.Array, pa.ChunkedArray)):
                 return out
+            keep = rows and len(out) == len(index)
             return pd.Series(pd.arrays.ArrowExtensionArray(out), name=name, copy=False,
-                             index=index if len(out) == len(index) else None)
+                             index=index if keep else None)
 
         return to_pandas
-    return _unchanged
+    return unchanged
 
 
-def _unchanged(out: Any) -> Any:
+def unchanged(out: Any, *, rows: bool = True) -> Any:
+    """Return ``out`` itself: what :func:`like_series` gives for anything but a Series."""
     return out
+
+
+def series_in_out(arg: str, *, rows: bool = True) -> Callable[[F], F]:
+    """Decorate a public function: a Series given as ``arg`` gives that kind of Series back.
+
+    The Series is read as Arrow (:func:`as_arrow`) before the function runs and its
+    result goes through :func:`like_series` (``rows``: whether the result has one row
+    per row of ``arg``). Any other input calls the function as it is. For families
+    whose functions have many ways out; a function with one driver calls
+    :func:`like_series` there instead.
+
+    Examples
+    --------
+    >>> @series_in_out("x")
+    ... def same(x):
+    ...     "Return x."
+    ...     return x
+    >>> same(pa.array([1])).to_pylist()
+    [1]
+    """
+    def decorate(fn: F) -> F:
+        position = list(inspect.signature(fn).parameters).index(arg)
+
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            given = len(args) > position
+            back = like_series(args[position] if given else kwargs.get(arg))
+            if back is unchanged:
+                return fn(*args, **kwargs)
+            if given:
+                args = (*args[:position], as_arrow(args[position]), *args[position + 1:])
+            else:
+                kwargs[arg] = as_arrow(kwargs[arg])
+            return back(fn(*args, **kwargs), rows=rows)
+        return call  # type: ignore[return-value]
+    return decorate
 
 
 def as_one_array(x: pa.ChunkedArray) -> pa.Array:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from . import _arrow
 from . import _validate as v
 from ._arrow import is_list_type
 from ._backend import array_module, device_checks
@@ -379,6 +380,7 @@ def _max_lengths(func: str, max_lengths: Any, offsets: list[np.ndarray],
     return [v.check_count(func, f"max_lengths[{i}]", m) for i, m in enumerate(max_lengths)]
 
 
+@_arrow.series_in_out("values")
 def jagged_to_padded_dense(values: Any, offsets: Any = None, max_lengths: Any = None,
                            padding_value: Any = 0) -> np.ndarray:
     """Pad a (multi-level) jagged tensor to a dense array (FBGEMM semantics).

@@ -157,6 +157,7 @@ def _check_rows(func: str, arg: str, rows: Any, num_rows: int
     return idx % num_rows, (arg, problem, idx, first, bad[first])
 
 
+@_arrow.series_in_out("data", rows=False)  # the picked rows, not the given ones
 def index_select(data: Any, rows: Any, *, offsets: Any = None) -> Any:
     """Gather rows by index: row ``i`` of the result is row ``rows[i]`` of ``data``.
 
@@ -342,6 +343,7 @@ def _list_slice(func: str, data: Any, offsets: Any, start: int | None,
     return _finish_rows(result, kind)
 
 
+@_arrow.series_in_out("data")
 def list_slice(data: Any, start: int | None = None, stop: int | None = None, *,
                offsets: Any = None) -> Any:
     """Slice every row like a Python list: row ``r`` becomes ``row[start:stop]``.
@@ -391,6 +393,7 @@ def list_slice(data: Any, start: int | None = None, stop: int | None = None, *,
     return _list_slice(func, data, offsets, first, last)
 
 
+@_arrow.series_in_out("data")
 def truncate(data: Any, length: int, *, offsets: Any = None) -> Any:
     """Keep the first ``length`` elements of every row (``row[:length]``).
 
@@ -452,6 +455,7 @@ def _unique(func: str, j: Jagged) -> Jagged:
     return Jagged._trusted(out, offsets, j.validity)
 
 
+@_arrow.series_in_out("data")
 def jagged_unique(data: Any, *, offsets: Any = None) -> Any:
     """Sort and deduplicate every row: its distinct values, ascending.
 
@@ -507,6 +511,7 @@ def jagged_unique(data: Any, *, offsets: Any = None) -> Any:
 
 
 # ======================================================================== repeat
+@_arrow.series_in_out("like")
 def repeat(x: Any, like: Any) -> Any:
     """Fill every row of ``like`` with that row's value of ``x`` (broadcast per row).
 

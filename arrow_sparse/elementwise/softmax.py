@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _arrow
 from .. import _validate as v
 from .._backend import device_checks, get_kernel
 from ..jagged import Jagged
@@ -75,6 +76,7 @@ def _softmax(func: str, j: Jagged, max_length: int, min_len: int,
     return _scanned(j, out)
 
 
+@_arrow.series_in_out("values")
 def jagged_softmax(values: Any, offsets: Any = None, max_length: int | None = None) -> Any:
     """Softmax over each row of a jagged tensor (FBGEMM's ``jagged_softmax``).
 
@@ -143,6 +145,7 @@ def jagged_softmax(values: Any, offsets: Any = None, max_length: int | None = No
     return result
 
 
+@_arrow.series_in_out("data")
 def segment_softmax(data: Any, *, offsets: Any = None, lengths: Any = None,
                     segment_ids: Any = None) -> Any:
     """Numerically stable softmax over each row (segment).
@@ -222,6 +225,7 @@ def _cumsum(j: Jagged, exclusive: bool, min_len: int) -> Jagged:
     return _scanned(j, out)
 
 
+@_arrow.series_in_out("data")
 def segment_cumsum(data: Any, *, offsets: Any = None, lengths: Any = None,
                    segment_ids: Any = None, exclusive: bool = False) -> Any:
     """Compute the running sum along each row (segment), restarting at every row.

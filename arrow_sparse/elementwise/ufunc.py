@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _arrow
 from .. import _validate as v
 from .._backend import array_module, device_checks
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
@@ -345,6 +346,7 @@ def array_ufunc(j: Jagged, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs:
 
 
 @computes("map_values")
+@_arrow.series_in_out("data")
 def map_values(data: Any, func: Callable[[np.ndarray], Any], *, offsets: Any = None) -> Any:
     """Apply an elementwise function to the values, keeping offsets and validity.
 

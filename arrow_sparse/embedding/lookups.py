@@ -127,6 +127,8 @@ def lookup(table: Any, ids: Any, *, out: np.ndarray | None = None, mode: str = "
            [ 9. , 10. ]])
     """
     func = "lookup"
+    back = _arrow.like_series(ids)  # a Polars / pandas Series comes back as one
+    ids = _arrow.as_arrow(ids)
     xp = array_module(func, table=table, ids=ids, offsets=offsets,
                       per_sample_weights=per_sample_weights, out=out)
     plan = _plan(func, check_table(func, table), ids, offsets, per_sample_weights,
@@ -142,7 +144,7 @@ def lookup(table: Any, ids: Any, *, out: np.ndarray | None = None, mode: str = "
         plan.write(out)
         result = out
     device_checks(func, xp)
-    return result
+    return back(result, rows=offsets is None)  # with offsets: one row per bag
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,30 @@ def keyed_from_arrow_columns(columns: dict[Hashable, pa.Array | pa.ChunkedArray]
     return KeyedJagged.from_dict(columns, weights=weights or None)
 
 
+def frame_source(func: str, data: Any,
+                 name_given: bool) -> pa.Array | pa.Table | pa.RecordBatch:
+    """Return what ``to_pandas`` / ``to_polars`` convert: a Jagged's Arrow array, or a table.
+
+    A Jagged gives its list array (a Series); a KeyedJagged its table (a frame, one list
+    column per key) and a Table or RecordBatch itself. ``name_given``: a name applies
+    to a Series only.
+    """
+    if isinstance(data, Jagged):
+        return data.to_arrow()
+    if isinstance(data, KeyedJagged):
+        table: pa.Table | pa.RecordBatch = data.to_arrow()
+    elif isinstance(data, (pa.Table, pa.RecordBatch)):
+        table = data
+    else:
+        msg = (f"{func}: data must be a Jagged, KeyedJagged, pyarrow.Table or "
+               f"pyarrow.RecordBatch, got {type_name(data)}")
+        raise ArrowSparseTypeError(msg)
+    if name_given:
+        msg = f"{func}: name applies to a Jagged (a Series) only, not to {type_name(data)}"
+        raise ArrowSparseTypeError(msg)
+    return table
+
+
 def from_frame(func: str, library: str, data: Any, column: Any, weights: Any, *,
                series_type: type | None, frame_type: type | None,
                series_to_arrow: Callable[[str, Any, str], pa.Array | pa.ChunkedArray],

@@ -15,6 +15,7 @@ _NEEDS = {
     "pandas.py": "pandas",
     "pandas_convert.py": "pandas",
     "polars.py": "polars",
+    "polars_namespace.py": "polars",
     "torch.py": "torch",
     "torch_data.py": "torch",
 }

@@ -21,9 +21,9 @@ from ..keyed import KeyedJagged
 from ._common import (
     check_label,
     check_list_array,
+    frame_source,
     from_frame,
     loaded,
-    type_name,
 )
 
 __all__ = ["from_pandas", "to_pandas"]
@@ -95,22 +95,11 @@ def to_pandas(data: Jagged | KeyedJagged | pa.Table | pa.RecordBatch, *,
     func = "to_pandas"
     if isinstance(data, Jagged):
         name = check_label(func, "name", name)
-        arr = data.to_arrow()
-        pd = import_optional("pandas", "pandas")
-        return pd.Series(pd.arrays.ArrowExtensionArray(arr), name=name, copy=False)
-    if isinstance(data, KeyedJagged):
-        table: pa.Table | pa.RecordBatch = data.to_arrow()
-    elif isinstance(data, (pa.Table, pa.RecordBatch)):
-        table = data
-    else:
-        msg = (f"{func}: data must be a Jagged, KeyedJagged, pyarrow.Table or "
-               f"pyarrow.RecordBatch, got {type_name(data)}")
-        raise ArrowSparseTypeError(msg)
-    if name is not None:
-        msg = f"{func}: name applies to a Jagged (a Series) only, not to {type_name(data)}"
-        raise ArrowSparseTypeError(msg)
+    source = frame_source(func, data, not isinstance(data, Jagged) and name is not None)
     pd = import_optional("pandas", "pandas")
-    return table.to_pandas(types_mapper=pd.ArrowDtype)
+    if isinstance(source, pa.Array):
+        return pd.Series(pd.arrays.ArrowExtensionArray(source), name=name, copy=False)
+    return source.to_pandas(types_mapper=pd.ArrowDtype)
 
 
 def from_pandas(data: Any, column: Any = None, *,
@@ -211,7 +200,7 @@ def _series_to_arrow(func: str, series: Any, what: str) -> pa.Array | pa.Chunked
     try:
         arr = pa.array(series, from_pandas=True)
     except (pa.ArrowException, TypeError, ValueError) as exc:
-        msg = f"{func}: {what} could not be read as lists of numbers ({exc})"
+        msg = f"{func}: {what} could not be read as lists ({exc})"
         raise ArrowSparseTypeError(msg) from None
     check_list_array(func, what, arr)
     return arr

@@ -21,6 +21,7 @@ from ..jagged import Jagged
 from ..keyed import KeyedJagged
 from ._common import (
     check_list_array,
+    frame_source,
     from_frame,
     loaded,
     type_name,
@@ -92,23 +93,11 @@ def to_polars(data: Jagged | KeyedJagged | pa.Table | pa.RecordBatch, *,
     if not isinstance(name, str):
         msg = f"{func}: name must be a str, got {type_name(name)}"
         raise ArrowSparseTypeError(msg)
-    if isinstance(data, Jagged):
-        arr = data.to_arrow()
-        pl = import_optional("polars", "polars")
-        return pl.from_arrow(arr, rechunk=False).alias(name)
-    if isinstance(data, KeyedJagged):
-        table: pa.Table | pa.RecordBatch = data.to_arrow()
-    elif isinstance(data, (pa.Table, pa.RecordBatch)):
-        table = data
-    else:
-        msg = (f"{func}: data must be a Jagged, KeyedJagged, pyarrow.Table or "
-               f"pyarrow.RecordBatch, got {type_name(data)}")
-        raise ArrowSparseTypeError(msg)
-    if name != "":
-        msg = f"{func}: name applies to a Jagged (a Series) only, not to {type_name(data)}"
-        raise ArrowSparseTypeError(msg)
+    source = frame_source(func, data, not isinstance(data, Jagged) and name != "")
     pl = import_optional("polars", "polars")
-    return pl.from_arrow(table, rechunk=False)
+    if isinstance(source, pa.Array):
+        return pl.from_arrow(source, rechunk=False).alias(name)
+    return pl.from_arrow(source, rechunk=False)
 
 
 def from_polars(data: Any, column: Any = None, *,

@@ -51,6 +51,12 @@ def _fused(func: str, mode: str, data: Any, indices: Any, offsets: Any, lengths:
            segment_ids: Any, num_segments: Any, weights: Any, empty_value: Any,
            names: tuple[str, str] = ("indices", "weights")) -> Any:
     """Check -> gather_reduce kernel -> wrap for the fused ops and embedding_bag."""
+    back = _arrow.like_series(indices)  # a Polars / pandas Series comes back as one
+    if back is not _arrow.unchanged:
+        indices = _arrow.as_arrow(indices)
+        return back(_fused(func, mode, data, indices, offsets, lengths, segment_ids,
+                           num_segments, weights, empty_value, names),
+                    rows=_is_list_input(indices))
     indices, weights = _arrow.as_arrow(indices), _arrow.as_arrow(weights)
     if isinstance(indices, pa.ChunkedArray) and _arrow.is_list_type(indices.type):
         return _per_chunk(func, indices, weights, num_segments, lambda chunk, w: _fused(
@@ -391,6 +397,7 @@ def embedding_bag(table: Any, ids: Any, *, offsets: Any = None, lengths: Any = N
         out = _device_bags(func, mode, table, ids, offsets, per_sample_weights)
         if out is not None:
             return out
+    back = _arrow.like_series(ids)  # a Polars / pandas Series comes back as one
     ids = _arrow.as_arrow(ids)
     listlike = _is_list_input(ids)
     if not listlike:
@@ -408,5 +415,5 @@ def embedding_bag(table: Any, ids: Any, *, offsets: Any = None, lengths: Any = N
         if len(starts):  # checked as starts, so an error cites the caller's own value
             starts = v.check_offsets(func, "offsets", starts, num_ids, device=True)
         offsets = xp.concatenate([starts, xp.full(1, num_ids, dtype=starts.dtype)])
-    return _fused(func, mode, table, ids, offsets, lengths, None, None, per_sample_weights, 0,
-                  ("ids", "per_sample_weights"))
+    return back(_fused(func, mode, table, ids, offsets, lengths, None, None, per_sample_weights,
+                       0, ("ids", "per_sample_weights")), rows=listlike)

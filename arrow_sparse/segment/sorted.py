@@ -20,6 +20,7 @@ from ._args import (
     _acc_zero,
     _empty_scalar,
     _finish,
+    _is_list_input,
     _lowest,
     _min_count,
     _per_chunk,
@@ -46,9 +47,10 @@ def _sorted(func: str, op: str, values: Any, offsets: Any, lengths: Any, segment
             num_segments: Any, min_count: Any, empty_value: Any, weights: Any = None) -> Any:
     """Check -> kernel -> wrap for every sorted reduction ``op``."""
     back = _arrow.like_series(values)  # a Polars / pandas Series comes back as one
-    if back is not _arrow.like_series(None):
-        return back(_sorted(func, op, _arrow.as_arrow(values), offsets, lengths, segment_ids,
-                            num_segments, min_count, empty_value, weights))
+    if back is not _arrow.unchanged:
+        values = _arrow.as_arrow(values)
+        return back(_sorted(func, op, values, offsets, lengths, segment_ids, num_segments,
+                            min_count, empty_value, weights), rows=_is_list_input(values))
     values, weights = _arrow.as_arrow(values), _arrow.as_arrow(weights)
     if isinstance(values, pa.ChunkedArray) and _arrow.is_list_type(values.type):
         return _per_chunk(func, values, weights, num_segments, lambda chunk, w: _sorted(

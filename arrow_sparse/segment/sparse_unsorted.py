@@ -65,6 +65,7 @@ def _index_array(func: str, arg: str, x: Any) -> tuple[Any, Any]:
 def _sparse_unsorted(func: str, op: str, data: Any, indices: Any, segment_ids: Any,
                      num_segments: Any, weights: Any, empty_value: Any) -> Any:
     """Check -> gather_scatter kernel -> wrap for every fused unsorted reduction ``op``."""
+    back = _arrow.like_series(indices)  # a Polars / pandas Series comes back as one
     indices, weights = _arrow.as_arrow(indices), _arrow.as_arrow(weights)
     segment_ids = _arrow.as_arrow(segment_ids)
     xp = array_module(func, data=data, indices=indices, segment_ids=segment_ids,
@@ -116,7 +117,7 @@ def _sparse_unsorted(func: str, op: str, data: Any, indices: Any, segment_ids: A
     rows.chunked = isinstance(indices, pa.ChunkedArray)
     result = _finish(rows, None, out, counts, min_count, inner)
     device_checks(func, xp)
-    return result
+    return back(result, rows=False)  # one row per segment, not per index
 
 
 #: The docstring of every fused unsorted reduction, filled per function by :func:`_doc`.

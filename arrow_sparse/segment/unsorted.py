@@ -44,6 +44,7 @@ __all__ = [
 def _unsorted(func: str, op: str, values: Any, segment_ids: Any, num_segments: Any,
               min_count: Any, empty_value: Any, weights: Any = None) -> Any:
     """Check -> scatter kernel -> wrap for every unsorted reduction ``op``."""
+    back = _arrow.like_series(values)  # a Polars / pandas Series comes back as one
     values, weights = _arrow.as_arrow(values), _arrow.as_arrow(weights)
     segment_ids = _arrow.as_arrow(segment_ids)
     if _is_list_input(values):
@@ -80,7 +81,7 @@ def _unsorted(func: str, op: str, values: Any, segment_ids: Any, num_segments: A
     rows.chunked = isinstance(values, pa.ChunkedArray)
     result = _finish(rows, None, out, counts, mc, rows.inner)
     device_checks(func, xp)
-    return result
+    return back(result, rows=False)  # one row per segment, not per value
 
 
 def _segment_ids(func: str, segment_ids: Any, num_values: int,

@@ -353,6 +353,8 @@ def value_counts(values: Any) -> Any:
     (array([2, 3, 6, 1, 4, 7]), array([2, 2, 2, 1, 1, 1]))
     """
     func = "value_counts"
+    back = _arrow.like_series(values)  # a Polars / pandas Series comes back as one
+    values = _arrow.as_arrow(values)
     counted = _count_batch(func, values)
     keys = counted.keys
     if not isinstance(keys, pa.Array) and keys.dtype != counted.dtype:
@@ -367,8 +369,8 @@ def value_counts(values: Any) -> Any:
             keys = keys.cast(target)
     else:
         keys = pa.array(keys, type=counted.arrow_type)
-    return pa.StructArray.from_arrays([keys, pa.array(counts, type=pa.int64())],
-                                      names=["values", "counts"])
+    return back(pa.StructArray.from_arrays([keys, pa.array(counts, type=pa.int64())],
+                                           names=["values", "counts"]), rows=False)
 
 
 # --------------------------------------------------------------------- vocabulary
@@ -772,7 +774,9 @@ def fit_vocabulary(column_or_batches: Any, freq_threshold: int = 1,
     """
     func = "fit_vocabulary"
     threshold, size = _check_prune(func, freq_threshold, max_size)
-    x = column_or_batches
+    x = _arrow.as_arrow(column_or_batches)  # a Polars / pandas Series is read as Arrow
+    if isinstance(x, (list, tuple)):
+        x = [_arrow.as_arrow(b) for b in x]
     batches: Any
     if isinstance(x, _COLUMN_TYPES) or is_cupy_array(x):
         batches = [x]

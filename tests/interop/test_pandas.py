@@ -324,3 +324,34 @@ def test_frame_accessor(pd: Any) -> None:
         acc.sum("a")
     with pytest.raises(ArrowSparseKeyError, match="^sparse_lists: 'zz' is not a column"):
         acc.lengths(["zz"])
+
+
+def test_series_accessor_transforms_match_the_functions_and_an_oracle(pd: Any) -> None:
+    rows = [[1, 2, None], None, [7]]
+    arr = pa.array(rows, pa.list_(pa.int64()))
+    s = pd.Series(pd.arrays.ArrowExtensionArray(arr), index=[30, 10, 20], name="ids")
+    vocab = asp.fit_vocabulary(pa.array([[1, 7]]))
+    oracle = {  # (arguments, the rows a plain-Python reading gives)
+        "bucketize": (([2],), [[0, 1, None], None, [1]]),
+        "categorify": ((vocab,), [[2, 1, 1], None, [3]]),
+        "pad_or_truncate": ((2,), [[1, 2], None, [7, 0]]),
+        "fill_null": ((0,), [[1, 2, 0], None, [7]]),
+        "drop_nulls": ((), [[1, 2], None, [7]]),
+        "hash_bucket": ((10,), None),  # XXH3 is checked by tests/transforms
+    }
+    for name, (args, want) in oracle.items():
+        got = getattr(s.sparse_lists, name)(*args)
+        assert isinstance(got, pd.Series) and isinstance(got.dtype, pd.ArrowDtype), name
+        assert list(got.index) == [30, 10, 20] and got.name == "ids", name
+        listed = pa.chunked_array(got).to_pylist()
+        assert listed == pa.chunked_array([getattr(asp, name)(arr, *args)]).to_pylist(), name
+        if want is not None:
+            assert listed == want, name
+
+
+def test_series_accessor_on_strings_and_a_wrong_call(pd: Any) -> None:
+    s = pd.Series([["apple", None], None, ["kiwi"]])
+    assert pa.chunked_array(s.sparse_lists.hash_bucket(1000, seed=7)).to_pylist() == \
+        asp.hash_bucket(pa.array([["apple", None], None, ["kiwi"]]), 1000, 7).to_pylist()
+    with pytest.raises(TypeError, match="missing a required argument: 'num_buckets'"):
+        s.sparse_lists.hash_bucket()
