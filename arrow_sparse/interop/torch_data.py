@@ -66,6 +66,10 @@ class Batch(NamedTuple):
     num_rows: int
     """Rows in the batch: ``batch_size``, except the last of a shard's rows."""
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle the batch's host tensors as one buffer (see :func:`_pack`)."""
+        return _pack(self)
+
 
 # ----------------------------------------------------------------------------- sources
 class _Source:
@@ -563,6 +567,99 @@ def _check_dense_type(func: str, name: str, t: pa.DataType) -> None:
 
 def _numeric(func: str, name: str, array: pa.Array) -> np.ndarray:
     return array.to_numpy(zero_copy_only=True)
+
+
+# -------------------------------------------------------------- crossing processes
+# A DataLoader worker sends each batch to the main process through torch's
+# multiprocessing queue: every tensor is moved into its own shared-memory segment and
+# its file descriptor is handed over on a socket connection that the main process opens
+# to the worker (a handshake per tensor, while the training loop waits). A Batch is
+# therefore pickled as ONE uint8 tensor holding all its host tensors (each aligned to
+# _ALIGN bytes) plus the structure; unpickling makes the tensors views of that buffer.
+# In a worker the buffer is allocated in shared memory at once (no second copy).
+_ALIGN = 64
+
+
+class _Slot(NamedTuple):
+    """Where one tensor of a packed batch lies in the buffer."""
+
+    offset: int
+    dtype: Any
+    shape: tuple[int, ...]
+
+
+def _flatten(x: Any, torch: Any, tensors: list[Any]) -> Any:
+    """Return ``x``'s structure with each host tensor replaced by its index in ``tensors``."""
+    if isinstance(x, torch.Tensor):
+        if x.device.type != "cpu" or x.requires_grad:
+            return ("leaf", x)
+        tensors.append(x)
+        return ("tensor", len(tensors) - 1)
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return ("tuple", type(x), [_flatten(y, torch, tensors) for y in x])
+    if isinstance(x, dict):
+        return ("dict", [(k, _flatten(y, torch, tensors)) for k, y in x.items()])
+    if isinstance(x, list):
+        return ("list", [_flatten(y, torch, tensors) for y in x])
+    if type(x).__name__ == "KeyedJaggedTensor":
+        return ("kjt", type(x), x.keys(), _flatten(x.values(), torch, tensors),
+                _flatten(x.lengths(), torch, tensors),
+                _flatten(x.weights_or_none(), torch, tensors))
+    return ("leaf", x)
+
+
+def _unflatten(spec: Any, tensors: list[Any]) -> Any:
+    kind = spec[0]
+    if kind == "tensor":
+        return tensors[spec[1]]
+    if kind == "tuple":
+        return spec[1](*(_unflatten(y, tensors) for y in spec[2]))
+    if kind == "dict":
+        return {k: _unflatten(y, tensors) for k, y in spec[1]}
+    if kind == "list":
+        return [_unflatten(y, tensors) for y in spec[1]]
+    if kind == "kjt":
+        return spec[1](keys=spec[2], values=_unflatten(spec[3], tensors),
+                       lengths=_unflatten(spec[4], tensors),
+                       weights=_unflatten(spec[5], tensors))
+    return spec[1]
+
+
+def _pack(batch: Batch) -> tuple[Any, ...]:
+    """``Batch.__reduce__``: the host tensors copied into one buffer, and the structure.
+
+    One copy of the tensors' bytes (the copy torch would make anyway to move each
+    tensor into shared memory); between DataLoader processes one shared-memory
+    segment and one descriptor hand-over per batch instead of one per tensor.
+    """
+    torch = import_optional("torch", "torch", func="SparseDataset")
+    tensors: list[Any] = []
+    spec = [_flatten(field, torch, tensors) for field in batch]
+    slots = []
+    size = 0
+    for t in tensors:
+        size = -(-size // _ALIGN) * _ALIGN
+        slots.append(_Slot(size, t.dtype, tuple(t.shape)))
+        size += t.numel() * t.element_size()
+    buffer = torch.empty(size, dtype=torch.uint8)
+    if torch.utils.data.get_worker_info() is not None:
+        buffer.share_memory_()  # bound for the main process: allocate it shared
+    for t, slot in zip(tensors, slots, strict=True):
+        _view(buffer, slot).copy_(t)
+    return (_unpack, (buffer, slots, spec))
+
+
+def _view(buffer: Any, slot: _Slot) -> Any:
+    nbytes = slot.dtype.itemsize
+    for n in slot.shape:
+        nbytes *= n
+    return buffer[slot.offset:slot.offset + nbytes].view(slot.dtype).view(slot.shape)
+
+
+def _unpack(buffer: Any, slots: list[_Slot], spec: Any) -> Batch:
+    """Rebuild a pickled Batch: its tensors are views of ``buffer``."""
+    tensors = [_view(buffer, slot) for slot in slots]
+    return Batch(*(_unflatten(field, tensors) for field in spec))
 
 
 # ----------------------------------------------------------------------- prefetching
