@@ -14,15 +14,22 @@ row's category ids, and the user id hashed into 2^16 buckets) by:
   (``EmbeddingBag`` with ``padding_idx``);
 - ``ray``: Ray Data's ``read_parquet(...).iter_torch_batches`` with a collate function
   building values + offsets from the list columns (Ray's own parallelism: it has no
-  DataLoader workers; run once).
+  DataLoader workers; run once);
+- ``ray_collate``: the same Ray Data pipeline with arrow_sparse's
+  :func:`arrow_sparse.interop.torch_data.ray_collate` as the collate function (Arrow
+  batches to TorchRec-style features, on Ray's threads).
 
 with 0, 1 and 2 DataLoader workers. Each configuration runs in its own process, so its
 peak memory (``ru_maxrss`` of the process and of its worker processes) is its own. The
 time the loop waits for data is the time spent in ``next()`` of the loader; the step time
 is the forward + backward + SGD.
 
-Run: ``python benchmarks/bench_loader.py [--rows N] [--batch-size B]``; results go to
-``benchmarks/results/loader.json``.
+Run: ``python benchmarks/bench_loader.py [--rows N] [--batch-size B] [--plain-rows M]``
+(``--plain-rows``: the plain loader, ~20x slower, reads only the first row groups
+holding at least M rows of the same file: its rows/s are per row, so comparable);
+results go to ``benchmarks/results/loader.json``. The memory the loader may hold is
+bounded by its structure (see ``memory_bound`` in the results); the peak resident
+memory measured is the whole process's (torch and the model included).
 """
 
 from __future__ import annotations
@@ -83,7 +90,9 @@ def make_data(rows: int, path: Path, seed: int = 0) -> dict[str, Any]:
                     "label": table.column("label")})
     pq.write_table(out, path, row_group_size=ROW_GROUP_ROWS, compression="zstd")
     lengths = {f: np.diff(out.column(f).combine_chunks().offsets.to_numpy()) for f in FEATURES}
+    group_bytes = pq.ParquetFile(path).read_row_group(0).nbytes
     return {"rows": rows, "row_group_rows": ROW_GROUP_ROWS, "file_bytes": path.stat().st_size,
+            "row_group_decoded_bytes": group_bytes,
             "values_per_row": {f: float(n.mean()) for f, n in lengths.items()},
             "p99_length": {f: int(np.percentile(n, 99)) for f, n in lengths.items()},
             "max_length": {f: int(n.max()) for f, n in lengths.items()},
@@ -151,6 +160,11 @@ def run_arrow_sparse(torch: Any, path: str, batch_size: int, workers: int) -> di
     data = SparseDataset(path, features=FEATURES, dense=["label"], batch_size=batch_size,
                          output="torchrec", prefetch=2)
     loader = make_loader(data, num_workers=workers)
+    return train(torch, loader, torchrec_inputs(torch), padded=False)
+
+
+def torchrec_inputs(torch: Any) -> Any:
+    """The step's inputs from a Batch with TorchRec-style features (tuple or real KJT)."""
     k = len(FEATURES)
 
     def to_inputs(batch: Any) -> tuple[list[tuple[Any, Any]], Any]:
@@ -169,10 +183,10 @@ def run_arrow_sparse(torch: Any, path: str, batch_size: int, workers: int) -> di
         del per_key
         return inputs, batch.dense["label"].float()
 
-    return train(torch, loader, to_inputs, padded=False)
+    return to_inputs
 
 
-def plain_dataset(torch: Any, path: str, batch_size: int) -> Any:
+def plain_dataset(torch: Any, path: str, batch_size: int, limit_rows: int | None) -> Any:
     import pyarrow.parquet as pq
 
     class PlainParquet(torch.utils.data.IterableDataset):  # type: ignore[misc,name-defined]
@@ -182,7 +196,9 @@ def plain_dataset(torch: Any, path: str, batch_size: int) -> Any:
             info = torch.utils.data.get_worker_info()
             worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
             f = pq.ParquetFile(path)
-            groups = [g for g in range(f.num_row_groups) if g % workers == worker]
+            first = [g for g in range(f.num_row_groups)
+                     if limit_rows is None or g * ROW_GROUP_ROWS < limit_rows]
+            groups = [g for g in first if g % workers == worker]
             for batch in f.iter_batches(batch_size=batch_size, row_groups=groups,
                                         columns=[*FEATURES, "label"]):
                 out = {}
@@ -198,8 +214,9 @@ def plain_dataset(torch: Any, path: str, batch_size: int) -> Any:
     return PlainParquet()
 
 
-def run_plain(torch: Any, path: str, batch_size: int, workers: int) -> dict[str, Any]:
-    loader = torch.utils.data.DataLoader(plain_dataset(torch, path, batch_size),
+def run_plain(torch: Any, path: str, batch_size: int, workers: int,
+              limit_rows: int | None) -> dict[str, Any]:
+    loader = torch.utils.data.DataLoader(plain_dataset(torch, path, batch_size, limit_rows),
                                          batch_size=None, num_workers=workers)
 
     def to_inputs(batch: Any) -> tuple[list[tuple[Any, Any]], Any]:
@@ -208,7 +225,7 @@ def run_plain(torch: Any, path: str, batch_size: int, workers: int) -> dict[str,
     return train(torch, loader, to_inputs, padded=True)
 
 
-def run_ray(torch: Any, path: str, batch_size: int) -> dict[str, Any]:
+def run_ray(torch: Any, path: str, batch_size: int, ours: bool) -> dict[str, Any]:
     import ray
 
     ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
@@ -228,6 +245,13 @@ def run_ray(torch: Any, path: str, batch_size: int) -> dict[str, Any]:
             out["label"] = torch.from_numpy(batch["label"].astype(np.float32))
             return out
 
+        if ours:
+            from arrow_sparse.interop.torch_data import ray_collate
+
+            batches = ds.iter_torch_batches(
+                batch_size=batch_size, collate_fn=ray_collate(features=FEATURES,
+                                                              dense=["label"]))
+            return train(torch, batches, torchrec_inputs(torch), padded=False)
         batches = ds.iter_torch_batches(batch_size=batch_size, collate_fn=collate)
 
         def to_inputs(batch: Any) -> tuple[list[tuple[Any, Any]], Any]:
@@ -259,9 +283,9 @@ def one(args: argparse.Namespace) -> None:
     if args.method == "arrow_sparse":
         result = run_arrow_sparse(torch, args.path, args.batch_size, args.workers)
     elif args.method == "plain":
-        result = run_plain(torch, args.path, args.batch_size, args.workers)
+        result = run_plain(torch, args.path, args.batch_size, args.workers, args.limit_rows)
     else:
-        result = run_ray(torch, args.path, args.batch_size)
+        result = run_ray(torch, args.path, args.batch_size, args.method == "ray_collate")
     result["peak_rss_bytes"] = vm_hwm_bytes()
     # a forked worker's high-water mark counts the pages it shares with this process
     result["peak_rss_children_bytes"] = \
@@ -273,7 +297,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--batch-size", type=int, default=4096)
-    parser.add_argument("--methods", default="arrow_sparse,plain,ray")
+    parser.add_argument("--methods", default="arrow_sparse,plain,ray,ray_collate")
+    parser.add_argument("--plain-rows", type=int, default=None,
+                        help="the plain loader reads only the first row groups holding at "
+                             "least this many rows (default: all)")
     parser.add_argument("--workers", default="0,1,2")
     parser.add_argument("--output", default=str(_common.RESULTS_DIR / "loader.json"))
     parser.add_argument("--ray-python", default=sys.executable,
@@ -282,6 +309,7 @@ def main() -> None:
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--method", help=argparse.SUPPRESS)
     parser.add_argument("--path", help=argparse.SUPPRESS)
+    parser.add_argument("--limit-rows", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--num-workers", dest="workers_one", type=int, default=0,
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -304,14 +332,18 @@ def main() -> None:
         data["make_s"] = time.perf_counter() - t0
         print(f"data: {data}", flush=True)
         for method in args.methods.split(","):
-            for workers in ([0] if method == "ray" else
-                            [int(w) for w in args.workers.split(",")]):
-                name = f"{method}, {workers} workers" if method != "ray" else \
-                    "ray, iter_torch_batches"
-                python = args.ray_python if method == "ray" else sys.executable
+            ray_method = method.startswith("ray")
+            for workers in ([0] if ray_method else [int(w) for w in args.workers.split(",")]):
+                name = {"ray": "ray, iter_torch_batches",
+                        "ray_collate": "ray, iter_torch_batches + ray_collate"}.get(
+                    method, f"{method}, {workers} workers")
+                python = args.ray_python if ray_method else sys.executable
                 cmd = [python, __file__, "--one", "--method", method, "--path",
                        str(path), "--num-workers", str(workers), "--batch-size",
                        str(args.batch_size)]
+                if method == "plain" and args.plain_rows is not None:
+                    cmd += ["--limit-rows", str(args.plain_rows)]
+                load_before_run = os.getloadavg()
                 proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600,
                                       cwd=_common.REPO_ROOT, check=False)
                 line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
@@ -319,26 +351,39 @@ def main() -> None:
                     results[name] = {"error": proc.stderr[-2000:]}
                 else:
                     results[name] = json.loads(line[0][len("RESULT "):])
+                results[name]["load_avg_before"] = load_before_run
                 results[name]["load_avg_after"] = os.getloadavg()
                 print(name, json.dumps(results[name])[:400], flush=True)
     rows = []
     for name, r in results.items():
         if "error" in r:
-            rows.append([name, "error", "", "", "", "", ""])
+            rows.append([name, "error", "", "", "", "", "", "", ""])
             continue
-        rows.append([name, f"{r['rows_per_s']:,.0f}", f"{r['batches_per_s']:.1f}",
-                     f"{100 * r['wait_fraction']:.0f}%", f"{r['step_ms_median']:.1f}",
-                     f"{r['peak_rss_bytes'] / 2**20:,.0f}",
-                     f"{r['peak_rss_children_bytes'] / 2**20:,.0f}"])
+        rows.append([name, f"{r['rows']:,}", f"{r['rows_per_s']:,.0f}",
+                     f"{r['batches_per_s']:.1f}", f"{100 * r['wait_fraction']:.0f}%",
+                     f"{r['step_ms_median']:.1f}", f"{r['peak_rss_bytes'] / 2**20:,.0f}",
+                     f"{r['peak_rss_children_bytes'] / 2**20:,.0f}",
+                     f"{r['load_avg_before'][0]:.1f}"])
     table = _common.markdown_table(
-        ["loader", "rows/s", "batches/s", "waiting for data", "step ms (median)",
-         "peak RSS MiB", "peak worker RSS MiB"], rows)
+        ["loader", "rows", "rows/s", "batches/s", "waiting for data", "step ms (median)",
+         "peak RSS MiB", "peak worker RSS MiB", "load avg (1 min) at start"], rows)
+    # What SparseDataset may hold, by its structure (prefetch=2, prefetch_factor=2): per
+    # reader two decoded row groups (the one read and the one before: a batch may join
+    # them), the batch being cut and `prefetch` batches ahead; with workers each worker
+    # also has `prefetch_factor` batches in DataLoader's queue.
+    group = data["row_group_decoded_bytes"]
+    batch = group * args.batch_size / data["row_group_rows"]
+    memory_bound = {"row_group_decoded_bytes": group, "batch_bytes": batch,
+                    "reader_bytes": 2 * group + 3 * batch,
+                    "per_worker_bytes": 2 * group + 5 * batch,
+                    "rule": "reader: 2 row groups + (prefetch + 1) batches; a worker adds "
+                            "prefetch_factor batches queued; independent of the rows read"}
     print(table)
     payload = {"benchmark": "loader", "date": _common.now_iso(),
                "machine": _common.machine_info(),
                "versions": _common.library_versions(["pyarrow", "torch", "ray", "numpy"]),
                "load_avg_before": load_before, "load_avg_after": os.getloadavg(),
-               "batch_size": args.batch_size, "data": data,
+               "batch_size": args.batch_size, "data": data, "memory_bound": memory_bound,
                "notes": ("one epoch per configuration, each in its own process; torch uses "
                          "1 intra-op thread; the machine has 2 cores shared with other "
                          "work (see load averages); plain pads its batches, so its step "

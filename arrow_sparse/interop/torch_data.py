@@ -38,7 +38,8 @@ from ._common import type_name
 
 # SparseDataset subclasses torch's IterableDataset: module __getattr__ builds it on
 # first access, so that importing this module does not import torch.
-__all__ = ["Batch", "PaddedFeature", "SparseDataset", "make_loader", "plan_rows"]  # noqa: F822
+__all__ = ["Batch", "PaddedFeature", "SparseDataset", "make_loader", "plan_rows",  # noqa: F822
+           "ray_collate"]
 
 OUTPUTS = ("keyed", "torchrec", "padded")
 _IPC_SUFFIXES = (".arrow", ".feather", ".ipc", ".arrows")
@@ -65,6 +66,10 @@ class Batch(NamedTuple):
     fixed-size list column)."""
     num_rows: int
     """Rows in the batch: ``batch_size``, except the last of a shard's rows."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle the batch's host tensors as one buffer (see :func:`_pack`)."""
+        return _pack(self)
 
 
 # ----------------------------------------------------------------------------- sources
@@ -363,12 +368,7 @@ class _SparseDatasetBase:
         out_schema = schema if pipeline is None else pipeline.output_schema(schema)
         self.weights = dict(weights or {})
         self.dense = [str(c) for c in dense]
-        if features is None:
-            taken = set(self.weights.values()) | set(self.dense)
-            features = [f.name for f in out_schema if f.name not in taken
-                        and _arrow.is_list_type(f.type)
-                        and pa.types.is_integer(f.type.value_type)]
-        self.features = [str(c) for c in features]
+        self.features = _feature_names(out_schema, features, self.weights, self.dense)
         for name in (*self.features, *self.dense, *self.weights.values()):
             if out_schema.get_field_index(name) < 0:
                 msg = (f"{func}: column {name!r} is not in the "
@@ -481,27 +481,42 @@ class _SparseDatasetBase:
             yield self._convert(torch, pa.concat_tables(pending))
 
     def _convert(self, torch: Any, table: pa.Table) -> Batch:
-        batch = table.combine_chunks().to_batches()
-        record = batch[0] if batch else pa.RecordBatch.from_pylist([], schema=table.schema)
-        features = None
-        if self.features:
-            kj = KeyedJagged.from_arrow(record, keys=self.features,
-                                        weights=self.weights or None)
-            if self.output == "keyed":
-                features = kj
-            elif self.output == "torchrec":
-                features = kj.to_torchrec()
-            else:
-                padded = kj.to_padded_dict(self.max_lengths, self.pad_value)
-                lengths = kj.lengths.reshape(kj.num_keys, kj.batch_size).astype(np.int64)
-                features = {}
-                for i, key in enumerate(kj.keys()):
-                    cap = padded[key].shape[1]
-                    features[key] = PaddedFeature(
-                        torch.from_numpy(padded[key]),
-                        torch.from_numpy(np.minimum(lengths[i], cap)))
-        dense = {name: _dense_tensor(torch, name, record.column(name)) for name in self.dense}
-        return Batch(features, dense, record.num_rows)
+        return _to_batch(torch, table, self.features, self.weights, self.dense, self.output,
+                         self.max_lengths, self.pad_value)
+
+
+def _to_batch(torch: Any, table: pa.Table, features: list[str], weights: dict[str, str],
+              dense: list[str], output: str, max_lengths: Any, pad_value: Any) -> Batch:
+    """Make one Batch of a table's rows (what SparseDataset yields, and ray_collate)."""
+    batch = table.combine_chunks().to_batches()
+    record = batch[0] if batch else pa.RecordBatch.from_pylist([], schema=table.schema)
+    out = None
+    if features:
+        kj = KeyedJagged.from_arrow(record, keys=features, weights=weights or None)
+        if output == "keyed":
+            out = kj
+        elif output == "torchrec":
+            out = kj.to_torchrec()
+        else:
+            padded = kj.to_padded_dict(max_lengths, pad_value)
+            lengths = kj.lengths.reshape(kj.num_keys, kj.batch_size).astype(np.int64)
+            out = {}
+            for i, key in enumerate(kj.keys()):
+                cap = padded[key].shape[1]
+                out[key] = PaddedFeature(torch.from_numpy(padded[key]),
+                                         torch.from_numpy(np.minimum(lengths[i], cap)))
+    tensors = {name: _dense_tensor(torch, name, record.column(name)) for name in dense}
+    return Batch(out, tensors, record.num_rows)
+
+
+def _feature_names(schema: pa.Schema, features: Sequence[str] | None,
+                   weights: Mapping[str, str], dense: Sequence[str]) -> list[str]:
+    """Return the features given, else every list-of-integers column not weights or dense."""
+    if features is None:
+        taken = set(weights.values()) | set(dense)
+        features = [f.name for f in schema if f.name not in taken
+                    and _arrow.is_list_type(f.type) and pa.types.is_integer(f.type.value_type)]
+    return [str(c) for c in features]
 
 
 def _filters(pipeline: Pipeline) -> bool:
@@ -563,6 +578,99 @@ def _check_dense_type(func: str, name: str, t: pa.DataType) -> None:
 
 def _numeric(func: str, name: str, array: pa.Array) -> np.ndarray:
     return array.to_numpy(zero_copy_only=True)
+
+
+# -------------------------------------------------------------- crossing processes
+# A DataLoader worker sends each batch to the main process through torch's
+# multiprocessing queue: every tensor is moved into its own shared-memory segment and
+# its file descriptor is handed over on a socket connection that the main process opens
+# to the worker (a handshake per tensor, while the training loop waits). A Batch is
+# therefore pickled as ONE uint8 tensor holding all its host tensors (each aligned to
+# _ALIGN bytes) plus the structure; unpickling makes the tensors views of that buffer.
+# In a worker the buffer is allocated in shared memory at once (no second copy).
+_ALIGN = 64
+
+
+class _Slot(NamedTuple):
+    """Where one tensor of a packed batch lies in the buffer."""
+
+    offset: int
+    dtype: Any
+    shape: tuple[int, ...]
+
+
+def _flatten(x: Any, torch: Any, tensors: list[Any]) -> Any:
+    """Return ``x``'s structure with each host tensor replaced by its index in ``tensors``."""
+    if isinstance(x, torch.Tensor):
+        if x.device.type != "cpu" or x.requires_grad:
+            return ("leaf", x)
+        tensors.append(x)
+        return ("tensor", len(tensors) - 1)
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return ("tuple", type(x), [_flatten(y, torch, tensors) for y in x])
+    if isinstance(x, dict):
+        return ("dict", [(k, _flatten(y, torch, tensors)) for k, y in x.items()])
+    if isinstance(x, list):
+        return ("list", [_flatten(y, torch, tensors) for y in x])
+    if type(x).__name__ == "KeyedJaggedTensor":
+        return ("kjt", type(x), x.keys(), _flatten(x.values(), torch, tensors),
+                _flatten(x.lengths(), torch, tensors),
+                _flatten(x.weights_or_none(), torch, tensors))
+    return ("leaf", x)
+
+
+def _unflatten(spec: Any, tensors: list[Any]) -> Any:
+    kind = spec[0]
+    if kind == "tensor":
+        return tensors[spec[1]]
+    if kind == "tuple":
+        return spec[1](*(_unflatten(y, tensors) for y in spec[2]))
+    if kind == "dict":
+        return {k: _unflatten(y, tensors) for k, y in spec[1]}
+    if kind == "list":
+        return [_unflatten(y, tensors) for y in spec[1]]
+    if kind == "kjt":
+        return spec[1](keys=spec[2], values=_unflatten(spec[3], tensors),
+                       lengths=_unflatten(spec[4], tensors),
+                       weights=_unflatten(spec[5], tensors))
+    return spec[1]
+
+
+def _pack(batch: Batch) -> tuple[Any, ...]:
+    """``Batch.__reduce__``: the host tensors copied into one buffer, and the structure.
+
+    One copy of the tensors' bytes (the copy torch would make anyway to move each
+    tensor into shared memory); between DataLoader processes one shared-memory
+    segment and one descriptor hand-over per batch instead of one per tensor.
+    """
+    torch = import_optional("torch", "torch", func="SparseDataset")
+    tensors: list[Any] = []
+    spec = [_flatten(field, torch, tensors) for field in batch]
+    slots = []
+    size = 0
+    for t in tensors:
+        size = -(-size // _ALIGN) * _ALIGN
+        slots.append(_Slot(size, t.dtype, tuple(t.shape)))
+        size += t.numel() * t.element_size()
+    buffer = torch.empty(size, dtype=torch.uint8)
+    if torch.utils.data.get_worker_info() is not None:
+        buffer.share_memory_()  # bound for the main process: allocate it shared
+    for t, slot in zip(tensors, slots, strict=True):
+        _view(buffer, slot).copy_(t)
+    return (_unpack, (buffer, slots, spec))
+
+
+def _view(buffer: Any, slot: _Slot) -> Any:
+    nbytes = slot.dtype.itemsize
+    for n in slot.shape:
+        nbytes *= n
+    return buffer[slot.offset:slot.offset + nbytes].view(slot.dtype).view(slot.shape)
+
+
+def _unpack(buffer: Any, slots: list[_Slot], spec: Any) -> Batch:
+    """Rebuild a pickled Batch: its tensors are views of ``buffer``."""
+    tensors = [_view(buffer, slot) for slot in slots]
+    return Batch(*(_unflatten(field, tensors) for field in spec))
 
 
 # ----------------------------------------------------------------------- prefetching
@@ -724,6 +832,124 @@ def make_loader(dataset: Any, *, num_workers: int = 0, prefetch_factor: int | No
     return _Loader(dataset, torch.utils.data.DataLoader(dataset, **options), target)
 
 
+# ------------------------------------------------------------------------ Ray Data
+def ray_collate(*, features: Sequence[str] | None = None, dense: Sequence[str] = (),
+                weights: Mapping[str, str] | None = None, output: str = "torchrec",
+                max_lengths: Any = None, pad_value: Any = 0) -> Any:
+    """Return a Ray Data collate function whose batches are :class:`Batch` es, as SparseDataset's.
+
+    ``ds.iter_torch_batches(batch_size=..., collate_fn=ray_collate(...))`` then yields,
+    from Ray Data's own iterator (its blocks, batching, local shuffle and prefetch
+    threads), the same :class:`Batch` a :class:`SparseDataset` yields for those rows:
+    the list columns as a KeyedJagged, TorchRec's KeyedJaggedTensor or padded tensors,
+    the dense columns as tensors. No conversion step follows in the training loop; the
+    conversion runs on Ray's prefetch threads.
+
+    Parameters
+    ----------
+    features, dense, weights, output, max_lengths, pad_value
+        As for :class:`SparseDataset` (``features`` default: every list-of-integers
+        column of the batch that is not a weights or dense column).
+
+    Returns
+    -------
+    ray.data.collate_fn.ArrowBatchCollateFn
+        A callable taking a ``pyarrow.Table`` (Ray hands Arrow batches to it, with no
+        conversion to numpy) and returning a :class:`Batch`.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``output``; ``weights`` naming a column that is not a feature.
+    KeyError
+        (when called on a batch) a feature, dense or weights column the batch lacks.
+    ModuleNotFoundError
+        torch or Ray is not installed.
+
+    See Also
+    --------
+    SparseDataset : The same batches from Parquet, IPC or Flight, sharded by rank and
+        worker, without Ray.
+    arrow_sparse.pipeline.ray.iter_keyed_jagged : KeyedJagged batches from a Ray
+        dataset without torch.
+
+    Notes
+    -----
+    Ray's ``iter_torch_batches`` moves only tensors, dicts and lists of tensors to
+    its ``device``; a Batch stays where the collate function made it (on the host):
+    copy it in the loop, or use :func:`make_loader` with ``device=``. Ray's
+    ``iter_torch_batches`` imports Ray Train, which needs ``pydantic``.
+
+    Examples
+    --------
+    The collate function is what Ray calls on each Arrow batch:
+
+    >>> from arrow_sparse.interop.torch_data import ray_collate
+    >>> collate = ray_collate(features=["ids"], dense=["label"], output="keyed")
+    >>> table = pa.table({"ids": [[1, 2, 3], [2, 4, 6, 7], [3, 6]], "label": [1, 0, 1]})
+    >>> batch = collate(table)
+    >>> batch.features["ids"].to_list(), batch.dense["label"].tolist()
+    ([[1, 2, 3], [2, 4, 6, 7], [3, 6]], [1, 0, 1])
+
+    On a Ray dataset (``docs/loader.md`` runs this):
+
+    >>> ds = ray.data.read_parquet("data/sample_clicks.parquet")  # doctest: +SKIP
+    >>> for batch in ds.iter_torch_batches(batch_size=4096,
+    ...                                    collate_fn=collate):  # doctest: +SKIP
+    ...     ...
+    """
+    func = "ray_collate"
+    import_optional("torch", "torch", func=func)
+    if not isinstance(output, str) or output not in OUTPUTS:
+        msg = f"{func}: output must be one of {OUTPUTS}, got {output!r}"
+        raise ArrowSparseValueError(msg)
+    weights = {str(k): str(c) for k, c in (weights or {}).items()}
+    if features is not None:
+        for key in weights:
+            if key not in features:
+                msg = f"{func}: weights names {key!r}, which is not a feature column"
+                raise ArrowSparseValueError(msg)
+    return _ray_collate_class()(None if features is None else [str(c) for c in features],
+                                [str(c) for c in dense], weights, output, max_lengths,
+                                pad_value)
+
+
+@functools.cache
+def _ray_collate_class() -> type:
+    import_optional("ray", extra="ray")
+    collate_fn = import_optional("ray.data.collate_fn", extra="ray")
+
+    class RayCollate(collate_fn.ArrowBatchCollateFn):  # type: ignore[misc,name-defined]
+        """Ray Data Arrow batch -> :class:`Batch` (made by :func:`ray_collate`)."""
+
+        def __init__(self, features: list[str] | None, dense: list[str],
+                     weights: dict[str, str], output: str, max_lengths: Any,
+                     pad_value: Any) -> None:
+            self.features, self.dense, self.weights = features, dense, weights
+            self.output, self.max_lengths, self.pad_value = output, max_lengths, pad_value
+
+        def __call__(self, batch: pa.Table) -> Batch:
+            torch = import_optional("torch", "torch", func="ray_collate")
+            if isinstance(batch, pa.RecordBatch):
+                batch = pa.Table.from_batches([batch])
+            if not isinstance(batch, pa.Table):
+                msg = (f"ray_collate: batches must be pyarrow Tables, got {type_name(batch)} "
+                       "(pass the collate function to iter_torch_batches as collate_fn=)")
+                raise ArrowSparseTypeError(msg)
+            features = _feature_names(batch.schema, self.features, self.weights, self.dense)
+            for name in (*features, *self.dense, *self.weights.values()):
+                if batch.schema.get_field_index(name) < 0:
+                    msg = (f"ray_collate: column {name!r} is not in the batch; its columns "
+                           f"are {', '.join(batch.schema.names)}")
+                    raise ArrowSparseKeyError(msg)
+            return _to_batch(torch, batch, features, self.weights, self.dense, self.output,
+                             self.max_lengths, self.pad_value)
+
+    RayCollate.__module__ = __name__
+    RayCollate.__qualname__ = "RayCollate"  # pickled by name (Ray Train's workers)
+    return RayCollate
+
+
 # ------------------------------------------------------------- torch class, built lazily
 _DATASET_DOC = """An ``IterableDataset`` of jagged-feature batches from Parquet, IPC or Flight.
 
@@ -857,6 +1083,8 @@ def __getattr__(name: str) -> Any:
     """Build :class:`SparseDataset` on first access."""
     if name == "SparseDataset":
         return _classes()[name]
+    if name == "RayCollate":  # the class of ray_collate's functions (pickled by name)
+        return _ray_collate_class()
     msg = f"module {__name__!r} has no attribute {name!r}"
     raise AttributeError(msg)
 

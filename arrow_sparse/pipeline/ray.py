@@ -6,8 +6,9 @@ from Numba's cache once per worker, not per batch), Arrow batch in, Arrow batch 
 zero-copy. :func:`fit` fits the stateful steps on the cluster: every worker computes
 the partial state of its batches and the driver merges them, as the local
 :meth:`Pipeline.fit <arrow_sparse.Pipeline.fit>` does. :func:`iter_keyed_jagged`
-turns ``Dataset.iter_batches(batch_format="pyarrow")`` (or a ``streaming_split``
-iterator's) into :class:`~arrow_sparse.KeyedJagged` batches for a training loop.
+iterates a dataset (or a ``streaming_split`` iterator) and yields
+:class:`~arrow_sparse.KeyedJagged` batches for a training loop
+(``arrow_sparse.interop.torch_data.ray_collate`` does it for ``iter_torch_batches``).
 :func:`read_keyed_jagged` is a Ray Data datasource that reads Parquet, applies a fitted
 pipeline in its read tasks and makes blocks in the KeyedJagged's own Arrow layout.
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import os
 import pickle
-from collections.abc import Hashable, Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -357,30 +358,43 @@ def output_batches(ds: ray.data.Dataset) -> Iterator[pa.RecordBatch]:
         yield from table.to_batches()
 
 
-def iter_keyed_jagged(batches: Iterable[Any], keys: list[Hashable] | None = None,
+def iter_keyed_jagged(batches: Any, keys: list[Hashable] | None = None,
                       weights: str | Mapping[Hashable, str] | None = None,
-                      ) -> Iterator[KeyedJagged]:
-    """Turn Arrow batches (a Ray iterator's) into :class:`~arrow_sparse.KeyedJagged` batches.
+                      **iter_options: Any) -> Iterator[KeyedJagged]:
+    """Yield :class:`~arrow_sparse.KeyedJagged` batches of a Ray dataset or of Arrow batches.
 
     Parameters
     ----------
     batches
-        Tables or RecordBatches: ``ds.iter_batches(batch_format="pyarrow")``, or an
-        iterator of ``ds.streaming_split(n)`` in a trainer.
+        A ``ray.data.Dataset`` or ``DataIterator`` (a ``streaming_split`` part in a
+        trainer): its ``iter_batches(batch_format="pyarrow", **iter_options)`` is
+        iterated here, so the loop gets KeyedJagged batches with no step of its own; or
+        an iterable of Tables or RecordBatches (such an iterator's).
     keys, weights
         As for :meth:`KeyedJagged.from_arrow <arrow_sparse.KeyedJagged.from_arrow>`:
         the list columns to take (default every list column) and their weights.
+    **iter_options
+        With a dataset or iterator: Ray's ``iter_batches`` options (``batch_size``,
+        default Ray's 256 rows; ``prefetch_batches``, ``drop_last``,
+        ``local_shuffle_buffer_size``, ``local_shuffle_seed``).
 
     Yields
     ------
     KeyedJagged
-        One per batch, zero-copy where the columns' value types already agree.
+        One per batch, zero-copy where the columns' value types already agree (a
+        :func:`read_keyed_jagged` dataset's blocks always do).
 
     Raises
     ------
     TypeError
         A batch that is not a pyarrow Table or RecordBatch (iterate with
-        ``batch_format="pyarrow"``).
+        ``batch_format="pyarrow"``); ``iter_options`` with batches that are not a
+        Ray dataset or iterator.
+
+    See Also
+    --------
+    arrow_sparse.interop.torch_data.ray_collate : torch batches (KeyedJagged or TorchRec
+        features, dense columns as tensors) from ``iter_torch_batches``.
 
     Examples
     --------
@@ -391,12 +405,27 @@ def iter_keyed_jagged(batches: Iterable[Any], keys: list[Hashable] | None = None
     ...     print(kj.keys(), kj["ids"].to_list())
     ['ids'] [[1, 2, 3], [2, 4, 6, 7]]
     ['ids'] [[3, 6]]
+
+    A Ray dataset directly:
+
+    >>> for kj in iter_keyed_jagged(ds, ["item_ids"], batch_size=4096):  # doctest: +SKIP
+    ...     ...
     """
     from ..keyed import KeyedJagged
 
+    func = "iter_keyed_jagged"
+    if hasattr(batches, "iter_batches") and not isinstance(batches, (pa.Table, pa.RecordBatch)):
+        if "batch_format" in iter_options:
+            msg = f"{func}: batch_format is always 'pyarrow' here; leave it out"
+            raise ArrowSparseValueError(msg)
+        batches = batches.iter_batches(batch_format="pyarrow", **iter_options)
+    elif iter_options:
+        msg = (f"{func}: {', '.join(sorted(iter_options))} apply to a Ray dataset or "
+               f"DataIterator, not to {type(batches).__name__}")
+        raise ArrowSparseTypeError(msg)
     for position, batch in enumerate(batches):
         if not isinstance(batch, (pa.Table, pa.RecordBatch)):
-            msg = (f"iter_keyed_jagged: batches must be pyarrow Tables or RecordBatches "
+            msg = (f"{func}: batches must be pyarrow Tables or RecordBatches "
                    f"(iterate with batch_format='pyarrow') (first at position {position}: "
                    f"{type(batch).__name__})")
             raise ArrowSparseTypeError(msg)

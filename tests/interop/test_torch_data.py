@@ -355,3 +355,147 @@ def test_device_copy_reaches_every_tensor_of_every_output(table: pa.Table) -> No
             back = asp.KeyedJagged.from_torchrec(moved.features)
             assert back["items"].to_list() == \
                 asp.KeyedJagged.from_torchrec(batch.features)["items"].to_list()
+
+
+# ------------------------------------------------------------- batches between processes
+def _storages(batch: Batch) -> set[int]:
+    from arrow_sparse.interop.torch_data import _map_tensors
+
+    found: set[int] = set()
+
+    def note(t: Any) -> Any:
+        found.add(t.untyped_storage().data_ptr())
+        return t
+    _map_tensors(batch, note, torch)
+    return found
+
+
+@pytest.mark.parametrize("output", ["torchrec", "padded", "keyed"])
+def test_a_pickled_batch_is_one_buffer_with_equal_tensors(table: pa.Table, output: str) -> None:
+    import pickle
+
+    data = SparseDataset(table, features=["items", "cats"], dense=["row", "label", "dense"],
+                         weights={"items": "scores"}, batch_size=30, output=output)
+    for batch in data:
+        back = pickle.loads(pickle.dumps(batch))
+        assert type(back) is Batch and back.num_rows == batch.num_rows
+        for name, t in batch.dense.items():
+            assert back.dense[name].dtype == t.dtype and back.dense[name].tolist() == t.tolist()
+        if output == "torchrec":
+            got, want = (asp.KeyedJagged.from_torchrec(x.features) for x in (back, batch))
+        elif output == "keyed":
+            got, want = back.features, batch.features
+        else:
+            for key, feature in batch.features.items():
+                assert back.features[key].values.tolist() == feature.values.tolist()
+                assert back.features[key].lengths.tolist() == feature.lengths.tolist()
+            got = want = None
+        if got is not None:
+            assert got.keys() == want.keys()
+            for key in want.keys():
+                assert got[key].to_list() == want[key].to_list()
+            assert got.weights_of("items").to_list() == want.weights_of("items").to_list()
+        # every tensor of the unpickled batch is a view of one buffer
+        assert len(_storages(back)) == 1
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_worker_batches_arrive_as_one_shared_buffer(parquet: Path, table: pa.Table,
+                                                    context: str) -> None:
+    # One shared-memory segment per batch crosses from a worker (not one per tensor),
+    # and every row still arrives exactly once.
+    data = SparseDataset(parquet, features=["items", "cats"], dense=["row", "label"],
+                         weights={"items": "scores"}, batch_size=16)
+    batches = list(make_loader(data, num_workers=2, multiprocessing_context=context))
+    assert sorted(rows_of(batches)) == list(range(table.num_rows))
+    for batch in batches:
+        assert len(_storages(batch)) == 1
+        kj = asp.KeyedJagged.from_torchrec(batch.features)
+        rows = batch.dense["row"].tolist()
+        assert kj["items"].to_list() == expected(table, rows, "items")
+        assert kj["cats"].to_list() == expected(table, rows, "cats")
+
+
+# ----------------------------------------------------------------------------- Ray Data
+def _same_batch(got: Batch, want: Batch, output: str) -> None:
+    assert type(got) is Batch and got.num_rows == want.num_rows
+    assert got.dense.keys() == want.dense.keys()
+    for name, t in want.dense.items():
+        assert got.dense[name].dtype == t.dtype and got.dense[name].tolist() == t.tolist()
+    if output == "padded":
+        for key, feature in want.features.items():
+            assert got.features[key].values.tolist() == feature.values.tolist()
+            assert got.features[key].lengths.tolist() == feature.lengths.tolist()
+        return
+    a, b = (x.features if output == "keyed" else asp.KeyedJagged.from_torchrec(x.features)
+            for x in (got, want))
+    assert a.keys() == b.keys()
+    for key in b.keys():
+        assert a[key].to_list() == b[key].to_list()
+        assert a.weights_of(key) is None if b.weights_of(key) is None else \
+            a.weights_of(key).to_list() == b.weights_of(key).to_list()
+
+
+@pytest.mark.parametrize("output", ["torchrec", "keyed", "padded"])
+def test_ray_collate_gives_sparse_datasets_batches(table: pa.Table, output: str) -> None:
+    pytest.importorskip("ray.data")
+    from arrow_sparse.interop.torch_data import ray_collate
+
+    options: dict[str, Any] = {"features": ["items", "cats"], "dense": ["row", "label"],
+                               "weights": {"items": "scores"}, "output": output}
+    if output == "padded":
+        options["max_lengths"], options["pad_value"] = 5, -1
+        del options["weights"]
+    collate = ray_collate(**options)
+    want = list(SparseDataset(table, batch_size=30, **options))
+    # Ray hands the collate function Arrow tables, possibly of several chunks
+    pieces = [pa.concat_tables([table.slice(i, 7), table.slice(i + 7, 23)])
+              for i in range(0, table.num_rows, 30)]
+    got = [collate(piece) for piece in pieces]
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        _same_batch(g, w, output)
+    # features default as SparseDataset's: the integer list columns left over
+    assert ray_collate(dense=["row"], output="keyed")(table).features.keys() == ["items", "cats"]
+
+
+def test_ray_collate_errors(table: pa.Table) -> None:
+    pytest.importorskip("ray.data")
+    from arrow_sparse.interop.torch_data import ray_collate
+
+    with pytest.raises(ArrowSparseValueError, match="^ray_collate: output must be one of"):
+        ray_collate(output="dense")
+    with pytest.raises(ArrowSparseValueError, match="^ray_collate: weights names 'cats', which"):
+        ray_collate(features=["items"], weights={"cats": "scores"})
+    with pytest.raises(ArrowSparseKeyError, match="^ray_collate: column 'nope' is not in the "
+                                                  "batch; its columns are row, items"):
+        ray_collate(features=["nope"])(table)
+    with pytest.raises(ArrowSparseTypeError, match="^ray_collate: batches must be pyarrow "
+                                                   "Tables, got dict"):
+        ray_collate()({"row": np.arange(3)})
+
+
+@pytest.mark.ray
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*")
+def test_ray_iter_torch_batches_yields_batches(ray_cluster: object, table: pa.Table) -> None:
+    # Ray Train (imported by iter_torch_batches) needs pydantic
+    pytest.importorskip("pydantic")
+    import pickle
+
+    import ray.data
+
+    from arrow_sparse.interop.torch_data import ray_collate
+
+    collate = ray_collate(features=["items", "cats"], dense=["row"],
+                          weights={"items": "scores"})
+    assert type(pickle.loads(pickle.dumps(collate))).__name__ == "RayCollate"
+    ds = ray.data.from_arrow([table.slice(0, 90), table.slice(90)])
+    batches = list(ds.iter_torch_batches(batch_size=32, collate_fn=collate))
+    assert all(type(b) is Batch for b in batches)
+    assert [b.num_rows for b in batches][:-1] == [32] * (len(batches) - 1)
+    assert sorted(rows_of(batches)) == list(range(table.num_rows))
+    for batch in batches:
+        kj = asp.KeyedJagged.from_torchrec(batch.features)
+        rows = batch.dense["row"].tolist()
+        assert kj["items"].to_list() == expected(table, rows, "items")
+        assert kj["cats"].to_list() == expected(table, rows, "cats")

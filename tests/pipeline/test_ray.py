@@ -163,6 +163,9 @@ def test_iter_keyed_jagged_without_ray() -> None:
     with pytest.raises(TypeError, match=r"batch_format='pyarrow'\) \(first at position 1: "
                                         r"dict\)"):
         list(iter_keyed_jagged([t, {"a": [1]}]))
+    with pytest.raises(TypeError, match=r"^iter_keyed_jagged: batch_size apply to a Ray "
+                                        r"dataset or DataIterator, not to list"):
+        list(iter_keyed_jagged([t], batch_size=2))
 
 
 @pytest.mark.ray
@@ -238,6 +241,14 @@ def test_read_keyed_jagged_datasource(ray_cluster: object, clicks: Path) -> None
     sizes = [kj.batch_size for kj in asp_ray.iter_keyed_jagged(
         ds.iter_batches(batch_format="pyarrow", batch_size=700))]
     assert sum(sizes) == ROWS and set(sizes[:-1]) == {700}
+
+    # the dataset itself: iter_keyed_jagged iterates it, the loop gets KeyedJagged
+    direct = list(asp_ray.iter_keyed_jagged(ds, batch_size=700))
+    assert all(isinstance(kj, KeyedJagged) and kj.keys() == keys for kj in direct)
+    assert [kj.batch_size for kj in direct][:-1] == [700] * (len(direct) - 1)
+    assert sorted(r for kj in direct for r in rows(kj)) == sorted(rows(expected))
+    with pytest.raises(ValueError, match="iter_keyed_jagged: batch_format is always"):
+        list(asp_ray.iter_keyed_jagged(ds, batch_format="numpy"))
 
     unfitted = Pipeline([{"type": "categorify", "column": "item_ids", "name": "v"}])
     with pytest.raises(ValueError, match=r"read_keyed_jagged: the pipeline has unfitted "
