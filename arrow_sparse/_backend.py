@@ -316,8 +316,8 @@ def _jit() -> ModuleType:
 def kernels_may_share_threads() -> bool:
     """Whether several threads may run the parallel CPU kernels at once.
 
-    True for Numba's ``tbb`` and ``omp`` threading layers; ``workqueue`` aborts the
-    process on concurrent use.
+    Always: they run on arrow_sparse's kernel threads, not on a Numba threading layer
+    (whose ``workqueue`` layer aborts the process on concurrent use).
     """
     return bool(_jit().concurrent_parallel_kernels())
 
@@ -331,9 +331,7 @@ def run_in_threads(tasks: Sequence[Callable[[], None]], workers: int | None) -> 
     """Run every task, in a thread pool when there are several.
 
     Each pool thread runs the parallel CPU kernels on one thread (the count is per
-    thread), so tasks do not oversubscribe the cores. Where the threading layer does
-    not allow concurrent kernels, the tasks run one after another on the calling
-    thread, each with every core.
+    thread), so tasks do not oversubscribe the cores.
     """
     if len(tasks) <= 1 or not kernels_may_share_threads():
         for task in tasks:
