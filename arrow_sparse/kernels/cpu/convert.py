@@ -19,27 +19,34 @@ def _pad_rows(values, width, row_index, offsets, valid, elem_valid, max_length, 
               out, lo, hi):  # pragma: no cover
     # values: flat [N * width]; out: [P, max_length * width], C-contiguous. Output row
     # p in [lo, hi) copies jagged row r = row_index[p] (or p), truncated to max_length,
-    # and pads the rest; a null element is padded. Slice assignments (not element loops
-    # with signed indices) compile to contiguous copies and fills.
+    # and pads the rest; a null element is padded. Loops over row views from 0 keep
+    # the indices provably non-negative, so they compile to contiguous copies and
+    # fills; an array assigned to a slice would compile Numba's shape-mismatch error
+    # (seconds at the first compile of a process).
     identity = row_index.shape[0] == 0
     all_valid = valid.shape[0] == 0
     all_elems = elem_valid.shape[0] == 0
     for p in range(lo, hi):
         r = np.int64(p) if identity else row_index[p]
+        row = out[p]
         n = 0
         if r >= 0 and (all_valid or valid[r]):
             start = np.int64(offsets[r])
             n = min(np.int64(offsets[r + 1]) - start, max_length)
+            src = values[start * width:(start + n) * width]
             if all_elems:
-                out[p, :n * width] = values[start * width:(start + n) * width]
+                for k in range(src.shape[0]):
+                    row[k] = src[k]
             else:
                 for j in range(n):
+                    cell = row[j * width:(j + 1) * width]
                     if elem_valid[start + j]:
-                        out[p, j * width:(j + 1) * width] = \
-                            values[(start + j) * width:(start + j + 1) * width]
+                        item = src[j * width:(j + 1) * width]
+                        for k in range(cell.shape[0]):
+                            cell[k] = item[k]
                     else:
-                        out[p, j * width:(j + 1) * width] = pad
-        out[p, n * width:] = pad
+                        cell[:] = pad
+        row[n * width:] = pad
 
 
 def _expand_level(row_index, offsets, valid, max_length, out, lo, hi):  # pragma: no cover

@@ -43,7 +43,10 @@ def _lookup_rows(table, ids, out, col, lo, hi):  # pragma: no cover
     """``out[i, col:col + dim] = table[ids[i]]`` for ``i`` in ``[lo, hi)``."""
     dim = table.shape[1]
     for i in range(lo, hi):
-        out[i, col:col + dim] = table[ids[i]]
+        row = out[i, col:col + dim]
+        src = table[ids[i]]
+        for d in range(dim):  # a loop: an array assigned to a slice compiles for seconds
+            row[d] = src[d]
 
 
 # ----------------------------------------------------------------------------- backward

@@ -482,7 +482,7 @@ def _count_ints(values, valid, offsets, row_valid):  # pragma: no cover
             keys[i] = np.int64(_U(lo) + _U(where[i]))
         return keys, dense[where], True
     limit = 1 << 16
-    bits = 12
+    bits = np.int64(12)  # not a literal: one compiled _new_table and _grown, not two
     table = _new_table(bits)
     size = 0
     free_count = 0
@@ -664,7 +664,7 @@ def _count_strings(str_offsets, data, valid, offsets, row_valid, secret):  # pra
     # First position of each distinct string among the addressed, valid elements of
     # valid rows, and its count (unordered). Strings of up to 16 bytes are compared
     # through the two words kept in their table row, so a hit reads no string data.
-    bits = 10
+    bits = np.int64(10)  # not a literal: one compiled _string_rows, not two
     table = _string_rows(bits)
     size = 0
     r = 0
@@ -683,7 +683,8 @@ def _count_strings(str_offsets, data, valid, offsets, row_valid, secret):  # pra
                 t = np.int64(_U(table[i, 1]) & _U(mask))
                 while new[t, 0] >= 0:
                     t = (t + 1) & mask
-                new[t, :] = table[i, :]
+                for c in range(table.shape[1]):  # not a slice copy: cheaper to compile
+                    new[t, c] = table[i, c]
         table = new
     first = np.empty(size, dtype=np.int64)
     counts = np.empty(size, dtype=np.int64)
