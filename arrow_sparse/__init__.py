@@ -8,8 +8,6 @@ tables, masked reductions, IO and errors are namespaces (``asp.embedding.sgd``).
 it loads numpy and pyarrow only; kernels compile on first use.
 """
 
-from __future__ import annotations
-
 from . import convert, elementwise, embedding, errors, io, masked, segment, transforms
 from ._version import __version__
 from .convert import *  # noqa: F403  (the families' __all__ lists are the public names)

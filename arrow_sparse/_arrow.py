@@ -126,7 +126,7 @@ def list_level(func: str, arg: str, array: pa.Array) -> ListLevel:
     offsets; the values are not touched.
     """
     if isinstance(array.type, LIST_VIEW_TYPES):
-        array = list_view_to_list(array)
+        array = list_view_to_list(array, func, arg)
     if not isinstance(array.type, (*LIST_TYPES, pa.MapType)):  # a map is a list of structs
         msg = f"{func}: {arg} must be an Arrow list array, got {array.type}"
         raise ArrowSparseTypeError(msg)
@@ -152,15 +152,31 @@ def check_nested(func: str, arg: str, array: pa.Array) -> None:
     elif isinstance(t, pa.StructType):
         for i in range(t.num_fields):
             check_nested(func, f"{arg} field {t.field(i).name!r}", array.field(i))
-    elif pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t) \
-            or pa.types.is_large_binary(t):
-        large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
-        buffers = array.buffers()
-        if buffers[1] is not None:
-            offsets = np.frombuffer(buffers[1], dtype=np.int64 if large else np.int32,
-                                    count=array.offset + len(array) + 1)[array.offset:]
-            size = 0 if buffers[2] is None else buffers[2].size
-            v.check_offsets(func, f"{arg} offsets", offsets, size)
+    elif is_binary_type(t):
+        binary_buffers(func, arg, array)
+
+
+def is_binary_type(t: pa.DataType) -> bool:
+    """Whether ``t`` is string, binary or their large variants (offsets into a data buffer)."""
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t)
+                or pa.types.is_binary(t) or pa.types.is_large_binary(t))
+
+
+def binary_buffers(func: str, arg: str, array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Return the checked offsets (``len + 1``, a view) and the data bytes of a string array.
+
+    The offsets must be non-negative, non-decreasing and within the data buffer, as for
+    :func:`list_level`.
+    """
+    large = pa.types.is_large_string(array.type) or pa.types.is_large_binary(array.type)
+    dtype = np.int64 if large else np.int32
+    n = len(array)
+    buffers = array.buffers()
+    offsets = np.zeros(n + 1, dtype=dtype) if buffers[1] is None else \
+        np.frombuffer(buffers[1], dtype=dtype, count=array.offset + n + 1)[array.offset:]
+    data = np.zeros(0, dtype=np.uint8) if buffers[2] is None else \
+        np.frombuffer(buffers[2], dtype=np.uint8)
+    return v.check_offsets(func, f"{arg} offsets", offsets, len(data)), data
 
 
 def validity_buffer(validity: np.ndarray | None) -> pa.Buffer | None:
@@ -198,12 +214,15 @@ def offsets_view(arr: pa.Array) -> np.ndarray:
     return np.frombuffer(buf, dtype=dtype, count=arr.offset + len(arr) + 1)[arr.offset:]
 
 
-def list_view_to_list(arr: pa.Array) -> pa.Array:
+def list_view_to_list(arr: pa.Array, func: str = "list_view_to_list",
+                      arg: str = "array") -> pa.Array:
     """Copy a ``list_view``/``large_list_view`` array into a ``list``/``large_list`` one.
 
     Rows of a list view may overlap or come in any order, so the values are gathered
     (one copy). Done here rather than by ``cast``, which builds a short offsets buffer
-    in some pyarrow releases.
+    in some pyarrow releases. Every row's range (null rows too, as Arrow requires) must
+    lie inside the child: a negative start or size, or a range past the child's end,
+    raises a ValueError naming ``func``, ``arg`` and the first bad row.
     """
     large = isinstance(arr.type, pa.LargeListViewType)
     dtype = np.int64 if large else np.int32
@@ -214,6 +233,7 @@ def list_view_to_list(arr: pa.Array) -> pa.Array:
     else:
         starts = np.frombuffer(buffers[1], dtype=dtype)[arr.offset:arr.offset + n]
         sizes = np.frombuffer(buffers[2], dtype=dtype)[arr.offset:arr.offset + n]
+    _check_view_ranges(func, arg, starts, sizes, len(arr.values))
     valid = validity_of(arr)
     if valid is not None:
         sizes = np.where(valid, sizes, 0)
@@ -225,6 +245,20 @@ def list_view_to_list(arr: pa.Array) -> pa.Array:
     cls = pa.LargeListArray if large else pa.ListArray
     mask = None if valid is None else pa.array(~valid)
     return cls.from_arrays(pa.array(offsets), values, mask=mask)
+
+
+def _check_view_ranges(func: str, arg: str, starts: np.ndarray, sizes: np.ndarray,
+                       num_values: int) -> None:
+    """Check a list view's ranges ``[starts[i], starts[i] + sizes[i])`` against the child."""
+    for name, part in (("offsets", starts), ("sizes", sizes)):
+        if len(part) and part.min() < 0:
+            pos = int(np.argmax(part < 0))
+            v.fail_value(func, f"{arg} {name}", "must be non-negative", pos, part[pos])
+    ends = starts.astype(np.int64) + sizes.astype(np.int64)
+    if len(ends) and ends.max() > num_values:
+        pos = int(np.argmax(ends > num_values))
+        v.fail_value(func, f"{arg} offsets + sizes", f"exceed the number of values {num_values}",
+                     pos, ends[pos])
 
 
 def fixed_size_values(func: str, arr: pa.FixedSizeListArray) -> np.ndarray:

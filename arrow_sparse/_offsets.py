@@ -26,8 +26,12 @@ def value_rows(func: str, offsets: Any, dtype: np.dtype) -> Any:
     checks); each value finds its row by binary search of the row ends.
     """
     if not is_cupy_array(offsets):
+        total = int(offsets[-1]) - int(offsets[0])
+        v.check_nbytes(func, f"the row ids of {total:,} values", total, np.dtype(dtype).itemsize)
         return np.repeat(np.arange(len(offsets) - 1, dtype=dtype), np.diff(offsets))
     start, stop = fetch(func, offsets[0], offsets[-1])
+    v.check_nbytes(func, f"the row ids of {stop - start:,} values", stop - start,
+                   np.dtype(dtype).itemsize)
     xp = module_of(offsets)
     positions = xp.arange(start, stop, dtype=np.int64)
     return xp.searchsorted(offsets[1:], positions, side="right").astype(dtype, copy=False)

@@ -19,11 +19,15 @@ names the position but not the value: ``"{func}: offsets must be non-decreasing
 
 from __future__ import annotations
 
+import functools
+import math
+import os
 from types import ModuleType
 from typing import Any, NoReturn
 
 import numpy as np
 import pyarrow as pa
+from numpy.lib.array_utils import byte_bounds
 
 from ._backend import fetch, get_kernel, host_only, is_cupy_array, module_of
 from .errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
@@ -34,7 +38,10 @@ __all__ = [
     "check_bool",
     "check_count",
     "check_dtype",
+    "check_nbytes",
+    "check_no_overlap",
     "empty",
+    "memory_limit",
     "check_mask",
     "check_exactly_one",
     "check_indices",
@@ -281,8 +288,10 @@ def check_segment_ids(func: str, arg: str, x: Any, num_values: int | None = None
         raise ArrowSparseIndexError(msg)
     if num_segments is None:
         num_segments = check_count(func, f"max({arg}) + 1", int(ids.max()) + 1 if len(ids) else 0)
+        check_nbytes(func, f"max({arg}) + 1 = {num_segments:,} segments", num_segments + 1, 8)
     else:
         num_segments = check_count(func, "num_segments", num_segments)
+        check_nbytes(func, f"num_segments={num_segments:,}", num_segments + 1, 8)
         too_big = ids >= num_segments
         if too_big.any():
             pos = first_true(too_big)
@@ -316,10 +325,12 @@ def _device_segment_ids(func: str, arg: str, ids: Any, num_segments: int | None,
     """Launch the device check of segment ids; read the maximum when it sizes the output."""
     if num_segments is not None:
         num_segments = check_count(func, "num_segments", num_segments)
+        check_nbytes(func, f"num_segments={num_segments:,}", num_segments + 1, 8)
     get_kernel("convert", "check_segment_ids", module_of(ids))(ids, num_segments, sorted_ids)
     if num_segments is None:
         top = fetch(func, (ids[-1] if sorted_ids else ids.max()) if len(ids) else -1)[0]
         num_segments = check_count(func, f"max({arg}) + 1", top + 1)
+        check_nbytes(func, f"max({arg}) + 1 = {num_segments:,} segments", num_segments + 1, 8)
     return ids, num_segments
 
 
@@ -404,14 +415,173 @@ def check_dtype(func: str, arg: str, x: Any, kinds: str = "biuf") -> np.dtype:
 _KIND_NAMES = {"iu": "an integer dtype", "f": "a floating-point dtype"}
 
 
+@functools.cache
+def memory_limit() -> int:
+    """Return the most bytes this process could hold: the bound of every result size.
+
+    The smallest of the machine's physical memory, the memory limit of the control
+    group (container) the process runs in, and the address-space limit
+    (``ulimit -v``); 2**40 bytes where none of them can be read. A result larger
+    than this can never be computed here, so it is refused at once with a
+    ValueError (:func:`check_nbytes`) instead of a MemoryError, or a machine that
+    swaps, after the work before it.
+
+    Examples
+    --------
+    >>> memory_limit() > 2**20
+    True
+    """
+    limits = []
+    try:
+        limits.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        pass
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path, encoding="ascii") as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            limits.append(int(text))
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY:
+            limits.append(soft)
+    except (ImportError, OSError, ValueError):
+        pass
+    positive = [n for n in limits if n > 0]
+    return min(positive) if positive else 1 << 40
+
+
+def _bytes_text(n: float) -> str:
+    for unit, size in (("EiB", 1 << 60), ("PiB", 1 << 50), ("TiB", 1 << 40), ("GiB", 1 << 30),
+                       ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} bytes"
+
+
+def check_nbytes(func: str, what: str, shape: Any, itemsize: int) -> None:
+    """Raise a ValueError when an array of ``shape`` x ``itemsize`` bytes exceeds memory.
+
+    ``what`` names the array and where its size comes from (``"the result of
+    max_lengths [1099511627776]"``); the message gives its size and the bound
+    (:func:`memory_limit`). ``shape`` is a tuple of sizes or one count; the
+    product is taken in Python integers, so nothing overflows.
+
+    Examples
+    --------
+    >>> check_nbytes("pad_or_truncate", "the result of length=2**40", (3, 2**40), 8)
+    Traceback (most recent call last):
+        ...
+    arrow_sparse.errors.ArrowSparseValueError: pad_or_truncate: the result of length=2**40 \
+needs 24.0 TiB (shape (3, 1099511627776) x 8 bytes), more than this machine's memory ...
+    """
+    dims = tuple(int(d) for d in shape) if isinstance(shape, (tuple, list)) else (int(shape),)
+    nbytes = math.prod(dims) * int(itemsize)
+    limit = memory_limit()
+    if nbytes > limit:
+        shown = f"shape {dims}" if len(dims) > 1 else f"{dims[0]:,} elements"
+        msg = (f"{func}: {what} needs {_bytes_text(nbytes)} ({shown} x {itemsize} bytes), "
+               f"more than this machine's memory ({_bytes_text(limit)})")
+        raise ArrowSparseValueError(msg)
+
+
 def empty(func: str, shape: tuple[int, ...], dtype: np.dtype,
           xp: ModuleType = np) -> np.ndarray:
-    """``xp.empty`` that reports an impossible result size as a ValueError of ``func``."""
+    """``xp.empty`` that refuses a result larger than memory with a ValueError of ``func``."""
+    check_nbytes(func, "the result", shape, np.dtype(dtype).itemsize)
     try:
         return xp.empty(shape, dtype=dtype)  # type: ignore[no-any-return]
     except ValueError:
         msg = f"{func}: the result of shape {shape} is too large to allocate"
         raise ArrowSparseValueError(msg) from None
+
+
+_READ_WHILE_WRITTEN = ("it would be read after parts of it were overwritten; pass arrays "
+                       "that do not overlap (e.g. a copy)")
+
+
+def check_no_overlap(func: str, out_arg: str, out: Any, *, why: str = _READ_WHILE_WRITTEN,
+                     **inputs: Any) -> None:
+    """Raise a ValueError when ``out`` (written in place) shares memory with an input.
+
+    Writing a result over memory the operation still reads gives wrong numbers
+    silently (``lookup(table, ids, out=table[:2])`` read rows it had already
+    overwritten). Each input may be a numpy or CuPy array, an Arrow array or
+    ChunkedArray (its buffers), an object holding arrays (a Jagged's ``values``,
+    ``offsets``, ``validity``; a SparseGrad's ``rows`` and ``values``), or a list or
+    tuple of those (named ``name[i]``); anything else is skipped. Host arrays are
+    compared exactly (``numpy.shares_memory``: a block of columns does not overlap
+    the next block), falling back to their byte bounds when that is too costly;
+    CuPy arrays by their data pointers and extents (``cupy.may_share_memory``); a
+    host and a device array never overlap. ``why`` ends the message.
+
+    Examples
+    --------
+    >>> table = np.arange(6.0).reshape(3, 2)
+    >>> check_no_overlap("lookup", "out", table[:2], table=table, ids=[1, 0])
+    Traceback (most recent call last):
+        ...
+    arrow_sparse.errors.ArrowSparseValueError: lookup: out and table share memory; it would \
+be read after parts of it were overwritten; pass arrays that do not overlap (e.g. a copy)
+    >>> wide = np.zeros((3, 4))
+    >>> check_no_overlap("lookup", "out", wide[:, :2], table=wide[:, 2:])  # disjoint blocks
+    """
+    if out is None or getattr(out, "size", 1) == 0:  # nothing is written
+        return
+    for name, value in inputs.items():
+        for label, part in _memory_parts(name, value, 0):
+            if part is out or _overlap(out, part):
+                msg = f"{func}: {out_arg} and {label} share memory; {why}"
+                raise ArrowSparseValueError(msg)
+
+
+def _memory_parts(name: str, x: Any, depth: int) -> list[tuple[str, Any]]:
+    """Return the arrays and Arrow buffers of an input, each with the name to report."""
+    if x is None or depth > 4 or isinstance(x, (str, bytes, int, float, bool, np.generic)):
+        return []
+    if isinstance(x, np.ndarray) or is_cupy_array(x):
+        return [(name, x)]
+    if isinstance(x, pa.ChunkedArray):
+        return [(name, b) for chunk in x.chunks for b in chunk.buffers() if b is not None]
+    if isinstance(x, pa.Array):
+        return [(name, b) for b in x.buffers() if b is not None]
+    if isinstance(x, (list, tuple)):
+        return [p for i, item in enumerate(x) for p in _memory_parts(f"{name}[{i}]", item,
+                                                                       depth + 1)]
+    parts = []
+    for attr in ("values", "offsets", "validity", "values_validity", "rows"):
+        try:
+            inner = getattr(x, attr, None)
+        except Exception:  # noqa: BLE001 - a property that cannot answer holds no array
+            continue
+        if inner is not None and not callable(inner):
+            parts += _memory_parts(f"{name}.{attr}", inner, depth + 1)
+    return parts
+
+
+def _overlap(out: Any, other: Any) -> bool:
+    if isinstance(out, np.ndarray):
+        if isinstance(other, np.ndarray):
+            if not np.may_share_memory(out, other):
+                return False
+            try:
+                return bool(np.shares_memory(out, other, max_work=100_000))
+            except np.exceptions.TooHardError:
+                return True
+        if isinstance(other, pa.Buffer):
+            if out.size == 0 or other.size == 0:
+                return False
+            lo, hi = byte_bounds(out)
+            return lo < other.address + other.size and other.address < hi
+        return False
+    if is_cupy_array(out) and is_cupy_array(other) and module_of(out) is module_of(other):
+        return bool(module_of(out).may_share_memory(out, other))
+    return False
 
 
 def check_exactly_one(func: str, **kwargs: Any) -> str:

@@ -16,8 +16,6 @@ lengths_to_offsets: lengths must be non-negative (first at position 1: -1)
 True
 """
 
-from __future__ import annotations
-
 __all__ = [
     "ArrowSparseError",
     "ArrowSparseIOError",

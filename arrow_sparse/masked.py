@@ -34,6 +34,12 @@ from .sparse._masked import Problem, Strided, dense_view, prepare
 __all__ = ["amax", "amin", "argmax", "argmin", "log_softmax", "logsumexp", "mean", "norm",
            "prod", "softmax", "std", "sum", "var"]
 
+
+def __dir__() -> list[str]:
+    """List the public names (``__all__``), not the names the module imports."""
+    return sorted(__all__)
+
+
 # The docstrings of the ops that differ only by their reduction, after each one's own
 # summary line: ``name`` is the op (torch.masked has it too), ``empty`` what a fully
 # masked-out slice reduces to, ``build`` makes the examples' input and the other

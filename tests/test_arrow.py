@@ -42,6 +42,20 @@ def malformed(name: str, child: pa.Array | None = None) -> pa.Array:
         children=[child])
 
 
+def _float_values(a: pa.Array) -> pa.Array:
+    """A list of integers with float64 values instead, its offsets buffer as it is.
+
+    Rebuilt from the buffers (not by ``cast``, which may read through the offsets), so a
+    malformed array stays malformed; other arrays are returned as they are.
+    """
+    if not (pa.types.is_list(a.type) or pa.types.is_large_list(a.type)) \
+            or not pa.types.is_integer(a.type.value_type):
+        return a
+    make = pa.large_list if pa.types.is_large_list(a.type) else pa.list_
+    return pa.Array.from_buffers(make(pa.float64()), len(a), a.buffers()[:2],
+                                 children=[a.values.cast(pa.float64())], offset=a.offset)
+
+
 VOCABULARY = asp.fit_vocabulary(pa.array([[1, 2, 3]]))
 TABLE = np.arange(20.0).reshape(10, 2)
 
@@ -70,9 +84,7 @@ TAKES_LISTS: dict[str, Callable[[pa.Array], Any]] = {
     "truncate": lambda a: asp.truncate(a, 2),
     "jagged_unique": asp.jagged_unique,
     "index_select": lambda a: asp.index_select(a, [0]),
-    "segment_softmax": lambda a: asp.segment_softmax(a.cast(pa.list_(pa.float64()))
-                                                     if not pa.types.is_large_list(a.type)
-                                                     else a),
+    "segment_softmax": lambda a: asp.segment_softmax(_float_values(a)),
     "segment_cumsum": asp.segment_cumsum,
     "map_values": lambda a: asp.map_values(a, np.negative),
     "repeat": lambda a: asp.repeat(np.arange(len(a)), a),
@@ -222,3 +234,53 @@ def test_writers_check_nested_maps_structs_and_strings(tmp_path: Any) -> None:
     good = pa.table({"m": pa.array([[(1, 2)], []], type=pa.map_(pa.int32(), pa.int32())),
                      "l": pa.array([[["a"]], None])})
     assert asp.io.write_parquet(good, tmp_path / "good.parquet") == 2
+
+
+# ------------------------------------------- issue 14: what the list fuzzer found
+def _strings_backwards() -> pa.Array:
+    """list<string> with good list offsets over strings whose offsets go backwards."""
+    strings = pa.Array.from_buffers(pa.string(), 4, [None, pa.py_buffer(
+        np.array([5, 6, 1, 8, 10], np.int32)), pa.py_buffer(b"abcdefghijkl")])
+    return pa.LargeListArray.from_arrays(pa.array([0, 2, 4], pa.int64()), strings)
+
+
+@pytest.mark.parametrize("call", [
+    lambda a: asp.truncate(a, 1),  # segfaulted
+    lambda a: asp.list_slice(a, 0, 1),  # pyarrow's "Negative buffer resize"
+    lambda a: asp.index_select(a, [1, 0]),
+    asp.jagged_unique,
+    lambda a: asp.repeat(np.arange(len(a)), a),
+], ids=["truncate", "list_slice", "index_select", "jagged_unique", "repeat"])
+def test_string_lists_with_malformed_string_offsets_are_refused_issue14(call: Any) -> None:
+    with pytest.raises(ValueError, match=r": data values offsets must be non-decreasing "
+                                         r"\(first at position 2: 1\)|: like values offsets"):
+        call(_strings_backwards())
+
+
+def test_length_stats_checks_every_level_issue14() -> None:
+    inner = malformed("backwards")
+    nested = pa.ListArray.from_arrays(pa.array([0, 1, 3], pa.int32()), inner)
+    with pytest.raises(ValueError, match=r"^length_stats: values values offsets must be "
+                                         r"non-decreasing \(first at position 2: 3\)"):
+        asp.length_stats(nested)
+
+
+def _list_view(starts: list[int], sizes: list[int]) -> pa.Array:
+    return pa.Array.from_buffers(pa.list_view(pa.int64()), len(starts), [
+        None, pa.py_buffer(np.array(starts, np.int32)), pa.py_buffer(np.array(sizes, np.int32))],
+        children=[pa.array(np.arange(10, dtype=np.int64))])
+
+
+@pytest.mark.parametrize(("starts", "sizes", "match"), [
+    ([0, 8], [3, 5], r"offsets \+ sizes exceed the number of values 10 \(first at position "
+                     r"1: 13\)"),
+    ([-1, 2], [1, 1], r"offsets must be non-negative \(first at position 0: -1\)"),
+    ([0, 2], [1, -1], r"sizes must be non-negative \(first at position 1: -1\)"),
+])
+@pytest.mark.parametrize("func", list(TAKES_LISTS))
+def test_list_views_leaving_the_child_are_refused_issue14(func: str, starts: list[int],
+                                                          sizes: list[int], match: str) -> None:
+    # Before: pyarrow's ArrowIndexError from take, or numpy's ValueError from repeat.
+    with pytest.raises(ValueError, match=match) as info:
+        TAKES_LISTS[func](_list_view(starts, sizes))
+    assert isinstance(info.value, ArrowSparseError)

@@ -329,7 +329,7 @@ def _embedding(b: dict[str, Any]) -> dict[str, Any]:
         rows = _backend.module_of(table).arange(b["rows"])
         b["embedding"] = {"table": table, "grad": b["flat"][:, None] * table[:1],
                           "bags": asp.Jagged._trusted(b["ids"], b["offsets"] - 2),
-                          "coalesced": asp.embedding.SparseGrad._coalesced(rows, table)}
+                          "coalesced": asp.embedding.SparseGrad._coalesced(rows, table.copy())}
     return b["embedding"]  # type: ignore[no-any-return]
 
 

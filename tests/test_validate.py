@@ -131,3 +131,77 @@ def test_zero_chunk_arrays_are_empty_arrays() -> None:
     assert asp.gather(np.ones((2, 2)), empty_ids).shape == (0, 2)
     assert asp.offsets_to_lengths(pa.chunked_array([pa.array([0]), pa.array([2, 5])])) \
         .to_pylist() == [2, 3]
+
+
+# ------------------------------------------------ issue 14: check_no_overlap, check_nbytes
+def test_check_no_overlap_is_exact_on_the_host_issue14() -> None:
+    from arrow_sparse._validate import check_no_overlap
+
+    wide = np.zeros((4, 6))
+    check_no_overlap("f", "out", wide[:, :2], a=wide[:, 2:4], b=wide[:, 4:])  # disjoint
+    check_no_overlap("f", "out", wide[::2], a=wide[1::2])  # interleaved rows
+    check_no_overlap("f", "out", wide[:0], a=wide)  # nothing is written
+    check_no_overlap("f", "out", None, a=wide)
+    with pytest.raises(ArrowSparseValueError, match=r"^f: out and b\[1\] share memory; "):
+        check_no_overlap("f", "out", wide[:, 1:3], a=None, b=[np.zeros(2), wide[:, 2]])
+    with pytest.raises(ArrowSparseValueError, match=r"^f: out and a share memory; why$"):
+        check_no_overlap("f", "out", wide, why="why", a=wide)
+
+
+def test_check_no_overlap_reads_arrow_buffers_and_containers_issue14() -> None:
+    from arrow_sparse._validate import check_no_overlap
+
+    memory = np.arange(8)
+    with pytest.raises(ArrowSparseValueError, match=r"^f: out and ids share memory"):
+        check_no_overlap("f", "out", memory[4:], ids=pa.chunked_array([pa.array(memory)]))
+    check_no_overlap("f", "out", memory[4:], ids=pa.array(memory[:4]))
+    j = asp.Jagged(memory[:4], np.array([0, 1, 4]))
+    with pytest.raises(ArrowSparseValueError, match=r"^f: out and j.values share memory"):
+        check_no_overlap("f", "out", memory[2:], j=j)
+    with pytest.raises(ArrowSparseValueError, match=r"^f: out and j.offsets share memory"):
+        check_no_overlap("f", "out", j.offsets, j=j)
+    check_no_overlap("f", "out", np.zeros(3), j=j, n=3, s="abc", x=1.5)
+
+
+def test_check_no_overlap_compares_device_arrays_by_extent_issue14() -> None:
+    from arrow_sparse._validate import check_no_overlap
+    from tests.cuda_emu.fake_cupy import emulated_cupy
+
+    with emulated_cupy() as cp:
+        wide = cp.zeros((4, 6))
+        with pytest.raises(ArrowSparseValueError, match=r"^f: out and a share memory"):
+            check_no_overlap("f", "out", wide[:, :2], a=wide[:, 2:])  # extents overlap
+        check_no_overlap("f", "out", wide[:2], a=wide[2:])
+        host = np.zeros(3)
+        check_no_overlap("f", "out", cp.zeros(3), a=host)  # host and device never overlap
+
+
+def test_every_public_out_parameter_is_checked_issue14() -> None:
+    # A new function with out= needs a check_no_overlap call and its tests (issue 14):
+    # lookup and maplookup are tested in tests/embedding/test_lookups.py.
+    import inspect
+
+    found = set()
+    for module in (asp, asp.embedding, asp.masked):
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if callable(obj) and not inspect.isclass(obj):
+                try:
+                    params = inspect.signature(obj).parameters
+                except (TypeError, ValueError):
+                    continue
+                if "out" in params:
+                    found.add(name)
+    assert found == {"lookup", "maplookup"}
+
+
+def test_check_nbytes_names_the_size_and_the_bound_issue14() -> None:
+    from arrow_sparse._validate import check_nbytes, memory_limit
+
+    check_nbytes("f", "the result", (1024, 1024), 8)
+    with pytest.raises(ArrowSparseValueError, match=r"^f: the result of n=2\*\*60 needs "
+                                                    r"8.0 EiB \(1,152,921,504,606,846,976 "
+                                                    r"elements x 8 bytes\), more than this "
+                                                    r"machine's memory \(.* [GTMK]iB\)$"):
+        check_nbytes("f", "the result of n=2**60", 2**60, 8)
+    assert memory_limit() >= 2**20

@@ -22,7 +22,7 @@ schema
 
 Exit codes: 0 success, 1 the work failed (unreadable or non-Parquet file, no list
 columns, bad data, a bad spec), 2 the command line is wrong (unknown option or
-column, bad value), 130 interrupted.
+column, bad value), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 """
 
 from .commands import build_parser, main

@@ -8,9 +8,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, NoReturn
 
 import numpy as np
@@ -42,7 +45,8 @@ examples:
   arrow-sparse schema data/sample_clicks.parquet --pipeline data/example_pipeline.toml
   arrow-sparse --debug inspect broken.parquet      # show the traceback of an error
 
-exit codes: 0 ok, 1 the work failed, 2 bad command line, 130 interrupted.
+exit codes: 0 ok, 1 the work failed, 2 bad command line, 130 interrupted (Ctrl-C),
+143 terminated (SIGTERM).
 Run 'arrow-sparse COMMAND --help' for a command's options.
 """
 
@@ -76,6 +80,37 @@ class _UsageError(_CommandError):
         super().__init__(message, code=2)
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread while a command runs (see :func:`_sigterm`).
+
+    A KeyboardInterrupt, so that it takes every path Ctrl-C takes: ``finally`` blocks
+    remove a half-written output's temporary file, and a Flight server stops serving.
+    """
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: let the clean-up finish
+    raise _Terminated
+
+
+@contextmanager
+def _sigterm() -> Iterator[None]:
+    """Handle SIGTERM as SIGINT while the body runs (only on the main thread).
+
+    By default SIGTERM (what ``timeout``, ``kill`` and a container's eviction send)
+    ends the process at once, without running ``finally`` blocks, so an interrupted
+    ``run`` left its hidden temporary output behind.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
 class _ArgumentParser(argparse.ArgumentParser):
     """An ArgumentParser that raises instead of printing usage and exiting."""
 
@@ -96,7 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        Exit code: 0 success, 1 the work failed, 2 bad command line, 130 interrupted.
+        Exit code: 0 success, 1 the work failed, 2 bad command line, 130 interrupted
+        (Ctrl-C), 143 terminated (SIGTERM, handled as Ctrl-C is).
         Errors are printed to stderr as one line ``arrow-sparse: error: ...``
         (after the traceback when ``--debug`` is given).
 
@@ -115,12 +151,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             return exc.code if isinstance(exc.code, int) else 0
         debug = args.debug
         handler: Callable[[argparse.Namespace], int] = args.handler
-        return handler(args)
+        with _sigterm():
+            return handler(args)
     except _CommandError as exc:
         if debug:
             traceback.print_exc()
         _print_error(str(exc))
         return exc.code
+    except _Terminated:
+        _print_error("terminated")
+        return 143
     except KeyboardInterrupt:
         _print_error("interrupted")
         return 130

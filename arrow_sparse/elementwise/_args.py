@@ -105,6 +105,7 @@ def _u8(mask: np.ndarray | None) -> np.ndarray | None:
 
 
 def _zeros(func: str, shape: tuple[int, ...], dtype: Any, xp: ModuleType = np) -> np.ndarray:
+    v.check_nbytes(func, "the result", shape, np.dtype(dtype).itemsize)
     try:
         return xp.zeros(shape, dtype=dtype)  # type: ignore[no-any-return]
     except ValueError:

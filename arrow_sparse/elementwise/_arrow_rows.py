@@ -53,9 +53,15 @@ def take_only(data: Any, offsets: Any = None) -> bool:
 
 
 def _plain(func: str, arr: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """One checked ``list``/``large_list`` array: chunks joined, list views copied to lists."""
+    """One checked ``list``/``large_list`` array: chunks joined, list views copied to lists.
+
+    Every level is checked, strings included: ``pyarrow.Array.take`` and
+    ``pyarrow.compute`` read through the inner offsets, and crashed on string offsets
+    that go backwards.
+    """
     if isinstance(arr, pa.ChunkedArray):
         arr = _arrow.as_one_array(arr)
+    _arrow.check_nested(func, "data", arr)
     return _arrow.list_level(func, "data", arr).array
 
 
@@ -65,6 +71,7 @@ def as_list_array(func: str, data: Any, offsets: Any) -> tuple[pa.Array, str]:
         kind = "chunked" if isinstance(data, pa.ChunkedArray) else "arrow"
         return _plain(func, data), kind
     values = _arrow.as_one_array(data) if isinstance(data, pa.ChunkedArray) else data
+    _arrow.check_nested(func, "data", values)
     offs = v.check_offsets(func, "offsets", offsets, len(values))
     cls = pa.LargeListArray if offs.dtype == np.int64 else pa.ListArray
     return cls.from_arrays(pa.array(offs), values), "arrow_values"

@@ -89,6 +89,11 @@ def _take_ranges(func: str, j: Jagged, starts: np.ndarray, lengths: np.ndarray,
                "(Arrow list); use large_list (int64 offsets)")
         raise ArrowSparseValueError(msg)
     values = j.values
+    if isinstance(values, Jagged):
+        v.check_nbytes(func, f"the {total:,} elements taken", total, 8)
+    else:
+        v.check_nbytes(func, f"the {total:,} elements taken", (total, *values.shape[1:]),
+                       values.itemsize)
     vv = None
     if isinstance(values, Jagged):
         elements = get_kernel("elementwise", "ranges_to_indices", xp)(

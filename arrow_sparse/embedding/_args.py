@@ -204,13 +204,18 @@ def _flat_bags(func: str, ids: Any, offsets: Any, weights: Any, xp: ModuleType
     return arr, arr, offs.astype(np.int64, copy=False), w
 
 
-def _list_values(func: str, jag: Jagged, offsets: Any) -> Any:
-    """Return the ids of list input ``jag`` (1-D integers); ``offsets`` must be None."""
+def _list_values(func: str, jag: Jagged, offsets: Any, arrow: bool = False) -> Any:
+    """Return the ids of list input ``jag`` (1-D integers); ``offsets`` must be None.
+
+    Empty float values pass as ids only for a Jagged (``from_list([[]])`` infers
+    float64); an Arrow list of floats declares float ids and is refused, whatever
+    its child holds (its length used to decide).
+    """
     if offsets is not None:
         msg = f"{func}: offsets must not be given with list ids (they carry their own)"
         raise ArrowSparseValueError(msg)
     values = jag.values
-    if is_array(values) and values.size == 0 and values.dtype.kind == "f":
+    if not arrow and is_array(values) and values.size == 0 and values.dtype.kind == "f":
         values = values.astype(np.int64)  # from_list([[]]) infers float64
     if not is_array(values) or values.ndim != 1 or values.dtype.kind not in "iu":
         msg = f"{func}: ids must be a Jagged (or Arrow list array) of 1-D integers"
@@ -220,7 +225,7 @@ def _list_values(func: str, jag: Jagged, offsets: Any) -> Any:
 
 def _list_bags(func: str, jag: Jagged, offsets: Any, weights: Any, bound: int,
                arrow: bool) -> Bags:
-    values = _list_values(func, jag, offsets)
+    values = _list_values(func, jag, offsets, arrow)
     offs = np.asarray(jag.offsets, dtype=np.int64)
     start, stop = int(offs[0]), int(offs[-1])
     lengths = np.diff(offs)

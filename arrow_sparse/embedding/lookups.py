@@ -49,7 +49,8 @@ def lookup(table: Any, ids: Any, *, out: np.ndarray | None = None, mode: str = "
     out
         Optional array of the result's shape and dtype (numpy, or CuPy on the device),
         written in place and returned (EmbeddingTables.jl's ``lookup!``). It may be a
-        strided view, such as a block of columns of a wider matrix.
+        strided view, such as a block of columns of a wider matrix, but must not share
+        memory with an input (it would be read after being overwritten): that raises.
     mode
         ``"sum"``, ``"mean"`` or ``"max"``: how 2-D rows and bags are pooled.
     offsets
@@ -74,7 +75,9 @@ def lookup(table: Any, ids: Any, *, out: np.ndarray | None = None, mode: str = "
     IndexError
         An id outside ``[0, num_embeddings)``.
     ValueError
-        Unknown ``mode``, malformed offsets, ``out`` of the wrong shape.
+        Unknown ``mode``, malformed offsets, ``out`` of the wrong shape, ``out`` that
+        shares memory with an input (exactly on the host: another block of columns of
+        one matrix is fine; by extents on the device).
     TypeError
         A table that is not an array or has a float16 (or non-numeric) dtype,
         non-integer ids, ``out`` of the wrong dtype, host and device inputs together.
@@ -134,6 +137,8 @@ def lookup(table: Any, ids: Any, *, out: np.ndarray | None = None, mode: str = "
         result = plan.finish(res)
     else:
         _check_out(func, out, (plan.rows, plan.dim), plan.dtype)
+        v.check_no_overlap(func, "out", out, table=table, ids=ids, offsets=offsets,
+                           per_sample_weights=per_sample_weights)
         plan.write(out)
         result = out
     device_checks(func, xp)
@@ -287,6 +292,7 @@ def maplookup(tables: Sequence[Any], indices: Any, strategy: str = "sequential",
     out
         ``"concat"`` only: the ``[n, prepend + sum(dims)]`` matrix to fill (EmbeddingTables.jl's
         ``maplookup!``); reusing it across batches saves the page faults of a fresh one.
+        It must not share memory with a table or the indices.
     max_workers
         Threads for ``"parallel"`` and ``"concat"`` (default: ``min(len(tables), cpus)``).
 
@@ -301,7 +307,8 @@ def maplookup(tables: Sequence[Any], indices: Any, strategy: str = "sequential",
     ------
     ValueError
         Unknown ``strategy``, as many ``indices`` as tables needed, ``"concat"`` lookups
-        with different row counts, ``prepend`` given without ``"concat"``.
+        with different row counts, ``prepend`` given without ``"concat"``, ``out``
+        sharing memory with a table or the indices.
     IndexError
         An id out of range of its table.
     TypeError
@@ -358,6 +365,7 @@ def maplookup(tables: Sequence[Any], indices: Any, strategy: str = "sequential",
         msg = f"{func}: tables must be a sequence of numpy tables, got {type(tables).__name__}"
         raise ArrowSparseTypeError(msg)
     xp = array_module(func, tables=list(tables), indices=indices, out=out)
+    given = list(tables)
     tables = [check_table(func, t, f"tables[{i}]") for i, t in enumerate(tables)]
     mode = check_mode(func, mode)
     prepend = v.check_count(func, "prepend", prepend)
@@ -407,6 +415,7 @@ def maplookup(tables: Sequence[Any], indices: Any, strategy: str = "sequential",
         out[:, :prepend] = 0
     else:
         _check_out(func, out, shape, dtype)
+        v.check_no_overlap(func, "out", out, tables=given, indices=indices)
     cols = np.cumsum([prepend] + [p.dim for p in plans])
     _run(func, xp, [_block_writer(p, out[:, cols[t]:cols[t + 1]])
                     for t, p in enumerate(plans)], max_workers)

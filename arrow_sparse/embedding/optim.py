@@ -43,14 +43,20 @@ def _grad(func: str, table: Any, grad: Any) -> tuple[Any, Any]:
     return grad.rows, xp.ascontiguousarray(grad.values, dtype=table.dtype)
 
 
+_RACE = "the updates would race"
+
+
 def _no_overlap(func: str, arrays: list[tuple[str, Any]]) -> None:
     """Raise if two of the arrays updated in place share memory (on one device)."""
     for i, (name_i, a) in enumerate(arrays):
         for name_j, b in arrays[:i]:
-            if is_array(a) and is_array(b) and type(a) is type(b) \
-                    and module_of(a).may_share_memory(a, b):
-                msg = f"{func}: {name_j} and {name_i} share memory; the updates would race"
-                raise ArrowSparseValueError(msg)
+            v.check_no_overlap(func, name_j, b, why=_RACE, **{name_i: a})
+
+
+def _grad_apart(func: str, written: list[tuple[str, Any]], rows: Any, values: Any) -> None:
+    """Raise if the gradient a kernel reads shares memory with an array it writes."""
+    for name, array in written:
+        v.check_no_overlap(func, name, array, **{"grad.rows": rows, "grad.values": values})
 
 
 def _arrays(table: Any, state: Any, grad: Any) -> dict[str, Any]:
@@ -69,6 +75,7 @@ def _prepare(opt: str, table: Any, state: Any, grad: Any, hyper: dict[str, Any]
     table = check_writable(opt, "table", table, table.shape)
     rows, values = _grad(opt, table, grad)
     if opt == "sgd":
+        _grad_apart(opt, [("table", table)], rows, values)
         lr = check_scalar(opt, "lr", hyper.pop("lr"))
         _no_extra(opt, hyper)
         return lambda: get_kernel("embedding", "sgd_rows", xp)(table, rows, values, lr)
@@ -76,6 +83,7 @@ def _prepare(opt: str, table: Any, state: Any, grad: Any, hyper: dict[str, Any]
         shape = table.shape if opt == "adagrad" else table.shape[:1]
         s = check_writable(opt, "state", state, shape)
         _no_overlap(opt, [("table", table), ("state", s)])
+        _grad_apart(opt, [("table", table), ("state", s)], rows, values)
         lr = check_scalar(opt, "lr", hyper.pop("lr"))
         eps = check_scalar(opt, "eps", hyper.pop("eps", 1e-10))
         _no_extra(opt, hyper)
@@ -87,6 +95,7 @@ def _prepare(opt: str, table: Any, state: Any, grad: Any, hyper: dict[str, Any]
     z = check_writable(opt, "z", state[0], table.shape, table.dtype)
     n = check_writable(opt, "n", state[1], table.shape, table.dtype)
     _no_overlap(opt, [("table", table), ("z", z), ("n", n)])
+    _grad_apart(opt, [("table", table), ("z", z), ("n", n)], rows, values)
     alpha = check_scalar(opt, "alpha", hyper.pop("alpha", 0.005), positive=True)
     beta = check_scalar(opt, "beta", hyper.pop("beta", 1.0))
     l1 = check_scalar(opt, "l1", hyper.pop("l1", 0.001))
@@ -125,7 +134,8 @@ def sgd(table: np.ndarray, grad: SparseGrad, lr: float) -> None:
     TypeError
         A grad that is not a SparseGrad, a non-float table.
     ValueError
-        A read-only or non-contiguous table, a gradient of another ``dim``.
+        A read-only or non-contiguous table, a gradient of another ``dim``, a gradient
+        whose ``rows`` or ``values`` share memory with the table.
     IndexError
         A gradient row outside the table.
 
@@ -135,6 +145,12 @@ def sgd(table: np.ndarray, grad: SparseGrad, lr: float) -> None:
 
     Notes
     -----
+    What may alias (true of every optimizer here): the arrays updated in place (the
+    table and the optimizer's state) must not share memory with each other nor with
+    the gradient the kernel reads (after coalescing): a gradient that is a view of the
+    table would be read after the rows before it were updated. Such calls raise
+    before anything is written. On the device, arrays are compared by their extents.
+
     One Numba kernel over the unique rows (threads split rows, so each row is written
     by one thread): the result is deterministic, and equals ``torch.optim.SGD`` on a
     sparse gradient.
@@ -187,7 +203,8 @@ def adagrad(table: np.ndarray, state: np.ndarray, grad: SparseGrad, lr: float,
     TypeError
         A grad that is not a SparseGrad, a non-float table or state.
     ValueError
-        A state of another shape, a read-only table or state.
+        A state of another shape, a read-only table or state; a table, state and
+        gradient that share memory (see :func:`sgd`).
     IndexError
         A gradient row outside the table.
 
@@ -242,7 +259,8 @@ def rowwise_adagrad(table: np.ndarray, state_rows: np.ndarray, grad: SparseGrad,
     TypeError
         A grad that is not a SparseGrad, a non-float table or state.
     ValueError
-        A state of another shape, a read-only table or state.
+        A state of another shape, a read-only table or state; a table, state and
+        gradient that share memory (see :func:`sgd`).
     IndexError
         A gradient row outside the table.
 
@@ -308,7 +326,8 @@ def ftrl(table: np.ndarray, z: np.ndarray, n: np.ndarray, grad: SparseGrad,
     TypeError
         A grad that is not a SparseGrad, accumulators of another dtype.
     ValueError
-        Accumulators of another shape, ``alpha <= 0``, a negative hyper-parameter.
+        Accumulators of another shape, ``alpha <= 0``, a negative hyper-parameter; a
+        table, ``z``, ``n`` and gradient that share memory (see :func:`sgd`).
     IndexError
         A gradient row outside the table.
 
@@ -360,7 +379,8 @@ def update(opt: str, tables: Sequence[np.ndarray], grads: Sequence[SparseGrad], 
     Raises
     ------
     ValueError
-        Unknown ``opt``, list lengths that differ, tables or states sharing memory.
+        Unknown ``opt``, list lengths that differ, tables or states that share memory
+        with each other or with a gradient.
     TypeError
         As the single-table functions; a missing or unexpected hyper-parameter.
 

@@ -10,7 +10,7 @@ import os
 import numpy as np
 import pyarrow as pa
 
-from .. import _arrow
+from .. import _arrow, _files
 from .. import _validate as v
 from .._backend import normalize_device, to_host, transfer
 from ..errors import ArrowSparseIOError, ArrowSparseTypeError, ArrowSparseValueError
@@ -102,11 +102,12 @@ def load_table(path: str | os.PathLike[str], mmap: bool = True, *,
         A missing or unreadable file, or ``writable=True`` on a file that cannot be
         opened for writing (:class:`~arrow_sparse.errors.ArrowSparseIOError`).
     ValueError
-        Not an Arrow IPC file, several columns, null rows; ``writable=True`` with
-        ``mmap=False`` or a CUDA ``device``, or on a file whose values are not one
-        uncompressed buffer (several record batches, compression); an unknown ``device``.
+        Not an Arrow IPC file, or a corrupt or truncated one (the message names the
+        file); several columns, null rows; ``writable=True`` with ``mmap=False`` or a
+        CUDA ``device``, or on a file whose values are not one uncompressed buffer
+        (several record batches, compression); an unknown ``device``.
     TypeError
-        A column that is not ``fixed_size_list<float>``.
+        A column that is not ``fixed_size_list<float>``; a ``path`` that is not a path.
 
     See Also
     --------
@@ -114,6 +115,11 @@ def load_table(path: str | os.PathLike[str], mmap: bool = True, *,
 
     Notes
     -----
+    The file is read through the same checked reader as :func:`arrow_sparse.io.read_ipc`:
+    every record batch is validated in full before its column is checked and mapped,
+    so a damaged file raises instead of crashing. Arrow IPC has no checksums: a flipped
+    byte inside the values gives other values, not an error.
+
     A file with several record batches cannot be one contiguous view: its batches are
     concatenated (one copy) with ``mmap=True``, and ``writable=True`` refuses it (write
     it again with :func:`save_table`). Writes through a writable map reach the file
@@ -151,44 +157,17 @@ def load_table(path: str | os.PathLike[str], mmap: bool = True, *,
         msg = (f"{func}: writable=True maps the file into host memory and needs "
                f"device='cpu', got {device!r} (the device gets a copy)")
         raise ArrowSparseValueError(msg)
-    name = os.fspath(path)
-    try:
-        source = pa.memory_map(name, "r") if mmap else pa.OSFile(name, "rb")
-    except (OSError, pa.ArrowIOError) as exc:
-        msg = f"{func}: cannot open {name!r} ({exc})"
-        raise ArrowSparseIOError(msg) from None
-    try:
-        reader = pa.ipc.open_file(source)
-        batches = [reader.get_batch(i) for i in range(reader.num_record_batches)]
-        schema = reader.schema
-    except pa.ArrowInvalid as exc:
-        msg = f"{func}: {name!r} is not an Arrow IPC file ({exc})"
-        raise ArrowSparseValueError(msg) from None
-    if len(schema) != 1:
-        msg = f"{func}: expected one column, got {len(schema)} ({schema.names})"
+    name = _files.check_path(func, "path", path)
+    source = _files.open_file(func, name, mmap)
+    table = _files.read_ipc(func, source, name)  # every batch validated in full
+    column = _column(func, name, table)
+    if writable and column.num_chunks != 1:
+        msg = (f"{func}: writable=True needs a file of one record batch, got "
+               f"{column.num_chunks} (write it again with save_table)")
         raise ArrowSparseValueError(msg)
-    typ = schema.field(0).type
-    if not pa.types.is_fixed_size_list(typ) or typ.value_type not in (pa.float32(),
-                                                                        pa.float64()):
-        msg = f"{func}: the column must be fixed_size_list<float32|float64>[dim], got {typ}"
-        raise ArrowSparseTypeError(msg)
-    dim = typ.list_size
-    if writable and len(batches) != 1:
-        msg = (f"{func}: writable=True needs a file of one record batch, got {len(batches)} "
-               "(write it again with save_table)")
-        raise ArrowSparseValueError(msg)
-    if len(batches) == 1:
-        column = batches[0].column(0)
-    else:
-        chunks = [b.column(0) for b in batches]
-        column = pa.concat_arrays(chunks) if chunks else pa.array([], type=typ)
-    if column.null_count:
-        msg = f"{func}: the table must not contain null rows"
-        raise ArrowSparseValueError(msg)
+    dim = column.type.list_size
+    column = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     flat = column.flatten()
-    if flat.null_count:
-        msg = f"{func}: the table must not contain null values"
-        raise ArrowSparseValueError(msg)
     values = flat.to_numpy(zero_copy_only=True).reshape(len(column), dim)
     if device != "cpu":
         return transfer(func, values, device)  # type: ignore[no-any-return]
@@ -199,6 +178,28 @@ def load_table(path: str | os.PathLike[str], mmap: bool = True, *,
             values.flags.writeable = False
         return values
     return np.array(values)
+
+
+def _column(func: str, name: str, table: pa.Table) -> pa.ChunkedArray:
+    """Return the table's one column after checking it is a table of floats without nulls."""
+    if table.num_columns != 1:
+        msg = (f"{func}: file {name!r} must hold one column, got {table.num_columns} "
+               f"({table.column_names})")
+        raise ArrowSparseValueError(msg)
+    column = table.column(0)
+    typ = column.type
+    if not pa.types.is_fixed_size_list(typ) or typ.value_type not in (pa.float32(),
+                                                                        pa.float64()):
+        msg = (f"{func}: the column of file {name!r} must be "
+               f"fixed_size_list<float32|float64>[dim], got {typ}")
+        raise ArrowSparseTypeError(msg)
+    if column.null_count:
+        msg = f"{func}: file {name!r} holds null rows; a table must not"
+        raise ArrowSparseValueError(msg)
+    if any(chunk.values.null_count for chunk in column.chunks):
+        msg = f"{func}: file {name!r} holds null values; a table must not"
+        raise ArrowSparseValueError(msg)
+    return column
 
 
 def _writable_map(func: str, name: str, source: pa.MemoryMappedFile,

@@ -51,6 +51,12 @@ pd = import_optional("pandas", "pandas")
 
 __all__ = ["SparseListsFrameAccessor", "SparseListsSeriesAccessor", "from_pandas", "to_pandas"]
 
+
+def __dir__() -> list[str]:
+    """List the public names (``__all__``), not the names the module imports."""
+    return sorted(__all__)
+
+
 _FUNC = "sparse_lists"
 
 #: The body of the Series accessor's reductions' docstrings (each has its own summary).

@@ -29,6 +29,11 @@ from ._common import (
 __all__ = ["from_pandas", "to_pandas"]
 
 
+def __dir__() -> list[str]:
+    """List the public names (``__all__``), not the names the module imports."""
+    return sorted(__all__)
+
+
 def to_pandas(data: Jagged | KeyedJagged | pa.Table | pa.RecordBatch, *,
               name: Hashable = None) -> Any:
     """Convert to a pandas Series or DataFrame whose columns are ``pd.ArrowDtype``.

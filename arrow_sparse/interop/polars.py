@@ -29,6 +29,11 @@ from ._common import (
 __all__ = ["from_polars", "to_polars"]
 
 
+def __dir__() -> list[str]:
+    """List the public names (``__all__``), not the names the module imports."""
+    return sorted(__all__)
+
+
 def to_polars(data: Jagged | KeyedJagged | pa.Table | pa.RecordBatch, *,
               name: str = "") -> Any:
     """Convert to a Polars Series (``List``) or DataFrame through Arrow.

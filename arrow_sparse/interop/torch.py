@@ -939,6 +939,11 @@ def _classes() -> dict[str, type]:
     return {"EmbeddingBagFunction": EmbeddingBagFunction, "EmbeddingBag": EmbeddingBag}
 
 
+def __dir__() -> list[str]:
+    """List the public names (``__all__``, the lazily built classes included)."""
+    return sorted(__all__)
+
+
 def __getattr__(name: str) -> Any:
     """Build :class:`EmbeddingBag` and :class:`EmbeddingBagFunction` on first access."""
     if name in ("EmbeddingBag", "EmbeddingBagFunction"):

@@ -18,10 +18,15 @@ Examples
 [3]
 """
 
-from __future__ import annotations
-
 from ._common import METADATA_KEY, ArrowSparseIOError
-from .flight import ArrowSparseFlightError, FlightServer, serve_flight, shard_ticket
+from .flight import (
+    TOKEN_ENV,
+    ArrowSparseFlightError,
+    FlightServer,
+    InsecureFlightWarning,
+    serve_flight,
+    shard_ticket,
+)
 from .flight_client import FlightBatches, flight_batches
 from .ipc import read_ipc, write_ipc
 from .parquet import (
@@ -36,10 +41,12 @@ __all__ = [
     "DEFAULT_BATCH_ROWS",
     "DEFAULT_ROW_GROUP_ROWS",
     "METADATA_KEY",
+    "TOKEN_ENV",
     "ArrowSparseFlightError",
     "ArrowSparseIOError",
     "FlightBatches",
     "FlightServer",
+    "InsecureFlightWarning",
     "ParquetBatches",
     "flight_batches",
     "read_ipc",

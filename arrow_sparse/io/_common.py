@@ -1,8 +1,9 @@
 """Helpers shared by the Parquet and IPC readers and writers.
 
 Turning the accepted kinds of input into one schema and a stream of record batches,
-stamping the ``arrow_sparse`` schema metadata, describing sources in error messages,
-and writing a file atomically (a temporary name, renamed when complete).
+stamping the ``arrow_sparse`` schema metadata, and writing a file atomically (a
+temporary name, renamed when complete). Path checks and the corrupt-file error come
+from ``arrow_sparse._files``, which every reader of the package shares.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from .. import _arrow
+from .._files import PYARROW_ERRORS, check_path, corrupt
 from .._version import __version__
 from ..errors import (
     ArrowSparseIOError,
@@ -38,50 +40,6 @@ __all__ = [
 
 #: Schema-metadata key under which arrow_sparse records that it wrote a file.
 METADATA_KEY = b"arrow_sparse"
-
-#: What pyarrow raises for unreadable input: ``ArrowInvalid`` and friends, and plain
-#: ``OSError`` (a Parquet footer that fails to deserialize, a failed page checksum).
-PYARROW_ERRORS = (pa.ArrowException, OSError)
-
-
-def check_path(func: str, arg: str, path: Any, *, directory_ok: bool = False) -> str:
-    """Return ``path`` as a string after checking that it names an existing, readable file."""
-    if not isinstance(path, (str, os.PathLike)):
-        msg = f"{func}: {arg} must be a path (str or os.PathLike), got {type(path).__name__}"
-        raise ArrowSparseTypeError(msg)
-    text = os.fspath(path)
-    if not isinstance(text, str):
-        text = os.fsdecode(text)
-    if not os.path.exists(text):
-        msg = f"{func}: {arg} {text!r} does not exist"
-        raise ArrowSparseIOError(msg)
-    if os.path.isdir(text) and not directory_ok:
-        msg = f"{func}: {arg} {text!r} is a directory, not a file"
-        raise ArrowSparseIOError(msg)
-    if not os.access(text, os.R_OK):
-        msg = f"{func}: {arg} {text!r} is not readable (permission denied)"
-        raise ArrowSparseIOError(msg)
-    return text
-
-
-def corrupt(func: str, what: str, path: str, exc: BaseException,
-            row_group: int | None = None, *, column: str | None = None,
-            batch: int | None = None) -> ArrowSparseValueError:
-    """Build the error for a file whose bytes are not valid ``what`` (Parquet, Arrow IPC).
-
-    The message names the file and, when known, the row group and column (Parquet) or
-    the record batch (IPC) where the damage was found.
-    """
-    parts = [f"row group {row_group}" if row_group is not None else "",
-             f"column {column!r}" if column is not None else "",
-             f"record batch {batch}" if batch is not None else ""]
-    where = ", ".join(p for p in parts if p)
-    where = f" ({where})" if where else ""
-    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    msg = (f"{func}: file {path!r} is not valid {what}{where}; it is corrupt or truncated "
-           f"(pyarrow: {detail})")
-    return ArrowSparseValueError(msg)
-
 
 def stamp_schema(schema: pa.Schema) -> pa.Schema:
     """Add ``{b"arrow_sparse": b'{"version": ...}'}`` to the schema metadata, keeping the rest."""

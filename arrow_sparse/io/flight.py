@@ -3,18 +3,23 @@
 ``serve_flight`` starts a Flight server on background threads and returns a
 :class:`FlightServer` handle; ``flight_batches`` is the client, an iterator of record
 batches (or :class:`~arrow_sparse.KeyedJagged` batches). A ticket ``b"shard=i/n"``
-asks for shard ``i`` of ``n``: the batches ``i, i+n, i+2n, ...`` of the source's
-batch stream. ``pyarrow.flight`` is imported on first use, not with the package.
+asks for shard ``i`` of ``n``: the runs ``i, i+n, i+2n, ...`` of ``batch_rows`` rows
+of the source's stream (shards differ by at most one run; see :func:`serve_flight`).
+A server may encrypt its connections (TLS) and require a bearer token (the
+middleware of :mod:`._flight_security`). ``pyarrow.flight`` is imported on first
+use, not with the package.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import math
 import os
 import re
 import threading
+import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -24,7 +29,9 @@ import pyarrow as pa
 from .. import _validate as v
 from ..errors import ArrowSparseError, ArrowSparseTypeError, ArrowSparseValueError
 from ..keyed import KeyedJagged
+from . import _flight_security as security
 from ._common import ArrowSparseIOError, as_batches, stamp_schema
+from ._flight_security import TOKEN_ENV, InsecureFlightWarning
 from .parquet import DEFAULT_BATCH_ROWS, read_parquet
 
 if TYPE_CHECKING:
@@ -33,8 +40,10 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_TIMEOUT",
     "FLIGHT_PATH",
+    "TOKEN_ENV",
     "ArrowSparseFlightError",
     "FlightServer",
+    "InsecureFlightWarning",
     "serve_flight",
     "shard_ticket",
 ]
@@ -124,53 +133,81 @@ def _parse_ticket(raw: bytes, num_shards: int | None) -> tuple[int, int]:
 
 # --------------------------------------------------------------------------- sources
 class _Source:
-    """What a server streams: its schema and a way to open a fresh batch stream.
+    """What a server streams: its schema and a way to open a fresh stream of one shard.
 
-    ``kind`` is ``"table"`` (batches known up front: sharding is slicing a list),
-    ``"factory"`` (a callable, called once per request), ``"sharded"`` (a callable
-    ``(shard, num_shards)`` returning that shard's batches only), ``"iterable"`` (a
-    re-iterable: iterated anew per request) or ``"once"`` (a one-shot iterator,
-    consumed by the first request).
+    ``kind`` is ``"table"`` (a Table: rows known up front), ``"factory"`` (a callable,
+    called once per request), ``"sharded"`` (a callable ``(shard, num_shards)``
+    returning that shard's batches only), ``"iterable"`` (a re-iterable: iterated anew
+    per request) or ``"once"`` (a one-shot iterator, consumed by the first request).
     """
 
     def __init__(self, kind: str, schema: pa.Schema, batch_rows: int | None, *,
-                 batches: list[pa.RecordBatch] | None = None, data: Any = None,
-                 num_rows: int | None = None, num_bytes: int | None = None) -> None:
+                 data: Any = None, num_rows: int | None = None,
+                 num_bytes: int | None = None) -> None:
         self.kind = kind
         self.schema = schema
         self.batch_rows = batch_rows
-        self.batches = batches
         self.data = data
         self.num_rows = num_rows
         self.num_bytes = num_bytes
         self.consumed = False
 
-    def open(self, shard: int = 0, num_shards: int = 1) -> Iterator[pa.RecordBatch]:
-        """Return a fresh stream of the batches, split to ``batch_rows`` (not for tables).
-
-        For a ``"sharded"`` source, the stream of shard ``shard`` of ``num_shards``;
-        for the others, every batch (the caller deals them).
-        """
+    def open(self, shard: int, num_shards: int) -> Iterator[pa.RecordBatch]:
+        """Return a fresh stream of shard ``shard``'s batches, dealt as :func:`_deal` says."""
         func = "serve_flight"
         if self.kind == "sharded":
-            return _split(_tables_to_batches(self.data(shard, num_shards)), self.batch_rows)
-        if self.kind == "once":
+            return _deal(_tables_to_batches(self.data(shard, num_shards)), 0, 1,
+                         self.batch_rows)
+        if self.kind == "table":
+            stream: Iterator[pa.RecordBatch] = iter(self.data.to_batches())
+        elif self.kind == "once":
             stream = self.data
         elif self.kind == "factory":
             stream = as_batches(func, self.data())[1]
         else:
             stream = as_batches(func, self.data)[1]
-        return _split(stream, self.batch_rows)
+        return _deal(stream, shard, num_shards, self.unit(num_shards))
+
+    def unit(self, num_shards: int) -> int | None:
+        """Rows per dealt run: ``batch_rows``, or fewer so that every shard gets rows.
+
+        When the row count ``N`` is known up front (a Table, Parquet files), the run is
+        ``min(batch_rows, ceil(N / num_shards))``; otherwise ``batch_rows``. None
+        (``batch_rows=None``): whole source batches are dealt.
+        """
+        if self.batch_rows is None:
+            return None
+        if not self.num_rows:
+            return self.batch_rows
+        return min(self.batch_rows, -(-self.num_rows // num_shards))
 
 
-def _split(batches: Iterator[pa.RecordBatch], batch_rows: int | None) -> Iterator[pa.RecordBatch]:
+def _deal(batches: Iterator[pa.RecordBatch], shard: int, num_shards: int,
+          unit: int | None) -> Iterator[pa.RecordBatch]:
+    """Yield shard ``shard``'s part of a stream of batches dealt into ``num_shards``.
+
+    With ``unit`` rows, the stream's rows are cut into consecutive runs of ``unit`` rows
+    (the last may be shorter) and run ``k`` goes to shard ``k % num_shards``, as
+    zero-copy slices (a run that spans two source batches comes as two batches). So
+    the shards' row counts differ by at most one run. With ``unit`` None, whole source
+    batches are dealt: batch ``k`` to shard ``k % num_shards``.
+    """
     try:
+        seen = 0  # rows (batches, with unit None) of the stream before this batch
         for batch in batches:
-            if batch_rows is None or batch.num_rows <= batch_rows:
-                yield batch
-            else:
-                for start in range(0, batch.num_rows, batch_rows):
-                    yield batch.slice(start, batch_rows)
+            if unit is None:
+                if seen % num_shards == shard:
+                    yield batch
+                seen += 1
+                continue
+            start = 0
+            while start < batch.num_rows:
+                run, into = divmod(seen, unit)
+                take = min(batch.num_rows - start, unit - into)
+                if run % num_shards == shard:
+                    yield batch.slice(start, take)
+                start += take
+                seen += take
     finally:
         _close(batches)
 
@@ -228,8 +265,7 @@ def _prepare(source: Any, batch_rows: int | None, schema: pa.Schema | None,
     if isinstance(source, pa.RecordBatch):
         source = pa.Table.from_batches([source])
     if isinstance(source, pa.Table):
-        batches = source.to_batches(max_chunksize=batch_rows)
-        prepared = _Source("table", source.schema, batch_rows, batches=batches,
+        prepared = _Source("table", source.schema, batch_rows, data=source,
                            num_rows=source.num_rows, num_bytes=source.nbytes)
     elif _is_paths(source):
         parquet = read_parquet(source)
@@ -268,30 +304,48 @@ def _schema_text(schema: pa.Schema) -> str:
 # --------------------------------------------------------------------------- server
 @functools.cache
 def _server_class() -> type:
-    """Build the ``FlightServerBase`` subclass (here, so ``pyarrow.flight`` loads lazily)."""
+    """Build the ``FlightServerBase`` subclass (here, so ``pyarrow.flight`` loads lazily).
+
+    Every handler goes through :meth:`FlightServer._answer`, so a client only ever gets
+    a Flight error carrying a message: pyarrow sends the full Python traceback of any
+    other exception (file paths, source lines) to the client.
+    """
     import pyarrow.flight as fl
 
     class _Server(fl.FlightServerBase):  # type: ignore[misc]
-        def __init__(self, location: str, handle: FlightServer) -> None:
+        def __init__(self, location: str, handle: FlightServer, tls: tuple[bytes, bytes] | None,
+                     middleware: dict[str, Any] | None) -> None:
             self._handle = handle  # set first: requests may arrive during super().__init__
-            super().__init__(location)
+            super().__init__(location, tls_certificates=None if tls is None else [tls],
+                             middleware=middleware)
 
-        def list_flights(self, context: Any, criteria: Any) -> Iterator[fl.FlightInfo]:
-            yield self._handle._info()
+        def list_flights(self, context: Any, criteria: Any) -> list[fl.FlightInfo]:
+            return self._handle._answer("list_flights", lambda: [self._handle._info()])
 
         def get_flight_info(self, context: Any, descriptor: Any) -> fl.FlightInfo:
-            self._handle._check_descriptor(descriptor)
-            return self._handle._info()
+            return self._handle._answer("get_flight_info", self._handle._info, descriptor)
 
         def get_schema(self, context: Any, descriptor: Any) -> fl.SchemaResult:
-            self._handle._check_descriptor(descriptor)
+            # Whatever the descriptor: pyarrow sends the server's traceback for any
+            # error get_schema raises, Flight errors included (it does not for the
+            # other handlers), so it never raises; get_flight_info refuses unknown ones.
             return fl.SchemaResult(self._handle.schema)
 
         def list_actions(self, context: Any) -> list[Any]:
             return []
 
         def do_get(self, context: Any, ticket: Any) -> fl.FlightDataStream:
-            return self._handle._do_get(context, ticket)
+            return self._handle._answer("do_get", self._handle._do_get, context, ticket)
+
+        def do_put(self, context: Any, descriptor: Any, reader: Any, writer: Any) -> None:
+            self._handle._answer("do_put", self._handle._unsupported, "do_put")
+
+        def do_exchange(self, context: Any, descriptor: Any, reader: Any, writer: Any) -> None:
+            self._handle._answer("do_exchange", self._handle._unsupported, "do_exchange")
+
+        def do_action(self, context: Any, action: Any) -> Iterator[Any]:
+            return self._handle._answer(  # type: ignore[no-any-return]
+                "do_action", self._handle._unsupported, "do_action")
 
     return _Server
 
@@ -315,7 +369,8 @@ class FlightServer:
     """
 
     def __init__(self, source: _Source, location: str, host: str,
-                 num_shards: int | None) -> None:
+                 num_shards: int | None, *, tls: tuple[bytes, bytes] | None = None,
+                 token: bytes | None = None) -> None:
         self._source = source
         self._schema = stamp_schema(source.schema)
         self._num_shards = num_shards
@@ -323,21 +378,58 @@ class FlightServer:
         self._stopping = threading.Event()
         self._stopped = threading.Event()
         self._stopper: threading.Thread | None = None
+        self._streams: dict[int, dict[str, Any]] = {}  # the streams being sent
+        self._stream_ids = itertools.count()
+        self._certificate = None if tls is None else tls[0]
+        self._token = token
         self._server: Any = None
+        middleware = None if token is None else {
+            "bearer_token": security.token_middleware_class()(token, logger)}
         try:
-            self._server = _server_class()(location, self)
+            self._server = _server_class()(location, self, tls, middleware)
         except pa.ArrowException as exc:
             msg = (f"serve_flight: cannot listen on {location} ({_detail(exc)}); is the port "
-                   "in use, or the host not an address of this machine?")
+                   "in use, the host not an address of this machine, or the TLS certificate "
+                   "and key not a pair?")
             raise ArrowSparseIOError(msg) from None
         netloc = f"[{host}]" if ":" in host else host
-        self._location = f"grpc://{netloc}:{self._server.port}"
+        scheme = "grpc" if tls is None else "grpc+tls"
+        self._location = f"{scheme}://{netloc}:{self._server.port}"
 
     # -- what it serves
     @property
     def location(self) -> str:
-        """The URI clients connect to, with the real port (``grpc://127.0.0.1:41237``)."""
+        """The URI clients connect to, with the real port (``grpc://127.0.0.1:41237``).
+
+        ``grpc+tls://`` when the server encrypts its connections.
+        """
         return self._location
+
+    @property
+    def tls(self) -> bool:
+        """Whether connections are encrypted (``tls_cert_file`` and ``tls_key_file`` given)."""
+        return self._certificate is not None
+
+    @property
+    def needs_token(self) -> bool:
+        """Whether every call must carry the server's bearer token."""
+        return self._token is not None
+
+    @property
+    def active_streams(self) -> int:
+        """Streams being sent now: started, neither complete nor ended by their reader.
+
+        A reader that cancels or disconnects releases its stream (the source is
+        closed) as soon as the server notices: at the next batch it sends or produces.
+
+        Examples
+        --------
+        >>> with asp.io.serve_flight(pa.table({"ids": [[1, 2, 3]]})) as server:
+        ...     print(server.active_streams)
+        0
+        """
+        with self._lock:
+            return len(self._streams)
 
     @property
     def port(self) -> int:
@@ -420,8 +512,13 @@ class FlightServer:
                 self._stopper.start()
         self._stopper.join(timeout)
         if self._stopper.is_alive():
-            logger.warning("serve_flight: %s: a reader holds a stream without reading it; "
-                           "the server stops when it reads or disconnects", self.location)
+            with self._lock:
+                held = [f"ticket {r['ticket']!r} by {r['peer']}, {r['batches']} sent"
+                        for r in self._streams.values()]
+            who = "a reader holds a stream without reading it" if len(held) <= 1 else \
+                f"{len(held)} readers hold streams without reading them"
+            logger.warning("serve_flight: %s: %s (%s); the server stops when they read or "
+                           "disconnect", self.location, who, "; ".join(held) or "now ending")
             return False
         return True
 
@@ -467,6 +564,34 @@ class FlightServer:
                 f"source={self._source.kind}, {state})")
 
     # -- request handlers (called on gRPC threads)
+    def _answer(self, name: str, handler: Any, *args: Any) -> Any:
+        """Run a request handler; turn what it raises into a Flight error with a message only.
+
+        A request arrow_sparse refuses (an :class:`~arrow_sparse.errors.ArrowSparseError`:
+        a malformed ticket, an unknown flight) goes to the client as a
+        ``FlightServerError`` marked refused (the client raises ``ValueError``);
+        anything else is logged here with its traceback and sent as a
+        ``FlightInternalError`` carrying its message. pyarrow would send the client the
+        full Python traceback of any exception that is not a Flight error.
+        """
+        import pyarrow.flight as fl
+
+        try:
+            return handler(*args)
+        except fl.FlightError:
+            raise
+        except ArrowSparseError as exc:
+            logger.info("serve_flight: refused a %s request: %s", name, exc)
+            raise fl.FlightServerError(str(exc), extra_info=security.REFUSED) from None
+        except Exception as exc:
+            logger.exception("serve_flight: %s failed", name)
+            msg = f"serve_flight: {name} failed: {type(exc).__name__}: {exc}"
+            raise fl.FlightInternalError(msg) from None
+
+    def _unsupported(self, name: str) -> None:
+        msg = f"serve_flight: this server only serves reads (do_get), not {name}"
+        raise ArrowSparseValueError(msg)
+
     def _check_descriptor(self, descriptor: Any) -> None:
         path = list(descriptor.path or [])
         if path != [FLIGHT_PATH.encode()]:
@@ -474,9 +599,11 @@ class FlightServer:
                    f"FlightDescriptor.for_path({FLIGHT_PATH!r})")
             raise ArrowSparseValueError(msg)
 
-    def _info(self) -> fl.FlightInfo:
+    def _info(self, descriptor: Any = None) -> fl.FlightInfo:
         import pyarrow.flight as fl
 
+        if descriptor is not None:
+            self._check_descriptor(descriptor)
         endpoints = [fl.FlightEndpoint(t, []) for t in self.tickets]  # []: this server
         rows = self._source.num_rows
         size = self._source.num_bytes
@@ -503,51 +630,80 @@ class FlightServer:
 
     def _stream(self, context: Any, raw: bytes, shard: int,
                 n: int) -> Iterator[pa.RecordBatch]:
+        """Send shard ``shard`` of ``n``; registered in :attr:`active_streams` meanwhile.
+
+        Cancellation (the reader closed or went away) is checked before each batch is
+        asked of the source, so a cancelled stream costs no more source work than the
+        batch in hand; the source is closed on every way out. ``context`` is only
+        touched while the call runs (never in ``finally``: the generator may be
+        finalised after the call ended).
+        """
         import pyarrow.flight as fl
 
         metadata = self._schema.metadata
         position = -1
         stream: Iterator[pa.RecordBatch] | None = None
+        ended = "went away"
+        key = next(self._stream_ids)
+        record = {"ticket": raw, "peer": _peer(context), "batches": 0}
+        with self._lock:
+            self._streams[key] = record
         try:
-            if self._source.kind == "table":
-                assert self._source.batches is not None
-                stream = iter(self._source.batches[shard::n])
-                shard, n = 0, 1  # already dealt
-            elif self._source.kind == "sharded":
-                stream = self._source.open(shard, n)
-                shard, n = 0, 1  # dealt by the source
-            else:
-                stream = self._source.open()
-            for position, batch in enumerate(stream):
+            stream = self._source.open(shard, n)
+            while not context.is_cancelled():
+                batch = next(stream, None)
+                if batch is None:
+                    ended = "complete"
+                    break
+                position += 1
                 if self._stopping.is_set():
                     msg = (f"serve_flight: the server at {self.location} is shutting down; "
                            f"the stream for ticket {raw!r} ended before its last batch")
                     raise fl.FlightUnavailableError(msg)
-                if context.is_cancelled():
-                    return
-                if position % n != shard:
-                    continue
                 if not batch.schema.equals(self._schema, check_metadata=False):
                     msg = (f"serve_flight: source batch {position} has schema "
                            f"{_schema_text(batch.schema)}, not the stream's "
                            f"{_schema_text(self._schema)}")
                     raise ArrowSparseTypeError(msg)
                 yield batch.replace_schema_metadata(metadata)
+                record["batches"] += 1
         except fl.FlightError:
+            ended = "failed"
             raise
         except Exception as exc:
+            ended = "failed"
             where = "before the first batch" if position < 0 else f"after batch {position}"
             logger.exception("serve_flight: source failed %s for ticket %r", where, raw)
             msg = (f"serve_flight: the source raised {type(exc).__name__} {where} of its "
                    f"stream for ticket {raw!r}: {exc}")
-            raise fl.FlightServerError(msg) from exc
+            raise fl.FlightServerError(msg) from None
         finally:
-            if stream is not None:
-                _close(stream)
+            try:
+                if stream is not None:
+                    _close(stream)
+            finally:
+                with self._lock:
+                    self._streams.pop(key, None)
+                if ended == "went away":
+                    logger.info("serve_flight: the reader of ticket %r (%s) went away after "
+                                "%d batches; its stream is released", raw, record["peer"],
+                                record["batches"])
 
 
-def _parse_location(func: str, location: Any) -> tuple[str, str]:
-    """Return ``(uri, host)`` for a ``grpc://host:port`` string or a ``(host, port)`` pair."""
+def _peer(context: Any) -> str:
+    """Return the client's address of a call (``ipv4:127.0.0.1:50912``), for log lines."""
+    try:
+        peer = context.peer()
+    except Exception:  # noqa: BLE001 - only for a log line
+        return "unknown peer"
+    return peer.decode(errors="replace") if isinstance(peer, bytes) else str(peer)
+
+
+def _parse_location(func: str, location: Any, tls: bool) -> tuple[str, str]:
+    """Return ``(uri, host)`` for a ``grpc://host:port`` string or a ``(host, port)`` pair.
+
+    The URI's scheme is ``grpc+tls`` with ``tls``; ``grpc+tls://`` without it raises.
+    """
     if isinstance(location, tuple) and len(location) == 2:
         host, port = location
         if not isinstance(host, str) or isinstance(port, bool) or not isinstance(port, int):
@@ -564,12 +720,16 @@ def _parse_location(func: str, location: Any) -> tuple[str, str]:
         port = parts.port
     except ValueError:
         port = -1
-    if parts.scheme not in ("grpc", "grpc+tcp") or not parts.hostname or port is None \
-            or not 0 <= port < 65536:
+    if parts.scheme not in ("grpc", "grpc+tcp", "grpc+tls") or not parts.hostname \
+            or port is None or not 0 <= port < 65536:
         msg = (f"{func}: location must be 'grpc://HOST:PORT' (PORT 0 picks a free port), "
                f"got {location!r}")
         raise ArrowSparseValueError(msg)
-    return f"grpc://{parts.netloc}", parts.hostname
+    if parts.scheme == "grpc+tls" and not tls:
+        msg = (f"{func}: location {location!r} asks for TLS; pass tls_cert_file and "
+               "tls_key_file")
+        raise ArrowSparseValueError(msg)
+    return f"{'grpc+tls' if tls else 'grpc'}://{parts.netloc}", parts.hostname
 
 
 def _check_timeout(func: str, timeout: Any, *, zero_ok: bool) -> float | None:
@@ -589,7 +749,10 @@ def _check_timeout(func: str, timeout: Any, *, zero_ok: bool) -> float | None:
 def serve_flight(source: Any, location: Any = "grpc://127.0.0.1:0", *,
                  num_shards: int | None = None, batch_rows: int | None = DEFAULT_BATCH_ROWS,
                  schema: pa.Schema | None = None, block: bool = False,
-                 sharded: bool = False) -> FlightServer:
+                 sharded: bool = False, tls_cert_file: str | os.PathLike[str] | None = None,
+                 tls_key_file: str | os.PathLike[str] | None = None,
+                 token: str | bytes | None = None,
+                 token_file: str | os.PathLike[str] | None = None) -> FlightServer:
     """Serve a source's record batches over Arrow Flight, one shard per ticket.
 
     Parameters
@@ -605,16 +768,20 @@ def serve_flight(source: Any, location: Any = "grpc://127.0.0.1:0", *,
         ``RecordBatchReader``), which only one request can read.
     location
         Where to listen: ``"grpc://HOST:PORT"`` or ``(host, port)``. Port 0 (the
-        default) takes a free port; :attr:`FlightServer.location` tells which.
+        default) takes a free port; :attr:`FlightServer.location` tells which. The
+        default host, 127.0.0.1, is reachable from this machine only; listening on
+        another address (``0.0.0.0``: every interface) without both TLS and a token
+        warns (:class:`InsecureFlightWarning`).
     num_shards
-        How many shards the batch stream is dealt into; tickets must then say
+        How many shards the stream is dealt into; tickets must then say
         ``n = num_shards``. None (default): any ``n`` is accepted, each reader
         choosing its own, and ``b"shard=0/1"`` is advertised (a one-shot source is
         always 1 shard).
     batch_rows
-        Batches longer than this are cut into slices of at most ``batch_rows`` rows
-        (zero-copy) before they are dealt to shards, so a one-chunk Table still
-        spreads over readers. None: keep the source's batches as they are.
+        The stream is dealt to shards in runs of ``batch_rows`` rows (fewer when the
+        source's row count is known and small: see Notes), sent as zero-copy slices of
+        at most ``batch_rows`` rows, so shards differ by at most one such run. None:
+        deal the source's batches whole, as they are.
     schema
         The stream's schema. Only needed to keep a callable source from being called
         once at start to learn it (its first batch is read and dropped).
@@ -629,6 +796,19 @@ def serve_flight(source: Any, location: Any = "grpc://127.0.0.1:0", *,
         so ``n`` readers share the work of producing the stream instead of each
         producing all of it; ``schema`` is then required. A pipeline runner serving
         its output uses this to transform each input batch once.
+    tls_cert_file, tls_key_file
+        PEM files of the server's certificate (chain) and private key: connections
+        are then encrypted, and :attr:`FlightServer.location` is ``grpc+tls://``.
+        Clients verify the certificate against the root certificate they are given
+        (``tls_root_cert_file`` of :func:`flight_batches`; a self-signed certificate
+        is its own root).
+    token, token_file
+        A bearer token every call must carry (``authorization: Bearer <token>``),
+        checked by a server middleware before any handler runs; or a file holding
+        it (its first line, whitespace stripped). With neither, the environment
+        variable ``ARROW_SPARSE_FLIGHT_TOKEN`` is read; when it is unset or empty,
+        no token is needed. Visible ASCII only (``secrets.token_urlsafe()``). Send
+        a token over TLS, or it crosses the network in clear.
 
     Returns
     -------
@@ -643,10 +823,18 @@ def serve_flight(source: Any, location: Any = "grpc://127.0.0.1:0", *,
         that differs from the source's.
     ValueError
         ``num_shards`` or ``batch_rows`` below 1; a malformed location; a one-shot
-        iterator with ``num_shards`` above 1; an empty iterable.
+        iterator with ``num_shards`` above 1; an empty iterable; one of the two TLS
+        files without the other, a file that is not PEM; both ``token`` and
+        ``token_file``, an empty token or one with spaces or non-ASCII characters.
     ArrowSparseIOError
-        The address cannot be listened on (port in use, host not of this machine), or
-        a Parquet path that does not exist (as :func:`read_parquet` raises).
+        The address cannot be listened on (port in use, host not of this machine, a
+        certificate and key that are not a pair), a TLS or token file that cannot be
+        read, or a Parquet path that does not exist (as :func:`read_parquet` raises).
+
+    Warns
+    -----
+    InsecureFlightWarning
+        Listening on an address other than loopback without both TLS and a token.
 
     See Also
     --------
@@ -655,23 +843,37 @@ def serve_flight(source: Any, location: Any = "grpc://127.0.0.1:0", *,
 
     Notes
     -----
-    Tickets are ASCII ``b"shard=i/n"`` with ``0 <= i < n``: shard ``i`` gets batches
-    ``i, i+n, i+2n, ...`` of the batch stream (after ``batch_rows`` cutting), in
-    order, so ``n`` readers together read every batch exactly once.
+    Tickets are ASCII ``b"shard=i/n"`` with ``0 <= i < n``. The rows of the stream
+    are cut into consecutive runs of ``r`` rows (the last may be shorter) and shard
+    ``i`` gets runs ``i, i+n, i+2n, ...``, in order, so ``n`` readers together read
+    every row exactly once and their row counts differ by at most one run of
+    ``batch_rows`` rows. ``r`` is ``batch_rows``, or, when the source's row count
+    ``N`` is known up front (a Table, RecordBatch or KeyedJagged; Parquet files),
+    ``min(batch_rows, ceil(N / n))``, so that a small table still spreads over all
+    readers (10,000 rows to 2 readers: 5,000 each, not 10,000 and 0). A run that
+    spans two source batches is sent as two slices. With ``batch_rows=None`` the
+    source's batches are dealt whole (batch ``k`` to shard ``k % n``), so shards may
+    differ by a whole source batch.
     ``list_flights`` and ``get_flight_info(FlightDescriptor.for_path("arrow_sparse"))``
     advertise one endpoint per shard, with its ticket and no location (meaning this
-    server), the schema, and the row and byte totals when known.
+    server), the schema, and the row and byte totals when known; ``get_schema``
+    answers the schema for any descriptor (pyarrow would send the server's traceback
+    with any error it raised).
 
-    A Table is dealt by slicing its list of batches, and a ``sharded`` source deals
-    its own; any other source is produced in full for every request and each reader
-    keeps its own batches, so ``n`` readers of a Parquet source decode it ``n`` times
-    (one row group at a time).
+    A Table is dealt by slicing, and a ``sharded`` source deals its own; any other
+    source is produced in full for every request and each reader keeps its own
+    runs, so ``n`` readers of a Parquet source decode it ``n`` times (one row group
+    at a time). A reader that closes its stream or goes away releases it: the
+    server notices at the next batch, closes the source and logs it
+    (:attr:`FlightServer.active_streams` counts the streams being sent).
     Batches are sent as they are produced, never buffered whole, and are not copied
     before the network (IPC framing of the same buffers). An exception raised by
-    the source reaches the reader as an error carrying its message (and is logged
-    here with its traceback); the schema metadata gets the ``b"arrow_sparse"`` key,
-    as with :func:`write_ipc`. Plain gRPC, no TLS or authentication: listen on
-    loopback or a trusted network.
+    the source, and any refused request, reaches the reader as an error carrying
+    its message only; the traceback is logged here, on the ``arrow_sparse.io.flight``
+    logger, never sent. The schema metadata gets the ``b"arrow_sparse"`` key, as
+    with :func:`write_ipc`. Without ``tls_cert_file`` the connection is plain gRPC
+    and without a token anyone who reaches the port reads the stream: outside
+    loopback, use both (docs/io.md, "Securing a server").
 
     Examples
     --------
@@ -698,7 +900,9 @@ def serve_flight(source: Any, location: Any = "grpc://127.0.0.1:0", *,
     3
     """
     func = "serve_flight"
-    uri, host = _parse_location(func, location)
+    tls = security.read_tls(func, tls_cert_file, tls_key_file)
+    token_bytes = security.read_token(func, token, token_file)
+    uri, host = _parse_location(func, location, tls is not None)
     if num_shards is not None:
         num_shards = v.check_count(func, "num_shards", num_shards)
         if num_shards == 0:
@@ -723,12 +927,29 @@ def serve_flight(source: Any, location: Any = "grpc://127.0.0.1:0", *,
                    "(each reader calls it), or a Table or list of batches")
             raise ArrowSparseValueError(msg)
         num_shards = 1
-    server = FlightServer(prepared, uri, host, num_shards)
-    logger.info("serve_flight: serving %s at %s (tickets %s)", prepared.kind,
-                server.location, ", ".join(map(repr, server.tickets)))
+    server = FlightServer(prepared, uri, host, num_shards, tls=tls, token=token_bytes)
+    _warn_if_exposed(func, host, tls is not None, token_bytes is not None)
+    logger.info("serve_flight: serving %s at %s (tickets %s%s%s)", prepared.kind,
+                server.location, ", ".join(map(repr, server.tickets)),
+                "; TLS" if tls is not None else "",
+                "; bearer token required" if token_bytes is not None else "")
     if block:
         server.serve()
     return server
+
+
+def _warn_if_exposed(func: str, host: str, tls: bool, token: bool) -> None:
+    """Warn when other machines can reach the server and it lacks TLS or a token."""
+    if (tls and token) or security.is_loopback(host):
+        return
+    if not token:
+        risk = "anyone who reaches the port reads the data"
+    else:
+        risk = "the token and the data cross the network in clear"
+    missing = " and ".join(x for x, given in (("TLS", tls), ("a token", token)) if not given)
+    msg = (f"{func}: listening on {host}, which other machines can reach, without {missing}: "
+           f"{risk} (pass tls_cert_file, tls_key_file and token_file, or listen on 127.0.0.1)")
+    warnings.warn(msg, InsecureFlightWarning, stacklevel=3)
 
 
 # --------------------------------------------------------------------------- client

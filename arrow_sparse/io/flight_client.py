@@ -6,19 +6,24 @@ there. ``pyarrow.flight`` is imported on first use.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 from ..keyed import KeyedJagged
+from . import _flight_security as security
 from .flight import (
     DEFAULT_TIMEOUT,
     ArrowSparseFlightError,
     FlightServer,
+    InsecureFlightWarning,
     _check_timeout,
     _detail,
 )
@@ -90,11 +95,13 @@ class FlightBatches:
     """
 
     def __init__(self, location: str, ticket: bytes, timeout: float | None,
-                 keyed: bool | list[str] | None, weights: Any) -> None:
+                 keyed: bool | list[str] | None, weights: Any, *, token: bytes | None = None,
+                 tls_root: bytes | None = None) -> None:
         import pyarrow.flight as fl
 
         func = "flight_batches"
         self._location = location
+        self._headers = security.bearer_headers(token)
         self._ticket = ticket
         self._timeout = timeout
         self._keyed = keyed
@@ -105,7 +112,7 @@ class FlightBatches:
         self._reader: Any = None
         self._watchdog: _Watchdog | None = None
         try:
-            self._client = fl.connect(location)
+            self._client = fl.connect(location, tls_root_certs=tls_root)
         except pa.ArrowException as exc:
             msg = f"{func}: cannot connect to {location!r} ({_detail(exc)})"
             raise ArrowSparseValueError(msg) from None
@@ -118,21 +125,32 @@ class FlightBatches:
     def _open(self, fl: Any) -> None:
         func = "flight_batches"
         where = f"{self._location} (ticket {self._ticket!r})"
+        options = fl.FlightCallOptions(timeout=self._timeout, headers=self._headers)
         try:  # a cheap call, bounded: an unreachable or hung server fails here
-            list(self._client.list_actions(options=fl.FlightCallOptions(timeout=self._timeout)))
+            list(self._client.list_actions(options=options))
         except (fl.FlightUnavailableError, fl.FlightTimedOutError) as exc:
             limit = "" if self._timeout is None else f" within {self._timeout:g} s"
-            msg = f"{func}: no Flight server answered at {self._location}{limit} ({_detail(exc)})"
+            hint = "" if not self._location.startswith("grpc+tls:") else \
+                "; with TLS, is tls_root_cert_file the root of the server's certificate?"
+            msg = (f"{func}: no Flight server answered at {self._location}{limit} "
+                   f"({_detail(exc)}{hint})")
+            raise ArrowSparseFlightError(msg) from None
+        except fl.FlightUnauthenticatedError as exc:
+            msg = f"{func}: the server at {self._location} refused the request: {_detail(exc)}"
             raise ArrowSparseFlightError(msg) from None
         except pa.ArrowException:
             pass  # it answered (other servers may not implement list_actions)
         try:
-            self._reader = self._client.do_get(fl.Ticket(self._ticket))
+            self._reader = self._client.do_get(fl.Ticket(self._ticket),
+                                               options=fl.FlightCallOptions(headers=self._headers))
             self._schema = self._reader.schema
         except fl.FlightError as exc:
+            if getattr(exc, "extra_info", None) == security.REFUSED:  # a ticket it refused
+                msg = f"{func}: the server at {self._location} refused ticket: {_detail(exc)}"
+                raise ArrowSparseValueError(msg) from None
             msg = f"{func}: the server at {where} failed: {_detail(exc)}"
             raise ArrowSparseFlightError(msg) from None
-        except pa.ArrowException as exc:  # ArrowInvalid: a ticket the server refused
+        except pa.ArrowException as exc:  # ArrowInvalid: a ticket another server refused
             msg = f"{func}: the server at {self._location} refused ticket: {_detail(exc)}"
             raise ArrowSparseValueError(msg) from None
         if self._keyed is not None:
@@ -277,14 +295,18 @@ class FlightBatches:
 
 def flight_batches(location: Any, ticket: Any, *, timeout: float | None = DEFAULT_TIMEOUT,
                    keyed: bool | Sequence[str] | None = None,
-                   weights: str | Mapping[Hashable, str] | None = None) -> FlightBatches:
+                   weights: str | Mapping[Hashable, str] | None = None,
+                   token: str | bytes | None = None,
+                   token_file: str | os.PathLike[str] | None = None,
+                   tls_root_cert_file: str | os.PathLike[str] | None = None) -> FlightBatches:
     """Read one ticket's record batches from an Arrow Flight server, as they arrive.
 
     Parameters
     ----------
     location
-        The server: ``"grpc://HOST:PORT"`` (:attr:`FlightServer.location`), or a
-        :class:`FlightServer` of this process.
+        The server: ``"grpc://HOST:PORT"``, or ``"grpc+tls://HOST:PORT"`` for a server
+        with TLS (:attr:`FlightServer.location`); or a :class:`FlightServer` of this
+        process, whose certificate and token are then used unless given here.
     ticket
         Which stream: ``b"shard=i/n"`` (``str`` is encoded as ASCII) for a
         :func:`serve_flight` server, whose ``tickets`` lists them; any other Flight
@@ -301,6 +323,15 @@ def flight_batches(location: Any, ticket: Any, *, timeout: float | None = DEFAUL
     weights
         With ``keyed``: per-value weight columns (one name, or ``{key: name}``), as
         for :meth:`KeyedJagged.from_arrow <arrow_sparse.KeyedJagged.from_arrow>`.
+    token, token_file
+        The server's bearer token, or a file holding it (first line), sent with
+        every call as ``authorization: Bearer <token>``. With neither, the
+        environment variable ``ARROW_SPARSE_FLIGHT_TOKEN`` is read (unset or empty:
+        no token is sent).
+    tls_root_cert_file
+        With a ``grpc+tls://`` location: a PEM file of the root certificate(s) the
+        server's certificate must chain to (for a self-signed certificate, the
+        certificate itself). None: the system's trusted roots.
 
     Returns
     -------
@@ -311,13 +342,15 @@ def flight_batches(location: Any, ticket: Any, *, timeout: float | None = DEFAUL
     Raises
     ------
     ArrowSparseFlightError
-        No server answers within ``timeout``; the server failed; and while
+        No server answers within ``timeout`` (or the TLS handshake fails); the server
+        refused the token (none, or a wrong one); the server failed; and while
         iterating: the source raised (the message is the server's, naming the
         exception and its message), no batch came within ``timeout``, or the server
         shut down before the end of the stream. A ``RuntimeError``.
     ValueError
         A ticket the server refused (malformed, shard out of range, a shard count
-        other than the server's); a location that is not a Flight URI.
+        other than the server's); a location that is not a Flight URI;
+        ``tls_root_cert_file`` with a location without TLS; a malformed token.
     TypeError
         Arguments of the wrong kind; a ``keyed`` column that is not a list of
         numbers.
@@ -328,6 +361,11 @@ def flight_batches(location: Any, ticket: Any, *, timeout: float | None = DEFAUL
     --------
     serve_flight : The server.
     read_ipc : Batches from a file, pipe or socket.
+
+    Warns
+    -----
+    InsecureFlightWarning
+        A token would be sent without TLS to a host other than loopback.
 
     Notes
     -----
@@ -357,8 +395,9 @@ def flight_batches(location: Any, ticket: Any, *, timeout: float | None = DEFAUL
     but this server deals its batches into 2 (tickets b'shard=0/2', b'shard=1/2')
     """
     func = "flight_batches"
-    if isinstance(location, FlightServer):
-        location = location.location
+    server = location if isinstance(location, FlightServer) else None
+    if server is not None:
+        location = server.location
     if not isinstance(location, str):
         uri = getattr(location, "uri", None)  # a pyarrow.flight.Location
         if not isinstance(uri, bytes):
@@ -380,6 +419,8 @@ def flight_batches(location: Any, ticket: Any, *, timeout: float | None = DEFAUL
             raise ArrowSparseTypeError(msg)
         ticket = raw
     timeout = _check_timeout(func, timeout, zero_ok=False)
+    token_bytes, tls_root = _credentials(func, location, server, token, token_file,
+                                         tls_root_cert_file)
     if keyed is None or keyed is False:
         if weights is not None:
             msg = f"{func}: weights is only used with keyed=; pass keyed=True or a list of columns"
@@ -392,4 +433,30 @@ def flight_batches(location: Any, ticket: Any, *, timeout: float | None = DEFAUL
     else:
         msg = f"{func}: keyed must be None, True or a list of column names, got {keyed!r}"
         raise ArrowSparseTypeError(msg)
-    return FlightBatches(location, ticket, timeout, keyed_arg, weights)
+    return FlightBatches(location, ticket, timeout, keyed_arg, weights, token=token_bytes,
+                         tls_root=tls_root)
+
+
+def _credentials(func: str, location: str, server: FlightServer | None, token: Any,
+                 token_file: Any, tls_root_cert_file: Any) -> tuple[bytes | None, bytes | None]:
+    """Return the token and TLS root certificate to use, warning if the token goes in clear."""
+    tls = location.startswith("grpc+tls:")
+    if server is not None and token is None and token_file is None and server.needs_token:
+        token_bytes = server._token
+    else:
+        token_bytes = security.read_token(func, token, token_file)
+    if tls_root_cert_file is not None:
+        if not tls:
+            msg = (f"{func}: tls_root_cert_file is for a grpc+tls:// location, got "
+                   f"{location!r}")
+            raise ArrowSparseValueError(msg)
+        tls_root: bytes | None = security.read_pem(func, "tls_root_cert_file",
+                                                   tls_root_cert_file)
+    else:
+        tls_root = server._certificate if server is not None else None
+    host = urlsplit(location).hostname or ""
+    if token_bytes is not None and not tls and not security.is_loopback(host):
+        msg = (f"{func}: sending a bearer token to {host} without TLS: it crosses the "
+               "network in clear (use a grpc+tls:// server)")
+        warnings.warn(msg, InsecureFlightWarning, stacklevel=3)
+    return token_bytes, tls_root

@@ -8,21 +8,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from .. import _files
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
-from ._common import (
-    PYARROW_ERRORS,
-    ArrowSparseIOError,
-    as_batches,
-    atomic_path,
-    check_path,
-    corrupt,
-    stamp_schema,
-)
+from ._common import ArrowSparseIOError, as_batches, atomic_path, check_path, stamp_schema
 
 __all__ = ["read_ipc", "write_ipc"]
-
-_FILE_MAGIC = b"ARROW1"
-
 
 class _Sink:
     """A write-only file over a user's object (``write`` or a socket's ``sendall``).
@@ -221,10 +211,13 @@ def read_ipc(path: Any, memory_map: bool = True) -> pa.Table:
     Notes
     -----
     Zero-copy holds for uncompressed files (the default of :func:`write_ipc`):
-    compressed buffers are decompressed into memory. Opening checks the structure
-    (the footer and each batch's metadata and buffer sizes, no data page is read),
-    but cannot see damaged *values*: IPC has no checksums. ``table.validate(full=True)``
-    checks every offset, at the cost of reading the file.
+    compressed buffers are decompressed into memory. Every record batch is validated
+    in full before the Table is returned (``validate(full=True)``: the footer, each
+    batch's metadata and buffer sizes, offsets within their buffers, dictionary
+    indices, UTF-8 text), so a damaged file raises instead of giving arrays that read
+    outside their buffers. That reads the offsets and string buffers; pages of numeric
+    values are not touched. Damaged numeric *values* cannot be seen: IPC has no
+    checksums (Parquet has, and :func:`write_parquet` writes them).
 
     Examples
     --------
@@ -241,63 +234,12 @@ def read_ipc(path: Any, memory_map: bool = True) -> pa.Table:
     func = "read_ipc"
     memory_map = _check_flag(func, "memory_map", memory_map)
     if path == "-":
-        return _read_stream(func, sys.stdin.buffer, "<stdin>")
+        return _files.read_ipc_stream(func, sys.stdin.buffer, "<stdin>")
     if not isinstance(path, (str, os.PathLike)):
         if hasattr(path, "read"):
-            return _read_stream(func, path, f"<{type(path).__name__}>")
+            return _files.read_ipc_stream(func, path, f"<{type(path).__name__}>")
         msg = (f"{func}: path must be a path, '-' (stdin) or a readable object, "
                f"got {type(path).__name__}")
         raise ArrowSparseTypeError(msg)
     text = check_path(func, "path", path)
-    try:
-        source = pa.memory_map(text, "r") if memory_map else pa.OSFile(text, "r")
-    except OSError as exc:
-        msg = f"{func}: cannot read {text!r} ({exc})"
-        raise ArrowSparseIOError(msg) from None
-    try:
-        head = source.read(len(_FILE_MAGIC))
-        source.seek(0)
-        if memory_map:
-            data: Any = source
-        else:
-            data = source.read_buffer()
-            source.close()
-        if not head:
-            msg = f"{func}: file {text!r} is empty; it holds no Arrow IPC schema"
-            raise ArrowSparseValueError(msg)
-        reader = pa.ipc.open_file(data) if head == _FILE_MAGIC else pa.ipc.open_stream(data)
-    except PYARROW_ERRORS as exc:
-        raise corrupt(func, "Arrow IPC", text, exc) from None
-    return _read_batches(func, reader, "Arrow IPC", text)
-
-
-def _read_stream(func: str, source: Any, name: str) -> pa.Table:
-    try:
-        reader = pa.ipc.open_stream(source)
-    except PYARROW_ERRORS as exc:
-        raise corrupt(func, "Arrow IPC stream", name, exc) from None
-    return _read_batches(func, reader, "Arrow IPC stream", name)
-
-
-def _read_batches(func: str, reader: Any, what: str, name: str) -> pa.Table:
-    """Read every record batch of an open IPC reader, naming the batch that fails."""
-    batches: list[pa.RecordBatch] = []
-    index = 0
-    try:
-        if isinstance(reader, pa.ipc.RecordBatchFileReader):
-            for index in range(reader.num_record_batches):
-                batch = reader.get_batch(index)
-                batch.validate()
-                batches.append(batch)
-        else:
-            while True:
-                try:
-                    batch = reader.read_next_batch()
-                except StopIteration:
-                    break
-                batch.validate()
-                batches.append(batch)
-                index += 1
-    except PYARROW_ERRORS as exc:
-        raise corrupt(func, what, name, exc, batch=index) from None
-    return pa.Table.from_batches(batches, reader.schema)
+    return _files.read_ipc(func, _files.open_file(func, text, memory_map), text)

@@ -16,7 +16,13 @@ import pyarrow as pa
 
 from .. import _arrow
 from .. import _validate as v
-from ..errors import ArrowSparseKeyError, ArrowSparseTypeError, ArrowSparseValueError
+from .._files import in_file
+from ..errors import (
+    ArrowSparseError,
+    ArrowSparseKeyError,
+    ArrowSparseTypeError,
+    ArrowSparseValueError,
+)
 from ..keyed import KeyedJagged
 from ._common import (
     PYARROW_ERRORS,
@@ -232,7 +238,11 @@ class ParquetBatches:
         """Raise when a file of the data set lacks a column read or stores it as another type."""
         import pyarrow.dataset as ds
 
-        physical = fragment.physical_schema
+        func = "read_parquet"
+        try:
+            physical = fragment.physical_schema
+        except ArrowSparseError as exc:  # an extension type refused its (damaged) metadata
+            raise in_file(func, path, exc) from None
         partition = ds.get_partition_keys(fragment.partition_expression)
         schema = self._dataset.schema
         first = self.files[0] if self.files else self._source
@@ -407,6 +417,8 @@ def _open_dataset(func: str, data: Any, partitioning: Any) -> tuple[ds.Dataset, 
             page_checksum_verification=True))
     try:
         dataset = ds.dataset(target, format=file_format, partitioning=partitioning)
+    except ArrowSparseError as exc:  # an extension type refused its (damaged) metadata
+        raise in_file(func, _first_unreadable(target) or source, exc) from None
     except PYARROW_ERRORS as exc:
         bad = _first_unreadable(target)
         if bad is None and isinstance(exc, OSError) and not isinstance(exc, pa.ArrowException):
@@ -417,7 +429,7 @@ def _open_dataset(func: str, data: Any, partitioning: Any) -> tuple[ds.Dataset, 
 
 
 def _first_unreadable(target: str | list[str]) -> str | None:
-    """Find the first file of ``target`` whose Parquet footer does not parse (for messages)."""
+    """Find the first file of ``target`` whose footer or schema cannot be read (for messages)."""
     import pyarrow.parquet as pq
 
     if isinstance(target, str):
@@ -426,8 +438,8 @@ def _first_unreadable(target: str | list[str]) -> str | None:
         target = [target]
     for path in target:
         try:
-            pq.read_metadata(path)
-        except PYARROW_ERRORS:
+            pq.read_schema(path)
+        except (*PYARROW_ERRORS, ArrowSparseError):
             return path
     return None
 

@@ -507,3 +507,42 @@ def _column_chunks(func: str, batch: pa.RecordBatch | pa.Table, arg: str, i: int
     else:
         chunks = [column]
     return [Jagged.from_arrow(chunk) for chunk in chunks]
+
+
+def _to_map(func: str, keys: tuple[Hashable, ...], values: np.ndarray, lengths: np.ndarray,
+            validity: np.ndarray | None, rows: int) -> pa.MapArray:
+    """Build the ``map<key, list<value>>`` array of key-major ``values`` (see ``to_arrow``).
+
+    Row ``r``'s entries are its keys in key order: a key whose row is non-empty, or null
+    (a null list); a row null for every key is a null map. One gather of the values.
+    """
+    num_keys = len(keys)
+    try:
+        key_array = pa.array(list(keys))
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        msg = f"{func}: the keys {_keys_text(keys)} do not make one Arrow type ({exc})"
+        raise ArrowSparseTypeError(msg) from None
+    by_row = lengths.reshape(num_keys, rows).T  # [row, key]
+    valid = np.ones((rows, num_keys), dtype=bool) if validity is None else \
+        validity.reshape(num_keys, rows).T
+    null_map = ~valid.any(axis=1) if num_keys else np.zeros(rows, dtype=bool)
+    keep = ((by_row > 0) & valid) | (~valid & ~null_map[:, None])
+    row_of, key_of = np.nonzero(keep)  # row-major: rows in order, keys in key order
+    entry_len = by_row[row_of, key_of]
+    key_major = key_of.astype(np.int64) * rows + row_of
+    starts = np.zeros(num_keys * rows + 1, dtype=np.int64)
+    np.cumsum(lengths, out=starts[1:])
+    gathered = _take_ranges(values, starts[key_major], entry_len)
+    list_offsets = np.zeros(len(row_of) + 1, dtype=np.int64)
+    np.cumsum(entry_len, out=list_offsets[1:])
+    entry_valid = valid[row_of, key_of]
+    large = lengths.dtype == np.int64
+    offsets_type = pa.int64() if large else pa.int32()
+    items = (pa.LargeListArray if large else pa.ListArray).from_arrays(
+        pa.array(list_offsets, offsets_type), pa.array(gathered),
+        mask=None if entry_valid.all() else pa.array(~entry_valid))
+    map_offsets = np.zeros(rows + 1, dtype=np.int32)
+    np.cumsum(keep.sum(axis=1), out=map_offsets[1:])
+    return pa.MapArray.from_arrays(
+        pa.array(map_offsets, pa.int32()), key_array.take(pa.array(key_of)), items,
+        mask=pa.array(null_map) if null_map.any() else None)

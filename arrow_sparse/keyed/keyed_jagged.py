@@ -41,6 +41,7 @@ from ._build import (
     _from_columns,
     _from_map,
     _keys_text,
+    _to_map,
 )
 
 __all__ = ["BlockBuckets", "KeyedJagged"]
@@ -750,24 +751,36 @@ class KeyedJagged:
         """
         return {key: self._jagged(pos, self._values) for pos, key in enumerate(self._keys)}
 
-    def to_arrow(self, weights_suffix: str = "_weights") -> pa.RecordBatch:
-        """One list column per key, as a RecordBatch.
+    def to_arrow(self, weights_suffix: str = "_weights", *, layout: str = "columns",
+                 column: str = "features") -> pa.RecordBatch:
+        """Return the features as a RecordBatch: one list column per key, or one map column.
 
         Parameters
         ----------
         weights_suffix
-            When there are weights, each key's weights follow every key column as a
-            column named ``str(key) + weights_suffix``.
+            When there are weights, they follow as columns named ``str(key) +
+            weights_suffix`` (``layout="columns"``) or as a parallel map column named
+            ``column + weights_suffix`` (``layout="map"``).
+        layout
+            ``"columns"``: one list column per key. ``"map"``: one
+            ``map<key, list<value>>`` column, one map per row (Caffe2's
+            ``LIST<MAP<KEY, LIST<VALUE>>>``), the layout :meth:`from_arrow` reads back.
+        column
+            The map column's name (``layout="map"`` only).
 
         Returns
         -------
         pyarrow.RecordBatch
-            ``batch_size`` rows; column ``str(key)`` is ``list<T>`` (int32 offsets)
-            when :attr:`lengths` are int32, else ``large_list<T>``. Null rows are null
-            again. Values and weights buffers are views of :attr:`values` and
-            :attr:`weights` (no copy, except booleans, which Arrow packs into bits);
+            ``batch_size`` rows. With ``"columns"``: column ``str(key)`` is ``list<T>``
+            (int32 offsets) when :attr:`lengths` are int32, else ``large_list<T>``. Null
+            rows are null again. Values and weights buffers are views of :attr:`values`
+            and :attr:`weights` (no copy, except booleans, which Arrow packs into bits);
             offsets are rebuilt from zero per key. With no keys the batch has no
-            columns but still ``batch_size`` rows.
+            columns but still ``batch_size`` rows. With ``"map"``: row ``r``'s map holds,
+            in key order, an entry for every key whose row is non-empty, and a null list
+            for a key whose row is null; a row that is null for every key is a null
+            map. Keys take the Arrow type pyarrow infers from them (``int64`` for
+            ints, ``string`` for strings). Values are gathered row by row (one copy).
 
         Raises
         ------
@@ -787,6 +800,14 @@ class KeyedJagged:
         >>> kj = asp.KeyedJagged.from_dict({"a": [[1], None], "b": [[3], [4, 5]]})
         >>> kj.to_arrow().to_pydict()
         {'a': [[1], None], 'b': [[3], [4, 5]]}
+
+        Caffe2's map of id lists, and back:
+
+        >>> maps = pa.array([[(1, [1, 2]), (2, [3])], [(2, [4, 6, 7])]],
+        ...                 pa.map_(pa.int64(), pa.list_(pa.int64())))
+        >>> kj = asp.KeyedJagged.from_arrow(maps)
+        >>> kj.to_arrow(layout="map").column("features").to_pylist()
+        [[(1, [1, 2]), (2, [3])], [(2, [4, 6, 7])]]
         """
         func = "KeyedJagged.to_arrow"
         if self.device != "cpu":
@@ -796,6 +817,20 @@ class KeyedJagged:
         if not isinstance(weights_suffix, str):
             msg = f"{func}: weights_suffix must be a str, got {type(weights_suffix).__name__}"
             raise ArrowSparseTypeError(msg)
+        if not isinstance(layout, str) or layout not in ("columns", "map"):
+            msg = f"{func}: layout must be 'columns' or 'map', got {layout!r}"
+            raise ArrowSparseValueError(msg)
+        if layout == "map":
+            if not isinstance(column, str):
+                msg = f"{func}: column must be a str, got {type(column).__name__}"
+                raise ArrowSparseTypeError(msg)
+            arrays = {column: _to_map(func, self._keys, self._values, self._lengths,
+                                      self._validity, self._batch_size)}
+            if self._weights is not None:
+                arrays[column + weights_suffix] = _to_map(
+                    func, self._keys, self._weights, self._lengths, self._validity,
+                    self._batch_size)
+            return pa.RecordBatch.from_pydict(arrays)
         if not self._keys:
             return pa.RecordBatch.from_struct_array(
                 pa.array([{}] * self._batch_size, pa.struct([])))

@@ -429,6 +429,8 @@ def block_bucketize(kj: KeyedJagged, block_sizes: Any, my_size: int, *,
              (("sequence", sequence), ("bucketize_pos", bucketize_pos),
               ("keep_orig_idx", keep_orig_idx))]
     sizes = _per_key(func, "block_sizes", kj, block_sizes, minimum=1)
+    v.check_nbytes(func, f"the offsets of my_size={shards:,} shards",
+                   (shards, max(len(kj.lengths), 1)), 8)
     bits = 8 * values.dtype.itemsize
     span = [size * shards for size in sizes]
     xp = kj.xp

@@ -12,6 +12,14 @@ Grammar (no evaluation of Python code; every name is a column)::
 
 The result is a ``pyarrow.compute.Expression``; a comparison with a null is null and
 the row is dropped, as in SQL.
+
+Limits: an expression is at most :data:`MAX_LENGTH` characters, holds at most
+:data:`MAX_TERMS` comparisons, nests at most :data:`MAX_DEPTH` levels of parentheses
+and ``not``, and a number literal has at most :data:`MAX_NUMBER_LENGTH` characters
+(an integer must fit int64). Chains of ``and`` / ``or`` become balanced trees, so
+``a and b and c and ...`` is ``log2(terms)`` deep rather than ``terms`` deep. Beyond
+the limits pyarrow's evaluation recurses past the C stack (a crash near 9,000 terms),
+so they are refused with a short message that quotes only an excerpt.
 """
 
 from __future__ import annotations
@@ -24,9 +32,21 @@ import pyarrow.compute as pc
 
 from ..errors import ArrowSparseValueError
 
-__all__ = ["COMPARISONS", "comparison", "evaluate", "parse"]
+__all__ = ["COMPARISONS", "MAX_DEPTH", "MAX_LENGTH", "MAX_NUMBER_LENGTH", "MAX_TERMS",
+           "comparison", "evaluate", "excerpt", "parse"]
 
 COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
+
+#: Most characters in one expression.
+MAX_LENGTH = 100_000
+#: Most comparisons in one expression (use ``col in [...]`` for long lists of values).
+MAX_TERMS = 1_000
+#: Most levels of parentheses and ``not`` around one comparison.
+MAX_DEPTH = 100
+#: Most characters in one number literal.
+MAX_NUMBER_LENGTH = 100
+
+_EXCERPT = 40
 
 _TOKEN = re.compile(r"""
     \s*(?:
@@ -57,57 +77,111 @@ def comparison(column: str, op: str, value: Any) -> pc.Expression:
         return field.is_valid()
     if op in ("in", "not in"):
         if not isinstance(value, (list, tuple)):
-            msg = f"filter: op {op!r} needs a list value, got {value!r}"
+            msg = f"filter: op {op!r} needs a list value, got {_short(value)}"
             raise ArrowSparseValueError(msg)
-        expr = field.isin(pa.array(list(value)))
+        try:
+            expr = field.isin(pa.array(list(value)))
+        except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            msg = f"filter: op {op!r} needs a list of values of one type, got {_short(value)}"
+            raise ArrowSparseValueError(msg) from exc
         return ~expr if op == "not in" else expr
     ops = {"==": field.__eq__, "!=": field.__ne__, "<": field.__lt__,
            "<=": field.__le__, ">": field.__gt__, ">=": field.__ge__}
     if op not in ops:
         choices = ", ".join(repr(o) for o in (*COMPARISONS, "in", "not in", "is null",
                                               "is not null"))
-        msg = f"filter: unknown op {op!r}; expected one of {choices}"
+        msg = f"filter: unknown op {_short(op)}; expected one of {choices}"
         raise ArrowSparseValueError(msg)
     if isinstance(value, (list, tuple, dict)) or value is None:
-        msg = f"filter: op {op!r} needs a number, string or boolean value, got {value!r}"
+        msg = f"filter: op {op!r} needs a number, string or boolean value, got {_short(value)}"
         raise ArrowSparseValueError(msg)
-    return ops[op](value)
+    try:
+        return ops[op](value)  # type: ignore[no-any-return]
+    except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        msg = f"filter: value {_short(value)} cannot be compared (outside the int64 range?)"
+        raise ArrowSparseValueError(msg) from exc
 
 
-def _tokens(text: str) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
+def _short(value: Any) -> str:
+    """``repr(value)``, cut to a short excerpt."""
+    text = repr(value)
+    return text if len(text) <= _EXCERPT else text[:_EXCERPT] + "..."
+
+
+def excerpt(text: str, pos: int = 0) -> str:
+    """Quote at most a short piece of ``text`` around ``pos`` (for error messages).
+
+    Examples
+    --------
+    >>> excerpt("label > 0 and " * 10, 28)
+    "'...0 and label > 0 and label > 0 and label ...'"
+    >>> excerpt("label >", 7)
+    "'label >'"
+    """
+    lo = max(0, min(pos, len(text)) - _EXCERPT // 2)
+    hi = min(len(text), lo + _EXCERPT)
+    lo = max(0, hi - _EXCERPT)
+    return "'" + ("..." if lo else "") + text[lo:hi] + ("..." if hi < len(text) else "") + "'"
+
+
+def _tokens(where: str, text: str) -> list[tuple[str, str, int]]:
+    out: list[tuple[str, str, int]] = []
     pos = 0
     text = text.rstrip()
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if m is None or m.end() == pos:
-            msg = f"filter: cannot parse {text!r} at position {pos}: {text[pos:]!r}"
+            pos = len(text) - len(text[pos:].lstrip())
+            msg = f"{where}: cannot parse expr at position {pos}: {excerpt(text, pos)}"
             raise ArrowSparseValueError(msg)
         kind = m.lastgroup or ""
-        value = m.group(kind)
+        value, start = m.group(kind), m.start(kind)
         if kind == "name" and value.lower() in _KEYWORDS:
             kind, value = "kw", value.lower()
-        out.append((kind, value))
+        out.append((kind, value, start))
         pos = m.end()
     return out
 
 
+def _balanced(op: Any, items: list[pc.Expression]) -> pc.Expression:
+    """Join ``items`` with ``op`` as a balanced tree (``and`` / ``or`` are associative)."""
+    while len(items) > 1:
+        items = [op(items[i], items[i + 1]) if i + 1 < len(items) else items[i]
+                 for i in range(0, len(items), 2)]
+    return items[0]
+
+
 class _Parser:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, where: str) -> None:
         self.text = text
-        self.toks = _tokens(text)
+        self.where = where
+        self.toks = _tokens(where, text)
         self.i = 0
+        self.depth = 0
+        self.terms = 0
         self.columns: list[str] = []
+
+    def position(self) -> int:
+        return self.toks[self.i][2] if self.i < len(self.toks) else len(self.text)
 
     def fail(self, what: str) -> ArrowSparseValueError:
         got = self.toks[self.i][1] if self.i < len(self.toks) else "end of expression"
-        msg = f"filter: cannot parse {self.text!r}: expected {what}, got {got!r}"
+        if len(got) > _EXCERPT:
+            got = got[:_EXCERPT] + "..."
+        pos = self.position()
+        msg = (f"{self.where}: cannot parse expr at position {pos}: expected {what}, "
+               f"got {got!r} in {excerpt(self.text, pos)}")
+        return ArrowSparseValueError(msg)
+
+    def limit(self, problem: str) -> ArrowSparseValueError:
+        pos = self.position()
+        msg = f"{self.where}: expr {problem} (at position {pos}: {excerpt(self.text, pos)})"
         return ArrowSparseValueError(msg)
 
     def peek(self, kind: str, value: str | None = None) -> bool:
         if self.i >= len(self.toks):
             return False
-        k, v = self.toks[self.i]
+        k, v, _ = self.toks[self.i]
         return k == kind and (value is None or v == value)
 
     def take(self, kind: str, value: str | None = None, what: str = "") -> str:
@@ -125,30 +199,47 @@ class _Parser:
         return expr
 
     def expr(self) -> pc.Expression:
-        out = self.term()
+        items = [self.term()]
         while self.peek("kw", "or"):
             self.i += 1
-            out = out | self.term()
-        return out
+            items.append(self.term())
+        return _balanced(pc.Expression.__or__, items)
 
     def term(self) -> pc.Expression:
-        out = self.factor()
+        items = [self.factor()]
         while self.peek("kw", "and"):
             self.i += 1
-            out = out & self.factor()
-        return out
+            items.append(self.factor())
+        return _balanced(pc.Expression.__and__, items)
+
+    def nest(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            err = self.limit(f"nests deeper than {MAX_DEPTH} levels of parentheses and 'not'")
+            raise err
 
     def factor(self) -> pc.Expression:
         if self.peek("kw", "not"):
             self.i += 1
-            return ~self.factor()
+            self.nest()
+            out = ~self.factor()
+            self.depth -= 1
+            return out
         if self.peek("op", "("):
             self.i += 1
+            self.nest()
             out = self.expr()
             self.take("op", ")")
+            self.depth -= 1
             return out
+        self.terms += 1
+        if self.terms > MAX_TERMS:
+            err = self.limit(f"has more than {MAX_TERMS:,} comparisons; "
+                             "use 'col in [...]' for a long list of values")
+            raise err
         name = self.take("name", what="a column name").strip("`")
-        self.columns.append(name)
+        if name not in self.columns:
+            self.columns.append(name)
         if self.peek("kw", "is"):
             self.i += 1
             negate = self.peek("kw", "not")
@@ -178,8 +269,18 @@ class _Parser:
 
     def literal(self) -> Any:
         if self.peek("num"):
+            if len(self.toks[self.i][1]) > MAX_NUMBER_LENGTH:
+                err = self.limit(f"has a number longer than {MAX_NUMBER_LENGTH} characters")
+                raise err
             text = self.take("num")
-            return float(text) if any(c in text for c in ".eE") else int(text)
+            if any(c in text for c in ".eE"):
+                return float(text)
+            value = int(text)
+            if not _INT64_MIN <= value <= _INT64_MAX:
+                self.i -= 1
+                err = self.limit(f"has an integer outside the int64 range: {text}")
+                raise err
+            return value
         if self.peek("str"):
             return self.take("str")[1:-1]
         if self.peek("kw", "true") or self.peek("kw", "false"):
@@ -188,22 +289,29 @@ class _Parser:
         raise err
 
 
-def parse(text: str) -> tuple[pc.Expression, list[str]]:
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def parse(text: str, where: str = "filter") -> tuple[pc.Expression, list[str]]:
     """Parse a filter expression into a compute expression and the columns it reads.
 
     Parameters
     ----------
     text
         The expression (grammar in the module docstring).
+    where
+        What errors start with (a step passes its label, ``"step 'keep' (filter)"``).
 
     Returns
     -------
     tuple of (pyarrow.compute.Expression, list of str)
+        The expression, and each column it reads once, in order of first use.
 
     Raises
     ------
     ValueError
-        Bad syntax, an unknown operator or a bad literal.
+        Bad syntax, an unknown operator or a bad literal; an expression beyond the
+        limits (module docstring). The message quotes at most a short excerpt.
 
     Examples
     --------
@@ -215,9 +323,14 @@ def parse(text: str) -> tuple[pc.Expression, list[str]]:
     [2]
     """
     if not isinstance(text, str) or not text.strip():
-        msg = f"filter: expr must be a non-empty string, got {text!r}"
+        shown = excerpt(text) if isinstance(text, str) else repr(text)[:_EXCERPT]
+        msg = f"{where}: expr must be a non-empty string, got {shown}"
         raise ArrowSparseValueError(msg)
-    p = _Parser(text)
+    if len(text) > MAX_LENGTH:
+        msg = (f"{where}: expr is {len(text):,} characters long; at most {MAX_LENGTH:,} "
+               f"are allowed (starts {excerpt(text)})")
+        raise ArrowSparseValueError(msg)
+    p = _Parser(text, where)
     return p.parse(), p.columns
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -25,6 +27,8 @@ from ._parallel import background, default_threads, ordered_map
 from .core import Pipeline, call_in_context, located_batches, with_context
 
 __all__ = ["DEFAULT_BATCH_ROWS", "RunSummary", "run"]
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_BATCH_ROWS = 65_536
 _PARQUET = (".parquet", ".pq")
@@ -158,6 +162,76 @@ def _prepare_save(path: str | os.PathLike[str] | None) -> str | None:
     return text
 
 
+def _input_paths(src: Any) -> list[str]:
+    """Return the paths a run's input names (a path or a list of them; a dataset: none)."""
+    items = src if isinstance(src, (list, tuple)) else [src]
+    return [os.fsdecode(os.fspath(p)) for p in items if isinstance(p, (str, os.PathLike))]
+
+
+def _check_not_input(arg: str, path: str, src: Any, files: list[str]) -> None:
+    """Refuse a path to be written that is, or lies inside, one of the input paths.
+
+    Links are resolved first (``realpath``), and an existing file that is the same file
+    as an input file under another name (a hard link) is refused as well: writing it
+    would replace the data while it is being read.
+    """
+    target = os.path.realpath(path)
+    for given in _input_paths(src):
+        real = os.path.realpath(given)
+        if target == real or os.path.commonpath([target, real]) == real \
+                and os.path.isdir(real):
+            where = "is" if target == real else "lies inside"
+            msg = (f"run: {arg} {path!r} {where} the input {given!r}; writing it would "
+                   "change the input while it is read; choose a path outside the input")
+            raise ArrowSparseValueError(msg)
+    if os.path.exists(target):
+        for name in files:
+            try:
+                same = os.path.samefile(target, name)
+            except OSError:
+                continue
+            if same:
+                msg = (f"run: {arg} {path!r} is the input file {name!r} (a link to it); "
+                       "writing it would change the input while it is read; choose a "
+                       "path outside the input")
+                raise ArrowSparseValueError(msg)
+
+
+def _stale_temporaries(path: str) -> list[str]:
+    """Return the temporaries a killed writer of ``path`` left beside it.
+
+    Exactly the names :func:`arrow_sparse.io._common.atomic_path` gives them,
+    ``.<name>.<12 hex digits>.tmp`` in the output's directory, and nothing else.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    pattern = re.compile(r"\." + re.escape(os.path.basename(path)) + r"\.[0-9a-f]{12}\.tmp")
+    try:
+        names = os.listdir(directory)
+    except OSError:  # no directory yet: nothing left behind
+        return []
+    return [os.path.join(directory, n) for n in sorted(names) if pattern.fullmatch(n)
+            and os.path.isfile(os.path.join(directory, n))]
+
+
+def _remove_stale_temporaries(path: str) -> None:
+    """Remove what :func:`_stale_temporaries` finds (a SIGKILL, a crash or a power cut).
+
+    An interrupted or terminated write removes its own temporary; these are the ones
+    of a process that was killed outright, one per retry. Two runs writing the same
+    output at the same time are not supported (the second would remove the first's
+    temporary, and the first would then fail).
+    """
+    for stale in _stale_temporaries(path):
+        try:
+            os.unlink(stale)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            msg = f"run: cannot remove the stale temporary {stale!r} ({exc.strerror or exc})"
+            raise ArrowSparseIOError(msg) from None
+        logger.info("run: removed %s, left by an earlier run that was killed", stale)
+
+
 def _input_schema_check(pipe: Pipeline, data: Any, src: Any) -> pa.Schema:
     try:
         return pipe.output_schema(data.schema)
@@ -220,10 +294,19 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
         The input lacks a column a step needs, or holds it with the wrong type; the
         message names the input and the step.
     ValueError
-        No input or output; an unknown output format or engine; bad data in a batch
-        (the message names the file, row group and rows, then the step).
+        No input or output; an unknown output format or engine; an output that is or
+        lies inside the input; bad data in a batch (the message names the file, row
+        group and rows, then the step).
     ArrowSparseIOError
         An unreadable input, an unwritable output or ``save_pipeline`` directory.
+
+    Notes
+    -----
+    A file output is written to a hidden temporary beside it and renamed when
+    complete; an exception (Ctrl-C included) removes the temporary. Temporaries of
+    the same output that a killed run left behind (``.<name>.<12 hex>.tmp``) are
+    removed at the start, so two runs must not write one output at once. An output
+    or ``save_pipeline`` that is, links to or lies inside an input is refused.
 
     Examples
     --------
@@ -260,6 +343,12 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
     threads = _check_threads(threads)
     rows = batch_rows or pipe.batch_rows or DEFAULT_BATCH_ROWS
     data = read_parquet(src, batch_rows=rows)
+    if kind != "flight":  # before any pass: the output must not replace the input
+        _check_not_input("output", os.fsdecode(os.fspath(dst)), src, list(data.files))
+        _remove_stale_temporaries(os.fsdecode(os.fspath(dst)))
+    if save_pipeline is not None:
+        _check_not_input("save_pipeline", os.fsdecode(os.fspath(save_pipeline)), src,
+                         list(data.files))
     out_schema = _input_schema_check(pipe, data, src)  # fail early on a bad spec
     data = data.with_columns(pipe.input_columns(data.schema))  # decode only what is used
     save_path = _prepare_save(save_pipeline)

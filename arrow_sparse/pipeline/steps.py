@@ -18,7 +18,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import ArrowSparseKeyError, ArrowSparseTypeError, ArrowSparseValueError
+from .._validate import memory_limit
+from ..errors import (
+    ArrowSparseError,
+    ArrowSparseKeyError,
+    ArrowSparseTypeError,
+    ArrowSparseValueError,
+)
 from ..segment import embedding_bag, segment_max, segment_mean, segment_min, segment_sum
 from ..transforms import Vocabulary, categorify, fit_vocabulary, hash_bucket, pad_or_truncate
 from . import _filter
@@ -167,6 +173,33 @@ def _check_int(step: str, key: str, value: Any, lo: int, hi: int | None = None) 
     return int(value)
 
 
+#: The largest ``fixed_size_list`` size Arrow can describe (its size is an int32).
+_FIXED_SIZE_MAX = 2**31 - 1
+
+
+def _check_batch_size(label: str, key: str, rows: int, width: int, itemsize: int) -> None:
+    """Refuse a fixed-width batch (``rows`` x ``width`` x ``itemsize``) larger than memory.
+
+    The bound is :func:`arrow_sparse._validate.memory_limit`: the machine's physical
+    memory, or the container's or ``ulimit -v`` limit when lower.
+    """
+    nbytes = rows * width * itemsize
+    limit = memory_limit()
+    if nbytes > limit:
+        msg = (f"{label}: {key!r} = {width:,} makes a batch of {rows:,} rows x {width:,} x "
+               f"{itemsize} bytes = {nbytes / 2**30:,.1f} GiB, more than this machine's "
+               f"memory ({limit / 2**30:,.1f} GiB); lower {key!r} or the batch rows")
+        raise ArrowSparseValueError(msg)
+
+
+def _itemsize(t: pa.DataType) -> int:
+    """Bytes per value of a list's values (8 for types without a fixed width)."""
+    try:
+        return max(1, t.bit_width // 8)
+    except ValueError:
+        return 8
+
+
 def _is_list(t: pa.DataType) -> bool:
     return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
 
@@ -254,7 +287,7 @@ class PadOrTruncate(ColumnStep):
     def __init__(self, column: str, length: int, pad_value: Any = 0, side: str = "right",
                  output: str | None = None, *, name: str | None = None) -> None:
         super().__init__(column, output, name=name)
-        self.length = _check_int(self.type, "length", length, 0)
+        self.length = _check_int(self.type, "length", length, 0, _FIXED_SIZE_MAX)
         self.pad_value = pad_value
         if side not in ("left", "right"):
             msg = f"{self.type}: 'side' must be 'left' or 'right', got {side!r}"
@@ -262,6 +295,9 @@ class PadOrTruncate(ColumnStep):
         self.side = side
 
     def compute(self, column: pa.ChunkedArray) -> Any:  # noqa: D102
+        value_type = getattr(column.type, "value_type", None)
+        _check_batch_size(self.label, "length", len(column), self.length,
+                          8 if value_type is None else _itemsize(value_type))
         return pad_or_truncate(column, self.length, self.pad_value, self.side)
 
     def output_type(self, field: pa.Field) -> pa.DataType:  # noqa: D102
@@ -562,10 +598,11 @@ class MultiHot(Step):
         super().__init__(name)
         self.column = _check_str(self.type, "column", column)
         self.output = None if output is None else _check_str(self.type, "output", output)
-        self.num_columns = _check_int(self.type, "num_columns", num_columns, 1, 2**63 - 1)
         if not isinstance(dense, bool):
             msg = f"{self.type}: 'dense' must be true or false, got {dense!r}"
             raise ArrowSparseTypeError(msg)
+        self.num_columns = _check_int(self.type, "num_columns", num_columns, 1,
+                                      _FIXED_SIZE_MAX if dense else 2**63 - 1)
         self.dense = dense
         self.counts_output = None if counts_output is None else \
             _check_str(self.type, "counts_output", counts_output)
@@ -613,6 +650,8 @@ class MultiHot(Step):
 
     def transform(self, table: pa.Table) -> pa.Table:  # noqa: D102
         ids_type, counts_type = self._types(self._need(table.schema, self.column))
+        if self.dense:
+            _check_batch_size(self.label, "num_columns", table.num_rows, self.num_columns, 4)
         ids, counts = [], []
         for chunk in _column(table, self.column).chunks:
             i, c = self._chunk(chunk, ids_type, counts_type)
@@ -806,7 +845,7 @@ class Filter(Step):
             raise ArrowSparseValueError(msg)
         self.expr, self.column, self.op, self.value = expr, column, op, value
         if expr is not None:
-            self._expression, self._columns = _filter.parse(expr)
+            self._expression, self._columns = _filter.parse(expr, self.label)
         else:
             if op is None:
                 msg = f"{self.type}: 'column' needs 'op' (and 'value')"
@@ -823,7 +862,10 @@ class Filter(Step):
         try:
             keep = pc.fill_null(_filter.evaluate(self._expression, table, self._columns), False)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-            msg = f"{self.label}: cannot evaluate {self._expression}: {exc}"
+            shown = _filter.excerpt(self.expr if self.expr is not None else
+                                    str(self._expression))
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            msg = f"{self.label}: cannot evaluate {shown}: {detail[:200]}"
             raise ArrowSparseTypeError(msg) from exc
         kept = pc.sum(keep).as_py() or 0
         if kept == table.num_rows:  # nothing to drop: no copy of the list columns
@@ -958,8 +1000,19 @@ def step_from_dict(spec: Mapping[str, Any], where: str = "step") -> Step:
     kwargs = {k: v for k, v in spec.items() if k != "type"}
     try:
         return cls(**kwargs)
+    except ArrowSparseError as exc:
+        raise _in_spec(exc, where, kind, spec.get("name")) from exc
     except TypeError as exc:
-        if isinstance(exc, ArrowSparseTypeError):
-            raise
         msg = f"{where} ({kind}): {exc}"
         raise ArrowSparseValueError(msg) from exc
+
+
+def _in_spec(exc: ArrowSparseError, where: str, kind: str, name: Any) -> ArrowSparseError:
+    """``exc`` with its step named by its place in the spec (``"s.toml: steps[2] (pad)"``)."""
+    text = str(exc)
+    for head in (f"step {name!r} ({kind}): ", f"step {kind}: ", f"{kind}: "):
+        if text.startswith(head):
+            text = text[len(head):]
+            break
+    label = f"{where} {name!r} ({kind})" if isinstance(name, str) else f"{where} ({kind})"
+    return type(exc)(f"{label}: {text}")

@@ -71,8 +71,10 @@ def gather(data: Any, indices: Any) -> Any:
     arr = v.as_values_array(func, "data", data, device=True)
     if xp is np:
         idx = v.check_indices(func, "indices", indices, len(arr), ndim=_index_ndim(indices))
+        v.check_nbytes(func, "the result", idx.shape + arr.shape[1:], arr.itemsize)
         return np.take(arr, idx, axis=0)
     idx = v.as_index_array(func, "indices", indices, ndim=_index_ndim(indices), device=True)
+    v.check_nbytes(func, "the result", idx.shape + arr.shape[1:], arr.itemsize)
     out = get_kernel("segment", "gather_rows", xp)(arr, idx.reshape(-1))
     device_checks(func, xp)
     return out.reshape(idx.shape + arr.shape[1:])
@@ -100,7 +102,9 @@ def scatter_assign(data: Any, indices: Any, slices: Any) -> np.ndarray:
     IndexError
         An index outside ``[0, V)``.
     ValueError
-        ``slices`` of the wrong shape; read-only or non-contiguous ``data``.
+        ``slices`` of the wrong shape; read-only or non-contiguous ``data``; ``slices``
+        or ``indices`` sharing memory with ``data`` (they would be read after being
+        overwritten).
     TypeError
         ``data`` not a numpy array (Arrow is immutable), or a lossy ``slices`` dtype.
 
@@ -127,6 +131,7 @@ def scatter_assign(data: Any, indices: Any, slices: Any) -> np.ndarray:
     func = "scatter_assign"
     xp = array_module(func, data=data, indices=indices, slices=slices)
     arr = _writable(func, data)
+    v.check_no_overlap(func, "data", arr, indices=indices, slices=slices)
     idx = _scatter_indices(func, indices, len(arr), xp)
     rows = _slices(func, slices, arr, len(idx))
     view = arr.view(np.uint8) if arr.dtype.kind == "b" else arr
@@ -171,7 +176,7 @@ def scatter_weighted_sum(data: Any, w0: Any, indices: Any, slices: Any, w1: Any)
         An index outside ``[0, V)``.
     ValueError
         ``slices`` of the wrong shape, weights that are not one number, read-only or
-        non-contiguous ``data``.
+        non-contiguous ``data``; ``slices`` or ``indices`` sharing memory with ``data``.
     TypeError
         Non-float or float16 ``data``, or ``data`` that is not a numpy array.
 
@@ -226,6 +231,7 @@ def scatter_weighted_sum(data: Any, w0: Any, indices: Any, slices: Any, w1: Any)
             msg = f"{func}: {name} must be a real number (or a one-element host array)"
             raise ArrowSparseValueError(msg)
         weights.append(float(warr.reshape(())))
+    v.check_no_overlap(func, "data", arr, indices=indices, slices=slices)
     idx = _scatter_indices(func, indices, len(arr), xp)
     rows = _slices(func, slices, arr, len(idx))
     get_kernel("segment", "scatter_weighted_sum", xp)(

@@ -31,8 +31,6 @@ first. A conversion down the list imports its class (``csf.to_coo`` builds a
 the base class, :class:`SparseTensor`; their docstrings name the format returned.
 """
 
-from __future__ import annotations
-
 from .coo import SparseCOO
 from .csc import SparseCSC
 from .csf import SparseCSF

@@ -13,6 +13,8 @@ anything, and a missing library raises ``ModuleNotFoundError`` with a pip hint
 
 from __future__ import annotations
 
+import itertools
+import math
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -22,7 +24,7 @@ import pyarrow as pa
 
 from .. import _validate as v
 from .._optional import import_optional
-from ..errors import ArrowSparseTypeError, ArrowSparseValueError
+from ..errors import ArrowSparseError, ArrowSparseTypeError, ArrowSparseValueError
 from .tensor import SparseTensor
 
 __all__ = [
@@ -238,15 +240,66 @@ def from_arrow(func: str, tensor: Any, axis_order: Sequence[int] | None = None) 
         return _make("csc", indptr, indices, data.reshape(-1), _shape(tensor))
     if isinstance(tensor, pa.SparseCSFTensor):
         shape = _shape(tensor)
-        if axis_order is None:  # pyarrow's default: dimensions sorted by size, stably
-            axis_order = [int(a) for a in np.argsort(shape, kind="stable")]
         data, indptr, indices = tensor.to_numpy()
+        if axis_order is None:
+            axis_order = _csf_axis_order(func, tensor, list(indptr), list(indices),
+                                         data.reshape(-1), shape)
         return _make("csf", list(indptr), list(indices), data.reshape(-1), shape, axis_order)
     if isinstance(tensor, pa.Tensor):
         return _make("coo", tensor.to_numpy(), dense=True)
     msg = (f"{func}: expected a pyarrow SparseCOOTensor, SparseCSRMatrix, SparseCSCMatrix, "
            f"SparseCSFTensor or Tensor, got {type(tensor).__name__}")
     raise ArrowSparseTypeError(msg)
+
+
+#: Dense size up to which a ``SparseCSFTensor`` of ambiguous axis order is settled by
+#: comparing with pyarrow's own decoding (``to_tensor``, which knows the order).
+CSF_SETTLE_LIMIT = 1 << 22
+
+
+def _csf_axis_order(func: str, tensor: Any, indptr: list[np.ndarray], indices: list[np.ndarray],
+                    data: np.ndarray, shape: tuple[int, ...]) -> list[int]:
+    """Find the axis order a pyarrow ``SparseCSFTensor`` was built with (pyarrow hides it).
+
+    The orders whose dimension sizes hold every level's stored indices are the
+    candidates. One candidate is the answer; several are settled, for a tensor of at most
+    :data:`CSF_SETTLE_LIMIT` dense elements, by decoding each and comparing with
+    pyarrow's dense decoding (candidates that decode alike are equivalent, and pyarrow's
+    default, sizes sorted stably, is preferred among them); otherwise the caller must
+    name the order.
+    """
+    ndim = len(shape)
+    need = [int(level.max()) + 1 if len(level) else 0 for level in indices]
+    candidates = [list(order) for order in itertools.permutations(range(ndim))
+                  if all(shape[axis] >= n for axis, n in zip(order, need, strict=True))]
+    default = [int(a) for a in np.argsort(shape, kind="stable")]
+    if default in candidates:  # try pyarrow's default first
+        candidates.remove(default)
+        candidates.insert(0, default)
+    if not candidates:
+        msg = (f"{func}: no axis order of shape {shape} holds the tensor's stored indices "
+               f"(each level needs a dimension of at least {need}); the tensor is malformed")
+        raise ArrowSparseValueError(msg)
+    if len(candidates) == 1:
+        return candidates[0]
+    size = math.prod(shape)
+    if size > CSF_SETTLE_LIMIT:
+        orders = ", ".join(str(tuple(c)) for c in candidates[:6])
+        more = ", ..." if len(candidates) > 6 else ""
+        msg = (f"{func}: pyarrow does not expose the axis order of a SparseCSFTensor, and "
+               f"{len(candidates)} orders fit its indices ({orders}{more}); pass axis_order= "
+               "(the order it was built with)")
+        raise ArrowSparseValueError(msg)
+    expected = tensor.to_tensor().to_numpy()
+    for order in candidates:
+        try:
+            dense = _make("csf", indptr, indices, data, shape, order).to_dense()
+        except ArrowSparseError:  # the indices break this order's structure
+            continue
+        if np.array_equal(dense, expected, equal_nan=data.dtype.kind == "f"):
+            return order
+    msg = f"{func}: no axis order decodes the tensor as pyarrow does; it is malformed"
+    raise ArrowSparseValueError(msg)
 
 
 def _arrow_values(values: np.ndarray) -> np.ndarray:

@@ -283,6 +283,8 @@ def dense_view(func: str, x: Any, dim: Any, mask: Any) -> Strided:
     xp = array_module(func, input=_data(x), mask=_data(mask))
     if isinstance(x, (Jagged, SparseTensor)):
         shape, coords, vals = entries(func, "input", x)
+        v.check_nbytes(func, f"the dense view of shape {shape}", shape,
+                       numeric(func, vals).dtype.itemsize)
         arr = xp.zeros(shape, dtype=numeric(func, vals).dtype)
         arr[tuple(coords)] = vals
     else:
@@ -313,6 +315,7 @@ def _problem(func: str, x: Any, dim: Any, mask: Any, xp: ModuleType) -> Problem:
     kshape = tuple(shape[i] for i in kept)
     rshape = tuple(shape[i] for i in dims)
     num_cells, slice_size = math.prod(kshape), math.prod(rshape)
+    v.check_nbytes(func, f"the result of shape {kshape}", num_cells, 8)
     n = len(vals)
     cell = _ravel([coords[i] for i in kept], kshape, n, xp)
     pos = _ravel([coords[i] for i in dims], rshape, n, xp)

@@ -348,6 +348,8 @@ class SparseCOO(SparseTensor):
         >>> asp.SparseCOO([[0, 2, 0]], np.array([1, 2, 3]), (3,)).to_dense()
         array([4, 0, 2])
         """
+        v.check_nbytes("SparseCOO.to_dense", f"the dense array of shape {self.shape}",
+                       self.shape, self.values.itemsize)
         return scatter_dense(self._rows(), self.values, self.shape)
 
     def to_coo(self) -> SparseCOO:
@@ -374,6 +376,8 @@ class SparseCOO(SparseTensor):
         axis, a counting sort by major index and a sort of every line (copies).
         """
         keys = [self.indices[major], self.indices[1 - major]]
+        v.check_nbytes(f"SparseCOO.to_{'csr' if major == 0 else 'csc'}",
+                       f"the pointers of shape {self.shape}", self.shape[major] + 1, 8)
         xp = self.xp
         if xp is np and cm.lex_order(keys)[0]:  # on the device the check would synchronise
             return _counts_to_indptr(keys[0], self.shape[major]), keys[1], self.values
@@ -583,6 +587,8 @@ class SparseCOO(SparseTensor):
         if not keep:
             return self.values.sum(dtype=total_dtype)
         xp = self.xp
+        v.check_nbytes(func, f"the sum along axis {ax} of shape {self.shape}",
+                       [self.shape[k] for k in keep], np.dtype(total_dtype).itemsize)
         out = xp.zeros([self.shape[k] for k in keep], dtype=total_dtype)
         if self.nnz and out.size:
             flat = cm.ravel_coords([self.indices[k] for k in keep], out.shape)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .._docs import fill_doc
 from ..errors import ArrowSparseTypeError
 from . import _interop
@@ -74,14 +76,27 @@ class SparseCSC(_Compressed):
     format = "csc"
     _major = 1
 
-    def __getitem__(self, key: Any) -> SparseCSC:
-        """Columns ``a:b`` (``csc[:, a:b]``) as a view sharing every buffer."""
-        if not (isinstance(key, tuple) and len(key) == 2 and key[0] == slice(None)
-                and isinstance(key[1], slice)):
-            msg = ("SparseCSC: columns are selected with csc[:, a:b]; "
-                   "convert with to_csr() to slice rows")
-            raise ArrowSparseTypeError(msg)
-        return self._major_slice(key[1])  # type: ignore[no-any-return]
+    def __getitem__(self, key: Any) -> Any:
+        """Column ``j`` (``csc[:, j]``: a 1-D :class:`SparseCOO`) or columns ``a:b`` (a view).
+
+        ``csc[:, a:b]`` shares every buffer (only ``indptr`` is sliced); ``csc[:, j]``
+        views the column's indices and values.
+
+        Examples
+        --------
+        >>> m = asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([1.0, 2.0, 3.0]), (2, 3)).to_csc()
+        >>> m[:, 2].to_dense()
+        array([2., 0.])
+        """
+        if isinstance(key, tuple) and len(key) == 2 and key[0] == slice(None):
+            column = key[1]
+            if isinstance(column, (int, np.integer)) and not isinstance(column, (bool, np.bool_)):
+                return self._major_line(column)
+            if isinstance(column, slice):
+                return self._major_slice(column)
+        msg = ("SparseCSC: columns are selected with csc[:, j] or csc[:, a:b]; convert with "
+               "to_csr() to select rows")
+        raise ArrowSparseTypeError(msg)
 
     @fill_doc(_interop.TO_ARROW, **_CSC_DOC)
     def to_arrow(self) -> Any:

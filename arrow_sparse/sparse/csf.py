@@ -156,8 +156,8 @@ class SparseCSF(SparseTensor):
            [1, 2, 3]])
     >>> sub.to_coo().values  # in canonical (sorted) order
     array([6., 8., 7.])
-    >>> sub.values is csf.values  # a view: no buffer is copied
-    True
+    >>> sub.values, np.shares_memory(sub.values, csf.values)  # its own values, viewed
+    (array([6., 7., 8.]), True)
 
     The same tensor with the last dimension outermost:
 
@@ -366,10 +366,10 @@ class SparseCSF(SparseTensor):
             pyarrow tensor (converted).
         axis_order
             The axis order the ``SparseCSFTensor`` was built with. pyarrow does not
-            expose it to Python, so None means pyarrow's own default: dimensions
-            sorted by size, stably (what ``SparseCSFTensor.from_dense_numpy`` and
-            ``from_tensor`` use). Pass the order when the tensor was built with
-            another. For other inputs, the order of the result (default
+            expose it to Python, so None finds it: the one order whose dimension sizes
+            hold the stored indices, or, when several do and the tensor has at most
+            2**22 dense cells, the one that decodes as pyarrow does (docs/sparse-tensors.md,
+            "pyarrow caveats"). For other inputs, the order of the result (default
             ``0, 1, ..., ndim - 1``).
 
         Returns
@@ -384,7 +384,8 @@ class SparseCSF(SparseTensor):
             Not a pyarrow tensor.
         ValueError, IndexError
             A malformed structure, e.g. from a wrong ``axis_order`` (pyarrow does
-            not check).
+            not check); a large ``SparseCSFTensor`` whose axis order is ambiguous and
+            was not given.
 
         Examples
         --------
@@ -559,6 +560,8 @@ class SparseCSF(SparseTensor):
                [0, 0],
                [2, 3]])
         """
+        v.check_nbytes("SparseCSF.to_dense", f"the dense array of shape {self.shape}",
+                       self.shape, self.values.itemsize)
         return self.to_coo().to_dense()
 
     def to_coo(self) -> SparseCOO:
@@ -842,15 +845,30 @@ class SparseCSF(SparseTensor):
             order = tuple(a - (a > a0) for a in self.axis_order[1:])
             ptr0 = self.indptr[0]
             lo, hi = fetch(func, ptr0[p], ptr0[q]) if len(positions) else fetch(func, ptr0[0]) * 2
-            indices = (self.indices[1][lo:hi],) + self.indices[2:]
-            indptr = (self.indptr[1][lo:hi + 1],) + self.indptr[2:] if self.ndim > 2 else ()
-            values = self.values[lo:hi] if self.ndim == 2 else self.values
+            indptr, indices, values = _subtree(func, self.indptr[1:], self.indices[1:],
+                                               self.values, lo, hi)
             return SparseCSF._new(indptr, indices, values, shape, order, self._canonical or None)
         shape_list = list(self.shape)
         shape_list[a0] = stop - start
-        top = self.indices[0][p:q]
-        top = top - start if start else top
-        indptr = (self.indptr[0][p:q + 1],) + self.indptr[1:] if self.ndim > 1 else ()
-        values = self.values[p:q] if self.ndim == 1 else self.values
-        return SparseCSF._new(indptr, (top,) + self.indices[1:], values, tuple(shape_list),
+        indptr, indices, values = _subtree(func, self.indptr, self.indices, self.values, p, q)
+        top = indices[0] - start if start else indices[0]
+        return SparseCSF._new(indptr, (top,) + indices[1:], values, tuple(shape_list),
                               self.axis_order, self._canonical or None)
+
+
+def _subtree(func: str, indptr: tuple[Any, ...], indices: tuple[Any, ...], values: Any,
+             lo: int, hi: int) -> tuple[tuple[Any, ...], tuple[Any, ...], Any]:
+    """Return the levels of the level-0 nodes ``lo:hi`` and everything below them, alone.
+
+    Every level's indices and the values are views of the window the nodes reach; the
+    pointers are rebased to start at zero (small copies). On the device each pointer
+    level's ends are read back: one synchronisation per level.
+    """
+    kept_indices = [indices[0][lo:hi]]
+    kept_indptr = []
+    for level, ptr in enumerate(indptr):
+        part = ptr[lo:hi + 1]
+        lo, hi = cm.ends(func, part)
+        kept_indptr.append(part - lo if lo else part)
+        kept_indices.append(indices[level + 1][lo:hi])
+    return tuple(kept_indptr), tuple(kept_indices), values[lo:hi]

@@ -326,6 +326,8 @@ class _Compressed(SparseTensor):
         """
         if self.dtype.kind == "b":
             return self.to_coo().to_dense()
+        v.check_nbytes(f"{type(self).__name__}.to_dense", f"the dense array of shape "
+                       f"{self.shape}", self.shape, self.values.itemsize)
         xp = self.xp
         out = xp.zeros(self.shape, dtype=self.dtype)
         get_kernel("sparse", "compressed_to_dense", xp)(self.indptr, self.indices, self.values,
@@ -523,6 +525,9 @@ class _Compressed(SparseTensor):
         func = f"{type(self).__name__}.sum"
         total_dtype = cm.sum_dtype(self.dtype)
         ax = None if axis is None else v.check_axis(func, axis, 2)
+        if ax is not None:
+            v.check_nbytes(func, f"the sum along axis {ax} of shape {self.shape}",
+                           self.shape[1 - ax], np.dtype(total_dtype).itemsize)
         xp = self.xp
         if ax == 1 - self._major:  # reduce the minor axis: one value per major line
             out = xp.zeros(self._num_major, dtype=total_dtype)
@@ -604,6 +609,8 @@ class _Compressed(SparseTensor):
         dense = _matmul_operand(func, self.values, other, self.shape[1], "first")
         dtype, work, vals = _matmul_dtypes(self.values, dense)
         xp = self.xp
+        v.check_nbytes(func, "the product", (self.shape[0], *dense.shape[1:]),
+                       np.dtype(work).itemsize)
         rhs = xp.ascontiguousarray(dense, dtype=work)
         if self._major == 0 and (rhs.ndim == 1 or rhs.shape[1] == 1):
             out = xp.zeros(self.shape[0], dtype=work)
@@ -628,6 +635,8 @@ class _Compressed(SparseTensor):
         func = f"{type(self).__name__}.__rmatmul__"
         dense = _matmul_operand(func, self.values, other, self.shape[0], "last")
         dtype, work, vals = _matmul_dtypes(self.values, dense)
+        v.check_nbytes(func, "the product", (*dense.shape[:-1], self.shape[1]),
+                       np.dtype(work).itemsize)
         xp = self.xp
         if self._major == 1:  # dense @ csc == (csc.T @ dense.T).T, and csc.T is a CSR
             transposed = SparseCSR._new(self.indptr, self.indices, vals, self.shape[::-1])
@@ -684,6 +693,24 @@ class _Compressed(SparseTensor):
         SparseCSR(shape=(1, 2), nnz=1, dtype=float64)
         """
         return self.transpose()
+
+    def _major_line(self, key: Any) -> SparseCOO:
+        """Line ``key`` (an int; negative counts from the end) as a 1-D :class:`SparseCOO`.
+
+        Its indices and values are views of this matrix's; on the device the line's two
+        pointers are read back (one synchronisation).
+        """
+        name = type(self).__name__
+        size = self._num_major
+        i = int(key)
+        if not -size <= i < size:
+            what = "row" if self._major == 0 else "column"
+            msg = f"{name}: {what} {i} out of range for {size} {what}s"
+            raise ArrowSparseIndexError(msg)
+        i %= size
+        lo, hi = cm.ends(name, self.indptr[i:i + 2])
+        return SparseCOO(self.indices[lo:hi][None, :], self.values[lo:hi],
+                         (self.shape[1 - self._major],), validate=False)
 
     def _major_slice(self, key: slice) -> Any:
         name = type(self).__name__
@@ -806,15 +833,29 @@ class SparseCSR(_Compressed):
         """
         return _jagged_to_csr("SparseCSR.from_jagged", jagged, num_columns, weights)
 
-    def __getitem__(self, key: Any) -> SparseCSR:
-        """Rows ``a:b`` (``csr[a:b]`` or ``csr[a:b, :]``) as a view sharing every buffer."""
+    def __getitem__(self, key: Any) -> Any:
+        """Row ``i`` (``csr[i]``: a 1-D :class:`SparseCOO`) or rows ``a:b`` (a SparseCSR view).
+
+        ``csr[a:b]`` and ``csr[a:b, :]`` share every buffer (only ``indptr`` is sliced);
+        ``csr[i]`` and ``csr[i, :]`` view the row's indices and values.
+
+        Examples
+        --------
+        >>> m = asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([1.0, 2.0, 3.0]), (2, 3))
+        >>> m[0].to_dense()
+        array([1., 0., 2.])
+        >>> m[-1:].to_dense()
+        array([[0., 3., 0.]])
+        """
         if isinstance(key, tuple) and len(key) == 2 and key[1] == slice(None):
             key = key[0]
+        if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
+            return self._major_line(key)
         if not isinstance(key, slice):
-            msg = ("SparseCSR: rows are selected with a slice, csr[a:b] or csr[a:b, :]; "
-                   "convert with to_coo() or to_dense() for other indexing")
+            msg = ("SparseCSR: rows are selected with an int or a slice, csr[i], csr[a:b] or "
+                   "csr[a:b, :]; convert with to_coo() or to_dense() for other indexing")
             raise ArrowSparseTypeError(msg)
-        return self._major_slice(key)  # type: ignore[no-any-return]
+        return self._major_slice(key)
 
     @fill_doc(_interop.TO_ARROW, **_CSR_DOC)
     def to_arrow(self) -> Any:

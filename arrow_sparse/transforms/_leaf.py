@@ -61,11 +61,6 @@ def _numpy_leaf(values: np.ndarray, mask: np.ndarray | None) -> _Leaf:
     return _Leaf(kind, f"dtype {values.dtype}", values=flat, mask=mask)
 
 
-def _bytes_type(t: pa.DataType) -> bool:
-    return bool(pa.types.is_string(t) or pa.types.is_large_string(t)
-                or pa.types.is_binary(t) or pa.types.is_large_binary(t))
-
-
 def _arrow_leaf(func: str, a: pa.Array) -> tuple[_Leaf, pa.Array]:
     """Wrap a primitive or string Arrow array as a leaf (views are cast: one copy)."""
     t = a.type
@@ -75,16 +70,8 @@ def _arrow_leaf(func: str, a: pa.Array) -> tuple[_Leaf, pa.Array]:
         a = a.cast(pa.large_binary())
     t = a.type
     desc = f"Arrow type {t}"
-    if _bytes_type(t):
-        large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
-        n = len(a)
-        bufs = a.buffers()
-        dtype = np.int64 if large else np.int32
-        offsets = np.zeros(n + 1, dtype=dtype) if bufs[1] is None else \
-            np.frombuffer(bufs[1], dtype=dtype)[a.offset:a.offset + n + 1]
-        data = np.zeros(0, dtype=np.uint8) if bufs[2] is None else \
-            np.frombuffer(bufs[2], dtype=np.uint8)
-        offsets = v.check_offsets(func, "values offsets", offsets, len(data))  # bytes read
+    if _arrow.is_binary_type(t):
+        offsets, data = _arrow.binary_buffers(func, "values", a)
         return _Leaf("bytes", desc, offsets=offsets, data=data, source=a), a
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
         kind = "int" if pa.types.is_integer(t) else "float" if pa.types.is_floating(t) else "bool"

@@ -15,7 +15,6 @@ from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged
 from ._leaf import (
     _arrow_leaf,
-    _bytes_type,
     _not_a_column,
     _per_chunk,
 )
@@ -65,7 +64,7 @@ def _read_col(func: str, x: Any, *, strings: bool = True) -> _Col:
         raise ArrowSparseTypeError(msg)
     if isinstance(t, pa.FixedSizeListType):
         values = _arrow.fixed_size_values(func, child)
-    elif strings and (_bytes_type(t) or pa.types.is_string_view(t)
+    elif strings and (_arrow.is_binary_type(t) or pa.types.is_string_view(t)
                       or pa.types.is_binary_view(t)):
         leaf = _arrow_leaf(func, child)[1]
     else:
@@ -235,6 +234,7 @@ def _pad_strings(func: str, col: _Col, length: int, pad_value: Any,
     start = int(col.offsets[0])
     total = int(col.offsets[-1]) - start
     rows = col.num_rows
+    v.check_nbytes(func, f"the result of length={length:,}", (rows, length), 8)
     positions = np.empty((rows, length, 1), dtype=np.int64)
     get_kernel("transforms", "pad_or_truncate")(
         np.arange(total, dtype=np.int64).reshape(total, 1), col.offsets - start, col.validity,

@@ -111,6 +111,7 @@ def length_stats(values: Any) -> LengthStats:
         else:
             if not _arrow.is_list_type(part.type):
                 raise _not_a_column(func, "values", part, "an Arrow list array or a Jagged")
+            _arrow.check_nested(func, "values", part)  # every level, not only the rows read
             level = _arrow.list_level(func, "values", part)
             offsets, validity = level.offsets, level.validity
             child_valid = _arrow.validity_of(level.child)

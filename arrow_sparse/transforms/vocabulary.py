@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import _arrow
+from .. import _arrow, _files
 from .. import _validate as v
 from .._backend import (
     array_module,
@@ -31,11 +31,10 @@ from .._backend import (
     read_back,
     transfer,
 )
-from ..errors import ArrowSparseIOError, ArrowSparseTypeError, ArrowSparseValueError
+from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged
 from ._leaf import (
     _arrow_leaf,
-    _bytes_type,
     _ElementOp,
     _Leaf,
     _map_elements,
@@ -364,7 +363,7 @@ def value_counts(values: Any) -> Any:
         return keys, counts
     if isinstance(keys, pa.Array):
         target = counted.arrow_type
-        if _bytes_type(target) and keys.type != target:
+        if _arrow.is_binary_type(target) and keys.type != target:
             keys = keys.cast(target)
     else:
         keys = pa.array(keys, type=counted.arrow_type)
@@ -415,7 +414,8 @@ class Vocabulary:
             values = _arrow.as_one_array(values)
         if isinstance(values, pa.Array) and not pa.types.is_integer(values.type):
             t = values.type
-            if not (_bytes_type(t) or pa.types.is_string_view(t) or pa.types.is_binary_view(t)):
+            if not (_arrow.is_binary_type(t) or pa.types.is_string_view(t)
+                    or pa.types.is_binary_view(t)):
                 msg = f"{func}: values must be integers or strings, got Arrow type {t}"
                 raise ArrowSparseTypeError(msg)
             if values.null_count:
@@ -581,7 +581,9 @@ class Vocabulary:
         """
         import pyarrow.parquet as pq
 
-        pq.write_table(self.to_arrow(), _check_path("Vocabulary.save", path))
+        # Page checksums let load tell a damaged file from a vocabulary.
+        pq.write_table(self.to_arrow(), _check_path("Vocabulary.save", path),
+                       write_page_checksum=True)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Vocabulary:
@@ -601,11 +603,18 @@ class Vocabulary:
         ------
         TypeError
             ``path`` is not a str or path.
-        FileNotFoundError
-            No such file.
+        OSError
+            No such file, a directory, no permission
+            (:class:`~arrow_sparse.errors.ArrowSparseIOError`).
         ValueError
-            The file is not a vocabulary (missing columns, repeated values, ids not
-            in order).
+            A file that is not Parquet, or a corrupt or truncated one (the message
+            names the file); a file that is not a vocabulary (missing columns,
+            repeated values, ids not in order).
+
+        Notes
+        -----
+        :meth:`save` writes page checksums and they are verified here, so a damaged
+        page raises instead of giving other values.
 
         Examples
         --------
@@ -615,17 +624,8 @@ class Vocabulary:
         >>> asp.Vocabulary.load(path)
         Vocabulary(kind=int64, size=2, values=[3, 1], counts=[2, 1])
         """
-        import pyarrow.parquet as pq
-
         func = "Vocabulary.load"
-        try:
-            table = pq.read_table(_check_path(func, path))
-        except pa.ArrowInvalid as exc:
-            msg = f"{func}: {os.fspath(path)!r} could not be read as a Parquet file ({exc})"
-            raise ArrowSparseValueError(msg) from None
-        except OSError as exc:
-            msg = f"{func}: {os.fspath(path)!r} could not be opened ({type(exc).__name__})"
-            raise ArrowSparseIOError(msg) from None
+        table = _files.read_parquet(func, _files.check_path(func, "path", path))
         missing = [c for c in ("value", "count") if c not in table.column_names]
         if missing:
             msg = f"{func}: {os.fspath(path)!r} is not a vocabulary: no column {missing[0]!r}"

@@ -6,8 +6,10 @@ the console script) and its ``run`` and ``schema`` subcommands.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -266,3 +268,155 @@ def test_run_save_pipeline_and_threads_flags(tmp_path: Path,
     assert (tmp_path / "new" / "fitted.item_vocab.vocab.parquet").exists()
     assert main(["run", str(SPEC), "--threads", "0"]) == 2
     assert "expected a positive integer" in capsys.readouterr().err
+
+
+# ================================================= issue 14: run never replaces its input
+def test_run_refuses_to_write_over_its_input_issue14(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "in.parquet"
+    src.write_bytes(SAMPLE.read_bytes())
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[[steps]]\ntype = "select"\ncolumns = ["user_id"]\n')
+    (tmp_path / "link.parquet").symlink_to(src)
+    for output in (src, tmp_path / "link.parquet", tmp_path / "." / "in.parquet"):
+        line = run_error(capsys, ["run", str(spec), "--input", str(src), "--output",
+                                  str(output), "--no-progress"], 1)
+        assert line.startswith(f"arrow-sparse: error: run: output '{output}' is the input ")
+        assert "choose a path outside the input" in line
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    (parts / "p0.parquet").write_bytes(SAMPLE.read_bytes())
+    line = run_error(capsys, ["run", str(spec), "--input", str(parts), "--output",
+                              str(parts / "features.parquet"), "--no-progress"], 1)
+    assert f"run: output '{parts / 'features.parquet'}' lies inside the input" in line
+    # the command of the issue, as a user types it
+    proc = subprocess.run([sys.executable, "-m", "arrow_sparse", "run", "spec.toml",
+                           "--input", "in.parquet", "--output", "in.parquet"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert proc.returncode == 1
+    assert proc.stderr == ("arrow-sparse: error: run: output 'in.parquet' is the input "
+                           "'in.parquet'; writing it would change the input while it is read; "
+                           "choose a path outside the input\n")
+    assert src.read_bytes() == SAMPLE.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet", "link.parquet",
+                                                          "parts", "spec.toml"]
+
+
+# ============================================== issue 14: SIGTERM and stale temporaries
+#: ``arrow-sparse`` with one more step type, ``slow``: every batch after the first
+#: sleeps, so the output's temporary file exists while the run waits.
+_SLOW_CLI = """
+import sys, threading, time
+from arrow_sparse.cli import main
+from arrow_sparse.pipeline import steps
+
+class Slow(steps.Step):
+    type = "slow"
+    seen = 0
+    lock = threading.Lock()
+
+    def transform(self, table):
+        with Slow.lock:
+            Slow.seen += 1
+            first = Slow.seen == 1
+        if not first:
+            time.sleep(float(sys.argv[1]))
+        return table
+
+    def output_schema(self, schema):
+        return schema
+
+steps.STEP_TYPES["slow"] = Slow
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def _start_slow_run(tmp_path: Path, sleep: float, threads: int) -> tuple[Any, Path]:
+    src = tmp_path / "in.parquet"
+    if not src.exists():
+        pq.write_table(pq.read_table(SAMPLE, columns=["user_id", "item_ids"]), src,
+                       row_group_size=10_000)
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[[steps]]\ntype = "slow"\n')
+    out = tmp_path / "out" / "features.parquet"
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_CLI, str(sleep), "run", str(spec),
+                             "--input", str(src), "--output", str(out), "--batch-rows",
+                             "10000", "--threads", str(threads), "--no-progress"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return proc, out
+
+
+def _temporaries(out: Path) -> list[str]:
+    return sorted(p.name for p in out.parent.glob(f".{out.name}.*.tmp")) \
+        if out.parent.exists() else []
+
+
+def _wait_for_temporary(proc: Any, out: Path) -> None:
+    deadline = time.monotonic() + 120
+    while not _temporaries(out):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the run never started writing"
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_sigterm_during_run_removes_the_temporary_and_exits_143_issue14(
+        tmp_path: Path, threads: int) -> None:
+    # One thread: the step sleeps on the main thread; two: on a pool thread, and the
+    # main thread waits for it (the in-flight batches finish first, so a short sleep).
+    proc, out = _start_slow_run(tmp_path, 120.0 if threads == 1 else 1.0, threads)
+    try:
+        _wait_for_temporary(proc, out)
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 143, stderr
+    assert (stdout, stderr) == ("", "arrow-sparse: error: terminated\n")
+    assert list(out.parent.iterdir()) == []  # no temporary, no partial output
+
+
+def test_a_killed_runs_temporary_is_removed_by_the_next_run_issue14(tmp_path: Path) -> None:
+    proc, out = _start_slow_run(tmp_path, 120.0, 1)
+    try:
+        _wait_for_temporary(proc, out)
+        proc.send_signal(signal.SIGKILL)  # no clean-up possible: the temporary stays
+        proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    left = _temporaries(out)
+    assert len(left) == 1
+    # what is not exactly a temporary of this output stays
+    keep = [f".{out.name}.0123456789ab.tmp.keep", f".{out.name}.0123456789AB.tmp",
+            f".{out.name}.0123456789a.tmp", ".other.parquet.0123456789ab.tmp",
+            f"{out.name}.0123456789ab.tmp"]
+    for name in keep:
+        (out.parent / name).write_text("")
+    (out.parent / f".{out.name}.fedcba987654.tmp").mkdir()  # a directory: not ours
+    spec = tmp_path / "plain.toml"
+    spec.write_text('[[steps]]\ntype = "select"\ncolumns = ["user_id"]\n')
+    assert main(["run", str(spec), "--input", str(tmp_path / "in.parquet"), "--output",
+                 str(out), "--no-progress"]) == 0
+    assert sorted(p.name for p in out.parent.iterdir()) == sorted(
+        [*keep, f".{out.name}.fedcba987654.tmp", out.name])
+
+
+def test_stale_temporaries_match_the_writers_own_names_issue14(tmp_path: Path) -> None:
+    from arrow_sparse.io._common import atomic_path
+    from arrow_sparse.pipeline.runner import _stale_temporaries
+
+    target = tmp_path / "f.parquet"
+    with atomic_path("test", target) as tmp:
+        Path(tmp).write_text("")
+        assert _stale_temporaries(str(target)) == [tmp]
+    assert _stale_temporaries(str(target)) == []
+
+
+def test_sigterm_handler_is_restored_after_main_issue14(clicks_file: Path,
+                                                         capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    assert main(["inspect", str(clicks_file)]) == 0
+    assert signal.getsignal(signal.SIGTERM) is before
+    capsys.readouterr()

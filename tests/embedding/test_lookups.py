@@ -468,3 +468,86 @@ def test_maplookup_refuses_host_and_device_inputs_together(cp: ModuleType) -> No
                        "device first"):
         emb.maplookup([np.zeros((3, 2)), cp.asarray(np.zeros((3, 2)))],
                       [cp.asarray(np.array([0]))] * 2)
+
+
+# ===================================================== issue 14: out must not alias inputs
+_ALIAS = r"share memory; it would be read after parts of it were overwritten"
+
+
+def test_lookup_out_overlapping_the_table_is_refused_issue14(backend: str) -> None:
+    # Before: [[2, 3], [2, 3]] (row 0 read after out[0] = table[1] overwrote it)
+    table = to_backend(np.arange(6.0).reshape(3, 2), backend)
+    ids = to_backend(np.array([1, 0]), backend)
+    with pytest.raises(ValueError, match=rf"^lookup: out and table {_ALIAS}") as info:
+        emb.lookup(table, ids, out=table[:2])
+    assert isinstance(info.value, ArrowSparseError)
+    np.testing.assert_array_equal(from_backend(table, backend), np.arange(6.0).reshape(3, 2))
+    out = to_backend(np.zeros((2, 2)), backend)
+    np.testing.assert_array_equal(from_backend(emb.lookup(table, ids, out=out), backend),
+                                  [[2, 3], [0, 1]])
+
+
+def test_lookup_out_overlapping_ids_offsets_or_weights_is_refused_issue14(backend: str
+                                                                          ) -> None:
+    table = to_backend(np.arange(8.0).reshape(4, 2), backend)
+    buffer = to_backend(np.arange(8.0), backend)
+    out = buffer[:4].reshape(2, 2)
+    weights = buffer[2:5]  # one weight per id, overlapping out's second row
+    ids = to_backend(np.array([0, 1, 3]), backend)
+    offsets = to_backend(np.array([0, 1, 3]), backend)
+    with pytest.raises(ValueError, match=rf"^lookup: out and per_sample_weights {_ALIAS}"):
+        emb.lookup(table, ids, offsets=offsets, per_sample_weights=weights, out=out)
+    int_table = to_backend(np.arange(8).reshape(4, 2), backend)
+    flat = to_backend(np.array([0, 1, 1, 0, 3, 3]), backend)
+    with pytest.raises(ValueError, match=rf"^lookup: out and ids {_ALIAS}"):
+        emb.lookup(int_table, flat[:2], out=flat.reshape(3, 2)[:2])
+    bags = to_backend(np.array([0, 2, 0, 0]), backend)  # offsets 0, 2 in the first two
+    with pytest.raises(ValueError, match=rf"^lookup: out and offsets {_ALIAS}"):
+        emb.lookup(int_table, to_backend(np.array([1, 2]), backend), offsets=bags[:2],
+                   out=bags.reshape(2, 2)[:1])
+
+
+def test_lookup_out_overlapping_a_jagged_or_arrow_input_is_refused_issue14() -> None:
+    values = np.array([0, 1, 2, 3])
+    ids = asp.Jagged(values, np.array([0, 2, 4]))
+    out = values.reshape(2, 2)
+    with pytest.raises(ValueError, match=rf"^lookup: out and ids.values {_ALIAS}"):
+        emb.lookup(np.arange(8).reshape(4, 2), ids, out=out)
+    memory = np.array([0, 1, 2, 3, 0, 0, 0, 0])
+    arrow_ids = pa.array(memory[:4])  # zero-copy: Arrow's buffer is this memory
+    with pytest.raises(ValueError, match=rf"^lookup: out and ids {_ALIAS}"):
+        emb.lookup(np.arange(8).reshape(4, 2), arrow_ids, out=memory.reshape(4, 2))
+
+
+def test_lookup_into_a_block_beside_the_table_is_fine_issue14() -> None:
+    # Disjoint column blocks of one matrix do not overlap (exact check on the host).
+    wide = np.zeros((3, 4))
+    wide[:, 2:] = np.arange(6.0).reshape(3, 2)
+    emb.lookup(wide[:, 2:], [2, 0, 1], out=wide[:, :2])
+    np.testing.assert_array_equal(wide[:, :2], [[4, 5], [0, 1], [2, 3]])
+
+
+def test_maplookup_out_overlapping_a_table_is_refused_issue14(backend: str) -> None:
+    out = to_backend(np.zeros((2, 5)), backend)
+    a = to_backend(np.arange(6.0).reshape(3, 2), backend)
+    ids = [to_backend(np.array([0, 1]), backend), to_backend(np.array([1, 0]), backend)]
+    with pytest.raises(ValueError, match=rf"^maplookup: out and tables\[1\] {_ALIAS}"):
+        emb.maplookup([a, out[:, :2]], ids, "concat", prepend=1, out=out)
+    int_out = to_backend(np.zeros((2, 5), np.int64), backend)
+    b = to_backend(np.arange(6).reshape(3, 2), backend)
+    with pytest.raises(ValueError, match=rf"^maplookup: out and indices\[0\] {_ALIAS}"):
+        emb.maplookup([b, b], [int_out[:, 1], ids[1]], "concat", prepend=1, out=int_out)
+
+
+def test_arrow_float_ids_are_refused_whatever_the_child_holds_issue14() -> None:
+    # Before: an empty visible range over a child of length 0 passed as empty integer
+    # bags (zeros), the same rows over a longer child raised: the hidden buffer decided.
+    table = np.arange(20.0).reshape(10, 2)
+    hidden = pa.Array.from_buffers(pa.large_list(pa.float64()), 2, [
+        None, pa.py_buffer(np.array([1, 1, 1], np.int64))], children=[pa.array([0.0])])
+    clean = pa.array([[], []], pa.large_list(pa.float64()))
+    for ids in (hidden, clean):
+        with pytest.raises(TypeError, match=r"^lookup: ids must be a Jagged \(or Arrow list "
+                                            r"array\) of 1-D integers$"):
+            emb.lookup(table, ids)
+    np.testing.assert_array_equal(emb.lookup(table, asp.Jagged.from_list([[]])), [[0, 0]])

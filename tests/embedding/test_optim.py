@@ -20,7 +20,7 @@ import pytest
 
 from arrow_sparse import embedding as emb
 
-from ..conftest import from_backend, to_backend
+from ..conftest import from_backend, on_device, to_backend
 from ._helpers import DEFERRED, grad_on_host, grads, later
 from ._reference import ref_adagrad, ref_ftrl, ref_rowwise_adagrad, ref_sgd
 
@@ -257,3 +257,52 @@ def test_train_logreg_example_learns_the_embeddings() -> None:
     # loss falls only if the sparse path trains the table.
     assert trained[-1] < 0.55 < frozen[-1]
     assert trained[-1] < trained[0] - 0.1
+
+
+# ======================================== issue 14: what an in-place update may alias
+_READ = r"share memory; it would be read after parts of it were overwritten"
+
+
+@pytest.mark.parametrize("opt", OPTIMIZERS)
+def test_a_gradient_aliasing_the_table_or_state_is_refused_issue14(opt: str,
+                                                                   backend: str) -> None:
+    table = to_backend(np.arange(8.0).reshape(4, 2), backend)
+    state = to_backend(np.ones((4,) if opt == "rowwise_adagrad" else (4, 2)), backend)
+    z, n = to_backend(np.zeros((4, 2)), backend), to_backend(np.ones((4, 2)), backend)
+    rows = to_backend(np.array([1, 2]), backend)
+
+    def grad(values: Any) -> emb.SparseGrad:
+        # On the device a hand-built gradient is coalesced into new arrays first (so
+        # it cannot alias); one known to be coalesced, as lookup_backward returns, is
+        # read as it is.
+        if on_device(backend):
+            return emb.SparseGrad._coalesced(rows, values)
+        return emb.SparseGrad(rows, values)
+
+    def step(values: Any) -> None:
+        g = grad(values)
+        if opt == "sgd":
+            emb.sgd(table, g, 0.1)
+        elif opt == "ftrl":
+            emb.ftrl(table, z, n, g)
+        elif opt == "adagrad":
+            emb.adagrad(table, state, g, 0.1)
+        else:
+            emb.rowwise_adagrad(table, state, g, 0.1)
+
+    with pytest.raises(ValueError, match=rf"^{opt}: table and grad.values {_READ}"):
+        step(table[:2])
+    if opt in ("adagrad", "ftrl"):
+        with pytest.raises(ValueError, match=rf"^{opt}: (state|z) and grad.values {_READ}"):
+            step((state if opt == "adagrad" else z)[2:])
+    with pytest.raises(ValueError, match=rf"^update: table and grad.values {_READ}|"
+                                         rf"^{opt}: table and grad.values {_READ}"):
+        emb.update(opt, [table], [grad(table[2:])], lr=0.1,
+                   states=None if opt == "sgd" else [(z, n) if opt == "ftrl" else state])
+    np.testing.assert_array_equal(from_backend(table, backend), np.arange(8.0).reshape(4, 2))
+    step(table[:2].copy())  # a copy is fine
+
+
+def test_an_in_place_update_documents_what_may_alias_issue14() -> None:
+    for func in (emb.sgd, emb.adagrad, emb.rowwise_adagrad, emb.ftrl, emb.update):
+        assert "share memory" in (func.__doc__ or ""), func.__name__

@@ -7,6 +7,7 @@ writable: training the file in place), the file any Arrow reader reads, and the 
 from __future__ import annotations
 
 import pathlib
+import re
 import sys
 from types import ModuleType
 from typing import Any
@@ -18,10 +19,17 @@ import pytest
 
 from arrow_sparse import _backend
 from arrow_sparse import embedding as emb
+from arrow_sparse.errors import ArrowSparseIOError, ArrowSparseTypeError, ArrowSparseValueError
 
 from ..conftest import on_device, to_backend
 from ._helpers import grads
 from ._reference import ref_adagrad
+
+
+def ipc_file(path: pathlib.Path, *batches: pa.RecordBatch) -> None:
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, batches[0].schema) as w:
+        for batch in batches:
+            w.write_batch(batch)
 
 
 def test_save_load_table_roundtrip_and_mmap(tmp_path: pathlib.Path) -> None:
@@ -69,18 +77,30 @@ def test_save_load_table_on_every_backend(dtype: Any, backend: str,
 
 
 def test_save_load_table_errors(tmp_path: pathlib.Path) -> None:
-    with pytest.raises(OSError, match="load_table: cannot open"):
+    with pytest.raises(ArrowSparseIOError, match=r"load_table: path '.*missing\.arrow' does "
+                                                 "not exist"):
         emb.load_table(tmp_path / "missing.arrow")
+    with pytest.raises(ArrowSparseTypeError, match="load_table: path must be a path"):
+        emb.load_table(3)  # type: ignore[arg-type]
     bad = tmp_path / "bad.arrow"
     bad.write_bytes(b"not arrow at all")
-    with pytest.raises(ValueError, match="is not an Arrow IPC file"):
+    with pytest.raises(ArrowSparseValueError, match=r"load_table: file '.*bad\.arrow' is not "
+                                                    "valid Arrow IPC; it is corrupt"):
+        emb.load_table(bad)
+    bad.write_bytes(b"")
+    with pytest.raises(ArrowSparseValueError, match=r"load_table: file '.*bad\.arrow' is empty"):
         emb.load_table(bad)
     other = tmp_path / "other.arrow"
     batch = pa.record_batch({"x": pa.array([[1.0]])})
     with pa.OSFile(str(other), "wb") as sink, pa.ipc.new_file(sink, batch.schema) as w:
         w.write_batch(batch)
-    with pytest.raises(TypeError, match=r"must be fixed_size_list<float32\|float64>\[dim\]"):
+    with pytest.raises(ArrowSparseTypeError, match=r"load_table: the column of file "
+                       r"'.*other\.arrow' must be fixed_size_list<float32\|float64>\[dim\]"):
         emb.load_table(other)
+    two = tmp_path / "two.arrow"
+    ipc_file(two, pa.record_batch({"a": pa.array([1.0]), "b": pa.array([2.0])}))
+    with pytest.raises(ArrowSparseValueError, match=r"two\.arrow' must hold one column, got 2"):
+        emb.load_table(two)
     with pytest.raises(TypeError, match="save_table: table must be float32 or float64"):
         emb.save_table(np.zeros((2, 2), np.int64), tmp_path / "i.arrow")
 
@@ -138,7 +158,14 @@ def test_load_table_writable_errors(tmp_path: pathlib.Path) -> None:
                             names=["embedding"])
     with pa.OSFile(str(nulls), "wb") as sink, pa.ipc.new_file(sink, batch.schema) as w:
         w.write_batch(batch)
-    with pytest.raises(ValueError, match="load_table: the table must not contain null values"):
+    with pytest.raises(ArrowSparseValueError, match=r"load_table: file '.*nulls\.arrow' holds "
+                                                    "null values"):
+        emb.load_table(nulls)
+    batch = pa.record_batch([pa.FixedSizeListArray.from_arrays(pa.array([1.0, 2.0]), 2,
+                                                               mask=pa.array([True]))],
+                            names=["embedding"])
+    ipc_file(nulls, batch)
+    with pytest.raises(ArrowSparseValueError, match="nulls\\.arrow' holds null rows"):
         emb.load_table(nulls)
 
 
@@ -156,3 +183,37 @@ def test_tables_load_to_and_save_from_the_device(cp: ModuleType,
     with pytest.raises(ValueError, match="^load_table: device must be 'cpu', 'cuda' or "
                        "'cuda:N', got 'gpu'"):
         emb.load_table(path, device="gpu")
+
+
+DAMAGED_SCRIPT = """
+import sys
+import numpy as np
+import arrow_sparse as asp
+
+path, bad, offset = sys.argv[1:]
+asp.embedding.save_table(np.arange(8, dtype=np.float32).reshape(4, 2), path)
+data = bytearray(open(path, "rb").read())
+data[int(offset)] ^= 0xFF
+open(bad, "wb").write(bytes(data))
+try:
+    table = asp.embedding.load_table(bad)
+    print("loaded", table.shape, float(np.asarray(table, dtype=np.float64).sum()))
+except asp.errors.ArrowSparseError as exc:
+    print(type(exc).__name__, exc)
+"""
+
+
+@pytest.mark.parametrize("offset", [333, 559])
+def test_load_table_one_flipped_byte_issue_14(tmp_path: pathlib.Path, offset: int) -> None:
+    # Byte 559 (the footer's fixed_size_list size) made load_table crash the interpreter;
+    # byte 333 raised a bare OSError naming neither the function nor the file. A
+    # subprocess, so that a crash fails this test instead of ending the run.
+    import subprocess
+
+    result = subprocess.run([sys.executable, "-c", DAMAGED_SCRIPT, str(tmp_path / "t.arrow"),
+                             str(tmp_path / "bad.arrow"), str(offset)],
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert re.match(r"ArrowSparseValueError load_table: file '.*bad\.arrow' is not valid Arrow "
+                    r"IPC( \(record batch 0\))?; it is corrupt or truncated", result.stdout), \
+        result.stdout

@@ -28,3 +28,9 @@ def tag_type() -> Any:
     pa.register_extension_type(_TagType("x"))
     yield _TagType
     pa.unregister_extension_type("arrow_sparse.test_tag")
+
+
+@pytest.fixture(autouse=True)
+def _no_flight_token_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Flight servers and clients read ARROW_SPARSE_FLIGHT_TOKEN: tests set it themselves."""
+    monkeypatch.delenv("ARROW_SPARSE_FLIGHT_TOKEN", raising=False)

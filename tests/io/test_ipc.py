@@ -274,3 +274,19 @@ def test_ipc_argument_errors(tmp_path: Path) -> None:
         asp.io.write_ipc("abc", tmp_path / "t.arrow")
     with pytest.raises(ArrowSparseIOError, match="directory that does not exist"):
         asp.io.write_ipc(small_table(), tmp_path / "no" / "t.arrow")
+
+
+def test_read_ipc_names_the_file_of_a_refused_extension_type_issue_14(tmp_path: Path) -> None:
+    # The sparse extension types refuse damaged type metadata while pyarrow reads the
+    # schema; their error named neither read_ipc nor the file.
+    storage = asp.sparse.sparse_tensor_array([asp.SparseCSR.from_dense(np.eye(2))]).storage
+    field = pa.field("t", storage.type, metadata={b"ARROW:extension:name": b"arrow_sparse.csr",
+                                                  b"ARROW:extension:metadata": b"garbage"})
+    table = pa.Table.from_arrays([storage], schema=pa.schema([field]))
+    for stream in (False, True):
+        path = tmp_path / "t.arrow"
+        asp.io.write_ipc(table, path, stream=stream)
+        with pytest.raises(ArrowSparseValueError, match=r"^read_ipc: file '.*t\.arrow' holds a "
+                           r"column it cannot read: arrow_sparse\.csr: malformed extension "
+                           "metadata b'garbage'"):
+            asp.io.read_ipc(path)

@@ -461,3 +461,23 @@ def test_write_parquet_failure_leaves_no_partial_file(tmp_path: Path) -> None:
         asp.io.write_parquet(failing(), path, row_group_rows=5)
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.parquet"]
+
+
+def test_read_parquet_names_the_file_of_a_refused_extension_type_issue_14(
+        tmp_path: Path) -> None:
+    # The sparse extension types refuse damaged type metadata while pyarrow reads the
+    # schema; their error named neither read_parquet nor the file.
+    storage = asp.sparse.sparse_tensor_array([asp.SparseCSR.from_dense(np.eye(2))]).storage
+    field = pa.field("t", storage.type, metadata={b"ARROW:extension:name": b"arrow_sparse.csr",
+                                                  b"ARROW:extension:metadata": b"garbage"})
+    table = pa.Table.from_arrays([storage], schema=pa.schema([field]))
+    asp.io.write_parquet(table, tmp_path / "a.parquet")
+    asp.io.write_parquet(table, tmp_path / "b.parquet")
+    good = asp.sparse.sparse_tensor_array([asp.SparseCSR.from_dense(np.eye(2))])
+    with pytest.raises(ArrowSparseValueError, match=r"^read_parquet: file '.*a\.parquet' holds a "
+                       r"column it cannot read: arrow_sparse\.csr: malformed extension metadata"):
+        asp.io.read_parquet(tmp_path / "a.parquet")
+    asp.io.write_parquet(pa.table({"t": good}), tmp_path / "a.parquet")
+    with pytest.raises(ArrowSparseValueError, match=r"^read_parquet: file '.*b\.parquet' holds a "
+                       r"column it cannot read"):  # the second file of a data set
+        list(asp.io.read_parquet([tmp_path / "a.parquet", tmp_path / "b.parquet"]))

@@ -776,3 +776,56 @@ def test_every_keyed_member_works_on_the_device_or_says_it_is_host_only() -> Non
 OPS_BY_MEMBER = {"permute": "permute", "split": "split", "concat": "concat",
                  "regroup": "regroup", "regroup_as_dict": "regroup_as_dict",
                  "block_bucketize": "block_bucketize", "to_padded_dict": "to_padded_dict"}
+
+
+# ------------------------------------------------------------------ to_arrow(layout="map")
+MAP_TYPE = pa.map_(pa.int64(), pa.list_(pa.int64()))
+
+
+@pytest.mark.parametrize("maps", [
+    [[(1, [1, 2]), (2, [3])], [(2, [4, 6, 7])]],                # Caffe2's example
+    [[(1, [1])], None, [], [(2, None)], [(1, [5]), (2, None)]],  # null map, no entry, null list
+    [None, None],                                                # every row null
+    [[], []],                                                    # no key at all
+])
+def test_to_arrow_map_layout_gives_back_the_map_column(maps: list[Any]) -> None:
+    column = pa.array(maps, MAP_TYPE)
+    kj = asp.KeyedJagged.from_arrow(column)
+    back = kj.to_arrow(layout="map").column("features")
+    again = asp.KeyedJagged.from_arrow(back, keys=kj.keys())
+    assert again.keys() == kj.keys()
+    for key in kj.keys():
+        assert again[key].to_list() == kj[key].to_list()
+    # canonical maps: empty lists are left out, null lists kept, null maps kept
+    expected = [None if m is None else [(k, lst) for k, lst in m if lst is None or lst]
+                for m in maps]
+    if kj.num_keys:
+        assert back.to_pylist() == expected
+
+
+def test_to_arrow_map_layout_with_weights_and_string_keys() -> None:
+    kj = asp.KeyedJagged.from_dict({"clicks": [[1, 2], None, []], "views": [[3], [4], [5, 6]]},
+                                   weights={"clicks": [[0.5, 1.0], None, []],
+                                            "views": [[1.0], [2.0], [3.0, 4.0]]})
+    batch = kj.to_arrow(layout="map", column="feats")
+    assert batch.schema.names == ["feats", "feats_weights"]
+    assert batch.column("feats").to_pylist() == [
+        [("clicks", [1, 2]), ("views", [3])], [("clicks", None), ("views", [4])],
+        [("views", [5, 6])]]
+    back = asp.KeyedJagged.from_arrow(batch.column("feats"),
+                                      weights=batch.column("feats_weights"))
+    assert back.keys() == ["clicks", "views"]
+    np.testing.assert_array_equal(back.weights, kj.weights)
+    assert back["clicks"].to_list() == [[1, 2], None, []]
+
+
+def test_to_arrow_map_layout_keeps_large_lists_and_refuses_bad_layouts() -> None:
+    kj = asp.KeyedJagged(["a"], np.arange(3), lengths=np.array([2, 1], np.int64))
+    column = kj.to_arrow(layout="map").column("features")
+    assert pa.types.is_large_list(column.type.item_type)
+    assert column.to_pylist() == [[("a", [0, 1])], [("a", [2])]]
+    with pytest.raises(ValueError, match="^KeyedJagged.to_arrow: layout must be 'columns' or "
+                                         "'map', got 'rows'$"):
+        kj.to_arrow(layout="rows")
+    with pytest.raises(TypeError, match="^KeyedJagged.to_arrow: column must be a str"):
+        kj.to_arrow(layout="map", column=1)

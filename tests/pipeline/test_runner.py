@@ -138,3 +138,74 @@ def test_run_flight_shards_and_counts() -> None:
     assert sum(r["rows_out"] for r in s.readers) == 100_000
     assert all(r["complete"] for r in s.readers)
     assert s.stream_seconds > 0 and s.rows_per_s > 0
+
+
+# ------------------------------------------------- issue 14: never write over the input
+def _small_input(tmp_path: Path) -> Path:
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"a": [1, 2, 3], "ids": [[1], [], [2, 3]]}), path)
+    return path
+
+
+@pytest.mark.parametrize("case", ["same", "symlink to it", "through a linked directory",
+                                  "hard link", "inside the input directory",
+                                  "deeper inside the input directory", "save_pipeline"])
+def test_run_refuses_an_output_that_is_or_lies_inside_the_input_issue14(tmp_path: Path,
+                                                                        case: str) -> None:
+    src = _small_input(tmp_path)
+    before = src.read_bytes()
+    pipe = Pipeline([{"type": "select", "columns": ["a"]}])
+    kwargs: dict = {}
+    out: Path = tmp_path / "ok.parquet"
+    given: Path = src
+    if case == "same":
+        out = src
+    elif case == "symlink to it":
+        out = tmp_path / "link.parquet"
+        out.symlink_to(src)
+    elif case == "through a linked directory":
+        (tmp_path / "alias").symlink_to(tmp_path)
+        out = tmp_path / "alias" / "in.parquet"
+    elif case == "hard link":
+        out = tmp_path / "hard.parquet"
+        out.hardlink_to(src)
+    elif case.startswith(("inside", "deeper")):
+        given = tmp_path / "data"
+        given.mkdir()
+        src = src.rename(given / "part-0.parquet")
+        out = given / "out.parquet" if case.startswith("inside") else given / "a" / "b.parquet"
+    else:
+        kwargs["save_pipeline"] = str(src)
+    where = "is the input file" if case == "hard link" else \
+        "lies inside the input" if case.startswith(("inside", "deeper")) else "is the input"
+    arg = "save_pipeline" if case == "save_pipeline" else "output"
+    with pytest.raises(ValueError, match=rf"^run: {arg} '.*' {where} '[^']*'"
+                                         r"( \(a link to it\))?; writing it would change the "
+                                         "input while it is read; choose a path outside the "
+                                         "input$"):
+        run(pipe, str(given), str(out), **kwargs)
+    assert src.read_bytes() == before
+    assert sorted(p.name for p in src.parent.iterdir() if p.name.startswith(".")) == []
+
+
+def test_run_output_beside_the_input_is_fine_issue14(tmp_path: Path) -> None:
+    src = _small_input(tmp_path)
+    (tmp_path / "data").mkdir()
+    pipe = Pipeline([{"type": "select", "columns": ["a"]}])
+    # a sibling whose name starts with the input directory's name is not inside it
+    s = run(pipe, str(tmp_path), str(tmp_path.parent / (tmp_path.name + "-out.parquet")))
+    assert s.rows_out == 3
+    assert run(pipe, str(src), str(tmp_path / "in.parquet.out.parquet")).rows_out == 3
+
+
+def test_run_reports_a_dense_multi_hot_beyond_memory_as_a_spec_error_issue14(
+        tmp_path: Path) -> None:
+    # Before: "internal error: MemoryError((16384, 1000000000), dtype('float32'))"
+    pipe = Pipeline([{"type": "multi_hot", "name": "mh", "column": "item_ids",
+                      "num_columns": 10**9, "dense": True}])
+    with pytest.raises(ValueError, match=r"^input '.*sample_clicks\.parquet', row group 0, "
+                                         r"rows 0-16,383 of the group: step 'mh' \(multi_hot\): "
+                                         r"'num_columns' = 1,000,000,000 makes a batch of "
+                                         r"16,384 rows"):
+        run(pipe, str(SAMPLE), str(tmp_path / "o.parquet"), batch_rows=16_384)
+    assert list(tmp_path.iterdir()) == []

@@ -4,6 +4,7 @@ reference, on whole and sliced tables, its output schema, state and errors.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -216,3 +217,56 @@ def test_multi_hot_and_normalize_on_empty_tables() -> None:
     step.set_state(step.merge_states(empty, step.fit_batch(pa.table({"x": [0.0, 2.0]}))))
     assert step.stats == {"count": 2, "mean": 1.0, "m2": 2.0, "min": 0.0, "max": 2.0}
     assert step.transform(t).num_rows == 0
+
+
+# ------------------------------------- issue 14: sizes beyond memory are spec errors
+def _empty_rows(n: int) -> pa.Table:
+    """``n`` empty list rows, built without allocating per row."""
+    ids = pa.ListArray.from_arrays(pa.array(np.zeros(n + 1, np.int32)), pa.array([], pa.int64()))
+    return pa.table({"ids": ids})
+
+
+@pytest.mark.parametrize(("spec", "match"), [
+    ({"type": "pad", "column": "ids", "length": 10**11},
+     r"^spec\.toml: steps\[0\] \(pad\): 'length' must be in \[0, 2147483647\], "
+     r"got 100000000000$"),
+    ({"type": "multi_hot", "name": "mh", "column": "ids", "num_columns": 10**10, "dense": True},
+     r"^spec\.toml: steps\[0\] 'mh' \(multi_hot\): 'num_columns' must be in "
+     r"\[1, 2147483647\], got 10000000000$"),
+])
+def test_fixed_size_beyond_int32_is_a_spec_error_issue14(spec: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        Pipeline.from_dict({"steps": [spec]}, source="spec.toml")
+
+
+def test_multi_hot_ids_with_a_huge_vocabulary_stay_fine_issue14() -> None:
+    step = MultiHot("ids", num_columns=10**12, counts_output="n")
+    out = step.transform(pa.table({"ids": [[10**11, 3, 3]]}))
+    assert out["ids"].to_pylist() == [[3, 10**11]]
+
+
+@pytest.mark.parametrize(("step", "key"), [
+    (MultiHot("ids", num_columns=10**9, dense=True, name="mh"), "num_columns"),
+    (PadOrTruncate("ids", length=2**31 - 1, name="padit"), "length"),
+])
+def test_batches_larger_than_memory_are_spec_errors_issue14(step: object, key: str) -> None:
+    # 2**20 rows x 10**9 x 4 bytes or 2**20 x (2**31 - 1) x 8 bytes: more than any machine
+    label = "step 'mh' (multi_hot)" if key == "num_columns" else "step 'padit' (pad)"
+    with pytest.raises(ValueError, match=rf"^{re.escape(label)}: '{key}' = [\d,]+ makes a batch "
+                                         r"of 1,048,576 rows x [\d,]+ x \d bytes = [\d,.]+ GiB, "
+                                         r"more than this machine's memory \([\d,.]+ GiB\); "
+                                         rf"lower '{key}' or the batch rows$"):
+        step.transform(_empty_rows(2**20))  # type: ignore[attr-defined]
+
+
+def test_batch_size_bound_is_the_memory_limit_issue14(monkeypatch: pytest.MonkeyPatch) -> None:
+    from arrow_sparse.pipeline import steps
+
+    monkeypatch.setattr(steps, "memory_limit", lambda: 1 << 20)
+    table = pa.table({"ids": pa.array([[1, 2]] * 16, pa.list_(pa.int32()))})
+    assert PadOrTruncate("ids", length=2**14).transform(table).num_rows == 16  # 1 MiB: fits
+    with pytest.raises(ValueError, match=r"'length' = 16,385 makes a batch of 16 rows x "
+                                         r"16,385 x 4 bytes = 0.0 GiB"):
+        PadOrTruncate("ids", length=2**14 + 1).transform(table)
+    with pytest.raises(ValueError, match=r"'num_columns' = 16,385 makes a batch"):
+        MultiHot("ids", num_columns=2**14 + 1, dense=True).transform(table)

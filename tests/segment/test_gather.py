@@ -385,3 +385,28 @@ def test_scatter_weighted_sum_matches_the_cpu(backend: str, dtype: Any) -> None:
         data = values_of(dtype, (8, 3), seed=31)
         same_as_cpu(backend, asp.scatter_weighted_sum, data, w0, idx,
                     values_of(dtype, (7, 3), seed=32), 1.7)
+
+
+# ===================================== issue 14: data must not alias slices or indices
+@pytest.mark.parametrize("func", ["scatter_assign", "scatter_weighted_sum"])
+def test_scatter_into_data_that_aliases_an_input_is_refused_issue14(func: str,
+                                                                   backend: str) -> None:
+    def call(data: Any, indices: Any, slices: Any) -> Any:
+        if func == "scatter_assign":
+            return asp.scatter_assign(data, indices, slices)
+        return asp.scatter_weighted_sum(data, 1.0, indices, slices, 1.0)
+
+    data = to_backend(np.arange(6.0).reshape(3, 2), backend)
+    idx = to_backend(np.array([1, 0]), backend)
+    with pytest.raises(ValueError, match=rf"^{func}: data and slices share memory; it "
+                                         "would be read after parts of it were overwritten"):
+        call(data, idx, data[:2])  # swapping rows 0 and 1 read row 0 after writing it
+    np.testing.assert_array_equal(from_backend(data, backend), np.arange(6.0).reshape(3, 2))
+    ints = to_backend(np.array([[1, 0], [5, 6]]), backend)
+    if func == "scatter_assign":
+        with pytest.raises(ValueError, match=r"^scatter_assign: data and indices share memory"):
+            call(ints, ints[0], to_backend(np.zeros((2, 2), np.int64), backend))
+    call(data, idx, data[:2].copy())
+    np.testing.assert_array_equal(from_backend(data, backend),
+                                  [[2, 3], [0, 1], [4, 5]] if func == "scatter_assign"
+                                  else [[2, 4], [2, 4], [4, 5]])

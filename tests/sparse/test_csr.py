@@ -146,10 +146,27 @@ def test_csr_slice_errors() -> None:
     csr = asp.SparseCSR.from_dense(POST_MATRIX)
     with pytest.raises(ValueError, match=r"^SparseCSR: slices must have step 1"):
         csr[::2]
-    with pytest.raises(TypeError, match=r"^SparseCSR: rows are selected with a slice"):
-        csr[1]
-    with pytest.raises(TypeError, match=r"^SparseCSR: rows are selected with a slice"):
+    with pytest.raises(TypeError, match=r"^SparseCSR: rows are selected with an int or a "
+                                        r"slice"):
         csr[1:2, 0:3]
+    with pytest.raises(TypeError, match=r"^SparseCSR: rows are selected with an int or a "
+                                        r"slice"):
+        csr[True]
+    with pytest.raises(IndexError, match=r"^SparseCSR: row 4 out of range for 4 rows$"):
+        csr[4]
+    with pytest.raises(IndexError, match=r"^SparseCSR: row -5 out of range for 4 rows$"):
+        csr[-5]
+
+
+def test_csr_integer_row_is_a_1d_coo_view(backend: str) -> None:
+    csr = on(asp.SparseCSR.from_dense(POST_MATRIX), backend)
+    for i in range(-POST_MATRIX.shape[0], POST_MATRIX.shape[0]):
+        row = csr[i]
+        assert isinstance(row, asp.SparseCOO) and row.shape == (POST_MATRIX.shape[1],)
+        np.testing.assert_array_equal(host(row, backend).to_dense(), POST_MATRIX[i])
+        np.testing.assert_array_equal(host(csr[i, :], backend).to_dense(), POST_MATRIX[i])
+    sliced = csr[1:3]  # indptr starts above zero: the row's window is read from it
+    np.testing.assert_array_equal(host(sliced[1], backend).to_dense(), POST_MATRIX[2])
 
 
 @pytest.mark.hypothesis

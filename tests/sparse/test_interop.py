@@ -117,7 +117,29 @@ def test_arrow_csf_with_wrong_axis_order_raises() -> None:
     dense[2, 0] = 1.0
     t = asp.SparseCSF.from_dense(dense, (0, 1)).to_arrow()  # level 0 holds row 2
     with pytest.raises(IndexError, match=r"^SparseCSF: indices\[0\] out of range \[0, 2\)"):
-        asp.SparseCSF.from_arrow(t)  # pyarrow's default would be (1, 0)
+        asp.SparseCSF.from_arrow(t, axis_order=(1, 0))
+    # Without an order, the only one that fits (pyarrow's default would be (1, 0)):
+    assert asp.SparseCSF.from_arrow(t).axis_order == (0, 1)
+
+
+def test_arrow_csf_axis_order_is_found_for_every_order() -> None:
+    # The post's 4-d tensor, written with each of its 24 orders, decodes right without
+    # the order (issue 18: [1, 0, 2, 3] decoded to another tensor, [3, 2, 1, 0] raised).
+    for order in itertools.permutations(range(4)):
+        t = asp.SparseCSF.from_dense(post_tensor(), order).to_arrow()
+        back = asp.SparseCSF.from_arrow(t)
+        np.testing.assert_array_equal(back.to_dense(), post_tensor())
+
+
+def test_arrow_csf_ambiguous_axis_order_of_a_large_tensor_must_be_given() -> None:
+    dense_shape = (300, 300, 300)  # 27M cells: too large to settle by decoding
+    t = asp.SparseCOO(np.array([[1], [2], [3]]), np.array([1.0]), dense_shape).to_csf(
+        (2, 0, 1)).to_arrow()
+    with pytest.raises(ValueError, match=r"^SparseCSF.from_arrow: pyarrow does not expose the "
+                                         r"axis order of a SparseCSFTensor, and 6 orders fit"):
+        asp.SparseCSF.from_arrow(t)
+    back = asp.SparseCSF.from_arrow(t, axis_order=(2, 0, 1))
+    assert back.to_coo().indices.tolist() == [[1], [2], [3]]
 
 
 def test_arrow_any_tensor_into_any_format() -> None:

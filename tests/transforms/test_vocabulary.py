@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import arrow_sparse as asp
 from arrow_sparse._arrow import numpy_dtype
+from arrow_sparse.errors import ArrowSparseIOError, ArrowSparseValueError
 
 from .. import _reference as ref
 from ..conftest import from_backend, to_backend
@@ -291,8 +292,29 @@ def test_vocabulary_errors(tmp_path: Any) -> None:
 
 
 def test_vocabulary_load_missing_file(tmp_path) -> None:
-    with pytest.raises(OSError, match="Vocabulary.load: .* could not be opened"):
+    with pytest.raises(ArrowSparseIOError, match=r"Vocabulary.load: path '.*missing\.parquet' "
+                                                 "does not exist"):
         asp.Vocabulary.load(tmp_path / "missing.parquet")
+
+
+def test_vocabulary_load_damaged_file_issue_14(tmp_path: Any) -> None:
+    # save writes page checksums and load verifies them: a flipped byte in the pages of
+    # the values gave other values (a silently different vocabulary) before.
+    import pyarrow.parquet as pq
+
+    vocab = asp.fit_vocabulary(np.arange(1000, dtype=np.int64) * 7)
+    path = tmp_path / "v.parquet"
+    vocab.save(path)
+    chunk = pq.read_metadata(path).row_group(0).column(0)
+    data = bytearray(path.read_bytes())
+    data[chunk.data_page_offset + chunk.total_compressed_size - 5] ^= 0x01
+    path.write_bytes(bytes(data))
+    with pytest.raises(ArrowSparseValueError, match=r"Vocabulary.load: file '.*v\.parquet' is "
+                                                    "not valid Parquet; it is corrupt"):
+        asp.Vocabulary.load(path)
+    path.write_bytes(bytes(data[:len(data) // 2]))
+    with pytest.raises(ArrowSparseValueError, match=r"v\.parquet' is not valid Parquet"):
+        asp.Vocabulary.load(path)
 
 
 # ---------------------------------------------------------------------------- categorify
