@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numba
+from numba.core import event
 
 #: Below this many elements of work a kernel runs on one thread: waking the
 #: kernel threads costs more than it saves.
@@ -96,6 +97,62 @@ def _choose_cache() -> bool:
 
 #: Whether kernels are cached on disk (decided once, when the first kernel module loads).
 CACHE = _choose_cache()
+
+
+def cache_path() -> str | None:
+    """Return the directory Numba caches the kernels in; None when they are not cached."""
+    if not CACHE:
+        return None
+    return str(numba.njit(cache=True)(_probe)._cache._cache_path)
+
+
+#: The package whose compiles :func:`watch_compiles` reports.
+_KERNELS = __name__.rpartition(".")[0] + "."
+
+
+class _CompileListener(event.Listener):
+    """Tell ``callback(started, name)`` of each top-level compile of a CPU kernel.
+
+    Numba sends a ``numba:compile`` event only when it compiles (a signature loaded
+    from the on-disk cache sends none). A kernel's helpers compile inside it: only the
+    outermost compile of a thread is reported.
+    """
+
+    def __init__(self, callback: Callable[[bool, str], None]) -> None:
+        self._callback = callback
+        self._depth = threading.local()
+
+    def _name(self, ev: Any) -> str | None:
+        func = ev.data["dispatcher"].py_func
+        module = getattr(func, "__module__", "") or ""
+        return module[len(_KERNELS):] + "." + func.__qualname__ \
+            if module.startswith(_KERNELS) else None
+
+    def on_start(self, ev: Any) -> None:
+        depth = getattr(self._depth, "n", 0)
+        self._depth.n = depth + 1
+        name = self._name(ev)
+        if depth == 0 and name is not None:
+            self._callback(True, name)
+
+    def on_end(self, ev: Any) -> None:
+        self._depth.n = depth = getattr(self._depth, "n", 1) - 1
+        name = self._name(ev)
+        if depth == 0 and name is not None:
+            self._callback(False, name)
+
+
+def watch_compiles(callback: Callable[[bool, str], None]) -> Callable[[], None]:
+    """Report each compile of a CPU kernel; return a function that stops watching.
+
+    ``callback(True, name)`` is called when a kernel starts compiling and
+    ``callback(False, name)`` when it is done; ``name`` is ``"<module>.<function>"``
+    (``"segment.sum_1d"``). Kernels loaded from the on-disk cache are not compiled, so
+    they are not reported.
+    """
+    listener = _CompileListener(callback)
+    event.register("numba:compile", listener)
+    return lambda: event.unregister("numba:compile", listener)
 
 
 def kernel(fn: Callable[..., Any]) -> Any:
