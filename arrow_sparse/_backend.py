@@ -322,6 +322,20 @@ def kernels_may_share_threads() -> bool:
     return bool(_jit().concurrent_parallel_kernels())
 
 
+def watch_kernel_compiles(callback: Callable[[bool, str], None]) -> Callable[[], None]:
+    """Report each compile of a CPU kernel; return a function that stops watching.
+
+    ``callback(started, name)`` is called around every compile (not on loads from
+    Numba's on-disk cache). Imports Numba.
+    """
+    return _jit().watch_compiles(callback)  # type: ignore[no-any-return]
+
+
+def kernel_cache_dir() -> str | None:
+    """Return the directory of the CPU kernels' on-disk cache; None where there is none."""
+    return _jit().cache_path()  # type: ignore[no-any-return]
+
+
 def set_kernel_threads(n: int) -> int:
     """Run this thread's parallel CPU kernels on ``n`` threads; return the previous count."""
     return int(_jit().set_num_threads(n))

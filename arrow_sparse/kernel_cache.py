@@ -6,7 +6,7 @@ keeps the machine code in its on-disk cache, so later processes load it in
 milliseconds. :func:`warmup` fills the cache ahead of time, for container images and
 CI caches: it calls the public functions on tiny inputs of the common types (every
 type with ``scope="all"``). ``arrow-sparse warmup`` runs it from the command line.
-Where the cache lives is chosen by ``arrow_sparse.kernels.cpu._jit`` (docs/cli.md,
+Where the cache lives is chosen by the kernels' ``_jit`` module (docs/cli.md,
 "Kernel cache and cold start").
 """
 
@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import embedding, masked
+from ._backend import kernel_cache_dir, watch_kernel_compiles
 from .convert import dense_to_jagged, jagged_to_padded_dense
 from .elementwise import (
     jagged_dense_bmm,
@@ -187,8 +188,6 @@ def warmup(scope: str = "common", *, functions: Sequence[str] | None = None,
                    f"{', '.join(sorted(known))}")
             raise ArrowSparseValueError(msg)
         calls = [(name, call) for name, call in calls if name in set(functions)]
-    from .kernels.cpu import _jit  # imports Numba
-
     compiled = [0]
 
     def count(started: bool, name: str) -> None:
@@ -196,7 +195,7 @@ def warmup(scope: str = "common", *, functions: Sequence[str] | None = None,
 
     if progress is not None and hasattr(progress, "total"):
         progress.total = len(calls)
-    stop = _jit.watch_compiles(count)
+    stop = watch_kernel_compiles(count)  # imports Numba
     t0 = time.perf_counter()
     try:
         with np.errstate(all="ignore"):
@@ -207,7 +206,7 @@ def warmup(scope: str = "common", *, functions: Sequence[str] | None = None,
     finally:
         stop()
     return WarmupReport(scope=scope, calls=len(calls), compiled=compiled[0],
-                        seconds=time.perf_counter() - t0, cache_dir=_jit.cache_path())
+                        seconds=time.perf_counter() - t0, cache_dir=kernel_cache_dir())
 
 
 def looks_cold() -> bool:

@@ -126,3 +126,36 @@ def test_every_warmup_call_names_a_public_function() -> None:
         owner, _, attr = name.partition(".")
         obj = getattr(asp, owner)
         assert attr == "" or hasattr(obj, attr), name
+
+
+def test_watch_kernel_compiles_reports_each_kernel_compile_once() -> None:
+    import numba
+
+    from arrow_sparse._backend import watch_kernel_compiles
+
+    def helper(x):  # type: ignore[no-untyped-def]
+        return x + 1
+
+    def outer(x):  # type: ignore[no-untyped-def]
+        return jitted_helper(x) * 2
+
+    def elsewhere(x):  # type: ignore[no-untyped-def]
+        return x - 1
+
+    for func in (helper, outer):
+        func.__module__ = "arrow_sparse.kernels.cpu.fake"
+    jitted_helper = numba.njit(helper)
+    events: list[tuple[bool, str]] = []
+    stop = watch_kernel_compiles(lambda started, name: events.append((started, name)))
+    try:
+        kernel = numba.njit(outer)
+        assert kernel(3) == 8 and kernel(4) == 10  # the second call compiles nothing
+        assert numba.njit(elsewhere)(3) == 2  # not an arrow_sparse kernel: not reported
+        name = "fake." + outer.__qualname__
+        assert events == [(True, name), (False, name)]  # the helper compiled inside it
+        kernel(5.0)  # a new signature is a new compile
+        assert events[2:] == [(True, name), (False, name)]
+    finally:
+        stop()
+    numba.njit(outer)(6)
+    assert len(events) == 4  # no longer watched

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from .._backend import watch_kernel_compiles
 from .._progress import Progress, Spinner
 from ..kernel_cache import looks_cold, warmup
 
@@ -140,9 +141,8 @@ def compile_notice(enabled: bool | None = None, stream: Any = None) -> Iterator[
     unwatch: list[Callable[[], None]] = []
 
     def watch() -> None:
-        from ..kernels.cpu import _jit  # imports Numba: off the main thread
-
-        unwatch.append(_jit.watch_compiles(notice.compile_event))
+        # imports Numba: off the main thread
+        unwatch.append(watch_kernel_compiles(notice.compile_event))
         notice.watching_since = notice.clock()
         notice.watching.set()
         while not done.wait(0.1):
