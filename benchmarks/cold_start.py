@@ -32,6 +32,10 @@ Sections (``--only`` keys):
   Numba's own one-time set-up (the first compile of the process) is measured first, on
   a trivial function, and reported apart as ``numba_init_s``.
 
+Beside every wall time, the CPU seconds the measured process used (user + system;
+``*_cpu_s``, for compiles the compiling thread's): on a shared machine the wall time
+grows with the other processes' load, the CPU time much less.
+
 Medians of ``--repeat`` runs are reported; the load average and the CPU time other
 processes used during the run are recorded beside them (``machine_load``).
 """
@@ -126,9 +130,11 @@ CALLS: dict[str, tuple[str, str]] = {
 
 CALL_CODE = """
 import json, sys, time
+c0 = time.process_time()
 t0 = time.perf_counter()
 import arrow_sparse as asp
 t1 = time.perf_counter()
+c1 = time.process_time()
 import numpy as np
 W = np.{width}
 {prelude}
@@ -136,19 +142,25 @@ W = np.{width}
 setup_compiled = "numba" in sys.modules and any(
     getattr(m, "__name__", "").startswith("arrow_sparse.kernels.cpu.")
     for m in list(sys.modules.values()))
+c2 = time.process_time()
 t2 = time.perf_counter()
 {call}
 t3 = time.perf_counter()
+c3 = time.process_time()
 print(json.dumps({{"import_s": t1 - t0, "call_s": t3 - t2, "total_s": (t1 - t0) + (t3 - t2),
+                  "import_cpu_s": c1 - c0, "call_cpu_s": c3 - c2,
+                  "total_cpu_s": (c1 - c0) + (c3 - c2),
                   "numba_loaded": "numba" in sys.modules, "setup_loaded_kernels": setup_compiled}}))
 """
 
 IMPORT_CODE = """
 import json, sys, time
+c0 = time.process_time()
 t0 = time.perf_counter()
 import arrow_sparse
 t1 = time.perf_counter()
-print(json.dumps({"import_s": t1 - t0, "numba_loaded": "numba" in sys.modules,
+print(json.dumps({"import_s": t1 - t0, "import_cpu_s": time.process_time() - c0,
+                  "numba_loaded": "numba" in sys.modules,
                   "modules": len(sys.modules)}))
 """
 
@@ -163,14 +175,15 @@ stack, records = [], []
 
 class Listener(event.Listener):
     def on_start(self, ev):
-        stack.append(time.perf_counter())
+        stack.append((time.perf_counter(), time.thread_time()))
 
     def on_end(self, ev):
-        t0 = stack.pop()
+        t0, c0 = stack.pop()
         if not stack:  # a top-level compile: its helpers' compiles are inside it
             d = ev.data["dispatcher"]
             records.append({"kernel": d.py_func.__module__ + "." + d.py_func.__qualname__,
-                            "args": str(ev.data["args"]), "s": time.perf_counter() - t0})
+                            "args": str(ev.data["args"]), "s": time.perf_counter() - t0,
+                            "cpu_s": time.thread_time() - c0})
 
 t0 = time.perf_counter()
 @numba.njit(cache=False)
@@ -224,6 +237,7 @@ def cold_runs(code: str, repeat: int) -> list[dict[str, Any]]:
 def measure_import(repeat: int) -> dict[str, Any]:
     runs = cold_runs(IMPORT_CODE, repeat)
     return {"runs": runs, "median_import_s": median_of(runs, "import_s"),
+            "median_import_cpu_s": median_of(runs, "import_cpu_s"),
             "numba_loaded": any(r.get("numba_loaded") for r in runs)}
 
 
@@ -235,7 +249,8 @@ def measure_calls(names: list[str], repeat: int) -> dict[str, Any]:
             code = CALL_CODE.format(width=width, prelude=PRELUDE, setup=setup, call=call)
             runs = cold_runs(code, repeat)
             row = {"runs": runs, **{f"median_{k}": median_of(runs, k)
-                                    for k in ("import_s", "call_s", "total_s")}}
+                                    for k in ("import_s", "call_s", "total_s", "import_cpu_s",
+                                              "call_cpu_s", "total_cpu_s")}}
             out[f"{name}[{width}]"] = row
             print(f"  {name:30s} {width}  import {C.fmt_num(row['median_import_s'])} s  "
                   f"call {C.fmt_num(row['median_call_s'])} s  "
@@ -274,13 +289,16 @@ def run_cli(cache: str, out_dir: str) -> dict[str, Any]:
             if first is None:
                 first = time.perf_counter() - t0
             err += chunk
-        elif proc.poll() is not None:
+        elif os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            # exited; not reaped yet, so that wait4 below reads its CPU time
             break
     stdout = proc.stdout.read().decode() if proc.stdout else ""
-    proc.wait()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t0
     os.close(master)
     out: dict[str, Any] = {"ok": proc.returncode == 0, "wall_s": wall, "first_output_s": first,
+                           "cpu_s": usage.ru_utime + usage.ru_stime,
                            "stdout": stdout.strip()[-300:]}
     match = _SUMMARY.search(stdout)
     if match:
@@ -307,7 +325,8 @@ def measure_cli(repeat: int) -> dict[str, Any]:
 
     def agg(runs: list[dict[str, Any]]) -> dict[str, Any]:
         return {"runs": runs, **{f"median_{k}": median_of(runs, k)
-                                 for k in ("wall_s", "run_s", "fit_s", "first_output_s")}}
+                                 for k in ("wall_s", "cpu_s", "run_s", "fit_s",
+                                           "first_output_s")}}
 
     return {"command": f"arrow-sparse run {SPEC.relative_to(C.REPO_ROOT)} --output TMP",
             "cold": agg(cold), "warm": agg(warm)}
@@ -327,15 +346,17 @@ def measure_kernels(names: list[str]) -> dict[str, Any]:
     per: dict[str, dict[str, Any]] = {}
     for rec in res.pop("records"):
         k = per.setdefault(rec["kernel"], {"kernel": rec["kernel"], "compile_s": 0.0,
-                                           "signatures": 0, "slowest_args": "",
-                                           "slowest_s": 0.0})
+                                           "compile_cpu_s": 0.0, "signatures": 0,
+                                           "slowest_args": "", "slowest_s": 0.0})
         k["compile_s"] += rec["s"]
+        k["compile_cpu_s"] += rec["cpu_s"]
         k["signatures"] += 1
         if rec["s"] > k["slowest_s"]:
             k["slowest_s"], k["slowest_args"] = rec["s"], rec["args"][:160]
     table = sorted(per.values(), key=lambda k: -k["compile_s"])
     res["kernels"] = table
     res["total_compile_s"] = sum(k["compile_s"] for k in table)
+    res["total_compile_cpu_s"] = sum(k["compile_cpu_s"] for k in table)
     res["compiles"] = sum(k["signatures"] for k in table)
     return res
 
@@ -347,16 +368,18 @@ def report(payload: dict[str, Any]) -> None:
               f"(numba loaded: {payload['import']['numba_loaded']})")
     if "calls" in payload:
         rows = [[name, C.fmt_num(r["median_import_s"]), C.fmt_num(r["median_call_s"]),
-                 C.fmt_num(r["median_total_s"])] for name, r in payload["calls"].items()]
+                 C.fmt_num(r["median_total_s"]), C.fmt_num(r.get("median_total_cpu_s"))]
+                for name, r in payload["calls"].items()]
         print("\nFirst call on 1,000 rows, cold (seconds, medians):\n")
-        print(C.markdown_table(["call", "import", "call", "import + call"], rows))
+        print(C.markdown_table(["call", "import", "call", "import + call", "CPU s"], rows))
     if "cli" in payload:
         cli = payload["cli"]
         rows = [[label, C.fmt_num(cli[label]["median_wall_s"]),
+                 C.fmt_num(cli[label].get("median_cpu_s")),
                  C.fmt_num(cli[label]["median_run_s"]), C.fmt_num(cli[label]["median_fit_s"]),
                  C.fmt_num(cli[label]["median_first_output_s"])] for label in ("cold", "warm")]
         print(f"\n`{cli['command']}` (seconds, medians):\n")
-        print(C.markdown_table(["cache", "end to end", "run (printed)", "fit (printed)",
+        print(C.markdown_table(["cache", "end to end", "CPU s", "run (printed)", "fit (printed)",
                                 "first output"], rows))
     if "kernels" in payload and "kernels" in payload["kernels"]:
         k = payload["kernels"]
@@ -364,8 +387,8 @@ def report(payload: dict[str, Any]) -> None:
               f"compiles, {C.fmt_num(k['total_compile_s'])} s in all; Numba's set-up "
               f"{C.fmt_num(k['numba_init_s'])} s apart):\n")
         rows = [[r["kernel"].replace("arrow_sparse.kernels.cpu.", ""), C.fmt_num(r["compile_s"]),
-                 r["signatures"]] for r in k["kernels"][:15]]
-        print(C.markdown_table(["kernel", "compile s", "signatures"], rows))
+                 C.fmt_num(r.get("compile_cpu_s")), r["signatures"]] for r in k["kernels"][:15]]
+        print(C.markdown_table(["kernel", "compile s", "CPU s", "signatures"], rows))
 
 
 def main(argv: list[str] | None = None) -> int:
