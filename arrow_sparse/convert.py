@@ -492,7 +492,8 @@ def jagged_to_padded_dense(values: Any, offsets: Any = None, max_lengths: Any = 
     return out
 
 
-def dense_to_jagged(dense: Any, offsets: Any, padding_value: Any = 0) -> np.ndarray:
+def dense_to_jagged(dense: Any, offsets: Any, total_length: int | None = None, *,
+                    padding_value: Any = 0) -> tuple[np.ndarray, list[np.ndarray]]:
     """Read the jagged values of ``offsets`` out of a padded dense array (FBGEMM semantics).
 
     Parameters
@@ -502,22 +503,29 @@ def dense_to_jagged(dense: Any, offsets: Any, padding_value: Any = 0) -> np.ndar
         CuPy with CuPy offsets).
     offsets
         List of offsets arrays, outermost first; a single array means one level.
+    total_length
+        FBGEMM's ``total_L``: the number of values to return, at least
+        ``offsets[-1][-1]`` (the default); the values past it hold ``padding_value``,
+        as FBGEMM's hold 0.
     padding_value
         Value given to elements that lie outside ``dense`` (a row longer than the
-        dense axis), as FBGEMM does.
+        dense axis) and to positions no row addresses. FBGEMM always uses 0.
 
     Returns
     -------
-    numpy.ndarray or cupy.ndarray
-        Values ``[offsets[-1][-1], *inner]``, laid out so ``(values, offsets)`` is the
-        jagged tensor. Positions before ``offsets[-1][0]`` hold ``padding_value``.
+    tuple
+        FBGEMM's ``(values, offsets)``: values ``[total_length, *inner]``, laid out so
+        that ``(values, offsets)`` is the jagged tensor (positions before
+        ``offsets[-1][0]`` hold ``padding_value``), and the list of checked offsets
+        arrays. numpy, or CuPy on the device.
 
     Raises
     ------
     ValueError
-        Malformed offsets, a dense array with too few axes or rows.
+        Malformed offsets, a dense array with too few axes or rows, a ``total_length``
+        below ``offsets[-1][-1]`` (FBGEMM writes past its buffer there).
     TypeError
-        Non-numeric dense or non-integer offsets.
+        Non-numeric dense, non-integer offsets or ``total_length``.
 
     See Also
     --------
@@ -526,6 +534,10 @@ def dense_to_jagged(dense: Any, offsets: Any, padding_value: Any = 0) -> np.ndar
 
     Notes
     -----
+    In arrow_sparse 0.1.0 the third positional argument was ``padding_value`` (now
+    keyword-only: FBGEMM's third is ``total_L``) and the values came alone; take
+    ``[0]`` of the tuple for them (see CHANGELOG.md).
+
     On the device the result size (``offsets[-1][0]`` and ``offsets[-1][-1]``) is read
     back: one synchronisation, which also raises the device checks of the offsets at
     once. One kernel per level.
@@ -533,13 +545,17 @@ def dense_to_jagged(dense: Any, offsets: Any, padding_value: Any = 0) -> np.ndar
     Examples
     --------
     >>> dense = np.array([[1, 2, 3, -1], [2, 4, 6, 7], [3, 6, -1, -1]])
-    >>> asp.dense_to_jagged(dense, [np.array([0, 3, 7, 9])])
+    >>> values, offsets = asp.dense_to_jagged(dense, [np.array([0, 3, 7, 9])])
+    >>> values
     array([1, 2, 3, 2, 4, 6, 7, 3, 6])
+    >>> offsets
+    [array([0, 3, 7, 9])]
 
-    A row longer than the dense axis reads the padding value:
+    A row longer than the dense axis reads the padding value; ``total_length`` sizes
+    the values:
 
-    >>> asp.dense_to_jagged(np.array([[1, 2], [3, 4]]), [[0, 1, 4]], padding_value=9)
-    array([1, 3, 4, 9])
+    >>> asp.dense_to_jagged(np.array([[1, 2], [3, 4]]), [[0, 1, 4]], 5, padding_value=9)[0]
+    array([1, 3, 4, 9, 9])
     """
     func = "dense_to_jagged"
     xp = array_module(func, dense=dense, offsets=offsets)
@@ -550,6 +566,8 @@ def dense_to_jagged(dense: Any, offsets: Any, padding_value: Any = 0) -> np.ndar
         msg = (f"{func}: dense must have at least {num_levels + 1} axes for {num_levels} "
                f"offsets levels, got shape {dense_arr.shape}")
         raise ArrowSparseValueError(msg)
+    total = None if total_length is None else v.check_count(func, "total_length",
+                                                              total_length)
     offs = checked_levels(func, levels, None, device=True)
     if len(offs[0]) - 1 != dense_arr.shape[0]:
         msg = (f"{func}: dense has {dense_arr.shape[0]} rows but offsets[0] describes "
@@ -557,7 +575,12 @@ def dense_to_jagged(dense: Any, offsets: Any, padding_value: Any = 0) -> np.ndar
         raise ArrowSparseValueError(msg)
     pad = fill_value(func, padding_value, dense_arr.dtype)
     out = unpad_levels(func, dense_arr, offs, pad)
+    if total is not None and total != len(out):
+        if total < len(out):
+            msg = (f"{func}: total_length is {total} but the offsets address {len(out)} "
+                   "values (offsets[-1][-1]); it must be at least that")
+            raise ArrowSparseValueError(msg)
+        tail = xp.full((total - len(out),) + out.shape[1:], pad, dtype=out.dtype)
+        out = xp.concatenate([out, tail])
     device_checks(func, xp)
-    return out
-
-
+    return out, offs

@@ -10,7 +10,11 @@ mask is ``ones(input.shape)`` even for sparse inputs, so unspecified elements co
 as zeros. Sparse and jagged inputs are reduced on their stored values; nothing of
 the dense shape is allocated (except by ``softmax``/``log_softmax``, whose result has
 the dense shape). numpy inputs are reduced by numpy on ``where(M, x, identity)``.
-Results are dense numpy arrays.
+A reduction of a sparse input keeps its layout, as in torch.masked (a sparse result
+storing the cells that stored, masked-in elements reach; ``dense=True`` gives an
+array), and a Jagged reduced over inner dimensions stays a Jagged of the same rows.
+``argmax``/``argmin`` give index arrays and ``softmax``/``log_softmax`` dense arrays,
+whatever the input.
 
 Every op also runs on the device: a CuPy array, a sparse tensor on the device or a
 device :class:`Jagged` (the mask, when an array, on the same device) gives a CuPy
@@ -47,13 +51,13 @@ def __dir__() -> list[str]:
 _REDUCTION = """
     Parameters
     ----------
-    input, dim, keepdim, mask
+    input, dim, keepdim, mask, dense
         As for :func:`sum`.
 
     Returns
     -------
-    numpy.ndarray
-        {returns}
+    numpy.ndarray, sparse tensor or Jagged
+        {returns} The layout follows the input's, as for :func:`sum`.
 
     See Also
     --------
@@ -73,14 +77,15 @@ _REDUCTION = """
 _EXTREME = """
     Parameters
     ----------
-    input, dim, keepdim, mask
+    input, dim, keepdim, mask, dense
         As for :func:`sum`.
 
     Returns
     -------
-    numpy.ndarray
+    numpy.ndarray, sparse tensor or Jagged
         The input's dtype (int64 for bools). A fully masked-out slice gives ``{empty}``
-        (the dtype's {bound} for integers).
+        (the dtype's {bound} for integers). The layout follows the input's, as for
+        :func:`sum`.
 
     See Also
     --------
@@ -89,11 +94,13 @@ _EXTREME = """
     Examples
     --------
     >>> x = {build}
-    >>> asp.masked.{name}(x, 1)  # the unspecified zeros count
+    >>> asp.masked.{name}(x, 1)  # a sparse result, as the input
+    SparseCOO(shape=(2,), nnz=2, dtype=float64)
+    >>> asp.masked.{name}(x, 1, dense=True)  # the unspecified zeros count
     {unmasked}
-    >>> asp.masked.{name}(x, 1, mask=x.to_dense() != 0)
+    >>> asp.masked.{name}(x, 1, mask=x.to_dense() != 0, dense=True)
     {masked}
-    >>> asp.masked.{name}(x, 1, mask=np.zeros((2, 2), dtype=bool))
+    >>> asp.masked.{name}(x, 1, mask=np.zeros((2, 2), dtype=bool), dense=True)
     {none}
     """
 _ARG_EXTREME = """
@@ -211,7 +218,7 @@ def _mean(p: Problem | Strided) -> np.ndarray:
 
 # --------------------------------------------------------------------------- reductions
 def sum(input: Any, dim: Any = None, *, keepdim: bool = False,  # noqa: A001 - torch's name
-        mask: Any = None) -> np.ndarray:
+        mask: Any = None, dense: bool = False) -> Any:
     """Sum of the masked-in elements.
 
     Parameters
@@ -226,12 +233,24 @@ def sum(input: Any, dim: Any = None, *, keepdim: bool = False,  # noqa: A001 - t
     mask
         None (everything masked in), a bool array broadcastable to the input's shape, a
         sparse tensor of bools or a Jagged of bools (unspecified mask elements are False).
+    dense
+        Give a dense array whatever the input's layout (below).
 
     Returns
     -------
-    numpy.ndarray
+    numpy.ndarray, sparse tensor or Jagged
         int64 for integer and bool inputs, the input's dtype for floats. A fully
         masked-out slice gives 0 (the identity).
+
+        A dense input gives an array. A sparse input keeps its layout, as in
+        torch.masked: a :class:`SparseCOO` of the result's shape (a CSR or CSC input
+        gives a CSR or CSC when the result keeps two dimensions, ``keepdim=True``; a
+        CSF input a CSF). It stores every cell a stored, masked-in element reduces into,
+        and any other cell with a masked-in element whose value is not zero; fully
+        masked-out cells are unspecified, so its ``to_dense()`` reads 0 there where
+        ``dense=True`` gives the identity. A Jagged reduced over inner dimensions only
+        gives a Jagged of the same rows; reduced over its rows or their lengths, an
+        array. A reduction over every dimension gives a 0-d array.
 
     Raises
     ------
@@ -259,14 +278,21 @@ def sum(input: Any, dim: Any = None, *, keepdim: bool = False,  # noqa: A001 - t
 
     Examples
     --------
-    >>> csr = asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([1.0, 2.0, 3.0]), (2, 3))
-    >>> asp.masked.sum(csr, 1)
-    array([3., 3.])
-    >>> asp.masked.sum(csr, 0, mask=np.array([True, False, True]))
+    >>> csr = asp.SparseCSR([0, 2, 2, 3], [0, 2, 1], np.array([1.0, 2.0, 3.0]), (3, 3))
+    >>> asp.masked.sum(csr, 1, dense=True)
+    array([3., 0., 3.])
+    >>> per_row = asp.masked.sum(csr, 1)  # row 1 stores nothing
+    >>> per_row
+    SparseCOO(shape=(3,), nnz=2, dtype=float64)
+    >>> per_row.indices, per_row.values
+    (array([[0, 2]]), array([3., 3.]))
+    >>> asp.masked.sum(csr, 1, keepdim=True)
+    SparseCSR(shape=(3, 1), nnz=2, dtype=float64)
+    >>> asp.masked.sum(csr, 0, mask=np.array([True, False, True]), dense=True)
     array([1., 0., 2.])
     """
     p = prepare("masked.sum", input, dim, mask)
-    return p.finish(_sum_result(_total(p, _acc_dtype(p.dtype)), p.dtype), keepdim)
+    return p.finish(_sum_result(_total(p, _acc_dtype(p.dtype)), p.dtype), keepdim, dense=dense)
 
 
 @fill_doc(_REDUCTION, name="prod", see_also="numpy.prod",
@@ -274,7 +300,8 @@ def sum(input: Any, dim: Any = None, *, keepdim: bool = False,  # noqa: A001 - t
                   "masked-out slice gives 1; a masked-in unspecified element makes it 0.",
           stored="array([  6., 336.,  18.])", dense="array([  0., 336.,   0.])",
           none="array([1., 1., 1.])")
-def prod(input: Any, dim: Any = None, *, keepdim: bool = False, mask: Any = None) -> np.ndarray:
+def prod(input: Any, dim: Any = None, *, keepdim: bool = False, mask: Any = None,
+        dense: bool = False) -> Any:
     """Product of the masked-in elements."""
     p = prepare("masked.prod", input, dim, mask)
     if isinstance(p, Strided):
@@ -284,25 +311,27 @@ def prod(input: Any, dim: Any = None, *, keepdim: bool = False, mask: Any = None
         p.k("masked_prod")(p.cell, p.vals, p.inm, out)
         with np.errstate(invalid="ignore"):  # inf * 0 is NaN, as in the dense product
             out = p.xp.where(p.zeros_in > 0, out * 0, out)
-    return p.finish(_sum_result(out, p.dtype), keepdim)
+    return p.finish(_sum_result(out, p.dtype), keepdim, dense=dense)
 
 
 @fill_doc(_EXTREME, name="amax", empty="-inf", bound="minimum",
           build="asp.SparseCOO([[0, 1], [1, 0]], np.array([-1.0, -2.0]), (2, 2))",
           unmasked="array([0., 0.])", masked="array([-1., -2.])", none="array([-inf, -inf])")
-def amax(input: Any, dim: Any = None, *, keepdim: bool = False, mask: Any = None) -> np.ndarray:
+def amax(input: Any, dim: Any = None, *, keepdim: bool = False, mask: Any = None,
+        dense: bool = False) -> Any:
     """Maximum of the masked-in elements."""
     p = prepare("masked.amax", input, dim, mask)
-    return p.finish(_extreme(p, "max"), keepdim)
+    return p.finish(_extreme(p, "max"), keepdim, dense=dense)
 
 
 @fill_doc(_EXTREME, name="amin", empty="inf", bound="maximum",
           build="asp.SparseCOO([[0, 1], [1, 0]], np.array([1.0, 2.0]), (2, 2))",
           unmasked="array([0., 0.])", masked="array([1., 2.])", none="array([inf, inf])")
-def amin(input: Any, dim: Any = None, *, keepdim: bool = False, mask: Any = None) -> np.ndarray:
+def amin(input: Any, dim: Any = None, *, keepdim: bool = False, mask: Any = None,
+        dense: bool = False) -> Any:
     """Minimum of the masked-in elements."""
     p = prepare("masked.amin", input, dim, mask)
-    return p.finish(_extreme(p, "min"), keepdim)
+    return p.finish(_extreme(p, "min"), keepdim, dense=dense)
 
 
 def _arg(func: str, op: str, input: Any, dim: Any, keepdim: bool, mask: Any) -> np.ndarray:
@@ -363,10 +392,11 @@ def argmin(input: Any, dim: Any = None, *, keepdim: bool = False,
                   "masked-out slice gives NaN.",
           stored="array([2.  , 4.75, 4.5 ])", dense="array([1.5 , 4.75, 2.25])",
           none="array([nan, nan, nan])")
-def mean(input: Any, dim: Any = None, *, keepdim: bool = False, mask: Any = None) -> np.ndarray:
+def mean(input: Any, dim: Any = None, *, keepdim: bool = False, mask: Any = None,
+        dense: bool = False) -> Any:
     """Mean of the masked-in elements: their sum over their count."""
     p = prepare("masked.mean", input, dim, mask)
-    return p.finish(_mean(p).astype(_float_dtype(p.dtype)), keepdim)
+    return p.finish(_mean(p).astype(_float_dtype(p.dtype)), keepdim, dense=dense)
 
 
 def _var(func: str, input: Any, dim: Any, unbiased: bool | None, correction: Any,
@@ -395,12 +425,13 @@ def _var(func: str, input: Any, dim: Any, unbiased: bool | None, correction: Any
 
 
 def var(input: Any, dim: Any = None, *, unbiased: bool | None = None, keepdim: bool = False,
-        correction: float | None = None, mask: Any = None) -> np.ndarray:
+        correction: float | None = None, mask: Any = None,
+        dense: bool = False) -> Any:
     """Variance of the masked-in elements (torch's default: Bessel-corrected).
 
     Parameters
     ----------
-    input, dim, keepdim, mask
+    input, dim, keepdim, mask, dense
         As for :func:`sum`.
     unbiased
         True (divide by ``count - 1``, the default) or False (by ``count``).
@@ -409,10 +440,11 @@ def var(input: Any, dim: Any = None, *, unbiased: bool | None = None, keepdim: b
 
     Returns
     -------
-    numpy.ndarray
+    numpy.ndarray, sparse tensor or Jagged
         The input's float dtype (float64 for integers). A fully masked-out slice, or
         one with ``count <= correction``, gives NaN (``inf`` when the deviations are
-        non-zero and the denominator is 0, as in torch).
+        non-zero and the denominator is 0, as in torch). The layout follows the
+        input's, as for :func:`sum`.
 
     Raises
     ------
@@ -432,16 +464,17 @@ def var(input: Any, dim: Any = None, *, unbiased: bool | None = None, keepdim: b
     array([ 0.66666667, 10.66666667])
     """
     p, out = _var("masked.var", input, dim, unbiased, correction, mask)
-    return p.finish(out.astype(_float_dtype(p.dtype)), keepdim)
+    return p.finish(out.astype(_float_dtype(p.dtype)), keepdim, dense=dense)
 
 
 def std(input: Any, dim: Any = None, *, unbiased: bool | None = None, keepdim: bool = False,
-        correction: float | None = None, mask: Any = None) -> np.ndarray:
+        correction: float | None = None, mask: Any = None,
+        dense: bool = False) -> Any:
     """Return the standard deviation of the masked-in elements, the root of :func:`var`.
 
     Parameters
     ----------
-    input, dim, keepdim, mask
+    input, dim, keepdim, mask, dense
         As for :func:`sum`.
     unbiased, correction
         As for :func:`var`.
@@ -461,16 +494,17 @@ def std(input: Any, dim: Any = None, *, unbiased: bool | None = None, keepdim: b
     array(1.41421356)
     """
     p, out = _var("masked.std", input, dim, unbiased, correction, mask)
-    return p.finish(p.xp.sqrt(out).astype(_float_dtype(p.dtype)), keepdim)
+    return p.finish(p.xp.sqrt(out).astype(_float_dtype(p.dtype)), keepdim, dense=dense)
 
 
 def norm(input: Any, ord: float = 2.0, dim: Any = None, *,  # noqa: A002 - torch's name
-         keepdim: bool = False, mask: Any = None) -> np.ndarray:
+         keepdim: bool = False, mask: Any = None,
+        dense: bool = False) -> Any:
     """Vector norm of the masked-in elements (``torch.linalg.vector_norm``).
 
     Parameters
     ----------
-    input, dim, keepdim, mask
+    input, dim, keepdim, mask, dense
         As for :func:`sum`.
     ord
         ``inf`` (max of absolute values), ``-inf`` (min), 0 (count of non-zeros) or
@@ -478,11 +512,11 @@ def norm(input: Any, ord: float = 2.0, dim: Any = None, *,  # noqa: A002 - torch
 
     Returns
     -------
-    numpy.ndarray
+    numpy.ndarray, sparse tensor or Jagged
         The input's float dtype (float64 for integers). Masked-out elements count as
         the identity 0 (``inf`` for ``ord=-inf``), as in torch: a fully masked-out
         slice gives 0 (``inf`` for ``ord=-inf``), and for ``ord < 0`` any masked-out
-        element makes the norm 0.
+        element makes the norm 0. The layout follows the input's, as for :func:`sum`.
 
     Raises
     ------
@@ -496,9 +530,9 @@ def norm(input: Any, ord: float = 2.0, dim: Any = None, *,  # noqa: A002 - torch
     Examples
     --------
     >>> csr = asp.SparseCSR([0, 2, 3], [0, 2, 1], np.array([3.0, 4.0, 1.0]), (2, 3))
-    >>> asp.masked.norm(csr, 2, 1)
+    >>> asp.masked.norm(csr, 2, 1, dense=True)
     array([5., 1.])
-    >>> asp.masked.norm(csr, float("inf"), 0)
+    >>> asp.masked.norm(csr, float("inf"), 0).to_dense()
     array([3., 1., 4.])
     """
     func = "masked.norm"
@@ -508,7 +542,7 @@ def norm(input: Any, ord: float = 2.0, dim: Any = None, *,  # noqa: A002 - torch
     ordf = float(ord)
     p = prepare(func, input, dim, mask)
     out = _norm_strided(p, ordf) if isinstance(p, Strided) else _norm_entries(p, ordf)
-    return p.finish(out.astype(_float_dtype(p.dtype)), keepdim)
+    return p.finish(out.astype(_float_dtype(p.dtype)), keepdim, dense=dense)
 
 
 def _norm_strided(p: Strided, ordf: float) -> np.ndarray:
@@ -550,7 +584,8 @@ def _norm_entries(p: Problem, ordf: float) -> np.ndarray:
           stored="array([3.40760596, 7.3537538 , 6.04858735])",
           dense="array([3.4401897 , 7.3537538 , 6.05329863])", none="array([-inf, -inf, -inf])")
 def logsumexp(input: Any, dim: Any = None, *, keepdim: bool = False,
-              mask: Any = None) -> np.ndarray:
+              mask: Any = None,
+        dense: bool = False) -> Any:
     """``log(sum(exp(x)))`` of the masked-in elements, computed stably."""
     p = prepare("masked.logsumexp", input, dim, mask)
     xp = p.xp
@@ -560,7 +595,7 @@ def logsumexp(input: Any, dim: Any = None, *, keepdim: bool = False,
         shift = xp.where(xp.isfinite(shift), shift, 0.0)
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             out = xp.log(p.reduce("sum", xp.exp(a - shift))) + shift
-        return p.finish(out.astype(_float_dtype(p.dtype)), keepdim)
+        return p.finish(out.astype(_float_dtype(p.dtype)), keepdim, dense=dense)
     vals = p.vals.astype(np.float64, copy=False)
     shift = xp.full(p.num_cells, -np.inf)
     p.k("masked_max")(p.cell, vals, p.inm, shift)
@@ -572,7 +607,7 @@ def logsumexp(input: Any, dim: Any = None, *, keepdim: bool = False,
     with np.errstate(divide="ignore", over="ignore"):
         total += zeros * xp.exp(-xp.maximum(shift, 0.0))  # shift >= 0 where zeros > 0
         out = xp.log(total) + shift
-    return p.finish(out.astype(_float_dtype(p.dtype)), keepdim)
+    return p.finish(out.astype(_float_dtype(p.dtype)), keepdim, dense=dense)
 
 
 # --------------------------------------------------------------------------- normalizations

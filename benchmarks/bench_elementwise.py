@@ -283,7 +283,8 @@ def workload_mul(d: Data) -> Workload:
 
     ak_conv = (lambda: LIBS["awkward"].from_arrow(d.array)) if LIBS["awkward"] else None
     impls = [
-        Impl("arrow_sparse jagged_dense_elementwise_mul", "arrow_sparse", "arrow_sparse", m_asp),
+        Impl("arrow_sparse jagged_dense_elementwise_mul", "arrow_sparse", "arrow_sparse", m_asp,
+             to_numpy=lambda r: _np(r[0])),  # FBGEMM's (values, offsets)
         Impl("numpy values * dense[row, pos]", "peer", "numpy", m_np,
              note="row ids and positions from offsets, a gather of the dense, a masked product"),
         Impl("awkward a * dense[local_index]", "peer", "awkward", m_ak, to_numpy=_awkward_np,

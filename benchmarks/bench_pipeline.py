@@ -1,6 +1,7 @@
 """End-to-end throughput of the example feature pipeline, against pandas and Polars.
 
-Usage, from the repository root::
+Usage, from the repository root (with the repository first on ``PYTHONPATH`` when
+another copy of arrow_sparse is installed: ``PYTHONPATH=. python benchmarks/...``)::
 
     python benchmarks/bench_pipeline.py                      # 5M rows, results/pipeline.json
     python benchmarks/bench_pipeline.py --rows 200000        # smoke run (seconds)
@@ -28,7 +29,12 @@ already there). Each contestant reads that Parquet file, applies the transforms 
   ``sink_parquet``;
 - **pandas with Python lists**: row groups read with ``to_pandas()``, the vocabulary
   counted with ``collections.Counter``, each row transformed by ``Series.map`` over
-  Python lists, written with ``pyarrow.parquet.ParquetWriter``.
+  Python lists, written with ``pyarrow.parquet.ParquetWriter``;
+- **arrow_sparse on a Polars-written and on a DuckDB-written input**: the same rows
+  written again by Polars (``write_parquet``: ``large_list`` columns, Polars' row
+  groups) and by DuckDB (``COPY ... TO``: ``list`` columns, DuckDB's row groups), each
+  run by ``arrow_sparse.pipeline.run``. Their outputs must equal the reference output
+  exactly (schema included: the pipeline's one output layout).
 
 The transforms: keep ``label >= 0``; ``num_items`` = list length; ``mean_item_score``
 = mean of ``item_scores``; ``item_buckets`` = each id hashed into 262,144 buckets;
@@ -89,6 +95,57 @@ def make_input(workdir: Path, rows: int, seed: int) -> Path:
                     str(rows), "--seed", str(seed), "--output", str(path)], check=True,
                    stdout=subprocess.DEVNULL)
     return path
+
+
+def rewrite_input(src: Path, writer: str) -> Path:
+    """The rows of ``src`` written again by Polars or DuckDB (reused when present)."""
+    import pyarrow.parquet as pq
+
+    path = src.with_name(f"{src.stem}_{writer}.parquet")
+    if path.exists():
+        try:
+            if pq.read_metadata(path).num_rows == pq.read_metadata(src).num_rows:
+                return path
+        except Exception:  # noqa: BLE001 - a broken leftover: write it again
+            pass
+    if writer == "polars":
+        import polars as pl
+
+        pl.read_parquet(src).write_parquet(path, compression="zstd")
+    else:
+        import duckdb
+
+        con = duckdb.connect()
+        try:
+            con.execute(f"COPY (SELECT * FROM read_parquet('{src}')) TO '{path}' "
+                        "(FORMAT parquet, COMPRESSION zstd)")
+        finally:
+            con.close()
+    return path
+
+
+def input_layout(path: Path) -> dict[str, Any]:
+    """The writer-dependent facts of an input: its list types and row groups."""
+    import pyarrow.parquet as pq
+
+    meta = pq.read_metadata(path)
+    schema = pq.read_schema(path)
+    return {"item_ids": str(schema.field("item_ids").type), "row_groups": meta.num_row_groups,
+            "parquet_bytes": path.stat().st_size}
+
+
+def same_output(path: Path, reference: Path) -> dict[str, Any]:
+    """Whether two arrow_sparse outputs hold the same schema and values."""
+    import pyarrow.parquet as pq
+
+    got, ref = pq.read_table(path), pq.read_table(reference)
+    if not got.schema.equals(ref.schema, check_metadata=False):
+        fields = [f"{a} vs {b}" for a, b in zip(got.schema, ref.schema, strict=False)
+                  if not a.equals(b)] or [f"{got.schema.names} vs {ref.schema.names}"]
+        return {"ok": False, "detail": "schema differs: " + "; ".join(fields)}
+    ok = got.equals(ref)
+    return {"ok": ok, "detail": "equal (schema and values)" if ok else "values differ",
+            "rows_compared": got.num_rows}
 
 
 def input_arrow_bytes(path: Path) -> int:
@@ -360,12 +417,18 @@ def main() -> None:  # noqa: PLR0915 - one linear script
     print(f"input: {src} ({args.rows:,} rows, {src.stat().st_size / 1e6:.0f} MB Parquet, "
           f"{nbytes / 1e6:.0f} MB Arrow in the 4 columns read); {C.usable_cores()} cores")
     out = {name: args.workdir / f"out_{name}.parquet"
-           for name in ("arrow_sparse", "arrow_sparse_1thread", "polars", "pandas")}
+           for name in ("arrow_sparse", "arrow_sparse_1thread", "polars", "pandas",
+                        "arrow_sparse_polars_input", "arrow_sparse_duckdb_input")}
+    written = {writer: rewrite_input(src, writer) for writer in ("polars", "duckdb")}
 
     contestants = {
         "arrow_sparse": lambda: run_arrow_sparse(src, out["arrow_sparse"], args.threads),
         "arrow_sparse_1thread": lambda: run_arrow_sparse(src, out["arrow_sparse_1thread"], 1),
         "polars": lambda: run_polars(src, out["polars"]),
+        "arrow_sparse_polars_input": lambda: run_arrow_sparse(
+            written["polars"], out["arrow_sparse_polars_input"], args.threads),
+        "arrow_sparse_duckdb_input": lambda: run_arrow_sparse(
+            written["duckdb"], out["arrow_sparse_duckdb_input"], args.threads),
     }
     C.prefault(min(nbytes * 4, 8 * C.GIB))
     for fn in contestants.values():  # warm-up: JIT caches, page cache, thread pools
@@ -403,6 +466,11 @@ def main() -> None:  # noqa: PLR0915 - one linear script
     results["arrow_sparse_1thread"]["check"] = check_output(out["arrow_sparse_1thread"],
                                                             reference)
     results["polars"]["check"] = check_output(out["polars"], reference)
+    for writer in ("polars", "duckdb"):
+        name = f"arrow_sparse_{writer}_input"
+        results[name]["check"] = same_output(out[name], reference)
+        results[name]["threads"] = args.threads
+        results[name]["input"] = input_layout(written[writer])
     results["pandas"]["check"] = check_output(out["pandas"], pandas_ref)
     for name, res in results.items():
         res["output_bytes"] = out[name].stat().st_size
@@ -412,7 +480,11 @@ def main() -> None:  # noqa: PLR0915 - one linear script
     ours = results["arrow_sparse"]["rows_per_s"]
     speedups = {"vs_pandas": ours / results["pandas"]["rows_per_s"],
                 "vs_polars": ours / results["polars"]["rows_per_s"],
-                "vs_1thread": ours / results["arrow_sparse_1thread"]["rows_per_s"]}
+                "vs_1thread": ours / results["arrow_sparse_1thread"]["rows_per_s"],
+                "polars_input_vs_polars": results["arrow_sparse_polars_input"]["rows_per_s"]
+                / results["polars"]["rows_per_s"],
+                "duckdb_input_vs_polars": results["arrow_sparse_duckdb_input"]["rows_per_s"]
+                / results["polars"]["rows_per_s"]}
     targets = {"at_least_3x_pandas": speedups["vs_pandas"] >= 3.0,
                "at_least_polars": speedups["vs_polars"] >= 1.0}
 
@@ -431,6 +503,8 @@ def main() -> None:  # noqa: PLR0915 - one linear script
     print(C.markdown_table(["pipeline", "best s", "rows/s", "MB/s", "check"], table))
     print(f"arrow_sparse: {speedups['vs_pandas']:.1f}x pandas, {speedups['vs_polars']:.2f}x "
           f"Polars, {speedups['vs_1thread']:.2f}x its 1-thread run; targets {targets}")
+    print(f"arrow_sparse on the Polars-written input: {speedups['polars_input_vs_polars']:.2f}x "
+          f"Polars; on the DuckDB-written input: {speedups['duckdb_input_vs_polars']:.2f}x")
     for key in ("pipeline_1_reader", "pipeline_2_readers"):
         if key in flight:
             f = flight[key]
@@ -448,6 +522,8 @@ def main() -> None:  # noqa: PLR0915 - one linear script
         "config": {"rows": args.rows, "seed": args.seed, "spec": str(SPEC.relative_to(
             C.REPO_ROOT)), "input": str(src), "input_parquet_bytes": src.stat().st_size,
             "input_arrow_bytes": nbytes, "columns_read": COLUMNS, "repeat": args.repeat,
+            "input_layout": {"pyarrow": input_layout(src),
+                             **{w: input_layout(p) for w, p in written.items()}},
             "pandas_repeat": args.pandas_repeat, "pandas_rows": pandas_rows,
             "threads": args.threads, "waited_for_quiet_s": waited[0],
             "quiet": waited[1],

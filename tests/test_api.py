@@ -55,6 +55,11 @@ SAMPLE_CALLS: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
         "sparse_segment_sum", "sparse_segment_mean", "sparse_segment_max")},
     "sparse_segment_weighted_sum": ((TABLE, [1, 2, 3, 2, 4, 6, 7, 3, 6]),
                                     {"offsets": OFFSETS, "weights": np.ones(9)}),
+    **{name: ((TABLE, [1, 3, 3, 0, 5], [1, 0, 1, 0, 1]), {}) for name in (
+        "sparse_unsorted_segment_sum", "sparse_unsorted_segment_mean",
+        "sparse_unsorted_segment_max")},
+    "sparse_unsorted_segment_weighted_sum": ((TABLE, [1, 3, 3, 0, 5], [1, 0, 1, 0, 1]),
+                                             {"weights": np.ones(5)}),
     "embedding_bag": ((TABLE, [1, 2, 3, 2, 4, 6, 7, 3, 6]), {"offsets": OFFSETS}),
     "gather": ((TABLE, [1, 2]), {}),
     "scatter_assign": ((TABLE.copy(), [1], np.zeros((1, 2))), {}),

@@ -160,8 +160,11 @@ def test_fbgemm_two_level_example(backend: str) -> None:
     np.testing.assert_array_equal(dense[2, 0], [[1, 2, 3, 4], [8, 8, 9, 6]])
     np.testing.assert_array_equal(dense[2, 1:], 0)
     np.testing.assert_array_equal(dense[0, 2], 0)  # group 3 is empty
-    back = asp.dense_to_jagged(to_backend(dense, backend), offsets)
+    back, back_offsets = asp.dense_to_jagged(to_backend(dense, backend), offsets)
     np.testing.assert_array_equal(from_backend(back, backend), FBGEMM_VALUES)
+    assert len(back_offsets) == 2
+    for got, want in zip(from_backend(back_offsets, backend), FBGEMM_OFFSETS, strict=True):
+        np.testing.assert_array_equal(got, want)
     # Default max_lengths are the longest rows: [4, 2].
     default = asp.jagged_to_padded_dense(values, offsets)
     np.testing.assert_array_equal(from_backend(default, backend), dense)
@@ -175,7 +178,7 @@ def test_fbgemm_truncation_and_padding_read_back(backend: str) -> None:
     np.testing.assert_array_equal(dense, ref.pad(rows, [3, 1], -1, [-1.0] * 4))
     # A dense smaller than the jagged shape: elements outside it read the padding value.
     back = from_backend(asp.dense_to_jagged(to_backend(dense, backend), offsets,
-                                            padding_value=-5), backend)
+                                            padding_value=-5)[0], backend)
     expected = ref.dense_to_jagged(dense.tolist(), [o.tolist() for o in FBGEMM_OFFSETS], -5,
                                    [-5.0] * 4)
     np.testing.assert_array_equal(back, expected)
@@ -192,12 +195,12 @@ def test_one_level_1d_and_2d(backend: str) -> None:
     offsets = dev(np.array([0, 3, 7, 9]))
     dense = host(asp.jagged_to_padded_dense(dev(values), offsets, 4, padding_value=-1))
     np.testing.assert_array_equal(dense, [[1, 2, 3, -1], [2, 4, 6, 7], [3, 6, -1, -1]])
-    np.testing.assert_array_equal(host(asp.dense_to_jagged(dev(dense), offsets)), values)
+    np.testing.assert_array_equal(host(asp.dense_to_jagged(dev(dense), offsets)[0]), values)
     emb = np.arange(12, dtype=np.float64).reshape(6, 2)
     dense2 = host(asp.jagged_to_padded_dense(dev(emb), dev([[0, 2, 2, 6]]), [3]))
     assert dense2.shape == (3, 3, 2)
     np.testing.assert_array_equal(dense2[2], emb[2:5])
-    back = host(asp.dense_to_jagged(dev(dense2), dev([[0, 2, 2, 6]])))
+    back = host(asp.dense_to_jagged(dev(dense2), dev([[0, 2, 2, 6]]))[0])
     np.testing.assert_array_equal(back[:5], emb[:5])
 
 
@@ -205,8 +208,15 @@ def test_offsets_above_zero_and_arrow_inputs(backend: str) -> None:
     dense = asp.jagged_to_padded_dense(to_backend(pa.array([9, 9, 1, 2, 3]), backend),
                                        to_backend([pa.array([2, 3, 5])], backend), [2])
     np.testing.assert_array_equal(from_backend(dense, backend), [[1, 0], [2, 3]])
-    values = asp.dense_to_jagged(dense, to_backend([[2, 3, 5]], backend), padding_value=7)
+    values, _ = asp.dense_to_jagged(dense, to_backend([[2, 3, 5]], backend), padding_value=7)
     np.testing.assert_array_equal(from_backend(values, backend), [7, 7, 1, 2, 3])
+    # FBGEMM's total_L, the third positional argument: the values past the offsets' last
+    # are padding.
+    longer, _ = asp.dense_to_jagged(dense, to_backend([[2, 3, 5]], backend), 7, padding_value=0)
+    np.testing.assert_array_equal(from_backend(longer, backend), [0, 0, 1, 2, 3, 0, 0])
+    with pytest.raises(ValueError, match=r"^dense_to_jagged: total_length is 4 but the offsets "
+                                         r"address 5 values \(offsets\[-1\]\[-1\]\)"):
+        asp.dense_to_jagged(dense, to_backend([[2, 3, 5]], backend), 4)
 
 
 @given(st.data())
@@ -221,7 +231,7 @@ def test_padded_matches_reference_two_levels(data: st.DataObject) -> None:
     dense = asp.jagged_to_padded_dense(values, [np.array(o) for o in offs], [l0, l1], -1)
     rows = ref.rows_of(values.tolist(), offs)
     assert dense.tolist() == ref.pad(rows, [l0, l1], -1, [-1] * width)
-    back = asp.dense_to_jagged(dense, offs, padding_value=-2)
+    back, _ = asp.dense_to_jagged(dense, offs, padding_value=-2)
     assert back.tolist() == ref.dense_to_jagged(dense.tolist(), offs, -2, [-2] * width)
 
 
@@ -261,6 +271,13 @@ def test_padded_errors() -> None:
     with pytest.raises(ValueError, match="dense_to_jagged: dense has 2 rows but offsets\\[0\\] "
                                          "describes 3"):
         asp.dense_to_jagged(np.zeros((2, 4)), [[0, 1, 2, 3]])
+    with pytest.raises(ValueError, match="dense_to_jagged: total_length must be non-negative, "
+                                         "got -1"):
+        asp.dense_to_jagged(np.zeros((1, 4)), [[0, 3]], -1)
+    # padding_value is keyword-only: FBGEMM's third positional argument is total_L
+    with pytest.raises(TypeError, match="dense_to_jagged: total_length must be an integer, "
+                                        "got float"):
+        asp.dense_to_jagged(np.zeros((1, 4)), [[0, 3]], 0.5)
 
 
 def test_large_inputs_take_the_parallel_kernels() -> None:
@@ -273,7 +290,7 @@ def test_large_inputs_take_the_parallel_kernels() -> None:
     mask = np.arange(8) < lens[:, None]
     np.testing.assert_array_equal(dense[mask], values)
     assert (dense[~mask] == 0).all()
-    np.testing.assert_array_equal(asp.dense_to_jagged(dense, [offs]), values)
+    np.testing.assert_array_equal(asp.dense_to_jagged(dense, [offs])[0], values)
     inner = rng.integers(0, 4, size=int(offs[-1]))
     inner_offs = np.concatenate([[0], np.cumsum(inner)])
     two = asp.jagged_to_padded_dense(np.ones(int(inner_offs[-1])), [offs, inner_offs], [8, 3])
@@ -339,7 +356,7 @@ def test_float16_values_are_copied_bit_for_bit(backend: str) -> None:
     expected = np.full((3, 4), -1, np.float16)
     expected[0, :2], expected[2] = values[:2], values[2:]
     np.testing.assert_array_equal(host.view(np.uint16), expected.view(np.uint16))
-    back = from_backend(asp.dense_to_jagged(dense, offsets), backend)
+    back = from_backend(asp.dense_to_jagged(dense, offsets)[0], backend)
     np.testing.assert_array_equal(back.view(np.uint16), values.view(np.uint16))
     arr = to_backend(pa.array([[np.float16(1.5), None], [np.float16(2.5)]],
                               pa.list_(pa.float16())), backend)
@@ -442,7 +459,7 @@ def test_dense_to_jagged_matches_cpu(cuda_emu: Emulator, values_dtype: np.dtype,
     dense = asp.jagged_to_padded_dense(values, [offsets], [3], padding_value=0)  # truncates
     expected, (got, launches) = cpu_and_emu(cuda_emu, asp.dense_to_jagged, dense, [offsets],
                                             padding_value=5)
-    assert_same(expected, got)
+    assert_same(expected[0], got[0])
     c, o = _launch.DTYPE_TO_CTYPE[values_dtype], _launch.DTYPE_TO_CTYPE[offsets_dtype]
     assert launches == [f"unpad_rows<{c}, {o}>"]
 
@@ -460,7 +477,7 @@ def test_multi_level_round_trip_matches_cpu(cuda_emu: Emulator, offsets_dtype: n
         assert [n.split("<")[0] for n in launches] == ["expand_level"] * 2 + ["pad_rows"]
         expected, (back, _) = cpu_and_emu(cuda_emu, asp.dense_to_jagged, dense, offs,
                                           padding_value=-2)
-        assert_same(expected, back)
+        assert_same(expected[0], back[0])
 
 
 def test_grid_stride_loops_cover_more_work_than_threads(cuda_emu: Emulator,
@@ -473,7 +490,7 @@ def test_grid_stride_loops_cover_more_work_than_threads(cuda_emu: Emulator,
     expected, (dense, _) = cpu_and_emu(cuda_emu, asp.jagged_to_padded_dense, values, [offsets])
     assert_same(expected, dense)
     expected, (back, _) = cpu_and_emu(cuda_emu, asp.dense_to_jagged, dense, [offsets])
-    assert_same(expected, back)
+    assert_same(expected[0], back[0])
     two = [np.array([0, 50, 120, 200]), offsets - 5]
     expected, (nested, _) = cpu_and_emu(cuda_emu, asp.jagged_to_padded_dense, values[5:], two)
     assert_same(expected, nested)
@@ -499,6 +516,7 @@ def test_null_elements_and_float16_match_cpu(cuda_emu: Emulator, offsets_dtype: 
     assert launches == [f"pad_rows<unsigned short, {o}>"]
     dense = np.array([[1.5, 2.5], [np.nan, -0.0]], np.float16)
     expected, (back, launches) = cpu_and_emu(cuda_emu, asp.dense_to_jagged, dense,
-                                             [np.array([0, 1, 4], offsets_dtype)], 9)
-    np.testing.assert_array_equal(back.view(np.uint16), expected.view(np.uint16))
+                                             [np.array([0, 1, 4], offsets_dtype)],
+                                             padding_value=9)
+    np.testing.assert_array_equal(back[0].view(np.uint16), expected[0].view(np.uint16))
     assert launches == [f"unpad_rows<unsigned short, {o}>"]

@@ -293,11 +293,15 @@ stream), or flight://HOST:PORT to serve the output over Arrow Flight until Ctrl-
 spec are resolved against the spec file's directory; --input/--output against the
 current directory. --engine ray runs the fit and the transform on Ray Data (the
 cluster of RAY_ADDRESS, else a local one; rows may come out in another order).
+--partition-by and --max-rows-per-file make the output a directory of Parquet files
+(hive directories col=value/part-N.parquet), written under a temporary name and
+renamed when complete; pyarrow, Polars and DuckDB read it as one data set.
 
 examples:
   arrow-sparse run data/example_pipeline.toml
   arrow-sparse run spec.toml --input clicks/ --output features.parquet
   arrow-sparse run spec.toml --output features.arrow --threads 4
+  arrow-sparse run spec.toml --output features/ --partition-by day --max-rows-per-file 1000000
   arrow-sparse run spec.toml --output flight://0.0.0.0:8815
   arrow-sparse run spec.toml --engine ray --output features.parquet   # needs [ray]
   arrow-sparse run spec.toml --save-pipeline fitted/spec.toml --json
@@ -324,8 +328,16 @@ def _add_run(commands: Any, common: argparse.ArgumentParser) -> None:
                    help="rows per batch (default: the spec's batch_rows, else 65,536)")
     p.add_argument("--save-pipeline", metavar="PATH",
                    help="write the fitted pipeline (spec + vocabularies) to PATH")
+    p.add_argument("--partition-by", metavar="A,B", type=_column_list,
+                   help="write a directory of Parquet files, in hive directories by "
+                        "these output columns")
+    p.add_argument("--max-rows-per-file", metavar="N", type=_positive_int,
+                   help="write a directory of Parquet files of at most N rows each")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--no-progress", action="store_true", help="never draw the progress bar")
+    p.add_argument("--verbose", action="store_true",
+                   help="--engine ray: keep Ray's own log lines and its workers' output "
+                        "(by default only errors are shown)")
     p.set_defaults(handler=_run_run)
 
 
@@ -335,7 +347,8 @@ def _run_run(args: argparse.Namespace) -> int:
         summary = run(args.spec, args.input, args.output, engine=args.engine,
                       batch_rows=args.batch_rows, threads=args.threads,
                       progress=False if args.no_progress else True,
-                      save_pipeline=args.save_pipeline)
+                      save_pipeline=args.save_pipeline, partition_by=args.partition_by,
+                      max_rows_per_file=args.max_rows_per_file, verbose=args.verbose)
     print(json.dumps(summary.to_dict(), indent=2) if args.json else str(summary))
     return 0
 

@@ -379,6 +379,24 @@ def _arith_dtype(func: str, *dtypes: np.dtype) -> np.dtype:
     return np.dtype(np.float32) if dtype == np.float16 else dtype
 
 
+def _half_back(out: Any, *dtypes: np.dtype) -> Any:
+    """``out`` back in float16 when the operands promote to float16 (FBGEMM's dtype).
+
+    The kernels compute float16 operands in float32; the FBGEMM-named functions answer
+    in the operands' dtype as FBGEMM does, rounding once at the end.
+    """
+    if np.result_type(*dtypes) == np.float16:
+        return out.astype(np.float16)
+    return out
+
+
+def _with_offsets(values: Any, offsets: list[Any], kind: str) -> tuple[Any, list[Any]]:
+    """FBGEMM's ``(values, offsets)`` answer of a values input (Arrow values: Arrow arrays)."""
+    if kind == "arrow_values":
+        return pa.array(values), [pa.array(o) for o in offsets]
+    return values, list(offsets)
+
+
 def _scalar_operand(x: Any) -> bool:
     if isinstance(x, (bool, int, float)):
         return True

@@ -25,12 +25,15 @@ from ._args import (
     _as_jagged,
     _dense_row_of,
     _finish,
+    _finish_rows,
+    _half_back,
     _i64,
     _is_list_array,
     _levels,
     _max_length,
     _rebuild_whole,
     _u8,
+    _with_offsets,
     _zeros,
 )
 
@@ -111,41 +114,42 @@ def _jagged_dense_jagged(func: str, values: Any, offsets: Any, dense: Any, op: i
             out = x * dtype.type(0) if op else x + dtype.type(0)
     get_kernel("elementwise", "jagged_dense_jagged_out", xp)(
         x, dense3, dense_row_of, _i64(offs[-1]), op, out)
-    result = out.reshape(vals.shape)
+    result = _half_back(out.reshape(vals.shape), vals.dtype, arr.dtype)
     device_checks(func, xp)
     if j is None:
-        return pa.array(result) if kind == "arrow_values" else result
+        return _with_offsets(result, offs, kind)
     return _finish(_rebuild_whole(_levels(j), result, valids, elem_valid), kind)
 
 
 def jagged_dense_elementwise_add(values: Any, offsets: Any, dense: Any, *,
-                                 output: str = "jagged") -> Any:
-    """Add a padded dense tensor to a jagged one: jagged values, or FBGEMM's dense sum.
+                                 output: str = "dense") -> Any:
+    """Add a jagged tensor to a padded dense one, giving the dense sum (FBGEMM).
 
-    With ``output="jagged"`` (the default) each element adds the dense value at its
-    padded position, exactly as :func:`jagged_dense_elementwise_add_jagged_output`.
-    With ``output="dense"`` the result is FBGEMM's ``jagged_dense_elementwise_add``:
-    ``dense + jagged_to_padded_dense(values, offsets, dense's jagged axes)``, where
-    positions with no element keep the dense value and elements outside the dense are
-    dropped.
+    FBGEMM's ``jagged_dense_elementwise_add``: ``dense + jagged_to_padded_dense(values,
+    offsets, dense's jagged axes)``. A position with no element keeps the dense value;
+    an element outside the dense (a row longer than the dense axis) is dropped. With
+    ``output="jagged"`` the result is instead
+    :func:`jagged_dense_elementwise_add_jagged_output`'s.
 
     Parameters
     ----------
     values
         Jagged values ``[N, *inner]``, or a :class:`Jagged` / Arrow list array (then
-        ``offsets=None``; null rows count as padding).
+        ``offsets=None``; null rows and null elements count as padding).
     offsets
         List of offsets arrays, outermost first (one array means one level).
     dense
         ``[rows, L_0, ..., L_{k-1}, *inner]``, one axis per jagged level.
     output
-        ``"jagged"`` (values shaped like ``values``) or ``"dense"`` (``dense``'s shape).
+        ``"dense"`` (the default, FBGEMM's: ``dense``'s shape) or ``"jagged"`` (as
+        :func:`jagged_dense_elementwise_add_jagged_output`).
 
     Returns
     -------
-    numpy.ndarray, pyarrow.Array or Jagged
-        Jagged output: as :func:`jagged_dense_elementwise_add_jagged_output`. Dense
-        output: a numpy array of ``dense``'s shape, of the dtype both promote to.
+    numpy.ndarray, tuple, pyarrow.Array or Jagged
+        Dense output: an array of ``dense``'s shape (numpy, or CuPy on the device), of
+        the dtype both promote to (float16 stays float16, as in FBGEMM, computed in
+        float32). Jagged output: as :func:`jagged_dense_elementwise_add_jagged_output`.
 
     Raises
     ------
@@ -161,27 +165,27 @@ def jagged_dense_elementwise_add(values: Any, offsets: Any, dense: Any, *,
 
     Notes
     -----
-    FBGEMM's operator of this name returns the dense sum and has a separate
-    jagged-output variant; arrow_sparse's public contract is jagged values in and
-    out, so the dense form is asked for with ``output="dense"``.
+    In arrow_sparse 0.1.0 this function returned jagged values by default; FBGEMM's
+    operator of this name returns the dense sum, which is the default since (see
+    CHANGELOG.md).
 
     Examples
     --------
     >>> values = np.array([1, 2, 3, 2, 4, 6, 7, 3, 6])
     >>> dense = np.full((3, 3), 100)
     >>> asp.jagged_dense_elementwise_add(values, [np.array([0, 3, 7, 9])], dense)
-    array([101, 102, 103, 102, 104, 106,   7, 103, 106])
-    >>> asp.jagged_dense_elementwise_add(values, [np.array([0, 3, 7, 9])], dense,
-    ...                                  output="dense")
     array([[101, 102, 103],
            [102, 104, 106],
            [103, 106, 100]])
+    >>> j = asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], [3, 6]])
+    >>> asp.jagged_dense_elementwise_add(j, None, dense, output="jagged")
+    Jagged([[101, 102, 103], [102, 104, 106, 7], [103, 106]], dtype=int64, offsets=int32)
     """
     func = "jagged_dense_elementwise_add"
     if isinstance(output, str) and output == "jagged":
         return _jagged_dense_jagged(func, values, offsets, dense, 0)
     if not (isinstance(output, str) and output == "dense"):
-        msg = f"{func}: output must be 'jagged' or 'dense', got {output!r}"
+        msg = f"{func}: output must be 'dense' or 'jagged', got {output!r}"
         raise ArrowSparseValueError(msg)
     vals, offs, valids, elem_valid, arr, _, _, dtype = _jagged_dense_inputs(func, values,
                                                                              offsets, dense)
@@ -200,11 +204,11 @@ def jagged_dense_elementwise_add(values: Any, offsets: Any, dense: Any, *,
     get_kernel("elementwise", "jagged_dense_dense_out", xp)(
         x, row_index, _i64(offs[-1]), _u8(valids[-1]), _u8(elem_valid), dense3, out)
     device_checks(func, xp)
-    return out.reshape(arr.shape)
+    return _half_back(out.reshape(arr.shape), vals.dtype, arr.dtype)
 
 
 def jagged_dense_elementwise_add_jagged_output(values: Any, offsets: Any, dense: Any) -> Any:
-    """Add a padded dense tensor to a jagged one, giving jagged values (FBGEMM).
+    """Add a padded dense tensor to a jagged one, giving a jagged tensor (FBGEMM).
 
     Each element adds the dense value at its padded position; an element outside the
     dense (a row longer than the dense axis) adds 0 and keeps its value.
@@ -221,9 +225,13 @@ def jagged_dense_elementwise_add_jagged_output(values: Any, offsets: Any, dense:
 
     Returns
     -------
-    numpy.ndarray, pyarrow.Array or Jagged
-        Values shaped like ``values`` (positions no row addresses: ``values + 0``), or
-        the same kind of jagged input with its offsets and validity.
+    tuple, pyarrow.Array or Jagged
+        A values array in: FBGEMM's ``(values, offsets)``, the values shaped like
+        ``values`` (positions no row addresses: ``values + 0``) and ``offsets`` the
+        list of checked offsets arrays (Arrow arrays for Arrow values). A
+        :class:`Jagged` or an Arrow list array in: the same kind, with its offsets and
+        validity. dtype: the one both promote to (float16 stays float16, as in FBGEMM,
+        computed in float32).
 
     Raises
     ------
@@ -237,19 +245,28 @@ def jagged_dense_elementwise_add_jagged_output(values: Any, offsets: Any, dense:
     jagged_dense_elementwise_mul : The product.
     dense_to_jagged : How the dense is read.
 
+    Notes
+    -----
+    In arrow_sparse 0.1.0 a values array gave the values alone; take ``[0]`` of the
+    tuple for them (see CHANGELOG.md).
+
     Examples
     --------
     >>> values = np.array([1, 2, 3, 2, 4, 6, 7, 3, 6])
     >>> dense = np.full((3, 3), 100)
-    >>> asp.jagged_dense_elementwise_add_jagged_output(values, [np.array([0, 3, 7, 9])], dense)
+    >>> out, offsets = asp.jagged_dense_elementwise_add_jagged_output(
+    ...     values, [np.array([0, 3, 7, 9])], dense)
+    >>> out
     array([101, 102, 103, 102, 104, 106,   7, 103, 106])
+    >>> offsets
+    [array([0, 3, 7, 9])]
     """
     return _jagged_dense_jagged("jagged_dense_elementwise_add_jagged_output", values, offsets,
                                 dense, 0)
 
 
 def jagged_dense_elementwise_mul(values: Any, offsets: Any, dense: Any) -> Any:
-    """Multiply a jagged tensor by a padded dense one, giving jagged values (FBGEMM).
+    """Multiply a jagged tensor by a padded dense one, giving a jagged tensor (FBGEMM).
 
     Each element is multiplied by the dense value at its padded position; an element
     outside the dense (a row longer than the dense axis) is multiplied by 0, as FBGEMM
@@ -267,9 +284,13 @@ def jagged_dense_elementwise_mul(values: Any, offsets: Any, dense: Any) -> Any:
 
     Returns
     -------
-    numpy.ndarray, pyarrow.Array or Jagged
-        Values shaped like ``values`` (positions no row addresses: ``values * 0``), or
-        the same kind of jagged input with its offsets and validity.
+    tuple, pyarrow.Array or Jagged
+        A values array in: FBGEMM's ``(values, offsets)``, the values shaped like
+        ``values`` (positions no row addresses: ``values * 0``) and ``offsets`` the
+        list of checked offsets arrays (Arrow arrays for Arrow values). A
+        :class:`Jagged` or an Arrow list array in: the same kind, with its offsets and
+        validity. dtype: the one both promote to (float16 stays float16, as in FBGEMM,
+        computed in float32).
 
     Raises
     ------
@@ -283,11 +304,16 @@ def jagged_dense_elementwise_mul(values: Any, offsets: Any, dense: Any) -> Any:
     jagged_dense_elementwise_add_jagged_output : The sum.
     Jagged.__mul__ : ``j * dense`` refuses a dense shorter than a row instead.
 
+    Notes
+    -----
+    In arrow_sparse 0.1.0 a values array gave the values alone; take ``[0]`` of the
+    tuple for them (see CHANGELOG.md).
+
     Examples
     --------
     >>> values = np.array([1, 2, 3, 2, 4, 6, 7, 3, 6])
     >>> dense = np.array([[1, 1, 1], [10, 10, 10], [2, 2, 2]])
-    >>> asp.jagged_dense_elementwise_mul(values, [np.array([0, 3, 7, 9])], dense)
+    >>> asp.jagged_dense_elementwise_mul(values, [np.array([0, 3, 7, 9])], dense)[0]
     array([ 1,  2,  3, 20, 40, 60,  0,  6, 12])
     >>> j = asp.Jagged.from_list([[1.0, 2.0], [], None])
     >>> asp.jagged_dense_elementwise_mul(j, None, np.full((3, 2), 0.5))
@@ -315,9 +341,12 @@ def jagged_dense_bmm(values: Any, offsets: Any, dense: Any, max_length: int | No
 
     Returns
     -------
-    numpy.ndarray, pyarrow.Array or Jagged
+    tuple, pyarrow.Array or Jagged
         Jagged ``[total, N]`` with the rows of the input (same offsets, validity; null
-        rows and positions no row addresses are zeros), dtype both promote to.
+        rows and positions no row addresses are zeros), dtype both promote to (float16
+        stays float16, as in FBGEMM, computed in float32). A values array in gives
+        FBGEMM's ``(values, offsets)`` (Arrow arrays for Arrow values); a
+        :class:`Jagged` or an Arrow list array gives the same kind.
 
     Raises
     ------
@@ -330,14 +359,22 @@ def jagged_dense_bmm(values: Any, offsets: Any, dense: Any, max_length: int | No
     --------
     jagged_jagged_bmm : ``x_b^T @ y_b`` per row, giving a dense tensor.
 
+    Notes
+    -----
+    FBGEMM requires ``max_L``; here it may be left out. In arrow_sparse 0.1.0 a values
+    array gave the values alone; take ``[0]`` of the tuple for them (see CHANGELOG.md).
+
     Examples
     --------
     >>> x = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     >>> dense = np.array([[[1.0, 2.0], [3.0, 4.0]], [[10.0, 0.0], [0.0, 10.0]]])
-    >>> asp.jagged_dense_bmm(x, np.array([0, 2, 3]), dense)
+    >>> out, offsets = asp.jagged_dense_bmm(x, np.array([0, 2, 3]), dense)
+    >>> out
     array([[ 1.,  2.],
            [ 3.,  4.],
            [10., 10.]])
+    >>> offsets
+    array([0, 2, 3])
     """
     func = "jagged_dense_bmm"
     xp = array_module(func, values=values, offsets=offsets, dense=dense)
@@ -363,7 +400,8 @@ def jagged_dense_bmm(values: Any, offsets: Any, dense: Any, max_length: int | No
         x[:total].astype(dtype, copy=False), _i64(j.offsets), _u8(j.validity), _u8(vv),
         xp.ascontiguousarray(arr, dtype=dtype), limit, out)
     device_checks(func, xp)
-    return _finish(Jagged._trusted(out, j.offsets, j.validity, vv), kind)
+    out = _half_back(out, x.dtype, arr.dtype)
+    return _finish_rows(Jagged._trusted(out, j.offsets, j.validity, vv), kind)
 
 
 def jagged_jagged_bmm(x: Any, y: Any, offsets: Any = None,
@@ -387,7 +425,8 @@ def jagged_jagged_bmm(x: Any, y: Any, offsets: Any = None,
     Returns
     -------
     numpy.ndarray
-        ``[B, M, N]``; empty and null rows give zeros.
+        ``[B, M, N]`` (CuPy on the device) of the dtype both promote to (float16 stays
+        float16, as in FBGEMM, computed in float32); empty and null rows give zeros.
 
     Raises
     ------
@@ -443,7 +482,7 @@ def jagged_jagged_bmm(x: Any, y: Any, offsets: Any = None,
         xv.astype(dtype, copy=False), _i64(xo), _u8(x_valid), yv.astype(dtype, copy=False),
         _i64(yo), _u8(y_valid), _u8(valid), limit, out)
     device_checks(func, xp)
-    return out
+    return _half_back(out, xv.dtype, yv.dtype)
 
 
 def _same_lengths(func: str, xo: Any, yo: Any, valid: Any) -> None:

@@ -219,7 +219,8 @@ def index_select(data: Any, rows: Any, *, offsets: Any = None) -> Any:
     return _finish_rows(result, kind)
 
 
-def jagged_index_select(values: Any, lengths: Any, indices: Any) -> Any:
+def jagged_index_select(values: Any, lengths: Any, indices: Any,
+                        num_dense_output_rows: int | None = None) -> Any:
     """Gather rows of a values + lengths jagged tensor (FBGEMM's ``jagged_index_select``).
 
     Parameters
@@ -231,18 +232,23 @@ def jagged_index_select(values: Any, lengths: Any, indices: Any) -> Any:
         Row lengths summing to exactly ``total``.
     indices
         Row ids to gather; negative ids count from the end, as in :func:`index_select`.
+    num_dense_output_rows
+        FBGEMM's size hint: the number of values the gathered rows hold. Checked when
+        given (FBGEMM trusts it).
 
     Returns
     -------
     tuple
-        ``(values, lengths)`` of the gathered rows (Arrow arrays when ``values`` is one).
+        ``(values, lengths)`` of the gathered rows (Arrow arrays when ``values`` is one);
+        FBGEMM returns the same pair as a list.
 
     Raises
     ------
     IndexError
         A row id out of range.
     ValueError
-        Lengths that do not sum to the number of values.
+        Lengths that do not sum to the number of values, or a
+        ``num_dense_output_rows`` other than the number of gathered values.
     TypeError
         Non-numeric values or non-integer lengths or indices.
 
@@ -252,6 +258,8 @@ def jagged_index_select(values: Any, lengths: Any, indices: Any) -> Any:
 
     Notes
     -----
+    FBGEMM refuses negative indices; here they count from the end.
+
     On the device (CuPy arrays): one synchronisation, the result's size, which also
     raises bad lengths or indices at once.
 
@@ -261,12 +269,15 @@ def jagged_index_select(values: Any, lengths: Any, indices: Any) -> Any:
     (array([3, 6, 3, 6, 1, 2, 3]), array([2, 2, 3]))
     """
     func = "jagged_index_select"
+    hint = None if num_dense_output_rows is None else v.check_count(
+        func, "num_dense_output_rows", num_dense_output_rows)
     if _A.take_only(values, lengths):
         values = _arrow.as_one_array(values) if isinstance(values, pa.ChunkedArray) else values
         lens, offs = v.lengths_offsets(func, "lengths", lengths, num_values=len(values))
         arr, _ = _A.as_list_array(func, values, offs)
         picked, _ = _check_rows(func, "indices", indices, len(lens))
         res = _A.take_ranges(func, arr, *_row_ranges(*_A.parts(arr), picked))
+        _check_output_rows(func, hint, len(res.values))
         return res.values, pa.array(np.diff(_A.parts(res)[0]).astype(lens.dtype, copy=False))
     xp = array_module(func, values=values, lengths=lengths, indices=indices)
     vals = v.as_values_array(func, "values", values, device=True)
@@ -277,9 +288,18 @@ def jagged_index_select(values: Any, lengths: Any, indices: Any) -> Any:
     if out_lengths.dtype != lens.dtype:
         out_lengths = out_lengths.astype(lens.dtype)
     device_checks(func, xp)
+    _check_output_rows(func, hint, len(res.values))
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         return pa.array(res.values), pa.array(out_lengths)
     return res.values, out_lengths
+
+
+def _check_output_rows(func: str, given: int | None, found: int) -> None:
+    """FBGEMM's ``num_dense_output_rows`` hint, if given, must be the number gathered."""
+    if given is not None and given != found:
+        msg = (f"{func}: num_dense_output_rows is {given} but the gathered rows hold "
+               f"{found} values")
+        raise ArrowSparseValueError(msg)
 
 
 def _slice_bound(func: str, arg: str, x: Any) -> int | None:

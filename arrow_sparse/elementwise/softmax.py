@@ -15,6 +15,7 @@ from ._args import (
     _as_jagged,
     _chunkwise,
     _finish,
+    _finish_rows,
     _float_dtype,
     _i64,
     _is_chunked_list,
@@ -63,10 +64,14 @@ def _scanned(j: Jagged, out: Any) -> Jagged:
                            vv)
 
 
-def _softmax(func: str, j: Jagged, max_length: int, min_len: int) -> Jagged:
+def _softmax(func: str, j: Jagged, max_length: int, min_len: int,
+             keep_half: bool = False) -> Jagged:
+    """Softmax of ``j``'s rows; ``keep_half``: float16 values answer in float16 (FBGEMM)."""
     x, out = _row_scan_buffers(func, j, min_len, _float_dtype(j.values.dtype), zeroed=False)
     get_kernel("elementwise", "softmax", j.xp)(
         x, _i64(j.offsets), _u8(j.validity), _u8(j.values_validity), max_length, out)
+    if keep_half and j.values.dtype == np.float16:
+        out = out.astype(np.float16)
     return _scanned(j, out)
 
 
@@ -86,9 +91,12 @@ def jagged_softmax(values: Any, offsets: Any = None, max_length: int | None = No
 
     Returns
     -------
-    numpy.ndarray, pyarrow.Array or Jagged
-        Floats (float16 and float32 give float32, other dtypes float64) in the form of the
-        input; positions no row addresses are 0.
+    tuple, pyarrow.Array or Jagged
+        Floats (float16 and float32 keep their dtype, as in FBGEMM; other dtypes give
+        float64; float16 is computed in float32). A values array in gives FBGEMM's
+        ``(values, offsets)`` (Arrow arrays for Arrow values), values shaped like the
+        input's with 0 where no row addresses a value; a :class:`Jagged` or an Arrow
+        list array gives the same kind.
 
     Raises
     ------
@@ -103,6 +111,10 @@ def jagged_softmax(values: Any, offsets: Any = None, max_length: int | None = No
 
     Notes
     -----
+    FBGEMM requires ``max_L`` and leaves the positions past it unset; here it may be
+    left out and those positions are 0. In arrow_sparse 0.1.0 a values array gave the
+    values alone, and float16 gave float32 (see CHANGELOG.md).
+
     On the device: no synchronisation (one kernel); a Jagged's result spans its whole
     values buffer (0 where no row addresses a value). Bad offsets are raised by the next
     check (docs/gpu.md, "Dispatch").
@@ -110,10 +122,13 @@ def jagged_softmax(values: Any, offsets: Any = None, max_length: int | None = No
     Examples
     --------
     >>> values = np.array([0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 5.0, 5.0])
-    >>> asp.jagged_softmax(values, np.array([0, 2, 6, 8])).round(3)
+    >>> out, offsets = asp.jagged_softmax(values, np.array([0, 2, 6, 8]))
+    >>> out.round(3)
     array([0.5 , 0.5 , 0.25, 0.25, 0.25, 0.25, 0.5 , 0.5 ])
-    >>> asp.jagged_softmax(values, np.array([0, 2, 6, 8]), max_length=1)
+    >>> asp.jagged_softmax(values, np.array([0, 2, 6, 8]), max_length=1)[0]
     array([1., 0., 1., 0., 0., 0., 1., 0.])
+    >>> asp.jagged_softmax(asp.Jagged.from_list([[0.0, 0.0], [3.0]]))
+    Jagged([[0.5, 0.5], [1.0]], dtype=float64, offsets=int32)
     """
     func = "jagged_softmax"
     if _is_chunked_list(values) and offsets is None:
@@ -121,7 +136,9 @@ def jagged_softmax(values: Any, offsets: Any = None, max_length: int | None = No
     j, kind = _as_jagged(func, values, offsets, "values")
     limit = _max_length(func, max_length)
     min_len = len(j.values) if kind in _VALUES_KINDS else 0
-    result = _finish(_map_innermost(j, lambda lvl: _softmax(func, lvl, limit, min_len)), kind)
+    result = _finish_rows(
+        _map_innermost(j, lambda lvl: _softmax(func, lvl, limit, min_len, keep_half=True)),
+        kind)
     device_checks(func, j.xp)
     return result
 

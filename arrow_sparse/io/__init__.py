@@ -35,6 +35,7 @@ from .parquet import (
     ParquetBatches,
     read_parquet,
     write_parquet,
+    write_parquet_dataset,
 )
 
 __all__ = [
@@ -55,4 +56,5 @@ __all__ = [
     "shard_ticket",
     "write_ipc",
     "write_parquet",
+    "write_parquet_dataset",
 ]

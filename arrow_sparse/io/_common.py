@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -32,6 +33,7 @@ __all__ = [
     "METADATA_KEY",
     "PYARROW_ERRORS",
     "as_batches",
+    "atomic_directory",
     "atomic_path",
     "check_path",
     "corrupt",
@@ -161,3 +163,64 @@ def atomic_path(func: str, path: Any) -> Iterator[str]:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _only_parquet(directory: str) -> str | None:
+    """Return the first entry under ``directory`` that is not a Parquet file or a folder."""
+    for root, _, names in os.walk(directory):
+        for name in names:
+            path = os.path.join(root, name)
+            if not name.endswith((".parquet", ".pq")) or not os.path.isfile(path) \
+                    or os.path.islink(path):
+                return path
+    return None
+
+
+@contextmanager
+def atomic_directory(func: str, path: Any) -> Iterator[str]:
+    """Yield a new temporary directory beside ``path``; put it at ``path`` only on success.
+
+    The temporary is ``.<name>.<12 hex digits>.tmp`` (the name :func:`atomic_path`
+    gives a file). An existing ``path`` is replaced only when it holds nothing but
+    Parquet files in folders (an earlier output): it is renamed aside
+    (``.<name>.<hex>.old``), the new directory renamed in, and the old one removed,
+    so a reader sees the old data set or the new one, never a part of one. A failed
+    or interrupted write removes the temporary and leaves ``path`` untouched.
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        msg = f"{func}: path must be a path (str or os.PathLike), got {type(path).__name__}"
+        raise ArrowSparseTypeError(msg)
+    target = os.fsdecode(os.fspath(path)).rstrip(os.sep) or os.sep
+    directory = os.path.dirname(os.path.abspath(target))
+    name = os.path.basename(os.path.abspath(target))
+    if not os.path.isdir(directory):
+        msg = f"{func}: path {target!r} is in a directory that does not exist"
+        raise ArrowSparseIOError(msg)
+    if os.path.lexists(target) and (not os.path.isdir(target) or os.path.islink(target)):
+        msg = f"{func}: path {target!r} exists and is not a directory; give a directory path"
+        raise ArrowSparseIOError(msg)
+    if os.path.isdir(target):
+        other = _only_parquet(target)
+        if other is not None:
+            msg = (f"{func}: path {target!r} is a directory holding other files than "
+                   f"Parquet ({other!r}); it is replaced only when it holds an earlier "
+                   "output (Parquet files only); give a new or empty directory")
+            raise ArrowSparseIOError(msg)
+    if not os.access(directory, os.W_OK):
+        msg = f"{func}: cannot write to {target!r} (permission denied)"
+        raise ArrowSparseIOError(msg)
+    tag = uuid.uuid4().hex[:12]
+    tmp = os.path.join(directory, f".{name}.{tag}.tmp")
+    os.mkdir(tmp, 0o777)
+    try:
+        yield tmp
+        if os.path.isdir(target):
+            old = os.path.join(directory, f".{name}.{tag}.old")
+            os.rename(target, old)
+            os.rename(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, target)
+    finally:
+        if os.path.isdir(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)

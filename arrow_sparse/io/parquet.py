@@ -28,6 +28,7 @@ from ._common import (
     PYARROW_ERRORS,
     ArrowSparseIOError,
     as_batches,
+    atomic_directory,
     atomic_path,
     check_path,
     corrupt,
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     import pyarrow.dataset as ds
 
 __all__ = ["DEFAULT_BATCH_ROWS", "DEFAULT_ROW_GROUP_ROWS", "ParquetBatches", "read_parquet",
-           "write_parquet"]
+           "write_parquet", "write_parquet_dataset"]
 
 #: Default number of rows per batch yielded by :func:`read_parquet`.
 DEFAULT_BATCH_ROWS = 65_536
@@ -372,7 +373,7 @@ def read_parquet(paths_or_dataset: Any, columns: Sequence[str] | None = None,
     import pyarrow.dataset as ds
 
     func = "read_parquet"
-    dataset, source = _open_dataset(func, paths_or_dataset, partitioning)
+    dataset, source, disagreements = _open_dataset(func, paths_or_dataset, partitioning)
     batch_rows = v.check_count(func, "batch_rows", batch_rows)
     if batch_rows == 0:
         msg = f"{func}: batch_rows must be positive, got 0"
@@ -393,15 +394,20 @@ def read_parquet(paths_or_dataset: Any, columns: Sequence[str] | None = None,
     elif weights is not None:
         msg = f"{func}: weights is only used with keyed=; pass keyed=True or a list of columns"
         raise ArrowSparseValueError(msg)
+    for name in names:
+        if name in disagreements:
+            raise disagreements[name]
     return ParquetBatches(dataset, source, names, batch_rows, filter, keyed_names, weights)
 
 
-def _open_dataset(func: str, data: Any, partitioning: Any) -> tuple[ds.Dataset, str]:
+def _open_dataset(func: str, data: Any, partitioning: Any,
+                  ) -> tuple[ds.Dataset, str, dict[str, ArrowSparseTypeError]]:
+    """Open ``data`` as a dataset; also return the columns its files disagree on."""
     import pyarrow.dataset as ds
 
     if isinstance(data, ds.Dataset):
         files = getattr(data, "files", None) or []
-        return data, (files[0] if len(files) == 1 else f"dataset of {len(files)} files")
+        return data, (files[0] if len(files) == 1 else f"dataset of {len(files)} files"), {}
     if isinstance(data, (str, os.PathLike)):
         source = check_path(func, "paths_or_dataset", data, directory_ok=True)
         target: Any = source
@@ -415,6 +421,9 @@ def _open_dataset(func: str, data: Any, partitioning: Any) -> tuple[ds.Dataset, 
     file_format = ds.ParquetFileFormat(
         default_fragment_scan_options=ds.ParquetFragmentScanOptions(
             page_checksum_verification=True))
+    several = isinstance(target, list) and len(target) > 1
+    if several or isinstance(target, str) and os.path.isdir(target):
+        return _unified_dataset(func, target, source, file_format, partitioning)
     try:
         dataset = ds.dataset(target, format=file_format, partitioning=partitioning)
     except ArrowSparseError as exc:  # an extension type refused its (damaged) metadata
@@ -425,7 +434,197 @@ def _open_dataset(func: str, data: Any, partitioning: Any) -> tuple[ds.Dataset, 
             msg = f"{func}: cannot read {source!r} ({exc})"
             raise ArrowSparseIOError(msg) from None
         raise corrupt(func, "Parquet", bad or source, exc) from None
-    return dataset, source
+    return dataset, source, {}
+
+
+def _partitioning_factory(func: str, partitioning: Any) -> Any:
+    """Return what ``FileSystemFactoryOptions(partitioning=...)`` takes for ``partitioning``."""
+    import pyarrow.dataset as ds
+
+    if partitioning is None or isinstance(partitioning, (ds.Partitioning,
+                                                         ds.PartitioningFactory)):
+        return partitioning
+    if partitioning == "hive":
+        return ds.HivePartitioning.discover(infer_dictionary=False)
+    if isinstance(partitioning, (list, tuple)) and all(isinstance(n, str)
+                                                       for n in partitioning):
+        return ds.DirectoryPartitioning.discover(list(partitioning))
+    msg = (f"{func}: partitioning must be 'hive', None, a list of directory field names or "
+           f"a pyarrow.dataset.Partitioning, got {partitioning!r}")
+    raise ArrowSparseTypeError(msg)
+
+
+def _unified_dataset(func: str, target: str | list[str], source: str, file_format: Any,
+                     partitioning: Any,
+                     ) -> tuple[ds.Dataset, str, dict[str, ArrowSparseTypeError]]:
+    """Open a directory or several files as one data set whose schema every file reads as.
+
+    Every file's footer is read and the column types are unified
+    (:func:`_unify_types`: ``string`` with ``large_string``, ``list`` with
+    ``large_list``, integers and floats to the widest); a partition key that the
+    files also store (Polars writes them) takes the files' type, and an integer key
+    found only in directory names is ``int64`` (what Polars and DuckDB infer; pyarrow
+    alone would say ``int32``). Columns appear in the order the files first give
+    them, then the keys found only in directory names. Files that disagree on a
+    column beyond that give a ``TypeError`` naming the files, the column and the
+    types, returned by column (raised when the column is read; the schema holds the
+    first file's type); an unreadable footer is reported as that file's corruption.
+    """
+    import pyarrow.dataset as ds
+    import pyarrow.fs as pafs
+
+    fs = pafs.LocalFileSystem()
+    factory_partitioning = _partitioning_factory(func, partitioning)
+    if isinstance(target, list):
+        where: Any = [os.path.abspath(p) for p in target]
+        options = ds.FileSystemFactoryOptions(partitioning=factory_partitioning)
+    else:
+        base = os.path.abspath(target)
+        where = pafs.FileSelector(base, recursive=True)
+        options = ds.FileSystemFactoryOptions(base, partitioning=factory_partitioning)
+    try:
+        factory = ds.FileSystemDatasetFactory(fs, where, file_format, options)
+        keys = factory.inspect(fragments=0)  # the partition keys found in directory names
+        listing = factory.finish(keys)
+        files = list(listing.files)
+    except PYARROW_ERRORS as exc:
+        if isinstance(exc, OSError) and not isinstance(exc, pa.ArrowException):
+            msg = f"{func}: cannot read {source!r} ({exc})"
+            raise ArrowSparseIOError(msg) from None
+        msg = f"{func}: cannot read the partition directories of {source!r} ({exc})"
+        raise ArrowSparseValueError(msg) from None
+    declared: dict[str, list[tuple[str, pa.Field]]] = {}
+    first_metadata = None
+    for i, fragment in enumerate(listing.get_fragments()):
+        path = fragment.path
+        try:
+            physical = fragment.physical_schema
+        except ArrowSparseError as exc:  # an extension type refused its (damaged) metadata
+            raise in_file(func, path, exc) from None
+        except PYARROW_ERRORS as exc:
+            raise corrupt(func, "Parquet", path, exc) from None
+        if i == 0:
+            first_metadata = physical.metadata
+        for field in physical:
+            declared.setdefault(field.name, []).append((path, field))
+    fields = []
+    disagreements: dict[str, ArrowSparseTypeError] = {}
+    for name, found in declared.items():
+        unified = _unify_types([f.type for _, f in found])
+        if unified is None:
+            disagreements[name] = _disagreement(func, source, name, found)
+            unified = found[0][1].type
+        nullable = len(found) < len(files) or any(f.nullable for _, f in found)
+        fields.append(pa.field(name, unified, nullable, found[0][1].metadata))
+    explicit = isinstance(partitioning, ds.Partitioning)
+    for key in keys:
+        if key.name in declared:
+            if explicit and not key.type.equals(declared[key.name][0][1].type):
+                msg = (f"{func}: the partitioning gives {key.name!r} the type {key.type}, "
+                       f"but the files of {source!r} store it as "
+                       f"{declared[key.name][0][1].type}; give the files' type or no "
+                       "partitioning for it")
+                raise ArrowSparseTypeError(msg)
+            continue
+        kind = key.type
+        if not explicit and pa.types.is_integer(kind):
+            kind = pa.int64()
+        fields.append(pa.field(key.name, kind))
+    schema = pa.schema(fields, first_metadata)
+    try:
+        return factory.finish(schema), source, disagreements
+    except PYARROW_ERRORS as exc:  # a directory value that is not of the files' type
+        msg = (f"{func}: the partition directories of {source!r} cannot be read with the "
+               f"types the files declare ({_schema_text(keys, schema)}): {exc}")
+        raise ArrowSparseTypeError(msg) from None
+
+
+def _schema_text(keys: pa.Schema, schema: pa.Schema) -> str:
+    return ", ".join(f"{k.name}: {schema.field(k.name).type}" for k in keys)
+
+
+def _disagreement(func: str, source: str, name: str,
+                  found: list[tuple[str, pa.Field]]) -> ArrowSparseTypeError:
+    """Build the error for files whose types of column ``name`` cannot be unified."""
+    groups: dict[str, list[str]] = {}
+    for path, field in found:
+        groups.setdefault(str(field.type), []).append(path)
+    parts = []
+    for kind, paths in groups.items():
+        more = f" and {len(paths) - 1} more file(s)" if len(paths) > 1 else ""
+        parts.append(f"{kind} in {paths[0]!r}{more}")
+    msg = (f"{func}: the files of {source!r} disagree on the type of column {name!r}: "
+           f"{'; '.join(parts)}; no type holds every file's values losslessly (read the "
+           "files separately, or leave the column out with columns=[...])")
+    return ArrowSparseTypeError(msg)
+
+
+def _unify_types(types: list[pa.DataType]) -> pa.DataType | None:
+    """Return the one type all of ``types`` read as losslessly, or None when there is none.
+
+    Equal types (list child names aside) give the first; ``string`` and
+    ``large_string`` give ``large_string`` (binary alike); ``list`` and ``large_list``
+    give ``large_list`` of the unified values; integers give the narrowest integer
+    covering every range (None for ``uint64`` with a signed type); floats the widest;
+    a dictionary reads as its values; an all-null column takes the other type.
+
+    Examples
+    --------
+    >>> _unify_types([pa.list_(pa.int32()), pa.large_list(pa.int64())])
+    LargeListType(large_list<item: int64>)
+    >>> _unify_types([pa.uint32(), pa.int8()])
+    DataType(int64)
+    >>> _unify_types([pa.int64(), pa.string()]) is None
+    True
+    """
+    kinds = [t for t in types if not pa.types.is_null(t)]
+    if not kinds:
+        return types[0]
+    kinds = [t.value_type if pa.types.is_dictionary(t) and not all(
+        pa.types.is_dictionary(k) for k in kinds) else t for t in kinds]
+    first = kinds[0]
+    if all(_same_type(t, first) for t in kinds):
+        return first
+    if all(pa.types.is_integer(t) for t in kinds):
+        signed = [t.bit_width for t in kinds if pa.types.is_signed_integer(t)]
+        unsigned = [t.bit_width for t in kinds if pa.types.is_unsigned_integer(t)]
+        if not signed:
+            return pa.type_for_alias(f"uint{max(unsigned)}")
+        width = max(signed + [2 * w for w in unsigned])
+        return pa.type_for_alias(f"int{width}") if width <= 64 else None
+    if all(pa.types.is_floating(t) for t in kinds):
+        return max(kinds, key=lambda t: t.bit_width)
+    for small, large in ((pa.string(), pa.large_string()), (pa.binary(), pa.large_binary())):
+        if all(t.equals(small) or t.equals(large) for t in kinds):
+            return large
+    if all(pa.types.is_list(t) or pa.types.is_large_list(t) for t in kinds):
+        value = _unify_types([t.value_type for t in kinds])
+        if value is None:
+            return None
+        child = first.value_field.with_type(value).with_nullable(
+            any(t.value_field.nullable for t in kinds))
+        return pa.list_(child) if all(pa.types.is_list(t) for t in kinds) \
+            else pa.large_list(child)
+    if all(pa.types.is_fixed_size_list(t) and t.list_size == first.list_size for t in kinds):
+        value = _unify_types([t.value_type for t in kinds])
+        if value is None:
+            return None
+        return pa.list_(first.value_field.with_type(value), first.list_size)
+    return None
+
+
+def _same_type(a: pa.DataType, b: pa.DataType) -> bool:
+    """Equal types, the names of list children aside (``item`` and ``element``)."""
+    if a.equals(b):
+        return True
+    lists = (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list)
+    for is_kind in lists:
+        if is_kind(a) and is_kind(b):
+            if pa.types.is_fixed_size_list(a) and a.list_size != b.list_size:
+                return False
+            return _same_type(a.value_type, b.value_type) and (
+                a.value_field.nullable or not b.value_field.nullable)
+    return False
 
 
 def _first_unreadable(target: str | list[str]) -> str | None:
@@ -683,6 +882,168 @@ def write_parquet(data: Any, path: str | os.PathLike[str],
         finally:
             writer.close()
     return rows
+
+
+def write_parquet_dataset(data: Any, path: str | os.PathLike[str], *,
+                          partition_by: Sequence[str] | None = None,
+                          max_rows_per_file: int | None = None,
+                          row_group_rows: int = DEFAULT_ROW_GROUP_ROWS,
+                          compression: str | None = "zstd",
+                          compression_level: int | None = None) -> int:
+    """Write a Table or stream of batches as a directory of Parquet files (one data set).
+
+    Written with ``pyarrow.dataset.write_dataset``: hive directories
+    (``day=mon/part-0.parquet``) for ``partition_by``, and a new file every
+    ``max_rows_per_file`` rows. pyarrow, Polars (``pl.scan_parquet(path)``), DuckDB
+    (``read_parquet('path/**/*.parquet', hive_partitioning = true)``) and
+    :func:`read_parquet` read the directory back as one data set.
+
+    Parameters
+    ----------
+    data
+        What :func:`write_parquet` takes: a Table, RecordBatch, RecordBatchReader,
+        KeyedJagged, an object with ``__arrow_c_stream__``, or an iterable of these.
+    path
+        The directory to write. It is written under a temporary name beside it and
+        renamed when complete. An existing directory is replaced only when it holds
+        Parquet files alone (an earlier output); anything else is refused.
+    partition_by
+        Columns whose values name the directories (integers, strings, booleans or
+        dates). As in every hive data set, they are stored in the directory names,
+        not in the files; a null value is the directory ``__HIVE_DEFAULT_PARTITION__``.
+    max_rows_per_file
+        Most rows per file (default: no limit, one file per partition).
+    row_group_rows
+        Rows per row group (at most ``max_rows_per_file``). Rows are buffered per
+        partition until a row group is full, so memory holds up to one row group per
+        partition written at once.
+    compression, compression_level
+        As for :func:`write_parquet`.
+
+    Returns
+    -------
+    int
+        Number of rows written.
+
+    Raises
+    ------
+    KeyError
+        A ``partition_by`` column that is not in the data.
+    TypeError
+        A ``partition_by`` column of a nested or floating type; ``data`` of another
+        kind.
+    ValueError
+        ``max_rows_per_file`` or ``row_group_rows`` of 0; an unknown codec.
+    ArrowSparseIOError
+        A ``path`` that is a file, or a directory holding other files than Parquet;
+        a parent directory that does not exist or cannot be written.
+
+    See Also
+    --------
+    write_parquet : One file.
+
+    Notes
+    -----
+    Files are named ``part-{i}.parquet``; rows keep their input order within each
+    partition. Page checksums and the ``arrow_sparse`` metadata key are written as
+    by :func:`write_parquet`. With no rows, the directory holds one empty file
+    carrying the schema.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> out = os.path.join(tempfile.mkdtemp(), "clicks")
+    >>> table = pa.table({"day": ["mon", "tue", "mon"], "ids": [[1, 2], [3], []]})
+    >>> asp.io.write_parquet_dataset(table, out, partition_by=["day"], max_rows_per_file=1)
+    3
+    >>> sorted(os.path.relpath(os.path.join(d, f), out)
+    ...        for d, _, names in os.walk(out) for f in names)
+    ['day=mon/part-0.parquet', 'day=mon/part-1.parquet', 'day=tue/part-0.parquet']
+    >>> back = pa.Table.from_batches(list(asp.io.read_parquet(out)))
+    >>> back.sort_by("day").select(["day", "ids"]).to_pylist()[0]
+    {'day': 'mon', 'ids': [1, 2]}
+    """
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    func = "write_parquet_dataset"
+    row_group_rows = v.check_count(func, "row_group_rows", row_group_rows)
+    if row_group_rows == 0:
+        msg = f"{func}: row_group_rows must be positive, got 0"
+        raise ArrowSparseValueError(msg)
+    if max_rows_per_file is not None:
+        max_rows_per_file = v.check_count(func, "max_rows_per_file", max_rows_per_file)
+        if max_rows_per_file == 0:
+            msg = f"{func}: max_rows_per_file must be positive, got 0"
+            raise ArrowSparseValueError(msg)
+        row_group_rows = min(row_group_rows, max_rows_per_file)
+    if compression is not None and not isinstance(compression, str):
+        msg = f"{func}: compression must be a codec name or None, got {type(compression).__name__}"
+        raise ArrowSparseTypeError(msg)
+    if compression is not None and not _codec_available(compression):
+        msg = (f"{func}: compression {compression!r} is not an available codec (use zstd, "
+               "snappy, lz4, gzip, brotli or None)")
+        raise ArrowSparseValueError(msg)
+    schema, batches = as_batches(func, data)
+    schema = stamp_schema(schema)
+    keys = check_partition_by(func, partition_by, schema)
+    partitioning = None if not keys else ds.partitioning(
+        pa.schema([schema.field(k) for k in keys]), flavor="hive")
+    options = ds.ParquetFileFormat().make_write_options(
+        compression=compression or "none", compression_level=compression_level,
+        write_page_checksum=True)
+    count = [0]
+
+    def counted() -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            count[0] += batch.num_rows
+            yield _writable(batch).replace_schema_metadata(schema.metadata)
+
+    with atomic_directory(func, path) as tmp:
+        ds.write_dataset(
+            pa.RecordBatchReader.from_batches(schema, counted()), tmp, format="parquet",
+            file_options=options, partitioning=partitioning,
+            basename_template="part-{i}.parquet",
+            max_rows_per_file=max_rows_per_file or 0, max_rows_per_group=row_group_rows,
+            min_rows_per_group=row_group_rows, existing_data_behavior="overwrite_or_ignore",
+            preserve_order=True)
+        if count[0] == 0:
+            pq.write_table(schema.empty_table(), os.path.join(tmp, "part-0.parquet"),
+                           compression=compression or "none", write_page_checksum=True)
+    return count[0]
+
+
+def check_partition_by(func: str, partition_by: Any, schema: pa.Schema) -> list[str]:
+    """Return the ``partition_by`` columns after checking them against ``schema``.
+
+    Examples
+    --------
+    >>> check_partition_by("f", "day", pa.schema({"day": pa.string(), "n": pa.int8()}))
+    ['day']
+    """
+    if partition_by is None:
+        return []
+    if isinstance(partition_by, str):
+        partition_by = [partition_by]
+    keys = _check_names(func, "partition_by", partition_by, schema, "the output")
+    for i, name in enumerate(keys):
+        t = schema.field(name).type
+        if pa.types.is_dictionary(t):
+            t = t.value_type
+        if not (pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
+                or pa.types.is_boolean(t) or pa.types.is_date(t)):
+            msg = v.message(func, "partition_by", "names a column that cannot name "
+                            "directories (integers, strings, booleans and dates can)", i,
+                            f"{name!r} of type {t}")
+            raise ArrowSparseTypeError(msg)
+    if len(set(keys)) != len(keys):
+        msg = f"{func}: partition_by names a column twice: {keys}"
+        raise ArrowSparseValueError(msg)
+    if len(keys) == len(schema):
+        msg = (f"{func}: partition_by names every column; the files would hold none "
+               "(leave at least one column out)")
+        raise ArrowSparseValueError(msg)
+    return keys
 
 
 #: Parquet writers before pyarrow 26 refuse a null list row whose offsets span values

@@ -9,4 +9,4 @@ __all__ = ["KERNEL_FAMILIES"]
 #: Every kernel family; each has a module in ``kernels/cpu``. A family's index here is
 #: the family number in the device error word (``ASP_FAMILY_ID``).
 KERNEL_FAMILIES = ("convert", "sparse", "segment", "transforms", "elementwise", "embedding",
-                   "masked")
+                   "masked", "sparse_unsorted")

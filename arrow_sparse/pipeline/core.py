@@ -7,16 +7,20 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import (
     ArrowSparseError,
     ArrowSparseIOError,
+    ArrowSparseKeyError,
     ArrowSparseTypeError,
     ArrowSparseValueError,
 )
 from ..io.parquet import DEFAULT_BATCH_ROWS
 from ..transforms import Vocabulary
 from . import _toml
+from ._filter import did_you_mean
+from ._layout import canonical_schema, canonical_table, output_metadata
 from ._parallel import ordered_map
 from .steps import Categorify, EmbeddingBag, Filter, Rename, Select, Step, step_from_dict
 
@@ -199,7 +203,7 @@ class Pipeline:
     >>> pipe.output_schema(t.schema)
     ids: fixed_size_list<item: int64>[2]
       child 0, item: int64
-    n: int32
+    n: int64
     """
 
     def __init__(self, steps: Sequence[Step | dict[str, Any]], *, input: str | None = None,
@@ -237,7 +241,10 @@ class Pipeline:
         for s in self.steps:
             if s.name == name:
                 return s
-        raise KeyError(name)
+        names = [str(s.name) for s in self.steps]
+        msg = (f"Pipeline: no step {name!r}{did_you_mean(name, names) or ';'} the steps are: "
+               f"{', '.join(names)}")
+        raise ArrowSparseKeyError(msg)
 
     @property
     def fitted(self) -> bool:
@@ -300,6 +307,12 @@ class Pipeline:
         from ..io import ParquetBatches
 
         data = self._fit_source(data)
+        # The spec is checked against the input schema before any pass over the data.
+        if isinstance(data, ParquetBatches):
+            self.output_schema(data.schema)
+        elif isinstance(data, (list, tuple)) and data \
+                and isinstance(data[0], (pa.Table, pa.RecordBatch)):
+            self.output_schema(data[0].schema)
         if isinstance(data, ParquetBatches):
             self._fit(lambda columns: located_batches(data.with_columns(
                 [c for c in data.schema.names if c in columns])), refit=refit,
@@ -396,10 +409,15 @@ class Pipeline:
         >>> pipe.transform_table(pa.table({"a": [1], "b": [2]})).to_pylist()
         [{'b': 2}]
         """
-        return self._apply(self.steps, _as_table(table))
+        out = self._apply(self.steps, _as_table(table))
+        metadata = out.schema.metadata
+        if metadata and metadata != output_metadata(metadata):
+            out = out.replace_schema_metadata(output_metadata(metadata))
+        return out
 
     @staticmethod
     def _apply(steps: Sequence[Step], table: pa.Table) -> pa.Table:
+        table = canonical_table(table)  # one layout whatever wrote the input
         for step in steps:
             table = call_in_context(step.transform, table, step.label)
         return table
@@ -506,17 +524,76 @@ class Pipeline:
     def output_schema(self, input_schema: pa.Schema) -> pa.Schema:
         """Return the output schema for input of ``input_schema`` (no data is read).
 
+        The input's lists, strings and binaries are taken with 64-bit offsets first
+        (``large_list``, ``large_string``), as every batch is before the steps run,
+        so the result depends on the spec and the input's logical types only, not on
+        the program that wrote the input (see ``arrow_sparse.pipeline._layout``);
+        the input's pandas metadata is left out.
+
+        Every step's input types are checked here: :func:`~arrow_sparse.pipeline.run`,
+        :meth:`fit` and ``arrow-sparse schema --pipeline`` call it before reading any
+        data, so a spec that cannot run fails at once.
+
         Raises
         ------
         KeyError
-            A step names a column that does not exist at that point.
+            A step names a column that does not exist at that point (the message
+            suggests the closest name).
         TypeError
-            A column of the wrong type for its step.
+            A column of the wrong type for its step (``hash_bucket`` on floats,
+            ``embedding_bag`` on strings, a filter comparing a string with a number).
+
+        Examples
+        --------
+        >>> pipe = asp.Pipeline([{"type": "hash_bucket", "column": "scores",
+        ...                       "num_buckets": 8, "name": "h"}])
+        >>> try:
+        ...     pipe.output_schema(pa.schema({"scores": pa.list_(pa.float32())}))
+        ... except TypeError as exc:
+        ...     print(str(exc)[:80])
+        step 'h' (hash_bucket): column 'scores' must hold integers or strings (or lists
         """
-        schema = input_schema
+        schema = canonical_schema(input_schema)
         for step in self.steps:
-            schema = step.output_schema(schema)
-        return schema
+            schema = call_in_context(step.output_schema, schema, step.label)
+        return schema.with_metadata(output_metadata(schema.metadata))
+
+    def pushdown_filter(self, input_schema: pa.Schema) -> pc.Expression | None:
+        """Return the condition a reader can apply for the pipeline's filters, or None.
+
+        The filters that come before every stateful step and read only input columns
+        no earlier step wrote or renamed keep the same rows when applied while
+        reading. Given to :func:`~arrow_sparse.io.read_parquet` as ``filter``, their
+        conjunction skips the row groups whose statistics rule it out and the rows it
+        drops; the filter steps still run (on rows they all keep).
+
+        Examples
+        --------
+        >>> pipe = asp.Pipeline([{"type": "filter", "expr": "label == 1"},
+        ...                      {"type": "reduce", "column": "ids", "op": "length",
+        ...                       "output": "n"},
+        ...                      {"type": "filter", "expr": "n > 2"}])
+        >>> pipe.pushdown_filter(pa.schema({"label": pa.int8(), "ids": pa.list_(pa.int64())}))
+        <pyarrow.compute.Expression (label == 1)>
+        """
+        found: list[pc.Expression] = []
+        touched: set[str] = set()
+        for step in self.steps:
+            if step.stateful:
+                break
+            if isinstance(step, Filter):
+                if not touched & set(step.input_columns()):
+                    found.append(step.expression(input_schema))
+                continue
+            if isinstance(step, Rename):
+                touched |= set(step.columns) | set(step.columns.values())
+            touched |= set(step.output_columns())
+        if not found:
+            return None
+        out = found[0]
+        for more in found[1:]:
+            out = pc.and_kleene(out, more)
+        return out
 
     # ------------------------------------------------------------- spec I/O
     def to_dict(self) -> dict[str, Any]:
@@ -535,16 +612,18 @@ class Pipeline:
         if not isinstance(spec, dict):
             msg = f"{source}: expected a table, got {type(spec).__name__}"
             raise ArrowSparseTypeError(msg)
-        unknown = sorted(set(spec) - {"pipeline", "steps"})
+        unknown = sorted(set(spec) - {"pipeline", "steps"}, key=str)
         if unknown:
-            msg = (f"{source}: unknown top-level key(s) {', '.join(map(repr, unknown))}; "
-                   "expected [pipeline] and [[steps]]")
+            hint = "".join(did_you_mean(k, ("pipeline", "steps")) for k in unknown)
+            msg = (f"{source}: unknown top-level key(s) {', '.join(map(repr, unknown))}"
+                   f"{hint or ';'} expected [pipeline] and [[steps]]")
             raise ArrowSparseValueError(msg)
         head = spec.get("pipeline", {})
-        bad = sorted(set(head) - set(_PIPELINE_KEYS))
+        bad = sorted(set(head) - set(_PIPELINE_KEYS), key=str)
         if bad:
-            msg = (f"{source}: unknown [pipeline] key(s) {', '.join(map(repr, bad))}; "
-                   f"allowed: {', '.join(_PIPELINE_KEYS)}")
+            hint = "".join(did_you_mean(k, _PIPELINE_KEYS) for k in bad)
+            msg = (f"{source}: unknown [pipeline] key(s) {', '.join(map(repr, bad))}"
+                   f"{hint or ';'} allowed: {', '.join(_PIPELINE_KEYS)}")
             raise ArrowSparseValueError(msg)
         entries = spec.get("steps")
         if not isinstance(entries, list) or not entries:

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 
     from ..keyed import KeyedJagged
 
-__all__ = ["fit", "iter_keyed_jagged", "map_batches", "output_batches", "read_parquet"]
+__all__ = ["fit", "init", "iter_keyed_jagged", "map_batches", "output_batches",
+           "read_parquet"]
 
 
 def _ray_data() -> Any:
@@ -93,6 +94,11 @@ class _Transform:
     def __call__(self, batch: pa.Table) -> pa.Table:
         out = self.pipeline.transform_table(batch)
         if self.schema is not None and not out.schema.equals(self.schema):
+            if out.schema.names != self.schema.names and \
+                    sorted(out.schema.names) == sorted(self.schema.names):
+                # Ray's blocks of a hive directory put the partition columns last,
+                # whereas its schema keeps them where the files store them (Polars)
+                out = out.select(self.schema.names)
             out = out.cast(self.schema)
         return out
 
@@ -109,6 +115,63 @@ class _PartialState:
         state = call_in_context(self.step.fit_batch, table, self.step.label)
         blob = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
         return pa.table({"state": pa.array([blob], pa.large_binary())})
+
+
+#: Loggers of Ray's Python side that print INFO lines on a driver's stderr.
+_RAY_LOGGERS = ("ray", "ray.data", "ray.train", "ray.tune")
+
+
+def init(*, verbose: bool = False) -> bool:
+    """Start a Ray instance for a run (or join ``RAY_ADDRESS``'s), quiet unless ``verbose``.
+
+    When Ray is already initialized nothing changes (whoever started it chose its
+    logging). Otherwise Ray is started with ``log_to_driver=False`` and its loggers
+    (``ray``, ``ray.data`` ...) at ERROR, and Ray Data's progress bars and progress
+    log lines are turned off, so a run prints only its own summary and errors.
+    ``verbose=True`` starts Ray with its defaults (INFO lines, workers' output).
+
+    Parameters
+    ----------
+    verbose
+        Keep Ray's own output.
+
+    Returns
+    -------
+    bool
+        True when this call started (or connected) Ray.
+
+    Raises
+    ------
+    ModuleNotFoundError
+        Ray is not installed (``pip install 'arrow-sparse[ray]'``).
+
+    Examples
+    --------
+    >>> from arrow_sparse.pipeline import ray as asp_ray          # doctest: +SKIP
+    >>> asp_ray.init()                                           # doctest: +SKIP
+    True
+    """
+    import logging
+
+    rd = _ray_data()
+    import ray
+
+    if ray.is_initialized():
+        return False
+    if verbose:
+        ray.init()
+        return True
+    for name in _RAY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
+    rd.DataContext.get_current().enable_progress_bars = False
+    ray.init(log_to_driver=False, logging_level=logging.ERROR, include_dashboard=False)
+    for name in _RAY_LOGGERS:  # ray.init configures its loggers anew
+        logging.getLogger(name).setLevel(logging.ERROR)
+    context = rd.DataContext.get_current()
+    context.enable_progress_bars = False
+    if hasattr(context, "enable_operator_progress_bars"):
+        context.enable_operator_progress_bars = False
+    return True
 
 
 def read_parquet(paths: Any, **kwargs: Any) -> ray.data.Dataset:

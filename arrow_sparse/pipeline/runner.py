@@ -6,6 +6,7 @@ import dataclasses
 import logging
 import os
 import re
+import shutil
 import sys
 import threading
 import time
@@ -22,7 +23,8 @@ from ..errors import (
     ArrowSparseTypeError,
     ArrowSparseValueError,
 )
-from ..io import read_parquet, serve_flight, write_ipc, write_parquet
+from ..io import read_parquet, serve_flight, write_ipc, write_parquet, write_parquet_dataset
+from ..io.parquet import check_partition_by
 from ._parallel import background, default_threads, ordered_map
 from .core import Pipeline, call_in_context, located_batches, with_context
 
@@ -48,11 +50,15 @@ class RunSummary:
         The engine (``"local"`` or ``"ray"``) and the local engine's threads.
     rows_in, rows_out
         Rows read and written (for Flight: sent, summed over the readers' shards).
+        When leading filters are applied in the scan (``Pipeline.pushdown_filter``),
+        ``rows_in`` of a file output is the input's row count from the Parquet
+        footers, rows skipped by the scan included.
     bytes_in
         Arrow (in-memory) bytes of the batches read. With the Ray engine the input is
         read by the workers, and this is the uncompressed size in the Parquet footers.
     bytes_out
-        Size of the output file (Arrow bytes of the batches sent, for Flight).
+        Size of the output file, or of all the files of a directory output (Arrow
+        bytes of the batches sent, for Flight).
     seconds, fit_seconds
         Wall time of the whole run, and of the fitting passes within it.
     stream_seconds
@@ -119,10 +125,17 @@ class _RunProgress(Progress):
         return text
 
 
-def _output_kind(output: str) -> str:
-    if output.startswith(("flight://", "grpc://", "grpc+tcp://")):
-        return "flight"
+def _output_kind(output: str, dataset: bool = False) -> str:
+    flight = output.startswith(("flight://", "grpc://", "grpc+tcp://"))
     lower = output.lower()
+    if dataset:
+        if flight or lower.endswith(_IPC_FILE + _IPC_STREAM):
+            msg = (f"run: partition_by and max_rows_per_file write a directory of Parquet "
+                   f"files, not {output!r}; give a directory path as the output")
+            raise ArrowSparseValueError(msg)
+        return "dataset"
+    if flight:
+        return "flight"
     if lower.endswith(_PARQUET):
         return "parquet"
     if lower.endswith(_IPC_FILE):
@@ -131,9 +144,9 @@ def _output_kind(output: str) -> str:
         return "ipc-stream"
     msg = (f"run: cannot tell the output format of {output!r}; end it in .parquet, "
            ".arrow/.ipc/.feather (IPC file) or .arrows (IPC stream), or give "
-           "flight://HOST:PORT")
+           "flight://HOST:PORT; or, for a directory of Parquet files, give "
+           "partition_by or max_rows_per_file")
     raise ArrowSparseValueError(msg)
-
 
 
 def _check_threads(threads: Any) -> int:
@@ -197,23 +210,30 @@ def _check_not_input(arg: str, path: str, src: Any, files: list[str]) -> None:
                 raise ArrowSparseValueError(msg)
 
 
-def _stale_temporaries(path: str) -> list[str]:
+def _stale_temporaries(path: str, directories: bool = False) -> list[str]:
     """Return the temporaries a killed writer of ``path`` left beside it.
 
     Exactly the names :func:`arrow_sparse.io._common.atomic_path` gives them,
-    ``.<name>.<12 hex digits>.tmp`` in the output's directory, and nothing else.
+    ``.<name>.<12 hex digits>.tmp`` in the output's directory, and nothing else:
+    files, or with ``directories`` the directories
+    :func:`arrow_sparse.io._common.atomic_directory` writes (and the ``.old`` name
+    it moves a replaced output to).
     """
+    path = path.rstrip(os.sep) or path
     directory = os.path.dirname(os.path.abspath(path))
-    pattern = re.compile(r"\." + re.escape(os.path.basename(path)) + r"\.[0-9a-f]{12}\.tmp")
+    ends = r"\.(tmp|old)" if directories else r"\.tmp"
+    pattern = re.compile(r"\." + re.escape(os.path.basename(path)) + r"\.[0-9a-f]{12}" + ends)
+    is_kind = os.path.isdir if directories else os.path.isfile
     try:
         names = os.listdir(directory)
     except OSError:  # no directory yet: nothing left behind
         return []
     return [os.path.join(directory, n) for n in sorted(names) if pattern.fullmatch(n)
-            and os.path.isfile(os.path.join(directory, n))]
+            and is_kind(os.path.join(directory, n))
+            and not os.path.islink(os.path.join(directory, n))]
 
 
-def _remove_stale_temporaries(path: str) -> None:
+def _remove_stale_temporaries(path: str, directories: bool = False) -> None:
     """Remove what :func:`_stale_temporaries` finds (a SIGKILL, a crash or a power cut).
 
     An interrupted or terminated write removes its own temporary; these are the ones
@@ -221,15 +241,45 @@ def _remove_stale_temporaries(path: str) -> None:
     output at the same time are not supported (the second would remove the first's
     temporary, and the first would then fail).
     """
-    for stale in _stale_temporaries(path):
+    for stale in _stale_temporaries(path, directories):
         try:
-            os.unlink(stale)
+            if directories:
+                shutil.rmtree(stale)
+            else:
+                os.unlink(stale)
         except FileNotFoundError:
             continue
         except OSError as exc:
             msg = f"run: cannot remove the stale temporary {stale!r} ({exc.strerror or exc})"
             raise ArrowSparseIOError(msg) from None
         logger.info("run: removed %s, left by an earlier run that was killed", stale)
+
+
+def _check_input_exists(src: Any) -> None:
+    """Refuse an input path that does not exist, naming it as the run's input."""
+    for given in _input_paths(src):
+        if "://" not in given and not os.path.exists(given):
+            msg = f"run: input {given!r} does not exist"
+            raise ArrowSparseIOError(msg)
+
+
+def _check_output_writable(path: str) -> None:
+    """Create the output's directory and make sure a file can be created in it.
+
+    Done before any pass over the data, so that an unwritable output fails at once
+    (and says it is the output) instead of after the fitting passes.
+    """
+    import tempfile
+
+    parent = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(parent, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=parent, prefix=f".{os.path.basename(path)}.",
+                                         suffix=".probe"):
+            pass
+    except OSError as exc:
+        msg = f"run: cannot write the output {path!r} ({exc.strerror or exc})"
+        raise ArrowSparseIOError(msg) from None
 
 
 def _input_schema_check(pipe: Pipeline, data: Any, src: Any) -> pa.Schema:
@@ -245,7 +295,8 @@ def _input_schema_check(pipe: Pipeline, data: Any, src: Any) -> pa.Schema:
 def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
         engine: str = "local", batch_rows: int | None = None, threads: int | None = None,
         progress: Any = None, save_pipeline: str | os.PathLike[str] | None = None,
-        block: bool = True) -> RunSummary:
+        block: bool = True, partition_by: str | list[str] | None = None,
+        max_rows_per_file: int | None = None, verbose: bool = False) -> RunSummary:
     """Run a pipeline over a Parquet input, streaming batch by batch, and write the output.
 
     Unfitted stateful steps (categorify, normalize) are fitted first, by streaming
@@ -261,7 +312,8 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
     output
         ``*.parquet``, ``*.arrow`` / ``*.ipc`` / ``*.feather`` (IPC file), ``*.arrows``
         (IPC stream), or ``flight://HOST:PORT`` to serve the output over Arrow Flight;
-        default the spec's ``output``. The parent directory is created.
+        default the spec's ``output``. The parent directory is created. With
+        ``partition_by`` or ``max_rows_per_file``: a directory of Parquet files.
     engine
         ``"local"``: this process, ``threads`` batches at a time. ``"ray"``: fit and
         transform on Ray Data (:mod:`arrow_sparse.pipeline.ray`; connects to the
@@ -282,6 +334,16 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
         For Flight output: print the listening location to stderr and serve until
         interrupted (True), or return at once with the server in ``summary.server``
         (False).
+    partition_by
+        Output columns whose values name hive directories of the output
+        (``day=mon/part-0.parquet``); they are stored in the directory names, not in
+        the files (see :func:`~arrow_sparse.io.write_parquet_dataset`).
+    max_rows_per_file
+        Start a new output file every this many rows (of a partition).
+    verbose
+        With ``engine="ray"``: let Ray print its own logs (its INFO lines, its
+        workers' output, Ray Data's progress). By default a Ray instance this run
+        starts is quiet: only errors reach stderr.
 
     Returns
     -------
@@ -298,7 +360,8 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
         lies inside the input; bad data in a batch (the message names the file, row
         group and rows, then the step).
     ArrowSparseIOError
-        An unreadable input, an unwritable output or ``save_pipeline`` directory.
+        A missing or unreadable input, an unwritable output or ``save_pipeline``
+        directory (checked before any pass over the data).
 
     Notes
     -----
@@ -306,7 +369,10 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
     complete; an exception (Ctrl-C included) removes the temporary. Temporaries of
     the same output that a killed run left behind (``.<name>.<12 hex>.tmp``) are
     removed at the start, so two runs must not write one output at once. An output
-    or ``save_pipeline`` that is, links to or lies inside an input is refused.
+    or ``save_pipeline`` that is, links to or lies inside an input is refused. A
+    directory output is written the same way (a temporary directory, renamed); it
+    replaces an existing directory only when that holds Parquet files alone, and
+    it must not hold the input.
 
     Examples
     --------
@@ -334,7 +400,13 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
     if dst is None:
         msg = "run: no output; give one or set 'output' in the spec's [pipeline] table"
         raise ArrowSparseValueError(msg)
-    kind = _output_kind(str(dst))
+    dataset = partition_by is not None or max_rows_per_file is not None
+    kind = _output_kind(str(dst), dataset)
+    if max_rows_per_file is not None and (isinstance(max_rows_per_file, bool) or not
+                                          isinstance(max_rows_per_file, int)
+                                          or max_rows_per_file < 1):
+        msg = f"run: max_rows_per_file must be a positive integer, got {max_rows_per_file!r}"
+        raise ArrowSparseValueError(msg)
     if kind == "flight" and engine == "ray":
         msg = ("run: Flight output needs engine='local' (each reader's shard is "
                "transformed here); with Ray, write Parquet, or hand Ray's own "
@@ -342,14 +414,27 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
         raise ArrowSparseValueError(msg)
     threads = _check_threads(threads)
     rows = batch_rows or pipe.batch_rows or DEFAULT_BATCH_ROWS
+    _check_input_exists(src)
     data = read_parquet(src, batch_rows=rows)
     if kind != "flight":  # before any pass: the output must not replace the input
         _check_not_input("output", os.fsdecode(os.fspath(dst)), src, list(data.files))
-        _remove_stale_temporaries(os.fsdecode(os.fspath(dst)))
+        if kind == "dataset":
+            _check_input_not_inside(os.fsdecode(os.fspath(dst)), src, list(data.files))
+        _remove_stale_temporaries(os.fsdecode(os.fspath(dst)), kind == "dataset")
+        _check_output_writable(os.fsdecode(os.fspath(dst)))
     if save_pipeline is not None:
         _check_not_input("save_pipeline", os.fsdecode(os.fspath(save_pipeline)), src,
                          list(data.files))
     out_schema = _input_schema_check(pipe, data, src)  # fail early on a bad spec
+    if kind == "dataset":
+        check_partition_by("run", partition_by, out_schema)
+    rows_total = data.num_rows
+    if engine == "local":
+        # Leading filters run in the scan: row groups their statistics rule out are
+        # never read (the filter steps still run, on rows they keep).
+        pushed = pipe.pushdown_filter(data.schema)
+        if pushed is not None:
+            data = read_parquet(src, batch_rows=rows, filter=pushed)
     data = data.with_columns(pipe.input_columns(data.schema))  # decode only what is used
     save_path = _prepare_save(save_pipeline)
 
@@ -365,6 +450,7 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
     if engine == "ray":
         from . import ray as pipeline_ray
 
+        pipeline_ray.init(verbose=verbose)
         ray_data = pipeline_ray.read_parquet(src)
     passes = pipe.passes()
     if passes:
@@ -413,6 +499,9 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
     try:
         if kind == "parquet":
             write_parquet(stream(p), str(dst))
+        elif kind == "dataset":
+            write_parquet_dataset(stream(p), str(dst), partition_by=partition_by,
+                                  max_rows_per_file=max_rows_per_file)
         else:
             write_ipc(stream(p), str(dst), stream=kind == "ipc-stream")
     finally:
@@ -420,9 +509,30 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
     if ray_data is not None:  # the input was read by the workers: totals from the footers
         summary.rows_in = data.num_rows or 0
         summary.bytes_in = _footer_bytes(data)
-    summary.bytes_out = os.path.getsize(str(dst))
+    elif data.num_rows is None and rows_total is not None:
+        summary.rows_in = rows_total  # a pushed-down filter skipped some: count them in
+    summary.bytes_out = _size(str(dst))
     summary.seconds = time.perf_counter() - start
     return summary
+
+
+def _size(path: str) -> int:
+    """Bytes of a file, or of the files under a directory."""
+    if not os.path.isdir(path):
+        return os.path.getsize(path)
+    return sum(os.path.getsize(os.path.join(root, n))
+               for root, _, names in os.walk(path) for n in names)
+
+
+def _check_input_not_inside(path: str, src: Any, files: list[str]) -> None:
+    """Refuse a directory output that holds an input (replacing it would delete the input)."""
+    target = os.path.realpath(path)
+    for given in [*_input_paths(src), *files]:
+        real = os.path.realpath(given)
+        if os.path.commonpath([target, real]) == target:
+            msg = (f"run: output {path!r} holds the input {given!r}; writing the output "
+                   "directory would replace the input; choose a directory outside it")
+            raise ArrowSparseValueError(msg)
 
 
 def _close(p: Any, progress: Any) -> None:

@@ -137,8 +137,10 @@ class Step:
         idx = schema.get_field_index(column)
         if idx < 0:
             names = ", ".join(schema.names)
-            msg = f"{self.label}: no column {column!r}; the columns are: {names}"
-            raise ArrowSparseKeyError(msg)
+            hint = _filter.did_you_mean(column, schema.names)
+            msg = (f"{self.label}: no column {column!r}{hint} "
+                   f"{'The' if hint else '; the'} columns are: {names}")
+            raise ArrowSparseKeyError(msg.replace(" ; the", "; the"))
         return schema.field(idx)
 
     def _resolve(self, path: str) -> str:
@@ -204,6 +206,34 @@ def _is_list(t: pa.DataType) -> bool:
     return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
 
 
+def _leaf_type(t: pa.DataType) -> pa.DataType:
+    """Return the scalar type under every list level of ``t``."""
+    while _is_list(t) or pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        t = t.value_type
+    return t
+
+
+def _is_string_like(t: pa.DataType) -> bool:
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+            or pa.types.is_binary(t) or pa.types.is_large_binary(t)
+            or pa.types.is_binary_view(t))
+
+
+def _check_ids_or_strings(label: str, field: pa.Field, what: str) -> None:
+    """Refuse a column whose values are not integers or strings (hash_bucket, categorify)."""
+    leaf = _leaf_type(field.type)
+    if pa.types.is_integer(leaf) or _is_string_like(leaf):
+        return
+    hint = ""
+    if pa.types.is_floating(leaf) or pa.types.is_decimal(leaf):
+        hint = "; bucket numbers first, or cast them to integers"
+    elif pa.types.is_dictionary(leaf):
+        hint = "; decode it first (pyarrow.compute.dictionary_decode)"
+    msg = (f"{label}: column {field.name!r} must hold integers or strings (or lists of "
+           f"them) to {what}, got {field.type}{hint}")
+    raise ArrowSparseTypeError(msg)
+
+
 class ColumnStep(Step):
     """A step computing one column from one column.
 
@@ -216,8 +246,8 @@ class ColumnStep(Step):
     def __init__(self, column: str, output: str | None = None, *,
                  name: str | None = None) -> None:
         super().__init__(name)
-        self.column = _check_str(self.type, "column", column)
-        self.output = None if output is None else _check_str(self.type, "output", output)
+        self.column = _check_str(self.label, "column", column)
+        self.output = None if output is None else _check_str(self.label, "output", output)
 
     def input_columns(self) -> list[str]:  # noqa: D102
         return [self.column]
@@ -287,10 +317,10 @@ class PadOrTruncate(ColumnStep):
     def __init__(self, column: str, length: int, pad_value: Any = 0, side: str = "right",
                  output: str | None = None, *, name: str | None = None) -> None:
         super().__init__(column, output, name=name)
-        self.length = _check_int(self.type, "length", length, 0, _FIXED_SIZE_MAX)
+        self.length = _check_int(self.label, "length", length, 0, _FIXED_SIZE_MAX)
         self.pad_value = pad_value
         if side not in ("left", "right"):
-            msg = f"{self.type}: 'side' must be 'left' or 'right', got {side!r}"
+            msg = f"{self.label}: 'side' must be 'left' or 'right', got {side!r}"
             raise ArrowSparseValueError(msg)
         self.side = side
 
@@ -304,6 +334,8 @@ class PadOrTruncate(ColumnStep):
         if not (pa.types.is_list(field.type) or pa.types.is_large_list(field.type)):
             msg = f"{self.label}: column {field.name!r} must be a list, got {field.type}"
             raise ArrowSparseTypeError(msg)
+        # The transform's own checks of pad_value against the value type, on no rows.
+        pad_or_truncate(pa.array([], type=field.type), self.length, self.pad_value, self.side)
         return pa.list_(field.type.value_field, self.length)
 
 
@@ -329,13 +361,14 @@ class HashBucket(ColumnStep):
     def __init__(self, column: str, num_buckets: int, seed: int = 0,
                  output: str | None = None, *, name: str | None = None) -> None:
         super().__init__(column, output, name=name)
-        self.num_buckets = _check_int(self.type, "num_buckets", num_buckets, 1, 2**63 - 1)
-        self.seed = _check_int(self.type, "seed", seed, 0, 2**64 - 1)
+        self.num_buckets = _check_int(self.label, "num_buckets", num_buckets, 1, 2**63 - 1)
+        self.seed = _check_int(self.label, "seed", seed, 0, 2**64 - 1)
 
     def compute(self, column: pa.ChunkedArray) -> Any:  # noqa: D102
         return hash_bucket(column, self.num_buckets, self.seed)
 
     def output_type(self, field: pa.Field) -> pa.DataType:  # noqa: D102
+        _check_ids_or_strings(self.label, field, "hash")
         return _int64_leaf(field.type)
 
 
@@ -378,11 +411,11 @@ class Categorify(ColumnStep):
                  output: str | None = None, *, vocabulary: Vocabulary | None = None,
                  name: str | None = None) -> None:
         super().__init__(column, output, name=name)
-        self.freq_threshold = _check_int(self.type, "freq_threshold", freq_threshold, 0)
+        self.freq_threshold = _check_int(self.label, "freq_threshold", freq_threshold, 0)
         self.max_size = (None if max_size is None
-                         else _check_int(self.type, "max_size", max_size, 0))
+                         else _check_int(self.label, "max_size", max_size, 0))
         if vocabulary is not None and not isinstance(vocabulary, Vocabulary):
-            msg = f"{self.type}: vocabulary must be a Vocabulary, got {type(vocabulary)}"
+            msg = f"{self.label}: vocabulary must be a Vocabulary, got {type(vocabulary)}"
             raise ArrowSparseTypeError(msg)
         self.vocabulary = vocabulary
 
@@ -408,6 +441,13 @@ class Categorify(ColumnStep):
         return categorify(column, self.vocabulary)
 
     def output_type(self, field: pa.Field) -> pa.DataType:  # noqa: D102
+        _check_ids_or_strings(self.label, field, "encode")
+        if self.vocabulary is not None:
+            leaf = _leaf_type(field.type)
+            if (self.vocabulary.kind == "int64") != pa.types.is_integer(leaf):
+                msg = (f"{self.label}: column {field.name!r} holds {field.type}, but the "
+                       f"vocabulary holds {self.vocabulary.kind} values")
+                raise ArrowSparseTypeError(msg)
         return _int64_leaf(field.type)
 
 
@@ -437,7 +477,7 @@ class Reduce(ColumnStep):
                  name: str | None = None) -> None:
         super().__init__(column, output, name=name)
         if op not in (*_REDUCERS, "length"):
-            msg = (f"{self.type}: 'op' must be one of 'sum', 'mean', 'max', 'min', "
+            msg = (f"{self.label}: 'op' must be one of 'sum', 'mean', 'max', 'min', "
                    f"'length', got {op!r}")
             raise ArrowSparseValueError(msg)
         self.op = op
@@ -499,9 +539,9 @@ class EmbeddingBag(ColumnStep):
                  output: str | None = None, table_column: str | None = None, *,
                  name: str | None = None) -> None:
         super().__init__(column, output, name=name)
-        self.table = _check_str(self.type, "table", table)
+        self.table = _check_str(self.label, "table", table)
         if mode not in ("sum", "mean", "max"):
-            msg = f"{self.type}: 'mode' must be 'sum', 'mean' or 'max', got {mode!r}"
+            msg = f"{self.label}: 'mode' must be 'sum', 'mean' or 'max', got {mode!r}"
             raise ArrowSparseValueError(msg)
         self.mode = mode
         self.table_column = table_column
@@ -524,8 +564,10 @@ class EmbeddingBag(ColumnStep):
         return embedding_bag(self.weights(), column, mode=self.mode)
 
     def output_type(self, field: pa.Field) -> pa.DataType:  # noqa: D102
-        if not (pa.types.is_list(field.type) or pa.types.is_large_list(field.type)):
-            msg = f"{self.label}: column {field.name!r} must be a list, got {field.type}"
+        if not (pa.types.is_list(field.type) or pa.types.is_large_list(field.type)) \
+                or not pa.types.is_integer(field.type.value_type):
+            msg = (f"{self.label}: column {field.name!r} must be a list of integer ids, got "
+                   f"{field.type}; hash_bucket or categorify turns other values into ids")
             raise ArrowSparseTypeError(msg)
         w = self.weights()
         return pa.list_(pa.from_numpy_dtype(w.dtype), w.shape[1])
@@ -596,21 +638,21 @@ class MultiHot(Step):
                  counts_output: str | None = None, dense: bool = False, *,
                  name: str | None = None) -> None:
         super().__init__(name)
-        self.column = _check_str(self.type, "column", column)
-        self.output = None if output is None else _check_str(self.type, "output", output)
+        self.column = _check_str(self.label, "column", column)
+        self.output = None if output is None else _check_str(self.label, "output", output)
         if not isinstance(dense, bool):
-            msg = f"{self.type}: 'dense' must be true or false, got {dense!r}"
+            msg = f"{self.label}: 'dense' must be true or false, got {dense!r}"
             raise ArrowSparseTypeError(msg)
-        self.num_columns = _check_int(self.type, "num_columns", num_columns, 1,
+        self.num_columns = _check_int(self.label, "num_columns", num_columns, 1,
                                       _FIXED_SIZE_MAX if dense else 2**63 - 1)
         self.dense = dense
         self.counts_output = None if counts_output is None else \
-            _check_str(self.type, "counts_output", counts_output)
+            _check_str(self.label, "counts_output", counts_output)
         if dense and counts_output is not None:
-            msg = f"{self.type}: 'counts_output' is for id rows; dense rows hold the counts"
+            msg = f"{self.label}: 'counts_output' is for id rows; dense rows hold the counts"
             raise ArrowSparseValueError(msg)
         if self.counts_output is not None and self.counts_output == (output or column):
-            msg = f"{self.type}: 'counts_output' must differ from the ids column"
+            msg = f"{self.label}: 'counts_output' must differ from the ids column"
             raise ArrowSparseValueError(msg)
 
     def input_columns(self) -> list[str]:  # noqa: D102
@@ -725,13 +767,13 @@ class Normalize(ColumnStep):
                  stats: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
         super().__init__(column, output, name=name)
         if method not in ("standard", "minmax"):
-            msg = f"{self.type}: 'method' must be 'standard' or 'minmax', got {method!r}"
+            msg = f"{self.label}: 'method' must be 'standard' or 'minmax', got {method!r}"
             raise ArrowSparseValueError(msg)
         self.method = method
         self.stats: dict[str, Any] | None = None
         if stats is not None:
             if not isinstance(stats, Mapping) or set(stats) != set(self._fields):
-                msg = (f"{self.type}: 'stats' must be a table with keys "
+                msg = (f"{self.label}: 'stats' must be a table with keys "
                        f"{', '.join(self._fields)}, got {stats!r}")
                 raise ArrowSparseValueError(msg)
             self.stats = {k: stats[k] for k in self._fields}
@@ -818,18 +860,27 @@ class Normalize(ColumnStep):
 
 
 class Filter(Step):
-    """Keep the rows where a condition is true (null counts as false).
+    """Keep the rows where a condition is true (SQL's rule: false and null rows drop).
 
-    Either ``expr``, a string such as ``"label >= 0 and user_id != 3"`` (parsed
-    safely; see :mod:`arrow_sparse.pipeline._filter`), or ``column``, ``op``
-    (``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=``, ``in``, ``not in``, ``is null``,
-    ``is not null``) and ``value``.
+    Either ``expr``, a string such as ``"label >= 0 and len(item_ids) > 3"`` (parsed
+    safely, no ``eval``; grammar and null rules in :mod:`arrow_sparse.pipeline._filter`
+    and docs/pipeline.md), or ``column``, ``op`` (``==``, ``!=``, ``<``, ``<=``, ``>``,
+    ``>=``, ``in``, ``not in``, ``is null``, ``is not null``) and ``value``.
+    Comparisons, ``in`` and ``not`` follow SQL's three-valued logic: ``label not in
+    [0]`` drops a null label, as ``label != 0`` does.
+
+    The condition's types are checked against the input schema by
+    :meth:`output_schema`, before any data is read.
 
     Examples
     --------
-    >>> t = pa.table({"label": [1, 0, None]})
+    >>> t = pa.table({"label": [1, 0, None], "ids": [[1, 2], [], [3]]})
     >>> Filter(expr="label >= 1").transform(t)["label"].to_pylist()
     [1]
+    >>> Filter(expr="label not in [0]").transform(t)["label"].to_pylist()
+    [1]
+    >>> Filter(expr="len(ids) > 0 and (label is null or label > 0)").transform(t).num_rows
+    2
     >>> Filter(column="label", op="is null").transform(t).num_rows
     1
     """
@@ -841,40 +892,69 @@ class Filter(Step):
                  op: str | None = None, value: Any = None, name: str | None = None) -> None:
         super().__init__(name)
         if (expr is None) == (column is None):
-            msg = f"{self.type}: give either 'expr' or 'column' with 'op' and 'value'"
+            msg = f"{self.label}: give either 'expr' or 'column' with 'op' and 'value'"
             raise ArrowSparseValueError(msg)
         self.expr, self.column, self.op, self.value = expr, column, op, value
         if expr is not None:
-            self._expression, self._columns = _filter.parse(expr, self.label)
+            self._predicate = _filter.parse(expr, self.label)
         else:
             if op is None:
-                msg = f"{self.type}: 'column' needs 'op' (and 'value')"
+                msg = f"{self.label}: 'column' needs 'op' (and 'value')"
                 raise ArrowSparseValueError(msg)
-            self._expression = _filter.comparison(_check_str(self.type, "column", column),
-                                                  op, value)
-            self._columns = [column]
+            self._predicate = _filter.comparison(_check_str(self.label, "column", column),
+                                                 op, value, self.label)
+        self._compiled: tuple[pa.Schema, pc.Expression] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Compiled expressions may call functions registered in this process only.
+        state = self.__dict__.copy()
+        state["_compiled"] = None
+        return state
 
     def input_columns(self) -> list[str]:  # noqa: D102
-        return list(self._columns)
+        return list(self._predicate.columns)
+
+    def expression(self, schema: pa.Schema) -> pc.Expression:
+        """Return the condition as a ``pyarrow.compute.Expression`` over ``schema``.
+
+        Raises
+        ------
+        KeyError
+            A column ``schema`` lacks (with the closest name).
+        TypeError
+            Operands of kinds that do not go together.
+
+        Examples
+        --------
+        >>> Filter(expr="a > 1").expression(pa.schema({"a": pa.int64()}))
+        <pyarrow.compute.Expression (a > 1)>
+        """
+        cached = self._compiled
+        if cached is not None and cached[0].equals(schema):
+            return cached[1]
+        expression = self._predicate.compile(schema, self.label)
+        self._compiled = (schema, expression)
+        return expression
 
     def transform(self, table: pa.Table) -> pa.Table:  # noqa: D102
-        self.output_schema(table.schema)
+        expression = self.expression(table.schema)
         try:
-            keep = pc.fill_null(_filter.evaluate(self._expression, table, self._columns), False)
+            keep = pc.fill_null(_filter.evaluate(expression, table, self.input_columns()),
+                                False)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-            shown = _filter.excerpt(self.expr if self.expr is not None else
-                                    str(self._expression))
+            shown = _filter.excerpt(self._predicate.text)
             detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            cls = ArrowSparseValueError if isinstance(exc, pa.ArrowInvalid) \
+                else ArrowSparseTypeError
             msg = f"{self.label}: cannot evaluate {shown}: {detail[:200]}"
-            raise ArrowSparseTypeError(msg) from exc
+            raise cls(msg) from exc
         kept = pc.sum(keep).as_py() or 0
         if kept == table.num_rows:  # nothing to drop: no copy of the list columns
             return table
         return table.filter(keep)
 
     def output_schema(self, schema: pa.Schema) -> pa.Schema:  # noqa: D102
-        for col in self._columns:
-            self._need(schema, col)
+        self.expression(schema)
         return schema
 
 
@@ -893,11 +973,11 @@ class Select(Step):
     def __init__(self, columns: list[str], *, name: str | None = None) -> None:
         super().__init__(name)
         if isinstance(columns, str) or not columns:
-            msg = f"{self.type}: 'columns' must be a non-empty list of names, got {columns!r}"
+            msg = f"{self.label}: 'columns' must be a non-empty list of names, got {columns!r}"
             raise ArrowSparseTypeError(msg)
-        self.columns = [_check_str(self.type, "columns", c) for c in columns]
+        self.columns = [_check_str(self.label, "columns", c) for c in columns]
         if len(set(self.columns)) != len(self.columns):
-            msg = f"{self.type}: 'columns' repeats a name: {self.columns}"
+            msg = f"{self.label}: 'columns' repeats a name: {self.columns}"
             raise ArrowSparseValueError(msg)
 
     def input_columns(self) -> list[str]:  # noqa: D102
@@ -927,9 +1007,9 @@ class Rename(Step):
     def __init__(self, columns: Mapping[str, str], *, name: str | None = None) -> None:
         super().__init__(name)
         if not isinstance(columns, Mapping) or not columns:
-            msg = f"{self.type}: 'columns' must be a non-empty table {{old = \"new\"}}"
+            msg = f"{self.label}: 'columns' must be a non-empty table {{old = \"new\"}}"
             raise ArrowSparseTypeError(msg)
-        self.columns = {_check_str(self.type, "columns", k): _check_str(self.type, "columns", v)
+        self.columns = {_check_str(self.label, "columns", k): _check_str(self.label, "columns", v)
                         for k, v in columns.items()}
 
     def input_columns(self) -> list[str]:  # noqa: D102
@@ -986,16 +1066,18 @@ def step_from_dict(spec: Mapping[str, Any], where: str = "step") -> Step:
     kind = spec.get("type")
     if kind not in STEP_TYPES:
         choices = ", ".join(sorted(STEP_TYPES))
-        msg = f"{where}: unknown or missing 'type' {kind!r}; expected one of {choices}"
+        hint = _filter.did_you_mean(kind, STEP_TYPES) if isinstance(kind, str) else ""
+        msg = f"{where}: unknown or missing 'type' {kind!r}{hint or ';'} expected one of {choices}"
         raise ArrowSparseValueError(msg)
     cls = STEP_TYPES[kind]
     allowed = set(cls._keys) | {"type", "name"}
     if cls is Categorify:
         allowed.add("vocabulary")
-    unknown = sorted(set(spec) - allowed)
+    unknown = sorted(set(spec) - allowed, key=str)
     if unknown:
-        msg = (f"{where} ({kind}): unknown key(s) {', '.join(map(repr, unknown))}; "
-               f"allowed: {', '.join(sorted(allowed))}")
+        hint = "".join(_filter.did_you_mean(k, sorted(allowed - set(spec))) for k in unknown)
+        msg = (f"{where} ({kind}): unknown key(s) {', '.join(map(repr, unknown))}"
+               f"{hint or ';'} allowed: {', '.join(sorted(allowed))}")
         raise ArrowSparseValueError(msg)
     kwargs = {k: v for k, v in spec.items() if k != "type"}
     try:

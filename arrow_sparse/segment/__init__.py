@@ -44,6 +44,12 @@ from .sorted import (
     segment_sum,
     segment_weighted_sum,
 )
+from .sparse_unsorted import (
+    sparse_unsorted_segment_max,
+    sparse_unsorted_segment_mean,
+    sparse_unsorted_segment_sum,
+    sparse_unsorted_segment_weighted_sum,
+)
 from .unsorted import (
     unsorted_segment_max,
     unsorted_segment_mean,
@@ -70,6 +76,10 @@ __all__ = [
     "sparse_segment_mean",
     "sparse_segment_sum",
     "sparse_segment_weighted_sum",
+    "sparse_unsorted_segment_max",
+    "sparse_unsorted_segment_mean",
+    "sparse_unsorted_segment_sum",
+    "sparse_unsorted_segment_weighted_sum",
     "unsorted_segment_max",
     "unsorted_segment_mean",
     "unsorted_segment_min",

@@ -26,6 +26,7 @@ from ..jagged import Jagged
 from . import _common as cm
 from .coo import SparseCOO
 from .csc import SparseCSC
+from .csf import SparseCSF
 from .csr import SparseCSR
 from .tensor import SparseTensor
 
@@ -166,6 +167,7 @@ class Problem:
     stored_in: np.ndarray  # specified masked-in elements per cell
     mask_kind: str
     mask_keys: Callable[[], np.ndarray] = field(repr=False)
+    input: Any = field(default=None, repr=False)  # the sparse tensor or Jagged reduced
 
     @property
     def dtype(self) -> np.dtype:
@@ -181,13 +183,67 @@ class Problem:
         """Unspecified masked-out elements per cell."""
         return self.slice_size - self.stored - self.zeros_in
 
-    def finish(self, flat: np.ndarray, keepdim: bool) -> np.ndarray:
-        """Shape the result; on the device, end with the kernels' checks (deferred)."""
+    def finish(self, flat: np.ndarray, keepdim: bool, *, dense: bool = True) -> Any:
+        """Shape the result; on the device, end with the kernels' checks (deferred).
+
+        ``flat`` holds one value per output cell. ``dense=False`` gives the input's
+        layout (:meth:`_sparse_result`, :meth:`_jagged_result`) where it has one.
+        """
         kept = [n if i not in self.dims else 1 for i, n in enumerate(self.shape)]
         if not keepdim:
             kept = [n for i, n in enumerate(self.shape) if i not in self.dims]
         device_checks(self.func, self.xp)
-        return flat.reshape(kept)
+        out = flat.reshape(kept)
+        if dense or out.ndim == 0:
+            return out
+        if isinstance(self.input, Jagged):
+            return self._jagged_result(out) if self.dims[0] >= 2 else out
+        return self._sparse_result(flat, keepdim)
+
+    def _sparse_result(self, flat: np.ndarray, keepdim: bool) -> SparseTensor:
+        """Return the result as a sparse tensor in the input's format (else COO).
+
+        A cell is stored when a stored, masked-in element reduces into it, as in
+        torch.masked, and also when only unspecified masked-in zeros do but its value
+        is not zero (``logsumexp``, an unbiased ``var`` of one element), so the
+        result's dense view equals the dense result wherever a cell has a masked-in
+        element. Fully masked-out cells are unspecified.
+        """
+        xp = self.xp
+        kept_dims = [i for i in range(len(self.shape)) if i not in self.dims]
+        with np.errstate(invalid="ignore"):
+            stored = (self.stored_in > 0) | ((self.count_in > 0) & (flat != 0))
+        cells = cm.flatnonzero(self.func, stored)
+        coords = cm.unravel(cells, [self.shape[i] for i in kept_dims])
+        shape = tuple(self.shape[i] for i in kept_dims)
+        if keepdim:
+            zeros = xp.zeros(len(cells), dtype=np.int64)
+            kept = dict(zip(kept_dims, coords, strict=True))
+            coords = [kept.get(i, zeros) for i in range(len(self.shape))]
+            shape = tuple(1 if i in self.dims else n for i, n in enumerate(self.shape))
+        coo = SparseCOO._new(xp.stack(coords), flat[cells], shape, canonical=True)
+        if isinstance(self.input, SparseCSF):
+            return coo.to_csf()
+        if isinstance(self.input, (SparseCSR, SparseCSC)) and len(shape) == 2:
+            return coo.to_csr() if isinstance(self.input, SparseCSR) else coo.to_csc()
+        return coo
+
+    def _jagged_result(self, out: np.ndarray) -> Jagged:
+        """Return a Jagged reduced over inner dimensions: the same rows, a value per element.
+
+        ``out`` is the dense result ``[rows, longest, *kept inner]``; an element whose
+        inner elements are all masked out holds the identity, as in the dense result.
+        """
+        j = cast(Jagged, self.input)
+        xp = self.xp
+        offsets = j.offsets.astype(np.int64, copy=False)
+        start, stop = fetch(self.func, offsets[0], offsets[-1]) if len(offsets) > 1 else (0, 0)
+        row = cm.expand_lines(offsets, stop - start)
+        pos = xp.arange(start, stop, dtype=np.int64) - offsets[row]
+        values_validity = None if j.values_validity is None else j.values_validity[start:stop]
+        return Jagged._trusted(xp.ascontiguousarray(out[row, pos]),
+                               (j.offsets - j.offsets[0]) if start else j.offsets,
+                               j.validity, values_validity)
 
     def k(self, name: str) -> Callable[..., Any]:
         return get_kernel("masked", name, self.xp)
@@ -244,7 +300,8 @@ class Strided:
             return self.xp.full(self.kept_shape, identity, dtype=x.dtype)
         return self.reduce(op, x)
 
-    def finish(self, out: np.ndarray, keepdim: bool) -> np.ndarray:
+    def finish(self, out: np.ndarray, keepdim: bool, *, dense: bool = True) -> np.ndarray:
+        """Drop the reduced dimensions unless ``keepdim`` (a dense input's result is dense)."""
         return out if keepdim else out.reshape(
             [n for i, n in enumerate(self.x.shape) if i not in self.dims])
 
@@ -357,7 +414,7 @@ def _problem(func: str, x: Any, dim: Any, mask: Any, xp: ModuleType) -> Problem:
         def mask_keys() -> np.ndarray:
             return _sorted_keys(cells_of(spec))
     return Problem(func, xp, shape, dims, num_cells, slice_size, cell, pos, vals, inm, count_in,
-                   stored, counts(cell, inm), kind, mask_keys)
+                   stored, counts(cell, inm), kind, mask_keys, x)
 
 
 def _sorted_keys(keys: np.ndarray) -> np.ndarray:

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -420,3 +421,90 @@ def test_sigterm_handler_is_restored_after_main_issue14(clicks_file: Path,
     assert main(["inspect", str(clicks_file)]) == 0
     assert signal.getsignal(signal.SIGTERM) is before
     capsys.readouterr()
+
+
+def test_a_killed_runs_temporary_directory_is_removed_by_the_next_run(tmp_path: Path) -> None:
+    src = tmp_path / "in.parquet"
+    pq.write_table(pq.read_table(SAMPLE, columns=["user_id", "item_ids"]), src,
+                   row_group_size=10_000)
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[[steps]]\ntype = "slow"\n')
+    out = tmp_path / "out" / "features"
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_CLI, "120", "run", str(spec),
+                             "--input", str(src), "--output", str(out), "--batch-rows",
+                             "10000", "--threads", "1", "--max-rows-per-file", "5000",
+                             "--no-progress"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for_temporary(proc, out)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    left = _temporaries(out)
+    assert len(left) == 1 and (out.parent / left[0]).is_dir()
+    assert not out.exists()
+    (out.parent / f".{out.name}.0123456789ab.tmp.keep").mkdir()  # not ours: stays
+    plain = tmp_path / "plain.toml"
+    plain.write_text('[[steps]]\ntype = "select"\ncolumns = ["user_id"]\n')
+    assert main(["run", str(plain), "--input", str(src), "--output", str(out),
+                 "--max-rows-per-file", "40000", "--no-progress"]) == 0
+    assert sorted(p.name for p in out.parent.iterdir()) == [
+        f".{out.name}.0123456789ab.tmp.keep", out.name]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "part-0.parquet", "part-1.parquet", "part-2.parquet"]
+    assert pq.read_table(out)["user_id"].to_pylist() == \
+        pq.read_table(SAMPLE)["user_id"].to_pylist()
+
+
+def test_stale_temporary_directories_match_the_writers_own_names(tmp_path: Path) -> None:
+    from arrow_sparse.io._common import atomic_directory
+    from arrow_sparse.pipeline.runner import _stale_temporaries
+
+    target = tmp_path / "features"
+    with atomic_directory("test", target) as tmp:
+        assert _stale_temporaries(str(target), directories=True) == [tmp]
+        assert _stale_temporaries(str(target)) == []  # a file output's: files only
+    assert _stale_temporaries(str(target), directories=True) == []
+    assert target.is_dir()
+
+
+# ------------------------------------ issue 15: specs checked first, precise messages
+def _spec_file(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "spec.toml"
+    path.write_text(body)
+    return str(path)
+
+
+def test_schema_pipeline_refuses_steps_the_input_types_cannot_take_issue15(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"item_ids": pa.array([[1, 2]]), "scores": pa.array([[0.5]]),
+                             "tags": pa.array([["a"]])}), data)
+    hashed = _spec_file(tmp_path, '[[steps]]\ntype = "hash_bucket"\nname = "h"\n'
+                                  'column = "scores"\nnum_buckets = 8\n')
+    line = run_error(capsys, ["schema", str(data), "--pipeline", hashed], 1)
+    assert "step 'h' (hash_bucket): column 'scores' must hold integers or strings" in line
+    np_path = tmp_path / "emb.npy"
+    np.save(np_path, np.ones((3, 2), np.float32))
+    bag = _spec_file(tmp_path, f'[[steps]]\ntype = "embedding_bag"\nname = "e"\n'
+                               f'column = "tags"\ntable = "{np_path}"\n')
+    line = run_error(capsys, ["schema", str(data), "--pipeline", bag], 1)
+    assert "step 'e' (embedding_bag): column 'tags' must be a list of integer ids" in line
+    typo = _spec_file(tmp_path, '[[steps]]\ntype = "reduce"\nname = "r"\n'
+                                'column = "item_id"\nop = "length"\n')
+    line = run_error(capsys, ["run", typo, "--input", str(data), "--output",
+                              str(tmp_path / "o.parquet")], 1)
+    assert "no column 'item_id'; did you mean 'item_ids'?" in line
+    assert line.startswith(f"arrow-sparse: error: input '{data}': step 'r' (reduce):")
+
+
+def test_run_names_the_missing_input_and_the_unwritable_output_issue15(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    line = run_error(capsys, ["run", str(SPEC), "--input", "missing.parquet", "--output",
+                              str(tmp_path / "o.parquet")], 1)
+    assert line == "arrow-sparse: error: run: input 'missing.parquet' does not exist"
+    (tmp_path / "file").write_text("x")
+    line = run_error(capsys, ["run", str(SPEC), "--output",
+                              str(tmp_path / "file" / "o.parquet")], 1)
+    assert line.startswith("arrow-sparse: error: run: cannot write the output ")

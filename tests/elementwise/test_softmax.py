@@ -70,7 +70,8 @@ def test_softmax_values_forms_and_max_length(data: st.DataObject) -> None:
                                 max_size=int(np.prod(shape))))
     values = np.array(values, dtype=np.float64).reshape(shape)
     max_length = data.draw(st.one_of(st.none(), st.integers(0, 6)))
-    got = asp.jagged_softmax(values, offs, max_length)
+    got, got_offs = asp.jagged_softmax(values, offs, max_length)
+    assert got_offs is offs
     assert got.shape == values.shape and got.dtype == np.float64
     rows = [values[offs[i]:offs[i + 1]].tolist() for i in range(len(offs) - 1)]
     expected = ref.softmax_rows(rows, max_length)
@@ -103,28 +104,14 @@ def test_softmax_is_stable_and_keeps_float32() -> None:
 
 
 def test_float16_values_give_float32_results() -> None:
-    # The kernels compute in float32.
+    # The kernels compute in float32; FBGEMM's jagged_softmax answers in float16 as FBGEMM.
     j = asp.Jagged.from_list([[1.0, 2.0], None, [0.5]], dtype=np.float16)
     assert asp.segment_softmax(j).dtype == np.float32
-    assert asp.jagged_softmax(j).dtype == np.float32
+    assert asp.jagged_softmax(j).dtype == np.float16
+    close_rows(asp.jagged_softmax(j).to_list(),
+               [[float(np.float16(x)) for x in row] if row else row
+                for row in ref.softmax_rows([[1.0, 2.0], None, [0.5]])], rel=1e-3)
     assert asp.segment_cumsum(j).dtype == np.float32
-
-
-def test_jagged_softmax_against_fbgemm() -> None:
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("fbgemm_gpu")
-    rng = np.random.default_rng(0)
-    inner = np.array([0, 1, 4, 4, 6, 9])
-    values = rng.standard_normal((9, 3)).astype(np.float32)
-    tv = torch.from_numpy(values)
-    fb = torch.ops.fbgemm
-    one = [torch.from_numpy(inner)]
-    # FBGEMM leaves the elements past max_L unset (torch.empty_like); ours are 0.
-    first_two = (np.arange(9) - np.repeat(inner[:-1], np.diff(inner))) < 2
-    ours = asp.jagged_softmax(values, inner, max_length=2)
-    np.testing.assert_allclose(ours[first_two],
-                               fb.jagged_softmax(tv, one[0], 2)[0].numpy()[first_two], rtol=1e-5)
-    assert not ours[~first_two].any()
 
 
 def test_softmax_errors() -> None:
@@ -219,8 +206,9 @@ def test_softmax_and_cumsum_on_every_backend(backend: str) -> None:
     lengths, ids, offs = np.array([3, 0, 2]), np.array([0, 0, 0, 2, 2]), np.array([1, 4, 4, 6])
     want = np.array([0.0, 1 / 5, 1 / 5, 3 / 5, 0.5, 0.5])
     dv, dl, di, do = on(backend, values, lengths, ids, offs)
-    np.testing.assert_allclose(from_backend(asp.jagged_softmax(dv, do), backend), want,
-                               rtol=1e-12)
+    out, out_offsets = asp.jagged_softmax(dv, do)
+    assert out_offsets is do
+    np.testing.assert_allclose(from_backend(out, backend), want, rtol=1e-12)
     np.testing.assert_allclose(from_backend(asp.segment_softmax(dv[1:], lengths=dl), backend),
                                want[1:], rtol=1e-12)
     np.testing.assert_allclose(from_backend(asp.segment_softmax(dv[1:], segment_ids=di),
@@ -253,6 +241,9 @@ def test_softmax_functions_match_cpu(cuda_emu: Emulator, dtype: Any, large: bool
     arr = sample_array(dtype, large)
     for fn, kwargs in ((asp.segment_softmax, {}), (asp.jagged_softmax, {"max_length": 3})):
         expected, got, launches = cpu_and_emu(cuda_emu, fn, arr, **kwargs)
+        if expected.type.value_type == pa.float16():  # jagged_softmax rounds back (FBGEMM)
+            expected, got = (x.cast(pa.list_(pa.float32()) if not large else
+                                    pa.large_list(pa.float32())) for x in (expected, got))
         assert got.type == expected.type and got.offsets.equals(expected.offsets)
         assert got.is_null().equals(expected.is_null())
         e = expected.flatten().to_numpy(zero_copy_only=False)

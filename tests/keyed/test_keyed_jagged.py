@@ -779,8 +779,6 @@ OPS_BY_MEMBER = {"permute": "permute", "split": "split", "concat": "concat",
 
 
 # ------------------------------------------------------------------ to_arrow(layout="map")
-MAP_TYPE = pa.map_(pa.int64(), pa.list_(pa.int64()))
-
 
 @pytest.mark.parametrize("maps", [
     [[(1, [1, 2]), (2, [3])], [(2, [4, 6, 7])]],                # Caffe2's example

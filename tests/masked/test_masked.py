@@ -11,6 +11,7 @@ thread order); the kernels themselves are tested in test_kernels.py.
 
 from __future__ import annotations
 
+import functools
 import tracemalloc
 from collections.abc import Callable
 from typing import Any
@@ -193,6 +194,11 @@ def dims_for(ndim: int, data: st.DataObject, tuples: bool = True) -> Any:
     return data.draw(st.one_of(st.none(), single, subsets.map(tuple)))
 
 
+def dense_kw(op: str) -> dict[str, Any]:
+    """``dense=True`` for the reductions that give a sparse input's layout by default."""
+    return {} if op.startswith("arg") or op in NORMALIZATIONS else {"dense": True}
+
+
 def check(got: np.ndarray, want: np.ndarray) -> None:
     assert isinstance(got, np.ndarray)
     assert got.shape == np.shape(want), (got.shape, np.shape(want))
@@ -216,7 +222,7 @@ def test_reduction_matches_dense_reference(op: str, layout: str, mask_kind: str,
         kw["ord"] = data.draw(st.sampled_from([2.0, 1.0, 3.0, 0.0, -1.0, np.inf, -np.inf]))
     if op in ("var", "std"):
         kw = data.draw(st.sampled_from([{}, {"unbiased": False}, {"correction": 2}]))
-    got = getattr(masked, op)(x, dim=dim, keepdim=keepdim, mask=mask, **kw)
+    got = getattr(masked, op)(x, dim=dim, keepdim=keepdim, mask=mask, **kw, **dense_kw(op))
     check(got, reference(op, dense, view, dim, keepdim, **kw))
 
 
@@ -240,10 +246,10 @@ def test_layout_invariance(op: str, data: st.DataObject) -> None:
     x, dense, _lengths, m, rng = data.draw(cases("coo"))
     dim = dims_for(dense.ndim, data, tuples=False)
     want = getattr(masked, op)(dense, dim=dim, mask=m)
-    check(getattr(masked, op)(x, dim=dim, mask=m), want)
+    check(getattr(masked, op)(x, dim=dim, mask=m, **dense_kw(op)), want)
     if dense.ndim == 2:
-        check(getattr(masked, op)(x.to_csr(), dim=dim, mask=m), want)
-        check(getattr(masked, op)(x.to_csc(), dim=dim, mask=m), want)
+        check(getattr(masked, op)(x.to_csr(), dim=dim, mask=m, **dense_kw(op)), want)
+        check(getattr(masked, op)(x.to_csc(), dim=dim, mask=m, **dense_kw(op)), want)
 
 
 def sample(layout: str, rng: np.random.Generator) -> tuple[Any, np.ndarray, np.ndarray]:
@@ -279,7 +285,8 @@ def test_every_op_and_mask_layout_on_every_backend(op: str, layout: str, backend
             if op in NORMALIZATIONS:
                 got = getattr(masked, op)(on(x, backend), dim, mask=on(mask, backend))
             else:
-                got = getattr(masked, op)(on(x, backend), dim=dim, mask=on(mask, backend), **kw)
+                got = getattr(masked, op)(on(x, backend), dim=dim, mask=on(mask, backend), **kw,
+                                          **dense_kw(op))
             check_on(got, reference(op, dense, view, dim, **kw), backend)
 
 
@@ -314,19 +321,19 @@ def test_fully_masked_slices_follow_torch(backend: str) -> None:
                 "norm": [0.0, np.sqrt(13.0)], "var": [nan, 12.5], "std": [nan, np.sqrt(12.5)],
                 "logsumexp": [-np.inf, np.log(np.exp(2.0) + np.exp(-3.0))]}
     for op, want in expected.items():
-        check_on(getattr(masked, op)(x, dim=1, mask=mask), want, backend)
-    check_on(masked.norm(x, -np.inf, 1, mask=mask), [np.inf, 2.0], backend)
+        check_on(getattr(masked, op)(x, dim=1, mask=mask, **dense_kw(op)), want, backend)
+    check_on(masked.norm(x, -np.inf, 1, mask=mask, dense=True), [np.inf, 2.0], backend)
     assert np.isnan(from_backend(masked.softmax(x, 1, mask=mask), backend)[0]).all()
 
 
 def test_default_mask_counts_unspecified_elements_as_zeros(backend: str) -> None:
     coo = on(asp.SparseCOO([[0, 0], [0, 2]], np.array([2.0, 3.0]), (2, 3)), backend)
-    check_on(masked.prod(coo, 1), [0.0, 0.0], backend)
-    check_on(masked.mean(coo, 1), [5.0 / 3.0, 0.0], backend)
-    check_on(masked.amin(coo, 1), [0.0, 0.0], backend)
+    check_on(masked.prod(coo, 1, dense=True), [0.0, 0.0], backend)
+    check_on(masked.mean(coo, 1, dense=True), [5.0 / 3.0, 0.0], backend)
+    check_on(masked.amin(coo, 1, dense=True), [0.0, 0.0], backend)
     pattern = on(asp.SparseCOO([[0, 0], [0, 2]], np.ones(2, dtype=bool), (2, 3)), backend)
-    check_on(masked.prod(coo, 1, mask=pattern), [6.0, 1.0], backend)
-    check_on(masked.mean(coo, 1, mask=pattern), [2.5, np.nan], backend)
+    check_on(masked.prod(coo, 1, mask=pattern, dense=True), [6.0, 1.0], backend)
+    check_on(masked.mean(coo, 1, mask=pattern, dense=True), [2.5, np.nan], backend)
 
 
 def test_coo_duplicates_add_up(backend: str) -> None:
@@ -413,7 +420,8 @@ def test_strided_and_entries_paths_agree(dtype: Any, backend: str) -> None:
             for m, entries_mask in ((None, None), (dense_mask, dense_mask),
                                     (sparse_mask, dense_mask)):
                 got = getattr(masked, op)(dense_view, dim=dim, mask=m, keepdim=True)
-                want = getattr(masked, op)(coo, dim=dim, mask=entries_mask, keepdim=True)
+                want = getattr(masked, op)(coo, dim=dim, mask=entries_mask, keepdim=True,
+                                           **dense_kw(op))
                 assert got.dtype == want.dtype, (op, dim)
                 check(from_backend(got, backend), from_backend(want, backend))
 
@@ -486,7 +494,7 @@ def test_huge_csr_reduces_without_densifying(dim: int) -> None:
     s = csr.to_scipy()
     for m in (None, mask):
         want = (s if m is None else s.multiply(m.canonical().to_scipy())).sum(axis=dim)
-        check(masked.sum(csr, dim, mask=m), np.asarray(want).reshape(-1))
+        check(masked.sum(csr, dim, mask=m, dense=True), np.asarray(want).reshape(-1))
 
 
 # ---------------------------------------- on the CUDA kernels (emulated) against the CPU
@@ -504,14 +512,14 @@ def sparse_inputs() -> list[tuple[str, Any, Any]]:
 
 
 def norm_of(p: float) -> Callable[..., Any]:
-    return lambda x, dim, mask: asp.masked.norm(x, p, dim, mask=mask)
+    return lambda x, dim, mask: asp.masked.norm(x, p, dim, mask=mask, dense=True)
 
 
+#: Each public reduction, giving dense results (``dense=True`` where it has the option).
 REDUCTION_CALLS: dict[str, Callable[..., Any]] = {
-    "sum": asp.masked.sum, "prod": asp.masked.prod, "amax": asp.masked.amax,
-    "amin": asp.masked.amin, "argmax": asp.masked.argmax, "argmin": asp.masked.argmin,
-    "mean": asp.masked.mean, "var": asp.masked.var, "std": asp.masked.std,
-    "logsumexp": asp.masked.logsumexp,
+    **{op: functools.partial(getattr(asp.masked, op), **dense_kw(op))
+       for op in ("sum", "prod", "amax", "amin", "argmax", "argmin", "mean", "var", "std",
+                  "logsumexp")},
     **{f"norm{p}": norm_of(p) for p in (2, 1, 0, 0.5, float("inf"), float("-inf"))},
 }
 
@@ -580,8 +588,130 @@ def test_scalar_masks_and_results_on_the_device(cp: Any) -> None:
     x = np.array([[1.0, 0.0], [2.0, 3.0]])
     csr = asp.SparseCSR.from_dense(x)
     for mask in (True, np.bool_(False)):
-        want = masked.sum(csr, 1, mask=mask)
+        want = masked.sum(csr, 1, mask=mask, dense=True)
         for layout in (cp.asarray(x), csr.to_device("cuda")):
-            got = masked.sum(layout, 1, mask=mask)
+            got = masked.sum(layout, 1, mask=mask, dense=True)
             assert isinstance(got, fake_cupy.ndarray)
             np.testing.assert_array_equal(got.get(), want)
+
+
+# --------------------------------------------------------------------- result layouts
+VALUE_REDUCTIONS = [op for op in REDUCTIONS if not op.startswith("arg")]
+
+
+def stored_pattern(x: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """Where ``x`` (sparse or jagged) stores an element, as a dense bool array."""
+    stored = np.zeros(shape, dtype=bool)
+    if isinstance(x, asp.Jagged):
+        for i, n in enumerate(np.diff(x.offsets)):
+            stored[i, :n] = True
+    else:
+        stored[tuple(x.to_coo().indices)] = True
+    return stored
+
+
+@pytest.mark.hypothesis
+@pytest.mark.parametrize("mask_kind", ["none", "dense", "coo"])
+@pytest.mark.parametrize("layout", ["coo", "csr", "jagged"])
+@pytest.mark.parametrize("op", VALUE_REDUCTIONS)
+@given(data=st.data())
+def test_reductions_keep_the_input_layout(op: str, layout: str, mask_kind: str,
+                                          data: st.DataObject) -> None:
+    x, dense, _lengths, m, rng = data.draw(cases(layout))
+    mask, view = mask_layout(mask_kind, m, dense.shape, rng)
+    dim = dims_for(dense.ndim, data)
+    keepdim = data.draw(st.booleans())
+    want = reference(op, dense, view, dim, keepdim)
+    got = getattr(masked, op)(x, dim=dim, keepdim=keepdim, mask=mask)
+    dims = masked_dims(dim, dense.ndim)
+    if np.ndim(want) == 0 or isinstance(x, asp.Jagged) and min(dims) < 2:
+        check(got, want)  # a scalar, or a Jagged reduced over its rows or lengths
+        return
+    if isinstance(x, asp.Jagged):  # reduced over inner dimensions: the same rows
+        assert isinstance(got, asp.Jagged)
+        np.testing.assert_array_equal(got.offsets, x.offsets)
+        rows = [want[i, :n] for i, n in enumerate(np.diff(x.offsets))]
+        np.testing.assert_allclose(got.values, np.concatenate(rows), rtol=1e-9, equal_nan=True)
+        return
+    expected_format = {"coo": asp.SparseCOO, "csr": asp.SparseCSR if np.ndim(want) == 2
+                       else asp.SparseCOO}[layout]
+    assert type(got) is expected_format
+    assert got.shape == np.shape(want)
+    axis = tuple(dims)
+    reached = np.any(stored_pattern(x, dense.shape) & view, axis=axis, keepdims=keepdim)
+    some_in = np.any(view, axis=axis, keepdims=keepdim)
+    got_stored = stored_pattern(got, got.shape)
+    assert not (reached & ~got_stored).any(), "a cell reached by a stored masked-in element"
+    assert not (got_stored & ~some_in).any(), "a fully masked-out cell is stored"
+    np.testing.assert_allclose(got.to_dense()[some_in], want[some_in], rtol=1e-9, atol=1e-12,
+                               equal_nan=True)
+    np.testing.assert_array_equal(got.to_dense()[~some_in], 0.0)
+    check(getattr(masked, op)(x, dim=dim, keepdim=keepdim, mask=mask, dense=True), want)
+
+
+def masked_dims(dim: Any, ndim: int) -> list[int]:
+    """The reduced dimensions of ``dim``, non-negative."""
+    if dim is None or dim == ():
+        return list(range(ndim))
+    return sorted(d % ndim for d in (dim if isinstance(dim, tuple) else (dim,)))
+
+
+@pytest.mark.hypothesis
+@pytest.mark.filterwarnings("ignore:Sparse invariant checks are implicitly disabled")
+@pytest.mark.parametrize("op", ["sum", "prod", "amax", "amin"])
+@given(data=st.data())
+def test_sparse_results_match_torch_masked(op: str, data: st.DataObject) -> None:
+    torch = pytest.importorskip("torch")
+    x, dense, _lengths, m, _rng = data.draw(cases("coo", specials=False))
+    stored = stored_pattern(x, dense.shape)
+    dim = data.draw(st.integers(0, dense.ndim - 1))
+    keepdim = data.draw(st.booleans())
+    # torch takes a sparse mask of the input's pattern or a sub-pattern; torch.masked
+    # needs one for every op but sum
+    mask = m & stored
+    coo_mask = asp.SparseCOO.from_dense(mask)
+    got = getattr(masked, op)(x, dim, keepdim=keepdim, mask=coo_mask)
+    want = getattr(torch.masked, op)(torch.from_numpy(dense).to_sparse(), dim, keepdim=keepdim,
+                                     mask=torch.from_numpy(mask).to_sparse()).coalesce()
+    if want.ndim == 0:
+        check(np.asarray(got), want.to_dense().numpy())
+        return
+    assert isinstance(got, asp.SparseCOO)
+    if dense.ndim == 1:  # every dimension reduced, kept as size 1
+        # torch gives to_sparse() of the dense reduction: the value is stored when it is
+        # not zero, even for a fully masked-out cell; here it is stored when a stored
+        # masked-in element reaches it
+        assert got.nnz == int(mask.any())
+        if mask.any():
+            check(got.to_dense(), want.to_dense().numpy())
+        return
+    np.testing.assert_array_equal(got.indices, want.indices().numpy())
+    np.testing.assert_allclose(got.values, want.values().numpy(), rtol=1e-12)
+
+
+def test_sparse_result_examples(backend: str) -> None:
+    csr = on(asp.SparseCSR([0, 2, 2, 3], [0, 2, 1], np.array([1.0, 2.0, 3.0]), (3, 3)), backend)
+    got = masked.sum(csr, 1)  # row 1 stores nothing: not stored in the result either
+    assert isinstance(got, asp.SparseCOO) and got.shape == (3,)
+    check_on(got.indices, [[0, 2]], backend)
+    check_on(got.values, [3.0, 3.0], backend)
+    kept = masked.amax(csr, 1, keepdim=True)
+    assert isinstance(kept, asp.SparseCSR) and kept.shape == (3, 1)
+    check_on(kept.to_dense(), [[2.0], [0.0], [3.0]], backend)
+    # logsumexp of a row of unspecified zeros is log(3), not zero: it is stored
+    check_on(masked.logsumexp(csr, 1).to_dense(), np.log([np.e + np.exp(2) + 1, 3,
+                                                          2 + np.exp(3)]), backend)
+    check_on(masked.sum(csr, 1, dense=True), [3.0, 0.0, 3.0], backend)
+    csc = on(asp.SparseCSR.from_dense(np.eye(3)).to_csc(), backend)
+    assert isinstance(masked.sum(csc, 0, keepdim=True), asp.SparseCSC)
+    cube = np.arange(24.0).reshape(2, 3, 4) % 5
+    csf = on(asp.SparseCSF.from_dense(cube), backend)
+    for dim in (0, (0, 1)):
+        got = masked.sum(csf, dim)
+        assert isinstance(got, asp.SparseCSF)
+        check_on(got.to_dense(), cube.sum(dim), backend)
+    j = on(asp.Jagged(np.arange(6.0).reshape(3, 2), np.array([0, 2, 2, 3])), backend)
+    per_element = masked.sum(j, 2)
+    assert isinstance(per_element, asp.Jagged)
+    check_on(per_element.values, [1.0, 5.0, 9.0], backend)
+    check_on(masked.sum(j, 1), [[2.0, 4.0], [0.0, 0.0], [4.0, 5.0]], backend)

@@ -209,3 +209,68 @@ def test_run_reports_a_dense_multi_hot_beyond_memory_as_a_spec_error_issue14(
                                          r"16,384 rows"):
         run(pipe, str(SAMPLE), str(tmp_path / "o.parquet"), batch_rows=16_384)
     assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------- issue 15: filters in the scan, inputs and outputs named
+def _sorted_groups(path: Path, groups: int = 8, rows: int = 500) -> pa.Table:
+    label = np.repeat(np.arange(groups), rows)
+    mask = np.zeros(len(label), bool)
+    mask[::7] = True  # nulls in every row group
+    t = pa.table({"label": pa.array(label, pa.int64(), mask=mask),
+                  "ids": pa.array([[int(i)] * (i % 5) for i in range(len(label))]),
+                  "row": pa.array(np.arange(len(label)))})
+    pq.write_table(t, path, row_group_size=rows)
+    return t
+
+
+def test_run_prunes_row_groups_with_leading_filters_issue15(tmp_path: Path) -> None:
+    src = tmp_path / "in.parquet"
+    t = _sorted_groups(src)
+    spec = [{"type": "filter", "expr": "label not in [0, 1, 2, 3, 4, 5] and len(ids) >= 2"},
+            {"type": "reduce", "column": "ids", "op": "length", "output": "n"},
+            {"type": "filter", "expr": "n < 4"}]
+    pipe = Pipeline(spec)
+    pushed = pipe.pushdown_filter(pq.read_schema(src))
+    assert pushed is not None
+    data = asp.io.read_parquet(str(src), filter=pushed)
+    groups = {g for _, _, g in data.iter_with_location()}
+    assert groups == {6, 7}  # the statistics rule the first six out
+    out = tmp_path / "out.parquet"
+    summary = run(pipe, str(src), str(out))
+    assert summary.rows_in == t.num_rows  # every input row is counted, read or skipped
+    expected = Pipeline(spec).transform_table(t)
+    got = pq.read_table(out)
+    assert got["row"].to_pylist() == expected["row"].to_pylist()
+    assert got.num_rows == summary.rows_out > 0
+    # an oracle in plain Python: labels 6 and 7 (null labels drop), 2 <= length < 4
+    rows = t.to_pylist()
+    assert got["row"].to_pylist() == [
+        r["row"] for r in rows if r["label"] in (6, 7) and 2 <= len(r["ids"]) < 4]
+
+
+def test_run_names_a_missing_input_issue15(tmp_path: Path) -> None:
+    with pytest.raises(asp.errors.ArrowSparseIOError,
+                       match=r"^run: input 'missing\.parquet' does not exist$"):
+        run(SPEC, "missing.parquet", str(tmp_path / "o.parquet"))
+    with pytest.raises(OSError, match=r"^run: input '.*nope\.parquet' does not exist$"):
+        run(SPEC, [str(SAMPLE), str(tmp_path / "nope.parquet")], str(tmp_path / "o.parquet"))
+
+
+def test_run_checks_the_output_before_fitting_issue15(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    seen: list[int] = []
+
+    class Count:
+        def update(self, rows: int) -> None:
+            seen.append(rows)
+
+        bytes = 0
+
+    with pytest.raises(asp.errors.ArrowSparseIOError,
+                       match=r"^run: cannot write the output '.*file/out\.parquet' \("):
+        run(SPEC, output=str(blocker / "out.parquet"), progress=Count())
+    assert seen == []  # failed before the fitting pass
+    out = tmp_path / "ok" / "o.parquet"
+    run(SPEC, output=str(out), batch_rows=50_000)
+    assert [p.name for p in out.parent.iterdir()] == ["o.parquet"]  # no probe left behind

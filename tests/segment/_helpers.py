@@ -151,7 +151,7 @@ def emulator(backend: str) -> Any:
 
 def float_atomic_sum(name: str) -> bool:
     """Whether launch ``name`` adds floats with atomics (its result depends on the order)."""
-    return name.startswith("scatter_add<") and ", double, " in name
+    return name.startswith(("scatter_add<", "gather_scatter_add<")) and ", double, " in name
 
 
 def kernels(launches: list[str]) -> list[str]:
@@ -426,6 +426,14 @@ SEGMENT_SYNCS: dict[str, tuple[Callable[[dict[str, Any]], Any], int]] = {
         lambda b: asp.sparse_segment_sum(b["dense"], b["ids"], segment_ids=b["ids"]), 1),
     "sparse_segment_weighted_sum": (lambda b: asp.sparse_segment_weighted_sum(
         b["dense"], b["ids"], weights=b["flat"], lengths=b["lengths"]), 0),
+    **{name: (lambda b, name=name: getattr(asp, name)(b["dense"], b["ids"], b["ids"],
+                                                      b["rows"]), 0)
+       for name in ("sparse_unsorted_segment_sum", "sparse_unsorted_segment_mean",
+                    "sparse_unsorted_segment_max")},
+    "sparse_unsorted_segment_sum unsized": (lambda b: asp.sparse_unsorted_segment_sum(
+        b["dense"], b["ids"], b["ids"]), 1),
+    "sparse_unsorted_segment_weighted_sum": (lambda b: asp.sparse_unsorted_segment_weighted_sum(
+        b["dense"], b["ids"], b["ids"], b["rows"], weights=b["flat"]), 0),
     "embedding_bag": (lambda b: asp.embedding_bag(b["dense"], b["ids"], lengths=b["lengths"],
                                                   mode="max"), 0),
     "embedding_bag bag starts": (lambda b: asp.embedding_bag(
