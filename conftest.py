@@ -103,11 +103,15 @@ def _source_of(item: pytest.Item) -> str:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark ``peers`` every test whose code uses torch or FBGEMM.
 
+    A docs block is marked too when it says ``<!-- requires: torch -->``.
+
     CI runs the README's test command first, in a fresh environment without the peers
     (their tests skip there), then installs them and runs ``pytest -m peers``.
     """
     for item in items:
-        if _USES_PEER.search(_source_of(item)):
+        block = getattr(item, "block", None)  # a docs block that requires a peer uses it
+        requires = block.requires if isinstance(block, Block) else ()
+        if _USES_PEER.search(_source_of(item)) or set(requires) & set(PEERS):
             item.add_marker(pytest.mark.peers)
 
 

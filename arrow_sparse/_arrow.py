@@ -17,6 +17,8 @@ mask; boolean values are unpacked the same way.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -92,6 +94,48 @@ def as_arrow(x: Any) -> Any:
                                     type=chunked.type.field(0).type)
         return chunked
     return x
+
+
+def like_series(x: Any) -> Callable[[Any], Any]:
+    """Return a function giving an Arrow result back in ``x``'s kind of Series.
+
+    A Polars Series gives a Polars Series of the same name; a pandas Series a pandas
+    Series (``pd.ArrowDtype``, zero-copy) of the same name, with its index when the
+    result has one value per row of ``x``. Anything else, and results that are not
+    Arrow arrays, pass through. Neither library is imported: a Series of one can
+    only exist once it is loaded.
+
+    Examples
+    --------
+    >>> like_series(pa.array([1]))(pa.array([2])).to_pylist()
+    [2]
+    """
+    pl = sys.modules.get("polars")
+    if pl is not None and isinstance(x, pl.Series):
+        name = x.name
+
+        def to_polars(out: Any) -> Any:
+            if not isinstance(out, (pa.Array, pa.ChunkedArray)):
+                return out
+            return pl.from_arrow(out, rechunk=False).alias(name)
+
+        return to_polars
+    pd = sys.modules.get("pandas")
+    if pd is not None and isinstance(x, pd.Series):
+        index, name = x.index, x.name
+
+        def to_pandas(out: Any) -> Any:
+            if not isinstance(out, (pa.Array, pa.ChunkedArray)):
+                return out
+            return pd.Series(pd.arrays.ArrowExtensionArray(out), name=name, copy=False,
+                             index=index if len(out) == len(index) else None)
+
+        return to_pandas
+    return _unchanged
+
+
+def _unchanged(out: Any) -> Any:
+    return out
 
 
 def as_one_array(x: pa.ChunkedArray) -> pa.Array:

@@ -31,6 +31,7 @@ import functools
 import importlib
 import os
 import re
+import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
@@ -90,31 +91,55 @@ def array_module(func: str, *arrays: Any, **named: Any) -> ModuleType:
     ``leaf_values`` (a Jagged), lists of arrays, or None (ignored); pass them by name
     (``values=values``) so that an error names them. Host and device inputs together,
     or device inputs on two devices, raise ArrowSparseTypeError with the fix. The check
-    reads no data.
+    reads no data; numpy and CuPy arrays are placed without a function call (the call
+    path of every operation goes through here once).
     """
-    items = [(f"argument {i}", a) for i, a in enumerate(arrays)] + list(named.items())
-    places = [(name, _placement(a)) for name, a in items if a is not None]
-    devices = [(name, p) for name, p in places if p is not None]
-    if not devices:
+    items = named.items() if not arrays else \
+        [(f"argument {i}", a) for i, a in enumerate(arrays)] + list(named.items())
+    host = None  # the first host input's name
+    device = None  # the first device input's name
+    places: set[int] = set()  # device ids (-1: a container mixing host and device)
+    for name, x in items:
+        if x is None:
+            continue
+        cls = type(x)
+        if cls is np.ndarray:
+            place: int | None = None
+        elif cls.__module__ == "cupy":
+            place = int(x.device.id)
+        else:
+            place = _placement(x)
+        if place is None:
+            if host is None:
+                host = name
+        else:
+            places.add(place)
+            if device is None:
+                device = name
+    if device is None:
         return np
-    hosts = [name for name, p in places if p is None]
-    if hosts or any(p == -1 for _, p in devices):
-        where = (f"{hosts[0]} is a host (numpy/Arrow) array but {devices[0][0]} is a device "
-                 "(cupy) array" if hosts else "inputs mix host (numpy/Arrow) and device "
-                 "(cupy) arrays")
+    if host is not None or -1 in places:
+        where = (f"{host} is a host (numpy/Arrow) array but {device} is a device "
+                 "(cupy) array" if host is not None else "inputs mix host (numpy/Arrow) "
+                 "and device (cupy) arrays")
         msg = f"{func}: {where}; {MOVE_HINT}"
         raise ArrowSparseTypeError(msg)
-    ids = {p for _, p in devices}
-    if len(ids) > 1:
-        msg = (f"{func}: inputs are on different CUDA devices {sorted(ids)}; move them to "
+    if len(places) > 1:
+        msg = (f"{func}: inputs are on different CUDA devices {sorted(places)}; move them to "
                "one with Jagged.to_device('cuda:N') or cupy.asarray under cupy.cuda.Device(N)")
         raise ArrowSparseTypeError(msg)
-    return cupy_module(func)
+    cupy = sys.modules.get("cupy")
+    return cupy if cupy is not None else cupy_module(func)
 
 
 def module_of(x: Any) -> ModuleType:
     """numpy, or CuPy for a CuPy array (no checks)."""
-    return cupy_module("arrow_sparse") if is_cupy_array(x) else np
+    if type(x) is np.ndarray:
+        return np
+    if type(x).__module__ == "cupy" or is_cupy_array(x):
+        cupy = sys.modules.get("cupy")
+        return cupy if cupy is not None else cupy_module("arrow_sparse")
+    return np
 
 
 def device_of(x: Any) -> str:

@@ -5,8 +5,9 @@ items done out of the total, the percentage, the rate and the time left::
 
     inspect [##########..........]  49,152/100,000 rows  49%  1.2M rows/s  ETA 0:01
 
-It stays silent when the stream is not a terminal, when it is disabled, and for
-work that finishes within ``delay`` seconds, so short runs and pipes see nothing.
+It stays silent when the stream is neither a terminal nor a notebook cell's output
+(:func:`in_notebook`), when it is disabled, and for work that finishes within
+``delay`` seconds, so short runs and pipes see nothing.
 The line is erased on :meth:`Progress.close`.
 
 A :class:`Spinner` says what the program is busy with when it cannot count (compiling
@@ -24,7 +25,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import TextIO
 
-__all__ = ["DEFAULT_DELAY", "Progress", "Spinner"]
+__all__ = ["DEFAULT_DELAY", "Progress", "Spinner", "in_notebook"]
 
 #: Seconds of work before a bar appears (read when a :class:`Progress` is made).
 DEFAULT_DELAY = 0.5
@@ -47,7 +48,8 @@ class Progress:
         Where to draw; default ``sys.stderr`` (looked up when the object is made).
     enabled
         True or False to force the bar on or off; None (default) draws only when
-        ``stream.isatty()`` is true.
+        ``stream.isatty()`` is true or the stream is a Jupyter notebook cell's output
+        (:func:`in_notebook`).
     delay
         Seconds of work before the first draw (default :data:`DEFAULT_DELAY`);
         quicker jobs show nothing.
@@ -83,7 +85,7 @@ class Progress:
         self._stream = sys.stderr if stream is None else stream
         if enabled is None:
             isatty = getattr(self._stream, "isatty", None)
-            enabled = bool(isatty and isatty())
+            enabled = bool(isatty and isatty()) or in_notebook(self._stream)
         self.enabled = enabled
         self._delay = DEFAULT_DELAY if delay is None else delay
         self._interval = interval
@@ -291,6 +293,32 @@ class Spinner:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
+
+
+def in_notebook(stream: object) -> bool:
+    """Whether ``stream`` is the output of a Jupyter kernel (a notebook cell).
+
+    As ``tqdm.auto`` decides, without importing anything: IPython must already be
+    loaded, its shell must be the kernel's (``ZMQInteractiveShell``: Jupyter, VS Code,
+    Colab) and the stream ipykernel's. A notebook shows a carriage return as a
+    rewrite of the line, so the same one-line bar works there (no ipywidgets needed).
+
+    Examples
+    --------
+    >>> import io
+    >>> in_notebook(io.StringIO())
+    False
+    """
+    ipython = sys.modules.get("IPython")
+    get = getattr(ipython, "get_ipython", None)
+    if get is None:
+        return False
+    try:
+        shell = get()
+    except Exception:  # noqa: BLE001  (a half-initialised IPython: not a notebook)
+        return False
+    return (type(shell).__name__ == "ZMQInteractiveShell"
+            and type(stream).__module__.split(".")[0] == "ipykernel")
 
 
 def _si(x: float) -> str:

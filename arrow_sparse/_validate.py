@@ -97,7 +97,7 @@ def _to_array(func: str, arg: str, x: Any, device: bool = False) -> np.ndarray:
     """
     if isinstance(x, np.ndarray):
         return x
-    if is_cupy_array(x):
+    if type(x).__module__ == "cupy" or is_cupy_array(x):
         if not device:
             host_only(func, f"{arg} is a device (cupy) array")
         return x  # type: ignore[no-any-return]
@@ -357,6 +357,15 @@ def check_count(func: str, arg: str, x: Any) -> int:
         msg = f"{func}: {arg} must be at most 2**59, got {x}"
         raise ArrowSparseValueError(msg)
     return int(x)
+
+
+def check_positive_count(func: str, arg: str, x: Any) -> int:
+    """Check a positive integer scalar (a size that must not be 0)."""
+    n = check_count(func, arg, x)
+    if n == 0:
+        msg = f"{func}: {arg} must be positive, got 0"
+        raise ArrowSparseValueError(msg)
+    return n
 
 
 def check_int_in(func: str, arg: str, x: Any, lo: int, hi: int) -> int:

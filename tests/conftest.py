@@ -57,18 +57,29 @@ def ray_cluster() -> Iterator[object]:
     Skips the test where Ray is not installed. Usage statistics are off, Ray Data's
     progress bars too; the cluster is shut down when the session ends.
     """
-    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    ray = pytest.importorskip("ray")
-    ray_data = pytest.importorskip("ray.data")
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=512 * 1024**2,
-             log_to_driver=False)
-    with warnings.catch_warnings():  # Ray's own defaults warn about deprecated options
-        warnings.simplefilter("ignore", DeprecationWarning)
-        ray_data.DataContext.get_current().enable_progress_bars = False
+    ray = start_local_ray()
     try:
         yield ray
     finally:
         ray.shutdown()
+
+
+def start_local_ray() -> Any:
+    """Start the session's local Ray instance (see :func:`ray_cluster`) and return ``ray``.
+
+    Also called by tests that stop it to run a cluster of their own, to restart it.
+    """
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    ray = pytest.importorskip("ray")
+    ray_data = pytest.importorskip("ray.data")
+    # address="local": a new instance, even where another Ray of this machine is running
+    # (without it, ray.init joins the one started last: another test's cluster)
+    ray.init(address="local", num_cpus=2, include_dashboard=False,
+             object_store_memory=512 * 1024**2, log_to_driver=False)
+    with warnings.catch_warnings():  # Ray's own defaults warn about deprecated options
+        warnings.simplefilter("ignore", DeprecationWarning)
+        ray_data.DataContext.get_current().enable_progress_bars = False
+    return ray
 
 
 #: The ``backend`` fixture's parameters (see :func:`backend`).

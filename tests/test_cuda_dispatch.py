@@ -335,6 +335,8 @@ def _embedding(b: dict[str, Any]) -> dict[str, Any]:
 
 #: Launches of the operations that may make more than 25 (none grows with the batch).
 LAUNCHES = {"embedding.lookup_backward": 40, "SparseGrad.coalesce": 30,
+            # forward, backward and update (views and allocations count here)
+            "embedding.train_step": 35, "embedding.train_step return_grad": 45,
             # a KeyedJagged (11 launches) then, per key run, bucket or group, slices
             # and a concatenation or a view: launches grow with those, not the batch
             "KeyedJagged.permute": 30, "KeyedJagged.concat": 45,
@@ -381,6 +383,11 @@ SYNCS: dict[str, tuple[Callable[[dict[str, Any]], Any], int]] = {
         b["ids"], _embedding(b)["grad"]).coalesce(), 1),
     "embedding.sgd": (lambda b: asp.embedding.sgd(_embedding(b)["table"],
                                                   _embedding(b)["coalesced"], 0.1), 0),
+    "embedding.train_step": (lambda b: asp.embedding.train_step(
+        _embedding(b)["table"], _embedding(b)["bags"], lambda y: y, lr=0.1), 0),
+    "embedding.train_step return_grad": (lambda b: asp.embedding.train_step(
+        _embedding(b)["table"], _embedding(b)["bags"], _embedding(b)["table"].copy(),
+        lr=0.1, return_grad=True), 1),
     # transforms (the Jagged of ids holds null values where the values are negative)
     "hash_bucket": (lambda b: asp.hash_bucket(_ids(b), 100), 0),
     "bucketize": (lambda b: asp.bucketize(b["jagged"], b["values"][:3].cumsum()), 0),
@@ -488,6 +495,7 @@ def test_synchronisations_are_the_documented_ones_and_launches_do_not_grow(
 
     for module in (cuda, cuda_transforms):  # the launchers that check after a sync
         monkeypatch.setattr(module, "check_errors", recording)
+    call(batch(cp, 5))  # once per device first: the launchers' shared empty arrays
     launches = []
     for rows in (5, 300):
         data = batch(cp, rows)

@@ -79,3 +79,37 @@ def test_progress_fits_a_narrow_terminal(monkeypatch: pytest.MonkeyPatch) -> Non
     bar.update(0)
     line = stream.getvalue().split("\r")[-1]
     assert line.startswith("inspect [#") and line.endswith("ETA 0:09") and len(line) == 77
+
+
+def _fake_ipython(monkeypatch: pytest.MonkeyPatch, shell_name: str) -> None:
+    import sys
+    import types
+
+    shell = type(shell_name, (), {})()
+    module = types.ModuleType("IPython")
+    module.get_ipython = lambda: shell  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "IPython", module)
+
+
+class _KernelStream(io.StringIO):
+    """Stands in for ipykernel.iostream.OutStream (a notebook cell's stderr)."""
+
+
+_KernelStream.__module__ = "ipykernel.iostream"
+
+
+def test_progress_draws_in_a_notebook(monkeypatch: pytest.MonkeyPatch) -> None:
+    from arrow_sparse._progress import in_notebook
+
+    stream = _KernelStream()
+    assert not in_notebook(stream)  # no IPython loaded
+    _fake_ipython(monkeypatch, "TerminalInteractiveShell")
+    assert not in_notebook(stream)  # IPython in a terminal: the tty rule decides
+    _fake_ipython(monkeypatch, "ZMQInteractiveShell")
+    assert in_notebook(stream)
+    assert not in_notebook(io.StringIO())  # a kernel, but not its output stream
+    ticks = iter([0.0, 1.0, 2.0])
+    with Progress(10, label="run", stream=stream, clock=lambda: next(ticks)) as bar:
+        assert bar.enabled
+        bar.update(5)
+    assert "run [##########..........]  5/10 rows  50%" in stream.getvalue()

@@ -22,8 +22,9 @@ import pyarrow as pa
 from .._optional import import_optional
 from .._progress import Progress
 from .._version import __version__
-from ..errors import ArrowSparseError
+from ..errors import ArrowSparseError, ArrowSparseValueError
 from ..pipeline import Pipeline, run
+from ._values import DEFAULT_DISTINCT_LIMIT, DEFAULT_TOP
 from .inspect import (
     DEFAULT_BATCH_ROWS,
     _open_parquet,
@@ -256,6 +257,17 @@ def _add_inspect(commands: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--plot", metavar="IMAGE",
                    help="also draw each column's row-length histogram into IMAGE (.png, "
                         ".svg or .pdf); needs matplotlib: pip install 'arrow-sparse[plot]'")
+    p.add_argument("--log", action="store_true",
+                   help="with --plot: log-scale the row counts of the length histograms "
+                        "(default linear, from zero)")
+    p.add_argument("--top", metavar="K", type=_positive_int, default=DEFAULT_TOP,
+                   help=f"report the K most frequent values per column (default {DEFAULT_TOP})")
+    p.add_argument("--distinct-limit", metavar="N", type=_positive_int,
+                   default=DEFAULT_DISTINCT_LIMIT,
+                   help="count up to N distinct values per column exactly; past it the "
+                        "distinct count is a HyperLogLog estimate (0.81%% standard error) and "
+                        "the top values approximate, with their error bound printed "
+                        f"(default {DEFAULT_DISTINCT_LIMIT:,})")
     p.set_defaults(handler=_run_inspect)
 
 
@@ -270,9 +282,10 @@ def _run_inspect(args: argparse.Namespace) -> int:
         import_optional("matplotlib", extra="plot")
     progress = Progress(None, label="inspect", enabled=False if args.no_progress else None)
     result = inspect_parquet(args.file, columns=args.columns, batch_rows=args.batch_rows,
-                             progress=progress, histograms=args.plot is not None)
+                             progress=progress, histograms=args.plot is not None,
+                             distinct_limit=args.distinct_limit, top=args.top)
     if args.plot is not None:
-        plot_length_histograms(result, args.plot)
+        plot_length_histograms(result, args.plot, log=args.log)
         for column in result["columns"]:
             del column["histogram"]
         print(f"wrote {args.plot}", file=sys.stderr)
@@ -302,7 +315,9 @@ examples:
   arrow-sparse run spec.toml --input clicks/ --output features.parquet
   arrow-sparse run spec.toml --output features.arrow --threads 4
   arrow-sparse run spec.toml --output features/ --partition-by day --max-rows-per-file 1000000
-  arrow-sparse run spec.toml --output flight://0.0.0.0:8815
+  arrow-sparse run spec.toml --output flight://127.0.0.1:8815
+  arrow-sparse run spec.toml --output flight://0.0.0.0:8815 --token-file token.txt \
+      --tls-cert-file server.crt --tls-key-file server.key   # served to the network
   arrow-sparse run spec.toml --engine ray --output features.parquet   # needs [ray]
   arrow-sparse run spec.toml --save-pipeline fitted/spec.toml --json
 """
@@ -338,17 +353,34 @@ def _add_run(commands: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--verbose", action="store_true",
                    help="--engine ray: keep Ray's own log lines and its workers' output "
                         "(by default only errors are shown)")
+    p.add_argument("--allow-python-steps", action="store_true",
+                   help="accept the spec's type = \"python\" steps, which import and run "
+                        "the Python code they name (refused by default)")
+    flight = p.add_argument_group("Flight output (docs/io.md, 'Securing a server')")
+    flight.add_argument("--token-file", metavar="PATH",
+                        help="require the bearer token on the first line of PATH (else "
+                             "ARROW_SPARSE_FLIGHT_TOKEN, when set)")
+    flight.add_argument("--tls-cert-file", metavar="PATH", help="TLS certificate (PEM)")
+    flight.add_argument("--tls-key-file", metavar="PATH", help="TLS private key (PEM)")
     p.set_defaults(handler=_run_run)
 
 
 def _run_run(args: argparse.Namespace) -> int:
-
+    security = {key: getattr(args, key) for key in ("token_file", "tls_cert_file",
+                                                    "tls_key_file")
+                if getattr(args, key) is not None}
+    if security and args.output is not None and \
+            not str(args.output).startswith(("flight://", "grpc")):
+        msg = "run: --token-file, --tls-cert-file and --tls-key-file need a Flight --output"
+        raise ArrowSparseValueError(msg)
     with compile_notice(enabled=False if args.no_progress else None):
         summary = run(args.spec, args.input, args.output, engine=args.engine,
                       batch_rows=args.batch_rows, threads=args.threads,
                       progress=False if args.no_progress else True,
                       save_pipeline=args.save_pipeline, partition_by=args.partition_by,
-                      max_rows_per_file=args.max_rows_per_file, verbose=args.verbose)
+                      max_rows_per_file=args.max_rows_per_file, verbose=args.verbose,
+                      allow_python_steps=args.allow_python_steps,
+                      flight_security=security or None)
     print(json.dumps(summary.to_dict(), indent=2) if args.json else str(summary))
     return 0
 
@@ -369,6 +401,9 @@ def _add_schema(commands: Any, common: argparse.ArgumentParser) -> None:
         epilog=_SCHEMA_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", metavar="FILE", help="Parquet file")
     p.add_argument("--pipeline", metavar="SPEC.toml", help="print this pipeline's output schema")
+    p.add_argument("--allow-python-steps", action="store_true",
+                   help="accept the spec's type = \"python\" steps (their code is run on "
+                        "an empty table to find their output schema)")
     p.set_defaults(handler=_run_schema)
 
 
@@ -376,7 +411,8 @@ def _run_schema(args: argparse.Namespace) -> int:
 
     schema = _open_parquet(args.file).schema_arrow
     if args.pipeline is not None:
-        schema = Pipeline.load(args.pipeline).output_schema(schema)
+        schema = Pipeline.load(args.pipeline, allow_python_steps=args.allow_python_steps
+                               ).output_schema(schema)
     print(schema.remove_metadata().to_string(show_field_metadata=False))
     return 0
 
@@ -444,6 +480,28 @@ def _format_block(col: dict[str, Any]) -> list[str]:
     out.append(f"  {'':<{label}}" + "  ".join(
         c.rjust(w) for c, w in zip(cells, widths, strict=True)))
     out.append(f"  {which + ' min / max':<{label}}{num(values['min'])} / {num(values['max'])}")
+    out.extend(_format_counts(values, which, label))
+    return out
+
+
+def _format_counts(values: dict[str, Any], which: str, label: int) -> list[str]:
+    """Return the distinct-count and top-values lines of one level."""
+    distinct, top = values.get("distinct"), values.get("top")
+    if distinct is None or top is None:
+        return [f"  {'distinct ' + which + 's':<{label}}-"]
+    if distinct["exact"]:
+        out = [f"  {'distinct ' + which + 's':<{label}}{distinct['count']:,}  (exact)"]
+    else:
+        error = 100 * distinct["relative_standard_error"]
+        out = [f"  {'distinct ' + which + 's':<{label}}~{distinct['count']:,}  "
+               f"(HyperLogLog estimate, {error:.2f}% standard error)"]
+    if not top["values"]:
+        return out
+    head = f"top {len(top['values'])} {which}s"
+    note = "" if top["exact"] else f"  (counts may be low by up to {top['count_error']:,})"
+    out.append(f"  {head:<{label}}{which} (count){note}")
+    out.extend(f"  {f'  {i}.':<{label}}{v} ({c:,})"
+               for i, (v, c) in enumerate(zip(top["values"], top["counts"], strict=True), 1))
     return out
 
 

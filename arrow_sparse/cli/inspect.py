@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .._optional import import_optional
 from .._progress import Progress
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged
+from ._values import DEFAULT_DISTINCT_LIMIT, DEFAULT_TOP, ValueCounter
 
 if TYPE_CHECKING:
     import pyarrow.parquet as pq
@@ -40,7 +42,9 @@ def inspect_parquet(path: str | os.PathLike[str],
                     columns: Sequence[str] | None = None, *,
                     batch_rows: int = DEFAULT_BATCH_ROWS,
                     progress: Progress | None = None,
-                    histograms: bool = False) -> dict[str, Any]:
+                    histograms: bool = False,
+                    distinct_limit: int = DEFAULT_DISTINCT_LIMIT,
+                    top: int = DEFAULT_TOP) -> dict[str, Any]:
     """Statistics of the jagged columns of a Parquet file, streamed batch by batch.
 
     Parameters
@@ -56,8 +60,16 @@ def inspect_parquet(path: str | os.PathLike[str],
         Progress bar to drive; its total is set to the file's row count.
     histograms
         Also give each column entry ``"histogram": {"length": [...], "rows": [...]}``:
-        the number of non-null rows of each length that occurs (what
-        :func:`plot_length_histograms` draws).
+        the number of non-null rows of each length that occurs, and ``"frequency":
+        {"rank": [...], "count": [...]}``: the count of the value of each rank (1 =
+        the most frequent), at most 2,000 ranks spread evenly in log scale; None when
+        the values are not counted (what :func:`plot_length_histograms` draws).
+    distinct_limit
+        Distinct values per level counted exactly; past it the distinct count is a
+        HyperLogLog estimate (its relative standard error given in the output) and
+        the top values a Misra-Gries summary.
+    top
+        How many of the most frequent values each level reports.
 
     Returns
     -------
@@ -107,7 +119,8 @@ def inspect_parquet(path: str | os.PathLike[str],
                 progress.update(batch.num_rows)
 
     with progress:
-        stats = inspect_batches(batches(), pa.schema([schema.field(n) for n in selected]))
+        stats = inspect_batches(batches(), pa.schema([schema.field(n) for n in selected]),
+                                distinct_limit=distinct_limit, top=top)
     return {
         "file": path,
         "rows": pf.metadata.num_rows,
@@ -121,17 +134,38 @@ def _entry(level: LevelStats, histogram: bool) -> dict[str, Any]:
     out = level.to_dict()
     if histogram:
         lengths, rows = level.length_histogram()
-        out["histogram"] = {"length": lengths.tolist(), "rows": rows.tolist()}
+        out["histogram"] = {"length": lengths.tolist(), "rows": rows.tolist(),
+                            "frequency": _thinned_frequencies(level)}
     return out
 
 
-def plot_length_histograms(result: dict[str, Any], path: str | os.PathLike[str]) -> str:
-    """Draw the row-length histogram of each column of an :func:`inspect_parquet` result.
+_FREQUENCY_POINTS = 2000
 
-    One panel per column level (log-scaled row counts, the p50 / p90 / p99 lengths
-    marked), written as an image (PNG, SVG or PDF, by the file's extension).
-    matplotlib is imported here, not with the package (``pip install
-    'arrow-sparse[plot]'``).
+
+def _thinned_frequencies(level: LevelStats) -> dict[str, list[int]] | None:
+    """Value counts, most frequent first, at most ``_FREQUENCY_POINTS`` ranks (log-spaced)."""
+    if level.counter is None or not level.counter.usable:
+        return None
+    _, counts = level.counter.counts()
+    if len(counts) > _FREQUENCY_POINTS:
+        ranks = np.unique(np.geomspace(1, len(counts), _FREQUENCY_POINTS).astype(np.int64))
+        return {"rank": ranks.tolist(), "count": counts[ranks - 1].tolist()}
+    return {"rank": list(range(1, len(counts) + 1)), "count": counts.tolist()}
+
+
+def plot_length_histograms(result: dict[str, Any], path: str | os.PathLike[str], *,
+                           log: bool = False) -> str:
+    """Draw the row lengths and the value frequencies of an :func:`inspect_parquet` result.
+
+    One row of two panels per column level. Left: rows per length (a linear y axis
+    from zero, or log-scaled with ``log=True``), the empty rows (length 0) and the null
+    rows (a bar left of 0) in their own colours, and the p50 / p90 / p99 lengths marked
+    (percentiles of equal value share one marker and one label). Right: the count of
+    each value against its rank (1 = the most frequent), both axes log-scaled, with the
+    distinct count: a straight falling line is a Zipf-like column, a flat one a uniform
+    column. Legends sit beside the axes, never over the bars. The image is a PNG, SVG
+    or PDF, by the file's extension. matplotlib is imported here, not with the package
+    (``pip install 'arrow-sparse[plot]'``).
 
     Parameters
     ----------
@@ -139,6 +173,8 @@ def plot_length_histograms(result: dict[str, Any], path: str | os.PathLike[str])
         ``inspect_parquet(path, histograms=True)``.
     path
         The image file to write.
+    log
+        Log-scale the row counts of the length histograms.
 
     Returns
     -------
@@ -159,8 +195,9 @@ def plot_length_histograms(result: dict[str, Any], path: str | os.PathLike[str])
     >>> pq.write_table(pa.table({"ids": [[1, 2, 3], [2, 4, 6, 7], [3, 6]]}),
     ...                os.path.join(folder, "t.parquet"))
     >>> result = inspect_parquet(os.path.join(folder, "t.parquet"), histograms=True)
-    >>> result["columns"][0]["histogram"]
-    {'length': [2, 3, 4], 'rows': [1, 1, 1]}
+    >>> hist = result["columns"][0]["histogram"]
+    >>> hist["length"], hist["rows"], hist["frequency"]["count"]
+    ([2, 3, 4], [1, 1, 1], [2, 2, 2, 1, 1, 1])
     >>> png = plot_length_histograms(result, os.path.join(folder, "lengths.png"))
     >>> with open(png, "rb") as f:
     ...     f.read(4)[1:]
@@ -173,37 +210,99 @@ def plot_length_histograms(result: dict[str, Any], path: str | os.PathLike[str])
         raise ArrowSparseValueError(msg)
     figure_module = import_optional("matplotlib.figure", extra="plot")
     n = len(columns)
-    cols = min(n, 2)
-    rows = math.ceil(n / cols)
-    fig = figure_module.Figure(figsize=(6.0 * cols, 3.2 * rows), layout="constrained")
-    fig.suptitle(f"{os.path.basename(str(result['file']))}: row lengths "
-                 f"({result['rows']:,} rows)")
+    fig = figure_module.Figure(figsize=(13.0, 3.6 * n), layout="constrained")
+    fig.suptitle(f"{os.path.basename(str(result['file']))}: {result['rows']:,} rows")
     for i, col in enumerate(columns):
-        ax = fig.add_subplot(rows, cols, i + 1)
-        lengths = np.asarray(col["histogram"]["length"], dtype=np.int64)
-        counts = np.asarray(col["histogram"]["rows"], dtype=np.int64)
-        if len(lengths):
-            top = int(lengths.max())
-            bins = np.arange(top + 2) - 0.5 if top < 200 else np.linspace(0, top + 1, 101)
-            ax.hist(lengths, bins=bins, weights=counts, color="#3b75af")
-            ax.set_yscale("log")
-            for p, style in (("p50", "-"), ("p90", "--"), ("p99", ":")):
-                value = col["length"][p]
-                ax.axvline(value, color="#c44e52", linestyle=style, linewidth=1,
-                           label=f"{p} = {value}")
-            ax.legend(fontsize="small")
-        else:
-            ax.text(0.5, 0.5, "no non-null rows", ha="center", va="center",
-                    transform=ax.transAxes)
-        ax.set_title(f"{col['name']}  {col['type']}", fontsize="medium")
-        ax.set_xlabel("entries per row" if col["kind"] == "map" else "values per row")
-        ax.set_ylabel("rows")
+        _plot_lengths(fig.add_subplot(n, 2, 2 * i + 1), col, log)
+        _plot_frequencies(fig.add_subplot(n, 2, 2 * i + 2), col)
     out = os.fspath(path)
     fig.savefig(out, dpi=100)
     return out
 
 
-def inspect_batches(batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> list[LevelStats]:
+_BAR, _EMPTY, _NULL, _MARK = "#3b75af", "#e1a03a", "#8c8c8c", "#c44e52"
+
+
+def _plot_lengths(ax: Any, col: dict[str, Any], log: bool) -> None:
+    lengths = np.asarray(col["histogram"]["length"], dtype=np.int64)
+    counts = np.asarray(col["histogram"]["rows"], dtype=np.int64)
+    items = "entries" if col["kind"] == "map" else "values"
+    ax.set_title(f"{col['name']}  {col['type']}: {items} per row", fontsize="medium")
+    ax.set_xlabel(f"{items} per row")
+    ax.set_ylabel("rows")
+    top = int(lengths.max()) if len(lengths) else 0
+    width = 1.0 if top < 200 else (top + 1) / 100
+    if len(lengths):
+        nonzero = lengths > 0
+        bins = np.arange(top + 2) - 0.5 if top < 200 else np.linspace(0.5, top + 0.5, 101)
+        if nonzero.any():
+            ax.hist(lengths[nonzero], bins=bins, weights=counts[nonzero], color=_BAR,
+                    label=f"non-empty rows ({int(counts[nonzero].sum()):,})")
+    # empty and null rows as their own bars, so they show however small
+    ax.bar([0], [col["empty_rows"]], width=width, color=_EMPTY,
+           label=f"empty rows ({col['empty_rows']:,})")
+    null_x = -max(1.5 * width, 0.08 * (top + 1))  # far enough left for its tick label
+    ax.bar([null_x], [col["null_rows"]], width=width, color=_NULL, hatch="//",
+           edgecolor="white", label=f"null rows ({col['null_rows']:,})")
+    ticks = [t for t in ax.get_xticks() if 0 <= t <= max(top, 1)]
+    ax.set_xticks([null_x, *ticks], ["null", *(f"{t:g}" for t in ticks)])
+    marks: dict[int, list[str]] = {}
+    for p in PERCENTILES:
+        value = col["length"][f"p{p}"]
+        if value is not None:
+            marks.setdefault(value, []).append(f"p{p}")
+    for (value, names), style in zip(sorted(marks.items()), ("-", "--", ":"), strict=False):
+        ax.axvline(value, color=_MARK, linestyle=style, linewidth=1.2,
+                   label=" = ".join(names) + f" = {value}")
+    if log:
+        ax.set_yscale("log")
+        ax.set_ylim(bottom=0.8)
+    else:
+        ax.set_ylim(bottom=0)
+        ax.ticklabel_format(axis="y", style="plain")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              borderaxespad=0.0)
+
+
+def _plot_frequencies(ax: Any, col: dict[str, Any]) -> None:
+    freq = col["histogram"].get("frequency")
+    of = "keys" if col["kind"] == "map" else "values"
+    distinct = col["values"]["distinct"]
+    if not freq or not freq["count"]:
+        ax.set_title(f"{col['name']}: {of} by frequency", fontsize="medium")
+        ax.text(0.5, 0.5, f"no {of} counted", ha="center", va="center",
+                transform=ax.transAxes)
+        ax.set_axis_off()
+        return
+    ranks = np.asarray(freq["rank"], dtype=np.int64)
+    counts = np.asarray(freq["count"], dtype=np.int64)
+    ax.step(ranks, counts, where="post", color=_BAR, linewidth=1.5)
+    ax.set_xscale("log")
+    if counts[0] >= 20 * counts[-1]:  # a long tail: log-log (a Zipf law is a straight line)
+        ax.set_yscale("log")
+    else:  # near-uniform: a linear axis from zero shows how flat it is
+        ax.set_ylim(bottom=0, top=counts[0] * 1.1)
+    ax.yaxis.set_major_formatter(_thousands())
+    ax.set_xlabel(f"rank of the {of[:-1]} (1 = most frequent)")
+    ax.set_ylabel("occurrences")
+    if distinct["exact"]:
+        text = f"{distinct['count']:,} distinct (exact)"
+    else:
+        text = (f"~{distinct['count']:,} distinct (HyperLogLog, "
+                f"\u00b1{100 * distinct['relative_standard_error']:.2f}% std. error)\n"
+                f"the {len(counts) if len(ranks) == ranks[-1] else ranks[-1]:,} most "
+                f"frequent, counts low by at most {col['values']['top']['count_error']:,}")
+    ax.set_title(f"{col['name']}: {of} by frequency\n{text}", fontsize="medium")
+
+
+def _thousands() -> Any:
+    ticker = import_optional("matplotlib.ticker", extra="plot")
+    return ticker.FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}")
+
+
+def inspect_batches(batches: Iterable[pa.RecordBatch], schema: pa.Schema, *,
+                    distinct_limit: int = DEFAULT_DISTINCT_LIMIT,
+                    top: int = DEFAULT_TOP) -> list[LevelStats]:
     """Statistics of every jagged level of the list-like columns of ``batches``.
 
     Parameters
@@ -212,6 +311,12 @@ def inspect_batches(batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> lis
         Record batches (any slicing; null rows may hide garbage ranges) of ``schema``.
     schema
         Their schema; every list, large_list, list_view and map column is inspected.
+    distinct_limit
+        Distinct values per level counted exactly; past it the distinct count is a
+        HyperLogLog estimate and the top values a Misra-Gries summary
+        (:class:`ValueCounter`).
+    top
+        How many of the most frequent values each level reports.
 
     Returns
     -------
@@ -238,13 +343,18 @@ def inspect_batches(batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> lis
     """
     names = [f.name for f in schema if _is_jagged_type(f.type)]
     levels: dict[str, LevelStats] = {}
+
+    def counter() -> ValueCounter:
+        return ValueCounter(distinct_limit, top)
+
     for name in names:
-        _plan_column(name, schema.field(name).type, levels)
+        _plan_column(name, schema.field(name).type, levels, counter)
     for batch in batches:
         if batch.num_rows == 0:
             continue
         for name in names:
             _scan_column(name, batch.column(name), levels)
+            _count_values(name, batch.column(name), levels)
     return list(levels.values())
 
 
@@ -276,6 +386,7 @@ class LevelStats:
     empty_rows: int = 0
     total_values: int = 0
     numeric: bool = False
+    counter: ValueCounter | None = field(default=None, repr=False)
     _lo: Any = field(default=None, init=False, repr=False)
     _hi: Any = field(default=None, init=False, repr=False)
     _dense: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64),
@@ -405,13 +516,16 @@ class LevelStats:
                   **{f"p{p}": self.quantile(p) for p in PERCENTILES},
                   "max": self.quantile(100),
                   "mean": self.total_values / n if n else None}
+        counted = ({"distinct": None, "top": None} if self.counter is None
+                   else self.counter.to_dict())
         return {
             "name": self.name, "type": self.type, "kind": self.kind,
             "rows": self.rows, "null_rows": self.null_rows, "empty_rows": self.empty_rows,
             "total_values": self.total_values, "length": length,
             "values": {"of": "keys" if self.kind == "map" else "leaves",
                        "min": _json_scalar(self.value_min),
-                       "max": _json_scalar(self.value_max)},
+                       "max": _json_scalar(self.value_max),
+                       **counted},
         }
 
 
@@ -498,24 +612,54 @@ def _scan_column(name: str, arr: pa.Array, levels: dict[str, LevelStats]) -> Non
         _scan_list(name, arr, (0, len(arr), None), levels)
 
 
-def _plan_column(name: str, t: pa.DataType, levels: dict[str, LevelStats]) -> None:
+def _plan_column(name: str, t: pa.DataType, levels: dict[str, LevelStats],
+                 counter: Callable[[], ValueCounter]) -> None:
     """Create the (empty) statistics of every level of a column of type ``t``, in order.
 
     The levels are those the scan below meets: a map's entries then its value lists;
     a list and each nested list level under it (a map inside a list is not entered).
+    The levels of one nested list share one counter of their leaves; a map level
+    counts its keys.
     """
     if isinstance(t, pa.MapType):
-        levels[name] = LevelStats(name, _type_name(t), "map", numeric=_is_number(t.key_type))
+        levels[name] = LevelStats(name, _type_name(t), "map", numeric=_is_number(t.key_type),
+                                  counter=counter())
         if _is_jagged_type(t.item_type):
-            _plan_column(f"{name}.values", t.item_type, levels)
+            _plan_column(f"{name}.values", t.item_type, levels, counter)
         return
     numeric = _numeric_leaf(t)
+    leaves = counter()
     while True:
-        levels[name] = LevelStats(name, _type_name(t), "list", numeric=numeric)
+        levels[name] = LevelStats(name, _type_name(t), "list", numeric=numeric, counter=leaves)
         t = t.value_type
         if not _is_jagged_type(t) or isinstance(t, pa.MapType):
+            if isinstance(t, pa.MapType):
+                leaves.forget()  # maps under a list are not entered
             return
         name = f"{name}.values"
+
+
+def _count_values(name: str, arr: pa.Array, levels: dict[str, LevelStats]) -> None:
+    """Count the values under the non-null rows of ``arr`` (leaves, or a map's keys)."""
+    stats = levels[name]
+    if stats.counter is None or not stats.counter.usable:
+        return
+    if isinstance(arr.type, pa.MapType):
+        entries = pc.list_flatten(pa.Array.from_buffers(  # skips null maps' entries
+            pa.list_(arr.values.type), len(arr),
+            arr.buffers()[:2], null_count=arr.null_count, offset=arr.offset,
+            children=[arr.values]))
+        stats.counter.add(entries.field(0))
+        items = entries.field(1)
+        if _is_jagged_type(items.type):
+            _count_values(f"{name}.values", items, levels)
+        return
+    if isinstance(arr.type, (pa.ListViewType, pa.LargeListViewType)):
+        large = isinstance(arr.type, pa.LargeListViewType)
+        t = arr.type.value_type
+        arr = arr.cast(pa.large_list(t) if large else pa.list_(t))
+    leaves = pc.list_flatten(arr, recursive=True)  # skips the ranges under null rows
+    stats.counter.add(leaves)
 
 
 def _scan_list(name: str, arr: pa.Array, rows: _Rows, levels: dict[str, LevelStats]) -> None:

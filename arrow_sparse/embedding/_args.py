@@ -338,7 +338,8 @@ class DeviceBags:
     """
 
     key: Any
-    """Flat ids, ``bound`` where not read: a sort key whose last run is the unread ids."""
+    """Flat ids, ``bound`` where not read, then one more ``bound``: a sort key whose last
+    run is always the unread ids' (``num_ids + 1`` entries)."""
     offsets: Any
     bag: Any
     """Bag of each position, -1 where not read."""
@@ -359,7 +360,7 @@ class DeviceBags:
     @property
     def ids(self) -> Any:
         """Flat ids, 0 where not read (so every one is in range)."""
-        return cupy_module("embedding").where(self.bag >= 0, self.key, 0)
+        return cupy_module("embedding").where(self.bag >= 0, self.key[:-1], 0)
 
     @property
     def num_ids(self) -> int:
@@ -376,10 +377,34 @@ class DeviceBags:
 
 
 
+_INDEX_DTYPES = frozenset((np.dtype(np.int32), np.dtype(np.int64)))
+_FLOAT_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+
+
+def _plain_device_bags(ids: Any, offsets: Any, weights: Any) -> bool:
+    """Whether device bags are the common case, read without the generic checks.
+
+    The case: 1-D int32/int64 CuPy ids and offsets, and no weights or 1-D float ones
+    aligned with the ids (the generic checks would all pass).
+    """
+    return (type(ids).__module__ == "cupy" and type(offsets).__module__ == "cupy"
+            and ids.ndim == 1 and ids.dtype in _INDEX_DTYPES and offsets.ndim == 1
+            and offsets.dtype in _INDEX_DTYPES and offsets.shape[0] > 0
+            and (weights is None or (type(weights).__module__ == "cupy" and weights.ndim == 1
+                                     and weights.dtype in _FLOAT_DTYPES
+                                     and weights.shape[0] == ids.shape[0])))
+
+
 def _device_bags(func: str, ids: Any, offsets: Any, weights: Any, bound: int) -> DeviceBags:
     """Read device bags: the O(1) checks here, the rest in the ``bag_ids`` kernel."""
     xp = cupy_module("embedding")
     valid = vmask = woffs = wvalid = None
+    if _plain_device_bags(ids, offsets, weights):
+        get_kernel("convert", "check_offsets", xp)(offsets, ids.shape[0])  # as check_offsets
+        offs = offsets.astype(np.int64, copy=False)
+        bag, key, _, count = get_kernel("embedding", "bag_ids", xp)(
+            ids, offs, None, None, None, None, 0 if weights is None else ids.shape[0], bound)
+        return DeviceBags(key, offs, bag, weights, count, None, None, ids.shape)
     if isinstance(ids, Jagged):
         flat = v.as_index_array(func, "ids", _list_values(func, ids, offsets), device=True)
         offs = ids.offsets.astype(np.int64, copy=False)

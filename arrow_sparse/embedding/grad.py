@@ -277,7 +277,13 @@ def _coalesce(func: str, ids: Any, bag: Any, scale: Any, grad_out: Any, *,
     return rows, values, starts
 
 
+_FLOATS = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+
+
 def _grad_out(func: str, grad_out: Any, num_bags: int, xp: Any) -> Any:
+    if (type(grad_out).__module__ == "cupy" and grad_out.ndim == 2
+            and grad_out.dtype in _FLOATS and grad_out.shape[0] == num_bags):
+        return xp.ascontiguousarray(grad_out)  # the common device case: every check passes
     grad = v.as_values_array(func, "grad_out", grad_out, min_ndim=2, device=xp is not np)
     if grad.dtype.kind != "f" or grad.ndim != 2 or grad.dtype == np.float16:
         msg = (f"{func}: grad_out must be a 2-D float32 or float64 array, got {grad.dtype} "
@@ -383,24 +389,40 @@ def backward(grad_out: Any, ids: Any, offsets: Any, mode: str, per_sample_weight
     num = v.check_count(func, "num_embeddings", num_embeddings)
     b = bags(func, ids, offsets, per_sample_weights, num, xp)
     grad = _grad_out(func, grad_out, b.num_bags, xp)
-    if isinstance(b, Bags):
-        bag = b.bag_of_ids()
-        scale = b.weights
-        if mode == "mean":
-            inv = 1.0 / np.maximum(b.sizes, 1).astype(np.float64)
-            scale = inv[bag] if scale is None else scale * inv[bag]
-        rows, values, starts = _coalesce(func, b.ids, bag, scale, grad)
-        return SparseGrad._coalesced(rows, values, checked=True), starts
-    scale = b.weights
-    if mode == "mean":
-        inv = b.mean_scale()
-        scale = inv if scale is None else scale * inv
-    # Unread ids carry the key num_embeddings: one more such id makes their run always
-    # exist, as the last one, and it is dropped (nothing is read back to know it).
-    key = xp.concatenate((b.key, xp.full(1, num, dtype=np.int64)))
-    rows, values, starts = _coalesce(func, key, b.bag, scale, grad, drop_last=True)
+    rows, values, starts = coalesce_bags(func, b, grad, mode, num)
     device_checks(func, xp)
     return SparseGrad._coalesced(rows, values, checked=True), starts
+
+
+def bag_scale(b: Bags | DeviceBags, mode: str) -> Any:
+    """Return the factor of each id's gradient, aligned with the ids the bags read.
+
+    Its weight, divided by its bag's size for a mean; None for plain sums.
+    """
+    scale = b.weights
+    if mode != "mean":
+        return scale
+    if isinstance(b, Bags):
+        bag = b.bag_of_ids()
+        inv = 1.0 / np.maximum(b.sizes, 1).astype(np.float64)
+        return inv[bag] if scale is None else scale * inv[bag]
+    inv = b.mean_scale()
+    return inv if scale is None else scale * inv
+
+
+def coalesce_bags(func: str, b: Bags | DeviceBags, grad: Any, mode: str, num: int
+                  ) -> tuple[Any, Any, Any]:
+    """Coalesce the gradient of bags ``b`` for ``grad`` (checked ``[bags, dim]``).
+
+    Returns ``(rows, values, run boundaries)``. On the device: one synchronisation (the
+    sort).
+    """
+    scale = bag_scale(b, mode)
+    if isinstance(b, Bags):
+        return _coalesce(func, b.ids, b.bag_of_ids(), scale, grad)
+    # Unread ids carry the key num_embeddings, and so does the sentinel after them: their
+    # run always exists, as the last one, and it is dropped (nothing is read to know it).
+    return _coalesce(func, b.key, b.bag, scale, grad, drop_last=True)
 
 
 def lookup_backward_weights(grad_out: Any, table: Any, ids: Any, *, offsets: Any = None,

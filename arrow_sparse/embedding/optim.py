@@ -5,6 +5,7 @@ Part of :mod:`arrow_sparse.embedding`, which re-exports every public name here.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -67,9 +68,14 @@ def _arrays(table: Any, state: Any, grad: Any) -> dict[str, Any]:
     return arrays
 
 
+#: An update checked and ready: ``apply(rows, values)`` updates those rows, which are
+#: the coalesced gradient's (distinct, sorted) or a contiguous part of them.
+Prepared = tuple[Callable[[Any, Any], None], Any, Any]
+
+
 def _prepare(opt: str, table: Any, state: Any, grad: Any, hyper: dict[str, Any]
-             ) -> Callable[[], None]:
-    """Check one update's arguments; return the kernel call."""
+             ) -> Prepared:
+    """Check one update's arguments; return the kernel call and the rows it updates."""
     xp = array_module(opt, **_arrays(table, state, grad))
     table = check_table(opt, table)
     table = check_writable(opt, "table", table, table.shape)
@@ -78,7 +84,8 @@ def _prepare(opt: str, table: Any, state: Any, grad: Any, hyper: dict[str, Any]
         _grad_apart(opt, [("table", table)], rows, values)
         lr = check_scalar(opt, "lr", hyper.pop("lr"))
         _no_extra(opt, hyper)
-        return lambda: get_kernel("embedding", "sgd_rows", xp)(table, rows, values, lr)
+        return (lambda r, g: get_kernel("embedding", "sgd_rows", xp)(table, r, g, lr)), \
+            rows, values
     if opt in ("adagrad", "rowwise_adagrad"):
         shape = table.shape if opt == "adagrad" else table.shape[:1]
         s = check_writable(opt, "state", state, shape)
@@ -88,7 +95,8 @@ def _prepare(opt: str, table: Any, state: Any, grad: Any, hyper: dict[str, Any]
         eps = check_scalar(opt, "eps", hyper.pop("eps", 1e-10))
         _no_extra(opt, hyper)
         name = "adagrad_rows" if opt == "adagrad" else "rowwise_adagrad_rows"
-        return lambda: get_kernel("embedding", name, xp)(table, s, rows, values, lr, eps)
+        return (lambda r, g: get_kernel("embedding", name, xp)(table, s, r, g, lr, eps)), \
+            rows, values
     if not isinstance(state, (tuple, list)) or len(state) != 2:
         msg = f"{opt}: state must be the pair (z, n) of accumulators"
         raise ArrowSparseTypeError(msg)
@@ -101,13 +109,28 @@ def _prepare(opt: str, table: Any, state: Any, grad: Any, hyper: dict[str, Any]
     l1 = check_scalar(opt, "l1", hyper.pop("l1", 0.001))
     l2 = check_scalar(opt, "l2", hyper.pop("l2", 0.001))
     _no_extra(opt, hyper)
-    return lambda: get_kernel("embedding", "ftrl_rows", xp)(
-        table, z, n, rows, values, alpha, beta, l1, l2)
+    return (lambda r, g: get_kernel("embedding", "ftrl_rows", xp)(
+        table, z, n, r, g, alpha, beta, l1, l2)), rows, values
+
+
+def _parts(prepared: Prepared, splits: int) -> list[Callable[[], None]]:
+    """Split the update into ``splits`` calls over contiguous runs of its distinct rows.
+
+    A row's update reads and writes only that row (of the table and of the state), and
+    the coalesced gradient holds each row once, so the parts touch disjoint rows: run in
+    any order or at once, they give the serial update's result exactly.
+    """
+    apply, rows, values = prepared
+    splits = max(1, min(splits, len(rows)))
+    edges = [len(rows) * k // splits for k in range(splits + 1)]
+    return [functools.partial(apply, rows[a:b], values[a:b])
+            for a, b in zip(edges[:-1], edges[1:], strict=True)]
 
 
 def _step(opt: str, table: Any, state: Any, grad: Any, hyper: dict[str, Any]) -> None:
     """One checked update, then its device checks (deferred)."""
-    _prepare(opt, table, state, grad, hyper)()
+    apply, rows, values = _prepare(opt, table, state, grad, hyper)
+    apply(rows, values)
     device_checks(opt, module_of(table))
 
 
@@ -356,8 +379,8 @@ def ftrl(table: np.ndarray, z: np.ndarray, n: np.ndarray, grad: SparseGrad,
 
 def update(opt: str, tables: Sequence[np.ndarray], grads: Sequence[SparseGrad], *,
            states: Sequence[Any] | None = None, max_workers: int | None = None,
-           **hyper: Any) -> None:
-    """Apply one optimizer to several tables at once, one thread per table.
+           num_splits: int = 1, **hyper: Any) -> None:
+    """Apply one optimizer to several tables at once, in parallel over tables and rows.
 
     Parameters
     ----------
@@ -371,7 +394,12 @@ def update(opt: str, tables: Sequence[np.ndarray], grads: Sequence[SparseGrad], 
         One state per table for the stateful optimizers: the ``state`` array of
         ``adagrad``/``rowwise_adagrad``, the pair ``(z, n)`` of ``ftrl``.
     max_workers
-        Threads (default ``min(len(tables), cpus)``).
+        Threads (default ``min(number of parts, cpus)``).
+    num_splits
+        Split each table's update into this many parts over its gradient's rows (each
+        part a contiguous run of distinct rows), so that one large table also updates
+        on several threads (EmbeddingTables.jl's ``num_splits``). The result is the
+        same as ``num_splits=1``, exactly.
     **hyper
         The optimizer's hyper-parameters (``lr``, ``eps``; ``alpha``, ``beta``, ``l1``,
         ``l2``), shared by every table.
@@ -392,10 +420,11 @@ def update(opt: str, tables: Sequence[np.ndarray], grads: Sequence[SparseGrad], 
     -----
     Every argument is checked before any table is touched, including that no two of the
     tables and states share memory (updates would race). The kernels release the GIL and
-    each pool thread runs them on one core, so the result is the same as calling the
+    each pool thread runs one part (a table, or with ``num_splits`` a run of its rows) on
+    one core; the parts touch disjoint rows, so the result is the same as calling the
     single-table function on each table in turn. Where Numba's threading layer does not
     allow kernels in several threads at once (``workqueue``; ``tbb`` and ``omp`` do), the
-    tables are updated one after another, each on every core. On the device the tables
+    parts run one after another, each on every core. On the device the tables
     are updated one after another on the current stream, without synchronising.
 
     Examples
@@ -423,8 +452,12 @@ def update(opt: str, tables: Sequence[np.ndarray], grads: Sequence[SparseGrad], 
     if opt != "ftrl" and "lr" not in hyper:
         msg = f"{func}: missing hyper-parameter 'lr'"
         raise ArrowSparseTypeError(msg)
-    calls = [_prepare(opt, t, None if states is None else states[i], g, dict(hyper))
-             for i, (t, g) in enumerate(zip(tables, grads, strict=True))]
+    if isinstance(num_splits, bool) or not isinstance(num_splits, (int, np.integer)) \
+            or num_splits < 1:
+        msg = f"{func}: num_splits must be a positive integer, got {num_splits!r}"
+        raise ArrowSparseValueError(msg)
+    prepared = [_prepare(opt, t, None if states is None else states[i], g, dict(hyper))
+                for i, (t, g) in enumerate(zip(tables, grads, strict=True))]
     arrays = []
     for i, t in enumerate(tables):
         arrays.append((f"tables[{i}]", t))
@@ -435,8 +468,8 @@ def update(opt: str, tables: Sequence[np.ndarray], grads: Sequence[SparseGrad], 
     _no_overlap(func, arrays)
     xp = array_module(func, tables=[t for _, t in arrays])
     if xp is np:
-        run_in_threads(calls, max_workers)
-    else:
-        for call in calls:
-            call()
+        run_in_threads([c for p in prepared for c in _parts(p, int(num_splits))], max_workers)
+    else:  # one after another on the stream: parts would only add launches
+        for apply, rows, values in prepared:
+            apply(rows, values)
     device_checks(func, xp)

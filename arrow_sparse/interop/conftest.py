@@ -16,6 +16,7 @@ _NEEDS = {
     "pandas_convert.py": "pandas",
     "polars.py": "polars",
     "torch.py": "torch",
+    "torch_data.py": "torch",
 }
 
 

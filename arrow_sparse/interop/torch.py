@@ -4,7 +4,11 @@
   ``JaggedTensor`` layout), :func:`from_torch` back to a :class:`~arrow_sparse.Jagged`;
 - :func:`to_torch_nested` -> a ``torch.nested`` jagged-layout nested tensor;
 - :func:`keyed_to_torchrec` -> the arguments of TorchRec's ``KeyedJaggedTensor``
-  (TorchRec itself is not imported);
+  (TorchRec itself is not imported); :func:`to_torchrec` / :func:`from_torchrec`
+  (also ``KeyedJagged.to_torchrec`` / ``.from_torchrec``) -> a real
+  ``KeyedJaggedTensor`` where TorchRec is installed, and back;
+- :class:`SparseDataset` and :func:`make_loader`, the data loader of
+  :mod:`arrow_sparse.interop.torch_data` (built on first access);
 - :class:`EmbeddingBag` (an ``nn.Module``), :func:`embedding_bag` and the
   ``torch.autograd.Function`` :class:`EmbeddingBagFunction` under them: PyTorch's
   ``EmbeddingBag`` computed by :mod:`arrow_sparse.embedding` on the weight's own memory,
@@ -41,14 +45,16 @@ from ..embedding.grad import backward
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged
 from ..keyed import KeyedJagged
+from ..keyed.keyed_jagged import COMPUTED as keyed_computed
+from . import torch_data as _torch_data
 from ._common import loaded, type_name
 
 # EmbeddingBag and EmbeddingBagFunction subclass torch classes: module __getattr__ builds
 # them on first access, so that importing this module does not import torch.
 __all__ = [  # noqa: F822
-    "EmbeddingBag", "EmbeddingBagFunction", "TorchRecInputs", "embedding_bag", "from_torch",
-    "keyed_to_torchrec", "sparse_grad_from_torch", "sparse_grad_to_torch", "to_torch",
-    "to_torch_nested"]
+    "EmbeddingBag", "EmbeddingBagFunction", "SparseDataset", "TorchRecInputs", "embedding_bag",
+    "from_torch", "from_torchrec", "keyed_to_torchrec", "make_loader", "sparse_grad_from_torch",
+    "sparse_grad_to_torch", "to_torch", "to_torch_nested", "to_torchrec"]
 
 _NULL_ROWS = ("raise", "empty")
 
@@ -328,6 +334,161 @@ def keyed_to_torchrec(kj: KeyedJagged) -> TorchRecInputs:
     weights = None if kj.weights is None else _tensor(func, torch, kj.weights)
     return TorchRecInputs([_key_name(k) for k in kj.keys()], _tensor(func, torch, kj.values),
                           _tensor(func, torch, kj.lengths), weights)
+
+
+@keyed_computed.register("to_torchrec")
+def to_torchrec(kj: KeyedJagged) -> Any:
+    """Convert to TorchRec's ``KeyedJaggedTensor``, or to its arguments without TorchRec.
+
+    Parameters
+    ----------
+    kj
+        A :class:`~arrow_sparse.KeyedJagged` (on the host).
+
+    Returns
+    -------
+    torchrec.KeyedJaggedTensor or TorchRecInputs
+        When ``torchrec`` can be imported, a ``KeyedJaggedTensor(keys, values, weights,
+        lengths)``; otherwise the named tuple :func:`keyed_to_torchrec` returns, which
+        builds one with ``KeyedJaggedTensor(**inputs._asdict())``. Keys are strings.
+
+    Raises
+    ------
+    TypeError
+        Not a KeyedJagged.
+    ModuleNotFoundError
+        torch is not installed.
+
+    See Also
+    --------
+    from_torchrec : The inverse.
+    keyed_to_torchrec : Always the tuple.
+
+    Notes
+    -----
+    Zero-copy: ``values``, ``lengths`` and ``weights`` are the KeyedJagged's buffers
+    shared through DLPack (TorchRec keeps the tensors it is given). Null rows are empty
+    rows (``lengths`` 0). TorchRec is imported on first use; the deprecation warnings
+    its import of FBGEMM raises are silenced for that import only.
+
+    Examples
+    --------
+    >>> from arrow_sparse.interop.torch import from_torchrec, to_torchrec
+    >>> kj = asp.KeyedJagged.from_dict({"a": [[1, 2], None], "b": [[3], [4, 5]]})
+    >>> kjt = to_torchrec(kj)  # TorchRecInputs where TorchRec is not installed
+    >>> type(kjt).__name__ in ("KeyedJaggedTensor", "TorchRecInputs")
+    True
+    >>> from_torchrec(kjt)["b"]
+    Jagged([[3], [4, 5]], dtype=int64, offsets=int32)
+    >>> from_torchrec(kjt).values.ctypes.data == kj.values.ctypes.data  # shared, both ways
+    True
+    """
+    func = "KeyedJagged.to_torchrec"
+    if not isinstance(kj, KeyedJagged):
+        msg = f"{func}: kj must be a KeyedJagged, got {type_name(kj)}"
+        raise ArrowSparseTypeError(msg)
+    inputs = keyed_to_torchrec(kj)
+    kjt_class = _torchrec_class()
+    if kjt_class is None:
+        return inputs
+    return kjt_class(keys=inputs.keys, values=inputs.values, lengths=inputs.lengths,
+                     weights=inputs.weights)
+
+
+@functools.cache
+def _torchrec_class() -> Any:
+    """TorchRec's ``KeyedJaggedTensor`` class, or None when TorchRec is not installed."""
+    import importlib.util
+    import warnings
+
+    if importlib.util.find_spec("torchrec") is None:
+        return None
+    with warnings.catch_warnings():  # FBGEMM warns on import about kernels it lacks
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        module = importlib.import_module("torchrec.sparse.jagged_tensor")
+    return module.KeyedJaggedTensor
+
+
+@keyed_computed.register("from_torchrec")
+def from_torchrec(kjt: Any) -> KeyedJagged:
+    """Build a KeyedJagged from TorchRec's ``KeyedJaggedTensor``, sharing its tensors.
+
+    Parameters
+    ----------
+    kjt
+        A ``torchrec.KeyedJaggedTensor``, or any object with its accessors: ``keys()``,
+        ``values()``, ``lengths()`` and ``weights_or_none()`` (or ``weights()``),
+        ``values`` / ``lengths`` / ``weights`` being CPU tensors; also the
+        :class:`TorchRecInputs` tuple (whose fields are those).
+
+    Returns
+    -------
+    KeyedJagged
+        With the same keys (strings, as TorchRec has them), values, lengths and weights.
+
+    Raises
+    ------
+    TypeError
+        An object without those accessors, tensors that are not 1-D CPU tensors of
+        numbers, or non-integer lengths.
+    ValueError
+        Lengths that do not add up to the number of values, or whose count is not a
+        multiple of the number of keys (as :class:`~arrow_sparse.KeyedJagged` checks).
+
+    See Also
+    --------
+    to_torchrec : The inverse.
+    from_torch : One jagged tensor pair.
+
+    Notes
+    -----
+    Zero-copy: values, lengths and weights are numpy views of the tensors' memory
+    (DLPack; tensors that require grad are detached first). The KeyedJagged's int64
+    offsets are computed (a new array). A ``KeyedJaggedTensor`` holding only offsets
+    computes its lengths when asked (TorchRec's work, a new tensor). Its ``stride()``
+    gives the batch size when there are no keys.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from arrow_sparse.interop.torch import TorchRecInputs, from_torchrec
+    >>> inputs = TorchRecInputs(["a", "b"], torch.tensor([1, 2, 3, 4, 5]),
+    ...                         torch.tensor([2, 0, 1, 2]), None)
+    >>> from_torchrec(inputs)
+    KeyedJagged(num_keys=2, batch_size=2, dtype=int64, lengths=int64, weights=None)
+      'a': [[1, 2], []]
+      'b': [[3], [4, 5]]
+    """
+    func = "KeyedJagged.from_torchrec"
+    if isinstance(kjt, TorchRecInputs):
+        keys, values, lengths, weights = kjt
+    else:
+        missing = [name for name in ("keys", "values", "lengths") if not callable(
+            getattr(kjt, name, None))]
+        if missing:
+            msg = (f"{func}: kjt must be a torchrec.KeyedJaggedTensor or have keys(), "
+                   f"values(), lengths() and weights_or_none(); {type_name(kjt)} lacks "
+                   f"{', '.join(f'{m}()' for m in missing)}")
+            raise ArrowSparseTypeError(msg)
+        keys, values, lengths = kjt.keys(), kjt.values(), kjt.lengths()
+        weights_of = getattr(kjt, "weights_or_none", None) or getattr(kjt, "weights", None)
+        weights = weights_of() if callable(weights_of) else None
+    torch = loaded("torch")
+    for arg, x in (("values", values), ("lengths", lengths), ("weights", weights)):
+        if x is None and arg == "weights":
+            continue
+        if torch is None or not isinstance(x, torch.Tensor):
+            msg = f"{func}: {arg} must be a torch.Tensor, got {type_name(x)}"
+            raise ArrowSparseTypeError(msg)
+    stride = getattr(kjt, "stride", None)
+    batch_size = None
+    if not list(keys) and callable(stride):
+        batch_size = int(stride())
+    return KeyedJagged(list(keys), _array(func, "values", torch, values),
+                       _array(func, "lengths", torch, lengths),
+                       None if weights is None else _array(func, "weights", torch, weights),
+                       batch_size=batch_size)
 
 
 def _key_name(key: Hashable) -> str:
@@ -945,9 +1106,15 @@ def __dir__() -> list[str]:
 
 
 def __getattr__(name: str) -> Any:
-    """Build :class:`EmbeddingBag` and :class:`EmbeddingBagFunction` on first access."""
+    """Build :class:`EmbeddingBag` and :class:`EmbeddingBagFunction` on first access.
+
+    :class:`SparseDataset` and :func:`make_loader` are those of
+    :mod:`arrow_sparse.interop.torch_data`.
+    """
     if name in ("EmbeddingBag", "EmbeddingBagFunction"):
         return _classes()[name]
+    if name in ("SparseDataset", "make_loader"):
+        return getattr(_torch_data, name)
     msg = f"module {__name__!r} has no attribute {name!r}"
     raise AttributeError(msg)
 

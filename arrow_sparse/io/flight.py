@@ -6,7 +6,7 @@ batches (or :class:`~arrow_sparse.KeyedJagged` batches). A ticket ``b"shard=i/n"
 asks for shard ``i`` of ``n``: the runs ``i, i+n, i+2n, ...`` of ``batch_rows`` rows
 of the source's stream (shards differ by at most one run; see :func:`serve_flight`).
 A server may encrypt its connections (TLS) and require a bearer token (the
-middleware of :mod:`._flight_security`). ``pyarrow.flight`` is imported on first
+middleware of :mod:`.flight_security`). ``pyarrow.flight`` is imported on first
 use, not with the package.
 """
 
@@ -29,9 +29,9 @@ import pyarrow as pa
 from .. import _validate as v
 from ..errors import ArrowSparseError, ArrowSparseTypeError, ArrowSparseValueError
 from ..keyed import KeyedJagged
-from . import _flight_security as security
+from . import flight_security as security
 from ._common import ArrowSparseIOError, as_batches, stamp_schema
-from ._flight_security import TOKEN_ENV, InsecureFlightWarning
+from .flight_security import TOKEN_ENV, InsecureFlightWarning
 from .parquet import DEFAULT_BATCH_ROWS, read_parquet
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 from ..keyed import KeyedJagged
-from . import _flight_security as security
+from . import flight_security as security
 from .flight import (
     DEFAULT_TIMEOUT,
     ArrowSparseFlightError,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Hashable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -38,14 +38,27 @@ from ._common import (
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
 
-__all__ = ["DEFAULT_BATCH_ROWS", "DEFAULT_ROW_GROUP_ROWS", "ParquetBatches", "read_parquet",
-           "write_parquet", "write_parquet_dataset"]
+__all__ = ["DEFAULT_BATCH_ROWS", "DEFAULT_ROW_GROUP_ROWS", "ParquetBatches", "RowGroup",
+           "read_parquet", "write_parquet", "write_parquet_dataset"]
 
 #: Default number of rows per batch yielded by :func:`read_parquet`.
 DEFAULT_BATCH_ROWS = 65_536
 #: Default number of rows per row group written by :func:`write_parquet`: the default
 #: batch of :func:`read_parquet`, so that one row group is read as one batch.
 DEFAULT_ROW_GROUP_ROWS = 65_536
+
+
+class RowGroup(NamedTuple):
+    """One row group of a :class:`ParquetBatches` stream (see ``row_groups``)."""
+
+    path: str
+    """The file."""
+    row_group: int | None
+    """Its index in the file."""
+    num_rows: int
+    """Its rows, from the footer."""
+    piece: Any
+    """The ``pyarrow.dataset`` fragment that reads just this row group."""
 
 
 class ParquetBatches:
@@ -193,16 +206,106 @@ class ParquetBatches:
         ...  for b, f, rg in asp.io.read_parquet(path).iter_with_location()]
         [(2, 'ids.parquet', 0), (1, 'ids.parquet', 1)]
         """
-        import pyarrow.dataset as ds
-
         func = "read_parquet"
         num_shards = v.check_count(func, "num_shards", num_shards)
         shard = v.check_count(func, "shard", shard)
         if not shard < num_shards:
             msg = f"{func}: shard must be in [0, num_shards={num_shards}), got {shard}"
             raise ArrowSparseValueError(msg)
+        for position, (piece, path, row_group) in enumerate(self._pieces()):
+            if position % num_shards != shard:
+                continue
+            for batch in self._scan(piece, path, row_group, self._filter, self._batch_rows):
+                yield batch, path, row_group
+
+    def row_groups(self) -> list[RowGroup]:
+        """List the row groups read, in order (over the files in order), with their row counts.
+
+        The units a sharded reader deals out (:class:`arrow_sparse.interop.torch_data.
+        SparseDataset` does): each is read on its own by :meth:`read_row_group`. Only
+        the footers are read.
+
+        Returns
+        -------
+        list of RowGroup
+
+        Raises
+        ------
+        ValueError
+            The stream has a ``filter`` (its row counts are unknown before reading), or
+            a corrupt footer.
+        KeyError, TypeError
+            As :meth:`iter_with_location`, for a file that lacks a column or stores it
+            as another type.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "ids.parquet")
+        >>> _ = asp.io.write_parquet(pa.table({"ids": [[1], [2, 3], []]}), path,
+        ...                          row_group_rows=2)
+        >>> [(os.path.basename(g.path), g.row_group, g.num_rows)
+        ...  for g in asp.io.read_parquet(path).row_groups()]
+        [('ids.parquet', 0, 2), ('ids.parquet', 1, 1)]
+        """
+        func = "row_groups"
+        if self._filter is not None:
+            msg = (f"{func}: the stream has a filter, so its row groups' row counts are "
+                   "unknown before reading; read without filter= (a Pipeline filter step "
+                   "filters after reading)")
+            raise ArrowSparseValueError(msg)
+        groups = []
+        for piece, path, row_group in self._pieces():
+            rgs = getattr(piece, "row_groups", None)
+            if not rgs:
+                msg = f"{func}: {path!r} is not a Parquet file fragment with row groups"
+                raise ArrowSparseValueError(msg)
+            groups.append(RowGroup(path, row_group, int(rgs[0].num_rows), piece))
+        return groups
+
+    def read_row_group(self, group: RowGroup) -> pa.Table:
+        """Read one row group of :meth:`row_groups` (the stream's columns) as a Table.
+
+        Parameters
+        ----------
+        group
+            An entry of :meth:`row_groups`.
+
+        Returns
+        -------
+        pyarrow.Table
+            ``group.num_rows`` rows, the decoded Arrow data (no further copy).
+
+        Raises
+        ------
+        TypeError
+            ``group`` is not a RowGroup.
+        ValueError
+            A damaged page (the message names the file, row group and column).
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "ids.parquet")
+        >>> _ = asp.io.write_parquet(pa.table({"ids": [[1], [2, 3], []]}), path,
+        ...                          row_group_rows=2)
+        >>> batches = asp.io.read_parquet(path)
+        >>> batches.read_row_group(batches.row_groups()[1]).to_pylist()
+        [{'ids': []}]
+        """
+        if not isinstance(group, RowGroup):
+            msg = f"read_row_group: group must be a RowGroup, got {type(group).__name__}"
+            raise ArrowSparseTypeError(msg)
+        batches = list(self._scan(group.piece, group.path, group.row_group, None,
+                                  max(group.num_rows, 1)))
+        return pa.Table.from_batches(batches, schema=self.schema)
+
+    def _pieces(self) -> Iterator[tuple[Any, str, int | None]]:
+        """Yield ``(fragment of one row group, file path, row group)``, files checked first."""
+        import pyarrow.dataset as ds
+
+        func = "read_parquet"
         schema = self._dataset.schema
-        position = -1
         for fragment in self._dataset.get_fragments(filter=self._filter):
             path = getattr(fragment, "path", self._source)
             if isinstance(fragment, ds.ParquetFileFragment):
@@ -214,26 +317,29 @@ class ParquetBatches:
             else:
                 pieces = [fragment]
             for piece in pieces:
-                position += 1
-                if position % num_shards != shard:
-                    continue
                 row_groups = getattr(piece, "row_groups", None)
-                row_group = row_groups[0].id if row_groups else None
-                scanner = ds.Scanner.from_fragment(
-                    piece, schema=schema, columns=self._columns, filter=self._filter,
-                    batch_size=self._batch_rows)
-                batches = scanner.to_batches()
-                while True:
-                    try:
-                        batch = next(batches)
-                    except StopIteration:
-                        break
-                    except PYARROW_ERRORS as exc:
-                        column = _damaged_column(path, row_group, self._columns)
-                        raise corrupt(func, "Parquet", path, exc, row_group,
-                                      column=column) from None
-                    if batch.num_rows:
-                        yield batch, path, row_group
+                yield piece, path, row_groups[0].id if row_groups else None
+
+    def _scan(self, piece: Any, path: str, row_group: int | None, filter: Any,
+              batch_rows: int) -> Iterator[pa.RecordBatch]:
+        """Decode one piece's non-empty batches; a damaged page names file, row group, column."""
+        import pyarrow.dataset as ds
+
+        func = "read_parquet"
+        scanner = ds.Scanner.from_fragment(piece, schema=self._dataset.schema,
+                                           columns=self._columns, filter=filter,
+                                           batch_size=batch_rows)
+        batches = scanner.to_batches()
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                break
+            except PYARROW_ERRORS as exc:
+                column = _damaged_column(path, row_group, self._columns)
+                raise corrupt(func, "Parquet", path, exc, row_group, column=column) from None
+            if batch.num_rows:
+                yield batch
 
     def _check_fragment(self, fragment: Any, path: str) -> None:
         """Raise when a file of the data set lacks a column read or stores it as another type."""
@@ -374,10 +480,7 @@ def read_parquet(paths_or_dataset: Any, columns: Sequence[str] | None = None,
 
     func = "read_parquet"
     dataset, source, disagreements = _open_dataset(func, paths_or_dataset, partitioning)
-    batch_rows = v.check_count(func, "batch_rows", batch_rows)
-    if batch_rows == 0:
-        msg = f"{func}: batch_rows must be positive, got 0"
-        raise ArrowSparseValueError(msg)
+    batch_rows = v.check_positive_count(func, "batch_rows", batch_rows)
     if filter is not None and not isinstance(filter, ds.Expression):
         msg = (f"{func}: filter must be a pyarrow.compute expression such as "
                f"pc.field('label') == 1, got {type(filter).__name__}")
@@ -840,17 +943,7 @@ def write_parquet(data: Any, path: str | os.PathLike[str],
     import pyarrow.parquet as pq
 
     func = "write_parquet"
-    row_group_rows = v.check_count(func, "row_group_rows", row_group_rows)
-    if row_group_rows == 0:
-        msg = f"{func}: row_group_rows must be positive, got 0"
-        raise ArrowSparseValueError(msg)
-    if compression is not None and not isinstance(compression, str):
-        msg = f"{func}: compression must be a codec name or None, got {type(compression).__name__}"
-        raise ArrowSparseTypeError(msg)
-    if compression is not None and not _codec_available(compression):
-        msg = (f"{func}: compression {compression!r} is not an available codec (use zstd, "
-               "snappy, lz4, gzip, brotli or None)")
-        raise ArrowSparseValueError(msg)
+    row_group_rows = _check_writer_options(func, row_group_rows, compression)
     schema, batches = as_batches(func, data)
     schema = stamp_schema(schema)
     rows = 0
@@ -967,23 +1060,10 @@ def write_parquet_dataset(data: Any, path: str | os.PathLike[str], *,
     import pyarrow.parquet as pq
 
     func = "write_parquet_dataset"
-    row_group_rows = v.check_count(func, "row_group_rows", row_group_rows)
-    if row_group_rows == 0:
-        msg = f"{func}: row_group_rows must be positive, got 0"
-        raise ArrowSparseValueError(msg)
+    row_group_rows = _check_writer_options(func, row_group_rows, compression)
     if max_rows_per_file is not None:
-        max_rows_per_file = v.check_count(func, "max_rows_per_file", max_rows_per_file)
-        if max_rows_per_file == 0:
-            msg = f"{func}: max_rows_per_file must be positive, got 0"
-            raise ArrowSparseValueError(msg)
+        max_rows_per_file = v.check_positive_count(func, "max_rows_per_file", max_rows_per_file)
         row_group_rows = min(row_group_rows, max_rows_per_file)
-    if compression is not None and not isinstance(compression, str):
-        msg = f"{func}: compression must be a codec name or None, got {type(compression).__name__}"
-        raise ArrowSparseTypeError(msg)
-    if compression is not None and not _codec_available(compression):
-        msg = (f"{func}: compression {compression!r} is not an available codec (use zstd, "
-               "snappy, lz4, gzip, brotli or None)")
-        raise ArrowSparseValueError(msg)
     schema, batches = as_batches(func, data)
     schema = stamp_schema(schema)
     keys = check_partition_by(func, partition_by, schema)
@@ -1079,6 +1159,19 @@ def _empty_null_lists(column: pa.Array) -> pa.Array:
     np.cumsum(np.where(valid, lengths, 0), out=new_offsets[1:])
     return type(column).from_arrays(new_offsets, column.flatten(), type=t,
                                     mask=pa.array(~valid))
+
+
+def _check_writer_options(func: str, row_group_rows: Any, compression: Any) -> int:
+    """Check the options every Parquet writer takes; return ``row_group_rows``."""
+    rows = v.check_positive_count(func, "row_group_rows", row_group_rows)
+    if compression is not None and not isinstance(compression, str):
+        msg = f"{func}: compression must be a codec name or None, got {type(compression).__name__}"
+        raise ArrowSparseTypeError(msg)
+    if compression is not None and not _codec_available(compression):
+        msg = (f"{func}: compression {compression!r} is not an available codec (use zstd, "
+               "snappy, lz4, gzip, brotli or None)")
+        raise ArrowSparseValueError(msg)
+    return rows
 
 
 def _codec_available(name: str) -> bool:

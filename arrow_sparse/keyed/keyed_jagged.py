@@ -76,9 +76,11 @@ class BlockBuckets(NamedTuple):
     positions: list[np.ndarray] | None
 
 
-#: KeyedJagged's reshaping methods, computed by :mod:`arrow_sparse.keyed.reshape`.
-COMPUTED = ComputedMethods("KeyedJagged", ("block_bucketize", "concat", "permute", "regroup",
-                                          "regroup_as_dict", "split", "to_padded_dict"))
+#: KeyedJagged's reshaping methods, computed by :mod:`arrow_sparse.keyed.reshape`, and its
+#: TorchRec conversions, computed by :mod:`arrow_sparse.interop.torch`.
+COMPUTED = ComputedMethods("KeyedJagged", ("block_bucketize", "concat", "from_torchrec",
+                                          "permute", "regroup", "regroup_as_dict", "split",
+                                          "to_padded_dict", "to_torchrec"))
 
 
 class KeyedJagged:
@@ -1047,6 +1049,27 @@ class KeyedJagged:
                [3, 0]])
         """
         return COMPUTED["to_padded_dict"](self, max_lengths, pad_value)
+
+    def to_torchrec(self) -> Any:
+        """Convert to TorchRec's ``KeyedJaggedTensor`` (or its arguments without TorchRec).
+
+        See Also
+        --------
+        arrow_sparse.interop.torch.to_torchrec : The function this calls (results, copies,
+            and the Examples, which need torch).
+        """
+        return COMPUTED["to_torchrec"](self)
+
+    @classmethod
+    def from_torchrec(cls, kjt: Any) -> KeyedJagged:
+        """Build from TorchRec's ``KeyedJaggedTensor`` (or any object with its accessors).
+
+        See Also
+        --------
+        arrow_sparse.interop.torch.from_torchrec : The function this calls (inputs, copies,
+            and the Examples, which need torch).
+        """
+        return COMPUTED["from_torchrec"](kjt)  # type: ignore[no-any-return]
 
     def __repr__(self) -> str:
         weights = "None" if self._weights is None else str(self._weights.dtype)

@@ -6,9 +6,10 @@
 1
 """
 
-from __future__ import annotations
-
 from .core import Pipeline
+from .cross import HashedCross
+from .join import JoinExternal
+from .python_steps import PythonStep, register_step, registered_steps
 from .runner import DEFAULT_BATCH_ROWS, RunSummary, run
 from .steps import (
     STEP_TYPES,
@@ -27,6 +28,10 @@ from .steps import (
     step_from_dict,
 )
 
+STEP_TYPES[HashedCross.type] = HashedCross
+STEP_TYPES[JoinExternal.type] = JoinExternal
+STEP_TYPES[PythonStep.type] = PythonStep
+
 __all__ = [
     "DEFAULT_BATCH_ROWS",
     "STEP_TYPES",
@@ -34,16 +39,21 @@ __all__ = [
     "EmbeddingBag",
     "Filter",
     "HashBucket",
+    "HashedCross",
+    "JoinExternal",
     "MultiHot",
     "Normalize",
     "PadOrTruncate",
     "Pipeline",
+    "PythonStep",
     "Reduce",
     "Rename",
     "RunSummary",
     "Select",
     "Step",
     "Truncate",
+    "register_step",
+    "registered_steps",
     "run",
     "step_from_dict",
 ]

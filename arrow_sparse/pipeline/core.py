@@ -22,6 +22,7 @@ from . import _toml
 from ._filter import did_you_mean
 from ._layout import canonical_schema, canonical_table, output_metadata
 from ._parallel import ordered_map
+from .join import JoinExternal
 from .steps import Categorify, EmbeddingBag, Filter, Rename, Select, Step, step_from_dict
 
 __all__ = ["Pipeline"]
@@ -189,6 +190,9 @@ class Pipeline:
     base_dir
         Directory that relative paths (input, output, embedding tables) are resolved
         against: the spec file's directory for :meth:`load`, else the current one.
+    allow_python_steps
+        Accept spec dicts of ``type = "python"``, which run Python code
+        (:func:`~arrow_sparse.pipeline.register_step`); refused by default.
 
     Examples
     --------
@@ -208,13 +212,14 @@ class Pipeline:
 
     def __init__(self, steps: Sequence[Step | dict[str, Any]], *, input: str | None = None,
                  output: str | None = None, batch_rows: int | None = None,
-                 base_dir: str | None = None) -> None:
+                 base_dir: str | None = None, allow_python_steps: bool = False) -> None:
         if isinstance(steps, (str, bytes)) or not isinstance(steps, Sequence):
             msg = f"Pipeline: steps must be a list, got {type(steps).__name__}"
             raise ArrowSparseTypeError(msg)
         built: list[Step] = []
         for i, s in enumerate(steps):
-            step = s if isinstance(s, Step) else step_from_dict(s, where=f"steps[{i}]")
+            step = s if isinstance(s, Step) else step_from_dict(
+                s, where=f"steps[{i}]", allow_python_steps=allow_python_steps)
             if step.name is None:
                 step.name = f"{step.type}_{i}"
             built.append(step)
@@ -488,6 +493,8 @@ class Pipeline:
         origin: dict[str, str | None] = {name: name for name in input_schema.names}
         need: set[str] = set()
         for step in self.steps:
+            if step.opaque:  # may read any column alive at this point
+                need.update(o for o in origin.values() if o is not None)
             need.update(o for c in step.input_columns() if (o := origin.get(c)) is not None)
             if isinstance(step, Select):
                 origin = {c: origin.get(c) for c in step.columns}
@@ -505,6 +512,8 @@ class Pipeline:
         needed column, filters rows, or renames; ``select`` and steps writing
         nothing needed are skipped (they cannot change the needed columns' rows).
         """
+        if any(step.opaque for step in self.steps[:index]):  # unknown columns: run them all
+            return list(self.steps[:index]), _AllColumns()
         need = set(self.steps[index].input_columns())
         kept: list[Step] = []
         for step in reversed(self.steps[:index]):
@@ -579,7 +588,7 @@ class Pipeline:
         found: list[pc.Expression] = []
         touched: set[str] = set()
         for step in self.steps:
-            if step.stateful:
+            if step.stateful or step.opaque:
                 break
             if isinstance(step, Filter):
                 if not touched & set(step.input_columns()):
@@ -604,10 +613,11 @@ class Pipeline:
 
     @classmethod
     def from_dict(cls, spec: dict[str, Any], *, base_dir: str | None = None,
-                  source: str = "spec") -> Pipeline:
+                  source: str = "spec", allow_python_steps: bool = False) -> Pipeline:
         """Build a pipeline from a spec dict (the parsed TOML).
 
         Categorify entries with ``vocabulary = "FILE"`` load that fitted vocabulary.
+        ``type = "python"`` entries are refused unless ``allow_python_steps``.
         """
         if not isinstance(spec, dict):
             msg = f"{source}: expected a table, got {type(spec).__name__}"
@@ -633,7 +643,8 @@ class Pipeline:
         for i, entry in enumerate(entries):
             entry = dict(entry) if isinstance(entry, dict) else entry
             vocab_file = entry.pop("vocabulary", None) if isinstance(entry, dict) else None
-            step = step_from_dict(entry, where=f"{source}: steps[{i}]")
+            step = step_from_dict(entry, where=f"{source}: steps[{i}]",
+                                  allow_python_steps=allow_python_steps)
             step.base_dir = base_dir
             if vocab_file is not None:
                 if not isinstance(step, Categorify):
@@ -645,10 +656,13 @@ class Pipeline:
                    batch_rows=head.get("batch_rows"), base_dir=base_dir)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> Pipeline:
+    def load(cls, path: str | os.PathLike[str], *,
+             allow_python_steps: bool = False) -> Pipeline:
         """Read a TOML spec (and the fitted state files it names).
 
         Relative paths in the spec are resolved against the spec file's directory.
+        Steps of ``type = "python"`` are refused unless ``allow_python_steps``: a
+        spec must not run or import code by surprise.
 
         Examples
         --------
@@ -674,7 +688,7 @@ class Pipeline:
             raise ArrowSparseIOError(msg) from exc
         spec = _toml.loads(text, source=path)
         return cls.from_dict(spec, base_dir=os.path.dirname(os.path.abspath(path)),
-                             source=path)
+                             source=path, allow_python_steps=allow_python_steps)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the spec as TOML, and each fitted vocabulary as Parquet next to it.
@@ -694,12 +708,21 @@ class Pipeline:
         for step, entry in zip(self.steps, doc["steps"], strict=True):
             if isinstance(step, EmbeddingBag):
                 entry["table"] = _rebase(step._resolve(step.table), out_dir)
+            if isinstance(step, JoinExternal):
+                entry["path"] = _rebase(step._resolve(step.path), out_dir)
             if isinstance(step, Categorify) and step.vocabulary is not None:
                 name = f"{stem}.{step.name}.vocab.parquet"
                 step.vocabulary.save(os.path.join(out_dir, name))
                 entry["vocabulary"] = name
         with open(path, "w", encoding="utf-8") as f:
             f.write(_toml.dumps(doc))
+
+
+class _AllColumns(frozenset):
+    """The columns of a fitting pass that runs a step of unknown columns: every column."""
+
+    def __contains__(self, name: object) -> bool:
+        return True
 
 
 def _rebase(path: str | None, out_dir: str) -> str | None:

@@ -8,6 +8,8 @@ the partial state of its batches and the driver merges them, as the local
 :meth:`Pipeline.fit <arrow_sparse.Pipeline.fit>` does. :func:`iter_keyed_jagged`
 turns ``Dataset.iter_batches(batch_format="pyarrow")`` (or a ``streaming_split``
 iterator's) into :class:`~arrow_sparse.KeyedJagged` batches for a training loop.
+:func:`read_keyed_jagged` is a Ray Data datasource that reads Parquet, applies a fitted
+pipeline in its read tasks and makes blocks in the KeyedJagged's own Arrow layout.
 
 Ray is optional (``pip install 'arrow-sparse[ray]'``) and imported on first use.
 ``arrow-sparse run SPEC --engine ray`` and ``run(..., engine="ray")`` use this
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
     from ..keyed import KeyedJagged
 
 __all__ = ["fit", "init", "iter_keyed_jagged", "map_batches", "output_batches",
-           "read_parquet"]
+           "read_keyed_jagged", "read_parquet"]
 
 
 def _ray_data() -> Any:
@@ -399,3 +401,155 @@ def iter_keyed_jagged(batches: Iterable[Any], keys: list[Hashable] | None = None
                    f"{type(batch).__name__})")
             raise ArrowSparseTypeError(msg)
         yield KeyedJagged.from_arrow(batch, keys=keys, weights=weights)
+
+
+def _parquet_units(func: str, paths: Any) -> list[tuple[str, int, int]]:
+    """``(file, row group, rows)`` of every row group of a file, directory or list of files."""
+    import pyarrow.parquet as pq
+
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    if not isinstance(paths, (list, tuple)) or not paths:
+        msg = f"{func}: paths must be a path or a non-empty list of paths, got {paths!r}"
+        raise ArrowSparseTypeError(msg)
+    files: list[str] = []
+    for path in map(os.fspath, paths):
+        if os.path.isdir(path):
+            found = sorted(os.path.join(root, name) for root, _, names in os.walk(path)
+                           for name in names if name.endswith(".parquet"))
+            if not found:
+                msg = f"{func}: paths has a directory with no .parquet file: {path!r}"
+                raise ArrowSparseValueError(msg)
+            files += found
+        else:
+            files.append(path)
+    units = []
+    for file in files:
+        meta = pq.ParquetFile(file).metadata
+        units += [(file, g, meta.row_group(g).num_rows) for g in range(meta.num_row_groups)]
+    return units
+
+
+def _read_keyed(units: list[tuple[str, int, int]], keys: list[Hashable] | None,
+                weights: Any, pipeline: Pipeline | None, batch_rows: int) -> Iterator[pa.Table]:
+    """Read the row groups' batches, through the pipeline, in the KeyedJagged layout."""
+    import pyarrow.parquet as pq
+
+    from ..keyed import KeyedJagged
+
+    for file, group, _ in units:
+        for batch in pq.ParquetFile(file).iter_batches(batch_size=batch_rows,
+                                                        row_groups=[group]):
+            table = pipeline.transform_table(batch) if pipeline is not None else batch
+            kj = KeyedJagged.from_arrow(table, keys=keys, weights=weights)
+            yield pa.Table.from_batches([kj.to_arrow()])
+
+
+_DATASOURCE: list[type] = []
+
+
+def _datasource_class() -> type:
+    """Return the ``ray.data.Datasource`` subclass (made on first use: Ray is optional)."""
+    if _DATASOURCE:
+        return _DATASOURCE[0]
+    rd = _ray_data()
+    from ray.data.block import BlockMetadata
+
+    class KeyedJaggedDatasource(rd.Datasource):
+        """Parquet row groups -> fitted pipeline -> blocks in the KeyedJagged layout."""
+
+        def __init__(self, units: list[tuple[str, int, int]], keys: Any, weights: Any,
+                     pipeline: Pipeline | None, batch_rows: int) -> None:
+            self.units, self.keys, self.weights = units, keys, weights
+            self.pipeline, self.batch_rows = pipeline, batch_rows
+
+        def get_name(self) -> str:
+            return "KeyedJagged"
+
+        def estimate_inmemory_data_size(self) -> int | None:
+            return None
+
+        def get_read_tasks(self, parallelism: int, per_task_row_limit: int | None = None,
+                           data_context: Any = None) -> list[Any]:
+            from functools import partial
+
+            n = max(1, min(parallelism, len(self.units)))
+            tasks = []
+            for i in range(n):  # contiguous runs of row groups, in file order
+                part = self.units[i * len(self.units) // n:(i + 1) * len(self.units) // n]
+                meta = BlockMetadata(num_rows=sum(rows for *_, rows in part), size_bytes=None,
+                                     exec_stats=None,
+                                     input_files=tuple(dict.fromkeys(f for f, *_ in part)))
+                read = partial(_read_keyed, part, self.keys, self.weights, self.pipeline,
+                               self.batch_rows)
+                tasks.append(rd.ReadTask(read, meta, per_task_row_limit=per_task_row_limit))
+            return tasks
+
+    _DATASOURCE.append(KeyedJaggedDatasource)
+    return KeyedJaggedDatasource
+
+
+def read_keyed_jagged(paths: Any, keys: list[Hashable] | None = None, *,
+                      weights: str | Mapping[Hashable, str] | None = None,
+                      pipeline: Pipeline | None = None,
+                      batch_rows: int = DEFAULT_BATCH_ROWS, **kwargs: Any) -> ray.data.Dataset:
+    """Read Parquet through a fitted pipeline into a Ray dataset of KeyedJagged batches.
+
+    A ``ray.data.Datasource`` (``ray.data.read_datasource``): each read task reads a run
+    of the input's row groups, ``batch_rows`` rows at a time, applies ``pipeline`` (if
+    any) and makes each batch a :class:`~arrow_sparse.KeyedJagged` of ``keys``; its
+    blocks are that KeyedJagged's Arrow layout (:meth:`KeyedJagged.to_arrow
+    <arrow_sparse.KeyedJagged.to_arrow>`: one list column per key, value types made
+    one, weights as ``KEY_weights`` columns). :func:`iter_keyed_jagged` of
+    ``ds.iter_batches(batch_format="pyarrow")`` gives the KeyedJagged batches back
+    without a copy.
+
+    Parameters
+    ----------
+    paths
+        A Parquet file, a directory of them (read recursively, in name order) or a list.
+        Every worker must read them under the same names.
+    keys, weights
+        As for :meth:`KeyedJagged.from_arrow <arrow_sparse.KeyedJagged.from_arrow>`, of
+        the pipeline's output.
+    pipeline
+        A fitted :class:`~arrow_sparse.Pipeline`, or None.
+    batch_rows
+        Rows per batch read and transformed (a row group's last batch may be shorter).
+        Ray may join a read task's batches into one block (up to its target block
+        size); the trainer's batch size is ``iter_batches(batch_size=...)``'s.
+    **kwargs
+        Passed to ``ray.data.read_datasource`` (``override_num_blocks=``, ``num_cpus=``).
+
+    Returns
+    -------
+    ray.data.Dataset
+
+    Raises
+    ------
+    TypeError
+        ``paths`` or ``pipeline`` of another kind.
+    ValueError
+        An unfitted pipeline; a directory with no Parquet file; ``batch_rows`` below 1.
+
+    Examples
+    --------
+    >>> ds = read_keyed_jagged("data/sample_clicks.parquet", keys=["item_ids"])  # doctest: +SKIP
+    >>> batches = ds.iter_batches(batch_format="pyarrow")        # doctest: +SKIP
+    >>> next(iter_keyed_jagged(batches)).keys()                  # doctest: +SKIP
+    ['item_ids']
+    """
+    func = "read_keyed_jagged"
+    if pipeline is not None and not isinstance(pipeline, Pipeline):
+        msg = f"{func}: pipeline must be an arrow_sparse Pipeline, got {type(pipeline).__name__}"
+        raise ArrowSparseTypeError(msg)
+    if pipeline is not None and not pipeline.fitted:
+        names = ", ".join(s.label for s in pipeline.steps if not s.fitted)
+        msg = f"{func}: the pipeline has unfitted steps ({names}); fit it first"
+        raise ArrowSparseValueError(msg)
+    if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
+        msg = f"{func}: batch_rows must be a positive int, got {batch_rows!r}"
+        raise ArrowSparseValueError(msg)
+    units = _parquet_units(func, paths)
+    source = _datasource_class()(units, keys, weights, pipeline, batch_rows)
+    return _ray_data().read_datasource(source, **kwargs)

@@ -296,7 +296,9 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
         engine: str = "local", batch_rows: int | None = None, threads: int | None = None,
         progress: Any = None, save_pipeline: str | os.PathLike[str] | None = None,
         block: bool = True, partition_by: str | list[str] | None = None,
-        max_rows_per_file: int | None = None, verbose: bool = False) -> RunSummary:
+        max_rows_per_file: int | None = None, verbose: bool = False,
+        allow_python_steps: bool = False,
+        flight_security: dict[str, Any] | None = None) -> RunSummary:
     """Run a pipeline over a Parquet input, streaming batch by batch, and write the output.
 
     Unfitted stateful steps (categorify, normalize) are fitted first, by streaming
@@ -325,8 +327,10 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
         Local engine: batches transformed at once on threads (default: the cores
         this process may use, at most 8). The output order is the input order.
     progress
-        None: no bar; True: a bar on stderr when it is a terminal; or a
-        :class:`~arrow_sparse._progress.Progress`-like object with ``update(rows)``.
+        None: no bar; True: a bar on stderr when it is a terminal or a Jupyter
+        notebook cell's output (the one-line bar, rewritten in place; no ipywidgets
+        needed); or a :class:`~arrow_sparse._progress.Progress`-like object with
+        ``update(rows)``.
     save_pipeline
         Write the fitted pipeline (spec + vocabularies) to this TOML path; its
         directory is created before fitting.
@@ -344,6 +348,13 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
         With ``engine="ray"``: let Ray print its own logs (its INFO lines, its
         workers' output, Ray Data's progress). By default a Ray instance this run
         starts is quiet: only errors reach stderr.
+    allow_python_steps
+        With a spec path: accept its ``type = "python"`` steps, which run Python code
+        (:func:`~arrow_sparse.pipeline.register_step`); refused by default.
+    flight_security
+        For Flight output: ``tls_cert_file``, ``tls_key_file``, ``token`` and
+        ``token_file``, passed to :func:`~arrow_sparse.io.serve_flight` (without a
+        token, ``ARROW_SPARSE_FLIGHT_TOKEN`` is read; docs/io.md, "Securing a server").
 
     Returns
     -------
@@ -385,7 +396,7 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
     start = time.perf_counter()
     pipe = spec_or_pipeline
     if isinstance(pipe, (str, os.PathLike)):
-        pipe = Pipeline.load(pipe)
+        pipe = Pipeline.load(pipe, allow_python_steps=allow_python_steps)
     if not isinstance(pipe, Pipeline):
         msg = f"run: expected a Pipeline or a spec path, got {type(pipe).__name__}"
         raise ArrowSparseTypeError(msg)
@@ -468,7 +479,8 @@ def run(spec_or_pipeline: Any, input: Any = None, output: str | None = None, *,
         pipe.save(save_path)
 
     if kind == "flight":
-        return _serve(pipe, data, out_schema, str(dst), summary, threads, block, start)
+        return _serve(pipe, data, out_schema, str(dst), summary, threads, block, start,
+                      flight_security or {})
 
     def stream(p: Any) -> Iterator[pa.RecordBatch]:
         if ray_data is not None:
@@ -552,7 +564,8 @@ def _footer_bytes(data: Any) -> int:
 
 
 def _serve(pipe: Pipeline, data: Any, out_schema: pa.Schema, dst: str, summary: RunSummary,
-           threads: int, block: bool, start: float) -> RunSummary:
+           threads: int, block: bool, start: float,
+           security: dict[str, Any]) -> RunSummary:
     """Serve the pipeline's output over Flight: each reader's shard is transformed for it."""
     lock = threading.Lock()
     window: list[float] = []
@@ -590,7 +603,8 @@ def _serve(pipe: Pipeline, data: Any, out_schema: pa.Schema, dst: str, summary: 
                       file=sys.stderr, flush=True)
 
     location = "grpc://" + dst.split("://", 1)[1]
-    server = serve_flight(shard, location, schema=out_schema, batch_rows=None, sharded=True)
+    server = serve_flight(shard, location, schema=out_schema, batch_rows=None, sharded=True,
+                          **security)
     summary.output = server.location
     if not block:
         summary.seconds = time.perf_counter() - start

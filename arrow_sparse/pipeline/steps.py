@@ -125,6 +125,11 @@ class Step:
         """Return the schema of ``transform``'s output for input of ``schema``."""
         raise NotImplementedError
 
+    @property
+    def opaque(self) -> bool:
+        """True when the step's columns are unknown (Python functions): it may read any."""
+        return False
+
     def input_columns(self) -> list[str]:
         """Columns the step reads."""
         return []
@@ -521,6 +526,12 @@ class EmbeddingBag(ColumnStep):
         ``"sum"``, ``"mean"`` or ``"max"``.
     table_column
         Column of an IPC / Parquet table file to use.
+    empty
+        What an empty bag (a non-null row with no ids) gives: None (default) the
+        kernel's rule, zeros for ``"sum"`` and null for ``"mean"`` and ``"max"``;
+        ``"zeros"`` a row of zeros in every mode (as ``torch.nn.EmbeddingBag`` and
+        TorchRec give, what trainers expect); ``"null"`` null in every mode. A null
+        row (missing, not empty) stays null whatever ``empty`` says.
 
     Examples
     --------
@@ -530,20 +541,28 @@ class EmbeddingBag(ColumnStep):
     >>> t = pa.table({"ids": pa.array([[0, 2], []])})
     >>> EmbeddingBag("ids", table=path, output="e").transform(t)["e"].to_pylist()
     [[4.0, 6.0], [0.0, 0.0]]
+    >>> EmbeddingBag("ids", table=path, mode="mean").transform(t)["ids"].to_pylist()
+    [[2.0, 3.0], None]
+    >>> EmbeddingBag("ids", table=path, mode="mean", empty="zeros").transform(t)["ids"].to_pylist()
+    [[2.0, 3.0], [0.0, 0.0]]
     """
 
     type = "embedding_bag"
-    _keys = ("column", "output", "table", "mode", "table_column")
+    _keys = ("column", "output", "table", "mode", "table_column", "empty")
 
     def __init__(self, column: str, table: str, mode: str = "sum",
-                 output: str | None = None, table_column: str | None = None, *,
-                 name: str | None = None) -> None:
+                 output: str | None = None, table_column: str | None = None,
+                 empty: str | None = None, *, name: str | None = None) -> None:
         super().__init__(column, output, name=name)
         self.table = _check_str(self.label, "table", table)
         if mode not in ("sum", "mean", "max"):
             msg = f"{self.label}: 'mode' must be 'sum', 'mean' or 'max', got {mode!r}"
             raise ArrowSparseValueError(msg)
         self.mode = mode
+        if empty not in (None, "zeros", "null"):
+            msg = f"{self.label}: 'empty' must be 'zeros' or 'null', got {empty!r}"
+            raise ArrowSparseValueError(msg)
+        self.empty = empty
         self.table_column = table_column
         self._weights: np.ndarray | None = None
 
@@ -561,7 +580,12 @@ class EmbeddingBag(ColumnStep):
         return self._weights
 
     def compute(self, column: pa.ChunkedArray) -> Any:  # noqa: D102
-        return embedding_bag(self.weights(), column, mode=self.mode)
+        pooled = embedding_bag(self.weights(), column, mode=self.mode)
+        if self.empty is None:
+            return pooled
+        chunks = [_set_empty_bags(ids, bags, self.empty)
+                  for ids, bags in zip(column.chunks, pooled.chunks, strict=True)]
+        return pa.chunked_array(chunks, pooled.type)
 
     def output_type(self, field: pa.Field) -> pa.DataType:  # noqa: D102
         if not (pa.types.is_list(field.type) or pa.types.is_large_list(field.type)) \
@@ -571,6 +595,26 @@ class EmbeddingBag(ColumnStep):
             raise ArrowSparseTypeError(msg)
         w = self.weights()
         return pa.list_(pa.from_numpy_dtype(w.dtype), w.shape[1])
+
+
+def _set_empty_bags(ids: pa.Array, bags: pa.FixedSizeListArray,
+                    empty: str) -> pa.FixedSizeListArray:
+    """``bags`` with the rows of empty id lists set to zeros or null (null rows stay null)."""
+    lengths = pc.list_value_length(ids).to_numpy(zero_copy_only=False)
+    is_empty = np.asarray(ids.is_valid()) & (np.nan_to_num(lengths) == 0)
+    if not is_empty.any():
+        return bags
+    dim = bags.type.list_size
+    start = bags.offset * dim
+    flat = bags.values.slice(start, len(bags) * dim)
+    if empty == "null":
+        mask = np.asarray(bags.is_null()) | is_empty
+        return pa.FixedSizeListArray.from_arrays(flat, dim, mask=pa.array(mask))
+    values = flat.to_numpy(zero_copy_only=False).reshape(len(bags), dim).copy()
+    values[is_empty] = 0
+    mask = np.asarray(bags.is_null()) & ~is_empty
+    return pa.FixedSizeListArray.from_arrays(pa.array(values.ravel(), bags.type.value_type),
+                                             dim, mask=pa.array(mask) if mask.any() else None)
 
 
 def _load_table(label: str, path: str, column: str | None) -> np.ndarray:
@@ -1036,7 +1080,8 @@ STEP_TYPES: dict[str, type[Step]] = {
 }
 
 
-def step_from_dict(spec: Mapping[str, Any], where: str = "step") -> Step:
+def step_from_dict(spec: Mapping[str, Any], where: str = "step", *,
+                   allow_python_steps: bool = False) -> Step:
     """Build a step from its spec entry (``type`` plus the step's keys).
 
     Parameters
@@ -1045,6 +1090,9 @@ def step_from_dict(spec: Mapping[str, Any], where: str = "step") -> Step:
         The entry, e.g. ``{"type": "hash_bucket", "column": "ids", "num_buckets": 8}``.
     where
         Name of the entry in error messages.
+    allow_python_steps
+        Accept ``type = "python"`` entries, which run (and may import) Python code
+        (:mod:`arrow_sparse.pipeline.python_steps`); refused by default.
 
     Returns
     -------
@@ -1070,6 +1118,12 @@ def step_from_dict(spec: Mapping[str, Any], where: str = "step") -> Step:
         msg = f"{where}: unknown or missing 'type' {kind!r}{hint or ';'} expected one of {choices}"
         raise ArrowSparseValueError(msg)
     cls = STEP_TYPES[kind]
+    if getattr(cls, "runs_python", False) and not allow_python_steps:
+        shown = spec.get("function")
+        msg = (f"{where} ({kind}): the spec names the Python step {shown!r}; a spec runs "
+               "Python code only when the run allows it: pass allow_python_steps=True "
+               "(arrow-sparse run --allow-python-steps)")
+        raise ArrowSparseValueError(msg)
     allowed = set(cls._keys) | {"type", "name"}
     if cls is Categorify:
         allowed.add("vocabulary")

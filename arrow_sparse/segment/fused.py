@@ -7,6 +7,7 @@ in one pass, never materialising the gathered rows. Every function runs through
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -63,16 +64,9 @@ def _fused(func: str, mode: str, data: Any, indices: Any, offsets: Any, lengths:
     valid, w, woffs = rows.valid, None, None
     if weights is not None:
         w, woffs, valid = _weights(func, weights, rows, names[1])
-    if w is None:
-        out_dtype = {"sum": _sum_dtype, "mean": _float_dtype,
-                     "max": _same_dtype}[mode](arr.dtype)
-    else:
-        out_dtype = _float_dtype(np.result_type(arr.dtype, w.dtype)) if mode == "mean" \
-            else _sum_dtype(np.result_type(arr.dtype, w.dtype))
+    out_dtype, zero, lowest = _bag_types(mode, arr.dtype, None if w is None else w.dtype)
     mc = 0 if mode == "sum" else 1
     empty = _empty_scalar(func, empty_value, out_dtype)
-    zero = np.float64(0) if mode == "mean" else _acc_zero(out_dtype)
-    lowest = _lowest(zero.dtype)
     out = v.empty(func, (rows.num_rows, table.shape[1]),
                   np.dtype(np.uint8) if out_dtype.kind == "b" else out_dtype, xp)
     counts = np.empty(rows.num_rows, np.int64) if rows.arrow and mc and rows.vmask is not None \
@@ -87,6 +81,59 @@ def _fused(func: str, mode: str, data: Any, indices: Any, offsets: Any, lengths:
     result = _finish(rows, valid, out, counts, mc, inner)
     device_checks(func, xp)
     return result
+
+
+#: The dtypes of the device fast path of :func:`embedding_bag` (:func:`_device_bags`).
+_TABLE_DTYPES = frozenset(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64,
+                                                 np.uint8, np.uint16, np.uint32, np.uint64,
+                                                 np.float32, np.float64))
+_INDEX_DTYPES = frozenset((np.dtype(np.int32), np.dtype(np.int64)))
+_WEIGHT_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+
+
+def _device_bags(func: str, mode: str, table: Any, ids: Any, offsets: Any, weights: Any
+                 ) -> Any:
+    """embedding_bag's common device case in one dispatch, or None when it is not that case.
+
+    The case: CuPy arrays, a 2-D table of a numeric dtype, 1-D int32/int64 ids and
+    offsets (with their last offset), no weights or 1-D float weights aligned with the
+    ids. It makes exactly the general path's checks, launches and results (the same
+    device check of the offsets, the same ``gather_reduce``), without its generic
+    normalisation of every input form; anything else (and every error) takes the
+    general path (:func:`_fused`).
+    """
+    if (table.ndim != 2 or table.dtype not in _TABLE_DTYPES or ids.ndim != 1
+            or ids.dtype not in _INDEX_DTYPES or offsets.ndim != 1
+            or offsets.dtype not in _INDEX_DTYPES or offsets.shape[0] == 0
+            or (weights is not None and (type(weights).__module__ != "cupy"
+                                         or weights.ndim != 1
+                                         or weights.dtype not in _WEIGHT_DTYPES
+                                         or weights.shape[0] != ids.shape[0]))):
+        return None
+    xp = array_module(func, data=table, ids=ids, per_sample_weights=weights, offsets=offsets)
+    out_dtype, zero, lowest = _bag_types(mode, table.dtype,
+                                         None if weights is None else weights.dtype)
+    get_kernel("convert", "check_offsets", xp)(offsets, ids.shape[0])
+    out = v.empty(func, (offsets.shape[0] - 1, table.shape[1]), out_dtype, xp)
+    get_kernel("segment", "gather_reduce", xp)(
+        xp.ascontiguousarray(table), xp.ascontiguousarray(ids), offsets, None, None, weights,
+        None, _MODES[mode], zero, lowest, 0 if mode == "sum" else 1, out_dtype.type(0), out,
+        None)
+    device_checks(func, xp)
+    return out
+
+
+@functools.lru_cache(maxsize=128)
+def _bag_types(mode: str, dtype: np.dtype, wdtype: np.dtype | None
+               ) -> tuple[np.dtype, np.generic, np.generic]:
+    """``(output dtype, accumulator zero, lowest)`` of a pooled table, as :func:`_fused`."""
+    if wdtype is None:
+        out_dtype = {"sum": _sum_dtype, "mean": _float_dtype, "max": _same_dtype}[mode](dtype)
+    else:
+        out_dtype = _float_dtype(np.result_type(dtype, wdtype)) if mode == "mean" \
+            else _sum_dtype(np.result_type(dtype, wdtype))
+    zero = np.float64(0) if mode == "mean" else _acc_zero(out_dtype)
+    return out_dtype, zero, _lowest(zero.dtype)
 
 
 #: The docstring of every fused reduction, filled per function by :func:`_doc`.
@@ -338,6 +385,12 @@ def embedding_bag(table: Any, ids: Any, *, offsets: Any = None, lengths: Any = N
     if not isinstance(mode, str) or mode not in _MODES:
         msg = f"{func}: mode must be 'sum', 'mean' or 'max', got {mode!r}"
         raise ArrowSparseValueError(msg)
+    if (offsets is not None and lengths is None and include_last_offset
+            and type(ids).__module__ == "cupy" and type(table).__module__ == "cupy"
+            and type(offsets).__module__ == "cupy"):
+        out = _device_bags(func, mode, table, ids, offsets, per_sample_weights)
+        if out is not None:
+            return out
     ids = _arrow.as_arrow(ids)
     listlike = _is_list_input(ids)
     if not listlike:

@@ -45,6 +45,10 @@ __all__ = [
 def _sorted(func: str, op: str, values: Any, offsets: Any, lengths: Any, segment_ids: Any,
             num_segments: Any, min_count: Any, empty_value: Any, weights: Any = None) -> Any:
     """Check -> kernel -> wrap for every sorted reduction ``op``."""
+    back = _arrow.like_series(values)  # a Polars / pandas Series comes back as one
+    if back is not _arrow.like_series(None):
+        return back(_sorted(func, op, _arrow.as_arrow(values), offsets, lengths, segment_ids,
+                            num_segments, min_count, empty_value, weights))
     values, weights = _arrow.as_arrow(values), _arrow.as_arrow(weights)
     if isinstance(values, pa.ChunkedArray) and _arrow.is_list_type(values.type):
         return _per_chunk(func, values, weights, num_segments, lambda chunk, w: _sorted(

@@ -18,6 +18,7 @@ How the modules reach each other (imports only run down this list)::
     csc         SparseCSC
     csf         SparseCSF
     extension   the Arrow extension types (one tensor per row)
+    _ufunc      numpy's ufunc protocol (``np.sin(x)``, ``a + b``), registered in tensor
     _masked     sparse and jagged inputs as entries, for arrow_sparse.masked
 
 Every format converts to every other, so half the conversions point up this list
@@ -31,6 +32,7 @@ first. A conversion down the list imports its class (``csf.to_coo`` builds a
 the base class, :class:`SparseTensor`; their docstrings name the format returned.
 """
 
+from . import _ufunc  # noqa: F401 - registers numpy's ufunc protocol of SparseTensor
 from .coo import SparseCOO
 from .csc import SparseCSC
 from .csf import SparseCSF

@@ -24,8 +24,14 @@ from . import _common as cm
 if TYPE_CHECKING:
     from ..jagged import Jagged
 
-__all__ = ["as_compressed", "build_levels", "check", "is_canonical", "jagged_levels",
+__all__ = ["LEVEL_FORMATS", "as_compressed", "build_formatted_levels", "build_levels", "check",
+           "check_dense_levels", "check_level_formats", "is_canonical", "jagged_levels",
            "jagged_shape", "jagged_with_nulls", "level_coords"]
+
+#: The level formats of a CSF tensor (TACO's names): a ``"compressed"`` level stores
+#: the coordinates present under each parent; a ``"dense"`` level of size ``N`` gives
+#: every parent all ``N`` children, coordinates ``0..N-1`` in order.
+LEVEL_FORMATS = ("compressed", "dense")
 
 Levels = Sequence[np.ndarray]
 Ranges = Sequence[tuple[int, int]]
@@ -60,6 +66,113 @@ def build_levels(func: str, keys: Sequence[np.ndarray]
         ptr[-1] = len(starts[k + 1])
         indptr.append(ptr)
     return indptr, indices
+
+
+def check_level_formats(func: str, level_formats: Any, ndim: int) -> tuple[str, ...]:
+    """Check ``level_formats``: ``ndim`` of ``"dense"``/``"compressed"`` (None: all compressed)."""
+    if level_formats is None:
+        return ("compressed",) * ndim
+    if isinstance(level_formats, str) or not isinstance(level_formats, (tuple, list)):
+        msg = (f"{func}: level_formats must be a sequence of 'dense' or 'compressed', got "
+               f"{level_formats!r}")
+        raise ArrowSparseValueError(msg)
+    formats = tuple(level_formats)
+    if len(formats) != ndim:
+        msg = f"{func}: level_formats has {len(formats)} entries but the tensor has {ndim} levels"
+        raise ArrowSparseValueError(msg)
+    for k, f in enumerate(formats):
+        if not isinstance(f, str) or f not in LEVEL_FORMATS:
+            msg = (f"{func}: level_formats[{k}] must be 'dense' or 'compressed', got {f!r}")
+            raise ArrowSparseValueError(msg)
+    return formats
+
+
+def build_formatted_levels(func: str, keys: Sequence[np.ndarray], values: np.ndarray,
+                           sizes: Sequence[int], formats: Sequence[str]
+                           ) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
+    """Build CSF ``(indptr, indices, values)`` with per-level formats from sorted keys.
+
+    ``keys`` are sorted lexicographically (level order) and ``sizes`` the dimension of
+    each level. Level by level every entry carries the node it belongs to: a dense
+    level of size ``N`` makes ``N`` children of every parent (node ``parent * N +
+    coordinate``), a compressed one a child per distinct coordinate under a parent
+    (the last compressed level: one leaf per entry, repeats kept). Under a dense last
+    level repeated coordinates add up into their one leaf (bools: logical or), and the
+    leaves without an entry hold zeros. On the device one synchronisation per inner
+    compressed level (its number of nodes).
+    """
+    xp = module_of(values)
+    n = len(values)
+    node = xp.zeros(n, dtype=np.int64)  # each entry's node at the level above (root: 0)
+    parents = 1
+    indptr: list[np.ndarray] = []
+    indices: list[np.ndarray] = []
+    last = len(keys) - 1
+    for k, (key, size, fmt) in enumerate(zip(keys, sizes, formats, strict=True)):
+        key = key.astype(np.int64, copy=False)
+        if fmt == "dense":
+            v.check_nbytes(func, f"dense level {k} ({parents} parents x {size})",
+                           parents * size, 8)
+            ptr = xp.arange(parents + 1, dtype=np.int64) * size
+            indices.append(xp.arange(parents * size, dtype=np.int64) % max(size, 1))
+            node = node * size + key
+            parents *= size
+        elif k == last:
+            ptr = xp.searchsorted(node, xp.arange(parents + 1, dtype=np.int64), side="left")
+            indices.append(key)
+            node = xp.arange(n, dtype=np.int64)
+            parents = n
+        else:
+            new = xp.ones(n, dtype=bool)
+            if n > 1:
+                new[1:] = (node[1:] != node[:-1]) | (key[1:] != key[:-1])
+            starts = cm.flatnonzero(func, new)
+            ptr = xp.searchsorted(node[starts], xp.arange(parents + 1, dtype=np.int64),
+                                  side="left")
+            indices.append(key[starts])
+            node = xp.cumsum(new, dtype=np.int64) - 1
+            parents = len(starts)
+        if k:
+            indptr.append(ptr.astype(np.int64, copy=False))
+    if formats[last] != "dense":
+        return indptr, indices, values
+    work = np.dtype(np.int64) if values.dtype.kind == "b" else values.dtype
+    leaves = xp.zeros(parents, dtype=work)
+    get_kernel("sparse", "scatter_add", xp)(leaves, node, values.astype(work, copy=False))
+    return indptr, indices, leaves != 0 if values.dtype.kind == "b" else leaves
+
+
+def check_dense_levels(func: str, indptr: Levels, indices: Levels, ranges: Ranges,
+                       sizes: Sequence[int], formats: Sequence[str]) -> None:
+    """ValueError unless every dense level gives each reachable parent all its children.
+
+    A dense level ``k`` of size ``N`` under ``P`` reachable parents holds coordinates
+    ``0..N-1`` in order under every parent: its pointers step by ``N`` and its
+    coordinates are ``tile(arange(N), P)``. On the device one read per dense level.
+    """
+    xp = module_of(indices[0])
+    for k, fmt in enumerate(formats):
+        if fmt != "dense":
+            continue
+        size = sizes[k]
+        lo, hi = ranges[k]
+        if k == 0:
+            parents = 1
+            ok = hi - lo == size
+        else:
+            plo, phi = ranges[k - 1]
+            parents = phi - plo
+            ptr = indptr[k - 1][plo:phi + 1]
+            steps = xp.arange(parents + 1, dtype=np.int64) * size
+            ok = hi - lo == parents * size and not fetch(func, ((ptr - ptr[0]) != steps).any())[0]
+        if ok and parents * size:
+            expected = xp.arange(parents * size, dtype=np.int64) % size
+            ok = not fetch(func, (indices[k][lo:hi] != expected).any())[0]
+        if not ok:
+            msg = (f"{func}: level {k} is dense but its nodes are not every coordinate "
+                   f"0..{size - 1} under each of its {parents} parents; build it with "
+                   f"SparseCOO.to_csf(..., level_formats=...) or declare it 'compressed'")
+            raise ArrowSparseValueError(msg)
 
 
 def check(func: str, indptr: Levels, indices: Levels, shape: tuple[int, ...],

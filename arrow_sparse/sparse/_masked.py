@@ -80,7 +80,7 @@ def entries(func: str, arg: str, x: Any) -> tuple[tuple[int, ...], list[np.ndarr
     """``(shape, coords, values)`` of the specified elements of ``x``, without duplicates."""
     if isinstance(x, Jagged):
         return _jagged_entries(func, arg, x)
-    if isinstance(x, (SparseCSR, SparseCSC)):
+    if isinstance(x, (SparseCSR, SparseCSC)) and x.ndim == 2:  # an N-d CSR: through COO
         ptr, minor, vals = x.canonical()._compact()
         major = cm.expand_lines(ptr, len(minor))
         minor = minor.astype(np.int64, copy=False)
@@ -224,8 +224,10 @@ class Problem:
         coo = SparseCOO._new(xp.stack(coords), flat[cells], shape, canonical=True)
         if isinstance(self.input, SparseCSF):
             return coo.to_csf()
-        if isinstance(self.input, (SparseCSR, SparseCSC)) and len(shape) == 2:
-            return coo.to_csr() if isinstance(self.input, SparseCSR) else coo.to_csc()
+        if isinstance(self.input, SparseCSR) and len(shape) >= 2:  # an N-d CSR stays one
+            return coo.to_csr()
+        if isinstance(self.input, SparseCSC) and len(shape) == 2:
+            return coo.to_csc()
         return coo
 
     def _jagged_result(self, out: np.ndarray) -> Jagged:

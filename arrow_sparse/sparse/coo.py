@@ -14,6 +14,7 @@ from .._docs import fill_doc
 from ..errors import ArrowSparseValueError
 from . import _common as cm
 from . import _interop
+from . import _levels as lv
 from ._levels import build_levels
 from .tensor import _MULTIPLY, _SUM, SparseTensor
 
@@ -393,11 +394,13 @@ class SparseCOO(SparseTensor):
 
     @cm.checked
     def to_csr(self) -> SparseTensor:
-        """Compressed sparse row matrix (2-d only): entries sorted by (row, column).
+        """Compressed sparse rows: entries sorted by (row, column), or row-major when N-d.
 
         Returns
         -------
         SparseCSR
+            An N-d tensor compresses its first dimension and keeps the others as
+            ``indices`` ``[ndim - 1, nnz]`` (sorted row-major: new arrays).
             Duplicates are kept as repeated entries (use :meth:`canonical` to sum them).
             When the COO is already sorted the column indices and values are views;
             otherwise they are copied by a counting sort on rows, then every row's
@@ -408,7 +411,7 @@ class SparseCOO(SparseTensor):
         Raises
         ------
         ValueError
-            The tensor is not 2-d.
+            The tensor is 1-d.
 
         Examples
         --------
@@ -420,6 +423,10 @@ class SparseCOO(SparseTensor):
         >>> csr.indptr, csr.indices
         (array([0, 2, 4, 7, 8]), array([0, 1, 1, 3, 2, 3, 4, 5]))
         """
+        if self.ndim > 2:  # compress the first dimension, keep the others per entry
+            keys, vals = self._sorted(tuple(range(self.ndim)))
+            return self._format("csr")._from_sorted(keys, vals, self.shape,  # type: ignore[no-any-return]
+                                                    self._canonical or None)
         self._check_2d("SparseCOO.to_csr")
         indptr, cols, vals = self._compressed(0)
         csr: SparseTensor = self._format("csr")._new(indptr, cols, vals, self.shape,
@@ -454,7 +461,8 @@ class SparseCOO(SparseTensor):
                                                      self._canonical or None)
         return csc
 
-    def to_csf(self, axis_order: Sequence[int] | None = None) -> SparseTensor:
+    def to_csf(self, axis_order: Sequence[int] | None = None, *,
+               level_formats: Sequence[str] | None = None) -> SparseTensor:
         """Compressed sparse fibres in ``axis_order`` (default ``0, 1, ..., ndim - 1``).
 
         Built as in the Compressed Sparse Fibers post: sort the coordinate tuples in
@@ -464,17 +472,27 @@ class SparseCOO(SparseTensor):
         ----------
         axis_order
             Which dimension each level stores, outermost first.
+        level_formats
+            ``"compressed"`` (default) or ``"dense"`` for each level, as TACO's level
+            formats: a compressed level stores the coordinates present under each
+            parent, a dense level of size ``N`` gives every parent all ``N`` children
+            (coordinates ``0..N-1``, so its coordinates and pointers follow from the
+            shape). ``("dense", "compressed")`` is CSR, ``("dense", "dense")`` a dense
+            array, ``("compressed", "dense")`` rows of dense vectors.
 
         Returns
         -------
         SparseCSF
             Repeated coordinates become repeated leaves of one fibre (not summed); the
             leaf indices and values are views when the COO is already in that order.
+            Under a dense last level repeated coordinates add up into their one leaf,
+            and leaves without an entry hold explicit zeros (all new arrays).
 
         Raises
         ------
         ValueError
-            ``axis_order`` is not a permutation of the dimensions.
+            ``axis_order`` is not a permutation of the dimensions, or bad
+            ``level_formats``.
 
         See Also
         --------
@@ -493,8 +511,23 @@ class SparseCOO(SparseTensor):
         (array([1, 2]), array([1, 2, 2]), array([1, 1, 2, 2]), array([2, 3, 1, 3, 1, 1, 2, 3]))
         >>> csf.values
         array([1., 2., 3., 4., 5., 6., 8., 7.])
+
+        The first dimension dense (all 3 values of ``i``, the empty ``i = 0`` too):
+
+        >>> dcsf = asp.SparseCOO(indices, np.arange(1.0, 9.0), (3, 3, 3, 4)).to_csf(
+        ...     level_formats=("dense", "compressed", "compressed", "compressed"))
+        >>> dcsf.indices[0], dcsf.indptr[0]
+        (array([0, 1, 2]), array([0, 0, 2, 3]))
         """
-        order = v.check_axis_order("SparseCOO.to_csf", axis_order, self.ndim)
+        func = "SparseCOO.to_csf"
+        order = v.check_axis_order(func, axis_order, self.ndim)
+        formats = lv.check_level_formats(func, level_formats, self.ndim)
+        if "dense" in formats:
+            sizes = [self.shape[a] for a in order]
+            keys, vals = self._sorted(order)
+            indptr, indices, vals = lv.build_formatted_levels(func, keys, vals, sizes, formats)
+            return self._format("csf")._new(indptr, indices, vals,  # type: ignore[no-any-return]
+                                            self.shape, order, None, formats)
         if self.ndim == 2:  # the compressed lines are the fibres
             matrix: SparseTensor = self.to_csr() if order[0] == 0 else self.to_csc()
             return matrix.to_csf(order)

@@ -77,7 +77,7 @@ _TO_COMPRESSED = """
     Raises
     ------
     ValueError
-        The tensor is not 2-d.
+        The tensor is {bad_ndim}.
 
     Examples
     --------
@@ -105,13 +105,19 @@ class SparseCSF(SparseTensor):
     axis_order
         The dimension stored at each level, outermost first (default
         ``0, 1, ..., ndim - 1``).
+    level_formats
+        ``"compressed"`` (default) or ``"dense"`` for each level, as TACO's: a dense
+        level gives every parent all ``shape[axis_order[k]]`` children, coordinates
+        ``0, 1, ...`` in order (checked in any case: O(size of the level)). See
+        :meth:`SparseCOO.to_csf`.
     validate
         Check every pointer array and every reachable coordinate (O(size)).
 
     Raises
     ------
     ValueError
-        Wrong numbers of arrays, lengths, malformed pointers, or a bad ``axis_order``.
+        Wrong numbers of arrays, lengths, malformed pointers, a bad ``axis_order`` or
+        ``level_formats``, or a level declared dense that is not.
     IndexError
         A coordinate outside the shape.
     TypeError
@@ -165,17 +171,19 @@ class SparseCSF(SparseTensor):
     array([1, 2, 3])
     """
 
-    __slots__ = ("_canonical", "_range_cache", "axis_order", "indices", "indptr", "shape",
-                 "values")
+    __slots__ = ("_canonical", "_range_cache", "axis_order", "indices", "indptr",
+                 "level_formats", "shape", "values")
     format = "csf"
 
     def __init__(self, indptr: Any, indices: Any, values: Any, shape: Any,
-                 axis_order: Sequence[int] | None = None, *, validate: bool = True) -> None:
+                 axis_order: Sequence[int] | None = None, *,
+                 level_formats: Sequence[str] | None = None, validate: bool = True) -> None:
         func = "SparseCSF"
         xp = array_module(func, indptr=indptr, indices=indices, values=values)
         validate = v.check_bool(func, "validate", validate)
         dims = v.check_shape(func, shape)
         order = v.check_axis_order(func, axis_order, len(dims))
+        formats = lv.check_level_formats(func, level_formats, len(dims))
         ptrs = v.check_index_list(func, "indptr", indptr, len(dims) - 1)
         idxs = v.check_index_list(func, "indices", indices, len(dims))
         vals = v.as_sparse_values(func, values)
@@ -187,16 +195,21 @@ class SparseCSF(SparseTensor):
         self.values: np.ndarray = vals
         self.shape: tuple[int, ...] = dims
         self.axis_order: tuple[int, ...] = order
+        self.level_formats: tuple[str, ...] = formats
         self._canonical: bool | None = None
         self._range_cache: list[tuple[int, int]] | None = None
         if validate:
             lv.check(func, ptrs, idxs, dims, order)
             device_checks(func, xp)
+        if "dense" in formats:  # what the formats declare is checked in any case
+            lv.check_dense_levels(func, ptrs, idxs, self._ranges(),
+                                  [dims[a] for a in order], formats)
 
     @classmethod
     def _new(cls, indptr: Sequence[np.ndarray], indices: Sequence[np.ndarray],
              values: np.ndarray, shape: tuple[int, ...], axis_order: tuple[int, ...],
-             canonical: bool | None = None) -> SparseCSF:
+             canonical: bool | None = None,
+             level_formats: tuple[str, ...] | None = None) -> SparseCSF:
         out = cls.__new__(cls)
         out.indptr = tuple(p if p.dtype in v.INDEX_DTYPES else p.astype(np.int64)
                            for p in indptr)
@@ -205,17 +218,22 @@ class SparseCSF(SparseTensor):
         out.values = values
         out.shape = tuple(shape)
         out.axis_order = tuple(axis_order)
+        out.level_formats = (level_formats if level_formats is not None
+                             else ("compressed",) * len(out.shape))
         out._canonical = canonical
         out._range_cache = None
         return out
 
     def _map(self, fn: Any) -> SparseCSF:
         return SparseCSF._new([fn(p) for p in self.indptr], [fn(i) for i in self.indices],
-                              fn(self.values), self.shape, self.axis_order, self._canonical)
+                              fn(self.values), self.shape, self.axis_order, self._canonical,
+                              self.level_formats)
 
     def __repr__(self) -> str:
+        formats = (f", level_formats={self.level_formats}" if "dense" in self.level_formats
+                   else "")
         return (f"SparseCSF(shape={self.shape}, nnz={self.nnz}, dtype={self.dtype}, "
-                f"axis_order={self.axis_order}{self._repr_device()})")
+                f"axis_order={self.axis_order}{formats}{self._repr_device()})")
 
     # ----------------------------------------------------------------- internals
     def _ranges(self) -> list[tuple[int, int]]:
@@ -312,7 +330,8 @@ class SparseCSF(SparseTensor):
 
     # --------------------------------------------------------------- constructors
     @classmethod
-    def from_dense(cls, dense: Any, axis_order: Sequence[int] | None = None) -> SparseCSF:
+    def from_dense(cls, dense: Any, axis_order: Sequence[int] | None = None, *,
+                   level_formats: Sequence[str] | None = None) -> SparseCSF:
         """Canonical CSF of the nonzero entries of a dense array.
 
         Parameters
@@ -322,6 +341,9 @@ class SparseCSF(SparseTensor):
         axis_order
             Level order (default ``0, 1, ..., ndim - 1``; pyarrow's
             ``from_dense_numpy`` instead sorts the dimensions by size).
+        level_formats
+            ``"dense"`` or ``"compressed"`` for each level (default all compressed);
+            see :meth:`SparseCOO.to_csf`.
 
         Returns
         -------
@@ -332,7 +354,7 @@ class SparseCSF(SparseTensor):
         Raises
         ------
         ValueError
-            A 0-d input or a bad ``axis_order``.
+            A 0-d input, a bad ``axis_order`` or ``level_formats``.
         TypeError
             Non-numeric input.
 
@@ -343,15 +365,26 @@ class SparseCSF(SparseTensor):
         >>> csf = asp.SparseCSF.from_dense(dense, axis_order=[1, 0])
         >>> csf.indices, csf.values
         ((array([0, 2]), array([1, 0, 1])), array([2., 1., 3.]))
+
+        Rows dense, columns compressed (CSR as a CSF):
+
+        >>> csr_like = asp.SparseCSF.from_dense(dense, level_formats=("dense", "compressed"))
+        >>> csr_like.indptr, csr_like.indices
+        ((array([0, 1, 3]),), (array([0, 1]), array([2, 0, 2])))
         """
         func = "SparseCSF.from_dense"
         arr = cm.dense_operand(func, "dense", dense)
         shape = v.check_shape(func, arr.shape)
         order = v.check_axis_order(func, axis_order, len(shape))
+        formats = lv.check_level_formats(func, level_formats, len(shape))
         xp = module_of(arr)
         nz = cm.nonzero(func, arr)
         keys = [xp.ascontiguousarray(nz[a], dtype=np.int64) for a in order]  # strided views
-        keys, vals = cm.sorted_coords(keys, [shape[a] for a in order], arr[nz])
+        sizes = [shape[a] for a in order]
+        keys, vals = cm.sorted_coords(keys, sizes, arr[nz])
+        if "dense" in formats:
+            indptr, indices, vals = lv.build_formatted_levels(func, keys, vals, sizes, formats)
+            return cls._new(indptr, indices, vals, shape, order, None, formats)
         indptr, indices = lv.build_levels(func, keys)
         return cls._new(indptr, indices, vals, shape, order, canonical=True)
 
@@ -593,11 +626,14 @@ class SparseCSF(SparseTensor):
 
     @cm.checked
     @fill_doc(_TO_COMPRESSED, name="to_csr", cls="SparseCSR", order="(0, 1)", minor="column",
+              bad_ndim="1-d (an N-d tensor compresses its first dimension)",
               read=" (zero-copy; only ``indptr`` is built, after checking the rows' order: one "
                    "synchronisation on the device)",
               indptr="array([0, 1, 1, 3])")
     def to_csr(self) -> SparseCSR:
-        """Convert this 2-d tensor to a :class:`SparseCSR`."""
+        """Convert to a :class:`SparseCSR` (an N-d tensor through :meth:`to_coo`)."""
+        if self.ndim > 2:
+            return cast(SparseCSR, self.to_coo().to_csr())
         self._check_2d("SparseCSF.to_csr")
         parts = lv.as_compressed(self.indptr, self.indices, self.values, self.shape,
                                  self.axis_order, 0)
@@ -608,6 +644,7 @@ class SparseCSF(SparseTensor):
 
     @cm.checked
     @fill_doc(_TO_COMPRESSED, name="to_csc", cls="SparseCSC", order="(1, 0)", minor="row",
+              bad_ndim="not 2-d",
               read=" (zero-copy)", indptr="array([0, 1, 3])")
     def to_csc(self) -> SparseCSC:
         """Convert this 2-d tensor to a :class:`SparseCSC`."""
@@ -619,23 +656,29 @@ class SparseCSF(SparseTensor):
         csc: SparseCSC = SparseCSC._new(*parts, self.shape, self._canonical or None)
         return csc
 
-    def to_csf(self, axis_order: Sequence[int] | None = None) -> SparseCSF:
-        """Convert to another axis order (None keeps the current one).
+    def to_csf(self, axis_order: Sequence[int] | None = None, *,
+               level_formats: Sequence[str] | None = None) -> SparseCSF:
+        """Convert to another axis order (None keeps the current one) or level formats.
 
         Parameters
         ----------
         axis_order
-            The new level order; None or the current order returns ``self``.
+            The new level order; None or the current order returns ``self`` (when the
+            level formats stay too).
+        level_formats
+            ``"dense"`` or ``"compressed"`` for each level (None: all compressed when
+            the order changes, else the current formats); see :meth:`SparseCOO.to_csf`.
 
         Returns
         -------
         SparseCSF
-            Re-sorted through COO (copies) when the order changes.
+            Re-sorted through COO (copies) when the order or the formats change. The
+            explicit zeros of dense levels stay stored entries.
 
         Raises
         ------
         ValueError
-            Not a permutation of the dimensions.
+            Not a permutation of the dimensions, or bad ``level_formats``.
 
         Examples
         --------
@@ -643,12 +686,15 @@ class SparseCSF(SparseTensor):
         >>> csf.to_csf([1, 0]).indices
         (array([0, 1]), array([2, 0, 2]))
         """
-        if axis_order is None:
+        func = "SparseCSF.to_csf"
+        order = v.check_axis_order(func, axis_order if axis_order is not None
+                                   else self.axis_order, self.ndim)
+        if level_formats is None and order == self.axis_order:
             return self
-        order = v.check_axis_order("SparseCSF.to_csf", axis_order, self.ndim)
-        if order == self.axis_order:
+        formats = lv.check_level_formats(func, level_formats, self.ndim)
+        if order == self.axis_order and formats == self.level_formats:
             return self
-        return cast(SparseCSF, self.to_coo().to_csf(order))
+        return cast(SparseCSF, self.to_coo().to_csf(order, level_formats=formats))
 
     @fill_doc(_interop.TO_ARROW, **_CSF_DOC)
     def to_arrow(self) -> Any:
@@ -736,7 +782,7 @@ class SparseCSF(SparseTensor):
 
         new = compact.values * cm.multiplier(func, compact.values, other, self.shape, coords)
         return SparseCSF._new(compact.indptr, compact.indices, new, self.shape,
-                              self.axis_order, self._canonical)
+                              self.axis_order, self._canonical, self.level_formats)
 
     def transpose(self, axes: Sequence[int] | None = None) -> SparseCSF:
         """Permute the dimensions by relabelling the levels (zero-copy).

@@ -77,7 +77,7 @@ class _Compressed(SparseTensor):
         func = type(self).__name__
         xp = array_module(func, indptr=indptr, indices=indices, values=values)
         validate = v.check_bool(func, "validate", validate)
-        dims = v.check_shape(func, shape, ndim=2)
+        dims = _check_shape(func, shape, self._major)
         num_major = dims[self._major]
         if validate and xp is np:
             ptr = v.check_offsets(func, "indptr", indptr)
@@ -89,11 +89,12 @@ class _Compressed(SparseTensor):
         if len(ptr) != num_major + 1:
             msg = f"{func}: indptr has {len(ptr)} entries but shape needs {num_major + 1}"
             raise ArrowSparseValueError(msg)
-        idx = v.as_sparse_indices(func, "indices", indices)
+        idx = _trailing_indices(func, indices, len(dims))
         vals = v.as_sparse_values(func, values)
-        if len(idx) != len(vals) or (xp is np and len(idx) < ptr[-1]):
+        count = idx.shape[-1]
+        if count != len(vals) or (xp is np and count < ptr[-1]):
             at_least = "" if xp is not np else f", at least indptr[-1] = {ptr[-1]}"
-            msg = (f"{func}: indices ({len(idx)}) and values ({len(vals)}) "
+            msg = (f"{func}: indices ({count}) and values ({len(vals)}) "
                    f"must have the same length{at_least}")
             raise ArrowSparseValueError(msg)
         self.indptr: np.ndarray = ptr
@@ -116,6 +117,23 @@ class _Compressed(SparseTensor):
         out._canonical = canonical
         return out
 
+    @classmethod
+    def _from_sorted(cls, coords: Sequence[np.ndarray], values: np.ndarray,
+                     shape: tuple[int, ...], canonical: bool | None) -> Any:
+        """N-d CSR of coordinates sorted row-major (``canonical``: also distinct).
+
+        ``indptr`` comes from a search of the sorted first coordinates; the others are
+        stacked into ``indices`` (int64 copies).
+        """
+        xp = module_of(values)
+        lines = xp.arange(shape[0] + 1, dtype=np.int64)
+        indptr = xp.searchsorted(coords[0], lines, side="left").astype(np.int64, copy=False)
+        if len(coords[0]):
+            trailing = xp.stack([c.astype(np.int64, copy=False) for c in coords[1:]])
+        else:
+            trailing = xp.zeros((len(shape) - 1, 0), dtype=np.int64)
+        return cls._new(indptr, trailing, values, tuple(shape), canonical)
+
     def _map(self, fn: Any) -> Any:
         return self._new(fn(self.indptr), fn(self.indices), fn(self.values), self.shape,
                          self._canonical)
@@ -137,7 +155,7 @@ class _Compressed(SparseTensor):
         """``(indptr, indices, values)`` with ``indptr`` starting at zero (views if it does)."""
         start, stop = self._range()
         ptr = self.indptr if start == 0 else self.indptr - start
-        return ptr, self.indices[start:stop], self.values[start:stop]
+        return ptr, self.indices[..., start:stop], self.values[start:stop]
 
     # ----------------------------------------------------------------- properties
     @property
@@ -164,6 +182,8 @@ class _Compressed(SparseTensor):
         >>> asp.SparseCSR([0, 2], [2, 0], np.array([1, 2]), (1, 3)).is_canonical
         False
         """
+        if self._canonical is None and self.ndim > 2:  # the trailing coordinates in order
+            self._canonical = self.to_coo().is_canonical
         if self._canonical is None:
             self._canonical = get_kernel("sparse", "lines_strictly_increasing", self.xp)(
                 self.indptr, self.indices)
@@ -201,19 +221,32 @@ class _Compressed(SparseTensor):
 
     def _check(self) -> None:
         func = type(self).__name__
-        v.check_offsets(func, "indptr", self.indptr, len(self.indices), device=True)
-        v.check_in_range(func, "indices", self.indices, self._num_minor,
-                         cm.pointer_window(self.indptr))
+        v.check_offsets(func, "indptr", self.indptr, self.indices.shape[-1], device=True)
+        if self.ndim == 2:
+            v.check_in_range(func, "indices", self.indices, self._num_minor,
+                             cm.pointer_window(self.indptr))
+            return
+        window = cm.pointer_window(self.indptr)
+        for d, size in enumerate(self.shape[1:]):
+            v.check_in_range(func, f"indices[{d}]", self.indices[d], size, window)
+
+    def _check_2d(self, op: str) -> None:
+        """ValueError naming ``op`` for an N-d CSR (the matrix-only operations)."""
+        if self.ndim != 2:
+            msg = (f"{type(self).__name__}.{op}: needs a 2-d matrix, got shape {self.shape}; "
+                   f"convert an N-d tensor with to_coo() or to_csf()")
+            raise ArrowSparseValueError(msg)
 
     # --------------------------------------------------------------- constructors
     @classmethod
     def from_dense(cls, dense: Any) -> Any:
-        """Canonical compressed matrix of the nonzero entries of a 2-d array.
+        """Canonical compressed matrix of the nonzero entries of a 2-d array (CSR: N-d).
 
         Parameters
         ----------
         dense
-            A 2-d numeric array (NaN counts as nonzero).
+            A 2-d numeric array (NaN counts as nonzero); for :class:`SparseCSR` any
+            array of two dimensions or more (the first is compressed).
 
         Returns
         -------
@@ -224,12 +257,14 @@ class _Compressed(SparseTensor):
         Raises
         ------
         ValueError
-            Not 2-d.
+            Not 2-d (CSC), fewer than 2 dimensions (CSR).
         TypeError
             Non-numeric input.
 
         Examples
         --------
+        >>> asp.SparseCSR.from_dense(np.zeros((3, 3, 3, 4)))
+        SparseCSR(shape=(3, 3, 3, 4), nnz=0, dtype=float64)
         >>> dense = np.array([[10, 20, 0, 0, 0, 0], [0, 30, 0, 40, 0, 0],
         ...                   [0, 0, 50, 60, 70, 0], [0, 0, 0, 0, 0, 80]])
         >>> csr = asp.SparseCSR.from_dense(dense)
@@ -242,7 +277,10 @@ class _Compressed(SparseTensor):
         """
         func = f"{cls.__name__}.from_dense"
         arr = cm.dense_operand(func, "dense", dense)
-        shape = v.check_shape(func, arr.shape, ndim=2)
+        shape = _check_shape(func, arr.shape, cls._major)
+        if len(shape) > 2:
+            coords = cm.nonzero(func, arr)
+            return cls._from_sorted(coords, arr[coords], shape, True)
         xp = module_of(arr)
         oriented = arr if cls._major == 0 else arr.T
         major, minor = cm.nonzero(func, oriented)
@@ -324,7 +362,7 @@ class _Compressed(SparseTensor):
         >>> asp.SparseCSC([0, 0, 2, 2], [0, 0], np.array([1, 2]), (1, 3)).to_dense()
         array([[0, 3, 0]])
         """
-        if self.dtype.kind == "b":
+        if self.dtype.kind == "b" or self.ndim > 2:
             return self.to_coo().to_dense()
         v.check_nbytes(f"{type(self).__name__}.to_dense", f"the dense array of shape "
                        f"{self.shape}", self.shape, self.values.itemsize)
@@ -355,9 +393,12 @@ class _Compressed(SparseTensor):
         start, stop = self._range()
         dtype = self.indices.dtype if self._num_major <= np.iinfo(self.indices.dtype).max \
             else np.dtype(np.int64)
-        coords = self.xp.empty((2, stop - start), dtype=dtype)
+        coords = self.xp.empty((self.ndim, stop - start), dtype=dtype)
         get_kernel("sparse", "expand_major", self.xp)(self.indptr, coords[self._major])
-        coords[1 - self._major] = self.indices[start:stop]
+        if self.ndim > 2:
+            coords[1:] = self.indices[:, start:stop]
+        else:
+            coords[1 - self._major] = self.indices[start:stop]
         canonical = True if self._major == 0 and self._canonical else None
         return SparseCOO._new(coords, self.values[start:stop], self.shape, canonical)
 
@@ -409,6 +450,7 @@ class _Compressed(SparseTensor):
         """
         if self._major == 1:
             return self
+        self._check_2d("to_csc")
         ptr, idx, vals = self._transposed_layout()
         csc: SparseTensor = self._format("csc")._new(ptr, idx, vals, self.shape,
                                                      self._canonical or None)
@@ -444,7 +486,9 @@ class _Compressed(SparseTensor):
         >>> csf.indptr, csf.indices
         ((array([0, 2, 3]),), (array([0, 2]), array([0, 1, 1])))
         """
-        order = v.check_axis_order(f"{type(self).__name__}.to_csf", axis_order, 2)
+        order = v.check_axis_order(f"{type(self).__name__}.to_csf", axis_order, self.ndim)
+        if self.ndim > 2:
+            return self.to_coo().to_csf(order)
         if order[0] != self._major:
             other: SparseTensor = self.to_csc() if self._major == 0 else self.to_csr()
             return other.to_csf(order)
@@ -484,6 +528,7 @@ class _Compressed(SparseTensor):
         >>> weights.to_list()
         [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0], [1.0, 1.0]]
         """
+        self._check_2d("to_jagged")
         return (Jagged(self.indices, self.indptr, validate=False),
                 Jagged(self.values, self.indptr, validate=False))
 
@@ -506,6 +551,9 @@ class _Compressed(SparseTensor):
         """
         if self.is_canonical:
             return self
+        if self.ndim > 2:
+            coo = self.to_coo().canonical()
+            return self._from_sorted(coo._rows(), coo.values, self.shape, True)
         parts = get_kernel("sparse", "canonical_lines", self.xp)(self.indptr, self.indices,
                                                                  self.values)
         return self._new(*parts, self.shape, canonical=True)
@@ -523,6 +571,8 @@ class _Compressed(SparseTensor):
     def sum(self, axis: int | None = None) -> Any:
         """Sum of all entries, or along one axis (a dense vector)."""
         func = f"{type(self).__name__}.sum"
+        if self.ndim > 2:
+            return self.to_coo().sum(axis)
         total_dtype = cm.sum_dtype(self.dtype)
         ax = None if axis is None else v.check_axis(func, axis, 2)
         if ax is not None:
@@ -558,7 +608,9 @@ class _Compressed(SparseTensor):
         ptr, idx, vals = self._compact()
 
         def coords() -> list[np.ndarray]:
-            lines = cm.expand_lines(ptr, len(idx))
+            lines = cm.expand_lines(ptr, idx.shape[-1])
+            if idx.ndim == 2:
+                return [lines, *idx]
             return [lines, idx] if self._major == 0 else [idx, lines]
 
         new = vals * cm.multiplier(func, vals, other, self.shape, coords)
@@ -606,6 +658,7 @@ class _Compressed(SparseTensor):
         array([3., 3.])
         """
         func = f"{type(self).__name__}.matmul"
+        self._check_2d("matmul")
         dense = _matmul_operand(func, self.values, other, self.shape[1], "first")
         dtype, work, vals = _matmul_dtypes(self.values, dense)
         xp = self.xp
@@ -633,6 +686,7 @@ class _Compressed(SparseTensor):
     @cm.checked
     def __rmatmul__(self, other: Any) -> np.ndarray:
         func = f"{type(self).__name__}.__rmatmul__"
+        self._check_2d("__rmatmul__")
         dense = _matmul_operand(func, self.values, other, self.shape[0], "last")
         dtype, work, vals = _matmul_dtypes(self.values, dense)
         v.check_nbytes(func, "the product", (*dense.shape[:-1], self.shape[1]),
@@ -677,8 +731,9 @@ class _Compressed(SparseTensor):
         True
         """
         if axes is not None and v.check_axis_order(
-                f"{type(self).__name__}.transpose", axes, 2) == (0, 1):
+                f"{type(self).__name__}.transpose", axes, self.ndim) == tuple(range(self.ndim)):
             return self
+        self._check_2d("transpose")
         other = self._format("csc") if self._major == 0 else SparseCSR
         return other._new(self.indptr, self.indices, self.values, self.shape[::-1],
                           self._canonical)
@@ -709,6 +764,9 @@ class _Compressed(SparseTensor):
             raise ArrowSparseIndexError(msg)
         i %= size
         lo, hi = cm.ends(name, self.indptr[i:i + 2])
+        if self.ndim > 2:
+            return SparseCOO(self.indices[:, lo:hi], self.values[lo:hi], self.shape[1:],
+                             validate=False)
         return SparseCOO(self.indices[lo:hi][None, :], self.values[lo:hi],
                          (self.shape[1 - self._major],), validate=False)
 
@@ -735,11 +793,14 @@ class SparseCSR(_Compressed):
         entries before ``indptr[0]`` are not part of the matrix).
     indices
         Column index of each stored value, each in ``[0, shape[1])`` (only the range
-        ``indptr[0]:indptr[-1]`` is read).
+        ``indptr[0]:indptr[-1]`` is read). For a tensor of ``ndim > 2`` dimensions,
+        the coordinates after the first: ``[ndim - 1, nnz]``, row ``d`` in
+        ``[0, shape[d + 1])`` (a matrix's may also come as one such row).
     values
         Stored values, one per index.
     shape
-        ``(rows, columns)``.
+        ``(rows, columns)``, or any shape of 2 dimensions or more: the first is
+        compressed, as in the Compressed Sparse Fibers post's CSR of a 4-d tensor.
     validate
         Check ``indptr`` and every addressed column index (O(nnz)). Leave True
         unless the arrays are known good.
@@ -783,6 +844,24 @@ class SparseCSR(_Compressed):
            [ 0,  0, 50, 60, 70,  0]])
     >>> csr[1:3].values is csr.values
     True
+
+    The post's 4-d tensor with ``i`` compressed and ``j, k, l`` kept per entry (its
+    coordinates are 1-based, so ``i = 0`` is empty):
+
+    >>> t = asp.SparseCSR([0, 0, 5, 8], [[1, 1, 2, 2, 2, 2, 2, 2],
+    ...                                  [1, 1, 1, 1, 2, 2, 2, 2],
+    ...                                  [2, 3, 1, 3, 1, 1, 3, 2]],
+    ...                   np.arange(1.0, 9.0), (3, 3, 3, 4))
+    >>> t
+    SparseCSR(shape=(3, 3, 3, 4), nnz=8, dtype=float64)
+    >>> t.to_dense()[2, 2, 2]
+    array([0., 6., 8., 7.])
+    >>> t.to_csf().indptr[0]
+    array([0, 2, 3])
+
+    An N-d CSR converts to and from dense, COO and CSF, slices and selects rows, sums
+    and multiplies; the matrix operations (products, transpose, CSC, scipy, pydata,
+    torch and pyarrow exchange) need a 2-d matrix.
     """
 
     __slots__ = ()
@@ -861,28 +940,59 @@ class SparseCSR(_Compressed):
     def to_arrow(self) -> Any:
         """Convert to a ``pyarrow.SparseCSRMatrix``."""
         self._on_host("to_arrow")
+        self._check_2d("to_arrow")
         return _interop.compressed_to_arrow("csr", *self._compact(), self.shape)
 
     @fill_doc(_interop.TO_SCIPY, **_CSR_DOC)
     def to_scipy(self, *, matrix: bool = False) -> Any:
         """Convert to a ``scipy.sparse.csr_array`` (or ``csr_matrix``)."""
         self._on_host("to_scipy")
+        self._check_2d("to_scipy")
         return _interop.to_scipy(self, matrix)
 
     @fill_doc(_interop.TO_PYDATA, **_CSR_DOC)
     def to_pydata_sparse(self) -> Any:
         """Convert to a pydata ``sparse.GCXS`` with ``compressed_axes=(0,)``."""
         self._on_host("to_pydata_sparse")
+        self._check_2d("to_pydata_sparse")
         return _interop.to_pydata(self)
 
     @fill_doc(_interop.TO_TORCH, **_CSR_DOC)
     def to_torch(self) -> Any:
         """Convert to a ``torch.sparse_csr_tensor`` (on the CPU)."""
         self._on_host("to_torch")
+        self._check_2d("to_torch")
         return _interop.to_torch(self)
 
 
 # ------------------------------------------------------------------------ helpers
+def _check_shape(func: str, shape: Any, major: int) -> tuple[int, ...]:
+    """Check a shape: 2-d for a CSC, 2 dimensions or more for a CSR (the first compressed)."""
+    dims = v.check_shape(func, shape, ndim=2 if major == 1 else None)
+    if len(dims) < 2:
+        msg = f"{func}: shape must have at least 2 dimensions, got {dims}"
+        raise ArrowSparseValueError(msg)
+    return dims
+
+
+def _trailing_indices(func: str, indices: Any, ndim: int) -> np.ndarray:
+    """Return the coordinates after the compressed one: 1-D (a matrix) or ``[ndim - 1, nnz]``.
+
+    A matrix's indices may also come as one row ``[1, nnz]`` (the N-d layout with one
+    trailing dimension): its row is kept, a view.
+    """
+    if ndim == 2:
+        if getattr(indices, "ndim", None) == 2 and indices.shape[0] == 1:
+            indices = indices[0]
+        return v.as_sparse_indices(func, "indices", indices)
+    idx = v.as_sparse_indices(func, "indices", indices, ndim=2)
+    if idx.shape[0] != ndim - 1:
+        msg = (f"{func}: indices has {idx.shape[0]} rows but shape of {ndim} dimensions "
+               f"needs {ndim - 1} (one per dimension after the first)")
+        raise ArrowSparseValueError(msg)
+    return idx
+
+
 def _matmul_operand(func: str, values: np.ndarray, other: Any, size: int, which: str
                     ) -> np.ndarray:
     dense = cm.dense_operand(func, "other", other)

@@ -33,7 +33,9 @@ import numpy as np
 import pyarrow as pa
 
 from .._arrow import numpy_dtype
+from .._validate import check_nbytes
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
+from . import _levels as lv
 from .coo import SparseCOO
 from .csc import SparseCSC
 from .csf import SparseCSF
@@ -127,10 +129,17 @@ class SparseTensorType(pa.ExtensionType):
         """Numpy dtype of the values of the decoded tensors."""
         return numpy_dtype(self._value_type)
 
-    def __arrow_ext_serialize__(self) -> bytes:
-        meta = {"ndim": self._ndim, "value_type": self.value_dtype.name,
+    def _meta(self) -> dict[str, Any]:
+        return {"ndim": self._ndim, "value_type": self.value_dtype.name,
                 "version": FORMAT_VERSION}
-        return json.dumps(meta, sort_keys=True, separators=(",", ":")).encode()
+
+    @classmethod
+    def _from_meta(cls, value_type: pa.DataType, ndim: int, meta: dict[str, Any]
+                   ) -> SparseTensorType:
+        return cls(value_type, ndim)
+
+    def __arrow_ext_serialize__(self) -> bytes:
+        return json.dumps(self._meta(), sort_keys=True, separators=(",", ":")).encode()
 
     @classmethod
     def __arrow_ext_deserialize__(cls, storage_type: pa.DataType,
@@ -150,7 +159,7 @@ class SparseTensorType(pa.ExtensionType):
             msg = f"{name}: storage must be a struct with a values field, got {storage_type}"
             raise ArrowSparseTypeError(msg)
         value_type = storage_type.field("values").type.value_type
-        out = cls(value_type, ndim)
+        out = cls._from_meta(value_type, ndim, meta)
         if meta.get("value_type") != out.value_dtype.name:
             msg = (f"{name}: metadata value_type {meta.get('value_type')!r} does not match "
                    f"the storage's values type {value_type}")
@@ -261,14 +270,69 @@ class SparseCSFType(SparseTensorType):
         Arrow (or numpy) type of the values: bool, an integer type, float32 or float64.
     ndim
         Number of dimensions of every tensor.
+    level_formats
+        ``"dense"`` or ``"compressed"`` for each level of every tensor of the column
+        (default all compressed; see :meth:`SparseCOO.to_csf`). Written to the type's
+        metadata (pyarrow's ``SparseCSFIndex`` has no level formats); a dense level's
+        coordinates and pointers are not stored (empty lists): they follow from the
+        shape, and are rebuilt on reading.
 
     Examples
     --------
     >>> asp.sparse.SparseCSFType(pa.float64(), 3).storage_type.names
     ['shape', 'axis_order', 'indptr', 'indices', 'values']
+    >>> t = asp.sparse.SparseCSFType(pa.float64(), 2, level_formats=("dense", "compressed"))
+    >>> t
+    SparseCSFType(float64, ndim=2, level_formats=('dense', 'compressed'))
+    >>> t.__arrow_ext_serialize__()
+    b'{"level_formats":["dense","compressed"],"ndim":2,"value_type":"float64","version":1}'
     """
 
     format = "csf"
+
+    def __init__(self, value_type: Any, ndim: int = 2,
+                 level_formats: Sequence[str] | None = None) -> None:
+        func = type(self).__name__
+        self._level_formats = lv.check_level_formats(
+            func, level_formats, _check_ndim(func, self.format, ndim))
+        super().__init__(value_type, ndim)
+
+    @property
+    def level_formats(self) -> tuple[str, ...]:
+        """The level formats of every tensor of the column (``"dense"``/``"compressed"``)."""
+        return self._level_formats
+
+    def _meta(self) -> dict[str, Any]:
+        meta = super()._meta()
+        if "dense" in self._level_formats:  # all compressed: version 1's metadata, unchanged
+            meta["level_formats"] = list(self._level_formats)
+        return meta
+
+    @classmethod
+    def _from_meta(cls, value_type: pa.DataType, ndim: int, meta: dict[str, Any]
+                   ) -> SparseTensorType:
+        return cls(value_type, ndim, meta.get("level_formats"))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self._value_type, self._ndim, self._level_formats)
+
+    def __eq__(self, other: object) -> bool:
+        # pyarrow compares extension types by name and storage; the formats are metadata
+        if isinstance(other, SparseCSFType):
+            return super().__eq__(other) and self._level_formats == other._level_formats
+        return super().__eq__(other)  # type: ignore[no-any-return]
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash((self.extension_name, str(self._value_type), self._ndim,
+                     self._level_formats))
+
+    def __repr__(self) -> str:
+        extra = (f", level_formats={self._level_formats}" if "dense" in self._level_formats
+                 else "")
+        return f"{type(self).__name__}({self.value_dtype.name}, ndim={self._ndim}{extra})"
 
     @staticmethod
     def _storage(value_type: pa.DataType, ndim: int) -> pa.DataType:
@@ -287,7 +351,8 @@ _CLASSES: dict[str, type[SparseTensor]] = {
 }
 
 
-def sparse_tensor_type(format: str, value_type: Any, ndim: int = 2) -> SparseTensorType:  # noqa: A002
+def sparse_tensor_type(format: str, value_type: Any, ndim: int = 2,  # noqa: A002
+                       level_formats: Sequence[str] | None = None) -> SparseTensorType:
     """Return the extension type of a column of sparse tensors.
 
     Parameters
@@ -298,6 +363,9 @@ def sparse_tensor_type(format: str, value_type: Any, ndim: int = 2) -> SparseTen
         Arrow (or numpy) type of the values: bool, an integer type, float32 or float64.
     ndim
         Number of dimensions (2 for CSR and CSC).
+    level_formats
+        CSF only: ``"dense"`` or ``"compressed"`` for each level (default all
+        compressed).
 
     Returns
     -------
@@ -308,7 +376,7 @@ def sparse_tensor_type(format: str, value_type: Any, ndim: int = 2) -> SparseTen
     ------
     ValueError
         An unknown format, or an ``ndim`` that is not a positive integer (not 2 for
-        CSR/CSC).
+        CSR/CSC); ``level_formats`` for a format other than CSF, or malformed.
     TypeError
         A value type that is not bool, integer, float32 or float64.
 
@@ -319,6 +387,12 @@ def sparse_tensor_type(format: str, value_type: Any, ndim: int = 2) -> SparseTen
     """
     if format not in _TYPES:
         msg = f"sparse_tensor_type: format must be one of {sorted(_TYPES)}, got {format!r}"
+        raise ArrowSparseValueError(msg)
+    if format == "csf":
+        return SparseCSFType(value_type, ndim, level_formats)
+    if level_formats is not None:
+        msg = (f"sparse_tensor_type: level_formats is for the csf format only, got "
+               f"format {format!r}")
         raise ArrowSparseValueError(msg)
     return _TYPES[format](value_type, ndim)
 
@@ -370,8 +444,10 @@ def _encode(t: SparseTensorType, tensors: Sequence[SparseTensor | None]) -> pa.S
         comp = [x._compact() for x in valid]  # type: ignore[attr-defined]
         orders = [x.axis_order if x is not None else range(ndim) for x in tensors]
         levels = [(ndim - 1, ndim) if x is not None else (0, 0) for x in tensors]
-        ptrs = [_i64(p) for c in comp for p in c.indptr]
-        idxs = [_i64(i) for c in comp for i in c.indices]
+        dense = [f == "dense" for f in t.level_formats]  # type: ignore[attr-defined]
+        none = np.empty(0, dtype=np.int64)  # a dense level's arrays follow from the shape
+        ptrs = [none if dense[k + 1] else _i64(p) for c in comp for k, p in enumerate(c.indptr)]
+        idxs = [none if dense[k] else _i64(i) for c in comp for k, i in enumerate(c.indices)]
         counts = [x.nnz if x is not None else 0 for x in tensors]
         arrays = [_fixed(shapes, ndim, _I64), _fixed(orders, ndim, pa.int32()),
                   pa.LargeListArray.from_arrays(_offsets([n for n, _ in levels]),
@@ -412,7 +488,8 @@ def _type_of(func: str, tensors: Sequence[Any], given: Any) -> SparseTensorType:
         raise ArrowSparseTypeError(msg)
     else:
         x0 = tensors[first]
-        want = sparse_tensor_type(x0.format, pa.from_numpy_dtype(x0.dtype), x0.ndim)
+        want = sparse_tensor_type(x0.format, pa.from_numpy_dtype(x0.dtype), x0.ndim,
+                                  getattr(x0, "level_formats", None))
         ref = f"tensors[{first}]"
     for pos, x in enumerate(tensors):
         if x is None:
@@ -429,6 +506,11 @@ def _type_of(func: str, tensors: Sequence[Any], given: Any) -> SparseTensorType:
         if x.ndim != want.ndim:
             msg = (f"{func}: tensors[{pos}] has {x.ndim} dimensions but {ref} has "
                    f"{want.ndim}; one array holds one number of dimensions")
+            raise ArrowSparseTypeError(msg)
+        if isinstance(want, SparseCSFType) and x.level_formats != want.level_formats:
+            msg = (f"{func}: tensors[{pos}] has level_formats {x.level_formats} but {ref} has "
+                   f"{want.level_formats}; one array holds one level format per level "
+                   f"(convert with .to_csf(level_formats=...))")
             raise ArrowSparseTypeError(msg)
     return want
 
@@ -566,7 +648,26 @@ class _Decoder:
         ptrs = self._levels(self.ptr_outer, self.ptr_inner, self.ptr, i, t.ndim - 1, "indptr")
         idxs = self._levels(self.idx_outer, self.idx_inner, self.idx, i, t.ndim, "indices")
         order = tuple(int(a) for a in self.order[i])
-        return SparseCSF(ptrs, idxs, values, shape, order, validate=self.validate)
+        formats = t.level_formats  # type: ignore[attr-defined]
+        for k, fmt in enumerate(formats):
+            if fmt == "dense":
+                self._dense_level(i, k, ptrs, idxs, shape[order[k]])
+        return SparseCSF(ptrs, idxs, values, shape, order, level_formats=formats,
+                         validate=self.validate)
+
+    def _dense_level(self, i: int, k: int, ptrs: list[np.ndarray], idxs: list[np.ndarray],
+                     size: int) -> None:
+        """Rebuild dense level ``k`` of row ``i`` (stored empty) from its parents and size."""
+        if len(idxs[k]) or (k and len(ptrs[k - 1])):
+            msg = (f"{self.func}: row {i} stores arrays for level {k}, which the type's "
+                   f"level_formats make dense (its arrays must be empty lists)")
+            raise ArrowSparseValueError(msg)
+        parents = 1 if k == 0 else len(idxs[k - 1])
+        check_nbytes(self.func, f"row {i}'s dense level {k} ({parents} parents x {size})",
+                     parents * size, 8)
+        idxs[k] = np.tile(np.arange(size, dtype=np.int64), parents)
+        if k:
+            ptrs[k - 1] = np.arange(parents + 1, dtype=np.int64) * size
 
     def _levels(self, outer: np.ndarray, inner: np.ndarray, flat: np.ndarray, i: int,
                 count: int, what: str) -> list[np.ndarray]:

@@ -20,10 +20,14 @@ from .._backend import device_of, module_of, normalize_device, transfer
 from .._docs import fill_doc
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 
-__all__ = ["SparseTensor"]
+__all__ = ["UFUNC_PROTOCOL", "SparseTensor"]
 
 #: The format classes by their ``format`` name, filled as they are defined.
 _FORMATS: dict[str, type[SparseTensor]] = {}
+
+#: ``"apply"``: numpy's ufunc protocol for sparse tensors, which needs the formats and
+#: so is registered by ``sparse/_ufunc.py`` when the package is imported.
+UFUNC_PROTOCOL: dict[str, Callable[..., Any]] = {}
 
 #: The docstring of ``sum`` of each format, after its summary line.
 _SUM = """
@@ -106,6 +110,15 @@ _FROM_FORMAT = """
     """
 
 
+def _apply(ufunc: np.ufunc, *inputs: Any) -> Any:
+    """Apply an operator's ufunc to its operands directly, not through numpy's dispatch.
+
+    Through it, an array operand first would take the call, and CuPy's
+    ``__array_ufunc__`` knows no sparse tensor.
+    """
+    return UFUNC_PROTOCOL["apply"](ufunc, "__call__", inputs, {})
+
+
 class SparseTensor:
     """Base class of :class:`SparseCOO`, :class:`SparseCSR`, :class:`SparseCSC`, :class:`SparseCSF`.
 
@@ -118,8 +131,6 @@ class SparseTensor:
     """
 
     __slots__ = ()
-    #: numpy and CuPy defer binary operators to us (``dense @ m`` calls ``__rmatmul__``).
-    __array_ufunc__ = None
     #: What CuPy versions before NEP 13 support compare instead of ``__array_ufunc__``.
     __array_priority__ = 1000
     #: ``"coo"``, ``"csr"``, ``"csc"`` or ``"csf"``.
@@ -360,17 +371,72 @@ class SparseTensor:
         return cls._from_format(f"{cls.__name__}.from_csf", csf, "csf")
 
     # --------------------------------------------------------------- operators
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any,
+                        **kwargs: Any) -> Any:
+        """Apply a numpy ufunc: ``np.sin(x)``, ``x + y``, ``2 * x``, ``dense @ x``.
+
+        Where the result's unspecified elements stay zeros it is sparse: a ufunc with
+        ``f(0) == 0`` on the stored values (same format); with a scalar ``s`` when
+        ``f(0, s) == 0``; between two sparse tensors of one shape when ``f(0, 0) == 0``
+        (``multiply`` on the intersection of the patterns, ``add``, ``subtract``,
+        ``maximum``, ... on the union). ``f(0) != 0`` (``cos``, ``exp``, ``x + 1``)
+        raises ValueError: densify first. With a dense array, ``multiply`` keeps the
+        pattern and other ufuncs give ``f(x.to_dense(), array)``. See
+        docs/sparse-tensors.md.
+
+        Examples
+        --------
+        >>> a = asp.SparseCOO([[0, 1], [1, 0]], np.array([1.0, -4.0]), (2, 2))
+        >>> b = asp.SparseCOO([[0, 0], [1, 0]], np.array([2.0, 3.0]), (2, 2))
+        >>> np.abs(a).values
+        array([1., 4.])
+        >>> (a + b).to_dense()
+        array([[ 3.,  3.],
+               [-4.,  0.]])
+        >>> (a * b).indices, (a * b).values
+        (array([[0],
+               [1]]), array([2.]))
+        >>> np.cos(a)
+        Traceback (most recent call last):
+            ...
+        arrow_sparse.errors.ArrowSparseValueError: numpy.cos: f(0) is not 0, so the \
+result of a SparseCOO would be dense; densify explicitly: numpy.cos(x.to_dense())
+        """
+        return UFUNC_PROTOCOL["apply"](ufunc, method, inputs, kwargs)
+
     def multiply(self, other: Any) -> SparseTensor:  # pragma: no cover - overridden
         """Elementwise product with a scalar or a dense array broadcast to ``shape``."""
         raise NotImplementedError
 
-    def __mul__(self, other: Any) -> SparseTensor:
-        if isinstance(other, SparseTensor):
-            return NotImplemented
-        return self.multiply(other)
+    def __mul__(self, other: Any) -> Any:
+        return _apply(np.multiply, self, other)
 
-    def __rmul__(self, other: Any) -> SparseTensor:
-        return self.__mul__(other)
+    def __rmul__(self, other: Any) -> Any:
+        return _apply(np.multiply, other, self)
+
+    def __add__(self, other: Any) -> Any:
+        return _apply(np.add, self, other)
+
+    def __radd__(self, other: Any) -> Any:
+        return _apply(np.add, other, self)
+
+    def __sub__(self, other: Any) -> Any:
+        return _apply(np.subtract, self, other)
+
+    def __rsub__(self, other: Any) -> Any:
+        return _apply(np.subtract, other, self)
+
+    def __truediv__(self, other: Any) -> Any:
+        return _apply(np.true_divide, self, other)
+
+    def __pow__(self, other: Any) -> Any:
+        return _apply(np.power, self, other)
+
+    def __neg__(self) -> Any:
+        return _apply(np.negative, self)
+
+    def __abs__(self) -> Any:
+        return _apply(np.absolute, self)
 
     def matmul(self, other: Any) -> np.ndarray:
         """Matrix product of this 2-d tensor with a dense matrix or vector, through CSR.

@@ -116,7 +116,11 @@ class _ElementOp:
 
 
 def _map_elements(func: str, x: Any, op: _ElementOp) -> Any:
-    x = _arrow.as_arrow(x)
+    back = _arrow.like_series(x)  # a Polars / pandas Series comes back as one
+    return back(_map_elements_arrow(func, _arrow.as_arrow(x), op))
+
+
+def _map_elements_arrow(func: str, x: Any, op: _ElementOp) -> Any:
     xp = array_module(func, values=x)
     if xp is not np:
         result = _map_device(func, x, op, xp)

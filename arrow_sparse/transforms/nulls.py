@@ -94,10 +94,12 @@ def _list_like(col: _Col, offsets: np.ndarray, validity: np.ndarray | None,
 
 
 def _structural(func: str, x: Any, one: Any) -> Any:
+    back = _arrow.like_series(x)  # a Polars / pandas Series comes back as one
+    x = _arrow.as_arrow(x)
     if isinstance(x, pa.ChunkedArray):
-        return _per_chunk(func, x, one)
+        return back(_per_chunk(func, x, one))
     if isinstance(x, (pa.Array, Jagged)):
-        return one(x)
+        return back(one(x))
     raise _not_a_column(func, "values", x, "an Arrow list array, a ChunkedArray or a Jagged")
 
 

@@ -109,6 +109,7 @@ class ndarray:  # noqa: N801 (CuPy's name)
     """A device array: a numpy array that only the device functions may touch."""
 
     __slots__ = ("_a", "_device")
+    __array_priority__ = 100  # CuPy's: operands of a higher priority take the operator
 
     def __init__(self, a: np.ndarray, device: int | None = None) -> None:
         self._a = a
@@ -258,6 +259,9 @@ for _name in ("max", "min", "sum", "any", "all", "argmax", "argmin", "cumsum", "
 
 def _operator(name: str) -> Callable[..., Any]:
     def method(self: ndarray, *other: Any) -> Any:
+        if other and not isinstance(other[0], ndarray) and \
+                getattr(other[0], "__array_priority__", 0) > ndarray.__array_priority__:
+            return NotImplemented  # as CuPy: the other operand's reflected operator runs
         _launch(name)
         return _wrap(getattr(self._a, name)(*(_unwrap(o) for o in other)))
     method.__name__ = name

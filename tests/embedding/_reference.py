@@ -42,6 +42,26 @@ def ref_backward(grad_out: np.ndarray, bags: list[list[int]], num_embeddings: in
     return rows, dense[rows] if len(rows) else np.zeros((0, grad_out.shape[1]))
 
 
+def ref_piecewise_sum(rows: np.ndarray, piece: int) -> np.ndarray:
+    """The device's sum of one run's gradient rows (in run order), in their dtype.
+
+    A run of at most ``piece`` rows is the CPU's left-to-right sum. A longer one is cut
+    into pieces of ``piece`` rows from its start, each summed left to right from 0, and
+    the first piece's sum then takes each later piece's sum in order (``coalesce_sorted``
+    and ``train_rows`` in ``embedding.cu``); every step rounds to the dtype.
+    """
+    def seq(block: np.ndarray) -> np.ndarray:
+        acc = np.zeros(rows.shape[1:], rows.dtype)
+        for row in block:
+            acc = (acc + row).astype(rows.dtype)
+        return acc
+
+    acc = seq(rows[:piece])
+    for start in range(piece, len(rows), piece):
+        acc = (acc + seq(rows[start:start + piece])).astype(rows.dtype)
+    return acc
+
+
 def ref_sgd(table: np.ndarray, rows: Any, values: Any, lr: float) -> None:
     for r, g in zip(rows, values, strict=True):
         table[r] -= lr * g
@@ -105,4 +125,4 @@ def ref_bag_ids(ids: list[int], offsets: list[int], valid: list[bool] | None,
                     errors.append((j, "must not be null"))
                 else:
                     wpos[j] = p
-    return bag, key, wpos, count, sorted(errors)
+    return bag, [*key, bound], wpos, count, sorted(errors)  # the sentinel key last

@@ -22,11 +22,12 @@ from hypothesis import strategies as st
 import arrow_sparse as asp
 from arrow_sparse import embedding as emb
 from arrow_sparse.kernels import cuda
+from arrow_sparse.kernels.cuda import _launch
 from tests.cuda_emu.emu import Emulator
 
 from ..conftest import from_backend, on_device, to_backend
 from ._helpers import AT_ONCE, CAFFE2, cpu_and_emu, grad_on_host, random_bags, same_bits, use
-from ._reference import ref_backward, ref_lookup
+from ._reference import ref_backward, ref_lookup, ref_piecewise_sum
 
 
 # ======================================================================= SparseGrad
@@ -251,7 +252,61 @@ def test_lookup_backward_is_deterministic_with_duplicates(backend: str) -> None:
     expected = np.zeros((5, 3), np.float32)
     for i, row in zip(ids, dy, strict=True):  # sequential float32 sums, input order
         expected[i] += row
+    if backend != "cpu":  # runs of ~1,000 ids: split by elements, pieces added in order
+        expected = np.stack([ref_piecewise_sum(dy[ids == i], _launch.PIECE) for i in range(5)])
     np.testing.assert_array_equal(a, expected)
+
+
+#: Skewed bags (issue 13): ``(ids, offsets)``.
+SKEWS = {
+    "a 10,000-long run of one id": lambda rng: (
+        rng.permutation(np.r_[np.full(10_000, 3), rng.integers(0, 50, 500)]),
+        np.arange(0, 10_501, 21)),
+    "bags of 2,000 among bags of 1": lambda rng: (
+        rng.integers(0, 50, 6_296), np.r_[0, np.cumsum(np.r_[2000, np.ones(150, int), 2000,
+                                                               np.ones(146, int), 2000])]),
+    "every id equal": lambda rng: (np.full(4_000, 9), np.r_[0, 1, 2, 1000, 4000]),
+}
+
+
+@pytest.mark.parametrize("skew", list(SKEWS))
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_lookup_backward_under_skew_issue_13(backend: str, skew: str, mode: str) -> None:
+    # Against a float64 numpy oracle (np.add.at): integer-valued float32 gradients of
+    # sums are exact in any order, so they equal it bit for bit; the others lie within
+    # the bound of any float32 sum of n terms, n * eps * sum(|term|) per element (the
+    # host adds left to right, the device in pieces: both within it). SparseGrad.coalesce
+    # of the per-id gradient (one row per id, unsorted) gives the same rows and sums.
+    rng = np.random.default_rng(13)
+    ids, offsets = SKEWS[skew](rng)
+    bags, num = len(offsets) - 1, 50
+    lengths = np.diff(offsets)
+    bag = np.repeat(np.arange(bags), lengths)
+    scale = 1.0 / np.maximum(lengths, 1)[bag] if mode == "mean" else np.ones(len(ids))
+    rows = np.unique(ids)
+    run = np.bincount(ids, minlength=num)[rows, None]
+    eps = np.finfo(np.float32).eps
+    for whole in (True, False):
+        dy = (rng.integers(-4, 5, (bags, 3)) if whole
+              else rng.standard_normal((bags, 3))).astype(np.float32)
+        terms = (scale[:, None] * dy[bag].astype(np.float64))
+        dense, size = np.zeros((num, 3)), np.zeros((num, 3))
+        np.add.at(dense, ids, terms)
+        np.add.at(size, ids, np.abs(terms))
+        g = emb.lookup_backward(*to_backend([dy, ids], backend),
+                                offsets=to_backend(offsets, backend), mode=mode,
+                                num_embeddings=num)
+        got_rows, got = grad_on_host(g, backend)
+        np.testing.assert_array_equal(got_rows, rows)
+        assert got.dtype == np.float32
+        if whole and mode == "sum":
+            np.testing.assert_array_equal(got, dense[rows].astype(np.float32))
+        else:
+            assert (np.abs(got - dense[rows]) <= run * eps * size[rows]).all()
+    per_id = to_backend([ids, terms.astype(np.float32)], backend)
+    c_rows, c_values = grad_on_host(emb.SparseGrad(*per_id).coalesce(), backend)
+    np.testing.assert_array_equal(c_rows, rows)
+    assert (np.abs(c_values - dense[rows]) <= run * eps * size[rows]).all()
 
 
 def test_backward_is_deterministic_on_the_parallel_kernels() -> None:
@@ -344,7 +399,8 @@ def test_lookup_backward_through_the_emulator_matches_cpu(cuda_emu: Emulator) ->
             per_sample_weights=psw)
         np.testing.assert_array_equal(got.rows, expected.rows)
         same_bits(expected.values, got.values)
-        assert launches == ["run_heads<long long>", "coalesce_sorted<float, double>"]
+        assert launches == ["run_heads<long long>", "compact_runs<long long>",
+                            "coalesce_pieces<float, double>", "coalesce_sorted<float, double>"]
 
 
 def test_device_backward_checks_are_raised_at_once(cp: ModuleType) -> None:

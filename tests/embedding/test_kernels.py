@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import numba
@@ -46,7 +47,7 @@ from tests.cuda_emu.emu import Emulator, emulated
 
 from ..conftest import NUMERIC_DTYPES
 from ._helpers import launched, same_bits
-from ._reference import ref_bag_ids
+from ._reference import ref_bag_ids, ref_piecewise_sum
 
 FLOATS = [np.dtype(np.float32), np.dtype(np.float64)]
 IDS = [np.dtype(np.int32), np.dtype(np.int64)]
@@ -197,9 +198,13 @@ def run_heads(ids: list[int], order: list[int]) -> list[int]:
 # ------------------------------------------------------------------ registry and source
 def test_name_expressions_cover_every_variant_once() -> None:
     names = cuda.name_expressions("embedding")
-    assert len(names) == len(set(names)) == 20 + 2 + 2 + 4 + 80 + 2 + 4 + 4 + 2
+    # lookup_rows, run_heads, compact_runs, bag_ids, coalesce_sorted, coalesce_pieces,
+    # train_pieces, train_rows, weights_grad and the four optimizer steps
+    assert len(names) == len(set(names)) == (20 + 2 + 2 + 2 + 4 + 4 + 4 + 16 + 80
+                                             + 2 + 4 + 4 + 2)
     assert {"bag_ids<int>", "bag_ids<long long>"} <= set(names)  # device only
-    assert cuda_embedding.DEVICE_ONLY == ("bag_ids",)
+    assert "train_rows<float, double, float, double>" in names  # device only
+    assert cuda_embedding.DEVICE_ONLY == ("bag_ids", "train_rows")
     assert not set(cuda_embedding.DEVICE_ONLY) & set(cuda_embedding.__all__)
     for kernel, tdtype, sdtype in CASES:
         t, s = (_launch.DTYPE_TO_CTYPE[d] for d in (tdtype, sdtype))
@@ -324,8 +329,9 @@ def test_sort_ids_matches_cpu(cuda_emu: Emulator, case: str, ids_dtype: np.dtype
     for e, g in zip(expected, got, strict=True):
         assert g.dtype == np.int64
         np.testing.assert_array_equal(g, e)
-    heads = f"run_heads<{_launch.DTYPE_TO_CTYPE[ids_dtype]}>"
-    assert cuda_emu.launches == ([heads] if ids.size else [])
+    suffix = _launch.DTYPE_TO_CTYPE[ids_dtype]
+    assert cuda_emu.launches == ([f"run_heads<{suffix}>", f"compact_runs<{suffix}>"]
+                                 if ids.size else [])
 
 
 @pytest.mark.hypothesis
@@ -395,8 +401,9 @@ def test_coalesce_sorted_matches_cpu(cuda_emu: Emulator, dtype: np.dtype, scale_
     assert cuda_emu.order_effects == {}
     s = cuda_embedding.product_dtype(scale.dtype, dtype) if scale.dtype.kind == "i" else (
         scale.dtype)
-    name = f"coalesce_sorted<{_launch.DTYPE_TO_CTYPE[dtype]}, {_launch.DTYPE_TO_CTYPE[s]}>"
-    assert cuda_emu.launches == ([name] if num * dim else [])
+    types = f"<{_launch.DTYPE_TO_CTYPE[dtype]}, {_launch.DTYPE_TO_CTYPE[s]}>"
+    assert cuda_emu.launches == ([f"coalesce_pieces{types}", f"coalesce_sorted{types}"]
+                                 if num * dim else [])
 
 
 def test_coalesce_sorted_into_a_non_contiguous_out(cuda_emu: Emulator) -> None:
@@ -431,6 +438,82 @@ def test_coalesce_sorted_checks_runs_order_and_bags(
         cuda.check_errors("coalesce")
     assert [u for u in range(len(out)) if out[u, 0] != -1.0] == written
 
+
+
+# ----------------------------------------------- coalesce_sorted under skew (issue 13)
+#: Ids of the skew cases: one id repeated 10,000 times among others, and every id equal.
+SKEWED_IDS = {
+    "a 10,000-long run": lambda rng: rng.permutation(np.r_[np.full(10_000, 5),
+                                                           rng.integers(0, 40, 2_000)]),
+    "every id equal": lambda rng: np.full(3_000, 11),
+}
+
+
+@pytest.mark.parametrize("case", list(SKEWED_IDS))
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_coalesce_sorted_splits_long_runs_by_elements_issue_13(
+        cuda_emu: Emulator, case: str, dtype: np.dtype) -> None:
+    rng = np.random.default_rng(13)
+    ids = SKEWED_IDS[case](rng)
+    bag = rng.integers(0, 64, size=len(ids))
+    order, rows, starts = cpu_embedding.sort_ids(ids)
+    for whole in (True, False):
+        grad = (rng.integers(-9, 10, size=(64, 3)) if whole
+                else rng.standard_normal((64, 3))).astype(dtype)
+        expected = np.empty((len(rows), 3), dtype)
+        cpu_embedding.coalesce_sorted(grad, order, bag, np.empty(0), starts, expected)
+        got = np.empty_like(expected)
+        _backend.get_kernel("embedding", "coalesce_sorted")(grad, order, bag, np.empty(0),
+                                                            starts, got)
+        cuda.check_errors("coalesce")
+        if whole:  # integer-valued: the same sums in any order
+            same_bits(expected, got)
+        else:  # the documented order: pieces of PIECE positions, added in order
+            for u in range(len(rows)):
+                run = grad[bag[order[starts[u]:starts[u + 1]]]]
+                same_bits(ref_piecewise_sum(run, _launch.PIECE), got[u])
+            scale = np.abs(grad).max() * np.diff(starts).max()
+            np.testing.assert_allclose(got, expected, rtol=0,
+                                       atol=scale * np.finfo(dtype).eps * 8)
+    longest = int(np.diff(starts).max())
+    assert longest >= 3_000 and longest > _launch.PIECE
+    assert cuda_emu.launches[-2:] == [f"coalesce_pieces<{_launch.DTYPE_TO_CTYPE[dtype]}, double>",
+                                      f"coalesce_sorted<{_launch.DTYPE_TO_CTYPE[dtype]}, double>"]
+    assert cuda_emu.order_effects == {}
+
+
+@pytest.mark.parametrize("piece", [4, 8])
+def test_coalesce_sorted_pieces_in_any_order_and_grid(
+        cuda_emu: Emulator, monkeypatch: pytest.MonkeyPatch, piece: int) -> None:
+    # Small pieces on random runs (some of one piece, some of many, some exactly a
+    # multiple) with scales, and one block of threads: the partials of every run are
+    # found, summed and added in order.
+    monkeypatch.setattr(_launch, "PIECE", piece)
+    monkeypatch.setattr(_launch, "MAX_BLOCKS", 1)
+    rng = np.random.default_rng(piece)
+    ids = rng.integers(0, 12, size=400)
+    grad = rng.standard_normal((50, 37))
+    bag, scale = rng.integers(0, 50, size=400), rng.standard_normal(400)
+    order, rows, starts = cpu_embedding.sort_ids(ids)
+    got = np.empty((len(rows), 37))
+    cuda_embedding.coalesce_sorted(np, grad, order, bag, scale, starts, got)
+    cuda.check_errors("coalesce")
+    for u in range(len(rows)):
+        run = order[starts[u]:starts[u + 1]]
+        same_bits(ref_piecewise_sum(scale[run, None] * grad[bag[run]], piece), got[u])
+    assert cuda_emu.order_effects == {}
+
+
+def test_sort_ids_reads_the_error_word_with_the_run_count(cp: ModuleType) -> None:
+    # One transfer brings the number of runs and the error word back: the check right
+    # after it raises what the sort's kernels found without a second read.
+    ids = cp.asarray(np.array([3, 1, 3, 2]))
+    cp.stats.reset()
+    order, rows, starts = cuda_embedding.sort_ids(cp, ids)
+    assert cp.stats.syncs == 1
+    cuda.check_errors("sort_ids")
+    assert cp.stats.syncs == 1
+    assert rows.get().tolist() == [1, 2, 3] and starts.get().tolist() == [0, 1, 2, 4]
 
 
 # ------------------------------------------------------------------ weights_grad

@@ -112,6 +112,36 @@ def test_update_many_tables_equals_one_by_one(opt: str, backend: str) -> None:
             np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("splits", [2, 7, 1000])
+@pytest.mark.parametrize("opt", OPTIMIZERS)
+def test_num_splits_updates_one_table_in_parts_with_the_serial_result(
+        opt: str, splits: int, backend: str) -> None:
+    rng = np.random.default_rng(10)
+    table = rng.standard_normal((5_000, 8))
+    ids = (rng.zipf(1.2, 20_000) - 1) % len(table)  # hot rows, repeated: coalesced first
+    grad = emb.SparseGrad(*to_backend([ids, rng.standard_normal((len(ids), 8))], backend))
+    hyper: dict[str, Any] = {"lr": 0.1} if opt != "ftrl" else {"alpha": 0.2}
+    serial, parts = to_backend([table.copy(), table.copy()], backend)
+    st_serial, st_parts = states_of(opt, [table], backend), states_of(opt, [table], backend)
+    emb.update(opt, [serial], [grad], states=st_serial, **hyper)
+    emb.update(opt, [parts], [grad], states=st_parts, num_splits=splits, max_workers=2,
+               **hyper)
+    np.testing.assert_array_equal(from_backend(parts, backend), from_backend(serial, backend))
+    if st_serial is not None:
+        for a, b in zip(st_serial, st_parts, strict=True):
+            for x, y in zip(a if opt == "ftrl" else [a], b if opt == "ftrl" else [b],
+                            strict=True):
+                np.testing.assert_array_equal(from_backend(y, backend),
+                                              from_backend(x, backend))
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_num_splits_must_be_a_positive_integer(bad: Any) -> None:
+    grad = emb.SparseGrad(np.array([0]), np.ones((1, 2)))
+    with pytest.raises(ValueError, match=r"^update: num_splits must be a positive integer"):
+        emb.update("sgd", [np.zeros((2, 2))], [grad], num_splits=bad, lr=0.1)
+
+
 @pytest.mark.parametrize("opt", OPTIMIZERS)
 def test_an_empty_gradient_changes_nothing(opt: str, backend: str) -> None:
     table = np.arange(8.0).reshape(4, 2)

@@ -294,3 +294,107 @@ def test_a_device_jagged_gives_the_rows_of_the_host_one(null_rows: str) -> None:
             assert cp.stats.syncs == syncs
             for g, w in zip(got, want, strict=True):
                 assert isinstance(g, cp.ndarray) and g.get().tolist() == w.tolist()
+
+
+# --------------------------------------------------------------- TorchRec both ways
+def real_torchrec() -> Any:
+    """TorchRec's jagged_tensor module, or skip (its import of FBGEMM warns about kernels)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        return pytest.importorskip("torchrec.sparse.jagged_tensor")
+
+
+class DuckKJT:
+    """Not TorchRec's class: just its accessors."""
+
+    def __init__(self, torch: Any, weights: bool) -> None:
+        self._values = torch.tensor([1, 2, 3, 4, 5])
+        self._lengths = torch.tensor([2, 0, 1, 2], dtype=torch.int32)
+        self._weights = torch.tensor([0.5, 1.0, 1.5, 2.0, 2.5]) if weights else None
+
+    def keys(self) -> list[str]:
+        return ["a", "b"]
+
+    def values(self) -> Any:
+        return self._values
+
+    def lengths(self) -> Any:
+        return self._lengths
+
+    def weights_or_none(self) -> Any:
+        return self._weights
+
+
+def test_to_torchrec_without_torchrec_gives_the_inputs(torch: Any,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from arrow_sparse.interop import torch as asp_torch
+
+    monkeypatch.setattr(asp_torch, "_torchrec_class", lambda: None)
+    kj = asp.KeyedJagged.from_dict({"a": [[1, 2], None], "b": [[3], [4, 5]]},
+                                   weights={"b": [[0.5], [1.0, 2.0]]})
+    inputs = kj.to_torchrec()
+    assert isinstance(inputs, asp_torch.TorchRecInputs)
+    assert inputs.keys == ["a", "b"] and inputs.lengths.tolist() == [2, 0, 1, 2]
+    back = asp.KeyedJagged.from_torchrec(inputs)
+    assert back.values.ctypes.data == kj.values.ctypes.data  # shared both ways
+    assert back.weights.ctypes.data == kj.weights.ctypes.data
+    assert back["a"].to_list() == [[1, 2], []] and back["b"].to_list() == [[3], [4, 5]]
+
+
+@pytest.mark.parametrize("weights", [False, True])
+def test_from_torchrec_takes_any_object_with_the_accessors(torch: Any, weights: bool) -> None:
+    duck = DuckKJT(torch, weights)
+    kj = asp.KeyedJagged.from_torchrec(duck)
+    assert kj.keys() == ["a", "b"] and kj.batch_size == 2
+    assert kj["a"].to_list() == [[1, 2], []] and kj["b"].to_list() == [[3], [4, 5]]
+    assert kj.values.ctypes.data == duck.values().data_ptr()
+    assert kj.lengths.ctypes.data == duck.lengths().data_ptr()
+    if weights:
+        assert kj.weights_of("b").to_list() == [[1.5], [2.0, 2.5]]
+    else:
+        assert kj.weights is None
+    with pytest.raises(ArrowSparseTypeError,
+                       match=r"^KeyedJagged.from_torchrec: kjt must be .* lacks keys\(\)"):
+        asp.KeyedJagged.from_torchrec(object())
+    duck._values = [1, 2, 3, 4, 5]
+    with pytest.raises(ArrowSparseTypeError,
+                       match="^KeyedJagged.from_torchrec: values must be a torch.Tensor"):
+        asp.KeyedJagged.from_torchrec(duck)
+
+
+def test_from_torchrec_checks_lengths(torch: Any) -> None:
+    duck = DuckKJT(torch, False)
+    duck._lengths = torch.tensor([2, 0, 1, 9])
+    with pytest.raises(ArrowSparseValueError, match="^KeyedJagged: lengths"):
+        asp.KeyedJagged.from_torchrec(duck)
+
+
+def test_to_torchrec_gives_a_real_keyed_jagged_tensor(torch: Any) -> None:
+    jt = real_torchrec()
+    kj = asp.KeyedJagged.from_dict({"a": [[1, 2], None, [7]], "b": [[3], [4, 5], []]},
+                                   weights={"b": [[0.5], [1.0, 2.0], []]})
+    kjt = kj.to_torchrec()
+    assert isinstance(kjt, jt.KeyedJaggedTensor)
+    assert kjt.keys() == ["a", "b"] and kjt.stride() == 3
+    assert kjt.values().data_ptr() == kj.values.ctypes.data  # zero-copy
+    # TorchRec's own view of it agrees with the KeyedJagged
+    per_key = kjt.to_dict()
+    assert [t.tolist() for t in per_key["a"].to_dense()] == [[1, 2], [], [7]]
+    assert [t.tolist() for t in per_key["b"].to_dense()] == [[3], [4, 5], []]
+    assert [t.tolist() for t in per_key["b"].to_dense_weights()] == [[0.5], [1.0, 2.0], []]
+    assert kjt.offsets().tolist() == kj.offsets.tolist()
+    # and back, also from one TorchRec built itself (offsets only) and permuted
+    back = asp.KeyedJagged.from_torchrec(kjt)
+    assert back.values.ctypes.data == kj.values.ctypes.data
+    assert back["b"].to_list() == [[3], [4, 5], []]
+    built = jt.KeyedJaggedTensor(keys=["x", "y"], values=torch.tensor([1.0, 2.0, 3.0]),
+                                 offsets=torch.tensor([0, 1, 1, 3, 3]))
+    assert asp.KeyedJagged.from_torchrec(built)["y"].to_list() == [[2.0, 3.0], []]
+    swapped = asp.KeyedJagged.from_torchrec(kjt.permute([1, 0]))
+    assert swapped.keys() == ["b", "a"] and swapped["a"].to_list() == [[1, 2], [], [7]]
+    empty = jt.KeyedJaggedTensor(keys=[], values=torch.tensor([], dtype=torch.int64),
+                                 lengths=torch.tensor([], dtype=torch.int64), stride=4)
+    assert asp.KeyedJagged.from_torchrec(empty).batch_size == 4

@@ -1,4 +1,4 @@
-"""Tests of ``arrow_sparse.io._flight_security``: TLS and the bearer token of Flight servers.
+"""Tests of ``arrow_sparse.io.flight_security``: TLS and the bearer token of Flight servers.
 
 A self-signed certificate for 127.0.0.1 is made for the module, with the
 ``cryptography`` package when it is installed and the ``openssl`` command otherwise;
@@ -24,7 +24,7 @@ import pytest
 import arrow_sparse as asp
 from arrow_sparse.errors import ArrowSparseIOError, ArrowSparseTypeError, ArrowSparseValueError
 from arrow_sparse.io import ArrowSparseFlightError, InsecureFlightWarning
-from arrow_sparse.io import _flight_security as security
+from arrow_sparse.io import flight_security as security
 
 LOOPBACK = "grpc://127.0.0.1:0"
 TIMEOUT = 20.0

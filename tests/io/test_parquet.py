@@ -188,6 +188,27 @@ def test_iter_with_location_shards(tmp_path: Path) -> None:
         list(batches.iter_with_location(2, 2))
 
 
+def test_row_groups_list_and_read_each_unit(tmp_path: Path) -> None:
+    table = pa.table({"x": np.arange(100), "ids": [[i] * (i % 3) for i in range(100)]})
+    for i in range(2):
+        asp.io.write_parquet(table.slice(50 * i, 50), tmp_path / f"{i}.parquet",
+                             row_group_rows=20)
+    batches = asp.io.read_parquet(tmp_path, columns=["ids", "x"])
+    groups = batches.row_groups()
+    assert [(os.path.basename(g.path), g.row_group, g.num_rows) for g in groups] == [
+        ("0.parquet", 0, 20), ("0.parquet", 1, 20), ("0.parquet", 2, 10),
+        ("1.parquet", 0, 20), ("1.parquet", 1, 20), ("1.parquet", 2, 10)]
+    parts = [batches.read_row_group(g) for g in groups]
+    assert all(p.schema.names == ["ids", "x"] for p in parts)
+    assert pa.concat_tables(parts).to_pylist() == table.select(["ids", "x"]).to_pylist()
+    assert [p.num_rows for p in parts] == [g.num_rows for g in groups]
+    with pytest.raises(ArrowSparseTypeError, match="^read_row_group: group must be a RowGroup"):
+        batches.read_row_group((groups[0].path, 0))  # type: ignore[arg-type]
+    filtered = asp.io.read_parquet(tmp_path, filter=pc.field("x") > 3)
+    with pytest.raises(ArrowSparseValueError, match="^row_groups: the stream has a filter"):
+        filtered.row_groups()
+
+
 # ----------------------------------------------------------------- read_parquet: errors
 def test_read_parquet_missing_file_is_an_io_error(tmp_path: Path) -> None:
     missing = tmp_path / "nope.parquet"

@@ -760,7 +760,10 @@ def test_every_keyed_member_works_on_the_device_or_says_it_is_host_only() -> Non
     attributes = {"keys", "num_keys", "batch_size", "values", "lengths", "offsets", "weights",
                   "validity", "dtype", "xp", "device", "to_device", "length_per_key",
                   "offset_per_key", "weights_of", "to_dict", "validate"}
-    assert public == attributes | built_on_the_host | set(OPS_BY_MEMBER) | {"to_arrow"}
+    # TorchRec both ways goes through DLPack, which shares CUDA memory as it does host
+    # memory (tests/interop/test_torch.py; the emulated device has no DLPack).
+    torchrec = {"to_torchrec", "from_torchrec"}
+    assert public == attributes | built_on_the_host | set(OPS_BY_MEMBER) | {"to_arrow"} | torchrec
     with emulated_cupy():
         kj = abc().to_device("cuda")
         for name in attributes - {"weights_of", "to_device"}:

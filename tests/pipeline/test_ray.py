@@ -199,3 +199,51 @@ def test_run_engine_ray_is_quiet_unless_verbose_issue15(clicks: Path, tmp_path: 
     assert quiet == [], quiet
     loud = cli("--verbose")
     assert any("Started a local Ray instance" in line for line in loud), loud[:5]
+
+
+@pytest.mark.ray
+@ignore_rays_deprecations
+def test_read_keyed_jagged_datasource(ray_cluster: object, clicks: Path) -> None:
+    import ray.data
+
+    from arrow_sparse import KeyedJagged
+    from arrow_sparse.pipeline import ray as asp_ray
+
+    keys = ["item_cat", "item_buckets"]
+    pipe = Pipeline([
+        {"type": "categorify", "column": "item_ids", "output": "item_cat"},
+        {"type": "hash_bucket", "column": "item_ids", "num_buckets": 1024,
+         "output": "item_buckets"},
+    ]).fit(str(clicks))
+    ds = asp_ray.read_keyed_jagged(clicks, keys, pipeline=pipe, batch_rows=700,
+                                   override_num_blocks=3)
+    assert isinstance(ds, ray.data.Dataset)
+    batches = list(ds.iter_batches(batch_format="pyarrow", batch_size=None))  # its blocks
+    features = list(asp_ray.iter_keyed_jagged(batches))
+    assert sum(kj.batch_size for kj in features) == ROWS
+    assert all(kj.keys() == keys for kj in features)
+    # every block is already the KeyedJagged's own layout: the round trip is the identity
+    for table, kj in zip(batches, features, strict=True):
+        assert table.column_names == keys
+        assert pa.Table.from_batches([kj.to_arrow()]).equals(table)
+    # the rows are the local pipeline's (read tasks may interleave: compare as multisets)
+    expected = KeyedJagged.from_arrow(pipe.transform_table(pq.read_table(clicks)), keys=keys)
+
+    def rows(kj: KeyedJagged) -> list[str]:  # null rows included
+        return [repr((c, b)) for c, b in zip(kj["item_cat"].to_list(),
+                                             kj["item_buckets"].to_list(), strict=True)]
+
+    assert sorted(r for kj in features for r in rows(kj)) == sorted(rows(expected))
+    # batches of the trainer's size, cut across blocks
+    sizes = [kj.batch_size for kj in asp_ray.iter_keyed_jagged(
+        ds.iter_batches(batch_format="pyarrow", batch_size=700))]
+    assert sum(sizes) == ROWS and set(sizes[:-1]) == {700}
+
+    unfitted = Pipeline([{"type": "categorify", "column": "item_ids", "name": "v"}])
+    with pytest.raises(ValueError, match=r"read_keyed_jagged: the pipeline has unfitted "
+                                         r"steps \(step 'v' \(categorify\)\)"):
+        asp_ray.read_keyed_jagged(clicks, pipeline=unfitted)
+    with pytest.raises(TypeError, match="read_keyed_jagged: paths must be a path"):
+        asp_ray.read_keyed_jagged(3)
+    with pytest.raises(ValueError, match="read_keyed_jagged: batch_rows must be a positive"):
+        asp_ray.read_keyed_jagged(clicks, batch_rows=0)

@@ -51,6 +51,21 @@ def test_run_filter_all_out_and_flight(tmp_path: Path) -> None:
     assert t.num_rows == pq.read_table(SAMPLE).filter(pa.compute.field("label") == 1).num_rows
 
 
+def test_run_serves_flight_with_a_token_issue_14(tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text("s3cret\n")
+    pipe = Pipeline([{"type": "select", "columns": ["user_id", "label"]}])
+    s = run(pipe, str(SAMPLE), "flight://127.0.0.1:0", block=False,
+            flight_security={"token_file": str(token_file)})
+    with s.server as server:
+        assert server.needs_token
+        with pytest.raises(asp.io.ArrowSparseFlightError, match="no bearer token"):
+            asp.io.flight_batches(server.location, server.tickets[0], timeout=30).read_all()
+        t = asp.io.flight_batches(server.location, server.tickets[0], token="s3cret",
+                                  timeout=30).read_all()
+    assert t.num_rows == pq.read_table(SAMPLE).num_rows
+
+
 def test_run_errors(tmp_path: Path) -> None:
     pipe = Pipeline([{"type": "select", "columns": ["nope"]}])
     with pytest.raises(KeyError, match="no column 'nope'"):

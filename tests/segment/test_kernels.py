@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import inspect
 import re
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,6 +34,8 @@ from ._helpers import (
     SPARSE,
     UNSORTED,
     emulator,
+    kernels,
+    on_devices,
     on_the_emulator,
     same_as_cpu,
     sample,
@@ -88,15 +89,15 @@ def test_unsupported_dtype_raises_not_implemented() -> None:
                                     np.float16(-np.inf), 1, np.float16(0), out, None)
 
 
-def test_source_has_no_includes_and_no_barriers() -> None:
+def test_source_has_no_includes_and_barriers_only_in_the_gpu_variant() -> None:
     text = re.sub(r"//[^\n]*", "", cuda.source("segment"))  # code, not comments
-    # The shared header's lane-group helpers keep their warp shuffles in the GPU branch
-    # of an ARROW_SPARSE_EMULATOR variant; segment.cu has no variants and calls none.
-    own = (Path(cuda.__file__).parent / "segment.cu").read_text(encoding="utf-8")
-    assert cuda.EMULATOR_MACRO not in own
+    # scatter_add's warp aggregation (__match_any_sync, shuffles) sits in the GPU branch
+    # of an ARROW_SPARSE_EMULATOR variant, as the header's lane-group helpers do; the
+    # barrier-free text the emulator runs has neither shuffles nor barriers.
+    assert "__match_any_sync" in text
     text = re.sub(rf"#if defined\({cuda.EMULATOR_MACRO}\)(.*?)#else.*?#endif", r"\1", text,
                   flags=re.DOTALL)
-    for banned in ("#include", "__syncthreads", "__shared__", "__shfl"):
+    for banned in ("#include", "__syncthreads", "__shared__", "__shfl", "__match_any"):
         assert banned not in text
 
 
@@ -140,6 +141,107 @@ def test_emulator_build_time_is_reported(backend: str) -> None:
     asp.segment_sum(np.ones(3), lengths=[3])
     assert "segment" in emulator(backend).modules
     print(f"cuda_emu build seconds this process: {sum(BUILD_SECONDS):.2f}")
+
+
+# ------------------------------------------------------------------ skew (issue 13)
+# Work is split by elements, not by bags or rows: a bag of 2,000 ids among bags of 1 (or
+# a 2-D row as long) is reduced in pieces of _launch.PIECE ids whose partials are added
+# in order, and a hot segment id's atomics are aggregated per warp on a GPU. Against the
+# CPU: integers and integer-valued floats exactly (their sums do not depend on the
+# order), other floats within one rounding of the output after float64 re-association
+# (``rounded``), maxima exactly.
+def heavy_tailed(rng: np.random.Generator, num: int = 300, long: int = 2000) -> np.ndarray:
+    """Lengths: bags of 1 with three of ``long`` (first, middle, last)."""
+    lengths = np.ones(num, np.int64)
+    lengths[[0, num // 2, num - 1]] = long
+    return lengths
+
+
+def skew_values(dtype: Any, shape: Any, rng: np.random.Generator, whole: bool) -> np.ndarray:
+    """Random values of ``dtype``: small integers, or floats (integer-valued if ``whole``)."""
+    if np.dtype(dtype).kind in "iu" or whole:
+        lo = 0 if np.dtype(dtype).kind == "u" else -9
+        return rng.integers(lo, 10, size=shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+@on_devices
+@pytest.mark.parametrize("dtype", [np.int32, np.uint64, np.float32, np.float64])
+@pytest.mark.parametrize("ids_kind", ["zipf", "all equal"])
+def test_embedding_bag_of_heavy_tailed_bags_issue_13(backend: str, dtype: Any,
+                                                    ids_kind: str) -> None:
+    rng = np.random.default_rng(13)
+    offsets = np.r_[0, np.cumsum(heavy_tailed(rng))]
+    n = int(offsets[-1])
+    ids = (np.minimum(rng.zipf(1.2, n) - 1, 49) if ids_kind == "zipf"
+           else np.full(n, 7)).astype(np.int64)
+    weights = rng.standard_normal(n)
+    for whole in (True, False):
+        if whole and np.dtype(dtype).kind != "f":
+            continue
+        table = skew_values(dtype, (50, 4), rng, whole)
+        exact = whole or np.dtype(dtype).kind != "f"
+        for mode in ("sum", "mean", "max"):
+            launches = same_as_cpu(backend, asp.embedding_bag, table, ids, offsets=offsets,
+                                   mode=mode, rounded=not exact or mode == "mean")
+            if backend == "cuda_emu":
+                assert kernels(launches)[-2:] == ["gather_reduce_pieces", "gather_reduce"]
+        same_as_cpu(backend, asp.embedding_bag, table, ids, offsets=offsets,
+                    per_sample_weights=weights, rounded=True)
+
+
+@on_devices
+@pytest.mark.parametrize("dtype", [np.int64, np.float32, np.float64])
+def test_segment_sum_of_long_2d_rows_issue_13(backend: str, dtype: Any) -> None:
+    rng = np.random.default_rng(14)
+    lengths = heavy_tailed(rng)
+    values = skew_values(dtype, (int(lengths.sum()), 3), rng, whole=False)
+    exact = np.dtype(dtype).kind != "f"
+    for fn in (asp.segment_sum, asp.segment_mean):
+        same_as_cpu(backend, fn, values, lengths=lengths,
+                    rounded=not exact or fn is asp.segment_mean)
+    weights = rng.standard_normal(len(values))
+    same_as_cpu(backend, asp.segment_weighted_sum, values, weights, lengths=lengths,
+                rounded=True)
+    whole = skew_values(np.float64, values.shape, rng, whole=True)  # exact in any order
+    same_as_cpu(backend, asp.segment_sum, whole, lengths=lengths)
+
+
+@on_devices
+@pytest.mark.parametrize("dtype", [np.int32, np.float32, np.float64])
+@pytest.mark.parametrize("width", [None, 3], ids=["1d", "2d"])
+def test_unsorted_segment_sum_of_hot_ids_issue_13(backend: str, dtype: Any,
+                                                  width: int | None) -> None:
+    rng = np.random.default_rng(15)
+    n = 10_000
+    shape = n if width is None else (n, width)
+    values = skew_values(dtype, shape, rng, whole=False)
+    exact = np.dtype(dtype).kind != "f"
+    for ids in (np.minimum(rng.zipf(1.2, n) - 1, 99), np.full(n, 42)):
+        for fn in (asp.unsorted_segment_sum, asp.unsorted_segment_mean):
+            same_as_cpu(backend, fn, values, ids, 100,
+                        rtol=0.0 if exact and fn is asp.unsorted_segment_sum else 1e-12)
+
+
+@on_the_emulator
+def test_pieces_are_the_cpus_sums_up_to_the_piece_length(
+        backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A bag of PIECE ids is one piece: the CPU's order, exactly, even for random floats;
+    # one id more and it is two pieces (the sum of two sums: exact on integer values).
+    monkeypatch.setattr(_launch, "PIECE", 8)
+    rng = np.random.default_rng(16)
+    table = rng.standard_normal((20, 70))  # wide: the CPU's blocks of 4 ids
+    for length in (1, 7, 8):
+        ids = rng.integers(0, 20, size=2 * length)
+        same_as_cpu(backend, asp.embedding_bag, table, ids, offsets=[0, length, 2 * length])
+        same_as_cpu(backend, asp.segment_sum, table[ids], lengths=[length, length])
+    whole = rng.integers(-9, 10, size=(20, 70)).astype(np.float64)
+    for length in (9, 17, 100):
+        ids = rng.integers(0, 20, size=length + 3)
+        offsets = [0, 1, length + 1, length + 3]
+        for mode in ("sum", "mean", "max"):
+            same_as_cpu(backend, asp.embedding_bag, whole, ids, offsets=offsets, mode=mode)
+        same_as_cpu(backend, asp.segment_sum, whole[ids], offsets=offsets)
 
 
 # ------------------------------------------------------------------ on a real GPU

@@ -256,7 +256,8 @@ def test_compressed_constructor_errors() -> None:
     with pytest.raises(ValueError, match=r"^SparseCSR: indices \(2\) and values \(3\) must have "
                                          r"the same length, at least indptr\[-1\] = 2"):
         asp.SparseCSR([0, 2], [0, 1], np.ones(3), (1, 3))
-    with pytest.raises(ValueError, match=r"^SparseCSR: shape must have 2 dimensions, got \(3,\)"):
+    with pytest.raises(ValueError, match=r"^SparseCSR: shape must have at least 2 dimensions, "
+                                         r"got \(3,\)"):
         asp.SparseCSR([0, 2], [0, 1], np.ones(2), (3,))
     with pytest.raises(TypeError, match=r"^SparseCSR: indptr must have an integer dtype"):
         asp.SparseCSR([0.0, 2.0], [0, 1], np.ones(2), (1, 3))

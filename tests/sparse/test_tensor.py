@@ -159,12 +159,15 @@ def test_from_methods_match_to_methods() -> None:
 
 def test_conversion_of_non_2d_to_matrix_raises() -> None:
     coo = asp.SparseCOO(POST_COORDS, POST_TENSOR_VALUES, POST_SHAPE)
+    # CSR compresses the first dimension of an N-d tensor (tests/sparse/test_csr_nd.py);
+    # a 1-d tensor has nothing to keep per entry
+    line = asp.SparseCOO([[0, 2]], np.array([1.0, 2.0]), (3,))
     with pytest.raises(ValueError, match=r"^SparseCOO.to_csr: needs a 2-d tensor, got shape"):
-        coo.to_csr()
+        line.to_csr()
+    with pytest.raises(ValueError, match=r"^SparseCSF.to_csr: needs a 2-d tensor"):
+        line.to_csf().to_csr()
     with pytest.raises(ValueError, match=r"^SparseCOO.to_csc: needs a 2-d tensor"):
         coo.to_csc()
-    with pytest.raises(ValueError, match=r"^SparseCSF.to_csr: needs a 2-d tensor"):
-        coo.to_csf().to_csr()
     with pytest.raises(ValueError, match=r"^SparseCSF.to_csc: needs a 2-d tensor"):
         coo.to_csf().to_csc()
 
@@ -366,8 +369,9 @@ def test_multiply_errors() -> None:
         csr.multiply(csr)
     with pytest.raises(TypeError, match=r"^SparseCOO.multiply: other must be a bool, integer"):
         csr.to_coo().multiply("x")
-    with pytest.raises(TypeError):
-        csr * csr
+    with pytest.raises(TypeError, match=r"^numpy.multiply: cannot combine a SparseCSR with str"):
+        csr * "x"
+    np.testing.assert_array_equal((csr * csr).to_dense(), csr.to_dense() ** 2)
 
 
 # ------------------------------------------------------------------ matmul (through CSR)
@@ -498,7 +502,8 @@ def test_errors_are_arrow_sparse_errors() -> None:
 
 
 def test_from_dense_errors() -> None:
-    with pytest.raises(ValueError, match=r"^SparseCSR.from_dense: shape must have 2 dimensions"):
+    with pytest.raises(ValueError, match=r"^SparseCSR.from_dense: shape must have at least 2 "
+                                         r"dimensions"):
         asp.SparseCSR.from_dense(np.ones(3))
     with pytest.raises(ValueError, match=r"^SparseCOO.from_dense: shape must have at least one"):
         asp.SparseCOO.from_dense(np.float64(1.0))

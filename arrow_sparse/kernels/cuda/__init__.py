@@ -48,11 +48,11 @@ import numpy as np
 from ...errors import ArrowSparseError, ArrowSparseIndexError, ArrowSparseValueError
 from .. import KERNEL_FAMILIES
 
-__all__ = ["EMULATOR_MACRO", "ERROR_NONE", "FACTORY", "OPTIONS", "FamilyModule",
-           "ModuleFactory", "check_errors", "clear_cache", "decode_error", "device_only",
-           "error_buffer", "error_messages", "fetch", "get_launcher", "group_of",
-           "has_family", "import_cupy", "load_module", "name_expressions",
-           "set_module_factory", "source"]
+__all__ = ["EMPTY", "EMULATOR_MACRO", "ERROR_NONE", "FACTORY", "FUNCTIONS", "OPTIONS", "STATE",
+           "FamilyModule", "ModuleFactory", "check_errors", "clear_cache", "decode_error",
+           "device_key", "device_only", "error_buffer", "error_messages", "fetch",
+           "get_launcher", "group_of", "has_family", "import_cupy", "load_module",
+           "name_expressions", "read_scalars", "set_module_factory", "source"]
 
 _DIR = Path(__file__).resolve().parent
 #: NVRTC options of every module (``nvcc --ptx`` in the tests uses exactly these).
@@ -62,9 +62,40 @@ EMULATOR_MACRO = "ARROW_SPARSE_EMULATOR"
 
 _MODULES: dict[tuple[str, Any], FamilyModule] = {}
 _ERROR_BUFFERS: dict[Any, Any] = {}
-#: Deferred checks ``(func, host word, event)``, see :func:`check_errors`.
-_PENDING: list[tuple[str, Any, Any]] = []
+#: Kernel functions by ``(family, name expression, device key)``: the launch's memo
+#: (``_launch.launch`` reads it without a call; :func:`clear_cache` empties it).
+FUNCTIONS: dict[tuple[str, str, Any], Any] = {}
+#: Empty arrays by ``(device key, array module, dtype)``: the pointer a kernel gets for
+#: an absent input (a size-0 array is never read or written, so one can be shared).
+EMPTY: dict[tuple[Any, Any, Any], Any] = {}
+#: Deferred checks ``(func, device key, host word, event)``, see :func:`check_errors`.
+_PENDING: list[tuple[str, Any, Any, Any]] = []
+#: Pinned host words and events of consumed deferred checks, reused (per device key).
+_SNAPSHOTS: dict[Any, list[tuple[Any, Any]]] = {}
 _LOCK = threading.RLock()
+
+
+class _State:
+    """What the call path reads without a function call (one object, shared by reference).
+
+    ``factory_key``: the memo key of the device while a module factory is set (None:
+    ask CuPy for the current device); ``cupy`` and ``runtime``: the CuPy module the
+    runtime was taken from and its ``cuda.runtime`` (used while ``sys.modules`` still
+    holds that module: a CuPy replaced or removed since is asked again); ``word``:
+    ``(device key, error word)`` read by the last :func:`read_scalars`, valid until the
+    next launch (which may write the word) or reset.
+    """
+
+    __slots__ = ("cupy", "factory_key", "runtime", "word")
+
+    def __init__(self) -> None:
+        self.factory_key: Any = None
+        self.cupy: Any = None
+        self.runtime: Any = None
+        self.word: tuple[Any, int] | None = None
+
+
+STATE = _State()
 
 
 def has_family(family: str) -> bool:
@@ -121,11 +152,12 @@ def import_cupy(what: str) -> ModuleType:
     if cupy is not None:
         return cupy
     try:
-        return importlib.import_module("cupy")
+        cupy = importlib.import_module("cupy")
     except ModuleNotFoundError:
         msg = (f"{what}: the GPU backend needs the optional dependency 'cupy'; "
                "pip install 'arrow-sparse[gpu]'")
         raise ModuleNotFoundError(msg) from None
+    return cupy
 
 
 def _cupy_module(family: str, code: str, names: list[str]) -> Any:
@@ -200,21 +232,34 @@ def set_module_factory(build: Callable[[str, str, list[str]], Any] | None, *,
     global FACTORY
     with _LOCK:
         FACTORY = ModuleFactory(build, host_arrays)
+        STATE.factory_key = None if build is None else ("factory", id(build))
         clear_cache()
 
 
-def _device_key() -> Any:
-    """Memo key of the current device: the factory while one is set, else the device id."""
-    build = FACTORY.build
-    if build is not None:
-        return ("factory", id(build))
-    return import_cupy("CUDA kernels").cuda.runtime.getDevice()
+def device_key() -> Any:
+    """Memo key of the current device: the factory's while one is set, else the device id.
+
+    The hot paths (``_launch.launch``, :func:`error_buffer`) read ``STATE`` inline
+    instead of calling this.
+    """
+    key = STATE.factory_key
+    if key is not None:
+        return key
+    cupy = sys.modules.get("cupy")
+    if cupy is None or cupy is not STATE.cupy:
+        cupy = import_cupy("CUDA kernels")
+        STATE.cupy, STATE.runtime = cupy, cupy.cuda.runtime
+    return STATE.runtime.getDevice()
+
+
+#: The old private name (tests and tools may still call it).
+_device_key = device_key
 
 
 def load_module(family: str) -> FamilyModule:
     """Return the kernels of ``family`` on the current device (memoised; compiles lazily)."""
     factory = FACTORY.build
-    key = (family, _device_key())
+    key = (family, device_key())
     module = _MODULES.get(key)
     if module is None:
         with _LOCK:
@@ -231,6 +276,10 @@ def clear_cache() -> None:
         _MODULES.clear()
         _ERROR_BUFFERS.clear()
         _PENDING.clear()
+        _SNAPSHOTS.clear()
+        FUNCTIONS.clear()
+        EMPTY.clear()
+        STATE.word = None
 
 
 def device_only(family: str) -> tuple[str, ...]:
@@ -288,7 +337,9 @@ def error_buffer() -> Any:
     A device (CuPy) array, or a numpy array while a module factory (the emulator) is
     set. Launchers pass it as the kernels' ``unsigned long long* error`` argument.
     """
-    key = _device_key()
+    key = STATE.factory_key
+    if key is None:
+        key = device_key()
     buffer = _ERROR_BUFFERS.get(key)
     if buffer is None:
         with _LOCK:
@@ -314,19 +365,48 @@ def _raise_word(func: str, word: int, deferred: bool) -> None:
     raise cls(msg)
 
 
-def _snapshot(buffer: Any) -> tuple[Any, Any]:
-    """Start copying the error word to the host: ``(host array, event or None)``."""
+def _snapshot(buffer: Any, key: Any) -> tuple[Any, Any]:
+    """Start copying the error word to the host: ``(host array, event or None)``.
+
+    On a GPU the host word is pinned memory and the copy is asynchronous, followed by an
+    event; both come from the device's pool of consumed snapshots when it has one, so a
+    deferred check allocates nothing after the first calls.
+    """
     if isinstance(buffer, np.ndarray):
         return buffer.copy(), None
     cupy = import_cupy("CUDA kernels")
     runtime = cupy.cuda.runtime
-    host = np.frombuffer(cupy.cuda.alloc_pinned_memory(8), dtype=np.uint64, count=1)
+    free = _SNAPSHOTS.get(key)
+    if free:
+        host, event = free.pop()
+    else:
+        host = np.frombuffer(cupy.cuda.alloc_pinned_memory(8), dtype=np.uint64, count=1)
+        event = cupy.cuda.Event(block=False, disable_timing=True)
     stream = cupy.cuda.get_current_stream()
     runtime.memcpyAsync(host.ctypes.data, buffer.data.ptr, 8, runtime.memcpyDeviceToHost,
                         stream.ptr)
-    event = cupy.cuda.Event(block=False, disable_timing=True)
     event.record(stream)
     return host, event
+
+
+def _recycle(key: Any, host: Any, event: Any) -> None:
+    """Return a consumed snapshot's pinned word and event to its device's pool."""
+    if event is not None:
+        _SNAPSHOTS.setdefault(key, []).append((host, event))
+
+
+def _word(buffer: Any, key: Any) -> int:
+    """Return the current error word.
+
+    From the last :func:`read_scalars` while still valid, else read now (a device
+    synchronisation on a GPU).
+    """
+    if isinstance(buffer, np.ndarray):
+        return int(buffer[0])
+    seen = STATE.word
+    if seen is not None and seen[0] == key:
+        return seen[1]
+    return int(buffer.get()[0])
 
 
 def check_errors(func: str, *, wait: bool = True) -> None:
@@ -334,30 +414,39 @@ def check_errors(func: str, *, wait: bool = True) -> None:
 
     The public operation ``func`` calls it once, after its last launch. ``wait=True``
     reads the word now (a device synchronisation: use it where the operation
-    synchronises anyway, e.g. to read a data-dependent output size). ``wait=False``
-    only enqueues an asynchronous copy of the word and returns; the copy is looked at
-    (without waiting) by the next ``check_errors`` call, which raises the error naming
-    the operation that recorded it. Either way the word is reset after an error is
-    raised, and pending deferred checks are dropped.
+    synchronises anyway, e.g. to read a data-dependent output size; right after
+    :func:`read_scalars` or :func:`fetch` the word read with the scalars is used, with no
+    second transfer). ``wait=False`` only enqueues an asynchronous copy of the word and
+    returns; the copy is looked at (without waiting) by the next ``check_errors`` call,
+    which raises the error naming the operation that recorded it. Either way the word is
+    reset after an error is raised, and pending deferred checks are dropped.
     """
     buffer = error_buffer()
+    key = STATE.factory_key
+    if key is None:
+        key = device_key()
+    if not _PENDING and not wait:  # the common case: nothing to look at yet
+        _PENDING.append((func, key, *_snapshot(buffer, key)))
+        return
     with _LOCK:
         pending = list(_PENDING)
         _PENDING.clear()
         if not wait:
-            _PENDING.append((func, *_snapshot(buffer)))
-    for i, (earlier, host, event) in enumerate(pending):
+            _PENDING.append((func, key, *_snapshot(buffer, key)))
+    for i, (earlier, where, host, event) in enumerate(pending):
         if event is not None and not (wait or event.done):
             with _LOCK:
                 _PENDING[:0] = pending[i:]
             break
         if event is not None:
             event.synchronize()
-        if int(host[0]) != ERROR_NONE:
+        found = int(host[0])
+        _recycle(where, host, event)
+        if found != ERROR_NONE:
             _reset(buffer)
-            _raise_word(earlier, int(host[0]), deferred=True)
+            _raise_word(earlier, found, deferred=True)
     if wait:
-        word = int(buffer[0]) if isinstance(buffer, np.ndarray) else int(buffer.get()[0])
+        word = _word(buffer, key)
         if word != ERROR_NONE:
             _reset(buffer)
             _raise_word(func, word, deferred=False)
@@ -367,6 +456,28 @@ def _reset(buffer: Any) -> None:
     with _LOCK:
         buffer.fill(_NONE_WORD)
         _PENDING.clear()
+        STATE.word = None
+
+
+def read_scalars(xp: ModuleType, *scalars: Any) -> list[int]:
+    """Read 0-d device integer arrays of ``xp`` (CuPy) in one transfer; raise nothing.
+
+    The device's error word is read in the same transfer (the synchronisation is paid
+    once), and kept for the next ``check_errors(func)``, which then needs no transfer of
+    its own. Under the emulator the word is host memory and is not transferred.
+    """
+    if xp is np:  # host arrays under the emulator: nothing to transfer
+        return [int(s) for s in scalars]
+    buffer = error_buffer()
+    values = [s.astype(np.int64, copy=False).reshape(1) for s in scalars]
+    if isinstance(buffer, np.ndarray):
+        return [int(v) for v in xp.concatenate(values).get().tolist()]
+    key = STATE.factory_key
+    if key is None:
+        key = device_key()
+    read = xp.concatenate([*values, buffer.view(np.int64)]).get()
+    STATE.word = (key, int(read[-1].view(np.uint64)))
+    return [int(v) for v in read[:-1].tolist()]
 
 
 def fetch(xp: ModuleType, func: str, *scalars: Any) -> list[int]:
@@ -379,6 +490,6 @@ def fetch(xp: ModuleType, func: str, *scalars: Any) -> list[int]:
     device = [] if xp is np else [s for s in scalars if isinstance(s, xp.ndarray)]
     if not device:
         return [int(s) for s in scalars]
-    read = iter(xp.stack([s.astype(np.int64, copy=False) for s in device]).get().tolist())
+    read = iter(read_scalars(xp, *device))
     check_errors(func)
     return [next(read) if isinstance(s, xp.ndarray) else int(s) for s in scalars]

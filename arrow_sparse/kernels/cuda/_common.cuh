@@ -69,6 +69,52 @@ __device__ __forceinline__ double asp_group_sum(long long lane, const Partial& p
 #endif
 }
 
+// --------------------------------------------------------------- segment pieces
+// Work split by elements, never by segments: a segment (a bag, a row, a run of equal
+// sorted ids) longer than `piece` positions would serialise the thread or lane group that
+// owns it (a Zipf hot id makes runs thousands long). Such a segment [start, stop) is cut
+// into pieces [start + j * piece, start + (j + 1) * piece), aligned to its start, so a
+// segment of at most `piece` positions is one piece and is reduced exactly as before.
+// Pieces j >= 1 are reduced by a first launch, one thread (group) per chunk k of the
+// positions [k * piece, (k + 1) * piece): at most one such piece starts in a chunk, that
+// of the segment covering position k * piece, so the chunk's partial has one slot,
+// parts[k]. The second launch, one thread (group) per segment as before, reduces the
+// first piece itself and then adds parts[k] for the later pieces in order: every result
+// is the same bits whatever the thread order (no atomics), and the longest chain is
+// piece + len / piece steps instead of len.
+//
+// asp_chunk_piece: the later piece [*a, *b) of segment *seg (offsets[seg] .. offsets[seg +
+// 1]) that starts in chunk `chunk`, if any. offsets has num_segments + 1 entries and is
+// searched with a binary search; whatever the offsets hold (a device check reports bad
+// ones), the answer stays inside offsets and has offsets[seg] < chunk * piece <= *a < *b.
+template <typename O>
+__device__ __forceinline__ bool asp_chunk_piece(const O* __restrict__ offsets,
+                                                long long num_segments, long long chunk,
+                                                long long piece, long long* seg,
+                                                long long* a, long long* b) {
+    const long long at = chunk * piece;
+    long long lo = 0;
+    long long hi = num_segments;
+    while (lo < hi) {  // lo: the number of segments starting before `at`
+        const long long mid = lo + (hi - lo) / 2;
+        if ((long long)__ldg(offsets + mid) < at) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    if (lo == 0) return false;  // lo > 0: offsets[lo - 1] < at was compared
+    const long long start = (long long)__ldg(offsets + lo - 1);
+    const long long stop = (long long)__ldg(offsets + lo);
+    if (stop <= at) return false;
+    const long long first = start + (at - start + piece - 1) / piece * piece;
+    if (first >= stop) return false;
+    *seg = lo - 1;
+    *a = first;
+    *b = stop - first > piece ? first + piece : stop;
+    return true;
+}
+
 template <typename T>
 __device__ __forceinline__ T asp_min(T a, T b) { return b < a ? b : a; }
 

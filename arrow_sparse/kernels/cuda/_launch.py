@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ArrowSparseValueError
-from . import load_module
+from . import EMPTY, FUNCTIONS, STATE, device_key, load_module
 
 __all__ = [
     "BLOCK",
@@ -28,6 +28,7 @@ __all__ = [
     "FLOAT_CTYPES",
     "INDEX_CTYPES",
     "MAX_BLOCKS",
+    "PIECE",
     "SLOT_CTYPES",
     "VALUE_CTYPES",
     "WARP",
@@ -43,6 +44,7 @@ __all__ = [
     "launch",
     "name_expression",
     "name_expressions",
+    "nothing",
 ]
 
 #: numpy dtype -> C type of the template argument (NVRTC has no <cstdint>).
@@ -82,7 +84,16 @@ WARP = 32
 #: stride loop.
 MAX_BLOCKS = 65536
 
+#: Positions per piece of the kernels that split long segments by elements (bags,
+#: 2-D rows, runs of equal sorted ids; ``asp_chunk_piece`` in ``_common.cuh``): a segment
+#: of at most ``PIECE`` positions is reduced in one piece, exactly like the CPU; a longer
+#: one as pieces whose partial results are added in order. A multiple of 4 (the fused
+#: gather adds ids four at a time from the bag's start). Tests lower it to split small
+#: inputs.
+PIECE = 64
+
 _INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
+_U8, _I64 = np.dtype(np.uint8), np.dtype(np.int64)
 
 
 def ctype(func: str, dtype: np.dtype, allowed: Iterable[str] = VALUE_CTYPES) -> str:
@@ -115,15 +126,39 @@ def launch(family: str, name: str, work: int, args: tuple[Any, ...], *, lanes: i
     """Launch kernel ``name`` (a name expression) of ``family`` over ``work`` items.
 
     Each item gets ``lanes`` threads (``WARP``: a lane group per row); the grid is
-    :func:`grid_1d`'s. Nothing is launched for ``work <= 0``.
+    :func:`grid_1d`'s. Nothing is launched for ``work <= 0``. The kernel function is
+    memoised per device (``FUNCTIONS``), so a launch after the first costs one call.
     """
     if work <= 0:
         return
-    grid, block = grid_1d(work * lanes)
-    load_module(family).get_function(name)(grid, block, args)
+    key = STATE.factory_key
+    if key is None:
+        key = device_key()
+    function = FUNCTIONS.get((family, name, key))
+    if function is None:
+        function = FUNCTIONS[(family, name, key)] = load_module(family).get_function(name)
+    STATE.word = None  # the kernel may record an error: a word read before is stale
+    blocks = max(1, min(-(-(work * lanes) // BLOCK), MAX_BLOCKS))
+    function((blocks,), (BLOCK,), args)
 
 
 # -------------------------------------------------------------------- argument helpers
+def nothing(xp: ModuleType, dtype: Any) -> Any:
+    """Return a size-0 array of ``dtype`` on the current device: an absent input's argument.
+
+    Shared per device and dtype (kernels never touch a size-0 array), so an absent mask
+    or weight costs no allocation.
+    """
+    key = STATE.factory_key
+    if key is None and xp is not np:  # host arrays (the emulator) need no device
+        key = device_key()
+    memo = (key, xp, dtype)
+    array = EMPTY.get(memo)
+    if array is None:
+        array = EMPTY[memo] = xp.empty(0, dtype=dtype)
+    return array
+
+
 def into(xp: ModuleType, out: Any, dtype: Any = None, *, copy: bool = True) -> Any:
     """Return the array a kernel writes for ``out``; :func:`back` finishes the write.
 
@@ -170,14 +205,14 @@ def as_mask(xp: ModuleType, m: Any, *, all_valid: bool = False) -> tuple[Any, np
     every row is valid) 1 when none is.
     """
     if m is None or m.shape[0] == 0:
-        return xp.empty(0, dtype=np.uint8), np.int32(all_valid)
+        return nothing(xp, _U8), np.int32(all_valid)
     return as_bytes(xp, m), np.int32(not all_valid)
 
 
 def as_row_index(xp: ModuleType, index: Any) -> tuple[Any, np.int32]:
     """``(int64 row index, identity flag)`` of an optional row index; None or empty: identity."""
     if index is None or index.shape[0] == 0:
-        return xp.empty(0, dtype=np.int64), np.int32(1)
+        return nothing(xp, _I64), np.int32(1)
     return xp.ascontiguousarray(index, dtype=np.int64), np.int32(0)
 
 

@@ -70,6 +70,8 @@ __global__ void lookup_rows(const T* __restrict__ table, const I* __restrict__ i
 // (valid[b], unless all_valid) and the id is not null (vmask[j], unless !masked). Writes
 //   bag[j]   = b where j is read, else -1;
 //   key[j]   = ids[j] where j is read, else `bound` (a sort key: unread ids sort last);
+//              key[N] = bound too, a sentinel: sorting key makes a run of `bound` always
+//              exist, as the last, so a caller can drop it without reading anything;
 //   wpos[j]  = the position of j's weight where j is read, else -1: j itself, or with
 //              list weights (list_weights) woffsets[b] + (j - offsets[b]);
 //   count[b] = the number of non-null ids of bag b (0 for a null bag; the divisor of a mean).
@@ -95,6 +97,7 @@ __global__ void bag_ids(const I* __restrict__ ids, const long long* __restrict__
     const long long last = __ldg(offsets + num_bags);
     const long long items = num_ids > num_bags ? num_ids : num_bags;
     for (ASP_GRID_STRIDE(k, items)) {
+        if (k == 0) key[num_ids] = bound;
         if (k < num_bags) {
             const long long lo = __ldg(offsets + k);
             const long long hi = __ldg(offsets + k + 1);
@@ -197,51 +200,140 @@ __global__ void run_heads(const I* __restrict__ ids, const long long* __restrict
     }
 }
 
+// compact_runs: the device half of sort_ids' compaction, without flatnonzero's own read
+// back: `csum` is the inclusive prefix sum of `head` (the launcher reads its last entry,
+// the number of runs U, together with the error word: the one synchronisation), and the
+// head at sorted position j writes starts[csum[j] - 1] = j and rows[csum[j] - 1] =
+// ids[order[j]]; the last position also writes starts[U] = num.
+// Thread mapping: one thread per sorted position (grid-stride); coalesced reads of head
+// and csum, scattered writes of one 8-byte word per run to each output.
+template <typename I>
+__global__ void compact_runs(const I* __restrict__ ids, const long long* __restrict__ order,
+                             const unsigned char* __restrict__ head,
+                             const long long* __restrict__ csum, long long num,
+                             long long num_runs, long long* __restrict__ rows,
+                             long long* __restrict__ starts) {
+    for (ASP_GRID_STRIDE(j, num)) {
+        if (j == num - 1) starts[num_runs] = num;
+        if (!__ldg(head + j)) continue;
+        const long long u = __ldg(csum + j) - 1;
+        const long long p = __ldg(order + j);
+        if (u < 0 || u >= num_runs || p < 0 || p >= num) continue;  // run_heads recorded it
+        starts[u] = j;
+        rows[u] = (long long)__ldg(ids + p);
+    }
+}
+
+// The sum over sorted positions [a, b) of scale[p] * grad[bag[p], d] (or grad[bag[p], d]
+// without scale), p = order[q], added in q order into an accumulator of type T from 0,
+// each step rounded to T, exactly like the CPU kernel's out[u, d] += ... Device checks:
+// order[q] outside bag (or a non-empty scale) or bag[p] outside the gradient's rows
+// (position q: that term is skipped).
+template <typename T, typename S>
+__device__ __forceinline__ T asp_run_sum(const T* __restrict__ grad,
+                                         const long long* __restrict__ order,
+                                         const long long* __restrict__ bag,
+                                         const S* __restrict__ scale, long long a, long long b,
+                                         long long d, long long dim, long long num_bag,
+                                         long long num_scale, long long grad_rows,
+                                         unsigned long long* error) {
+    using P = decltype(S() * T());  // Numba's type of scale[p] * grad[b, d]
+    const bool weighted = num_scale > 0;
+    T acc = (T)0;
+    for (long long q = a; q < b; ++q) {
+        const long long p = __ldg(order + q);
+        if (p < 0 || p >= num_bag || (weighted && p >= num_scale)) {
+            ASP_RAISE(error, ASP_EMBEDDING_ORDER_RANGE, q);
+            continue;
+        }
+        const long long r = __ldg(bag + p);
+        if (r < 0 || r >= grad_rows) {
+            ASP_RAISE(error, ASP_EMBEDDING_BAG_RANGE, q);
+            continue;
+        }
+        const T g = __ldg(grad + r * dim + d);
+        acc = weighted ? (T)(acc + asp_mul_rn((P)__ldg(scale + p), (P)g)) : (T)(acc + g);
+    }
+    return acc;
+}
+
+// Whether run u's bounds lie within the order (else recorded at u when `record`).
+__device__ __forceinline__ bool asp_run_bounds(const long long* __restrict__ starts, long long u,
+                                               long long num_order, bool record,
+                                               unsigned long long* error, long long* lo,
+                                               long long* hi) {
+    *lo = __ldg(starts + u);
+    *hi = __ldg(starts + u + 1);
+    if (*lo < 0 || *hi < *lo || *hi > num_order) {
+        if (record) ASP_RAISE(error, ASP_EMBEDDING_RUN_BOUNDS, u);
+        return false;
+    }
+    return true;
+}
+
 // coalesce_sorted: out[u, d] = sum over q in [starts[u], starts[u + 1]) of
-// scale[p] * grad[bag[p], d] (or grad[bag[p], d] when scale is empty), p = order[q],
-// added in q order into an accumulator of type T, exactly like the CPU kernel (which
-// also rounds each step to T: out[u, d] += ...).
+// scale[p] * grad[bag[p], d] (asp_run_sum). A run of at most `piece` positions (all of
+// them with piece = 0) is summed by its lane group exactly like the CPU kernel. A longer
+// one (a Zipf hot id: 7,864 of 83,475 ids in one run) is split by elements
+// (asp_chunk_piece in _common.cuh): coalesce_pieces, launched first, sums each later
+// piece [starts[u] + j * piece, ...) into parts[k, d] (k the chunk of sorted positions the
+// piece starts in), and the run's group sums its first `piece` positions, then adds the
+// partials in order, each step rounded to T: ((first + piece 1) + piece 2) + ... A
+// deterministic order (the same bits whatever the thread order), within the
+// re-association of T of the CPU's left-to-right sum.
 // Thread mapping: one lane group per run u (grid-stride over runs); lane l sums
 // d = l, l + 32, ...: coalesced reads of each gradient row and writes of the output row.
-// Memory traffic: each gradient element of the run read once, each output element
-// written once; order, bag and scale read once per lane per 32 columns (broadcast).
+// Memory traffic: each gradient element of the run read once (by this kernel or by
+// coalesce_pieces), each output element written once; order, bag and scale read once per
+// lane per 32 columns (broadcast); one partial read per later piece and per column.
 // Device checks: starts[u] < 0, starts[u + 1] < starts[u] or > len(order) (position u:
-// the run is skipped); order[q] outside bag (or a non-empty scale) or bag[p] outside
-// the gradient's rows (position q: that term is skipped).
+// the run is skipped); those of asp_run_sum.
 template <typename T, typename S>
 __global__ void coalesce_sorted(const T* __restrict__ grad, const long long* __restrict__ order,
                                 const long long* __restrict__ bag, const S* __restrict__ scale,
                                 const long long* __restrict__ starts, T* __restrict__ out,
                                 long long num_runs, long long dim, long long num_order,
                                 long long num_bag, long long num_scale, long long grad_rows,
+                                long long piece, const T* __restrict__ parts,
                                 unsigned long long* error) {
-    using P = decltype(S() * T());  // Numba's type of scale[p] * grad[b, d]
-    const bool weighted = num_scale > 0;
     const long long lane = asp_lane();
     for (long long u = asp_group(); u < num_runs; u += asp_group_stride()) {
-        const long long lo = __ldg(starts + u);
-        const long long hi = __ldg(starts + u + 1);
-        if (lo < 0 || hi < lo || hi > num_order) {
-            if (lane == 0) ASP_RAISE(error, ASP_EMBEDDING_RUN_BOUNDS, u);
-            continue;
-        }
+        long long lo, hi;
+        if (!asp_run_bounds(starts, u, num_order, lane == 0, error, &lo, &hi)) continue;
+        const long long end = piece > 0 && hi - lo > piece ? lo + piece : hi;
         for (long long d = lane; d < dim; d += 32) {
-            T acc = (T)0;
-            for (long long q = lo; q < hi; ++q) {
-                const long long p = __ldg(order + q);
-                if (p < 0 || p >= num_bag || (weighted && p >= num_scale)) {
-                    ASP_RAISE(error, ASP_EMBEDDING_ORDER_RANGE, q);
-                    continue;
-                }
-                const long long b = __ldg(bag + p);
-                if (b < 0 || b >= grad_rows) {
-                    ASP_RAISE(error, ASP_EMBEDDING_BAG_RANGE, q);
-                    continue;
-                }
-                const T g = __ldg(grad + b * dim + d);
-                acc = weighted ? (T)(acc + asp_mul_rn((P)__ldg(scale + p), (P)g)) : (T)(acc + g);
+            T acc = asp_run_sum(grad, order, bag, scale, lo, end, d, dim, num_bag, num_scale,
+                                grad_rows, error);
+            for (long long p = end; p < hi; p += piece) {
+                acc = (T)(acc + __ldg(parts + (p / piece) * dim + d));
             }
             out[u * dim + d] = acc;
+        }
+    }
+}
+
+// coalesce_pieces: parts[k, d], the sum of the later piece of a run longer than `piece`
+// that starts in chunk k of the sorted positions (see coalesce_sorted).
+// Thread mapping: one lane group per chunk (grid-stride), lanes over the columns; the
+// binary search of starts (log2(runs) reads) is shared by the lanes through the cache.
+// Memory traffic: the later pieces' gradient rows once, one partial row per chunk that
+// holds a piece start.
+template <typename T, typename S>
+__global__ void coalesce_pieces(const T* __restrict__ grad, const long long* __restrict__ order,
+                                const long long* __restrict__ bag, const S* __restrict__ scale,
+                                const long long* __restrict__ starts, long long num_runs,
+                                long long dim, long long num_order, long long num_bag,
+                                long long num_scale, long long grad_rows, long long piece,
+                                long long num_chunks, T* __restrict__ parts,
+                                unsigned long long* error) {
+    const long long lane = asp_lane();
+    for (long long k = asp_group(); k < num_chunks; k += asp_group_stride()) {
+        long long u, a, b, lo, hi;
+        if (!asp_chunk_piece(starts, num_runs, k, piece, &u, &a, &b)) continue;
+        if (!asp_run_bounds(starts, u, num_order, false, error, &lo, &hi)) continue;
+        for (long long d = lane; d < dim; d += 32) {
+            parts[k * dim + d] = asp_run_sum(grad, order, bag, scale, a, b, d, dim, num_bag,
+                                             num_scale, grad_rows, error);
         }
     }
 }
@@ -327,6 +419,23 @@ __device__ __forceinline__ long long asp_grad_row(const long long* __restrict__ 
     return r;
 }
 
+// The element updates, shared by the *_rows steps and the fused train_rows: g is the
+// coalesced gradient element already in the table's type T (the unfused step converts the
+// gradient's values to T first).
+template <typename T>
+__device__ __forceinline__ void asp_sgd_step(T* __restrict__ w, T g, double lr) {
+    *w = (T)((double)*w - asp_mul_rn(lr, (double)g));
+}
+
+template <typename T, typename S>
+__device__ __forceinline__ void asp_adagrad_step(T* __restrict__ w, S* __restrict__ state, T g,
+                                                 double lr, double eps) {
+    const auto s = *state + asp_mul_rn(g, g);  // S + T: float only if both are
+    *state = (S)s;
+    const double step = asp_mul_rn(lr, (double)g) / ((double)asp_sqrt(s) + eps);
+    *w = (T)((double)*w - step);
+}
+
 // sgd_rows: table[r, d] -= lr * g for every element of every gradient row.
 // Thread mapping: one thread per gradient element e = u * D + d (grid-stride), so a
 // warp covers 32 consecutive d of one row: coalesced over the feature axis.
@@ -340,8 +449,7 @@ __global__ void sgd_rows(T* __restrict__ table, const long long* __restrict__ ro
         const long long u = e / dim;
         const long long r = asp_grad_row(rows, u, table_rows, error);
         if (r < 0) continue;
-        T* w = table + r * dim + (e - u * dim);
-        *w = (T)((double)*w - asp_mul_rn(lr, (double)__ldg(values + e)));
+        asp_sgd_step(table + r * dim + (e - u * dim), __ldg(values + e), lr);
     }
 }
 
@@ -359,11 +467,7 @@ __global__ void adagrad_rows(T* __restrict__ table, S* __restrict__ state,
         const long long r = asp_grad_row(rows, u, table_rows, error);
         if (r < 0) continue;
         const long long at = r * dim + (e - u * dim);
-        const T g = __ldg(values + e);
-        const auto s = state[at] + asp_mul_rn(g, g);  // S + T: float only if both are
-        state[at] = (S)s;
-        const double step = asp_mul_rn(lr, (double)g) / ((double)asp_sqrt(s) + eps);
-        table[at] = (T)((double)table[at] - step);
+        asp_adagrad_step(table + at, state + at, __ldg(values + e), lr, eps);
     }
 }
 
@@ -464,6 +568,192 @@ __global__ void ftrl_rows(T* __restrict__ table, T* __restrict__ z, T* __restric
             table[at] = (T)((asp_mul_rn(l1, sign) - zz) / den);
         } else {
             table[at] = (T)0.0;
+        }
+    }
+}
+
+// ------------------------------------------------------------------ fused training step
+// train_step on the device, with no SparseGrad: the ids' stable sort (`keys` = the ids
+// in sorted order, unread ids carrying the key table_rows, `order` their positions),
+// then train_pieces and train_rows. A run of equal keys is found from the keys
+// themselves (a head differs from its predecessor, the end by binary search), so
+// nothing is compacted and nothing is read back: no synchronisation. Each run's
+// gradient is coalesce_sorted's, piece for piece (the same runs at the same sorted
+// positions, the same partials, the same order of additions), and its rows are updated
+// with the *_rows steps' own element updates (asp_sgd_step, asp_adagrad_step, and
+// rowwise Adagrad's butterfly): the same bits as lookup_backward followed by sgd /
+// adagrad / rowwise_adagrad on the device.
+enum AspTrainOptimizer { ASP_TRAIN_SGD = 0, ASP_TRAIN_ADAGRAD = 1, ASP_TRAIN_ROWWISE = 2 };
+
+// The end of the run of key `key` that contains sorted position `at`: the first position
+// after `at` with a larger key (binary search).
+__device__ __forceinline__ long long asp_key_end(const long long* __restrict__ keys,
+                                                 long long num, long long at, long long key) {
+    long long lo = at + 1;
+    long long hi = num;
+    while (lo < hi) {
+        const long long mid = lo + (hi - lo) / 2;
+        if (__ldg(keys + mid) <= key) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+// The later piece [*a, *b) of the run of equal keys covering sorted position
+// chunk * piece, if that run started before it (see asp_chunk_piece). keys are sorted;
+// the searches stay inside [0, num) whatever they hold.
+__device__ __forceinline__ bool asp_key_piece(const long long* __restrict__ keys, long long num,
+                                              long long chunk, long long piece,
+                                              long long skip_key, long long* a, long long* b) {
+    const long long at = chunk * piece;
+    if (at <= 0 || at >= num) return false;
+    const long long key = __ldg(keys + at);
+    if (key == skip_key) return false;  // the unread ids' run: never summed
+    if (__ldg(keys + at - 1) != key) return false;  // a run starts here: its first piece
+    long long lo = 0;
+    long long hi = at;
+    while (lo < hi) {  // the run's first position
+        const long long mid = lo + (hi - lo) / 2;
+        if (__ldg(keys + mid) < key) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    const long long start = lo;
+    const long long stop = asp_key_end(keys, num, at, key);
+    const long long first = start + (at - start + piece - 1) / piece * piece;
+    if (first >= stop) return false;
+    *a = first;
+    *b = stop - first > piece ? first + piece : stop;
+    return true;
+}
+
+// train_pieces: parts[k, d], the sum of the later piece of a run longer than `piece`
+// that starts in chunk k of the sorted positions: coalesce_pieces on keys (the run of
+// key table_rows, the ids not read, is skipped as train_rows skips it).
+// Thread mapping: one lane group per chunk (grid-stride), lanes over the columns.
+// Memory traffic: the later pieces' gradient rows once, one partial row per chunk that
+// holds a piece start; two binary searches of the keys per chunk (shared by the lanes).
+template <typename G, typename C>
+__global__ void train_pieces(const G* __restrict__ grad, const long long* __restrict__ order,
+                             const long long* __restrict__ bag, const C* __restrict__ scale,
+                             const long long* __restrict__ keys, long long num, long long dim,
+                             long long num_bag, long long num_scale, long long grad_rows,
+                             long long table_rows, long long piece, long long num_chunks,
+                             G* __restrict__ parts, unsigned long long* error) {
+    const long long lane = asp_lane();
+    for (long long k = asp_group(); k < num_chunks; k += asp_group_stride()) {
+        long long a, b;
+        if (!asp_key_piece(keys, num, k, piece, table_rows, &a, &b)) continue;
+        for (long long d = lane; d < dim; d += 32) {
+            parts[k * dim + d] = asp_run_sum(grad, order, bag, scale, a, b, d, dim, num_bag,
+                                             num_scale, grad_rows, error);
+        }
+    }
+}
+
+// The coalesced gradient of the run [q, stop) at column d, in the table's type T:
+// coalesce_sorted's sum (first piece, then the partials in order) converted to T.
+template <typename T, typename G, typename C>
+__device__ __forceinline__ T asp_train_grad(const G* __restrict__ grad,
+                                            const long long* __restrict__ order,
+                                            const long long* __restrict__ bag,
+                                            const C* __restrict__ scale, long long q,
+                                            long long stop, long long d, long long dim,
+                                            long long num_bag, long long num_scale,
+                                            long long grad_rows, long long piece,
+                                            const G* __restrict__ parts,
+                                            unsigned long long* error) {
+    const long long end = piece > 0 && stop - q > piece ? q + piece : stop;
+    G acc = asp_run_sum(grad, order, bag, scale, q, end, d, dim, num_bag, num_scale, grad_rows,
+                        error);
+    for (long long p = end; p < stop; p += piece) {
+        acc = (G)(acc + __ldg(parts + (p / piece) * dim + d));
+    }
+    return (T)acc;
+}
+
+// train_rows: for each run of equal keys (its first sorted position q), the row
+// r = keys[q] of the table takes the optimizer step `opt` with the run's coalesced
+// gradient: SGD and Adagrad per element (asp_sgd_step, asp_adagrad_step on state[r, d]);
+// row-wise Adagrad as rowwise_adagrad_rows (the row's mean square by asp_group_sum, one
+// state[r]). The run of key table_rows (ids not read: null, or out of range and recorded
+// by bag_ids) is skipped.
+// Thread mapping: one lane group per sorted position (grid-stride); groups that are not
+// at a run's head leave after two key reads; a head finds its run's end by binary
+// search; lanes over the columns, so gradient rows, table rows and state rows are read
+// and written coalesced. Barrier-free variant (ARROW_SPARSE_EMULATOR) of row-wise
+// Adagrad: lane 0 does the row, as in rowwise_adagrad_rows.
+// Memory traffic: each gradient element of a run read once (twice for row-wise Adagrad,
+// whose update recomputes the sum it squared: a second read from L2 instead of a
+// [runs, D] buffer), the touched table rows (and state) read and written once; no
+// coalesced gradient is written.
+// Device checks: a key outside [0, table_rows] (position q); those of asp_run_sum.
+template <typename T, typename G, typename S, typename C>
+__global__ void train_rows(T* __restrict__ table, S* __restrict__ state,
+                           const G* __restrict__ grad, const long long* __restrict__ order,
+                           const long long* __restrict__ bag, const C* __restrict__ scale,
+                           const long long* __restrict__ keys, int opt, double lr, double eps,
+                           long long num, long long dim, long long num_bag, long long num_scale,
+                           long long grad_rows, long long table_rows, long long piece,
+                           const G* __restrict__ parts, unsigned long long* error) {
+    const long long lane = asp_lane();
+    for (long long q = asp_group(); q < num; q += asp_group_stride()) {
+        const long long r = __ldg(keys + q);
+        if (q > 0 && __ldg(keys + q - 1) == r) continue;  // inside a run
+        if (r == table_rows) continue;  // the ids that are not read
+        if (r < 0 || r > table_rows) {
+            if (lane == 0) ASP_RAISE(error, ASP_EMBEDDING_ID_RANGE, q);
+            continue;
+        }
+        const long long stop = asp_key_end(keys, num, q, r);
+        T* w = table + r * dim;
+        if (opt != ASP_TRAIN_ROWWISE) {
+            for (long long d = lane; d < dim; d += 32) {
+                const T g = asp_train_grad<T>(grad, order, bag, scale, q, stop, d, dim, num_bag,
+                                              num_scale, grad_rows, piece, parts, error);
+                if (opt == ASP_TRAIN_SGD) {
+                    asp_sgd_step(w + d, g, lr);
+                } else {
+                    asp_adagrad_step(w + d, state + r * dim + d, g, lr, eps);
+                }
+            }
+            continue;
+        }
+#if defined(ARROW_SPARSE_EMULATOR)
+        if (lane != 0) continue;  // lane 0 does the whole group's work
+#endif
+        const double before = (double)state[r];
+        const double sq = asp_group_sum(lane, [&](long long l) {
+            double partial = 0.0;
+            for (long long d = l; d < dim; d += 32) {
+                const T x = asp_train_grad<T>(grad, order, bag, scale, q, stop, d, dim, num_bag,
+                                              num_scale, grad_rows, piece, parts, error);
+                partial += (double)asp_mul_rn(x, x);
+            }
+            return partial;
+        });
+#if !defined(ARROW_SPARSE_EMULATOR)
+        __syncwarp();  // every lane has read state[r]
+#endif
+        const double s = before + (dim ? sq / (double)dim : 0.0);
+        const double step = lr / (asp_sqrt(s) + eps);
+        if (lane == 0) state[r] = (S)s;
+#if defined(ARROW_SPARSE_EMULATOR)
+        for (long long l = 0; l < 32; ++l) {
+#else
+        {
+            const long long l = lane;
+#endif
+            for (long long d = l; d < dim; d += 32) {
+                const T x = asp_train_grad<T>(grad, order, bag, scale, q, stop, d, dim, num_bag,
+                                              num_scale, grad_rows, piece, parts, error);
+                w[d] = (T)((double)w[d] - asp_mul_rn(step, (double)x));
+            }
         }
     }
 }

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ArrowSparseValueError
-from . import error_buffer
+from . import _launch, error_buffer, read_scalars
 from ._launch import (
     DTYPE_TO_CTYPE,
     FLOAT_CTYPES,
@@ -54,13 +54,17 @@ from ._launch import (
     launch,
     name_expression,
     name_expressions,
+    nothing,
 )
 
 __all__ = ["adagrad_rows", "coalesce_sorted", "ftrl_rows", "lookup_rows",
            "rowwise_adagrad_rows", "sgd_rows", "sort_ids", "weights_grad"]
 
 #: Device-only launchers (no CPU twin), see the module docstring.
-DEVICE_ONLY = ("bag_ids",)
+DEVICE_ONLY = ("bag_ids", "train_rows")
+
+#: The optimizers of the fused ``train_rows`` (``AspTrainOptimizer`` in ``embedding.cu``).
+TRAIN_OPTIMIZERS = {"sgd": 0, "adagrad": 1, "rowwise_adagrad": 2}
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 #: Table dtypes whose product with a float32 gradient Numba types as float32 (with a
@@ -79,8 +83,12 @@ def product_dtype(x: Any, grad: Any) -> np.dtype:
 NAME_EXPRESSIONS: list[str] = [
     *name_expressions("lookup_rows", tuple(DTYPE_TO_CTYPE.values()), INDEX_CTYPES),
     *name_expressions("run_heads", INDEX_CTYPES),
+    *name_expressions("compact_runs", INDEX_CTYPES),
     *name_expressions("bag_ids", INDEX_CTYPES),
     *name_expressions("coalesce_sorted", FLOAT_CTYPES, FLOAT_CTYPES),
+    *name_expressions("coalesce_pieces", FLOAT_CTYPES, FLOAT_CTYPES),
+    *name_expressions("train_pieces", FLOAT_CTYPES, FLOAT_CTYPES),
+    *name_expressions("train_rows", FLOAT_CTYPES, FLOAT_CTYPES, FLOAT_CTYPES, FLOAT_CTYPES),
     *(name_expression("weights_grad", t, DTYPE_TO_CTYPE[g],
                       DTYPE_TO_CTYPE[product_dtype(dtype, g)], out, i)
       for dtype, t in DTYPE_TO_CTYPE.items() for g in _FLOATS for out in FLOAT_CTYPES
@@ -91,13 +99,22 @@ NAME_EXPRESSIONS: list[str] = [
     *name_expressions("ftrl_rows", FLOAT_CTYPES),
 ]
 
+_U8 = np.dtype(np.uint8)
 _I32 = np.int32
 _I64 = np.int64
 _F64 = np.float64
 
 
+_NAME_MEMO: dict[tuple[str, tuple[Any, ...]], str] = {}
+
+
 def _name(func: str, *dtypes: Any) -> str:
-    return name_expression(func, *(ctype(func, d, FLOAT_CTYPES) for d in dtypes))
+    """``func<float types of dtypes>``, memoised (NotImplementedError for other dtypes)."""
+    name = _NAME_MEMO.get((func, dtypes))
+    if name is None:
+        name = name_expression(func, *(ctype(func, d, FLOAT_CTYPES) for d in dtypes))
+        _NAME_MEMO[(func, dtypes)] = name
+    return name
 
 
 def _same_dtype(func: str, what: str, x: Any, out: Any) -> None:
@@ -133,30 +150,40 @@ def lookup_rows(xp: ModuleType, table: Any, ids: Any, out: Any, col: int = 0) ->
 def sort_ids(xp: ModuleType, ids: Any) -> tuple[Any, Any, Any]:
     """Stable sort of ids: ``(order, distinct ids, run starts)``, all int64 (see the CPU kernel).
 
-    Synchronises the device once: the number of distinct ids sizes the outputs.
+    Synchronises the device once: the number of distinct ids sizes the outputs. That
+    read also brings the error word back (:func:`~arrow_sparse.kernels.cuda.read_scalars`),
+    so the caller's waiting check right after it costs no second transfer.
     """
     func = "sort_ids"
     idx = as_index(xp, ids)
-    name = name_expression("run_heads", ctype(func, idx.dtype, INDEX_CTYPES))
+    suffix = ctype(func, idx.dtype, INDEX_CTYPES)
     num = idx.shape[0]
     order = xp.argsort(idx, kind="stable").astype(np.int64, copy=False)
     if num == 0:
         return order, xp.empty(0, dtype=np.int64), xp.zeros(1, dtype=np.int64)
     head = xp.empty(num, dtype=np.uint8)
-    launch("embedding", name, num, (idx, order, head, _I64(num), error_buffer()))
-    first = xp.flatnonzero(head).astype(np.int64, copy=False)
-    rows = idx[order[first]].astype(np.int64, copy=False)
-    starts = xp.concatenate((first, xp.full(1, num, dtype=np.int64)))
+    launch("embedding", name_expression("run_heads", suffix), num,
+           (idx, order, head, _I64(num), error_buffer()))
+    csum = xp.cumsum(head, dtype=np.int64)
+    (runs,) = read_scalars(xp, csum[-1])
+    out = xp.empty(2 * runs + 1, dtype=np.int64)  # one allocation: rows, then starts
+    rows, starts = out[:runs], out[runs:]
+    launch("embedding", name_expression("compact_runs", suffix), num,
+           (idx, order, head, csum, _I64(num), _I64(runs), rows, starts))
     return order, rows, starts
 
 
 def coalesce_sorted(xp: ModuleType, grad_out: Any, order: Any, bag: Any, scale: Any, starts: Any,
                     out: Any) -> None:
-    """Sum ``scale[p] * grad_out[bag[p]]`` over each run of ``order`` (see the CPU kernel)."""
+    """Sum ``scale[p] * grad_out[bag[p]]`` over each run of ``order`` (see the CPU kernel).
+
+    Runs longer than ``PIECE`` positions are split by elements: ``coalesce_pieces``
+    sums their later pieces first (two launches; one when no position is sorted).
+    """
     func = "coalesce_sorted"
     _same_dtype(func, "grad_out", grad_out, out)
     if scale.shape[0] == 0:
-        scale = xp.empty(0, dtype=np.float64)
+        scale = nothing(xp, _FLOATS[1])
     elif scale.dtype.kind in "iu":
         scale = scale.astype(product_dtype(scale.dtype, grad_out.dtype))
     name = _name(func, grad_out.dtype, scale.dtype)
@@ -165,13 +192,33 @@ def coalesce_sorted(xp: ModuleType, grad_out: Any, order: Any, bag: Any, scale: 
     if num_runs <= 0 or dim == 0:
         return
     order, bag = as_index(xp, order, int64=True), as_index(xp, bag, int64=True)
+    starts = as_index(xp, starts, int64=True)
+    grad, scale = xp.ascontiguousarray(grad_out), xp.ascontiguousarray(scale)
     target = into(xp, out)
+    num = order.shape[0]
+    piece, parts, chunks = _pieces(xp, num, dim, grad.dtype)
+    sizes = (_I64(dim), _I64(num), _I64(bag.shape[0]), _I64(scale.shape[0]),
+             _I64(grad_out.shape[0]))
+    if chunks:
+        launch("embedding", _name("coalesce_pieces", grad_out.dtype, scale.dtype), chunks,
+               (grad, order, bag, scale, starts, _I64(num_runs), *sizes, piece, _I64(chunks),
+                parts, error_buffer()), lanes=WARP)
     launch("embedding", name, num_runs,
-           (xp.ascontiguousarray(grad_out), order, bag, xp.ascontiguousarray(scale),
-            as_index(xp, starts, int64=True), target, _I64(num_runs), _I64(dim),
-            _I64(order.shape[0]), _I64(bag.shape[0]), _I64(scale.shape[0]),
-            _I64(grad_out.shape[0]), error_buffer()), lanes=WARP)
+           (grad, order, bag, scale, starts, target, _I64(num_runs), *sizes, piece, parts,
+            error_buffer()), lanes=WARP)
     back(out, target)
+
+
+def _pieces(xp: ModuleType, num: int, dim: int, dtype: Any) -> tuple[Any, Any, int]:
+    """Return ``(piece, parts, chunks)`` for ``num`` sorted positions.
+
+    Chunks of ``PIECE`` positions, and the ``[chunks, dim]`` partials of the runs they
+    split (uninitialised: only the chunks where a later piece starts are written, and
+    only those are read).
+    """
+    piece = _launch.PIECE
+    chunks = -(-num // piece)
+    return _I64(piece), xp.empty((chunks, dim), dtype=dtype), chunks
 
 
 def weights_grad(xp: ModuleType, table: Any, ids: Any, offsets: Any, grad_out: Any, mean: bool,
@@ -208,7 +255,9 @@ def bag_ids(xp: ModuleType, ids: Any, offsets: Any, valid: Any, vmask: Any, woff
     Bag ``b`` holds ``ids[offsets[b]:offsets[b + 1]]``; ``valid`` (bags) and ``vmask``
     (ids) are bool masks or None; ``woffsets`` (None: weights, if any, are aligned with
     the ids) and ``wvalid`` describe list weights of ``num_weights`` values; ids must lie
-    in ``[0, bound)``. Device-only (no CPU twin); records its checks in the error word.
+    in ``[0, bound)``. ``key`` has one entry more than the ids: ``bound``, a sentinel
+    that makes the sorted keys' last run always the unread ids'. Device-only (no CPU
+    twin); records its checks in the error word.
     """
     func = "bag_ids"
     idx = as_index(xp, ids)
@@ -223,12 +272,13 @@ def bag_ids(xp: ModuleType, ids: Any, offsets: Any, valid: Any, vmask: Any, woff
             check_shape(func, arg, mask.shape, (size,))
     if woffsets is not None:
         check_shape(func, "woffsets", woffsets.shape, (num_bags + 1,))
-    out = xp.empty(3 * num + num_bags, dtype=np.int64)  # one allocation, four results
-    bag, key, wpos, count = (out[:num], out[num:2 * num], out[2 * num:3 * num],
-                             out[3 * num:])
+    out = xp.empty(3 * num + num_bags + 1, dtype=np.int64)  # one allocation, four results
+    bag, key, wpos, count = (out[:num], out[num:2 * num + 1], out[2 * num + 1:3 * num + 1],
+                             out[3 * num + 1:])
     if max(num, num_bags) == 0:
+        key.fill(bound)
         return bag, key, wpos, count
-    absent = xp.empty(0, dtype=np.uint8)  # one empty array for all absent masks: hot path
+    absent = nothing(xp, _U8)  # the one empty array of every absent mask
     va, vm, wv = ((absent, _I32(0)) if m is None else as_mask(xp, m)
                   for m in (valid, vmask, wvalid))
     wo = out[:0] if woffsets is None else as_index(xp, woffsets, int64=True)
@@ -237,6 +287,46 @@ def bag_ids(xp: ModuleType, ids: Any, offsets: Any, valid: Any, vmask: Any, woff
             _I32(woffsets is not None), wv[0], wv[1], _I64(num), _I64(num_bags),
             _I64(num_weights), _I64(bound), bag, key, wpos, count, error_buffer()))
     return bag, key, wpos, count
+
+
+def train_rows(xp: ModuleType, optimizer: str, table: Any, state: Any, grad_out: Any,
+               order: Any, bag: Any, scale: Any, keys: Any, lr: float, eps: float) -> None:
+    """Run the fused backward and optimizer step of ``train_step`` on device bags.
+
+    ``keys`` are the bags' sort keys in sorted order (the ids, ``len(table)`` where not
+    read) and ``order`` their positions (a stable argsort); position ``p`` contributes
+    ``scale[p] * grad_out[bag[p]]`` (``scale`` None or empty: 1) to the row ``keys``
+    names. Each
+    touched row takes one ``optimizer`` step (``"sgd"``, ``"adagrad"`` with ``state`` of
+    the table's shape, ``"rowwise_adagrad"`` with one state per row) with the row's
+    coalesced gradient, as :func:`coalesce_sorted` then the ``*_rows`` step would: the
+    same bits, with no gradient written and nothing read back. Device-only (no CPU twin:
+    the host runs those two kernels). Two launches: ``train_pieces``, ``train_rows``.
+    """
+    func = "train_rows"
+    if scale is None or scale.shape[0] == 0:
+        scale = nothing(xp, _FLOATS[1])
+    elif scale.dtype.kind in "iu":
+        scale = scale.astype(product_dtype(scale.dtype, grad_out.dtype))
+    if state is None:
+        state = nothing(xp, table.dtype)
+    name = _name(func, table.dtype, grad_out.dtype, state.dtype, scale.dtype)
+    num, dim = keys.shape[0], table.shape[1]
+    if num == 0 or dim == 0:
+        return
+    grad, scale = xp.ascontiguousarray(grad_out), xp.ascontiguousarray(scale)
+    order, bag = as_index(xp, order, int64=True), as_index(xp, bag, int64=True)
+    keys = as_index(xp, keys, int64=True)
+    piece, parts, chunks = _pieces(xp, num, dim, grad.dtype)
+    sizes = (_I64(num), _I64(dim), _I64(bag.shape[0]), _I64(scale.shape[0]),
+             _I64(grad.shape[0]))
+    launch("embedding", _name("train_pieces", grad.dtype, scale.dtype), chunks,
+           (grad, order, bag, scale, keys, *sizes, _I64(table.shape[0]), piece, _I64(chunks),
+            parts, error_buffer()), lanes=WARP)
+    launch("embedding", name, num,
+           (table, state, grad, order, bag, scale, keys, _I32(TRAIN_OPTIMIZERS[optimizer]),
+            _F64(lr), _F64(eps), *sizes, _I64(table.shape[0]), piece, parts, error_buffer()),
+           lanes=WARP)
 
 
 # --------------------------------------------------------------------------- optimizers

@@ -31,6 +31,10 @@
 // them with numpy).
 //
 // Barrier-free: one thread per output element, grid-stride loops, atomics for scatters.
+// One kernel has a faster GPU variant behind ARROW_SPARSE_EMULATOR (the macro only the
+// emulator defines): scatter_add aggregates a warp's atomics with __match_any_sync and
+// shuffles; its barrier-free variant gives the same sums (up to the atomic order that
+// float scatter sums already have).
 
 enum AspSegmentError {
     ASP_SEGMENT_ROW_OUTSIDE = 1,  // message: offsets address values outside the values buffer
@@ -268,10 +272,110 @@ __device__ __forceinline__ void asp_atomic_extreme(double* p, double x, int is_m
 // w_i * values[i, d] in A; rows with fewer than min_count values get `empty`.
 // `lanes4` (1-D values, no mask, no weights) splits the row into four interleaved
 // accumulators, (s0 + s1) + (s2 + s3), like the CPU's integer rows.
+// With `piece` > 0 (the launcher sets it for 2-D values) a row longer than `piece`
+// values is split by elements (asp_chunk_piece in _common.cuh): sorted_sum_pieces sums its
+// later pieces into parts[k, d] (counts in pcounts[k]) in a first launch, and the row's
+// thread adds its first `piece` values, then the partials in order. Rows of at most
+// `piece` values are the CPU's sums exactly; longer ones are sums of piece sums (integers
+// exact, floats within the re-association of A).
 // Thread mapping: one thread per output element e = r * D + d (grid-stride). For each
 // value i of the row the D threads of r read D consecutive addresses: coalesced along D.
 // Memory traffic: each value read once (plus its weight/mask byte per thread, from
-// cache), one write per output element; offsets/valid per row shared by D threads.
+// cache), one write per output element; offsets/valid per row shared by D threads; with
+// pieces one partial read per later piece and per element.
+
+// The sum of rows' values [a, b) from zero, in the CPU's order; *count receives the number
+// of non-null values.
+template <typename T, typename A>
+__device__ __forceinline__ A asp_sum_piece(const T* __restrict__ values,
+                                           const unsigned char* __restrict__ vmask, int masked,
+                                           const A* __restrict__ weights, int weighted,
+                                           long long shift, int lanes4, A zero,
+                                           long long width, long long d, long long a,
+                                           long long b, long long* count) {
+    A acc = zero;
+    long long n = 0;
+    if (weighted) {
+        for (long long i = a; i < b; ++i) {
+            if (masked && !__ldg(vmask + i)) continue;
+            acc = asp_add(acc, asp_mul(__ldg(weights + i + shift),
+                                       (A)__ldg(values + i * width + d)));
+            ++n;
+        }
+    } else if (masked) {
+        for (long long i = a; i < b; ++i) {
+            if (!__ldg(vmask + i)) continue;
+            acc = asp_add(acc, (A)__ldg(values + i * width + d));
+            ++n;
+        }
+    } else if (lanes4) {  // width == 1
+        A s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+        long long i = a;
+        for (; i + 4 <= b; i += 4) {
+            s0 = asp_add(s0, (A)__ldg(values + i));
+            s1 = asp_add(s1, (A)__ldg(values + i + 1));
+            s2 = asp_add(s2, (A)__ldg(values + i + 2));
+            s3 = asp_add(s3, (A)__ldg(values + i + 3));
+        }
+        for (; i < b; ++i) s0 = asp_add(s0, (A)__ldg(values + i));
+        acc = asp_add(asp_add(s0, s1), asp_add(s2, s3));
+        n = b - a;
+    } else {
+        for (long long i = a; i < b; ++i) acc = asp_add(acc, (A)__ldg(values + i * width + d));
+        n = b - a;
+    }
+    *count = n;
+    return acc;
+}
+
+// Row r is summed (not null, its values and weights inside their buffers).
+template <typename O>
+__device__ __forceinline__ bool asp_sum_row(const O* __restrict__ offsets,
+                                            const unsigned char* __restrict__ valid,
+                                            int all_valid, int weighted,
+                                            const long long* __restrict__ woffsets,
+                                            int has_woff, long long r, long long num_values,
+                                            long long num_weights, unsigned long long* error,
+                                            long long* start, long long* stop,
+                                            long long* shift) {
+    *shift = 0;
+    return asp_row_valid(valid, all_valid, r) &&
+           asp_row_range(offsets, r, num_values, error, start, stop) &&
+           (!weighted || asp_weight_shift(woffsets, has_woff, r, *start, *stop, num_weights,
+                                          error, shift));
+}
+
+// sorted_sum_pieces: parts[k, d] and pcounts[k] of the later piece of a row longer than
+// `piece` that starts in chunk k of the values (see sorted_sum). Thread mapping: one
+// thread per (chunk k, feature d), grid-stride; the D threads of a chunk share its binary
+// search of the offsets. Memory traffic: the later pieces' values once, one partial per
+// chunk holding a piece start and per feature.
+template <typename T, typename A, typename O>
+__global__ void sorted_sum_pieces(const T* __restrict__ values, const O* __restrict__ offsets,
+                                  const unsigned char* __restrict__ valid, int all_valid,
+                                  const unsigned char* __restrict__ vmask, int masked,
+                                  const A* __restrict__ weights, int weighted,
+                                  const long long* __restrict__ woffsets, int has_woff,
+                                  int lanes4, A zero, long long num_rows, long long width,
+                                  long long num_values, long long num_weights, long long piece,
+                                  long long num_chunks, A* __restrict__ parts,
+                                  long long* __restrict__ pcounts, unsigned long long* error) {
+    for (ASP_GRID_STRIDE(e, num_chunks * width)) {
+        const long long k = e / width;
+        const long long d = e - k * width;
+        long long r, a, b, start, stop, shift;
+        if (!asp_chunk_piece(offsets, num_rows, k, piece, &r, &a, &b)) continue;
+        if (!asp_sum_row(offsets, valid, all_valid, weighted, woffsets, has_woff, r,
+                         num_values, num_weights, error, &start, &stop, &shift)) {
+            continue;
+        }
+        long long n;
+        parts[e] = asp_sum_piece(values, vmask, masked, weights, weighted, shift, lanes4, zero,
+                                 width, d, a, b, &n);
+        if (d == 0) pcounts[k] = n;
+    }
+}
+
 template <typename T, typename A, typename Out, typename O>
 __global__ void sorted_sum(const T* __restrict__ values, const O* __restrict__ offsets,
                            const unsigned char* __restrict__ valid, int all_valid,
@@ -280,7 +384,8 @@ __global__ void sorted_sum(const T* __restrict__ values, const O* __restrict__ o
                            const long long* __restrict__ woffsets, int has_woff, int lanes4,
                            int mean, A zero, long long min_count, Out empty,
                            long long num_rows, long long width, long long num_values,
-                           long long num_weights, Out* __restrict__ out,
+                           long long num_weights, long long piece, const A* __restrict__ parts,
+                           const long long* __restrict__ pcounts, Out* __restrict__ out,
                            long long* __restrict__ counts, int want_counts,
                            unsigned long long* error) {
     for (ASP_GRID_STRIDE(e, num_rows * width)) {
@@ -289,41 +394,15 @@ __global__ void sorted_sum(const T* __restrict__ values, const O* __restrict__ o
         A acc = zero;
         long long n = 0;
         long long start, stop, shift;
-        if (asp_row_valid(valid, all_valid, r) &&
-            asp_row_range(offsets, r, num_values, error, &start, &stop)) {
-            if (weighted) {
-                if (asp_weight_shift(woffsets, has_woff, r, start, stop, num_weights, error,
-                                     &shift)) {
-                    for (long long i = start; i < stop; ++i) {
-                        if (masked && !__ldg(vmask + i)) continue;
-                        acc = asp_add(acc, asp_mul(__ldg(weights + i + shift),
-                                                   (A)__ldg(values + i * width + d)));
-                        ++n;
-                    }
-                }
-            } else if (masked) {
-                for (long long i = start; i < stop; ++i) {
-                    if (!__ldg(vmask + i)) continue;
-                    acc = asp_add(acc, (A)__ldg(values + i * width + d));
-                    ++n;
-                }
-            } else if (lanes4) {  // width == 1
-                A s0 = zero, s1 = zero, s2 = zero, s3 = zero;
-                long long i = start;
-                for (; i + 4 <= stop; i += 4) {
-                    s0 = asp_add(s0, (A)__ldg(values + i));
-                    s1 = asp_add(s1, (A)__ldg(values + i + 1));
-                    s2 = asp_add(s2, (A)__ldg(values + i + 2));
-                    s3 = asp_add(s3, (A)__ldg(values + i + 3));
-                }
-                for (; i < stop; ++i) s0 = asp_add(s0, (A)__ldg(values + i));
-                acc = asp_add(asp_add(s0, s1), asp_add(s2, s3));
-                n = stop - start;
-            } else {
-                for (long long i = start; i < stop; ++i) {
-                    acc = asp_add(acc, (A)__ldg(values + i * width + d));
-                }
-                n = stop - start;
+        if (asp_sum_row(offsets, valid, all_valid, weighted, woffsets, has_woff, r, num_values,
+                        num_weights, error, &start, &stop, &shift)) {
+            const long long end = piece > 0 && stop - start > piece ? start + piece : stop;
+            acc = asp_sum_piece(values, vmask, masked, weights, weighted, shift, lanes4, zero,
+                                width, d, start, end, &n);
+            for (long long p = end; p < stop; p += piece) {  // the later pieces, in order
+                const long long k = p / piece;
+                acc = asp_add(acc, __ldg(parts + k * width + d));
+                n += __ldg(pcounts + k);
             }
         }
         if (want_counts && d == 0) counts[r] = n;
@@ -497,11 +576,130 @@ __global__ void sorted_logsumexp(const T* __restrict__ values, const O* __restri
 // the other columns add one id at a time (block_cols = 0: that path is off). Each id
 // is re-checked against the table's num_table_rows rows before its row is read, each
 // bag against the num_ids ids (and its weights row against the num_weights weights).
+//
+// Heavy-tailed bags (a bag of 2,000 ids among bags of 20) are split by elements, not
+// by bags (asp_chunk_piece in _common.cuh): with `piece` > 0 a bag longer than `piece`
+// ids is reduced as its first `piece` ids here, then the partials of its later pieces
+// (gather_reduce_pieces, launched first: parts[k, d] and, for the counts, pcounts[k])
+// are combined in order: sums by asp_add, maxima by asp_take_max. A bag of at most
+// `piece` ids gives exactly the CPU's result; a longer one is a sum of piece sums
+// (integers exact, floats within the re-association of the accumulator A, maxima exact).
+// piece is a multiple of 4, so the four-at-a-time blocks stay aligned to the bag start.
+//
 // Thread mapping: one thread per output element (bag r, feature d), grid-stride. For each
 // id the D threads of a bag read one table row: D consecutive addresses, coalesced.
 // Memory traffic: one table-row read per id (the random-access part; hot rows hit L2),
-// each id read by the D threads of its bag from cache, one write per output element.
-// No gathered [nnz, D] intermediate is materialised.
+// each id read by the D threads of its bag from cache, one write per output element;
+// with pieces one partial (A) read per later piece and per element. No gathered
+// [nnz, D] intermediate is materialised.
+
+// One piece [a, b) of a bag, from the reduction's start (zero or lowest), in the CPU's
+// order; *count receives the number of non-null ids.
+template <typename T, typename A, typename I>
+__device__ __forceinline__ A asp_gather_piece(
+        const T* __restrict__ data, const I* __restrict__ indices,
+        const unsigned char* __restrict__ vmask, int masked, const A* __restrict__ weights,
+        int weighted, long long shift, int is_max, int plain, long long block_cols, A zero,
+        A lowest, long long width, long long d, long long num_table_rows, long long a,
+        long long b, unsigned long long* error, long long* count) {
+    A acc = is_max ? lowest : zero;
+    long long n = 0;
+    long long head = a;
+    long long k0, k1, k2, k3;
+    if (plain && block_cols > 0) {
+        // The CPU's wide-float-table path: in the first block_cols columns, blocks of 4
+        // ids summed in T (from +0), each block then added into A; in the other columns
+        // one id at a time (the loop below).
+        for (; d < block_cols && head < b; head += 4) {
+            const long long end = head + 4 < b ? head + 4 : b;
+            T s = T();
+            for (long long j = head; j < end; ++j) {
+                if (asp_table_row(indices, j, num_table_rows, error, &k0)) {
+                    s = (T)(s + __ldg(data + k0 * width + d));
+                }
+            }
+            acc = asp_add(acc, (A)s);
+        }
+        n = b - a;
+    } else if (plain) {
+        for (; head + 4 <= b; head += 4) {
+            if (!(asp_table_row(indices, head, num_table_rows, error, &k0) &&
+                  asp_table_row(indices, head + 1, num_table_rows, error, &k1) &&
+                  asp_table_row(indices, head + 2, num_table_rows, error, &k2) &&
+                  asp_table_row(indices, head + 3, num_table_rows, error, &k3))) {
+                continue;
+            }
+            const A x0 = (A)__ldg(data + k0 * width + d);
+            const A x1 = (A)__ldg(data + k1 * width + d);
+            const A x2 = (A)__ldg(data + k2 * width + d);
+            const A x3 = (A)__ldg(data + k3 * width + d);
+            acc = asp_add(acc, asp_add(asp_add(asp_add(zero, x0), x1),
+                                       asp_add(asp_add(zero, x2), x3)));
+        }
+        n = b - a;
+    }
+    for (long long i = head; i < b; ++i) {
+        if (masked && !__ldg(vmask + i)) continue;
+        if (!plain) ++n;
+        if (!asp_table_row(indices, i, num_table_rows, error, &k0)) continue;
+        A x = (A)__ldg(data + k0 * width + d);
+        if (weighted) x = asp_mul(__ldg(weights + i + shift), x);
+        acc = is_max ? asp_take_max(x, acc) : asp_add(acc, x);
+    }
+    *count = n;
+    return acc;
+}
+
+// Bag r is reduced (not null, its ids and weights inside their buffers); *start, *stop
+// and *shift then describe it. Device errors as described at the top of the file.
+template <typename O>
+__device__ __forceinline__ bool asp_gather_bag(
+        const O* __restrict__ offsets, const unsigned char* __restrict__ valid, int all_valid,
+        int weighted, const long long* __restrict__ woffsets, int has_woff, long long r,
+        long long num_ids, long long num_weights, unsigned long long* error, long long* start,
+        long long* stop, long long* shift) {
+    *shift = 0;
+    return asp_row_valid(valid, all_valid, r) &&
+           asp_row_range(offsets, r, num_ids, error, start, stop) &&
+           (!weighted || asp_weight_shift(woffsets, has_woff, r, *start, *stop, num_weights,
+                                          error, shift));
+}
+
+// gather_reduce_pieces: parts[k, d] (and pcounts[k], from the d == 0 thread) of the later
+// piece of a bag longer than `piece` that starts in chunk k of the ids, see above.
+// Thread mapping: one thread per (chunk k, feature d), grid-stride: the D threads of a
+// chunk share its binary search of the offsets (log2(rows) reads from cache) and read the
+// piece's table rows coalesced. Memory traffic: the later pieces' ids and rows once, one
+// partial written per chunk that holds a piece start and per feature.
+template <typename T, typename A, typename O, typename I>
+__global__ void gather_reduce_pieces(
+        const T* __restrict__ data, const I* __restrict__ indices, const O* __restrict__ offsets,
+        const unsigned char* __restrict__ valid, int all_valid,
+        const unsigned char* __restrict__ vmask, int masked, const A* __restrict__ weights,
+        int weighted, const long long* __restrict__ woffsets, int has_woff, int mode,
+        long long block_cols, A zero, A lowest, long long num_rows, long long width,
+        long long num_table_rows, long long num_ids, long long num_weights, long long piece,
+        long long num_chunks, A* __restrict__ parts, long long* __restrict__ pcounts,
+        unsigned long long* error) {
+    const int is_max = mode == 2;
+    const int plain = !(masked || weighted || is_max);
+    for (ASP_GRID_STRIDE(e, num_chunks * width)) {
+        const long long k = e / width;
+        const long long d = e - k * width;
+        long long r, a, b, start, stop, shift;
+        if (!asp_chunk_piece(offsets, num_rows, k, piece, &r, &a, &b)) continue;
+        if (!asp_gather_bag(offsets, valid, all_valid, weighted, woffsets, has_woff, r,
+                            num_ids, num_weights, error, &start, &stop, &shift)) {
+            continue;
+        }
+        long long n;
+        parts[e] = asp_gather_piece(data, indices, vmask, masked, weights, weighted, shift,
+                                    is_max, plain, block_cols, zero, lowest, width, d,
+                                    num_table_rows, a, b, error, &n);
+        if (d == 0) pcounts[k] = n;
+    }
+}
+
 template <typename T, typename A, typename Out, typename O, typename I>
 __global__ void gather_reduce(const T* __restrict__ data, const I* __restrict__ indices,
                               const O* __restrict__ offsets,
@@ -512,7 +710,9 @@ __global__ void gather_reduce(const T* __restrict__ data, const I* __restrict__ 
                               long long block_cols, A zero, A lowest, long long min_count,
                               Out empty, long long num_rows, long long width,
                               long long num_table_rows, long long num_ids,
-                              long long num_weights, Out* __restrict__ out,
+                              long long num_weights, long long piece,
+                              const A* __restrict__ parts,
+                              const long long* __restrict__ pcounts, Out* __restrict__ out,
                               long long* __restrict__ counts, int want_counts,
                               unsigned long long* error) {
     const int is_max = mode == 2;
@@ -522,52 +722,18 @@ __global__ void gather_reduce(const T* __restrict__ data, const I* __restrict__ 
         const long long d = e - r * width;
         A acc = is_max ? lowest : zero;
         long long n = 0;
-        long long start, stop, shift = 0;
-        if (asp_row_valid(valid, all_valid, r) &&
-            asp_row_range(offsets, r, num_ids, error, &start, &stop) &&
-            (!weighted || asp_weight_shift(woffsets, has_woff, r, start, stop, num_weights,
-                                           error, &shift))) {
-            long long head = start;
-            long long k0, k1, k2, k3;
-            if (plain && block_cols > 0) {
-                // The CPU's wide-float-table path: in the first block_cols columns,
-                // blocks of 4 ids summed in T (from +0), each block then added into A;
-                // in the other columns one id at a time (the loop below).
-                for (; d < block_cols && head < stop; head += 4) {
-                    const long long end = head + 4 < stop ? head + 4 : stop;
-                    T s = T();
-                    for (long long j = head; j < end; ++j) {
-                        if (asp_table_row(indices, j, num_table_rows, error, &k0)) {
-                            s = (T)(s + __ldg(data + k0 * width + d));
-                        }
-                    }
-                    acc = asp_add(acc, (A)s);
-                }
-                n = stop - start;
-            } else if (plain) {
-                for (; head + 4 <= stop; head += 4) {
-                    if (!(asp_table_row(indices, head, num_table_rows, error, &k0) &&
-                          asp_table_row(indices, head + 1, num_table_rows, error, &k1) &&
-                          asp_table_row(indices, head + 2, num_table_rows, error, &k2) &&
-                          asp_table_row(indices, head + 3, num_table_rows, error, &k3))) {
-                        continue;
-                    }
-                    const A a = (A)__ldg(data + k0 * width + d);
-                    const A b = (A)__ldg(data + k1 * width + d);
-                    const A c = (A)__ldg(data + k2 * width + d);
-                    const A f = (A)__ldg(data + k3 * width + d);
-                    acc = asp_add(acc, asp_add(asp_add(asp_add(zero, a), b),
-                                               asp_add(asp_add(zero, c), f)));
-                }
-                n = stop - start;
-            }
-            for (long long i = head; i < stop; ++i) {
-                if (masked && !__ldg(vmask + i)) continue;
-                if (!plain) ++n;
-                if (!asp_table_row(indices, i, num_table_rows, error, &k0)) continue;
-                A x = (A)__ldg(data + k0 * width + d);
-                if (weighted) x = asp_mul(__ldg(weights + i + shift), x);
+        long long start, stop, shift;
+        if (asp_gather_bag(offsets, valid, all_valid, weighted, woffsets, has_woff, r, num_ids,
+                           num_weights, error, &start, &stop, &shift)) {
+            const long long end = piece > 0 && stop - start > piece ? start + piece : stop;
+            acc = asp_gather_piece(data, indices, vmask, masked, weights, weighted, shift,
+                                   is_max, plain, block_cols, zero, lowest, width, d,
+                                   num_table_rows, start, end, error, &n);
+            for (long long p = end; p < stop; p += piece) {  // the later pieces, in order
+                const long long k = p / piece;
+                const A x = __ldg(parts + k * width + d);
                 acc = is_max ? asp_take_max(x, acc) : asp_add(acc, x);
+                n += __ldg(pcounts + k);
             }
         }
         if (want_counts && d == 0) counts[r] = n;
@@ -589,8 +755,17 @@ __global__ void gather_reduce(const T* __restrict__ data, const I* __restrict__ 
 // against [0, num_segments), under null values too (as the CPU kernel checks).
 // Thread mapping: one thread per input element (i, d), grid-stride: coalesced reads of
 // values along D, atomics to D consecutive addresses of one output row.
-// Memory traffic: each value read once, one atomic per value element (+1 per value for
-// the count); contention only where many values share a segment.
+// Hot ids (Zipf: the most frequent id of 80M values holds a sixth of them) serialise on
+// their accumulator's address, so the GPU variant aggregates each warp's atomics first:
+// the lanes of a warp whose elements go to the same output element (__match_any_sync on
+// s * D + d) hand their values to the lowest of them, which adds them in lane order and
+// makes one atomic (and one count atomic of the group's size). With 1-D values and a hot
+// id that divides the hot address's atomics by up to 32; with D >= 32 no two lanes of a
+// warp share an element and it costs one match per element. Float sums combine in atomic
+// order either way (not deterministic; integers exact). Barrier-free variant
+// (ARROW_SPARSE_EMULATOR): one atomic per element, the same sums up to that order.
+// Memory traffic: each value read once, at most one atomic per value element (+1 per
+// value for the count).
 template <typename T, typename A, typename I>
 __global__ void scatter_add(const T* __restrict__ values, const I* __restrict__ ids,
                             const unsigned char* __restrict__ vmask, int masked,
@@ -598,6 +773,7 @@ __global__ void scatter_add(const T* __restrict__ values, const I* __restrict__ 
                             long long width, long long num_segments, A* __restrict__ acc,
                             long long* __restrict__ counts, int want_counts,
                             unsigned long long* error) {
+#if defined(ARROW_SPARSE_EMULATOR)
     for (ASP_GRID_STRIDE(e, num_values * width)) {
         const long long i = e / width;
         const long long d = e - i * width;
@@ -609,6 +785,48 @@ __global__ void scatter_add(const T* __restrict__ values, const I* __restrict__ 
         if (weighted) x = asp_mul(__ldg(weights + i), x);
         asp_atomic_add(acc + s * width + d, x);
     }
+#else
+    const unsigned int full = 0xFFFFFFFFu;
+    const int lane = (int)(threadIdx.x & 31);
+    const long long total = num_values * width;
+    // Warp-uniform trip count: every lane takes part in every match and shuffle.
+    for (long long base = asp_thread_id() - lane; base < total; base += asp_grid_stride()) {
+        const long long e = base + lane;
+        bool ok = e < total;
+        long long s = 0, d = 0;
+        A x = A();
+        if (ok) {
+            const long long i = e / width;
+            d = e - i * width;
+            ok = asp_segment_of(ids, i, num_segments, error, &s) && !(masked && !__ldg(vmask + i));
+            if (ok) {
+                x = (A)__ldg(values + e);
+                if (weighted) x = asp_mul(__ldg(weights + i), x);
+            }
+        }
+        // A lane left out gets a key no other lane has (keys of elements are >= 0).
+        const unsigned long long key = ok ? (unsigned long long)(s * width + d)
+                                          : ~(unsigned long long)lane;
+        const unsigned int peers = __match_any_sync(full, key);
+        const bool leader = ok && (__ffs(peers) - 1) == lane;
+        unsigned int rest = leader ? peers & (peers - 1) : 0u;  // the others, lowest first
+        A sum = x;
+        while (__any_sync(full, rest != 0u)) {
+            const int src = rest ? __ffs(rest) - 1 : lane;
+            const A y = __shfl_sync(full, x, src);
+            if (rest) {
+                sum = asp_add(sum, y);
+                rest &= rest - 1;
+            }
+        }
+        if (leader) {
+            asp_atomic_add(acc + key, sum);
+            if (want_counts && d == 0) {
+                atomicAdd((unsigned long long*)(counts + s), (unsigned long long)__popc(peers));
+            }
+        }
+    }
+#endif
 }
 
 // scatter_extreme (unsorted max / min): acc[ids[i], d] = max(acc, values[i, d]) (or

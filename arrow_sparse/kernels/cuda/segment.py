@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from . import error_buffer
+from . import _launch, error_buffer
 from ._launch import (
     DTYPE_TO_CTYPE,
     FLOAT_CTYPES,
@@ -44,6 +44,7 @@ from ._launch import (
     launch,
     name_expression,
     name_expressions,
+    nothing,
 )
 
 __all__ = ["gather_reduce", "scatter_assign", "scatter_extreme", "scatter_sum",
@@ -71,9 +72,14 @@ _GATHER_TRIPLES = _SUM_TRIPLES + [(t, _LL, t) for t in _INTS if t not in (_LL, _
 _EXTREME_STORAGE = {t: ("int" if t in ("signed char", "short", "unsigned char",
                                        "unsigned short") else t) for t in VALUE_CTYPES}
 
+#: (T, A) of the piece kernels: their partials are in A, whatever the output type.
+_SUM_PAIRS = sorted({(t, a) for t, a, _ in _SUM_TRIPLES})
+_GATHER_PAIRS = sorted({(t, a) for t, a, _ in _GATHER_TRIPLES})
+
 NAME_EXPRESSIONS: list[str] = [
     *(name_expression("sorted_sum", *tao, o)
       for tao in _SUM_TRIPLES for o in INDEX_CTYPES),
+    *(name_expression("sorted_sum_pieces", *ta, o) for ta in _SUM_PAIRS for o in INDEX_CTYPES),
     *name_expressions("sorted_extreme", VALUE_CTYPES, INDEX_CTYPES),
     *name_expressions("sorted_arg_extreme", VALUE_CTYPES, INDEX_CTYPES),
     *(name_expression("sorted_prod", *tao, o) for tao in _PROD_TRIPLES for o in INDEX_CTYPES),
@@ -81,6 +87,8 @@ NAME_EXPRESSIONS: list[str] = [
       for t in VALUE_CTYPES for o in INDEX_CTYPES),
     *(name_expression("gather_reduce", *tao, o, i)
       for tao in _GATHER_TRIPLES for o in INDEX_CTYPES for i in INDEX_CTYPES),
+    *(name_expression("gather_reduce_pieces", *ta, o, i)
+      for ta in _GATHER_PAIRS for o in INDEX_CTYPES for i in INDEX_CTYPES),
     *(name_expression("scatter_add", t, a, i)
       for t, a, o in _SUM_TRIPLES if o != "float" for i in INDEX_CTYPES),
     *(name_expression("scatter_extreme", t, _EXTREME_STORAGE[t], i)
@@ -100,6 +108,7 @@ _NAMES = frozenset(NAME_EXPRESSIONS)
 _I32 = np.int32
 _I64 = np.int64
 _U8 = np.dtype(np.uint8)
+_INT64 = np.dtype(np.int64)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -108,10 +117,21 @@ def _c(dtype: Any) -> str:
     return DTYPE_TO_CTYPE.get(_U8 if dtype.kind == "b" else dtype, str(dtype))
 
 
+_NAME_MEMO: dict[tuple[str, tuple[Any, ...]], str] = {}
+
+
 def _name(func: str, kernel: str, *dtypes: Any) -> str:
-    """Name expression of ``kernel`` for ``dtypes``; ``NotImplementedError`` if none exists."""
+    """Name expression of ``kernel`` for ``dtypes``; ``NotImplementedError`` if none exists.
+
+    Memoised by the dtypes: after the first call of a variant it costs one lookup.
+    """
+    name = _NAME_MEMO.get((kernel, dtypes))
+    if name is not None:
+        return name
     name = name_expression(kernel, *(_c(d) for d in dtypes))
-    if name not in _NAMES:
+    if name in _NAMES:
+        _NAME_MEMO[(kernel, dtypes)] = name
+    else:
         kinds = ", ".join(str(np.dtype(d)) for d in dtypes)
         msg = f"{func}: no cuda kernel for {kinds}"
         raise NotImplementedError(msg)
@@ -127,25 +147,39 @@ def _arr(xp: ModuleType, a: Any) -> Any:
 def _weights(xp: ModuleType, weights: Any, acc: np.dtype) -> tuple[Any, Any, Any]:
     """``(weights in A, weighted flag, number of weights)``."""
     if weights is None or weights.shape[0] == 0:
-        return xp.empty(0, dtype=acc), _I32(0), _I64(0)
+        return nothing(xp, acc), _I32(0), _I64(0)
     return (xp.ascontiguousarray(_arr(xp, weights), dtype=acc), _I32(1),
             _I64(weights.shape[0]))
 
 
 def _woffsets(xp: ModuleType, woffsets: Any) -> tuple[Any, Any]:
     if woffsets is None:
-        return xp.empty(0, dtype=np.int64), _I32(0)
+        return nothing(xp, _INT64), _I32(0)
     return xp.ascontiguousarray(woffsets, dtype=np.int64), _I32(1)
 
 
 def _counts(xp: ModuleType, counts: Any) -> tuple[Any, Any]:
     if counts is None or counts.shape[0] == 0:
-        return xp.empty(0, dtype=np.int64), _I32(0)
+        return nothing(xp, _INT64), _I32(0)
     return counts, _I32(1)
 
 
 def _width(out: Any) -> int:
     return int(np.prod(out.shape[1:], dtype=np.int64))
+
+
+def _pieces(xp: ModuleType, num: int, width: int, acc: np.dtype, split: bool
+            ) -> tuple[Any, Any, Any, int]:
+    """``(piece, parts, pcounts, chunks)`` of a kernel that splits long segments.
+
+    ``num`` positions in chunks of ``_launch.PIECE``; one allocation holds the partials
+    (``[chunks, width]`` of the accumulator ``acc``, 8 bytes) and their counts. Without
+    ``split`` (or without positions) piece is 0 and the arrays are empty.
+    """
+    piece = _launch.PIECE if split else 0
+    chunks = -(-num // piece) if piece else 0
+    buffer = xp.empty(chunks * (width + 1), dtype=np.int64)
+    return (_I64(piece), buffer[:chunks * width].view(acc), buffer[chunks * width:], chunks)
 
 
 def _scalar(dtype: Any, x: Any) -> Any:
@@ -163,7 +197,11 @@ def _rows(xp: ModuleType, offsets: Any, valid: Any, vmask: Any) -> tuple[Any, ..
 def sorted_sum(xp: ModuleType, values: Any, offsets: Any, valid: Any, vmask: Any, weights: Any,
                woffsets: Any, mean: bool, zero: Any, min_count: int, empty: Any, out: Any,
                counts: Any) -> None:
-    """Sum (``mean``: divided by the count) of each row into ``out`` (see the CPU kernel)."""
+    """Sum (``mean``: divided by the count) of each row into ``out`` (see the CPU kernel).
+
+    2-D values split rows longer than ``PIECE`` values (``sorted_sum_pieces``, launched
+    first); 1-D rows are read by one thread each.
+    """
     func = "sorted_sum"
     acc = np.dtype(zero.dtype)
     name = _name(func, func, values.dtype, acc, out.dtype, offsets.dtype)
@@ -172,11 +210,22 @@ def sorted_sum(xp: ModuleType, values: Any, offsets: Any, valid: Any, vmask: Any
     w, weighted, num_weights = _weights(xp, weights, acc)
     wo, has_woff = _woffsets(xp, woffsets)
     cnt, want = _counts(xp, counts)
+    vals = _arr(xp, values)
+    row_args = _rows(xp, offsets, valid, vmask)
+    lanes4 = _I32(values.ndim == 1 and not weighted)
+    piece, parts, pcounts, chunks = _pieces(xp, values.shape[0], width, acc,
+                                            values.ndim == 2 and rows * width > 0)
+    if chunks:
+        launch("segment", _name(func, "sorted_sum_pieces", values.dtype, acc, offsets.dtype),
+               chunks * width,
+               (vals, *row_args, w, weighted, wo, has_woff, lanes4, acc.type(zero), _I64(rows),
+                _I64(width), _I64(values.shape[0]), num_weights, piece, _I64(chunks), parts,
+                pcounts, error_buffer()))
     launch("segment", name, rows * width,
-           (_arr(xp, values), *_rows(xp, offsets, valid, vmask), w, weighted, wo, has_woff,
-            _I32(values.ndim == 1 and not weighted), _I32(bool(mean)), acc.type(zero),
-            _I64(min_count), _scalar(target.dtype, empty), _I64(rows), _I64(width),
-            _I64(values.shape[0]), num_weights, target, cnt, want, error_buffer()))
+           (vals, *row_args, w, weighted, wo, has_woff, lanes4, _I32(bool(mean)),
+            acc.type(zero), _I64(min_count), _scalar(target.dtype, empty), _I64(rows),
+            _I64(width), _I64(values.shape[0]), num_weights, piece, parts, pcounts, target,
+            cnt, want, error_buffer()))
     back(out, target)
 
 
@@ -264,8 +313,10 @@ def gather_reduce(xp: ModuleType, data: Any, indices: Any, offsets: Any, valid: 
                   min_count: int, empty: Any, out: Any, counts: Any) -> int:
     """Reduce ``data[indices[i]]`` per row (``mode``: 0 sum, 1 mean, 2 max).
 
-    Returns the position of the first id out of range (host arrays: checked before the
-    launch) or -1 (device arrays: the kernel records it in the error word).
+    Bags longer than ``PIECE`` ids are split by elements: ``gather_reduce_pieces``
+    reduces their later pieces first. Returns the position of the first id out of range
+    (host arrays: checked before the launch) or -1 (device arrays: the kernel records it
+    in the error word).
     """
     func = "gather_reduce"
     acc = np.dtype(zero.dtype)
@@ -280,13 +331,23 @@ def gather_reduce(xp: ModuleType, data: Any, indices: Any, offsets: Any, valid: 
     w, weighted, num_weights = _weights(xp, weights, acc)
     wo, has_woff = _woffsets(xp, woffsets)
     cnt, want = _counts(xp, counts)
+    table = _arr(xp, data)
+    row_args = _rows(xp, offsets, valid, vmask)
+    block = _I64(_block_cols(data, vmask, weights, mode, zero, counts, width))
+    num_ids = ids.shape[0]
+    piece, parts, pcounts, chunks = _pieces(xp, num_ids, width, acc, rows * width > 0)
+    if chunks:
+        launch("segment", _name(func, "gather_reduce_pieces", data.dtype, acc, offsets.dtype,
+                                ids.dtype), chunks * width,
+               (table, ids, *row_args, w, weighted, wo, has_woff, _I32(mode), block,
+                acc.type(zero), acc.type(lowest), _I64(rows), _I64(width), _I64(data.shape[0]),
+                _I64(num_ids), num_weights, piece, _I64(chunks), parts, pcounts,
+                error_buffer()))
     launch("segment", name, rows * width,
-           (_arr(xp, data), ids, *_rows(xp, offsets, valid, vmask), w, weighted, wo,
-            has_woff, _I32(mode),
-            _I64(_block_cols(data, vmask, weights, mode, zero, counts, width)),
+           (table, ids, *row_args, w, weighted, wo, has_woff, _I32(mode), block,
             acc.type(zero), acc.type(lowest), _I64(min_count), _scalar(target.dtype, empty),
-            _I64(rows), _I64(width), _I64(data.shape[0]), _I64(ids.shape[0]), num_weights,
-            target, cnt, want, error_buffer()))
+            _I64(rows), _I64(width), _I64(data.shape[0]), _I64(num_ids), num_weights, piece,
+            parts, pcounts, target, cnt, want, error_buffer()))
     back(out, target)
     return -1
 
