@@ -167,8 +167,14 @@ def parallel_kernel(fn: Callable[..., Any]) -> Any:
     input, or once per part of the range on the kernel threads: one compiled function
     serves both, and Numba's parallel-loop passes (which made a ``prange`` kernel cost
     several times a serial one to compile) never run.
+
+    It is compiled with NumPy's error model, as Numba compiles the body of a
+    ``prange`` loop: a division by zero gives inf, nan (floats) or 0 (integers)
+    instead of raising ``ZeroDivisionError``, so a loop with a division carries no
+    zero test and vectorises (twice as fast, for one, as the optimizer updates).
+    Kernels divide only by what they have checked, so results do not change.
     """
-    return kernel(fn)
+    return numba.njit(cache=CACHE, nogil=True, error_model="numpy")(fn)
 
 
 def threads_for(work: int) -> int:

@@ -19,34 +19,38 @@ def _pad_rows(values, width, row_index, offsets, valid, elem_valid, max_length, 
               out, lo, hi):  # pragma: no cover
     # values: flat [N * width]; out: [P, max_length * width], C-contiguous. Output row
     # p in [lo, hi) copies jagged row r = row_index[p] (or p), truncated to max_length,
-    # and pads the rest; a null element is padded. Loops over row views from 0 keep
-    # the indices provably non-negative, so they compile to contiguous copies and
-    # fills; an array assigned to a slice would compile Numba's shape-mismatch error
-    # (seconds at the first compile of a process).
+    # and pads the rest; a null element is padded. Element loops over the flat output
+    # at unsigned positions: no negative-index wraparound, no array views or slice
+    # assignments per row (their set-up and checks cost more than a short row's copy,
+    # and an array assigned to a slice compiles Numba's shape-mismatch error).
     identity = row_index.shape[0] == 0
     all_valid = valid.shape[0] == 0
     all_elems = elem_valid.shape[0] == 0
+    line = out.shape[1]
+    flat = out.reshape(-1)
+    w = np.uint64(width)
     for p in range(lo, hi):
         r = np.int64(p) if identity else row_index[p]
-        row = out[p]
+        base = np.uint64(p * line)
         n = 0
         if r >= 0 and (all_valid or valid[r]):
             start = np.int64(offsets[r])
             n = min(np.int64(offsets[r + 1]) - start, max_length)
-            src = values[start * width:(start + n) * width]
+            src = np.uint64(start * width)
             if all_elems:
-                for k in range(src.shape[0]):
-                    row[k] = src[k]
+                for k in range(np.uint64(n * width)):
+                    flat[base + k] = values[src + k]
             else:
                 for j in range(n):
-                    cell = row[j * width:(j + 1) * width]
+                    at = np.uint64(j * width)
                     if elem_valid[start + j]:
-                        item = src[j * width:(j + 1) * width]
-                        for k in range(cell.shape[0]):
-                            cell[k] = item[k]
+                        for k in range(w):
+                            flat[base + at + k] = values[src + at + k]
                     else:
-                        cell[:] = pad
-        row[n * width:] = pad
+                        for k in range(w):
+                            flat[base + at + k] = pad
+        for k in range(np.uint64(n * width), np.uint64(line)):
+            flat[base + k] = pad
 
 
 def _expand_level(row_index, offsets, valid, max_length, out, lo, hi):  # pragma: no cover
