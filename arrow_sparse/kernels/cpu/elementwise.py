@@ -192,30 +192,44 @@ def _jagged_dense_jagged_out(x, dense, dense_row_of, offsets, op, zero, out, lo,
     # out[k] = x[k] op dense[p, j] for element j of jagged row r in [lo, hi) (dense row
     # p = dense_row_of[r], or r); elements outside the dense combine with 0.
     # op: 0 add, 1 multiply, 2 read (out = the dense value or 0; x unused).
+    # All three arrays are C-contiguous: a row's elements are one run of the flat
+    # arrays, walked at unsigned positions (no negative-index wraparound), which
+    # vectorises.
     dense_len = dense.shape[1]
     width = x.shape[1]
     identity = dense_row_of.shape[0] == 0
+    xf = x.reshape(-1)
+    of = out.reshape(-1)
+    df = dense.reshape(-1)
+    line = dense_len * width
     for r in range(lo, hi):
         p = np.int64(r) if identity else dense_row_of[r]
         start = offsets[r]
         n = offsets[r + 1] - start
         inside = 0 if p < 0 else min(n, dense_len)
-        for j in range(inside):
-            for d in range(width):
-                if op == 0:
-                    out[start + j, d] = x[start + j, d] + dense[p, j, d]
-                elif op == 1:
-                    out[start + j, d] = x[start + j, d] * dense[p, j, d]
-                else:
-                    out[start + j, d] = dense[p, j, d]
-        for j in range(inside, n):
-            for d in range(width):
-                if op == 0:
-                    out[start + j, d] = x[start + j, d] + zero
-                elif op == 1:
-                    out[start + j, d] = x[start + j, d] * zero
-                else:
-                    out[start + j, d] = zero
+        first = np.uint64(start * width)
+        m = np.uint64(inside * width)
+        total = np.uint64(n * width)
+        if inside > 0:
+            at = np.uint64(p * line)
+            if op == 0:
+                for k in range(m):
+                    of[first + k] = xf[first + k] + df[at + k]
+            elif op == 1:
+                for k in range(m):
+                    of[first + k] = xf[first + k] * df[at + k]
+            else:
+                for k in range(m):
+                    of[first + k] = df[at + k]
+        if op == 0:
+            for k in range(m, total):
+                of[first + k] = xf[first + k] + zero
+        elif op == 1:
+            for k in range(m, total):
+                of[first + k] = xf[first + k] * zero
+        else:
+            for k in range(m, total):
+                of[first + k] = zero
 
 
 def _jagged_dense_dense_out(x, row_index, offsets, valid, elem_valid, dense, out, lo,
@@ -443,8 +457,12 @@ def jagged_dense_jagged_out(x: np.ndarray | None, dense: np.ndarray,
 
     ``x`` is None for a read (op 2), which does not look at it.
     """
-    run(_JAGGED_DENSE_JAGGED_OUT, out.size, len(offsets) - 1, out if x is None else x, dense,
-        _index(dense_row_of), offsets, op, out.dtype.type(0), out)
+    target = np.ascontiguousarray(out)  # out itself, unless a caller passes a strided one
+    run(_JAGGED_DENSE_JAGGED_OUT, out.size, len(offsets) - 1,
+        target if x is None else np.ascontiguousarray(x), np.ascontiguousarray(dense),
+        _index(dense_row_of), offsets, op, out.dtype.type(0), target)
+    if target is not out:
+        out[...] = target
 
 
 def jagged_dense_dense_out(x: np.ndarray, row_index: np.ndarray | None, offsets: np.ndarray,

@@ -40,13 +40,18 @@ __all__ = [
 
 # ------------------------------------------------------------------------------ forward
 def _lookup_rows(table, ids, out, col, lo, hi):  # pragma: no cover
-    """``out[i, col:col + dim] = table[ids[i]]`` for ``i`` in ``[lo, hi)``."""
-    dim = table.shape[1]
+    """``out[i, col:col + dim] = table[ids[i]]`` for ``i`` in ``[lo, hi)``.
+
+    An element loop at unsigned positions: no negative-index wraparound and no row
+    views per id (a slice assigned an array also compiles for seconds).
+    """
+    dim = np.uint64(table.shape[1])
+    c = np.uint64(col)
     for i in range(lo, hi):
-        row = out[i, col:col + dim]
-        src = table[ids[i]]
-        for d in range(dim):  # a loop: an array assigned to a slice compiles for seconds
-            row[d] = src[d]
+        r = np.uint64(ids[i])
+        at = np.uint64(i)
+        for d in range(dim):
+            out[at, c + d] = table[r, d]
 
 
 # ----------------------------------------------------------------------------- backward
