@@ -341,10 +341,24 @@ def _jit() -> ModuleType:
 def kernels_may_share_threads() -> bool:
     """Whether several threads may run the parallel CPU kernels at once.
 
-    True for Numba's ``tbb`` and ``omp`` threading layers; ``workqueue`` aborts the
-    process on concurrent use.
+    Always: they run on arrow_sparse's kernel threads, not on a Numba threading layer
+    (whose ``workqueue`` layer aborts the process on concurrent use).
     """
     return bool(_jit().concurrent_parallel_kernels())
+
+
+def watch_kernel_compiles(callback: Callable[[bool, str], None]) -> Callable[[], None]:
+    """Report each compile of a CPU kernel; return a function that stops watching.
+
+    ``callback(started, name)`` is called around every compile (not on loads from
+    Numba's on-disk cache). Imports Numba.
+    """
+    return _jit().watch_compiles(callback)  # type: ignore[no-any-return]
+
+
+def kernel_cache_dir() -> str | None:
+    """Return the directory of the CPU kernels' on-disk cache; None where there is none."""
+    return _jit().cache_path()  # type: ignore[no-any-return]
 
 
 def set_kernel_threads(n: int) -> int:
@@ -356,9 +370,7 @@ def run_in_threads(tasks: Sequence[Callable[[], None]], workers: int | None) -> 
     """Run every task, in a thread pool when there are several.
 
     Each pool thread runs the parallel CPU kernels on one thread (the count is per
-    thread), so tasks do not oversubscribe the cores. Where the threading layer does
-    not allow concurrent kernels, the tasks run one after another on the calling
-    thread, each with every core.
+    thread), so tasks do not oversubscribe the cores.
     """
     if len(tasks) <= 1 or not kernels_may_share_threads():
         for task in tasks:

@@ -9,18 +9,23 @@ It stays silent when the stream is neither a terminal nor a notebook cell's outp
 (:func:`in_notebook`), when it is disabled, and for work that finishes within
 ``delay`` seconds, so short runs and pipes see nothing.
 The line is erased on :meth:`Progress.close`.
+
+A :class:`Spinner` says what the program is busy with when it cannot count (compiling
+the CPU kernels): its own thread redraws the line while the work runs. While a spinner
+is shown, progress bars on the same stream do not draw.
 """
 
 from __future__ import annotations
 
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import TextIO
 
-__all__ = ["DEFAULT_DELAY", "Progress", "in_notebook"]
+__all__ = ["DEFAULT_DELAY", "Progress", "Spinner", "in_notebook"]
 
 #: Seconds of work before a bar appears (read when a :class:`Progress` is made).
 DEFAULT_DELAY = 0.5
@@ -174,10 +179,120 @@ class Progress:
         self.close()
 
     def _draw(self, text: str) -> None:
+        if Spinner.showing(self._stream):
+            return  # the spinner has the line; the next update redraws
         pad = max(self._drawn_width - len(text), 0)
         self._stream.write("\r" + text + " " * pad)
         self._stream.flush()
         self._drawn_width = max(len(text), self._drawn_width)
+
+
+class Spinner:
+    r"""A one-line notice with a turning spinner, redrawn by a thread of its own.
+
+    For work that holds the calling thread and cannot report progress (compiling the
+    CPU kernels): :meth:`start` shows it, :meth:`stop` erases it; both may be called
+    any number of times. Like :class:`Progress` it draws only on a terminal.
+
+    Parameters
+    ----------
+    text
+        What is going on, shown before the spinner and the seconds elapsed.
+    stream
+        Where to draw; default ``sys.stderr`` (looked up when the object is made).
+    enabled
+        True or False to force drawing on or off; None (default) draws only when
+        ``stream.isatty()`` is true.
+    interval
+        Seconds between two frames.
+    clock
+        Monotonic clock in seconds (tests pass a fake one).
+
+    Examples
+    --------
+    >>> Spinner("compiling kernels", enabled=False).render(0.25, frame=1)
+    'compiling kernels /  0.2 s'
+    """
+
+    FRAMES = "|/-\\"
+    _shown: set[int] = set()  # ids of the streams a spinner is drawn on
+    _lock = threading.Lock()
+
+    def __init__(self, text: str, *, stream: TextIO | None = None, enabled: bool | None = None,
+                 interval: float = 0.1, clock: Callable[[], float] = time.monotonic) -> None:
+        self.text = text
+        self._stream = sys.stderr if stream is None else stream
+        if enabled is None:
+            isatty = getattr(self._stream, "isatty", None)
+            enabled = bool(isatty and isatty())
+        self.enabled = enabled
+        self._interval = interval
+        self._clock = clock
+        self._start = clock()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._width = 0
+        self._frame = 0
+
+    @classmethod
+    def showing(cls, stream: TextIO) -> bool:
+        """Whether a spinner is drawn on ``stream`` now."""
+        return id(stream) in cls._shown
+
+    @property
+    def shown(self) -> bool:
+        """Whether this spinner is drawn now."""
+        return self._width > 0
+
+    def render(self, elapsed: float, frame: int = 0) -> str:
+        """Return the line after ``elapsed`` seconds, at spinner frame ``frame``."""
+        return f"{self.text} {self.FRAMES[frame % len(self.FRAMES)]} {elapsed:4.1f} s"
+
+    def start(self) -> None:
+        """Show the spinner (from now on, until :meth:`stop`)."""
+        if not self.enabled or self._thread is not None:
+            return
+        self._wake.clear()
+        self._thread = threading.Thread(target=self._spin, name="arrow-sparse-spinner",
+                                        daemon=True)
+        self.draw()
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the spinner and erase its line."""
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            self._wake.set()
+            thread.join()
+        with self._lock:
+            if self._width:
+                self._stream.write("\r" + " " * self._width + "\r")
+                self._stream.flush()
+                self._width = 0
+            self._shown.discard(id(self._stream))
+
+    def draw(self) -> None:
+        """Draw the next frame now."""
+        text = self.render(self._clock() - self._start, self._frame)
+        self._frame += 1
+        with self._lock:
+            pad = max(self._width - len(text), 0)
+            self._stream.write("\r" + text + " " * pad)
+            self._stream.flush()
+            self._width = max(self._width, len(text))
+            self._shown.add(id(self._stream))
+
+    def _spin(self) -> None:
+        while not self._wake.wait(self._interval):
+            self.draw()
+
+    def __enter__(self) -> Spinner:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
 
 
 def in_notebook(stream: object) -> bool:

@@ -75,6 +75,7 @@ SAMPLE_CALLS: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "to_pandas": ((asp.Jagged.from_list([[1]]),), {}),
     "to_polars": ((asp.Jagged.from_list([[1]]),), {}),
     "to_torch": ((asp.Jagged.from_list([[1]]),), {}),
+    "warmup": (("common",), {"functions": ["length_stats"]}),
 }
 SAMPLE_CALLS.update(ELEMENTWISE_CALLS)
 # Arguments that need an optional library: (module to import, builder).

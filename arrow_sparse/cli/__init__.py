@@ -19,6 +19,9 @@ run
     Parquet, Arrow IPC or an Arrow Flight server.
 schema
     The Arrow schema of a Parquet file, or the schema a pipeline would output.
+warmup
+    Compile the CPU kernels ahead of time into Numba's on-disk cache (``--all``: for
+    every public function and value type), for container images and CI caches.
 
 Exit codes: 0 success, 1 the work failed (unreadable or non-Parquet file, no list
 columns, bad data, a bad spec), 2 the command line is wrong (unknown option or

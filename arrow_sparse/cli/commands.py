@@ -32,6 +32,7 @@ from .inspect import (
     inspect_parquet,
     plot_length_histograms,
 )
+from .warmup import add_warmup, compile_notice
 
 __all__ = ["main"]
 
@@ -45,6 +46,7 @@ examples:
   arrow-sparse inspect data/sample_clicks.parquet --plot lengths.png
   arrow-sparse schema data/sample_clicks.parquet --pipeline data/example_pipeline.toml
   arrow-sparse --debug inspect broken.parquet      # show the traceback of an error
+  arrow-sparse warmup                              # compile the CPU kernels ahead of time
 
 exit codes: 0 ok, 1 the work failed, 2 bad command line, 130 interrupted (Ctrl-C),
 143 terminated (SIGTERM).
@@ -371,13 +373,14 @@ def _run_run(args: argparse.Namespace) -> int:
             not str(args.output).startswith(("flight://", "grpc")):
         msg = "run: --token-file, --tls-cert-file and --tls-key-file need a Flight --output"
         raise ArrowSparseValueError(msg)
-    summary = run(args.spec, args.input, args.output, engine=args.engine,
-                  batch_rows=args.batch_rows, threads=args.threads,
-                  progress=False if args.no_progress else True,
-                  save_pipeline=args.save_pipeline, partition_by=args.partition_by,
-                  max_rows_per_file=args.max_rows_per_file, verbose=args.verbose,
-                  allow_python_steps=args.allow_python_steps,
-                  flight_security=security or None)
+    with compile_notice(enabled=False if args.no_progress else None):
+        summary = run(args.spec, args.input, args.output, engine=args.engine,
+                      batch_rows=args.batch_rows, threads=args.threads,
+                      progress=False if args.no_progress else True,
+                      save_pipeline=args.save_pipeline, partition_by=args.partition_by,
+                      max_rows_per_file=args.max_rows_per_file, verbose=args.verbose,
+                      allow_python_steps=args.allow_python_steps,
+                      flight_security=security or None)
     print(json.dumps(summary.to_dict(), indent=2) if args.json else str(summary))
     return 0
 
@@ -416,7 +419,7 @@ def _run_schema(args: argparse.Namespace) -> int:
 
 # Each entry adds one subcommand.
 _COMMANDS: tuple[Callable[[Any, argparse.ArgumentParser], None], ...] = (
-    _add_inspect, _add_run, _add_schema)
+    _add_inspect, _add_run, _add_schema, add_warmup)
 
 
 def _column_list(text: str) -> list[str]:

@@ -8,23 +8,33 @@ this module then points Numba at a private directory under the system temporary
 directory (``arrow_sparse-numba-<user>``, mode 0700, owned by the user). When even
 that fails, kernels are compiled without a cache, in every process, and one
 ``RuntimeWarning`` says how to fix it.
+
+Parallel kernels are serial Numba functions over a range ``[lo, hi)`` of independent
+iterations (rows, row blocks, chunks): :func:`run` calls one once for a small input,
+or splits the range over this thread and the *kernel threads* (a thread pool; the
+kernels release the GIL). Numba's ``parallel=True`` is not used: its parallel-loop
+passes made a kernel several times as slow to compile, every kernel was compiled
+twice (a serial twin for small inputs), and its ``workqueue`` threading layer aborts
+when two threads run parallel kernels at once. ``numba.set_num_threads`` (per
+thread) still sets how many threads a call uses.
 """
 
 from __future__ import annotations
 
-import functools
+import concurrent.futures
 import os
 import stat
 import tempfile
-import types
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numba
+from numba.core import event
 
 #: Below this many elements of work a kernel runs on one thread: waking the
-#: thread pool costs more than it saves.
+#: kernel threads costs more than it saves.
 PARALLEL_THRESHOLD = 1 << 16
 
 
@@ -89,48 +99,152 @@ def _choose_cache() -> bool:
 CACHE = _choose_cache()
 
 
+def cache_path() -> str | None:
+    """Return the directory Numba caches the kernels in; None when they are not cached."""
+    if not CACHE:
+        return None
+    return str(numba.njit(cache=True)(_probe)._cache._cache_path)
+
+
+#: The package whose compiles :func:`watch_compiles` reports.
+_KERNELS = __name__.rpartition(".")[0] + "."
+
+
+class _CompileListener(event.Listener):
+    """Tell ``callback(started, name)`` of each top-level compile of a CPU kernel.
+
+    Numba sends a ``numba:compile`` event only when it compiles (a signature loaded
+    from the on-disk cache sends none). A kernel's helpers compile inside it: only the
+    outermost compile of a thread is reported.
+    """
+
+    def __init__(self, callback: Callable[[bool, str], None]) -> None:
+        self._callback = callback
+        self._depth = threading.local()
+
+    def _name(self, ev: Any) -> str | None:
+        func = ev.data["dispatcher"].py_func
+        module = getattr(func, "__module__", "") or ""
+        return module[len(_KERNELS):] + "." + func.__qualname__ \
+            if module.startswith(_KERNELS) else None
+
+    def on_start(self, ev: Any) -> None:
+        depth = getattr(self._depth, "n", 0)
+        self._depth.n = depth + 1
+        name = self._name(ev)
+        if depth == 0 and name is not None:
+            self._callback(True, name)
+
+    def on_end(self, ev: Any) -> None:
+        self._depth.n = depth = getattr(self._depth, "n", 1) - 1
+        name = self._name(ev)
+        if depth == 0 and name is not None:
+            self._callback(False, name)
+
+
+def watch_compiles(callback: Callable[[bool, str], None]) -> Callable[[], None]:
+    """Report each compile of a CPU kernel; return a function that stops watching.
+
+    ``callback(True, name)`` is called when a kernel starts compiling and
+    ``callback(False, name)`` when it is done; ``name`` is ``"<module>.<function>"``
+    (``"segment.sum_1d"``). Kernels loaded from the on-disk cache are not compiled, so
+    they are not reported.
+    """
+    listener = _CompileListener(callback)
+    event.register("numba:compile", listener)
+    return lambda: event.unregister("numba:compile", listener)
+
+
 def kernel(fn: Callable[..., Any]) -> Any:
     """Compile ``fn`` for one thread (cached on disk, GIL released)."""
     return numba.njit(cache=CACHE, nogil=True)(fn)
 
 
-def parallel_kernel(fn: Callable[..., Any]) -> tuple[Any, Any]:
-    """Compile ``fn`` (written with ``prange``) twice: ``(serial, parallel)``.
+def parallel_kernel(fn: Callable[..., Any]) -> Any:
+    """Compile ``fn``, a loop over ``range(lo, hi)`` whose iterations are independent.
 
-    Numba's on-disk cache keys entries by the function's qualified name and
-    signature but not by the ``parallel`` flag, so the serial twin is compiled from
-    a copy of the function under its own name.
+    ``lo, hi`` are ``fn``'s last two parameters. :func:`run` calls it once for a small
+    input, or once per part of the range on the kernel threads: one compiled function
+    serves both, and Numba's parallel-loop passes (which made a ``prange`` kernel cost
+    several times a serial one to compile) never run.
+
+    It is compiled with NumPy's error model, as Numba compiles the body of a
+    ``prange`` loop: a division by zero gives inf, nan (floats) or 0 (integers)
+    instead of raising ``ZeroDivisionError``, so a loop with a division carries no
+    zero test and vectorises (twice as fast, for one, as the optimizer updates).
+    Kernels divide only by what they have checked, so results do not change.
     """
-    twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial",
-                              fn.__defaults__, fn.__closure__)
-    twin.__qualname__ = fn.__qualname__ + "_serial"
-    serial = numba.njit(cache=CACHE, nogil=True)(twin)
-    parallel = numba.njit(cache=CACHE, nogil=True, parallel=True)(fn)
-    return serial, parallel
+    return numba.njit(cache=CACHE, nogil=True, error_model="numpy")(fn)
 
 
-def pick(pair: tuple[Any, Any], work: int) -> Any:
-    """Return the serial or the parallel twin of a :func:`parallel_kernel` for ``work`` elements."""
-    return pair[1] if work >= PARALLEL_THRESHOLD else pair[0]
+def threads_for(work: int) -> int:
+    """Kernel threads for ``work`` elements: 1 below :data:`PARALLEL_THRESHOLD`, else all.
+
+    "All" is this thread's Numba thread count (``numba.set_num_threads`` is per
+    thread), and 1 inside the kernel pool itself.
+    """
+    if work < PARALLEL_THRESHOLD or getattr(_LOCAL, "in_pool", False):
+        return 1
+    return int(numba.get_num_threads())
 
 
-def _count_up(n):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    total = 0
-    for i in numba.prange(n):
-        total += i
-    return total
+def run(fn: Any, work: int, n: int, *args: Any) -> list[Any]:
+    """Run the :func:`parallel_kernel` ``fn(*args, lo, hi)`` over ``range(n)``.
+
+    With one kernel thread for ``work`` elements (:func:`threads_for`) or ``n < 2``,
+    one call ``fn(*args, 0, n)`` on this thread. Otherwise ``range(n)`` is cut into
+    ``min(threads, n)`` contiguous parts: this thread runs the first, the kernel pool
+    the others (kernels release the GIL). Returns each part's result, in order.
+    """
+    parts = min(threads_for(work), n)
+    if parts <= 1:
+        return [fn(*args, 0, n)]
+    cuts = [n * p // parts for p in range(parts + 1)]
+    pool = _pool()
+    futures = [pool.submit(fn, *args, cuts[p], cuts[p + 1]) for p in range(1, parts)]
+    try:
+        first = fn(*args, 0, cuts[1])
+    finally:
+        concurrent.futures.wait(futures)
+    return [first, *(f.result() for f in futures)]
 
 
-@functools.cache
+_LOCAL = threading.local()
+_POOL: concurrent.futures.ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _enter_pool() -> None:
+    _LOCAL.in_pool = True  # a kernel run from the pool never waits on the pool
+
+
+def _pool() -> concurrent.futures.ThreadPoolExecutor:
+    """Return the kernel threads, made on first use: one fewer than Numba's most threads."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = concurrent.futures.ThreadPoolExecutor(
+                max(1, int(numba.config.NUMBA_NUM_THREADS) - 1),
+                thread_name_prefix="arrow-sparse-kernel", initializer=_enter_pool)
+        return _POOL
+
+
+def _forget_pool() -> None:
+    global _POOL
+    _POOL = None  # a forked child has none of its parent's threads
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def concurrent_parallel_kernels() -> bool:
-    """Whether several threads may run ``parallel=True`` kernels at the same time.
+    """Whether several threads may run the parallel CPU kernels at the same time: always.
 
-    True for Numba's ``tbb`` and ``omp`` threading layers; the ``workqueue`` layer
-    aborts the process on concurrent use. A tiny parallel kernel runs first, so that a
-    layer is chosen.
+    The kernels run on arrow_sparse's own kernel threads (:func:`run`), never on
+    Numba's threading layer (whose ``workqueue`` layer aborts on concurrent use).
     """
-    numba.njit(cache=CACHE, nogil=True, parallel=True)(_count_up)(2)
-    return str(numba.threading_layer()) in ("tbb", "omp")
+    return True
 
 
 def set_num_threads(n: int) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from numba import prange, types
+from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
@@ -251,7 +251,7 @@ def _first_out_of_range(indices, start, stop, bound):  # pragma: no cover
 
 # ------------------------------------------------------------- fused gather + reduce
 def gather_sum_fast(data, indices, offsets, valid, weights, woffsets, mean, min_count,
-                    empty, line, group, out, bounds, bad):  # pragma: no cover
+                    empty, line, group, out, bounds, bad, lo, hi):  # pragma: no cover
     # gather_reduce for a float table, sum/mean, no null ids. Unweighted: runs of BLOCK
     # ids are summed in registers in the table's dtype and accumulated in float64
     # registers (sum_rows_into); weighted: each row is scaled and added in float64
@@ -261,7 +261,7 @@ def gather_sum_fast(data, indices, offsets, valid, weights, woffsets, mean, min_
     bound = data.shape[0]
     all_valid = valid.shape[0] == 0
     weighted = weights.shape[0] != 0
-    for b in prange(bounds.shape[0] - 1):
+    for b in range(lo, hi):
         acc = np.zeros(width)
         bad[b] = -1
         for r in range(bounds[b], bounds[b + 1]):
@@ -309,7 +309,8 @@ def gather_sum_fast(data, indices, offsets, valid, weights, woffsets, mean, min_
 
 
 def gather_reduce(data, indices, offsets, valid, vmask, weights, woffsets, mode, zero,
-                  lowest, min_count, empty, out, counts, bounds, bad):  # pragma: no cover
+                  lowest, min_count, empty, out, counts, bounds, bad, lo,
+                  hi):  # pragma: no cover
     # Row r reduces data[indices[i]] (times its weight) for i in offsets[r]:offsets[r+1]
     # without materialising the gathered rows: each is added into a scratch row. Table
     # rows are prefetched PREFETCH ids ahead (random rows miss every cache level).
@@ -321,7 +322,7 @@ def gather_reduce(data, indices, offsets, valid, vmask, weights, woffsets, mode,
     want_counts = counts.shape[0] != 0
     is_max = mode == MODE_MAX
     plain = not (masked or weighted or is_max)
-    for b in prange(bounds.shape[0] - 1):
+    for b in range(lo, hi):
         acc = np.full(width, zero)
         bad[b] = -1
         for r in range(bounds[b], bounds[b + 1]):
@@ -434,40 +435,43 @@ def _scatter_part(mine, tally, values, ids, vmask, weights, zero, lo, hi):  # pr
     return -1
 
 
-def scatter_sum(values, ids, vmask, weights, mean, zero, min_count, empty, out, counts,
-                acc, cnt, bad):  # pragma: no cover
-    # values [N, W], out [S, W]. Part p of P = acc.shape[0] adds the values of its
+def scatter_sum_parts(values, ids, vmask, weights, zero, acc, cnt, bad, lo,
+                      hi):  # pragma: no cover
+    # values [N, W]. Part p (in [lo, hi)) of P = acc.shape[0] adds the values of its
     # contiguous share of the input, in input order, into its own accumulators acc[p]
-    # (and counts cnt[p]: cnt has no columns when no counts are needed); then each
-    # segment adds its P partial sums in part order and writes out. A segment id
+    # (and counts cnt[p]: cnt has no columns when no counts are needed). A segment id
     # outside [0, S) stops its part (bad[p] = its position) before it is used.
     num = values.shape[0]
-    num_segments = out.shape[0]
-    width = out.shape[1]
     parts = acc.shape[0]
-    counting = cnt.shape[1] != 0
     share = (num + parts - 1) // parts
-    for p in prange(parts):
+    for p in range(lo, hi):
         acc[p] = zero  # zeroed by the thread that uses it (first touch)
         cnt[p] = 0
         bad[p] = _scatter_part(acc[p], cnt[p], values, ids, vmask, weights, zero, p * share,
                                min(num, (p + 1) * share))
-    for p in range(parts):
-        if bad[p] >= 0:
-            return bad[p]
+
+
+def scatter_sum_combine(acc, cnt, mean, min_count, empty, out, counts, lo,
+                        hi):  # pragma: no cover
+    # out [S, W]: each segment adds its P partial sums in part order and writes out;
+    # share q (in [lo, hi)) of the P shares of the segments.
+    num_segments = out.shape[0]
+    width = out.shape[1]
+    parts = acc.shape[0]
+    counting = cnt.shape[1] != 0
     want_counts = counts.shape[0] != 0
     if not counting:  # a plain sum: one flat loop over the output elements
         size = num_segments * width
         flat_acc = acc.reshape(parts, size)
         flat_out = out.reshape(size)
-        for q in prange(parts):
+        for q in range(lo, hi):
             for e in range(q * size // parts, (q + 1) * size // parts):
                 total = flat_acc[0, e]
                 for p in range(1, parts):
                     total += flat_acc[p, e]
                 flat_out[e] = total
-        return -1
-    for q in prange(parts):
+        return
+    for q in range(lo, hi):
         for s in range(q * num_segments // parts, (q + 1) * num_segments // parts):
             c = 0
             for p in range(parts):
@@ -484,19 +488,18 @@ def scatter_sum(values, ids, vmask, weights, mean, zero, min_count, empty, out, 
                     out[s, d] = total / c
                 else:
                     out[s, d] = total
-    return -1
 
 
-def scatter_extreme(values, ids, vmask, is_max, init, min_count, empty, out, counts, acc,
-                    cnt, bad):  # pragma: no cover
-    # As scatter_sum, with NaN-propagating max (min) partials that start at init.
+def scatter_extreme_parts(values, ids, vmask, is_max, init, acc, cnt, bad, lo,
+                          hi):  # pragma: no cover
+    # As scatter_sum_parts, with NaN-propagating max (min) partials that start at init.
     num = values.shape[0]
-    num_segments = out.shape[0]
-    width = out.shape[1]
+    num_segments = acc.shape[1]
+    width = acc.shape[2]
     parts = acc.shape[0]
     masked = vmask.shape[0] != 0
     share = (num + parts - 1) // parts
-    for p in prange(parts):
+    for p in range(lo, hi):
         acc[p] = init
         cnt[p] = 0
         bad[p] = -1
@@ -516,11 +519,16 @@ def scatter_extreme(values, ids, vmask, is_max, init, min_count, empty, out, cou
             else:
                 for d in range(width):
                     mine[s, d] = take_min(values[i, d], mine[s, d])
-    for p in range(parts):
-        if bad[p] >= 0:
-            return bad[p]
+
+
+def scatter_extreme_combine(acc, cnt, is_max, min_count, empty, out, counts, lo,
+                            hi):  # pragma: no cover
+    # As scatter_sum_combine for the max (min) partials.
+    num_segments = out.shape[0]
+    width = out.shape[1]
+    parts = acc.shape[0]
     want_counts = counts.shape[0] != 0
-    for q in prange(parts):
+    for q in range(lo, hi):
         for s in range(q * num_segments // parts, (q + 1) * num_segments // parts):
             c = 0
             for p in range(parts):
@@ -532,7 +540,6 @@ def scatter_extreme(values, ids, vmask, is_max, init, min_count, empty, out, cou
                 for p in range(1, parts):
                     m = take_max(acc[p, s, d], m) if is_max else take_min(acc[p, s, d], m)
                 out[s, d] = empty if c < min_count else m
-    return -1
 
 
 # ------------------------------------------------------------------------ scatters

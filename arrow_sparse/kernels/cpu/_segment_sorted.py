@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from numba import prange, types
+from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
@@ -467,12 +467,12 @@ def sum_range_vector_into(typingctx, data, first, last, col, acc):  # pragma: no
 
 # ------------------------------------------------------------------- sorted: sum family
 def sum_1d(values, offsets, valid, vmask, weights, woffsets, mean, zero, min_count,
-            empty, out, counts, bounds, nvec):  # pragma: no cover
+           empty, out, counts, bounds, nvec, lo, hi):  # pragma: no cover
     all_valid = valid.shape[0] == 0
     masked = vmask.shape[0] != 0
     weighted = weights.shape[0] != 0
     want_counts = counts.shape[0] != 0
-    for b in prange(bounds.shape[0] - 1):
+    for b in range(lo, hi):
         for r in range(bounds[b], bounds[b + 1]):
             acc = zero
             n = 0
@@ -503,19 +503,19 @@ def sum_1d(values, offsets, valid, vmask, weights, woffsets, mean, zero, min_cou
                 out[r] = empty if n < min_count else acc
 
 
-def sum_1d_float(values, offsets, mean, min_count, empty, out, bounds,
-                 nvec):  # pragma: no cover
+def sum_1d_float(values, offsets, mean, min_count, empty, out, bounds, nvec, lo,
+                 hi):  # pragma: no cover
     # sum_1d for float values, no null rows or values, no weights, no counts: each
     # block's row loop runs in IR (sum_block).
-    for b in prange(bounds.shape[0] - 1):
+    for b in range(lo, hi):
         sum_block(values, offsets, bounds[b], bounds[b + 1], nvec, 0.0, mean, min_count,
                   empty, out)
 
 
-def extreme_1d_float(values, offsets, is_max, init, min_count, empty, out, bounds,
-                     nvec):  # pragma: no cover
+def extreme_1d_float(values, offsets, is_max, init, min_count, empty, out, bounds, nvec,
+                     lo, hi):  # pragma: no cover
     # extreme_1d for float values without null rows or values, counts: in IR by block.
-    for b in prange(bounds.shape[0] - 1):
+    for b in range(lo, hi):
         if is_max:
             max_block(values, offsets, bounds[b], bounds[b + 1], nvec, init, False,
                       min_count, empty, out)
@@ -525,14 +525,14 @@ def extreme_1d_float(values, offsets, is_max, init, min_count, empty, out, bound
 
 
 def sum_2d(values, offsets, valid, vmask, weights, woffsets, mean, zero, min_count,
-            empty, out, counts, bounds, nvec):  # pragma: no cover
+           empty, out, counts, bounds, nvec, lo, hi):  # pragma: no cover
     # nvec: unused (the 1-D twin's head vectors), so both share one call
     width = out.shape[1]
     all_valid = valid.shape[0] == 0
     masked = vmask.shape[0] != 0
     weighted = weights.shape[0] != 0
     want_counts = counts.shape[0] != 0
-    for b in prange(bounds.shape[0] - 1):
+    for b in range(lo, hi):
         acc = np.full(width, zero)
         for r in range(bounds[b], bounds[b + 1]):
             for d in range(width):
@@ -567,13 +567,13 @@ def sum_2d(values, offsets, valid, vmask, weights, woffsets, mean, zero, min_cou
 
 
 def sum_2d_float(values, offsets, valid, mean, min_count, empty, out, bounds, line,
-                  group):  # pragma: no cover
+                 group, lo, hi):  # pragma: no cover
     # _sum_2d for float values without nulls or weights: each group of columns is
     # accumulated in float64 registers over the row's values (sum_range_into), in
     # order, so the result equals _sum_2d's.
     width = out.shape[1]
     all_valid = valid.shape[0] == 0
-    for b in prange(bounds.shape[0] - 1):
+    for b in range(lo, hi):
         acc = np.zeros(width)
         for r in range(bounds[b], bounds[b + 1]):
             for d in range(width):
@@ -607,11 +607,11 @@ def sum_2d_float(values, offsets, valid, mean, min_count, empty, out, bounds, li
 
 # ---------------------------------------------------------------- sorted: max/min family
 def extreme_1d(values, offsets, valid, vmask, is_max, init, min_count, empty, out,
-                counts, bounds, nvec):  # pragma: no cover
+               counts, bounds, nvec, lo, hi):  # pragma: no cover
     all_valid = valid.shape[0] == 0
     masked = vmask.shape[0] != 0
     want_counts = counts.shape[0] != 0
-    for b in prange(bounds.shape[0] - 1):
+    for b in range(lo, hi):
         for r in range(bounds[b], bounds[b + 1]):
             m = init
             n = 0
@@ -636,14 +636,14 @@ def extreme_1d(values, offsets, valid, vmask, is_max, init, min_count, empty, ou
 
 
 def extreme_2d(values, offsets, valid, vmask, is_max, init, min_count, empty, out,
-                counts):  # pragma: no cover
+               counts, lo, hi):  # pragma: no cover
     num_rows = out.shape[0]
     width = out.shape[1]
     all_valid = valid.shape[0] == 0
     masked = vmask.shape[0] != 0
     want_counts = counts.shape[0] != 0
     nchunks = min(num_rows, _CHUNKS)
-    for c in prange(nchunks):
+    for c in range(lo, hi):
         acc = np.full(width, init)
         first, last = _chunk_bounds(c, nchunks, num_rows)
         for r in range(first, last):
@@ -673,7 +673,7 @@ def extreme_2d(values, offsets, valid, vmask, is_max, init, min_count, empty, ou
 
 # ------------------------------------------------------------ sorted: argmax/argmin, 2-D
 def arg_extreme_2d(values, offsets, valid, vmask, is_max, min_count, empty, out,
-                    counts):  # pragma: no cover
+                   counts, lo, hi):  # pragma: no cover
     # out[r, d]: position within row r of its first max (min) in column d; the first
     # NaN wins, as numpy.argmax does.
     num_rows = out.shape[0]
@@ -682,7 +682,7 @@ def arg_extreme_2d(values, offsets, valid, vmask, is_max, min_count, empty, out,
     masked = vmask.shape[0] != 0
     want_counts = counts.shape[0] != 0
     nchunks = min(num_rows, _CHUNKS)
-    for c in prange(nchunks):
+    for c in range(lo, hi):
         best = np.empty(width, values.dtype)
         first, last = _chunk_bounds(c, nchunks, num_rows)
         for r in range(first, last):
@@ -714,14 +714,14 @@ def arg_extreme_2d(values, offsets, valid, vmask, is_max, min_count, empty, out,
 
 # ------------------------------------------------------------------- sorted: prod, 2-D
 def prod_2d(values, offsets, valid, vmask, one, min_count, empty, out,
-             counts):  # pragma: no cover
+            counts, lo, hi):  # pragma: no cover
     num_rows = out.shape[0]
     width = out.shape[1]
     all_valid = valid.shape[0] == 0
     masked = vmask.shape[0] != 0
     want_counts = counts.shape[0] != 0
     nchunks = min(num_rows, _CHUNKS)
-    for c in prange(nchunks):
+    for c in range(lo, hi):
         acc = np.full(width, one)
         first, last = _chunk_bounds(c, nchunks, num_rows)
         for r in range(first, last):
@@ -747,7 +747,7 @@ def prod_2d(values, offsets, valid, vmask, one, min_count, empty, out,
 
 # -------------------------------------------------------------- sorted: logsumexp, 2-D
 def logsumexp_2d(values, offsets, valid, vmask, zero, min_count, empty, out,
-                  counts):  # pragma: no cover
+                 counts, lo, hi):  # pragma: no cover
     # Stable: m = max(x), result = m + log(sum(exp(x - m))), in float64. A column whose
     # max is +-inf gives that infinity, a NaN gives NaN.
     num_rows = out.shape[0]
@@ -756,7 +756,7 @@ def logsumexp_2d(values, offsets, valid, vmask, zero, min_count, empty, out,
     masked = vmask.shape[0] != 0
     want_counts = counts.shape[0] != 0
     nchunks = min(num_rows, _CHUNKS)
-    for c in prange(nchunks):
+    for c in range(lo, hi):
         mx = np.full(width, zero)
         acc = np.full(width, zero)
         first, last = _chunk_bounds(c, nchunks, num_rows)

@@ -11,45 +11,54 @@ float16 values as uint16.
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
-from ._jit import parallel_kernel, pick
+from ._jit import parallel_kernel, run
 
 
 def _pad_rows(values, width, row_index, offsets, valid, elem_valid, max_length, pad,
-              out):  # pragma: no cover
+              out, lo, hi):  # pragma: no cover
     # values: flat [N * width]; out: [P, max_length * width], C-contiguous. Output row
-    # p copies jagged row r = row_index[p] (or p), truncated to max_length, and pads
-    # the rest; a null element is padded. Slice assignments (not element loops with
-    # signed indices) compile to contiguous copies and fills.
-    num_out = out.shape[0]
+    # p in [lo, hi) copies jagged row r = row_index[p] (or p), truncated to max_length,
+    # and pads the rest; a null element is padded. Element loops over the flat output
+    # at unsigned positions: no negative-index wraparound, no array views or slice
+    # assignments per row (their set-up and checks cost more than a short row's copy,
+    # and an array assigned to a slice compiles Numba's shape-mismatch error).
     identity = row_index.shape[0] == 0
     all_valid = valid.shape[0] == 0
     all_elems = elem_valid.shape[0] == 0
-    for p in prange(num_out):
-        r = np.int64(p) if identity else row_index[p]  # prange's index is unsigned
+    line = out.shape[1]
+    flat = out.reshape(-1)
+    w = np.uint64(width)
+    for p in range(lo, hi):
+        r = np.int64(p) if identity else row_index[p]
+        base = np.uint64(p * line)
         n = 0
         if r >= 0 and (all_valid or valid[r]):
             start = np.int64(offsets[r])
             n = min(np.int64(offsets[r + 1]) - start, max_length)
+            src = np.uint64(start * width)
             if all_elems:
-                out[p, :n * width] = values[start * width:(start + n) * width]
+                for k in range(np.uint64(n * width)):
+                    flat[base + k] = values[src + k]
             else:
                 for j in range(n):
+                    at = np.uint64(j * width)
                     if elem_valid[start + j]:
-                        out[p, j * width:(j + 1) * width] = \
-                            values[(start + j) * width:(start + j + 1) * width]
+                        for k in range(w):
+                            flat[base + at + k] = values[src + at + k]
                     else:
-                        out[p, j * width:(j + 1) * width] = pad
-        out[p, n * width:] = pad
+                        for k in range(w):
+                            flat[base + at + k] = pad
+        for k in range(np.uint64(n * width), np.uint64(line)):
+            flat[base + k] = pad
 
 
-def _expand_level(row_index, offsets, valid, max_length, num_out, out):  # pragma: no cover
+def _expand_level(row_index, offsets, valid, max_length, out, lo, hi):  # pragma: no cover
     # out[p * max_length + j] = index of the j-th child of row r = row_index[p]
-    # (or p), or -1 past the row's end, for a null row or a padding row.
+    # (or p), or -1 past the row's end, for a null row or a padding row; p in [lo, hi).
     identity = row_index.shape[0] == 0
     all_valid = valid.shape[0] == 0
-    for p in prange(num_out):
+    for p in range(lo, hi):
         r = np.int64(p) if identity else row_index[p]
         n = 0
         start = 0
@@ -63,15 +72,14 @@ def _expand_level(row_index, offsets, valid, max_length, num_out, out):  # pragm
             out[base + j] = -1
 
 
-def _unpad_rows(dense, dense_row_of, offsets, pad, out):  # pragma: no cover
-    # dense: [P, L, D]; jagged row r is read from dense row dense_row_of[r] (or r;
-    # -1 = not present in dense). Positions past the dense extent read ``pad``.
-    num_rows = offsets.shape[0] - 1
+def _unpad_rows(dense, dense_row_of, offsets, pad, out, lo, hi):  # pragma: no cover
+    # dense: [P, L, D]; jagged row r in [lo, hi) is read from dense row dense_row_of[r]
+    # (or r; -1 = not present in dense). Positions past the dense extent read ``pad``.
     dense_rows = dense.shape[0]
     dense_len = dense.shape[1]
     width = dense.shape[2]
     identity = dense_row_of.shape[0] == 0
-    for r in prange(num_rows):
+    for r in range(lo, hi):
         p = np.int64(r) if identity else dense_row_of[r]
         if p >= dense_rows:
             p = -1
@@ -105,11 +113,11 @@ def pad_rows(values: np.ndarray, row_index: np.ndarray | None, offsets: np.ndarr
     target = out if out.flags.c_contiguous else np.empty(out.shape, dtype=out.dtype)
     width = out.shape[2]
     flat = np.ascontiguousarray(values, dtype=out.dtype).reshape(-1)
-    kernel = pick(_PAD_ROWS, out.size)
-    kernel(flat, width, _EMPTY_INDEX if row_index is None else row_index, offsets,
-           _EMPTY_MASK if valid is None else valid,
-           _EMPTY_MASK if elem_valid is None else elem_valid, max_length, pad,
-           target.reshape(out.shape[0], max_length * width))
+    run(_PAD_ROWS, out.size, out.shape[0], flat, width,
+        _EMPTY_INDEX if row_index is None else row_index, offsets,
+        _EMPTY_MASK if valid is None else valid,
+        _EMPTY_MASK if elem_valid is None else elem_valid, max_length, pad,
+        target.reshape(out.shape[0], max_length * width))
     if target is not out:
         out[...] = target
 
@@ -118,14 +126,13 @@ def expand_level(row_index: np.ndarray | None, offsets: np.ndarray, valid: np.nd
                  max_length: int, num_out: int) -> np.ndarray:
     """Row index of the next jagged level, ``num_out * max_length`` long."""
     out = np.empty(num_out * max_length, dtype=np.int64)
-    kernel = pick(_EXPAND_LEVEL, out.size)
-    kernel(_EMPTY_INDEX if row_index is None else row_index, offsets,
-           _EMPTY_MASK if valid is None else valid, max_length, num_out, out)
+    run(_EXPAND_LEVEL, out.size, num_out, _EMPTY_INDEX if row_index is None else row_index,
+        offsets, _EMPTY_MASK if valid is None else valid, max_length, out)
     return out
 
 
 def unpad_rows(dense: np.ndarray, dense_row_of: np.ndarray | None, offsets: np.ndarray,
                pad: np.generic, out: np.ndarray) -> None:
     """Fill jagged values ``out[N, D]`` from ``dense[P, L, D]`` (see module docstring)."""
-    kernel = pick(_UNPAD_ROWS, out.size)
-    kernel(dense, _EMPTY_INDEX if dense_row_of is None else dense_row_of, offsets, pad, out)
+    run(_UNPAD_ROWS, out.size, len(offsets) - 1, dense,
+        _EMPTY_INDEX if dense_row_of is None else dense_row_of, offsets, pad, out)

@@ -17,9 +17,8 @@ import threading
 
 import numba
 import numpy as np
-from numba import prange
 
-from ._jit import PARALLEL_THRESHOLD, kernel, parallel_kernel, pick
+from ._jit import PARALLEL_THRESHOLD, kernel, parallel_kernel, run
 
 # ----------------------------------------------------------------- per-row scans
 
@@ -75,13 +74,14 @@ def _softmax_scale(offsets, lo, hi, out):  # pragma: no cover
             orow[k] = orow[k] * inv
 
 
-def _cumsum(values, offsets, row_valid, elem_valid, exclusive, zero, out):  # pragma: no cover
-    # Running sum along each row, per column; null elements add nothing (output 0).
-    num_rows = offsets.shape[0] - 1
+def _cumsum(values, offsets, row_valid, elem_valid, exclusive, zero, out, lo,
+            hi):  # pragma: no cover
+    # Running sum along each row in [lo, hi), per column; null elements add nothing
+    # (output 0).
     width = values.shape[1]
     all_rows = row_valid.shape[0] == 0
     all_elems = elem_valid.shape[0] == 0
-    for r in prange(num_rows):
+    for r in range(lo, hi):
         if not (all_rows or row_valid[r]):
             continue
         start = offsets[r]
@@ -102,11 +102,10 @@ def _cumsum(values, offsets, row_valid, elem_valid, exclusive, zero, out):  # pr
 # ------------------------------------------------------------------ row gathers
 
 
-def _gather_ranges(src, starts, out_offsets, out):  # pragma: no cover
-    # out rows i = src[starts[i] : starts[i] + len_i], len_i from out_offsets.
-    n = starts.shape[0]
+def _gather_ranges(src, starts, out_offsets, out, lo, hi):  # pragma: no cover
+    # out rows i = src[starts[i] : starts[i] + len_i], len_i from out_offsets, i in [lo, hi).
     width = src.shape[1]
-    for i in prange(n):
+    for i in range(lo, hi):
         s = starts[i]
         o = out_offsets[i]
         for j in range(out_offsets[i + 1] - o):
@@ -114,21 +113,19 @@ def _gather_ranges(src, starts, out_offsets, out):  # pragma: no cover
                 out[o + j, d] = src[s + j, d]
 
 
-def _ranges_to_indices(starts, out_offsets, out):  # pragma: no cover
-    # out[out_offsets[i] + j] = starts[i] + j: the element ids the ranges cover.
-    n = starts.shape[0]
-    for i in prange(n):
+def _ranges_to_indices(starts, out_offsets, out, lo, hi):  # pragma: no cover
+    # out[out_offsets[i] + j] = starts[i] + j: the element ids ranges [lo, hi) cover.
+    for i in range(lo, hi):
         s = starts[i]
         o = out_offsets[i]
         for j in range(out_offsets[i + 1] - o):
             out[o + j] = s + j
 
 
-def _repeat_rows(src, offsets, base, out):  # pragma: no cover
-    # out[k - base] = src[r] for every position k of row r.
-    num_rows = offsets.shape[0] - 1
+def _repeat_rows(src, offsets, base, out, lo, hi):  # pragma: no cover
+    # out[k - base] = src[r] for every position k of row r in [lo, hi).
     width = src.shape[1]
-    for r in prange(num_rows):
+    for r in range(lo, hi):
         for k in range(offsets[r], offsets[r + 1]):
             for d in range(width):
                 out[k - base, d] = src[r, d]
@@ -137,15 +134,14 @@ def _repeat_rows(src, offsets, base, out):  # pragma: no cover
 # ------------------------------------------------------------------------ unique
 
 
-def _sort_rows(values, offsets, row_valid, elem_valid, buf, num_valid,
-               num_unique):  # pragma: no cover
-    # Copy each row's non-null elements to buf (row r at offsets[r] - offsets[0]),
-    # sort them, and count the distinct ones (NaNs count once).
-    num_rows = offsets.shape[0] - 1
+def _sort_rows(values, offsets, row_valid, elem_valid, buf, num_valid, num_unique, lo,
+               hi):  # pragma: no cover
+    # Copy the non-null elements of each row in [lo, hi) to buf (row r at
+    # offsets[r] - offsets[0]), sort them, and count the distinct ones (NaNs count once).
     base = offsets[0]
     all_rows = row_valid.shape[0] == 0
     all_elems = elem_valid.shape[0] == 0
-    for r in prange(num_rows):
+    for r in range(lo, hi):
         num_valid[r] = 0
         num_unique[r] = 0
         if not (all_rows or row_valid[r]):
@@ -170,10 +166,9 @@ def _sort_rows(values, offsets, row_valid, elem_valid, buf, num_valid,
         num_unique[r] = count
 
 
-def _write_unique(buf, offsets, num_valid, out_offsets, out):  # pragma: no cover
-    num_rows = offsets.shape[0] - 1
+def _write_unique(buf, offsets, num_valid, out_offsets, out, lo, hi):  # pragma: no cover
     base = offsets[0]
-    for r in prange(num_rows):
+    for r in range(lo, hi):
         n = num_valid[r]
         if n == 0:
             continue
@@ -192,50 +187,63 @@ def _write_unique(buf, offsets, num_valid, out_offsets, out):  # pragma: no cove
 # ------------------------------------------------------------ jagged x dense
 
 
-def _jagged_dense_jagged_out(x, dense, dense_row_of, offsets, op, zero, out):  # pragma: no cover
-    # out[k] = x[k] op dense[p, j] for element j of jagged row r (dense row p =
-    # dense_row_of[r], or r); elements outside the dense combine with 0.
+def _jagged_dense_jagged_out(x, dense, dense_row_of, offsets, op, zero, out, lo,
+                             hi):  # pragma: no cover
+    # out[k] = x[k] op dense[p, j] for element j of jagged row r in [lo, hi) (dense row
+    # p = dense_row_of[r], or r); elements outside the dense combine with 0.
     # op: 0 add, 1 multiply, 2 read (out = the dense value or 0; x unused).
-    num_rows = offsets.shape[0] - 1
+    # All three arrays are C-contiguous: a row's elements are one run of the flat
+    # arrays, walked at unsigned positions (no negative-index wraparound), which
+    # vectorises.
     dense_len = dense.shape[1]
     width = x.shape[1]
     identity = dense_row_of.shape[0] == 0
-    for r in prange(num_rows):
-        p = np.int64(r) if identity else dense_row_of[r]  # prange's index is unsigned
+    xf = x.reshape(-1)
+    of = out.reshape(-1)
+    df = dense.reshape(-1)
+    line = dense_len * width
+    for r in range(lo, hi):
+        p = np.int64(r) if identity else dense_row_of[r]
         start = offsets[r]
         n = offsets[r + 1] - start
         inside = 0 if p < 0 else min(n, dense_len)
-        for j in range(inside):
-            for d in range(width):
-                if op == 0:
-                    out[start + j, d] = x[start + j, d] + dense[p, j, d]
-                elif op == 1:
-                    out[start + j, d] = x[start + j, d] * dense[p, j, d]
-                else:
-                    out[start + j, d] = dense[p, j, d]
-        for j in range(inside, n):
-            for d in range(width):
-                if op == 0:
-                    out[start + j, d] = x[start + j, d] + zero
-                elif op == 1:
-                    out[start + j, d] = x[start + j, d] * zero
-                else:
-                    out[start + j, d] = zero
+        first = np.uint64(start * width)
+        m = np.uint64(inside * width)
+        total = np.uint64(n * width)
+        if inside > 0:
+            at = np.uint64(p * line)
+            if op == 0:
+                for k in range(m):
+                    of[first + k] = xf[first + k] + df[at + k]
+            elif op == 1:
+                for k in range(m):
+                    of[first + k] = xf[first + k] * df[at + k]
+            else:
+                for k in range(m):
+                    of[first + k] = df[at + k]
+        if op == 0:
+            for k in range(m, total):
+                of[first + k] = xf[first + k] + zero
+        elif op == 1:
+            for k in range(m, total):
+                of[first + k] = xf[first + k] * zero
+        else:
+            for k in range(m, total):
+                of[first + k] = zero
 
 
-def _jagged_dense_dense_out(x, row_index, offsets, valid, elem_valid, dense,
-                            out):  # pragma: no cover
+def _jagged_dense_dense_out(x, row_index, offsets, valid, elem_valid, dense, out, lo,
+                            hi):  # pragma: no cover
     # out[p, j] = dense[p, j] + x[element j of row r = row_index[p] (or p)], or
     # dense[p, j] where row r has no element j (padding, null row, truncated) or
-    # that element is null.
-    num_out = out.shape[0]
+    # that element is null; p in [lo, hi).
     dense_len = out.shape[1]
     width = out.shape[2]
     identity = row_index.shape[0] == 0
     all_valid = valid.shape[0] == 0
     all_elems = elem_valid.shape[0] == 0
-    for p in prange(num_out):
-        r = np.int64(p) if identity else row_index[p]  # prange's index is unsigned
+    for p in range(lo, hi):
+        r = np.int64(p) if identity else row_index[p]
         n = 0
         start = 0
         if r >= 0 and (all_valid or valid[r]):
@@ -256,16 +264,15 @@ def _jagged_dense_dense_out(x, row_index, offsets, valid, elem_valid, dense,
 # ------------------------------------------------------------------------- bmm
 
 
-def _jagged_dense_bmm(x, offsets, valid, elem_valid, dense, max_length,
-                      out):  # pragma: no cover
-    # out[row b's element l] = x[l, :] @ dense[b] for l < max_length; out pre-zeroed.
-    # Null rows and null elements are skipped (stay 0).
-    num_rows = offsets.shape[0] - 1
+def _jagged_dense_bmm(x, offsets, valid, elem_valid, dense, max_length, out, lo,
+                      hi):  # pragma: no cover
+    # out[row b's element l] = x[l, :] @ dense[b] for l < max_length, b in [lo, hi);
+    # out pre-zeroed. Null rows and null elements are skipped (stay 0).
     depth = x.shape[1]
     width = out.shape[1]
     all_valid = valid.shape[0] == 0
     all_elems = elem_valid.shape[0] == 0
-    for b in prange(num_rows):
+    for b in range(lo, hi):
         if not (all_valid or valid[b]):
             continue
         start = offsets[b]
@@ -280,16 +287,15 @@ def _jagged_dense_bmm(x, offsets, valid, elem_valid, dense, max_length,
 
 
 def _jagged_jagged_bmm(x, x_offsets, x_valid, y, y_offsets, y_valid, valid, max_length,
-                       out):  # pragma: no cover
-    # out[b] = x_b^T @ y_b over the first max_length elements of row b; out pre-zeroed.
-    # Null rows and the elements null in x or in y are skipped.
-    num_rows = x_offsets.shape[0] - 1
+                       out, lo, hi):  # pragma: no cover
+    # out[b] = x_b^T @ y_b over the first max_length elements of row b in [lo, hi); out
+    # pre-zeroed. Null rows and the elements null in x or in y are skipped.
     rows_m = x.shape[1]
     cols_n = y.shape[1]
     all_valid = valid.shape[0] == 0
     all_x = x_valid.shape[0] == 0
     all_y = y_valid.shape[0] == 0
-    for b in prange(num_rows):
+    for b in range(lo, hi):
         if not (all_valid or valid[b]):
             continue
         xs = x_offsets[b]
@@ -373,7 +379,7 @@ def _softmax_flat(x: np.ndarray, offsets: np.ndarray, row_valid: np.ndarray,
     bounds = [0, *np.searchsorted(offsets, targets).tolist(), rows]
     jobs = [(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True) if hi > lo]
 
-    def run(lo: int, hi: int) -> None:
+    def one(lo: int, hi: int) -> None:
         starts = offsets[lo:hi + 1]
         marks = np.arange(int(starts[0]) + _SOFTMAX_BLOCK, int(starts[-1]), _SOFTMAX_BLOCK)
         cuts = np.unique(np.searchsorted(starts, marks)).tolist()
@@ -387,12 +393,12 @@ def _softmax_flat(x: np.ndarray, offsets: np.ndarray, row_valid: np.ndarray,
 
     if len(jobs) <= 1:
         for lo, hi in jobs:
-            run(lo, hi)
+            one(lo, hi)
         return
-    threads = [threading.Thread(target=run, args=job) for job in jobs[1:]]
+    threads = [threading.Thread(target=one, args=job) for job in jobs[1:]]
     for t in threads:
         t.start()
-    run(*jobs[0])
+    one(*jobs[0])
     for t in threads:
         t.join()
 
@@ -400,14 +406,14 @@ def _softmax_flat(x: np.ndarray, offsets: np.ndarray, row_valid: np.ndarray,
 def cumsum(values: np.ndarray, offsets: np.ndarray, row_valid: np.ndarray | None,
            elem_valid: np.ndarray | None, exclusive: bool, out: np.ndarray) -> None:
     """Per-row running sum of ``values[N, D]`` into ``out`` (its dtype accumulates)."""
-    pick(_CUMSUM, out.size)(values, offsets, _mask(row_valid), _mask(elem_valid),
-                            exclusive, out.dtype.type(0), out)
+    run(_CUMSUM, out.size, len(offsets) - 1, values, offsets, _mask(row_valid),
+        _mask(elem_valid), exclusive, out.dtype.type(0), out)
 
 
 def gather_ranges(src: np.ndarray, starts: np.ndarray, out_offsets: np.ndarray,
                   out: np.ndarray) -> None:
     """Copy ``src[starts[i]:...]`` (2-D words) to row ``i`` of ``out`` at ``out_offsets``."""
-    pick(_GATHER_RANGES, out.size)(src, starts, out_offsets, out)
+    run(_GATHER_RANGES, out.size, len(starts), src, starts, out_offsets, out)
 
 
 def ranges_to_indices(starts: np.ndarray, out_offsets: np.ndarray,
@@ -418,13 +424,13 @@ def ranges_to_indices(starts: np.ndarray, out_offsets: np.ndarray,
     """
     if out is None:
         out = np.empty(int(out_offsets[-1]), dtype=np.int64)
-    pick(_RANGES_TO_INDICES, out.size)(starts, out_offsets, out)
+    run(_RANGES_TO_INDICES, out.size, len(starts), starts, out_offsets, out)
     return out
 
 
 def repeat_rows(src: np.ndarray, offsets: np.ndarray, base: int, out: np.ndarray) -> None:
     """``out[k - base] = src[r]`` for every position ``k`` of row ``r`` (2-D words)."""
-    pick(_REPEAT_ROWS, out.size)(src, offsets, base, out)
+    run(_REPEAT_ROWS, out.size, len(offsets) - 1, src, offsets, base, out)
 
 
 def unique_rows(values: np.ndarray, offsets: np.ndarray, row_valid: np.ndarray | None,
@@ -435,12 +441,12 @@ def unique_rows(values: np.ndarray, offsets: np.ndarray, row_valid: np.ndarray |
     buf = np.empty(work, dtype=values.dtype)
     num_valid = np.empty(num_rows, dtype=np.int64)
     num_unique = np.empty(num_rows, dtype=np.int64)
-    pick(_SORT_ROWS, work)(values, offsets, _mask(row_valid), _mask(elem_valid), buf,
-                           num_valid, num_unique)
+    run(_SORT_ROWS, work, num_rows, values, offsets, _mask(row_valid), _mask(elem_valid), buf,
+        num_valid, num_unique)
     out_offsets = np.zeros(num_rows + 1, dtype=np.int64)
     np.cumsum(num_unique, out=out_offsets[1:])
     out = np.empty(int(out_offsets[-1]), dtype=values.dtype)
-    pick(_WRITE_UNIQUE, work)(buf, offsets, num_valid, out_offsets, out)
+    run(_WRITE_UNIQUE, work, num_rows, buf, offsets, num_valid, out_offsets, out)
     return out, num_unique
 
 
@@ -451,32 +457,33 @@ def jagged_dense_jagged_out(x: np.ndarray | None, dense: np.ndarray,
 
     ``x`` is None for a read (op 2), which does not look at it.
     """
-    pick(_JAGGED_DENSE_JAGGED_OUT, out.size)(out if x is None else x, dense,
-                                             _index(dense_row_of), offsets, op,
-                                             out.dtype.type(0), out)
+    target = np.ascontiguousarray(out)  # out itself, unless a caller passes a strided one
+    run(_JAGGED_DENSE_JAGGED_OUT, out.size, len(offsets) - 1,
+        target if x is None else np.ascontiguousarray(x), np.ascontiguousarray(dense),
+        _index(dense_row_of), offsets, op, out.dtype.type(0), target)
+    if target is not out:
+        out[...] = target
 
 
 def jagged_dense_dense_out(x: np.ndarray, row_index: np.ndarray | None, offsets: np.ndarray,
                            valid: np.ndarray | None, elem_valid: np.ndarray | None,
                            dense: np.ndarray, out: np.ndarray) -> None:
     """``out[P, L, D] = padded(x) + dense``; null elements count as padding."""
-    pick(_JAGGED_DENSE_DENSE_OUT, out.size)(x, _index(row_index), offsets, _mask(valid),
-                                            _mask(elem_valid), dense, out)
+    run(_JAGGED_DENSE_DENSE_OUT, out.size, out.shape[0], x, _index(row_index), offsets,
+        _mask(valid), _mask(elem_valid), dense, out)
 
 
 def jagged_dense_bmm(x: np.ndarray, offsets: np.ndarray, valid: np.ndarray | None,
                      elem_valid: np.ndarray | None, dense: np.ndarray, max_length: int,
                      out: np.ndarray) -> None:
     """Per row ``[L_b, K] @ dense[b] ([K, M])`` into ``out[N, M]`` (zeros)."""
-    pick(_JAGGED_DENSE_BMM, x.size * max(out.shape[1], 1))(x, offsets, _mask(valid),
-                                                           _mask(elem_valid), dense,
-                                                           max_length, out)
+    run(_JAGGED_DENSE_BMM, x.size * max(out.shape[1], 1), len(offsets) - 1, x, offsets,
+        _mask(valid), _mask(elem_valid), dense, max_length, out)
 
 
 def jagged_jagged_bmm(x: np.ndarray, x_offsets: np.ndarray, x_valid: np.ndarray | None,
                       y: np.ndarray, y_offsets: np.ndarray, y_valid: np.ndarray | None,
                       valid: np.ndarray | None, max_length: int, out: np.ndarray) -> None:
     """Per row ``x_b^T @ y_b`` into ``out[B, M, N]`` (zeros), skipping null elements."""
-    pick(_JAGGED_JAGGED_BMM, x.size * max(y.shape[1], 1))(x, x_offsets, _mask(x_valid), y,
-                                                          y_offsets, _mask(y_valid),
-                                                          _mask(valid), max_length, out)
+    run(_JAGGED_JAGGED_BMM, x.size * max(y.shape[1], 1), len(x_offsets) - 1, x, x_offsets,
+        _mask(x_valid), y, y_offsets, _mask(y_valid), _mask(valid), max_length, out)

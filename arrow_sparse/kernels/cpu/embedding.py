@@ -7,14 +7,15 @@ Conventions (the public module ``arrow_sparse.embedding`` checks all of it first
 - ``ids`` are int64 and already bounds-checked.
 - The optimizer kernels take a *coalesced* gradient: ``rows`` unique (sorted) int64
   and ``values[len(rows), D]`` of the table's dtype. Since every row is written by one
-  iteration only, the ``prange`` over rows is race-free and the result does not depend
-  on the number of threads.
+  iteration only, splitting the rows over threads is race-free and the result does not
+  depend on the number of threads.
 - ``coalesce_sorted`` sums gradient rows in the order of a stable sort, so duplicates are
   added in input order: deterministic, whatever the thread count.
 
-Every kernel is a :func:`~._jit.parallel_kernel` pair, the twin picked by the amount of
-work (:func:`~._jit.pick`). Inside a thread pool of its own the caller sets Numba's
-thread count of each pool thread to 1 (``numba.set_num_threads`` is per thread).
+Every kernel is a :func:`~._jit.parallel_kernel` over a range of rows, run by
+:func:`~._jit.run` on one thread or split over the kernel threads by the amount of
+work. Inside a thread pool of its own the caller sets Numba's thread count of each pool
+thread to 1 (``numba.set_num_threads`` is per thread), so its kernels run there alone.
 """
 
 from __future__ import annotations
@@ -22,9 +23,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import prange
 
-from ._jit import kernel, parallel_kernel, pick
+from ._jit import kernel, parallel_kernel, run
 
 __all__ = [
     "adagrad_rows",
@@ -39,11 +39,19 @@ __all__ = [
 
 
 # ------------------------------------------------------------------------------ forward
-def _lookup_rows(table, ids, out, col):  # pragma: no cover
-    """``out[i, col:col + dim] = table[ids[i]]``."""
-    dim = table.shape[1]
-    for i in prange(len(ids)):
-        out[i, col:col + dim] = table[ids[i]]
+def _lookup_rows(table, ids, out, col, lo, hi):  # pragma: no cover
+    """``out[i, col:col + dim] = table[ids[i]]`` for ``i`` in ``[lo, hi)``.
+
+    An element loop at unsigned positions: no negative-index wraparound and no row
+    views per id (a slice assigned an array also compiles for seconds).
+    """
+    dim = np.uint64(table.shape[1])
+    c = np.uint64(col)
+    for i in range(lo, hi):
+        r = np.uint64(ids[i])
+        at = np.uint64(i)
+        for d in range(dim):
+            out[at, c + d] = table[r, d]
 
 
 # ----------------------------------------------------------------------------- backward
@@ -69,15 +77,15 @@ def _split_sorted_keys(keys, shift, order, rows, starts):  # pragma: no cover
     return u
 
 
-def _coalesce_sorted(grad_out, order, bag, scale, starts, out):  # pragma: no cover
-    """Sum the gradient rows of each run of equal ids.
+def _coalesce_sorted(grad_out, order, bag, scale, starts, out, lo, hi):  # pragma: no cover
+    """Sum the gradient rows of each run ``u`` of equal ids, ``u`` in ``[lo, hi)``.
 
     ``order`` is a stable argsort of the ids; run ``u`` is ``order[starts[u]:starts[u + 1]]``.
     Id ``p`` contributes ``scale[p] * grad_out[bag[p]]`` (``scale`` empty means 1).
     """
     dim = grad_out.shape[1]
     weighted = len(scale) > 0
-    for u in prange(len(starts) - 1):
+    for u in range(lo, hi):
         for d in range(dim):
             out[u, d] = 0
         for q in range(starts[u], starts[u + 1]):
@@ -92,17 +100,18 @@ def _coalesce_sorted(grad_out, order, bag, scale, starts, out):  # pragma: no co
                     out[u, d] += grad_out[b, d]
 
 
-def _weights_grad(table, ids, offsets, grad_out, mean, out):  # pragma: no cover
+def _weights_grad(table, ids, offsets, grad_out, mean, out, lo, hi):  # pragma: no cover
     """Gradient of each id's per-sample weight: ``<grad_out[bag], table[id]>``.
 
-    Bag ``b`` holds ``ids[offsets[b]:offsets[b + 1]]``; ``mean`` divides by the bag's size.
+    Bag ``b`` (in ``[lo, hi)``) holds ``ids[offsets[b]:offsets[b + 1]]``; ``mean``
+    divides by the bag's size.
     """
     dim = table.shape[1]
-    for b in prange(len(offsets) - 1):
-        lo = offsets[b]
-        hi = offsets[b + 1]
-        scale = 1.0 / (hi - lo) if mean and hi > lo else 1.0
-        for j in range(lo, hi):
+    for b in range(lo, hi):
+        first = offsets[b]
+        last = offsets[b + 1]
+        scale = 1.0 / (last - first) if mean and last > first else 1.0
+        for j in range(first, last):
             r = ids[j]
             acc = 0.0
             for d in range(dim):
@@ -111,19 +120,19 @@ def _weights_grad(table, ids, offsets, grad_out, mean, out):  # pragma: no cover
 
 
 # --------------------------------------------------------------------------- optimizers
-def _sgd_rows(table, rows, values, lr):  # pragma: no cover
-    """``table[r] -= lr * g``."""
+def _sgd_rows(table, rows, values, lr, lo, hi):  # pragma: no cover
+    """``table[r] -= lr * g`` for the gradient rows ``u`` in ``[lo, hi)``."""
     dim = table.shape[1]
-    for u in prange(len(rows)):
+    for u in range(lo, hi):
         r = rows[u]
         for d in range(dim):
             table[r, d] -= lr * values[u, d]
 
 
-def _adagrad_rows(table, state, rows, values, lr, eps):  # pragma: no cover
-    """``state[r] += g**2; table[r] -= lr * g / (sqrt(state[r]) + eps)``."""
+def _adagrad_rows(table, state, rows, values, lr, eps, lo, hi):  # pragma: no cover
+    """``state[r] += g**2; table[r] -= lr * g / (sqrt(state[r]) + eps)``, ``u`` in [lo, hi)."""
     dim = table.shape[1]
-    for u in prange(len(rows)):
+    for u in range(lo, hi):
         r = rows[u]
         for d in range(dim):
             g = values[u, d]
@@ -132,10 +141,13 @@ def _adagrad_rows(table, state, rows, values, lr, eps):  # pragma: no cover
             table[r, d] -= lr * g / (math.sqrt(s) + eps)
 
 
-def _rowwise_adagrad_rows(table, state, rows, values, lr, eps):  # pragma: no cover
-    """``state[r] += mean(g**2); table[r] -= lr * g / (sqrt(state[r]) + eps)``."""
+def _rowwise_adagrad_rows(table, state, rows, values, lr, eps, lo, hi):  # pragma: no cover
+    """``state[r] += mean(g**2); table[r] -= lr * g / (sqrt(state[r]) + eps)``.
+
+    For the gradient rows ``u`` in ``[lo, hi)``.
+    """
     dim = table.shape[1]
-    for u in prange(len(rows)):
+    for u in range(lo, hi):
         r = rows[u]
         sq = 0.0
         for d in range(dim):
@@ -153,11 +165,11 @@ def _sign(x):  # pragma: no cover
     return 0.0 if x == 0 else (-1.0 if x < 0 else 1.0)
 
 
-def _ftrl_rows(table, z, n, rows, values, alpha, beta, l1, l2):  # pragma: no cover
+def _ftrl_rows(table, z, n, rows, values, alpha, beta, l1, l2, lo, hi):  # pragma: no cover
     """Caffe2's ``SparseFtrl`` (``ftrl_compute`` of ``caffe2/sgd/ftrl_op.cc``) per element."""
     dim = table.shape[1]
     inv_alpha = 1.0 / alpha
-    for u in prange(len(rows)):
+    for u in range(lo, hi):
         r = rows[u]
         for d in range(dim):
             g = values[u, d]
@@ -175,7 +187,7 @@ def _ftrl_rows(table, z, n, rows, values, alpha, beta, l1, l2):  # pragma: no co
 
 
 # ------------------------------------------------------------------ public kernels
-_PAIRS = {name: parallel_kernel(fn) for name, fn in (
+_KERNELS = {name: parallel_kernel(fn) for name, fn in (
     ("lookup_rows", _lookup_rows),
     ("coalesce_sorted", _coalesce_sorted), ("sgd_rows", _sgd_rows),
     ("adagrad_rows", _adagrad_rows), ("rowwise_adagrad_rows", _rowwise_adagrad_rows),
@@ -184,7 +196,7 @@ _PAIRS = {name: parallel_kernel(fn) for name, fn in (
 
 def lookup_rows(table: np.ndarray, ids: np.ndarray, out: np.ndarray, col: int = 0) -> None:
     """``out[i, col:col + dim] = table[ids[i]]`` (``out`` may be wider than the table)."""
-    pick(_PAIRS["lookup_rows"], ids.size * table.shape[1])(table, ids, out, col)
+    run(_KERNELS["lookup_rows"], ids.size * table.shape[1], len(ids), table, ids, out, col)
 
 
 def sort_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -216,35 +228,37 @@ def sort_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def coalesce_sorted(grad_out: np.ndarray, order: np.ndarray, bag: np.ndarray,
                     scale: np.ndarray, starts: np.ndarray, out: np.ndarray) -> None:
     """Sum ``scale[p] * grad_out[bag[p]]`` over each run ``order[starts[u]:starts[u+1]]``."""
-    pick(_PAIRS["coalesce_sorted"], len(order) * grad_out.shape[1])(
+    run(_KERNELS["coalesce_sorted"], len(order) * grad_out.shape[1], len(starts) - 1,
         grad_out, order, bag, scale, starts, out)
 
 
 def weights_grad(table: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
                  grad_out: np.ndarray, mean: bool, out: np.ndarray) -> None:
     """``out[j] = <grad_out[bag of j], table[ids[j]]>`` (divided by the bag size if ``mean``)."""
-    pick(_PAIRS["weights_grad"], len(ids) * table.shape[1])(table, ids, offsets, grad_out,
-                                                           mean, out)
+    run(_KERNELS["weights_grad"], len(ids) * table.shape[1], len(offsets) - 1, table, ids,
+        offsets, grad_out, mean, out)
 
 
 def sgd_rows(table: np.ndarray, rows: np.ndarray, values: np.ndarray, lr: float) -> None:
     """In place SGD on the rows of a coalesced gradient."""
-    pick(_PAIRS["sgd_rows"], values.size)(table, rows, values, lr)
+    run(_KERNELS["sgd_rows"], values.size, len(rows), table, rows, values, lr)
 
 
 def adagrad_rows(table: np.ndarray, state: np.ndarray, rows: np.ndarray, values: np.ndarray,
                  lr: float, eps: float) -> None:
     """In place Adagrad (``torch.optim.Adagrad``) on the rows of a coalesced gradient."""
-    pick(_PAIRS["adagrad_rows"], values.size)(table, state, rows, values, lr, eps)
+    run(_KERNELS["adagrad_rows"], values.size, len(rows), table, state, rows, values, lr, eps)
 
 
 def rowwise_adagrad_rows(table: np.ndarray, state: np.ndarray, rows: np.ndarray,
                          values: np.ndarray, lr: float, eps: float) -> None:
     """In place row-wise Adagrad (FBGEMM) on the rows of a coalesced gradient."""
-    pick(_PAIRS["rowwise_adagrad_rows"], values.size)(table, state, rows, values, lr, eps)
+    run(_KERNELS["rowwise_adagrad_rows"], values.size, len(rows), table, state, rows, values,
+        lr, eps)
 
 
 def ftrl_rows(table: np.ndarray, z: np.ndarray, n: np.ndarray, rows: np.ndarray,
               values: np.ndarray, alpha: float, beta: float, l1: float, l2: float) -> None:
     """In place Caffe2 ``SparseFtrl`` on the rows of a coalesced gradient."""
-    pick(_PAIRS["ftrl_rows"], values.size)(table, z, n, rows, values, alpha, beta, l1, l2)
+    run(_KERNELS["ftrl_rows"], values.size, len(rows), table, z, n, rows, values, alpha, beta,
+        l1, l2)

@@ -10,20 +10,18 @@ pattern, as FBGEMM's ``block_bucketize_sparse_features`` does.
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
-from ._jit import parallel_kernel, pick
+from ._jit import parallel_kernel, run
 
 _EMPTY_F64 = np.empty(0, dtype=np.float64)
 
 
 def _bucket_counts(uvalues, offsets, batch_size, block, threshold, all_block, my_size,
-                   counts):  # pragma: no cover
-    # counts[p * rows + r] = how many values of row r go to bucket p. Row r owns every
-    # counts[:, r] entry, so rows run in parallel without races.
+                   counts, lo, hi):  # pragma: no cover
+    # counts[p * rows + r] = how many values of row r (in [lo, hi)) go to bucket p.
+    # Row r owns every counts[:, r] entry, so rows run in parallel without races.
     rows = offsets.shape[0] - 1
-    for row in prange(rows):
-        r = np.int64(row)  # prange counters are unsigned in parallel mode
+    for r in range(lo, hi):
         t = r // batch_size
         blk = block[t]
         thr = threshold[t]
@@ -39,15 +37,14 @@ def _bucket_counts(uvalues, offsets, batch_size, block, threshold, all_block, my
 
 def _bucket_scatter(uvalues, offsets, batch_size, block, threshold, all_block, my_size,
                     keep_original, cursor, out, weights, out_weights, positions,
-                    permute):  # pragma: no cover
+                    permute, lo, hi):  # pragma: no cover
     # Writes each value (its new id), weight, in-row position and the inverse
     # permutation at cursor[p * rows + r], which starts at bucket p's row r offset.
     rows = offsets.shape[0] - 1
     weighted = weights.shape[0] != 0
     with_positions = positions.shape[0] != 0
     with_permute = permute.shape[0] != 0
-    for row in prange(rows):
-        r = np.int64(row)  # prange counters are unsigned in parallel mode
+    for r in range(lo, hi):
         t = r // batch_size
         blk = block[t]
         thr = threshold[t]
@@ -97,8 +94,8 @@ def block_bucketize(uvalues: np.ndarray, offsets: np.ndarray, batch_size: int,
     rows = len(offsets) - 1
     total = int(offsets[-1])
     counts = np.zeros(my_size * rows, dtype=np.int64)
-    pick(_BUCKET_COUNTS, total)(uvalues, offsets, batch_size, block, threshold, all_block,
-                                np.uint64(my_size), counts)
+    run(_BUCKET_COUNTS, total, rows, uvalues, offsets, batch_size, block, threshold, all_block,
+        np.uint64(my_size), counts)
     new_offsets = np.zeros(my_size * rows + 1, dtype=np.int64)
     np.cumsum(counts, out=new_offsets[1:])
     cursor = new_offsets[:-1].copy()
@@ -106,7 +103,7 @@ def block_bucketize(uvalues: np.ndarray, offsets: np.ndarray, batch_size: int,
     out_weights = None if weights is None else np.empty(total, dtype=weights.dtype)
     pos = np.empty(total if positions else 0, dtype=np.int64)
     perm = np.empty(total if permute else 0, dtype=np.int64)
-    pick(_BUCKET_SCATTER, total)(
+    run(_BUCKET_SCATTER, total, rows,
         uvalues, offsets, batch_size, block, threshold, all_block, np.uint64(my_size),
         keep_original, cursor, out, _EMPTY_F64 if weights is None else weights,
         _EMPTY_F64 if out_weights is None else out_weights, pos, perm)

@@ -8,25 +8,24 @@ and may start above zero.
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
-from ._jit import parallel_kernel, pick
+from ._jit import parallel_kernel, run
 
 _EMPTY_MASK = np.empty(0, dtype=np.uint8)
 
 
 def _pad_or_truncate(values, offsets, row_valid, valid, length, left, pad, out,
-                     out_valid):  # pragma: no cover
-    # values [N, D] -> out [rows, length, D]. left=False keeps a row's first ``length``
-    # elements and pads at the end; left=True keeps its last ones and pads in front.
+                     out_valid, lo, hi):  # pragma: no cover
+    # values [N, D] -> out [rows, length, D], for rows [lo, hi). left=False keeps a
+    # row's first ``length`` elements and pads at the end; left=True keeps its last ones
+    # and pads in front.
     # Null rows are all padding; null elements get ``pad`` and, when out_valid is not
     # empty, out_valid 0 there (1 everywhere else).
-    rows = offsets.shape[0] - 1
     width = out.shape[2]
     all_rows = row_valid.shape[0] == 0
     all_valid = valid.shape[0] == 0
     mark = out_valid.shape[0] != 0
-    for r in prange(rows):
+    for r in range(lo, hi):
         n = 0
         start = 0
         if all_rows or row_valid[r] != 0:
@@ -52,13 +51,12 @@ def _pad_or_truncate(values, offsets, row_valid, valid, length, left, pad, out,
                     out_valid[r, j] = 0
 
 
-def _kept_lengths(offsets, row_valid, valid, out):  # pragma: no cover
-    # Elements of each row kept by compaction: none for a null row, the valid ones
-    # (all when ``valid`` is empty) otherwise.
-    rows = offsets.shape[0] - 1
+def _kept_lengths(offsets, row_valid, valid, out, lo, hi):  # pragma: no cover
+    # Elements of each row in [lo, hi) kept by compaction: none for a null row, the
+    # valid ones (all when ``valid`` is empty) otherwise.
     all_rows = row_valid.shape[0] == 0
     all_valid = valid.shape[0] == 0
-    for r in prange(rows):
+    for r in range(lo, hi):
         if not all_rows and row_valid[r] == 0:
             out[r] = 0
         elif all_valid:
@@ -70,12 +68,12 @@ def _kept_lengths(offsets, row_valid, valid, out):  # pragma: no cover
             out[r] = c
 
 
-def _kept_positions(offsets, row_valid, valid, new_offsets, out):  # pragma: no cover
-    # out[new_offsets[r]:new_offsets[r + 1]] = positions kept from row r.
-    rows = offsets.shape[0] - 1
+def _kept_positions(offsets, row_valid, valid, new_offsets, out, lo,
+                    hi):  # pragma: no cover
+    # out[new_offsets[r]:new_offsets[r + 1]] = positions kept from row r in [lo, hi).
     all_rows = row_valid.shape[0] == 0
     all_valid = valid.shape[0] == 0
-    for r in prange(rows):
+    for r in range(lo, hi):
         if not all_rows and row_valid[r] == 0:
             continue
         w = new_offsets[r]
@@ -97,17 +95,17 @@ def pad_or_truncate(values: np.ndarray, offsets: np.ndarray, row_valid: np.ndarr
                     valid: np.ndarray | None, length: int, left: bool, pad: np.generic,
                     out: np.ndarray, out_valid: np.ndarray | None) -> None:
     """Fill ``out[rows, length, D]`` (and ``out_valid[rows, length]``) from ``values[N, D]``."""
-    kernel_ = pick(_PAD_OR_TRUNCATE, out.size)
-    kernel_(values, offsets, _mask(row_valid), _mask(valid), length, left, pad, out,
-            _EMPTY_MASK.reshape(0, 1) if out_valid is None else out_valid)
+    run(_PAD_OR_TRUNCATE, out.size, len(offsets) - 1, values, offsets, _mask(row_valid),
+        _mask(valid), length, left, pad, out,
+        _EMPTY_MASK.reshape(0, 1) if out_valid is None else out_valid)
 
 
 def kept_lengths(offsets: np.ndarray, row_valid: np.ndarray | None,
                  valid: np.ndarray | None) -> np.ndarray:
     """Per row, the elements a compaction keeps (0 for a null row)."""
     lengths = np.empty(len(offsets) - 1, dtype=np.int64)
-    pick(_KEPT_LENGTHS, int(offsets[-1] - offsets[0]))(offsets, _mask(row_valid), _mask(valid),
-                                                        lengths)
+    run(_KEPT_LENGTHS, int(offsets[-1] - offsets[0]), len(lengths), offsets, _mask(row_valid),
+        _mask(valid), lengths)
     return lengths
 
 
@@ -121,9 +119,10 @@ def compact(offsets: np.ndarray, row_valid: np.ndarray | None, valid: np.ndarray
     rows = len(offsets) - 1
     lengths = np.empty(rows, dtype=np.int64)
     work = int(offsets[-1] - offsets[0])
-    pick(_KEPT_LENGTHS, work)(offsets, _mask(row_valid), _mask(valid), lengths)
+    run(_KEPT_LENGTHS, work, rows, offsets, _mask(row_valid), _mask(valid), lengths)
     new_offsets = np.zeros(rows + 1, dtype=np.int64)
     np.cumsum(lengths, out=new_offsets[1:])
     positions = np.empty(int(new_offsets[-1]), dtype=np.int64)
-    pick(_KEPT_POSITIONS, work)(offsets, _mask(row_valid), _mask(valid), new_offsets, positions)
+    run(_KEPT_POSITIONS, work, rows, offsets, _mask(row_valid), _mask(valid), new_offsets,
+        positions)
     return new_offsets.astype(offsets.dtype, copy=False), positions

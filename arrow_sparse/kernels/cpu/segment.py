@@ -28,13 +28,13 @@ all of it first):
 - Kernels that read indices (the fused ones, the unsorted ones) check their range as
   they read them and return the position of the first one out of range, or -1.
 
-Every sorted and fused kernel is a :func:`~._jit.parallel_kernel` pair; the parallel
-twin runs one block of rows per thread, the blocks balanced by values and rows
-(``_balanced_blocks``), or chunks of rows for the less used 2-D kernels;
-:func:`~._jit.pick` runs the serial twin for small inputs. The unsorted kernels split
-a large input into one contiguous part per thread, each with its own partial results,
-combined in part order afterwards. The scatters are serial: their rows are written in
-index order, which defines duplicates.
+Every sorted and fused kernel is a :func:`~._jit.parallel_kernel` over row blocks:
+:func:`~._jit.run` gives each kernel thread one block of rows, the blocks balanced by
+values and rows (``_balanced_blocks``), or a run of chunks of rows for the less used
+2-D kernels; a small input is one block on the calling thread. The unsorted kernels
+split a large input into one contiguous part per thread, each with its own partial
+results, combined in part order afterwards. The scatters are serial: their rows are
+written in index order, which defines duplicates.
 """
 
 from __future__ import annotations
@@ -43,11 +43,10 @@ import math
 from typing import Any
 
 import numpy as np
-from numba import get_num_threads
 
 from . import _segment_gather as _g
 from . import _segment_sorted as _s
-from ._jit import PARALLEL_THRESHOLD, kernel, parallel_kernel, pick
+from ._jit import kernel, parallel_kernel, run, threads_for
 from ._segment_gather import MODE_MAX, MODE_MEAN
 from ._segment_ir import NVEC
 
@@ -105,8 +104,10 @@ _PROD_2D = parallel_kernel(_s.prod_2d)
 _LOGSUMEXP_2D = parallel_kernel(_s.logsumexp_2d)
 _GATHER_REDUCE = parallel_kernel(_g.gather_reduce)
 _GATHER_SUM_FAST = parallel_kernel(_g.gather_sum_fast)
-_SCATTER_SUM = parallel_kernel(_g.scatter_sum)
-_SCATTER_EXTREME = parallel_kernel(_g.scatter_extreme)
+_SCATTER_SUM_PARTS = parallel_kernel(_g.scatter_sum_parts)
+_SCATTER_SUM_COMBINE = parallel_kernel(_g.scatter_sum_combine)
+_SCATTER_EXTREME_PARTS = parallel_kernel(_g.scatter_extreme_parts)
+_SCATTER_EXTREME_COMBINE = parallel_kernel(_g.scatter_extreme_combine)
 
 _NONE_U8 = np.empty(0, dtype=np.uint8)
 _NO_WEIGHTS = {np.dtype(t): np.empty(0, dtype=t) for t in (np.int64, np.uint64, np.float64)}
@@ -136,18 +137,25 @@ _ROW_COST = 16
 _ID_COST = 1
 
 
-def _pick_blocks(pair: tuple[Any, Any], work: int, offsets: np.ndarray,
-                 row_cost: int = _ROW_COST) -> tuple[Any, np.ndarray]:
-    """Pick the twin of ``pair`` for ``work``, and its row blocks.
+def _blocks(work: int, offsets: np.ndarray, row_cost: int = _ROW_COST) -> np.ndarray:
+    """Row blocks for ``work``: one per kernel thread, balanced by values and rows.
 
-    The parallel twin gets one block per thread, balanced by values and rows; the
-    serial twin the whole range.
+    One block, every row, when the work is small (:func:`~._jit.threads_for`).
     """
-    fn = pick(pair, work)
-    num_rows = len(offsets) - 1
-    if fn is pair[0]:
-        return fn, np.array([0, num_rows], np.int64)
-    return fn, _balanced_blocks(offsets, get_num_threads(), row_cost)
+    threads = threads_for(work)
+    if threads == 1:
+        return np.array([0, len(offsets) - 1], np.int64)
+    return _balanced_blocks(offsets, threads, row_cost)
+
+
+def _run_blocks(fn: Any, work: int, bounds: np.ndarray, *args: Any) -> None:
+    """Run the block kernel ``fn(*args)`` over its blocks (``bounds`` is among ``args``)."""
+    run(fn, work, len(bounds) - 1, *args)
+
+
+def _chunks(out: np.ndarray) -> int:
+    """Chunks of rows of the 2-D kernels that split rows evenly (``_s._CHUNKS`` at most)."""
+    return min(out.shape[0], _s._CHUNKS)
 
 
 def _first_bad(bad: np.ndarray) -> int:
@@ -184,21 +192,22 @@ def sorted_sum(values: np.ndarray, offsets: np.ndarray, valid: np.ndarray | None
     valid_u8 = _NONE_U8 if valid is None else valid
     work = _work(values, len(out))
     line = 64 // values.itemsize  # values per 64-byte vector
+    bounds = _blocks(work, offsets)
     if (values.ndim == 2 and values.dtype.kind == "f" and vmask is None and weights is None
             and counts is None and values.shape[1] >= line):
-        fn, bounds = _pick_blocks(_SUM_2D_FLOAT, work, offsets)
-        fn(values, offsets, valid_u8, mean, min_count, empty, out, bounds, line, NVEC * line)
+        _run_blocks(_SUM_2D_FLOAT, work, bounds, values, offsets, valid_u8, mean, min_count,
+                    empty, out, bounds, line, NVEC * line)
         return
     if (values.ndim == 1 and values.dtype.kind == "f" and valid is None and vmask is None
             and weights is None and counts is None):
-        fn, bounds = _pick_blocks(_SUM_1D_FLOAT, work, offsets)
-        fn(values, offsets, mean, min_count, empty, out, bounds, _head_vectors(values, offsets))
+        _run_blocks(_SUM_1D_FLOAT, work, bounds, values, offsets, mean, min_count, empty, out,
+                    bounds, _head_vectors(values, offsets))
         return
-    fn, bounds = _pick_blocks(_SUM_1D if values.ndim == 1 else _SUM_2D, work, offsets)
-    fn(values, offsets, valid_u8, _NONE_U8 if vmask is None else vmask,
-       _no_weights(zero) if weights is None else weights,
-       offsets if woffsets is None else woffsets, mean, zero, min_count, empty, out,
-       _NONE_I64 if counts is None else counts, bounds, _head_vectors(values, offsets))
+    _run_blocks(_SUM_1D if values.ndim == 1 else _SUM_2D, work, bounds, values, offsets,
+                valid_u8, _NONE_U8 if vmask is None else vmask,
+                _no_weights(zero) if weights is None else weights,
+                offsets if woffsets is None else woffsets, mean, zero, min_count, empty, out,
+                _NONE_I64 if counts is None else counts, bounds, _head_vectors(values, offsets))
 
 
 def sorted_extreme(values: np.ndarray, offsets: np.ndarray, valid: np.ndarray | None,
@@ -208,23 +217,24 @@ def sorted_extreme(values: np.ndarray, offsets: np.ndarray, valid: np.ndarray | 
     args = (values, offsets, _NONE_U8 if valid is None else valid,
             _NONE_U8 if vmask is None else vmask, is_max, init, min_count, empty, out,
             _NONE_I64 if counts is None else counts)
+    work = _work(values, len(out))
     if values.ndim == 2:
-        pick(_EXTREME_2D, _work(values, len(out)))(*args)
+        run(_EXTREME_2D, work, _chunks(out), *args)
         return
     nvec = _head_vectors(values, offsets)
+    bounds = _blocks(work, offsets)
     if values.dtype.kind == "f" and valid is None and vmask is None and counts is None:
-        fn, bounds = _pick_blocks(_EXTREME_1D_FLOAT, _work(values, len(out)), offsets)
-        fn(values, offsets, is_max, init, min_count, empty, out, bounds, nvec)
+        _run_blocks(_EXTREME_1D_FLOAT, work, bounds, values, offsets, is_max, init, min_count,
+                    empty, out, bounds, nvec)
         return
-    fn, bounds = _pick_blocks(_EXTREME_1D, _work(values, len(out)), offsets)
-    fn(*args, bounds, nvec)
+    _run_blocks(_EXTREME_1D, work, bounds, *args, bounds, nvec)
 
 
 def sorted_arg_extreme(values: np.ndarray, offsets: np.ndarray, valid: np.ndarray | None,
                        vmask: np.ndarray | None, is_max: bool, min_count: int, empty: int,
                        out: np.ndarray, counts: np.ndarray | None) -> None:
     """Position within the row of the first max (min) of each column; 2-D only."""
-    pick(_ARG_EXTREME_2D, _work(values, len(out)))(
+    run(_ARG_EXTREME_2D, _work(values, len(out)), _chunks(out),
         values, offsets, _NONE_U8 if valid is None else valid,
         _NONE_U8 if vmask is None else vmask, is_max, min_count, np.int64(empty), out,
         _NONE_I64 if counts is None else counts)
@@ -234,7 +244,7 @@ def sorted_prod(values: np.ndarray, offsets: np.ndarray, valid: np.ndarray | Non
                 vmask: np.ndarray | None, one: np.generic, min_count: int, empty: np.generic,
                 out: np.ndarray, counts: np.ndarray | None) -> None:
     """Product of each row; ``one`` fixes the accumulator dtype; 2-D only."""
-    pick(_PROD_2D, _work(values, len(out)))(
+    run(_PROD_2D, _work(values, len(out)), _chunks(out),
         values, offsets, _NONE_U8 if valid is None else valid,
         _NONE_U8 if vmask is None else vmask, one, min_count, empty, out,
         _NONE_I64 if counts is None else counts)
@@ -244,7 +254,7 @@ def sorted_logsumexp(values: np.ndarray, offsets: np.ndarray, valid: np.ndarray 
                      vmask: np.ndarray | None, min_count: int, empty: np.generic,
                      out: np.ndarray, counts: np.ndarray | None) -> None:
     """Numerically stable log-sum-exp of each row (float64 inside); 2-D only."""
-    pick(_LOGSUMEXP_2D, 4 * _work(values, len(out)))(
+    run(_LOGSUMEXP_2D, 4 * _work(values, len(out)), _chunks(out),
         values, offsets, _NONE_U8 if valid is None else valid,
         _NONE_U8 if vmask is None else vmask, np.float64(0), min_count, empty, out,
         _NONE_I64 if counts is None else counts)
@@ -264,33 +274,32 @@ def gather_reduce(data: np.ndarray, indices: np.ndarray, offsets: np.ndarray,
     line = max(1, 64 // data.itemsize)  # elements per 64-byte cache line
     valid_u8 = _NONE_U8 if valid is None else valid
     woffs = offsets if woffsets is None else woffsets
+    bounds = _blocks(work, offsets, _ID_COST)
+    bad = np.empty(len(bounds) - 1, np.int64)
     if (mode != MODE_MAX and vmask is None and counts is None and data.dtype.kind == "f"
             and data.shape[1] >= line and isinstance(zero, np.float64)
             and (weights is None or weights.dtype.kind == "f")):
-        fn, bounds = _pick_blocks(_GATHER_SUM_FAST, work, offsets, _ID_COST)
-        bad = np.empty(len(bounds) - 1, np.int64)
-        fn(data, indices, offsets, valid_u8, _no_weights(zero) if weights is None else weights,
-           woffs, mode == MODE_MEAN, min_count, empty, line, NVEC * line, out, bounds, bad)
+        _run_blocks(_GATHER_SUM_FAST, work, bounds, data, indices, offsets, valid_u8,
+                    _no_weights(zero) if weights is None else weights, woffs,
+                    mode == MODE_MEAN, min_count, empty, line, NVEC * line, out, bounds, bad)
         return _first_bad(bad)
-    fn, bounds = _pick_blocks(_GATHER_REDUCE, work, offsets, _ID_COST)
-    bad = np.empty(len(bounds) - 1, np.int64)
-    fn(data, indices, offsets, valid_u8, _NONE_U8 if vmask is None else vmask,
-       _no_weights(zero) if weights is None else weights, woffs, mode, zero, lowest,
-       min_count, empty, out, _NONE_I64 if counts is None else counts, bounds, bad)
+    _run_blocks(_GATHER_REDUCE, work, bounds, data, indices, offsets, valid_u8,
+                _NONE_U8 if vmask is None else vmask,
+                _no_weights(zero) if weights is None else weights, woffs, mode, zero, lowest,
+                min_count, empty, out, _NONE_I64 if counts is None else counts, bounds, bad)
     return _first_bad(bad)
 
 
-def _scatter_parts(values: np.ndarray, num_segments: int) -> tuple[Any, int]:
-    """Pick the scatter twin (0 serial, 1 parallel) and its number of parts.
+def _scatter_parts(values: np.ndarray, num_segments: int) -> int:
+    """Parts of an unsorted reduction: one per kernel thread, or one.
 
     One part per thread when the input is large and the per-thread partial results
     are no bigger than the values; one part otherwise.
     """
-    parts = get_num_threads()
-    if (values.size >= PARALLEL_THRESHOLD and parts > 1
-            and parts * num_segments * _width(values) * 8 <= values.nbytes):
-        return 1, parts
-    return 0, 1
+    parts = threads_for(values.size)
+    if parts > 1 and parts * num_segments * _width(values) * 8 <= values.nbytes:
+        return parts
+    return 1
 
 
 def scatter_sum(values: np.ndarray, ids: np.ndarray, vmask: np.ndarray | None,
@@ -301,15 +310,19 @@ def scatter_sum(values: np.ndarray, ids: np.ndarray, vmask: np.ndarray | None,
     ``values`` and ``out`` are 1-D or 2-D alike. Returns the position of the first id
     outside ``[0, len(out))``, or -1; ``out`` is then incomplete.
     """
-    twin, parts = _scatter_parts(values, len(out))
+    parts = _scatter_parts(values, len(out))
     counting = mean or min_count > 0 or counts is not None
     vals, target = _as_2d(values), _as_2d(out)
     acc = np.empty((parts,) + target.shape, zero.dtype)
     cnt = np.empty((parts, len(out) if counting else 0), np.int64)
-    return int(_SCATTER_SUM[twin](
-        vals, ids, _NONE_U8 if vmask is None else vmask,
-        _no_weights(zero) if weights is None else weights, mean, zero, min_count, empty,
-        target, _NONE_I64 if counts is None else counts, acc, cnt, np.empty(parts, np.int64)))
+    bad = np.empty(parts, np.int64)
+    run(_SCATTER_SUM_PARTS, values.size, parts, vals, ids, _NONE_U8 if vmask is None else vmask,
+        _no_weights(zero) if weights is None else weights, zero, acc, cnt, bad)
+    first = _first_bad(bad)
+    if first < 0:
+        run(_SCATTER_SUM_COMBINE, values.size, parts, acc, cnt, mean, min_count, empty, target,
+            _NONE_I64 if counts is None else counts)
+    return first
 
 
 def scatter_extreme(values: np.ndarray, ids: np.ndarray, vmask: np.ndarray | None,
@@ -319,13 +332,18 @@ def scatter_extreme(values: np.ndarray, ids: np.ndarray, vmask: np.ndarray | Non
 
     ``init`` is the dtype's lowest (highest) value; otherwise as :func:`scatter_sum`.
     """
-    twin, parts = _scatter_parts(values, len(out))
+    parts = _scatter_parts(values, len(out))
     vals, target = _as_2d(values), _as_2d(out)
     acc = np.empty((parts,) + target.shape, vals.dtype)
     cnt = np.empty((parts, len(out)), np.int64)
-    return int(_SCATTER_EXTREME[twin](
-        vals, ids, _NONE_U8 if vmask is None else vmask, is_max, init, min_count, empty,
-        target, _NONE_I64 if counts is None else counts, acc, cnt, np.empty(parts, np.int64)))
+    bad = np.empty(parts, np.int64)
+    run(_SCATTER_EXTREME_PARTS, values.size, parts, vals, ids,
+        _NONE_U8 if vmask is None else vmask, is_max, init, acc, cnt, bad)
+    first = _first_bad(bad)
+    if first < 0:
+        run(_SCATTER_EXTREME_COMBINE, values.size, parts, acc, cnt, is_max, min_count, empty,
+            target, _NONE_I64 if counts is None else counts)
+    return first
 
 
 def scatter_assign(data: np.ndarray, indices: np.ndarray, slices: np.ndarray) -> None:

@@ -3,30 +3,31 @@
 Compressed (CSR/CSC) arrays are passed as they are stored: ``indptr`` (int32 or
 int64, may start above zero, so every position is absolute), ``indices`` and
 ``values`` (the whole buffers). Row *chunks* split the major axis into pieces of
-roughly equal numbers of stored entries so that ``prange`` over chunks balances
-skewed rows. Conversions are stable counting sorts run in parallel over chunks of
-the entries (each chunk with its own key counts), line sorts and line expansions.
+roughly equal numbers of stored entries so that the kernel threads, each taking a run
+of chunks (:func:`~._jit.run`), balance skewed rows. Conversions are stable counting
+sorts run in parallel over chunks of the entries (each chunk with its own key counts),
+line sorts and line expansions.
 """
 
 from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import prange
 
-from ._jit import PARALLEL_THRESHOLD, kernel, parallel_kernel, pick
+from ._jit import PARALLEL_THRESHOLD, kernel, parallel_kernel, run
 
 #: Lines up to this long are sorted by rank counting (quadratic, but branch-free).
 _SHORT_LINE = 32
 
 
-def _csr_spmm(indptr, indices, values, dense, bounds, out):  # pragma: no cover
+def _csr_spmm(indptr, indices, values, dense, bounds, out, lo, hi):  # pragma: no cover
     # out[i, :] = sum_p values[p] * dense[indices[p], :] over row i's entries.
-    # Chunk c owns rows bounds[c]:bounds[c + 1], so no two threads write one row.
+    # Chunk c (in [lo, hi)) owns rows bounds[c]:bounds[c + 1], so no two threads write
+    # one row.
     # Unsigned positions spare Numba's negative-index wraparound (about 25% faster);
     # they are used only as indices, never in arithmetic (uint64 + int64 is a float).
     width = out.shape[1]
-    for c in prange(bounds.shape[0] - 1):
+    for c in range(lo, hi):
         for i in range(bounds[c], bounds[c + 1]):
             for p in range(np.uint64(indptr[i]), np.uint64(indptr[i + 1])):
                 col = np.uint64(indices[p])
@@ -35,8 +36,8 @@ def _csr_spmm(indptr, indices, values, dense, bounds, out):  # pragma: no cover
                     out[i, j] += v * dense[col, j]
 
 
-def _csr_spmv(indptr, indices, values, vec, bounds, out):  # pragma: no cover
-    for c in prange(bounds.shape[0] - 1):
+def _csr_spmv(indptr, indices, values, vec, bounds, out, lo, hi):  # pragma: no cover
+    for c in range(lo, hi):
         for i in range(bounds[c], bounds[c + 1]):
             acc = out[i]
             for p in range(np.uint64(indptr[i]), np.uint64(indptr[i + 1])):
@@ -44,10 +45,11 @@ def _csr_spmv(indptr, indices, values, vec, bounds, out):  # pragma: no cover
             out[i] = acc
 
 
-def _dense_csr(dense, indptr, indices, values, out):  # pragma: no cover
-    # out[q, :] = dense[q, :] @ csr: each output row q belongs to one thread.
+def _dense_csr(dense, indptr, indices, values, out, lo, hi):  # pragma: no cover
+    # out[q, :] = dense[q, :] @ csr for q in [lo, hi): each output row q belongs to one
+    # thread.
     rows = indptr.shape[0] - 1
-    for q in prange(dense.shape[0]):
+    for q in range(lo, hi):
         for i in range(rows):
             d = dense[q, i]
             if d != 0:
@@ -55,10 +57,12 @@ def _dense_csr(dense, indptr, indices, values, out):  # pragma: no cover
                     out[q, indices[p]] += d * values[p]
 
 
-def _compressed_to_dense(indptr, indices, values, out, transposed):  # pragma: no cover
-    # CSR fills out[i, indices[p]]; CSC (transposed) fills out[indices[p], i].
-    # Major line i is written by one thread only; repeated entries add up.
-    for i in prange(indptr.shape[0] - 1):
+def _compressed_to_dense(indptr, indices, values, out, transposed, lo,
+                         hi):  # pragma: no cover
+    # CSR fills out[i, indices[p]]; CSC (transposed) fills out[indices[p], i], for the
+    # major lines i in [lo, hi). Line i is written by one thread only; repeated entries
+    # add up.
+    for i in range(lo, hi):
         for p in range(indptr[i], indptr[i + 1]):
             if transposed:
                 out[indices[p], i] += values[p]
@@ -66,8 +70,8 @@ def _compressed_to_dense(indptr, indices, values, out, transposed):  # pragma: n
                 out[i, indices[p]] += values[p]
 
 
-def _major_sums(indptr, values, out):  # pragma: no cover
-    for i in prange(indptr.shape[0] - 1):
+def _major_sums(indptr, values, out, lo, hi):  # pragma: no cover
+    for i in range(lo, hi):
         acc = out[i]
         for p in range(indptr[i], indptr[i + 1]):
             acc += values[p]
@@ -115,21 +119,21 @@ def _counting_sort_pass(keys, perm, size, out):  # pragma: no cover
         counts[k] += 1
 
 
-def _counting_sort(keys, minor, values, indptr, bounds, counts, out_ptr, out_minor,
-                   out_values):  # pragma: no cover
-    # Stable counting sort of the entries by key (like scipy's coo_tocsr), in parallel:
-    # chunk c of the entries (bounds[c]:bounds[c + 1]) counts its keys into counts[c],
-    # the running sum over (key, chunk) turns the counts into each chunk's first slot
-    # per key, then every chunk scatters its own entries. The minor index carried
-    # along is minor[p] or, when indptr is not empty (CSR <-> CSC), the line of entry
-    # p. Positions are unsigned: no negative-index wraparound checks.
-    chunks = bounds.shape[0] - 1
-    num = counts.shape[1]
-    lines = indptr.shape[0] > 0
-    base = indptr[0] if lines else 0
-    for c in prange(chunks):
+# Stable counting sort of the entries by key (like scipy's coo_tocsr), in parallel:
+# chunk c of the entries (bounds[c]:bounds[c + 1]) counts its keys into counts[c]
+# (_count_keys), the running sum over (key, chunk) turns the counts into each chunk's
+# first slot per key (_key_slots), then every chunk scatters its own entries
+# (_scatter_by_key). Positions are unsigned: no negative-index wraparound checks.
+def _count_keys(keys, bounds, counts, lo, hi):  # pragma: no cover
+    for c in range(lo, hi):
         for p in range(bounds[c], bounds[c + 1]):
             counts[c, np.uint64(keys[p])] += 1
+
+
+@kernel
+def _key_slots(counts, out_ptr):  # pragma: no cover
+    chunks = counts.shape[0]
+    num = counts.shape[1]
     total = 0
     for i in range(num):
         out_ptr[i] = total
@@ -138,7 +142,15 @@ def _counting_sort(keys, minor, values, indptr, bounds, counts, out_ptr, out_min
             counts[c, i] = total
             total += t
     out_ptr[num] = total
-    for c in prange(chunks):
+
+
+def _scatter_by_key(keys, minor, values, indptr, bounds, counts, out_minor, out_values, lo,
+                    hi):  # pragma: no cover
+    # The minor index carried along is minor[p] or, when indptr is not empty (CSR <->
+    # CSC), the line of entry p.
+    lines = indptr.shape[0] > 0
+    base = indptr[0] if lines else 0
+    for c in range(lo, hi):
         line = 0
         if lines:
             line = np.searchsorted(indptr, bounds[c] + base, side="right") - 1
@@ -155,10 +167,10 @@ def _counting_sort(keys, minor, values, indptr, bounds, counts, out_ptr, out_min
             out_values[q] = values[p]
 
 
-def _expand_major(indptr, bounds, out):  # pragma: no cover
-    # out[p - indptr[0]] = i for every entry p of major line i (lines in chunks).
+def _expand_major(indptr, bounds, out, lo, hi):  # pragma: no cover
+    # out[p - indptr[0]] = i for every entry p of major line i (lines in chunks [lo, hi)).
     base = indptr[0]
-    for c in prange(bounds.shape[0] - 1):
+    for c in range(lo, hi):
         for i in range(bounds[c], bounds[c + 1]):
             v = out.dtype.type(i)
             for p in range(np.uint64(indptr[i] - base), np.uint64(indptr[i + 1] - base)):
@@ -188,13 +200,13 @@ def _sum_line_duplicates(indptr, minor, values, out_ptr, out_minor, out_values):
     return q
 
 
-def _sort_lines(indptr, minor, values, bounds):  # pragma: no cover
+def _sort_lines(indptr, minor, values, bounds, lo, hi):  # pragma: no cover
     # Sort every line's minor indices (stably, values alongside). A short line is
     # copied aside and every entry goes straight to its rank (the entries before it
     # that are <=, after it that are <): branch-free counting loops the compiler
     # vectorises, unlike an insertion sort's unpredictable shifts. Long lines are
-    # merge-sorted. Chunks of lines run in parallel.
-    for c in prange(bounds.shape[0] - 1):
+    # merge-sorted. Chunks of lines [lo, hi) run in parallel.
+    for c in range(lo, hi):
         line_minor = np.empty(_SHORT_LINE, dtype=minor.dtype)
         line_values = np.empty(_SHORT_LINE, dtype=values.dtype)
         for i in range(bounds[c], bounds[c + 1]):
@@ -231,7 +243,8 @@ def _sort_lines(indptr, minor, values, bounds):  # pragma: no cover
 
 
 _SORT_LINES = parallel_kernel(_sort_lines)
-_COUNTING_SORT = parallel_kernel(_counting_sort)
+_COUNT_KEYS = parallel_kernel(_count_keys)
+_SCATTER_BY_KEY = parallel_kernel(_scatter_by_key)
 _EXPAND_MAJOR = parallel_kernel(_expand_major)
 
 
@@ -276,7 +289,7 @@ def csr_spmm(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray,
     """``out[rows, k] += csr @ dense[cols, k]`` (out zeroed; all of one dtype)."""
     work = int(indptr[-1] - indptr[0]) * max(out.shape[1], 1) + out.size
     bounds = _chunk_bounds(indptr, work)
-    pick(_CSR_SPMM, work)(indptr, indices, values, dense, bounds, out)
+    run(_CSR_SPMM, work, len(bounds) - 1, indptr, indices, values, dense, bounds, out)
 
 
 def csr_spmv(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray,
@@ -284,14 +297,14 @@ def csr_spmv(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray,
     """``out[rows] += csr @ vec[cols]`` (out zeroed; all of one dtype)."""
     work = int(indptr[-1] - indptr[0]) + out.size
     bounds = _chunk_bounds(indptr, work)
-    pick(_CSR_SPMV, work)(indptr, indices, values, vec, bounds, out)
+    run(_CSR_SPMV, work, len(bounds) - 1, indptr, indices, values, vec, bounds, out)
 
 
 def dense_csr(dense: np.ndarray, indptr: np.ndarray, indices: np.ndarray,
               values: np.ndarray, out: np.ndarray) -> None:
     """``out[m, cols] += dense[m, rows] @ csr`` (out zeroed; all of one dtype)."""
     work = dense.shape[0] * (int(indptr[-1] - indptr[0]) + len(indptr))
-    pick(_DENSE_CSR, work)(dense, indptr, indices, values, out)
+    run(_DENSE_CSR, work, dense.shape[0], dense, indptr, indices, values, out)
 
 
 def csc_spmm(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray,
@@ -304,13 +317,13 @@ def compressed_to_dense(indptr: np.ndarray, indices: np.ndarray, values: np.ndar
                         out: np.ndarray, transposed: bool) -> None:
     """Add the stored entries into the zeroed dense ``out`` (CSR, or CSC when transposed)."""
     work = int(indptr[-1] - indptr[0]) + len(indptr)
-    pick(_COMPRESSED_TO_DENSE, work)(indptr, indices, values, out, transposed)
+    run(_COMPRESSED_TO_DENSE, work, len(indptr) - 1, indptr, indices, values, out, transposed)
 
 
 def major_sums(indptr: np.ndarray, values: np.ndarray, out: np.ndarray) -> None:
     """``out[i] += sum(values[indptr[i]:indptr[i + 1]])`` for every major line ``i``."""
     work = int(indptr[-1] - indptr[0]) + len(indptr)
-    pick(_MAJOR_SUMS, work)(indptr, values, out)
+    run(_MAJOR_SUMS, work, len(indptr) - 1, indptr, values, out)
 
 
 def scatter_add(out: np.ndarray, positions: np.ndarray, values: np.ndarray) -> None:
@@ -331,7 +344,8 @@ def lines_strictly_increasing(indptr: np.ndarray, indices: np.ndarray) -> bool:
 def expand_major(indptr: np.ndarray, out: np.ndarray) -> np.ndarray:
     """Write each entry's major index into ``out`` (``repeat(arange(lines), diff(indptr))``)."""
     work = len(out) + len(indptr)
-    pick(_EXPAND_MAJOR, work)(indptr, _chunk_bounds(indptr, work), out)
+    bounds = _chunk_bounds(indptr, work)
+    run(_EXPAND_MAJOR, work, len(bounds) - 1, indptr, bounds, out)
     return out
 
 
@@ -355,8 +369,10 @@ def _counting_sort_by(keys: np.ndarray, minor: np.ndarray, values: np.ndarray, n
     out_minor = np.empty(n, dtype=minor.dtype)
     out_values = np.empty(n, dtype=values.dtype)
     lines = np.empty(0, dtype=np.int64) if indptr is None else indptr
-    _COUNTING_SORT[chunks > 1](keys, minor, values, lines, bounds, counts, out_ptr, out_minor,
-                               out_values)
+    run(_COUNT_KEYS, n, chunks, keys, bounds, counts)
+    _key_slots(counts, out_ptr)
+    run(_SCATTER_BY_KEY, n, chunks, keys, minor, values, lines, bounds, counts, out_minor,
+        out_values)
     return out_ptr, out_minor, out_values
 
 
@@ -394,7 +410,8 @@ def coo_to_compressed(major: np.ndarray, minor: np.ndarray, values: np.ndarray,
                                  values_by_minor, num_major, by_minor)
     out_ptr, out_minor, out_values = _counting_sort_by(major, minor, values, num_major)
     work = len(minor) + num_major
-    pick(_SORT_LINES, work)(out_ptr, out_minor, out_values, _chunk_bounds(out_ptr, work))
+    bounds = _chunk_bounds(out_ptr, work)
+    run(_SORT_LINES, work, len(bounds) - 1, out_ptr, out_minor, out_values, bounds)
     return out_ptr, out_minor, out_values
 
 
@@ -424,7 +441,8 @@ def canonical_lines(indptr: np.ndarray, minor: np.ndarray,
     ptr = indptr - start
     minor, values = minor[start:stop].copy(), values[start:stop].copy()
     work = len(minor) + len(ptr)
-    pick(_SORT_LINES, work)(ptr, minor, values, _chunk_bounds(ptr, work))
+    bounds = _chunk_bounds(ptr, work)
+    run(_SORT_LINES, work, len(bounds) - 1, ptr, minor, values, bounds)
     return sum_duplicates(ptr, minor, values)
 
 

@@ -21,17 +21,18 @@ module checks everything else first):
   NaN propagates and ``-0.0 < +0.0``, so the result does not depend on the order
   the rows are combined in.
 
-A large input is split into one contiguous part per thread, each with its own partial
-results (when they are no bigger than the gathered rows), combined in part order
-afterwards; small inputs run on one thread.
+A large input is split into one contiguous part per kernel thread, each with its own
+partial results (when they are no bigger than the gathered rows), combined in part
+order afterwards; small inputs run on one thread. Each phase is one serial kernel over
+a range of parts (``_jit.run`` splits it over the kernel threads).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit
 
-from ._jit import CACHE, PARALLEL_THRESHOLD, parallel_kernel
+from ._jit import CACHE, parallel_kernel, run, threads_for
 
 __all__ = ["gather_scatter_extreme", "gather_scatter_sum"]
 
@@ -60,30 +61,25 @@ def _take_min(x, m):  # pragma: no cover
     return m
 
 
-@njit(cache=CACHE, nogil=True, inline="always")
-def _first_bad(bad):  # pragma: no cover
-    # Parts are contiguous and in order: the first part that failed has the first position.
-    for p in range(bad.shape[0]):
-        if bad[p] >= 0:
-            return bad[p]
-    return -1
-
-
-def _gather_scatter_sum(data, indices, imask, ids, weights, mean, zero, min_count, empty,
-                        out, counts, acc, cnt, bad):  # pragma: no cover
+def _sum_parts(data, indices, imask, ids, weights, zero, acc, cnt, bad, lo,
+               hi):  # pragma: no cover
+    # Part p of the gathered rows into its own partials acc[p], cnt[p]; bad[p] is the
+    # first position of the part whose segment id or index is out of range, or -1.
     num = indices.shape[0]
     num_rows = data.shape[0]
-    num_segments = out.shape[0]
-    width = out.shape[1]
+    num_segments = acc.shape[1]
+    width = acc.shape[2]
     parts = acc.shape[0]
     masked = imask.shape[0] != 0
     weighted = weights.shape[0] != 0
     share = (num + parts - 1) // parts
-    for p in prange(parts):
+    for p in range(lo, hi):
         mine = acc[p]
         tally = cnt[p]
-        mine[:] = zero  # zeroed by the thread that uses it (first touch)
-        tally[:] = 0
+        for s in range(num_segments):  # zeroed by the thread that uses it (first touch)
+            tally[s] = 0
+            for d in range(width):
+                mine[s, d] = zero
         bad[p] = -1
         for i in range(p * share, min(num, (p + 1) * share)):
             s = ids[i]
@@ -104,11 +100,15 @@ def _gather_scatter_sum(data, indices, imask, ids, weights, mean, zero, min_coun
             else:
                 for d in range(width):
                     mine[s, d] += data[r, d]
-    first = _first_bad(bad)
-    if first >= 0:
-        return first
+
+
+def _sum_combine(acc, cnt, mean, min_count, empty, out, counts, lo, hi):  # pragma: no cover
+    # Segments of chunk q of [0, S): the parts' partials added in part order.
+    num_segments = out.shape[0]
+    width = out.shape[1]
+    parts = acc.shape[0]
     want_counts = counts.shape[0] != 0
-    for q in prange(parts):
+    for q in range(lo, hi):
         for s in range(q * num_segments // parts, (q + 1) * num_segments // parts):
             c = 0
             for p in range(parts):
@@ -125,23 +125,25 @@ def _gather_scatter_sum(data, indices, imask, ids, weights, mean, zero, min_coun
                     out[s, d] = total / c
                 else:
                     out[s, d] = total
-    return -1
 
 
-def _gather_scatter_extreme(data, indices, imask, ids, is_max, init, min_count, empty, out,
-                            counts, acc, cnt, bad):  # pragma: no cover
+def _extreme_parts(data, indices, imask, ids, is_max, init, acc, cnt, bad, lo,
+                   hi):  # pragma: no cover
+    # As _sum_parts, for max (min).
     num = indices.shape[0]
     num_rows = data.shape[0]
-    num_segments = out.shape[0]
-    width = out.shape[1]
+    num_segments = acc.shape[1]
+    width = acc.shape[2]
     parts = acc.shape[0]
     masked = imask.shape[0] != 0
     share = (num + parts - 1) // parts
-    for p in prange(parts):
+    for p in range(lo, hi):
         mine = acc[p]
         tally = cnt[p]
-        mine[:] = init
-        tally[:] = 0
+        for s in range(num_segments):
+            tally[s] = 0
+            for d in range(width):
+                mine[s, d] = init
         bad[p] = -1
         for i in range(p * share, min(num, (p + 1) * share)):
             s = ids[i]
@@ -161,11 +163,16 @@ def _gather_scatter_extreme(data, indices, imask, ids, is_max, init, min_count, 
             else:
                 for d in range(width):
                     mine[s, d] = _take_min(data[r, d], mine[s, d])
-    first = _first_bad(bad)
-    if first >= 0:
-        return first
+
+
+def _extreme_combine(acc, cnt, is_max, min_count, empty, out, counts, lo,
+                     hi):  # pragma: no cover
+    # As _sum_combine, for max (min).
+    num_segments = out.shape[0]
+    width = out.shape[1]
+    parts = acc.shape[0]
     want_counts = counts.shape[0] != 0
-    for q in prange(parts):
+    for q in range(lo, hi):
         for s in range(q * num_segments // parts, (q + 1) * num_segments // parts):
             c = 0
             for p in range(parts):
@@ -177,27 +184,33 @@ def _gather_scatter_extreme(data, indices, imask, ids, is_max, init, min_count, 
                 for p in range(1, parts):
                     m = _take_max(acc[p, s, d], m) if is_max else _take_min(acc[p, s, d], m)
                 out[s, d] = empty if c < min_count else m
-    return -1
 
 
-_SUM = parallel_kernel(_gather_scatter_sum)
-_EXTREME = parallel_kernel(_gather_scatter_extreme)
+_SUM_PARTS = parallel_kernel(_sum_parts)
+_SUM_COMBINE = parallel_kernel(_sum_combine)
+_EXTREME_PARTS = parallel_kernel(_extreme_parts)
+_EXTREME_COMBINE = parallel_kernel(_extreme_combine)
 
 _NO_MASK = np.empty(0, np.uint8)
 _NO_COUNTS = np.empty(0, np.int64)
 
 
-def _parts(data: np.ndarray, num: int, num_segments: int) -> tuple[int, int]:
-    """Pick the twin (0 serial, 1 parallel) and its number of parts.
+def _parts(data: np.ndarray, num: int, num_segments: int) -> int:
+    """Pick the number of parts.
 
-    One part per thread when the gathered rows are many and the per-thread partial
-    results are no bigger than them; one part otherwise.
+    One per kernel thread when the gathered rows are many and the per-thread partial
+    results are no bigger than them; one otherwise.
     """
-    parts = get_num_threads()
-    width = data.shape[1]
-    if num * width >= PARALLEL_THRESHOLD and parts > 1 and parts * num_segments <= num:
-        return 1, parts
-    return 0, 1
+    parts = threads_for(num * data.shape[1])
+    if parts > 1 and parts * num_segments <= num:
+        return parts
+    return 1
+
+
+def _first_bad_part(bad: np.ndarray) -> int:
+    # Parts are contiguous and in order: the first part that failed has the first position.
+    failed = np.flatnonzero(bad >= 0)
+    return int(bad[failed[0]]) if len(failed) else -1
 
 
 def gather_scatter_sum(data: np.ndarray, indices: np.ndarray, imask: np.ndarray | None,
@@ -208,14 +221,19 @@ def gather_scatter_sum(data: np.ndarray, indices: np.ndarray, imask: np.ndarray 
 
     Returns the first position whose segment id or index is out of range, or -1.
     """
-    twin, parts = _parts(data, len(indices), len(out))
+    parts = _parts(data, len(indices), len(out))
+    work = len(indices) * data.shape[1]
     acc = np.empty((parts,) + out.shape, zero.dtype)
     cnt = np.empty((parts, len(out)), np.int64)
+    bad = np.empty(parts, np.int64)
     no_weights = np.empty(0, zero.dtype)
-    return int(_SUM[twin](
-        data, indices, _NO_MASK if imask is None else imask, ids,
-        no_weights if weights is None else weights, mean, zero, min_count, empty, out,
-        _NO_COUNTS if counts is None else counts, acc, cnt, np.empty(parts, np.int64)))
+    run(_SUM_PARTS, work, parts, data, indices, _NO_MASK if imask is None else imask, ids,
+        no_weights if weights is None else weights, zero, acc, cnt, bad)
+    first = _first_bad_part(bad)
+    if first < 0:
+        run(_SUM_COMBINE, work, parts, acc, cnt, mean, min_count, empty, out,
+            _NO_COUNTS if counts is None else counts)
+    return first
 
 
 def gather_scatter_extreme(data: np.ndarray, indices: np.ndarray, imask: np.ndarray | None,
@@ -227,10 +245,15 @@ def gather_scatter_extreme(data: np.ndarray, indices: np.ndarray, imask: np.ndar
     ``init`` is the data dtype's lowest (highest) value; otherwise as
     :func:`gather_scatter_sum`.
     """
-    twin, parts = _parts(data, len(indices), len(out))
+    parts = _parts(data, len(indices), len(out))
+    work = len(indices) * data.shape[1]
     acc = np.empty((parts,) + out.shape, data.dtype)
     cnt = np.empty((parts, len(out)), np.int64)
-    return int(_EXTREME[twin](
-        data, indices, _NO_MASK if imask is None else imask, ids, is_max, init, min_count,
-        empty, out, _NO_COUNTS if counts is None else counts, acc, cnt,
-        np.empty(parts, np.int64)))
+    bad = np.empty(parts, np.int64)
+    run(_EXTREME_PARTS, work, parts, data, indices, _NO_MASK if imask is None else imask, ids,
+        is_max, init, acc, cnt, bad)
+    first = _first_bad_part(bad)
+    if first < 0:
+        run(_EXTREME_COMBINE, work, parts, acc, cnt, is_max, min_count, empty, out,
+            _NO_COUNTS if counts is None else counts)
+    return first

@@ -26,12 +26,11 @@ from typing import Any
 import numba
 import numpy as np
 from llvmlite import ir
-from numba import prange
 from numba.core import types
 from numba.extending import intrinsic
 
 from ..xxh3 import K_4TO8, SECRET, divider, int_bitflip, long_secret, secret64
-from ._jit import PARALLEL_THRESHOLD, kernel, parallel_kernel, pick
+from ._jit import kernel, parallel_kernel, run, threads_for
 from .keyed import block_bucketize  # KeyedJagged sharding, same family
 from .padding import compact, kept_lengths, pad_or_truncate  # same family
 
@@ -269,32 +268,33 @@ def bucket_of(h: int, n: int) -> int:
     return int(_bucket_one(_U(h), *divider(n)))
 
 
-def _hash_ints(values, start, stop, bitflip, n, magic, shift, mode, out):  # pragma: no cover
-    for i in prange(stop - start):
+def _hash_ints(values, start, bitflip, n, magic, shift, mode, out, lo, hi):  # pragma: no cover
+    # Elements start + [lo, hi).
+    for i in range(lo, hi):
         k = _U(start + i)  # unsigned: no negative-index wraparound code
         h = xxh3_int(_U(np.int64(values[k])), bitflip)
         out[k] = _bucket(h, n, magic, shift, mode)
 
 
 def _hash_strings(offsets, data, bounds, seed, ksecret, secret, n, magic, shift, mode,
-                  out):  # pragma: no cover
-    # One chunk [bounds[c], bounds[c + 1]) per iteration (see _balanced_bounds). The
+                  out, lo, hi):  # pragma: no cover
+    # Chunks c in [lo, hi), [bounds[c], bounds[c + 1]) each (see _balanced_bounds). The
     # first loop hashes every string as if it had at most 16 bytes (for a longer one
     # the inlined short path reads inside the string and its result is overwritten):
     # no call in the hot loop, so nothing spills. The rare longer strings get a second
     # loop, only in chunks that hold some.
-    for c in prange(bounds.shape[0] - 1):
-        lo = bounds[c]
-        hi = bounds[c + 1]
+    for c in range(lo, hi):
+        first = bounds[c]
+        last = bounds[c + 1]
         longer = 0
-        for i in range(lo, hi):
+        for i in range(first, last):
             k = _U(i)  # unsigned: no negative-index wraparound code
             p = np.int64(offsets[k])
             size = np.int64(offsets[k + _U(1)]) - p
             longer += size > 16
             out[k] = _bucket(_xxh3_upto16(data, p, size, seed), n, magic, shift, mode)
         if longer:
-            for i in range(lo, hi):
+            for i in range(first, last):
                 k = _U(i)
                 p = np.int64(offsets[k])
                 size = np.int64(offsets[k + _U(1)]) - p
@@ -327,13 +327,14 @@ def _balanced_bounds(offsets, start, stop, chunks):  # pragma: no cover
 
 
 # -------------------------------------------------------------------- bucketize
-def _bucketize(values, start, stop, boundaries, right, out):  # pragma: no cover
-    # out[k] = number of boundaries <= x (right=False) or < x (right=True); NaN -> len.
+def _bucketize(values, start, boundaries, right, out, lo, hi):  # pragma: no cover
+    # out[k] = number of boundaries <= x (right=False) or < x (right=True); NaN -> len;
+    # elements k = start + [lo, hi).
     # Up to 64 boundaries: count them all (no branches, vectorised, ~5x faster than a
     # binary search's mispredicted branches); more: binary search.
     nb = boundaries.shape[0]
     linear = nb <= 64
-    for i in prange(stop - start):
+    for i in range(lo, hi):
         k = _U(start + i)  # unsigned: no negative-index wraparound code
         x = values[k]
         if x != x:
@@ -481,7 +482,7 @@ def _count_ints(values, valid, offsets, row_valid):  # pragma: no cover
             keys[i] = np.int64(_U(lo) + _U(where[i]))
         return keys, dense[where], True
     limit = 1 << 16
-    bits = 12
+    bits = np.int64(12)  # not a literal: one compiled _new_table and _grown, not two
     table = _new_table(bits)
     size = 0
     free_count = 0
@@ -663,7 +664,7 @@ def _count_strings(str_offsets, data, valid, offsets, row_valid, secret):  # pra
     # First position of each distinct string among the addressed, valid elements of
     # valid rows, and its count (unordered). Strings of up to 16 bytes are compared
     # through the two words kept in their table row, so a hit reads no string data.
-    bits = 10
+    bits = np.int64(10)  # not a literal: one compiled _string_rows, not two
     table = _string_rows(bits)
     size = 0
     r = 0
@@ -682,7 +683,8 @@ def _count_strings(str_offsets, data, valid, offsets, row_valid, secret):  # pra
                 t = np.int64(_U(table[i, 1]) & _U(mask))
                 while new[t, 0] >= 0:
                     t = (t + 1) & mask
-                new[t, :] = table[i, :]
+                for c in range(table.shape[1]):  # not a slice copy: cheaper to compile
+                    new[t, c] = table[i, c]
         table = new
     first = np.empty(size, dtype=np.int64)
     counts = np.empty(size, dtype=np.int64)
@@ -719,11 +721,12 @@ def _build_int_table(keys):  # pragma: no cover
     return table, free_id
 
 
-def _lookup_ints(values, valid, start, stop, table, shift, free_id, missing,
-                 out):  # pragma: no cover
+def _lookup_ints(values, valid, start, table, shift, free_id, missing, out, lo,
+                 hi):  # pragma: no cover
+    # Elements start + [lo, hi).
     mask = table.shape[0] - 1
     all_valid = valid.shape[0] == 0
-    for i in prange(stop - start):
+    for i in range(lo, hi):
         k = _U(start + i)  # unsigned: no negative-index wraparound code
         if not all_valid and valid[k] == 0:
             out[k] = missing
@@ -782,12 +785,13 @@ def _build_string_table(str_offsets, data, secret):  # pragma: no cover
     return table
 
 
-def _lookup_strings(str_offsets, data, valid, start, stop, voc_offsets, voc_data, table,
-                    missing, secret, out):  # pragma: no cover
+def _lookup_strings(str_offsets, data, valid, start, voc_offsets, voc_data, table, missing,
+                    secret, out, lo, hi):  # pragma: no cover
+    # Strings start + [lo, hi).
     mask = table.shape[0] - 1
     all_valid = valid.shape[0] == 0
     low48 = (np.int64(1) << 48) - 1
-    for i in prange(stop - start):
+    for i in range(lo, hi):
         k = _U(start + i)  # unsigned: no negative-index wraparound code
         if not all_valid and valid[k] == 0:
             out[k] = missing
@@ -833,8 +837,8 @@ def _mask(valid: np.ndarray | None) -> np.ndarray:
 def hash_ints(values: np.ndarray, start: int, stop: int, seed: int, num_buckets: int,
               out: np.ndarray) -> None:
     """``out[k] = XXH3_64(le_bytes(int64(values[k])), seed) % num_buckets`` for k in range."""
-    kernel_ = pick(_HASH_INTS, stop - start)
-    kernel_(values, start, stop, int_bitflip(seed), *divider(num_buckets), out)
+    run(_HASH_INTS, stop - start, stop - start, values, start, int_bitflip(seed),
+        *divider(num_buckets), out)
 
 
 def hash_strings(str_offsets: np.ndarray, data: np.ndarray, start: int, stop: int, seed: int,
@@ -844,17 +848,16 @@ def hash_strings(str_offsets: np.ndarray, data: np.ndarray, start: int, stop: in
     Threads take chunks of about equal cost (strings and bytes), several per thread.
     """
     work = 4 * (stop - start)
-    chunks = 4 * numba.get_num_threads() if work >= PARALLEL_THRESHOLD else 1
+    chunks = 4 * threads_for(work)
     bounds = _balanced_bounds(str_offsets, start, stop, chunks)
-    pick(_HASH_STRINGS, work)(str_offsets, data, bounds, _U(seed), SECRET, long_secret(seed),
-                              *divider(num_buckets), out)
+    run(_HASH_STRINGS, work, chunks, str_offsets, data, bounds, _U(seed), SECRET,
+        long_secret(seed), *divider(num_buckets), out)
 
 
 def bucketize(values: np.ndarray, start: int, stop: int, boundaries: np.ndarray, right: bool,
               out: np.ndarray) -> None:
     """Bucket index of each value (see ``_bucketize``)."""
-    kernel_ = pick(_BUCKETIZE, stop - start)
-    kernel_(values, start, stop, boundaries, right, out)
+    run(_BUCKETIZE, stop - start, stop - start, values, start, boundaries, right, out)
 
 
 def count_ints(values: np.ndarray, valid: np.ndarray | None, offsets: np.ndarray,
@@ -890,9 +893,9 @@ def build_int_table(keys: np.ndarray) -> tuple[np.ndarray, int]:
 def lookup_ints(values: np.ndarray, valid: np.ndarray | None, start: int, stop: int,
                 table: tuple[np.ndarray, int], missing: int, out: np.ndarray) -> None:
     """``out[k]`` = the id of ``values[k]``, or ``missing`` (absent or null)."""
-    kernel_ = pick(_LOOKUP_INTS, stop - start)
     shift = _U(64 - (table[0].shape[0].bit_length() - 1))
-    kernel_(values, _mask(valid), start, stop, table[0], shift, table[1], missing, out)
+    run(_LOOKUP_INTS, stop - start, stop - start, values, _mask(valid), start, table[0], shift,
+        table[1], missing, out)
 
 
 def order_by_count(counts: np.ndarray) -> np.ndarray:
@@ -914,6 +917,5 @@ def lookup_strings(str_offsets: np.ndarray, data: np.ndarray, valid: np.ndarray 
                    start: int, stop: int, vocabulary: tuple[np.ndarray, np.ndarray],
                    table: np.ndarray, missing: int, out: np.ndarray) -> None:
     """``out[k]`` = the id of string ``k``, or ``missing`` (absent or null)."""
-    kernel_ = pick(_LOOKUP_STRINGS, 4 * (stop - start))
-    kernel_(str_offsets, data, _mask(valid), start, stop, vocabulary[0], vocabulary[1],
-            table, missing, SECRET, out)
+    run(_LOOKUP_STRINGS, 4 * (stop - start), stop - start, str_offsets, data, _mask(valid),
+        start, vocabulary[0], vocabulary[1], table, missing, SECRET, out)

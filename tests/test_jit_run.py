@@ -1,0 +1,143 @@
+"""Tests of the kernel threads (``arrow_sparse.kernels.cpu._jit.run``): how a parallel
+kernel's range is split, that results do not depend on the thread count, and that the
+kernels compile once whatever the input size (no parallel twin).
+
+The cache placement of ``_jit`` is tested in ``test_jit.py``.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numba
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import arrow_sparse as asp
+from arrow_sparse.kernels.cpu import _jit
+from arrow_sparse.kernels.cpu import segment as segment_kernels
+
+
+def _record(calls: list[tuple[int, int, str]]) -> Any:
+    def fn(tag: str, lo: int, hi: int) -> int:
+        calls.append((lo, hi, threading.current_thread().name))
+        return hi - lo
+    return fn
+
+
+@pytest.fixture
+def threads() -> Any:
+    before = numba.get_num_threads()
+    yield before
+    numba.set_num_threads(before)
+
+
+def test_small_work_runs_once_on_the_calling_thread(threads: int) -> None:
+    calls: list[tuple[int, int, str]] = []
+    assert _jit.run(_record(calls), _jit.PARALLEL_THRESHOLD - 1, 1000, "x") == [1000]
+    assert calls == [(0, 1000, threading.current_thread().name)]
+
+
+def test_large_work_is_split_into_contiguous_parts(threads: int) -> None:
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one thread only")
+    numba.set_num_threads(2)
+    calls: list[tuple[int, int, str]] = []
+    assert _jit.run(_record(calls), _jit.PARALLEL_THRESHOLD, 1001, "x") == [500, 501]
+    assert sorted(c[:2] for c in calls) == [(0, 500), (500, 1001)]
+    names = {lo: name for lo, _, name in calls}
+    assert names[0] == threading.current_thread().name  # the caller takes the first part
+    assert names[500].startswith("arrow-sparse-kernel")
+
+
+def test_one_thread_or_one_item_runs_once(threads: int) -> None:
+    calls: list[tuple[int, int, str]] = []
+    numba.set_num_threads(1)
+    assert _jit.run(_record(calls), 10**9, 8, "x") == [8]
+    numba.set_num_threads(threads)
+    assert _jit.run(_record(calls), 10**9, 1, "x") == [1]
+    assert [c[:2] for c in calls] == [(0, 8), (0, 1)]
+
+
+def test_a_failing_part_raises_after_every_part_ended(threads: int) -> None:
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one thread only")
+    numba.set_num_threads(2)
+    ended = []
+
+    def fn(lo: int, hi: int) -> None:
+        if lo:
+            ended.append(lo)
+            return
+        raise ValueError("first part")
+
+    with pytest.raises(ValueError, match="first part"):
+        _jit.run(fn, 10**9, 4)
+    assert ended == [2]
+
+
+def test_pool_threads_and_many_callers_do_not_deadlock(threads: int) -> None:
+    # Callers on their own threads share the kernel pool; a part run by the pool never
+    # waits on the pool.
+    numba.set_num_threads(threads)
+    inner: list[list[int]] = []
+
+    def nested(lo: int, hi: int) -> int:
+        inner.append(_jit.run(lambda a, b: b - a, 10**9, 64))
+        return hi - lo
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: _jit.run(nested, 10**9, 16), range(8)))
+    assert all(sum(r) == 16 for r in results)
+    assert all(sum(r) == 64 for r in inner)
+
+
+def _as_list(x: Any) -> list[Any]:
+    return x.to_pylist() if isinstance(x, pa.Array) else np.asarray(x).tolist()
+
+
+@pytest.mark.parametrize("offsets_type", [pa.int32(), pa.int64()])
+def test_results_do_not_depend_on_the_thread_count(threads: int,
+                                                   offsets_type: pa.DataType) -> None:
+    rng = np.random.default_rng(7)
+    lengths = rng.integers(0, 30, 20_000)
+    width = np.int32 if offsets_type == pa.int32() else np.int64
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(width)
+    values = rng.standard_normal(int(offsets[-1])).astype(np.float32)
+    make = pa.ListArray if offsets_type == pa.int32() else pa.LargeListArray
+    arr = make.from_arrays(pa.array(offsets), pa.array(values))
+    table = rng.standard_normal((500, 8)).astype(np.float32)
+    ids = make.from_arrays(pa.array(offsets), pa.array(rng.integers(0, 500, len(values))))
+    segment_ids = np.repeat(np.arange(len(lengths)), lengths)
+    results = []
+    for n in (1, threads):
+        numba.set_num_threads(n)
+        results.append([_as_list(r) for r in (
+            asp.segment_sum(arr), asp.segment_max(arr), asp.embedding_bag(table, ids, mode="mean"),
+            asp.pad_or_truncate(arr, 8), asp.hash_bucket(ids, 97),
+            asp.jagged_to_padded_dense(values, [offsets], [8]))])
+        results[-1].append(asp.unsorted_segment_sum(values, segment_ids, len(lengths)))
+    *exact_one, unsorted_one = results[0]
+    *exact_many, unsorted_many = results[1]
+    assert exact_one == exact_many
+    np.testing.assert_allclose(unsorted_one, unsorted_many, rtol=1e-6)
+
+
+def test_a_large_input_compiles_no_second_kernel() -> None:
+    # The parallel run is the serial kernel on parts of the range: one compiled
+    # variant serves both sizes.
+    kernel = segment_kernels._SUM_1D_FLOAT
+    small = pa.array([[1.0, 2.0], [3.0]], pa.list_(pa.float64()))
+    asp.segment_sum(small)
+    before = len(kernel.signatures)
+    big = pa.ListArray.from_arrays(pa.array(np.arange(0, 400_001, 4, dtype=np.int32)),
+                                   pa.array(np.ones(400_000)))
+    np.testing.assert_array_equal(np.asarray(asp.segment_sum(big)), 4.0)
+    assert len(kernel.signatures) == before
+
+
+def test_concurrent_parallel_kernels_needs_no_compile() -> None:
+    assert _jit.concurrent_parallel_kernels()
