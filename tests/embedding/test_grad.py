@@ -367,7 +367,9 @@ def test_lookup_backward_property(bags: list[list[int]], mode: str, dim: int) ->
 def test_lookup_backward_errors() -> None:
     dy = np.zeros((3, 2))
     ids = asp.Jagged.from_list(CAFFE2)
-    with pytest.raises(ValueError, match="mode='max' is not supported: its gradient needs"):
+    with pytest.raises(ValueError, match=r"^lookup_backward: mode='max' needs argmax=, the ids "
+                       r"the forward's max came from \(lookup\(\.\.\., mode='max', "
+                       r"return_argmax=True\) returns them\)$"):
         emb.lookup_backward(dy, ids, mode="max", num_embeddings=8)
     with pytest.raises(IndexError, match=r"lookup_backward: ids out of range \[0, 7\)"):
         emb.lookup_backward(dy, ids, num_embeddings=7)
@@ -452,7 +454,8 @@ def test_lookup_backward_weights_is_the_derivative(mode: str) -> None:
     assert isinstance(jag, asp.Jagged) and jag.to_list() == [[pytest.approx(table[1].sum())], []]
     two = emb.lookup_backward_weights(np.ones((1, 4)), table, np.array([[1, 2]]), mode=mode)
     assert two.shape == (1, 2)
-    with pytest.raises(ValueError, match="lookup_backward_weights: mode='max' is not supported"):
+    with pytest.raises(ValueError, match="^lookup_backward_weights: mode='max' takes no "
+                       "per-sample weights"):
         emb.lookup_backward_weights(dy, table, flat, offsets=offsets, mode="max")
     with pytest.raises(ValueError, match="grad_out has dim 3 but the table has dim 4"):
         emb.lookup_backward_weights(np.ones((7, 3)), table, flat, offsets=offsets)

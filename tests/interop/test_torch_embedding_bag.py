@@ -334,10 +334,11 @@ def test_errors() -> None:
         embedding_bag(ids.to("meta"), weight, offsets)
     with pytest.raises(TypeError, match="EmbeddingBag: weight is on meta"):
         EmbeddingBag(5, 2, device="meta")
-    with pytest.raises(ValueError, match="embedding_bag: mode='max' has no gradient here"):
-        embedding_bag(ids, weight.requires_grad_(), offsets, mode="max")
-    with torch.no_grad():
-        assert embedding_bag(ids, weight, offsets, mode="max").shape == (2, 2)
+    with pytest.raises(ValueError, match=r"^embedding_bag: per_sample_weights are not "
+                       r"supported with mode='max' \(as in PyTorch\); use 'sum' or 'mean'$"):
+        embedding_bag(ids, weight, offsets, mode="max", per_sample_weights=torch.ones(3))
+    with pytest.raises(ValueError, match="^embedding_bag: per_sample_weights are not supported"):
+        EmbeddingBag(5, 2, mode="max")(ids, offsets, torch.ones(3))
     weight = weight.detach()
     with pytest.raises(ValueError, match="embedding_bag: max_norm is not supported"):
         embedding_bag(ids, weight, offsets, max_norm=1.0)

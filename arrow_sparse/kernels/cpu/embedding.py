@@ -11,6 +11,9 @@ Conventions (the public module ``arrow_sparse.embedding`` checks all of it first
   depend on the number of threads.
 - ``coalesce_sorted`` sums gradient rows in the order of a stable sort, so duplicates are
   added in input order: deterministic, whatever the thread count.
+- ``bag_max`` pools bags by their maximum and keeps, per bag and column, the id that
+  gave it (the argmax); ``coalesce_max`` sends each gradient element of a max-pooled bag
+  to that id only. ``read`` is a uint8 mask of the id positions a bag reads (empty: all).
 
 Every kernel is a :func:`~._jit.parallel_kernel` over a range of rows, run by
 :func:`~._jit.run` on one thread or split over the kernel threads by the amount of
@@ -28,6 +31,8 @@ from ._jit import kernel, parallel_kernel, run
 
 __all__ = [
     "adagrad_rows",
+    "bag_max",
+    "coalesce_max",
     "coalesce_sorted",
     "ftrl_rows",
     "lookup_rows",
@@ -47,6 +52,38 @@ def _lookup_rows(table, ids, out, col, lo, hi):  # pragma: no cover
         src = table[ids[i]]
         for d in range(dim):  # a loop: an array assigned to a slice compiles for seconds
             row[d] = src[d]
+
+
+def _bag_max(table, ids, offsets, read, out, argmax, lo, hi):  # pragma: no cover
+    """Max-pool bags ``b`` in ``[lo, hi)``: ``out[b, d]`` and the id that gave it.
+
+    Bag ``b`` reads ``ids[offsets[b]:offsets[b + 1]]`` (positions with ``read`` 0 skipped
+    when ``read`` is not empty). The max is IEEE ``maximum`` (as ``take_max`` of the
+    segment kernels: NaN wins, ``+0.0`` beats ``-0.0``); ``argmax[b, d]`` is the id at
+    the first position that holds it. An empty bag gives 0 and -1.
+    """
+    dim = table.shape[1]
+    masked = len(read) > 0
+    for b in range(lo, hi):
+        for d in range(dim):
+            out[b, d] = 0
+            argmax[b, d] = -1
+        for j in range(offsets[b], offsets[b + 1]):
+            if masked and read[j] == 0:
+                continue
+            r = ids[j]
+            for d in range(dim):
+                x = table[r, d]
+                if argmax[b, d] < 0:
+                    take = True
+                else:
+                    m = out[b, d]
+                    take = x > m or (x != x and m == m) or (
+                        x == 0 and m == 0 and math.copysign(1.0, m) < 0
+                        and math.copysign(1.0, x) > 0)
+                if take:
+                    out[b, d] = x
+                    argmax[b, d] = r
 
 
 # ----------------------------------------------------------------------------- backward
@@ -93,6 +130,34 @@ def _coalesce_sorted(grad_out, order, bag, scale, starts, out, lo, hi):  # pragm
             else:
                 for d in range(dim):
                     out[u, d] += grad_out[b, d]
+
+
+def _coalesce_max(grad_out, order, bag, rows, argmax, starts, out, credits, lo,
+                  hi):  # pragma: no cover
+    """Sum the gradient of max-pooled bags for the runs ``u`` in ``[lo, hi)`` of equal ids.
+
+    Run ``u`` (id ``rows[u]``) is ``order[starts[u]:starts[u + 1]]``, in input order, so
+    the positions of one bag are adjacent in it: each bag of the run is visited once, and
+    ``grad_out[b, d]`` is added where ``argmax[b, d]`` is the run's id. ``credits[u]``
+    counts the elements ``(b, d)`` given to the run.
+    """
+    dim = grad_out.shape[1]
+    for u in range(lo, hi):
+        r = rows[u]
+        for d in range(dim):
+            out[u, d] = 0
+        c = 0
+        prev = -1
+        for q in range(starts[u], starts[u + 1]):
+            b = bag[order[q]]
+            if b == prev:
+                continue  # the id again in the same bag: that bag is done
+            prev = b
+            for d in range(dim):
+                if argmax[b, d] == r:
+                    out[u, d] += grad_out[b, d]
+                    c += 1
+        credits[u] = c
 
 
 def _weights_grad(table, ids, offsets, grad_out, mean, out, lo, hi):  # pragma: no cover
@@ -183,7 +248,7 @@ def _ftrl_rows(table, z, n, rows, values, alpha, beta, l1, l2, lo, hi):  # pragm
 
 # ------------------------------------------------------------------ public kernels
 _KERNELS = {name: parallel_kernel(fn) for name, fn in (
-    ("lookup_rows", _lookup_rows),
+    ("lookup_rows", _lookup_rows), ("bag_max", _bag_max), ("coalesce_max", _coalesce_max),
     ("coalesce_sorted", _coalesce_sorted), ("sgd_rows", _sgd_rows),
     ("adagrad_rows", _adagrad_rows), ("rowwise_adagrad_rows", _rowwise_adagrad_rows),
     ("ftrl_rows", _ftrl_rows), ("weights_grad", _weights_grad))}
@@ -192,6 +257,22 @@ _KERNELS = {name: parallel_kernel(fn) for name, fn in (
 def lookup_rows(table: np.ndarray, ids: np.ndarray, out: np.ndarray, col: int = 0) -> None:
     """``out[i, col:col + dim] = table[ids[i]]`` (``out`` may be wider than the table)."""
     run(_KERNELS["lookup_rows"], ids.size * table.shape[1], len(ids), table, ids, out, col)
+
+
+def bag_max(table: np.ndarray, ids: np.ndarray, offsets: np.ndarray, read: np.ndarray | None,
+            out: np.ndarray, argmax: np.ndarray) -> None:
+    """Max-pool bags into ``out[bags, dim]`` and their argmax ids into ``argmax`` (int64)."""
+    mask = np.empty(0, np.uint8) if read is None else read.view(np.uint8)
+    run(_KERNELS["bag_max"], (int(offsets[-1]) - int(offsets[0])) * table.shape[1] + len(out),
+        len(offsets) - 1, table, ids, offsets, mask, out, argmax)
+
+
+def coalesce_max(grad_out: np.ndarray, order: np.ndarray, bag: np.ndarray, rows: np.ndarray,
+                 argmax: np.ndarray, starts: np.ndarray, out: np.ndarray,
+                 credits: np.ndarray) -> None:
+    """Sum ``grad_out[b, d]`` into each run's row where ``argmax[b, d]`` is the run's id."""
+    run(_KERNELS["coalesce_max"], len(order) * grad_out.shape[1], len(starts) - 1,
+        grad_out, order, bag, rows, argmax, starts, out, credits)
 
 
 def sort_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
