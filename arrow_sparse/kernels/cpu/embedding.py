@@ -28,6 +28,10 @@ import math
 import numpy as np
 
 from ._jit import kernel, parallel_kernel, run
+from ._segment_gather import prefetch_row
+
+#: How many ids ahead ``bag_max`` prefetches table rows (random rows miss every cache).
+PREFETCH = 64
 
 __all__ = [
     "adagrad_rows",
@@ -61,29 +65,53 @@ def _bag_max(table, ids, offsets, read, out, argmax, lo, hi):  # pragma: no cove
     when ``read`` is not empty). The max is IEEE ``maximum`` (as ``take_max`` of the
     segment kernels: NaN wins, ``+0.0`` beats ``-0.0``); ``argmax[b, d]`` is the id at
     the first position that holds it. An empty bag gives 0 and -1.
+
+    The first id read fills the row; each later one is compared without branches (a
+    select), so the loop over the columns vectorises, and rows are prefetched
+    ``PREFETCH`` ids ahead. Zeros compare equal there, so a column whose max came out
+    ``-0.0`` is looked at again for a later ``+0.0`` (rare: a max of exactly zero).
     """
     dim = table.shape[1]
     masked = len(read) > 0
     for b in range(lo, hi):
-        for d in range(dim):
-            out[b, d] = 0
-            argmax[b, d] = -1
-        for j in range(offsets[b], offsets[b + 1]):
+        row = out[b]
+        arg = argmax[b]
+        first = True
+        start = offsets[b]
+        stop = offsets[b + 1]
+        for j in range(start, stop):
+            prefetch_row(table, ids, j + PREFETCH)
             if masked and read[j] == 0:
                 continue
             r = ids[j]
+            src = table[r]
+            if first:
+                for d in range(dim):
+                    row[d] = src[d]
+                    arg[d] = r
+                first = False
+                continue
             for d in range(dim):
-                x = table[r, d]
-                if argmax[b, d] < 0:
-                    take = True
-                else:
-                    m = out[b, d]
-                    take = x > m or (x != x and m == m) or (
-                        x == 0 and m == 0 and math.copysign(1.0, m) < 0
-                        and math.copysign(1.0, x) > 0)
-                if take:
-                    out[b, d] = x
-                    argmax[b, d] = r
+                x = src[d]
+                m = row[d]
+                take = (x > m) | ((x != x) & (m == m))
+                row[d] = x if take else m
+                arg[d] = r if take else arg[d]
+        if first:  # nothing read: an empty bag
+            for d in range(dim):
+                row[d] = 0
+                arg[d] = -1
+            continue
+        for d in range(dim):
+            if row[d] == 0 and math.copysign(1.0, row[d]) < 0:  # -0.0: is there a +0.0?
+                for j in range(start, stop):
+                    if masked and read[j] == 0:
+                        continue
+                    x = table[ids[j], d]
+                    if x == 0 and math.copysign(1.0, x) > 0:
+                        row[d] = x
+                        arg[d] = ids[j]
+                        break
 
 
 # ----------------------------------------------------------------------------- backward
@@ -148,15 +176,21 @@ def _coalesce_max(grad_out, order, bag, rows, argmax, starts, out, credits, lo,
             out[u, d] = 0
         c = 0
         prev = -1
+        acc = out[u]
         for q in range(starts[u], starts[u + 1]):
             b = bag[order[q]]
             if b == prev:
                 continue  # the id again in the same bag: that bag is done
             prev = b
-            for d in range(dim):
-                if argmax[b, d] == r:
-                    out[u, d] += grad_out[b, d]
-                    c += 1
+            won = argmax[b]
+            n = 0
+            for d in range(dim):  # count first: a bag that gave the id nothing is skipped
+                n += won[d] == r
+            if n:
+                c += n
+                g = grad_out[b]
+                for d in range(dim):  # a select, not a branch: the loop vectorises
+                    acc[d] = acc[d] + g[d] if won[d] == r else acc[d]
         credits[u] = c
 
 
