@@ -279,6 +279,15 @@ def _grad(table: np.ndarray) -> embedding.SparseGrad:
     return embedding.lookup_backward(dy, _lists("int64", 64, False), num_embeddings=len(table))
 
 
+def _max_grad(table: np.ndarray) -> embedding.SparseGrad:
+    """Return the gradient of four max-pooled bags, through the forward's argmax."""
+    ids = _lists("int64", 64, False)
+    _, argmax = embedding.lookup(table, ids, mode="max", return_argmax=True)
+    dy = np.ones((4, table.shape[1]), table.dtype)
+    return embedding.lookup_backward(dy, ids, mode="max", argmax=argmax,
+                                     num_embeddings=len(table))
+
+
 def _calls(scope: str) -> Iterator[Call]:
     yield from _common()
     if scope == "all":
@@ -394,6 +403,7 @@ def _everything() -> Iterator[Call]:
             t.copy(), np.zeros(len(t), t.dtype), _grad(t), 0.1)
         yield "embedding.ftrl", lambda t=table: embedding.ftrl(
             t.copy(), np.zeros_like(t), np.zeros_like(t), _grad(t), 0.1)
+        yield "embedding.lookup_backward", lambda t=table: _max_grad(t)
         dense = np.arange(12, dtype=dtype).reshape(3, 4) % 3
         yield "masked.sum", lambda d=dense: masked.sum(d, 1, mask=d > 0)
         for index in ("int32", "int64"):

@@ -17,6 +17,7 @@ from .._backend import (
     array_module,
     device_checks,
     device_of,
+    fetch,
     get_kernel,
     is_cupy_array,
     module_of,
@@ -297,14 +298,95 @@ def _grad_out(func: str, grad_out: Any, num_bags: int, xp: Any) -> Any:
 
 
 def _no_max(func: str, mode: str) -> None:
+    """Refuse ``mode="max"`` where no argmax is taken (the fused training step)."""
     if mode == "max":
         msg = (f"{func}: mode='max' is not supported: its gradient needs the forward's argmax "
-               "(use segment_argmax on the pooled rows and pass the winning ids as 1-D ids)")
+               "(use lookup(..., mode='max', return_argmax=True), lookup_backward(..., "
+               "mode='max', argmax=...) and an optimizer step)")
         raise ArrowSparseValueError(msg)
 
 
+def _no_max_weights(func: str, mode: str) -> None:
+    if mode == "max":
+        msg = (f"{func}: mode='max' takes no per-sample weights (as in PyTorch), so they have "
+               "no gradient; use 'sum' or 'mean'")
+        raise ArrowSparseValueError(msg)
+
+
+def _check_max_args(func: str, mode: str, argmax: Any, weights: Any) -> None:
+    """``argmax`` goes with ``mode="max"`` and nothing else; the max takes no weights."""
+    if mode != "max":
+        if argmax is not None:
+            msg = f"{func}: argmax is only used with mode='max', got mode={mode!r}"
+            raise ArrowSparseValueError(msg)
+        return
+    if argmax is None:
+        msg = (f"{func}: mode='max' needs argmax=, the ids the forward's max came from "
+               "(lookup(..., mode='max', return_argmax=True) returns them)")
+        raise ArrowSparseValueError(msg)
+    if weights is not None:
+        msg = (f"{func}: per_sample_weights are not supported with mode='max' "
+               "(as in PyTorch: the max has no weights)")
+        raise ArrowSparseValueError(msg)
+
+
+def _argmax(func: str, argmax: Any, shape: tuple[int, int], xp: Any) -> Any:
+    """Check the forward's argmax: integers of the output's shape, as int64."""
+    arr = v.as_index_array(func, "argmax", argmax, ndim=2, device=xp is not np)
+    if tuple(arr.shape) != shape:
+        msg = f"{func}: argmax must have the shape of grad_out {shape}, got {tuple(arr.shape)}"
+        raise ArrowSparseValueError(msg)
+    return xp.ascontiguousarray(arr, dtype=np.int64)
+
+
+def _coalesce_max(func: str, b: Bags | DeviceBags, grad: Any, argmax: Any
+                  ) -> tuple[Any, Any, Any]:
+    """Coalesce the gradient of max-pooled bags: ``(rows, values, run boundaries)``.
+
+    Element ``(b, d)`` of ``grad`` goes to the row ``argmax[b, d]`` only, which must be
+    an id of bag ``b`` (entries of empty bags are not read). Rows that are the max of no
+    element get no gradient row. Runs of the ids' stable sort as :func:`_coalesce`; on
+    the device one synchronisation more (the number of rows kept, and the check).
+    """
+    xp = module_of(grad)
+    dim = grad.shape[1]
+    arg = _argmax(func, argmax, (b.num_bags, dim), xp)
+    host = isinstance(b, Bags)
+    keys, bag = (b.ids, b.bag_of_ids()) if host else (b.key, b.bag)
+    order, rows, starts = get_kernel("embedding", "sort_ids", xp)(keys.astype(np.int64,
+                                                                              copy=False))
+    device_checks(func, xp, wait=True)
+    if not host:  # the unread ids' run, last
+        rows, starts = rows[:-1], starts[:-1]
+    values = xp.empty((len(rows), dim), dtype=grad.dtype)
+    credits = xp.zeros(len(rows), dtype=np.uint64)
+    get_kernel("embedding", "coalesce_max", xp)(grad, order, bag, rows, arg, starts, values,
+                                                credits)
+    won = credits > 0
+    bags_read = np.count_nonzero(b.sizes) if host else xp.count_nonzero(b.count)
+    given, kept, expected = fetch(func, credits.sum(), xp.count_nonzero(won), bags_read)
+    if given != expected * dim:
+        msg = (f"{func}: argmax must hold, for every column of every non-empty bag, an id "
+               f"of that bag (as lookup(..., return_argmax=True) returns); "
+               f"{expected * dim - given} of {expected * dim} do not")
+        raise ArrowSparseValueError(msg)
+    counts = xp.diff(starts)
+    if kept == len(rows):
+        return rows, values, starts
+    # Keep the runs that won: each is moved to its rank among them (no read back).
+    at = xp.where(won, xp.cumsum(won) - 1, kept)
+    new_rows = xp.empty(kept + 1, dtype=rows.dtype)
+    new_values = xp.empty((kept + 1, dim), dtype=values.dtype)
+    new_counts = xp.zeros(kept + 1, dtype=counts.dtype)
+    new_rows[at], new_values[at], new_counts[at] = rows, values, counts
+    new_starts = xp.zeros(kept + 1, dtype=starts.dtype)
+    xp.cumsum(new_counts[:kept], out=new_starts[1:])
+    return new_rows[:kept], new_values[:kept], new_starts
+
+
 def lookup_backward(grad_out: Any, ids: Any, *, offsets: Any = None, mode: str = "sum",
-                    per_sample_weights: Any = None, num_embeddings: int) -> SparseGrad:
+                    per_sample_weights: Any = None, num_embeddings: int,
+                    argmax: Any = None) -> SparseGrad:
     """Gradient of :func:`lookup` with respect to the table, as a coalesced :class:`SparseGrad`.
 
     Parameters
@@ -318,23 +400,33 @@ def lookup_backward(grad_out: Any, ids: Any, *, offsets: Any = None, mode: str =
     offsets
         Bag boundaries (``bags + 1`` long) into 1-D ``ids``.
     mode
-        ``"sum"`` or ``"mean"`` (each id gets ``grad_out[bag] / bag_size``). ``"max"``
-        raises: its gradient needs the forward's argmax.
+        ``"sum"``, ``"mean"`` (each id gets ``grad_out[bag] / bag_size``) or ``"max"``
+        (element ``(bag, d)`` goes to the id ``argmax[bag, d]`` only).
     per_sample_weights
-        The forward's weights: each id's gradient is scaled by its weight.
+        The forward's weights: each id's gradient is scaled by its weight (not with
+        ``"max"``).
     num_embeddings
         Rows of the table (ids are checked against it).
+    argmax
+        With ``mode="max"`` (required there, refused otherwise): the integer
+        ``[outputs, dim]`` array of ids ``lookup(..., mode="max", return_argmax=True)``
+        returned. Each entry of a non-empty bag must be an id of that bag; entries of
+        empty and null bags are not read (PyTorch's ``max_indices`` may be passed as
+        they are).
 
     Returns
     -------
     SparseGrad
         ``rows`` unique and sorted (int64), ``values[len(rows), dim]`` of ``grad_out``'s
-        dtype: the sum over the occurrences of each id.
+        dtype: the sum over the occurrences of each id. With ``"max"``, the rows are the
+        ids that are the max of at least one element, and each sums the elements it won.
 
     Raises
     ------
     ValueError
-        ``mode="max"`` or unknown, ``grad_out`` rows not matching the outputs.
+        An unknown mode, ``grad_out`` rows not matching the outputs; with ``"max"``: no
+        ``argmax``, ``argmax`` of another shape or holding an id that is not in its bag,
+        ``per_sample_weights``; ``argmax`` with another mode.
     IndexError
         An id outside ``[0, num_embeddings)``.
     TypeError
@@ -351,6 +443,12 @@ def lookup_backward(grad_out: Any, ids: Any, *, offsets: Any = None, mode: str =
     input order, by one thread per row, whatever the number of threads. Null bags and
     null ids of Arrow / Jagged input get no gradient, and ``"mean"`` divides by the
     number of non-null ids, as the forward does. Empty bags contribute nothing.
+
+    ``"max"`` is PyTorch's ``EmbeddingBag(mode="max")`` gradient: per column, a bag's
+    gradient goes to the row its max came from (another column may pick another row),
+    the first occurrence on ties, as ``argmax`` records it; an id repeated in a bag gets
+    the element once. An empty bag gives no gradient. The forward keeps the argmax, so
+    nothing is recomputed here.
 
     On the device (CuPy ``grad_out`` and ids): one synchronisation, the sort's (the
     number of distinct ids sizes the result), after which the device checks of the ids
@@ -374,22 +472,39 @@ def lookup_backward(grad_out: Any, ids: Any, *, offsets: Any = None, mode: str =
     ...                                   num_embeddings=8)
     >>> g.rows, g.values.ravel()
     (array([1, 2, 3, 4, 6, 7]), array([  1.,  11., 101.,  10., 110.,  10.]))
+
+    ``mode="max"`` with the forward's argmax: column 0 of the first bag came from id 1,
+    column 1 from id 0 (a tie with id 1, won by the first); the empty bag gives nothing.
+
+    >>> table = np.array([[1.0, 5.0], [3.0, 5.0], [2.0, 0.0]])
+    >>> ids = asp.Jagged.from_list([[0, 1, 2], [], [2]])
+    >>> pooled, argmax = asp.embedding.lookup(table, ids, mode="max", return_argmax=True)
+    >>> g = asp.embedding.lookup_backward(np.ones((3, 2)), ids, mode="max", argmax=argmax,
+    ...                                   num_embeddings=3)
+    >>> g.rows, g.values
+    (array([0, 1, 2]), array([[0., 1.],
+           [1., 0.],
+           [1., 1.]]))
     """
-    return backward(grad_out, ids, offsets, mode, per_sample_weights, num_embeddings)[0]
+    return backward(grad_out, ids, offsets, mode, per_sample_weights, num_embeddings,
+                    argmax)[0]
 
 
 def backward(grad_out: Any, ids: Any, offsets: Any, mode: str, per_sample_weights: Any,
-             num_embeddings: Any) -> tuple[SparseGrad, Any]:
+             num_embeddings: Any, argmax: Any = None) -> tuple[SparseGrad, Any]:
     """:func:`lookup_backward`, and its run boundaries (``diff`` counts each row's ids)."""
     func = "lookup_backward"
     xp = array_module(func, grad_out=grad_out, ids=ids, offsets=offsets,
-                      per_sample_weights=per_sample_weights)
+                      per_sample_weights=per_sample_weights, argmax=argmax)
     mode = check_mode(func, mode)
-    _no_max(func, mode)
+    _check_max_args(func, mode, argmax, per_sample_weights)
     num = v.check_count(func, "num_embeddings", num_embeddings)
     b = bags(func, ids, offsets, per_sample_weights, num, xp)
     grad = _grad_out(func, grad_out, b.num_bags, xp)
-    rows, values, starts = coalesce_bags(func, b, grad, mode, num)
+    if mode == "max":
+        rows, values, starts = _coalesce_max(func, b, grad, argmax)
+    else:
+        rows, values, starts = coalesce_bags(func, b, grad, mode, num)
     device_checks(func, xp)
     return SparseGrad._coalesced(rows, values, checked=True), starts
 
@@ -445,7 +560,7 @@ def lookup_backward_weights(grad_out: Any, table: Any, ids: Any, *, offsets: Any
     offsets
         Bag boundaries (``bags + 1`` long) into 1-D ``ids``.
     mode
-        ``"sum"`` or ``"mean"`` (``"max"`` raises, as in :func:`lookup_backward`).
+        ``"sum"`` or ``"mean"`` (``"max"`` raises: it takes no weights, as in PyTorch).
 
     Returns
     -------
@@ -489,7 +604,7 @@ def lookup_backward_weights(grad_out: Any, table: Any, ids: Any, *, offsets: Any
     func = "lookup_backward_weights"
     xp = array_module(func, grad_out=grad_out, table=table, ids=ids, offsets=offsets)
     mode = check_mode(func, mode)
-    _no_max(func, mode)
+    _no_max_weights(func, mode)
     table = check_table(func, table)
     b = bags(func, ids, offsets, None, len(table), xp)
     grad = _grad_out(func, grad_out, b.num_bags, xp)

@@ -32,7 +32,8 @@ _GATHER_MODES = {"sum": 0, "mean": 1, "max": 2}  # kernels.cpu.segment.MODE_*
 
 # ============================================================================= lookup
 def lookup(table: Any, ids: Any, *, out: np.ndarray | None = None, mode: str = "sum",
-           offsets: Any = None, per_sample_weights: Any = None) -> Any:
+           offsets: Any = None, per_sample_weights: Any = None,
+           return_argmax: bool = False) -> Any:
     """Look rows of an embedding table up: gather, reducing gather, or pooled bags.
 
     Parameters
@@ -59,6 +60,10 @@ def lookup(table: Any, ids: Any, *, out: np.ndarray | None = None, mode: str = "
         One weight per id, in the form of ``ids`` (an array of their shape, or a Jagged /
         Arrow list array of their bag lengths): each row is scaled by its weight before
         pooling. With 1-D ids and no offsets, ``out[i] = w[i] * table[ids[i]]``.
+    return_argmax
+        With ``mode="max"`` only: also return, for each bag and column, the id whose row
+        gave the max (what :func:`lookup_backward` needs for ``mode="max"``). 1-D ids
+        without offsets are then bags of one id. ``per_sample_weights`` are refused.
 
     Returns
     -------
@@ -69,13 +74,17 @@ def lookup(table: Any, ids: Any, *, out: np.ndarray | None = None, mode: str = "
         Arrow ids give Arrow (``fixed_size_list``, null bags null, and empty bags null for
         ``mean``/``max``) unless ``out`` is given (then null and empty bags are zeros).
         Device inputs give a CuPy array (a Jagged on the device: null bags are zeros).
+        With ``return_argmax=True``: ``(result, argmax)``, ``argmax`` an int64 array
+        ``[bags, dim]`` (numpy, or CuPy on the device) holding ids, -1 for empty and null
+        bags.
 
     Raises
     ------
     IndexError
         An id outside ``[0, num_embeddings)``.
     ValueError
-        Unknown ``mode``, malformed offsets, ``out`` of the wrong shape, ``out`` that
+        Unknown ``mode``, ``return_argmax`` with another mode than ``"max"`` or with
+        ``per_sample_weights``, malformed offsets, ``out`` of the wrong shape, ``out`` that
         shares memory with an input (exactly on the host: another block of columns of
         one matrix is fine; by extents on the device).
     TypeError
@@ -97,6 +106,12 @@ def lookup(table: Any, ids: Any, *, out: np.ndarray | None = None, mode: str = "
     Arrow output. Empty bags give zeros in every mode (null for ``mean``/``max`` in Arrow
     output). ``lookup_backward`` and ``lookup_backward_weights`` read ``ids`` and weights
     the same way.
+
+    The argmax of ``mode="max"`` follows the max itself, which is IEEE ``maximum`` (NaN
+    propagates, ``+0.0`` beats ``-0.0``): the id at the first position of the bag
+    holding the result, so ties go to the first occurrence, as in PyTorch's
+    ``EmbeddingBag``. PyTorch differs only where NaN or signed zeros meet: its max keeps
+    the first of ``-0.0`` and ``0.0`` and ignores a NaN that comes after a number.
 
     On the device: no synchronisation for a plain 1-D lookup (the kernel checks the
     ids; an id out of range is raised by the next check, and its row is left as it
@@ -125,14 +140,31 @@ def lookup(table: Any, ids: Any, *, out: np.ndarray | None = None, mode: str = "
     array([[ 4. ,  5. ],
            [ 9.5, 10.5],
            [ 9. , 10. ]])
+
+    The max of each bag and column, and the id that gave it (ties: the first):
+
+    >>> pooled, argmax = asp.embedding.lookup(
+    ...     np.array([[1.0, 5.0], [3.0, 5.0], [2.0, 0.0]]),
+    ...     asp.Jagged.from_list([[0, 1, 2], [], [2]]), mode="max", return_argmax=True)
+    >>> pooled
+    array([[3., 5.],
+           [0., 0.],
+           [2., 0.]])
+    >>> argmax
+    array([[ 1,  0],
+           [-1, -1],
+           [ 2,  2]])
     """
     func = "lookup"
     back = _arrow.like_series(ids)  # a Polars / pandas Series comes back as one
     ids = _arrow.as_arrow(ids)
     xp = array_module(func, table=table, ids=ids, offsets=offsets,
                       per_sample_weights=per_sample_weights, out=out)
-    plan = _plan(func, check_table(func, table), ids, offsets, per_sample_weights,
-                 check_mode(func, mode), xp)
+    mode = check_mode(func, mode)
+    if v.check_bool(func, "return_argmax", return_argmax):
+        return _lookup_max(func, check_table(func, table), ids, offsets, per_sample_weights,
+                           mode, out, xp)
+    plan = _plan(func, check_table(func, table), ids, offsets, per_sample_weights, mode, xp)
     if out is None:
         res = v.empty(func, (plan.rows, plan.dim), plan.dtype, xp)
         plan.write(res)
@@ -145,6 +177,33 @@ def lookup(table: Any, ids: Any, *, out: np.ndarray | None = None, mode: str = "
         result = out
     device_checks(func, xp)
     return back(result, rows=offsets is None)  # with offsets: one row per bag
+
+
+def _lookup_max(func: str, table: Any, ids: Any, offsets: Any, weights: Any, mode: str,
+                out: Any, xp: Any) -> tuple[Any, Any]:
+    """:func:`lookup` with ``return_argmax=True``: the max-pooled bags and their argmax."""
+    if mode != "max":
+        msg = f"{func}: return_argmax=True needs mode='max', got mode={mode!r}"
+        raise ArrowSparseValueError(msg)
+    if weights is not None:
+        msg = (f"{func}: per_sample_weights are not supported with mode='max' and "
+               "return_argmax=True (as in PyTorch: the max has no weights)")
+        raise ArrowSparseValueError(msg)
+    b = bags(func, ids, offsets, None, len(table), xp)
+    shape = (b.num_bags, table.shape[1])
+    argmax = v.empty(func, shape, np.dtype(np.int64), xp)
+    if out is None:
+        res = v.empty(func, shape, table.dtype, xp)
+    else:
+        _check_out(func, out, shape, table.dtype)
+        v.check_no_overlap(func, "out", out, table=table, ids=ids, offsets=offsets)
+        res = out
+    read = b.read if isinstance(b, DeviceBags) else None
+    get_kernel("embedding", "bag_max", xp)(xp.ascontiguousarray(table), b.ids, b.offsets, read,
+                                           res, argmax)
+    result = res if out is not None else _finish_bags(ids, b, mode, res)
+    device_checks(func, xp)
+    return result, argmax
 
 
 @dataclass(frozen=True)

@@ -877,16 +877,16 @@ def embedding_bag(input: Any, weight: Any, offsets: Any = None, max_norm: float 
         2.13's CPU ``embedding_bag`` divides some rows by another row's count
         (pytorch/pytorch#190063), which this does not copy.
     mode
-        ``"sum"``, ``"mean"`` (PyTorch's default) or ``"max"`` (forward only: no
-        gradient).
+        ``"sum"``, ``"mean"`` (PyTorch's default) or ``"max"`` (each element's gradient
+        goes to the row its max came from).
     sparse
         True (default, unlike PyTorch): the weight's gradient is a sparse COO tensor with
         unique, sorted rows (coalesced; autograd's accumulation into ``weight.grad``
         drops the flag, as for PyTorch's own). False: a dense tensor.
     per_sample_weights
         Float tensor of the input's shape; each row is scaled by its weight before
-        pooling. PyTorch allows it with ``"sum"`` only; here ``"mean"`` too. It gets a
-        gradient when it requires one.
+        pooling. PyTorch allows it with ``"sum"`` only; here ``"mean"`` too (not
+        ``"max"``). It gets a gradient when it requires one.
     include_last_offset
         See ``offsets``.
     padding_idx
@@ -906,7 +906,8 @@ def embedding_bag(input: Any, weight: Any, offsets: Any = None, max_norm: float 
         different devices, a weight that is not float32/float64, non-integer ids.
     ValueError
         An unknown ``mode``, ``max_norm`` given, malformed offsets, ``offsets`` with a
-        2-D input (or missing with a 1-D one), ``mode="max"`` when a gradient is needed.
+        2-D input (or missing with a 1-D one), ``per_sample_weights`` or
+        ``scale_grad_by_freq`` with ``mode="max"``.
     IndexError
         An id outside ``[0, num_embeddings)``.
     ModuleNotFoundError
@@ -920,9 +921,17 @@ def embedding_bag(input: Any, weight: Any, offsets: Any = None, max_norm: float 
     Notes
     -----
     Zero-copy: the weight, ids, offsets and weights are read through DLPack; the result
-    and the gradient are numpy arrays handed to torch without a copy. ``mode="max"``
-    has no gradient here (PyTorch has none either with ``sparse=True``): it raises when
-    autograd would need one. Empty bags give zeros, as in PyTorch.
+    and the gradient are numpy arrays handed to torch without a copy. Empty bags give
+    zeros, as in PyTorch.
+
+    ``mode="max"``: the forward keeps, per bag and column, the id its max came from
+    (:func:`arrow_sparse.embedding.lookup` with ``return_argmax=True``), and the
+    backward sends each element of ``grad_output`` to that row only
+    (:func:`arrow_sparse.embedding.lookup_backward` with ``argmax=``): PyTorch's
+    gradient, ties to the first occurrence in the bag, and none from an empty bag. Unlike
+    PyTorch, also with ``sparse=True`` (the rows are those that won an element). The
+    max is IEEE ``maximum``: where PyTorch keeps the first of ``-0.0`` and ``0.0``, or a
+    number before a NaN, this takes ``0.0`` and the NaN (and their rows).
 
     CUDA tensors run on their device through CuPy (:mod:`arrow_sparse.embedding` on
     device arrays, results handed back as CUDA tensors): the ids are checked by the
@@ -956,11 +965,9 @@ def embedding_bag(input: Any, weight: Any, offsets: Any = None, max_norm: float 
     table = _weight_array(func, torch, weight)
     _check_options(func, mode, max_norm, scale_grad_by_freq, sparse, include_last_offset)
     padding = _padding(func, padding_idx, table.shape[0])
-    if mode == "max" and torch.is_grad_enabled() and (
-            weight.requires_grad or (isinstance(per_sample_weights, torch.Tensor)
-                                     and per_sample_weights.requires_grad)):
-        msg = (f"{func}: mode='max' has no gradient here (its gradient needs the argmax of "
-               "every bag); use 'sum' or 'mean', or run it under torch.no_grad()")
+    if mode == "max" and per_sample_weights is not None:
+        msg = (f"{func}: per_sample_weights are not supported with mode='max' (as in "
+               "PyTorch); use 'sum' or 'mean'")
         raise ArrowSparseValueError(msg)
     return _classes()["EmbeddingBagFunction"].apply(
         weight, input, offsets, per_sample_weights, mode, bool(include_last_offset), padding,
@@ -976,7 +983,8 @@ def _backward(ctx: Any, torch: Any, grad_output: Any) -> tuple[Any, Any]:
     dy = _array(func, "grad_output", torch, grad_output.contiguous())
     d_weight = d_samples = None
     if ctx.needs_input_grad[0]:
-        g, starts = backward(dy, bags.ids, bags.offsets, ctx.mode, bags.weights, len(table))
+        g, starts = backward(dy, bags.ids, bags.offsets, ctx.mode, bags.weights, len(table),
+                             ctx.argmax)
         if ctx.scale_grad_by_freq and len(g.rows):
             counts = _backend.module_of(starts).diff(starts)  # reads of each row's id
             g = emb.SparseGrad._coalesced(
@@ -1011,8 +1019,13 @@ def _classes() -> dict[str, type]:
             table = _weight_array(func, torch, weight)
             bags = _torch_bags(func, torch, input, offsets, per_sample_weights,
                                include_last_offset, padding_idx, len(table))
-            out = emb.lookup(table, bags.ids, offsets=bags.offsets, mode=mode,
-                             per_sample_weights=bags.weights)
+            ctx.argmax = None
+            if mode == "max":
+                out, ctx.argmax = emb.lookup(table, bags.ids, offsets=bags.offsets, mode=mode,
+                                             return_argmax=True)
+            else:
+                out = emb.lookup(table, bags.ids, offsets=bags.offsets, mode=mode,
+                                 per_sample_weights=bags.weights)
             ctx.bags, ctx.mode, ctx.sparse = bags, mode, sparse
             ctx.scale_grad_by_freq = scale_grad_by_freq
             ctx.save_for_backward(weight)
@@ -1128,8 +1141,9 @@ _FUNCTION_DOC = """``torch.autograd.Function`` of :func:`embedding_bag`.
     backward returns the weight's gradient from
     :func:`arrow_sparse.embedding.lookup_backward` as a coalesced sparse COO tensor (or
     dense with ``sparse=False``) and, when ``per_sample_weights`` requires a gradient,
-    :func:`arrow_sparse.embedding.lookup_backward_weights`. It is not twice
-    differentiable.
+    :func:`arrow_sparse.embedding.lookup_backward_weights`. With ``mode="max"`` the
+    forward keeps the argmax ids of every bag and column (``return_argmax=True``) for
+    the backward (``argmax=``): nothing is recomputed. It is not twice differentiable.
 
     Examples
     --------
@@ -1154,8 +1168,8 @@ _MODULE_DOC = """A drop-in ``torch.nn.EmbeddingBag`` computed by :mod:`arrow_spa
     tensor (unique, sorted rows) that ``torch.optim.SGD``, ``torch.optim.Adagrad`` and
     ``torch.optim.SparseAdam`` accept, or that :func:`sparse_grad_from_torch` hands to
     the fused optimizers of :mod:`arrow_sparse.embedding`. ``max_norm`` is not
-    supported; ``mode="max"`` has no gradient. CPU tensors, or CUDA tensors with CuPy
-    installed.
+    supported; ``mode="max"`` has a sparse gradient too. CPU tensors, or CUDA tensors
+    with CuPy installed.
 
     Parameters
     ----------

@@ -357,6 +357,9 @@ def embedding_bag(table: Any, ids: Any, *, offsets: Any = None, lengths: Any = N
     See Also
     --------
     sparse_segment_sum : The same kernel with Caffe2's names.
+    arrow_sparse.embedding.lookup : With ``mode="max", return_argmax=True``, also the id
+        each max came from (PyTorch's ``max_indices``), for
+        ``embedding.lookup_backward(..., mode="max", argmax=...)``.
 
     Notes
     -----

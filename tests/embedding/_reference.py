@@ -126,3 +126,54 @@ def ref_bag_ids(ids: list[int], offsets: list[int], valid: list[bool] | None,
                 else:
                     wpos[j] = p
     return bag, [*key, bound], wpos, count, sorted(errors)  # the sentinel key last
+
+
+def _ieee_max(column: np.ndarray) -> Any:
+    """IEEE ``maximum`` of a column: NaN if any, else the largest, ``+0.0`` over ``-0.0``."""
+    if column.dtype.kind == "f" and np.isnan(column).any():
+        return column.dtype.type(np.nan)
+    top = column.max()
+    if top == 0 and column.dtype.kind == "f" and (np.signbit(column[column == 0]) == 0).any():
+        return column.dtype.type(0.0)
+    return top
+
+
+def ref_max_argmax(table: np.ndarray, bags: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Max-pooled rows (table dtype) and the id of each max, per bag and column.
+
+    The max is :func:`_ieee_max` of the bag's column; its id is the one at the first
+    position whose value has the max's bits (ties: the first occurrence). An empty bag
+    gives 0 and -1.
+    """
+    out = np.zeros((len(bags), table.shape[1]), table.dtype)
+    arg = np.full((len(bags), table.shape[1]), -1, np.int64)
+    for b, bag in enumerate(bags):
+        if not bag:
+            continue
+        for d in range(table.shape[1]):
+            column = table[bag, d]
+            top = _ieee_max(column)
+            same = [j for j, x in enumerate(column)
+                    if (np.isnan(x) and np.isnan(top)) or (x == top and (
+                        column.dtype.kind != "f" or np.signbit(x) == np.signbit(top)))]
+            out[b, d], arg[b, d] = top, bag[same[0]]
+    return out, arg
+
+
+def ref_backward_max(grad_out: np.ndarray, bags: list[list[int]], argmax: np.ndarray,
+                     num_embeddings: int) -> tuple[np.ndarray, np.ndarray]:
+    """The gradient of max-pooled bags: ``grad_out[b, d]`` goes to row ``argmax[b, d]``.
+
+    Empty bags give nothing; the rows are those that received at least one element,
+    sorted.
+    """
+    dense = np.zeros((num_embeddings, grad_out.shape[1]), np.float64)
+    won = np.zeros(num_embeddings, bool)
+    for b, bag in enumerate(bags):
+        if not bag:
+            continue
+        for d in range(grad_out.shape[1]):
+            dense[argmax[b, d], d] += grad_out[b, d]
+            won[argmax[b, d]] = True
+    rows = np.flatnonzero(won)
+    return rows, dense[rows]

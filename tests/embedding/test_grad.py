@@ -11,6 +11,7 @@ functions through the emulator against the CPU kernels, and the device errors.
 from __future__ import annotations
 
 from types import ModuleType
+from typing import Any
 
 import numba
 import numpy as np
@@ -27,7 +28,15 @@ from tests.cuda_emu.emu import Emulator
 
 from ..conftest import from_backend, on_device, to_backend
 from ._helpers import AT_ONCE, CAFFE2, cpu_and_emu, grad_on_host, random_bags, same_bits, use
-from ._reference import ref_backward, ref_lookup, ref_piecewise_sum
+from ._reference import (
+    ref_adagrad,
+    ref_backward,
+    ref_backward_max,
+    ref_lookup,
+    ref_max_argmax,
+    ref_piecewise_sum,
+    ref_sgd,
+)
 
 
 # ======================================================================= SparseGrad
@@ -367,7 +376,9 @@ def test_lookup_backward_property(bags: list[list[int]], mode: str, dim: int) ->
 def test_lookup_backward_errors() -> None:
     dy = np.zeros((3, 2))
     ids = asp.Jagged.from_list(CAFFE2)
-    with pytest.raises(ValueError, match="mode='max' is not supported: its gradient needs"):
+    with pytest.raises(ValueError, match=r"^lookup_backward: mode='max' needs argmax=, the ids "
+                       r"the forward's max came from \(lookup\(\.\.\., mode='max', "
+                       r"return_argmax=True\) returns them\)$"):
         emb.lookup_backward(dy, ids, mode="max", num_embeddings=8)
     with pytest.raises(IndexError, match=r"lookup_backward: ids out of range \[0, 7\)"):
         emb.lookup_backward(dy, ids, num_embeddings=7)
@@ -420,6 +431,165 @@ def test_lookup_backward_refuses_host_and_device_inputs_together(cp: ModuleType)
         emb.lookup_backward(cp.asarray(np.ones((1, 2))), [0], num_embeddings=3)
 
 
+# ================================================== issue 18: lookup_backward, mode="max"
+def _max_case(seed: int, num: int = 24, bags: int = 20, dim: int = 3
+              ) -> tuple[np.ndarray, list[list[int]], np.ndarray]:
+    """A table of few values (ties), bags with repeats and empty ones, a gradient."""
+    rng = np.random.default_rng(seed)
+    table = rng.integers(0, 4, (num, dim)).astype(np.float64)
+    return table, random_bags(rng, bags, num, max_len=8), rng.standard_normal((bags, dim))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("offsets_dtype", [np.int32, np.int64])
+def test_lookup_backward_max_matches_reference_issue18(dtype: Any, offsets_dtype: Any,
+                                                       backend: str) -> None:
+    table, bags, dy = _max_case(18)
+    table, dy = table.astype(dtype), dy.astype(dtype)
+    flat = np.array([i for bag in bags for i in bag], np.int64)
+    offsets = np.cumsum([0] + [len(b) for b in bags]).astype(offsets_dtype)
+    _, argmax = ref_max_argmax(table, bags)
+    rows, values = ref_backward_max(dy, bags, argmax, 24)
+    assert len(rows) < len({i for bag in bags for i in bag})  # some ids won nothing
+    assert not all(bags) and any(len(set(b)) < len(b) for b in bags)
+    t = to_backend(table, backend)
+    for ids, kw in ((flat, {"offsets": offsets}), (asp.Jagged.from_list(bags), {}),
+                    (pa.array(bags, pa.list_(pa.int64())), {})):
+        d_ids = to_backend(ids, backend)
+        d_kw = {k: to_backend(x, backend) for k, x in kw.items()}
+        _, arg = emb.lookup(t, d_ids, mode="max", return_argmax=True, **d_kw)
+        np.testing.assert_array_equal(from_backend(arg, backend), argmax)
+        g = emb.lookup_backward(to_backend(dy, backend), d_ids, mode="max", argmax=arg,
+                                num_embeddings=24, **d_kw)
+        assert g.is_coalesced and g.values.dtype == dtype
+        got_rows, got_values = grad_on_host(g, backend)
+        np.testing.assert_array_equal(got_rows, rows)
+        np.testing.assert_allclose(got_values, values, rtol=1e-6 if dtype == np.float32
+                                   else 1e-12)
+        # every element of a non-empty bag went to exactly one row
+        full = np.array([bool(b) for b in bags])
+        np.testing.assert_allclose(got_values.sum(axis=0), dy[full].sum(axis=0),
+                                   rtol=1e-5, atol=1e-5)
+
+
+def test_lookup_backward_max_nulls_2d_and_sliced_issue18(backend: str) -> None:
+    table = np.array([[1.0, 9.0], [4.0, 0.0], [2.0, 5.0], [7.0, 1.0]])
+    t = to_backend(table, backend)
+    dy = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]])
+    ids = pa.array([[0, None, 3], None, [None], [1, 2, 1]])
+    d_ids = to_backend(ids, backend)
+    _, arg = emb.lookup(t, d_ids, mode="max", return_argmax=True)
+    g = emb.lookup_backward(to_backend(dy, backend), d_ids, mode="max", argmax=arg,
+                            num_embeddings=4)
+    rows, values = grad_on_host(g, backend)
+    np.testing.assert_array_equal(rows, [0, 1, 2, 3])  # null bags, null ids: nothing
+    np.testing.assert_array_equal(values, [[0, 2], [7, 0], [0, 8], [1, 0]])
+    ids2 = np.array([[0, 1], [3, 2], [1, 1]])
+    _, arg = emb.lookup(t, to_backend(ids2, backend), mode="max", return_argmax=True)
+    g = emb.lookup_backward(to_backend(dy[:3], backend), to_backend(ids2, backend),
+                            mode="max", argmax=arg, num_embeddings=4)
+    rows, values = grad_on_host(g, backend)
+    np.testing.assert_array_equal(rows, [0, 1, 2, 3])
+    np.testing.assert_array_equal(values, [[0, 2], [1 + 5, 6], [0, 4], [3, 0]])
+    sliced = pa.array([[3], [0, 1], [2, 3]]).slice(1)
+    _, arg = emb.lookup(t, to_backend(sliced, backend), mode="max", return_argmax=True)
+    g = emb.lookup_backward(to_backend(dy[:2], backend), to_backend(sliced, backend),
+                            mode="max", argmax=arg, num_embeddings=4)
+    rows, values = grad_on_host(g, backend)
+    np.testing.assert_array_equal(rows, [0, 1, 2, 3])
+    np.testing.assert_array_equal(values, [[0, 2], [1, 0], [0, 4], [3, 0]])
+
+
+def test_lookup_backward_max_then_sgd_and_adagrad_issue18(backend: str) -> None:
+    table, bags, dy = _max_case(5)
+    ids = asp.Jagged.from_list(bags)
+    _, argmax = ref_max_argmax(table, bags)
+    rows, values = ref_backward_max(dy, bags, argmax, 24)
+    want_sgd, want_ada, state = table.copy(), table.copy(), np.zeros_like(table)
+    ref_sgd(want_sgd, rows, values, 0.1)
+    ref_adagrad(want_ada, state, rows, values, 0.1, 1e-10)
+    got_sgd, got_ada = to_backend(table.copy(), backend), to_backend(table.copy(), backend)
+    got_state = to_backend(np.zeros_like(table), backend)
+    _, arg = emb.lookup(got_sgd, to_backend(ids, backend), mode="max", return_argmax=True)
+    g = emb.lookup_backward(to_backend(dy, backend), to_backend(ids, backend), mode="max",
+                            argmax=arg, num_embeddings=24)
+    emb.sgd(got_sgd, g, 0.1)
+    emb.adagrad(got_ada, got_state, g, 0.1, 1e-10)
+    np.testing.assert_allclose(from_backend(got_sgd, backend), want_sgd, rtol=1e-12)
+    np.testing.assert_allclose(from_backend(got_ada, backend), want_ada, rtol=1e-12)
+    np.testing.assert_allclose(from_backend(got_state, backend), state, rtol=1e-12)
+
+
+def test_lookup_backward_max_errors_issue18() -> None:
+    dy = np.ones((3, 2))
+    ids = asp.Jagged.from_list([[0, 1], [], [2]])
+    arg = np.array([[0, 1], [-1, -1], [2, 2]])
+    with pytest.raises(ValueError, match=r"^lookup_backward: argmax is only used with "
+                                         r"mode='max', got mode='sum'$"):
+        emb.lookup_backward(dy, ids, argmax=arg, num_embeddings=3)
+    with pytest.raises(ValueError, match=r"^lookup_backward: per_sample_weights are not "
+                                         r"supported with mode='max'"):
+        emb.lookup_backward(dy, ids, mode="max", argmax=arg, num_embeddings=3,
+                            per_sample_weights=asp.Jagged.from_list([[1.0, 1.0], [], [1.0]]))
+    with pytest.raises(ValueError, match=r"^lookup_backward: argmax must have the shape of "
+                                         r"grad_out \(3, 2\), got \(3, 1\)$"):
+        emb.lookup_backward(dy, ids, mode="max", argmax=arg[:, :1], num_embeddings=3)
+    with pytest.raises(TypeError, match="^lookup_backward: argmax must have an integer dtype"):
+        emb.lookup_backward(dy, ids, mode="max", argmax=arg * 1.0, num_embeddings=3)
+    for bad in ([[0, 2], [-1, -1], [2, 2]], [[0, -1], [-1, -1], [2, 2]],
+                [[0, 1], [-1, -1], [2, 7]]):
+        with pytest.raises(ValueError, match=r"^lookup_backward: argmax must hold, for every "
+                           r"column of every non-empty bag, an id of that bag \(as "
+                           r"lookup\(\.\.\., return_argmax=True\) returns\); 1 of 4 do not$"):
+            emb.lookup_backward(dy, ids, mode="max", argmax=np.array(bad), num_embeddings=3)
+    # entries of empty bags are not read (PyTorch writes 0 there)
+    g = emb.lookup_backward(dy, ids, mode="max", argmax=np.array([[0, 1], [0, 0], [2, 2]]),
+                            num_embeddings=3)
+    np.testing.assert_array_equal(g.values, [[1, 0], [0, 1], [1, 1]])
+
+
+def test_lookup_backward_max_through_the_emulator_matches_cpu_issue18(
+        cuda_emu: Emulator) -> None:
+    rng = np.random.default_rng(9)
+    table = rng.integers(0, 3, (25, 40)).astype(np.float32)
+    ids = asp.Jagged.from_list(random_bags(rng, 60, 25, max_len=10))
+    dy = rng.standard_normal((60, 40)).astype(np.float32)
+    _, arg = emb.lookup(table, ids, mode="max", return_argmax=True)
+    want, got, launches = cpu_and_emu(cuda_emu, emb.lookup_backward, dy, ids, mode="max",
+                                      argmax=arg, num_embeddings=25)
+    assert launches == ["run_heads<long long>", "compact_runs<long long>",
+                        "coalesce_max<float>"]
+    np.testing.assert_array_equal(got.rows, want.rows)
+    same_bits(want.values, got.values)  # the same additions in the same order
+
+
+def test_device_lookup_backward_max_synchronises_twice_issue18(cp: ModuleType) -> None:
+    table, bags, dy = _max_case(3)
+    ids = asp.Jagged.from_list(bags).to_device("cuda")
+    _, arg = emb.lookup(cp.asarray(table), ids, mode="max", return_argmax=True)
+    cp.stats.reset()
+    g = emb.lookup_backward(cp.asarray(dy), ids, mode="max", argmax=arg, num_embeddings=24)
+    assert cp.stats.syncs == 2  # the sort, and the check with the number of rows kept
+    rows, values = ref_backward_max(dy, bags, ref_max_argmax(table, bags)[1], 24)
+    np.testing.assert_array_equal(g.rows.get(), rows)
+    np.testing.assert_allclose(g.values.get(), values, rtol=1e-12)
+
+
+@pytest.mark.hypothesis
+@given(st.lists(st.lists(st.integers(0, 7), max_size=6), max_size=10), st.integers(1, 5))
+def test_lookup_backward_max_property_issue18(bags: list[list[int]], dim: int) -> None:
+    table = (np.arange(8 * dim).reshape(8, dim) * 5 % 3).astype(np.float64)  # ties
+    dy = np.arange(1.0, 1 + len(bags) * dim).reshape(len(bags), dim)
+    ids = asp.Jagged.from_list(bags) if any(bags) else np.zeros(0, np.int64)
+    offsets = None if any(bags) else np.zeros(len(bags) + 1, np.int64)
+    _, arg = emb.lookup(table, ids, offsets=offsets, mode="max", return_argmax=True)
+    g = emb.lookup_backward(dy, ids, offsets=offsets, mode="max", argmax=arg,
+                            num_embeddings=8)
+    rows, values = ref_backward_max(dy, bags, ref_max_argmax(table, bags)[1], 8)
+    np.testing.assert_array_equal(g.rows, rows)
+    np.testing.assert_array_equal(g.values, values.reshape(len(rows), dim))
+
+
 # ========================================================== lookup_backward_weights
 @pytest.mark.parametrize("mode", ["sum", "mean"])
 def test_lookup_backward_weights_is_the_derivative(mode: str) -> None:
@@ -452,7 +622,8 @@ def test_lookup_backward_weights_is_the_derivative(mode: str) -> None:
     assert isinstance(jag, asp.Jagged) and jag.to_list() == [[pytest.approx(table[1].sum())], []]
     two = emb.lookup_backward_weights(np.ones((1, 4)), table, np.array([[1, 2]]), mode=mode)
     assert two.shape == (1, 2)
-    with pytest.raises(ValueError, match="lookup_backward_weights: mode='max' is not supported"):
+    with pytest.raises(ValueError, match="^lookup_backward_weights: mode='max' takes no "
+                       "per-sample weights"):
         emb.lookup_backward_weights(dy, table, flat, offsets=offsets, mode="max")
     with pytest.raises(ValueError, match="grad_out has dim 3 but the table has dim 4"):
         emb.lookup_backward_weights(np.ones((7, 3)), table, flat, offsets=offsets)

@@ -52,7 +52,8 @@ from ._reference import ref_bag_ids, ref_piecewise_sum
 FLOATS = [np.dtype(np.float32), np.dtype(np.float64)]
 IDS = [np.dtype(np.int32), np.dtype(np.int64)]
 KERNELS = ("sgd_rows", "adagrad_rows", "rowwise_adagrad_rows", "ftrl_rows")
-LAUNCHERS = ("lookup_rows", "sort_ids", "coalesce_sorted", "weights_grad", *KERNELS)
+LAUNCHERS = ("lookup_rows", "bag_max", "sort_ids", "coalesce_sorted", "coalesce_max",
+             "weights_grad", *KERNELS)
 #: (gradient rows U, dim D): empty gradient, empty rows, one element, fewer and more
 #: columns than the 32 lanes of rowwise Adagrad, a multiple of 32.
 SHAPES = [(0, 4), (3, 0), (1, 1), (5, 3), (7, 40), (4, 64)]
@@ -198,10 +199,13 @@ def run_heads(ids: list[int], order: list[int]) -> list[int]:
 # ------------------------------------------------------------------ registry and source
 def test_name_expressions_cover_every_variant_once() -> None:
     names = cuda.name_expressions("embedding")
-    # lookup_rows, run_heads, compact_runs, bag_ids, coalesce_sorted, coalesce_pieces,
-    # train_pieces, train_rows, weights_grad and the four optimizer steps
-    assert len(names) == len(set(names)) == (20 + 2 + 2 + 2 + 4 + 4 + 4 + 16 + 80
+    # lookup_rows, run_heads, compact_runs, bag_ids, bag_max, coalesce_max,
+    # coalesce_sorted, coalesce_pieces, train_pieces, train_rows, weights_grad and the four
+    # optimizer steps
+    assert len(names) == len(set(names)) == (20 + 2 + 2 + 2 + 20 + 2 + 4 + 4 + 4 + 16 + 80
                                              + 2 + 4 + 4 + 2)
+    assert {"bag_max<unsigned char, int>", "bag_max<double, long long>",
+            "coalesce_max<float>"} <= set(names)
     assert {"bag_ids<int>", "bag_ids<long long>"} <= set(names)  # device only
     assert "train_rows<float, double, float, double>" in names  # device only
     assert cuda_embedding.DEVICE_ONLY == ("bag_ids", "train_rows")
@@ -239,8 +243,8 @@ def test_product_dtypes_are_numbas(gdtype: np.dtype) -> None:
 
 
 def test_kernels_release_the_gil() -> None:
-    for serial, parallel in cpu_embedding._PAIRS.values():
-        assert serial.targetoptions["nogil"] and parallel.targetoptions["nogil"]
+    for kernel in cpu_embedding._KERNELS.values():
+        assert kernel.targetoptions["nogil"]
 
 
 def test_kernels_follow_the_backend_when_it_changes() -> None:

@@ -34,7 +34,7 @@ from tests.cuda_emu.emu import Emulator
 
 from ..conftest import from_backend, on_device, to_backend
 from ._helpers import CAFFE2, DEFERRED, cpu_and_emu, later, random_bags
-from ._reference import ref_lookup
+from ._reference import ref_lookup, ref_max_argmax
 
 
 # ======================================================================= the package
@@ -299,6 +299,124 @@ def test_lookup_refuses_host_and_device_inputs_together(cp: ModuleType,
                                                         match: str) -> None:
     with pytest.raises(TypeError, match=match + ".*move them to one device first"):
         call(cp)
+
+
+# ==================================================== issue 18: lookup's argmax of mode="max"
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.uint8])
+@pytest.mark.parametrize("offsets_dtype", [np.int32, np.int64])
+def test_lookup_return_argmax_matches_reference_issue18(dtype: Any, offsets_dtype: Any,
+                                                        backend: str) -> None:
+    rng = np.random.default_rng(18)
+    table = rng.integers(0, 4, (9, 5)).astype(dtype)  # few values: many ties
+    bags = random_bags(rng, 25, 9, max_len=8)  # empty bags, repeated ids
+    flat = np.array([i for bag in bags for i in bag], np.int64)
+    offsets = np.cumsum([0] + [len(b) for b in bags]).astype(offsets_dtype)
+    want, want_arg = ref_max_argmax(table, bags)
+    t = to_backend(table, backend)
+    for ids, kw in ((asp.Jagged.from_list(bags), {}), (flat, {"offsets": offsets})):
+        got, arg = emb.lookup(t, to_backend(ids, backend), mode="max", return_argmax=True,
+                              **{k: to_backend(x, backend) for k, x in kw.items()})
+        got, arg = from_backend(got, backend), from_backend(arg, backend)
+        assert got.dtype == table.dtype and arg.dtype == np.int64
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(arg, want_arg)
+        # the values are those of the lookup without the argmax
+        plain = emb.lookup(t, to_backend(ids, backend), mode="max",
+                           **{k: to_backend(x, backend) for k, x in kw.items()})
+        np.testing.assert_array_equal(from_backend(plain, backend), got)
+
+
+def test_lookup_return_argmax_nan_and_signed_zeros_issue18(backend: str) -> None:
+    nan = np.nan
+    table = np.array([[1.0, -0.0, 2.0], [nan, 0.0, 2.0], [3.0, -0.0, nan], [nan, 0.0, 5.0]])
+    bags = [[0, 1, 2, 3], [2, 0], [0, 2, 1], [3, 3, 1]]
+    want, want_arg = ref_max_argmax(table, bags)
+    got, arg = emb.lookup(to_backend(table, backend), to_backend(asp.Jagged.from_list(bags),
+                                                                 backend),
+                          mode="max", return_argmax=True)
+    got, arg = from_backend(got, backend), from_backend(arg, backend)
+    np.testing.assert_array_equal(arg, want_arg)
+    np.testing.assert_array_equal(arg, [[1, 1, 2], [2, 2, 2], [1, 1, 2], [3, 3, 3]])
+    np.testing.assert_array_equal(got, want)  # NaN where NaN
+    assert np.signbit(got[:, 1]).tolist() == [False, True, False, False]
+
+
+def test_lookup_return_argmax_forms_issue18(backend: str) -> None:
+    table = np.array([[1.0, 9.0], [4.0, 0.0], [2.0, 5.0], [7.0, 1.0]])
+    t = to_backend(table, backend)
+    # 1-D ids without offsets: bags of one id; 2-D ids: bags of a row
+    _, arg = emb.lookup(t, to_backend(np.array([2, 0]), backend), mode="max",
+                        return_argmax=True)
+    np.testing.assert_array_equal(from_backend(arg, backend), [[2, 2], [0, 0]])
+    got, arg = emb.lookup(t, to_backend(np.array([[0, 1], [3, 2]]), backend), mode="max",
+                          return_argmax=True)
+    np.testing.assert_array_equal(from_backend(got, backend), [[4, 9], [7, 5]])
+    np.testing.assert_array_equal(from_backend(arg, backend), [[1, 0], [3, 2]])
+    # null bags and null ids are not read; a bag of nulls only is empty
+    ids = pa.array([[0, None, 3], None, [None], [1, 2]])
+    got, arg = emb.lookup(t, to_backend(ids, backend), mode="max", return_argmax=True)
+    np.testing.assert_array_equal(from_backend(arg, backend),
+                                  [[3, 0], [-1, -1], [-1, -1], [1, 2]])
+    if not on_device(backend):  # Arrow in, Arrow out: null and empty bags null
+        assert got.to_pylist() == [[7.0, 9.0], None, None, [4.0, 5.0]]
+    # a sliced list array (offsets[0] > 0)
+    sliced = pa.array([[3], [0, 1], [2, 3]]).slice(1)
+    _, arg = emb.lookup(t, to_backend(sliced, backend), mode="max", return_argmax=True)
+    np.testing.assert_array_equal(from_backend(arg, backend), [[1, 0], [3, 2]])
+    # out is written in place
+    out = to_backend(np.full((2, 2), -1.0), backend)
+    res, arg = emb.lookup(t, to_backend(np.array([[0, 1], [3, 2]]), backend), mode="max",
+                          return_argmax=True, out=out)
+    assert res is out
+    np.testing.assert_array_equal(from_backend(out, backend), [[4, 9], [7, 5]])
+
+
+def test_lookup_return_argmax_errors_issue18() -> None:
+    table = np.zeros((4, 2))
+    with pytest.raises(ValueError, match=r"^lookup: return_argmax=True needs mode='max', "
+                                         r"got mode='sum'$"):
+        emb.lookup(table, [[0, 1]], return_argmax=True)
+    with pytest.raises(ValueError, match=r"^lookup: per_sample_weights are not supported with "
+                                         r"mode='max' and return_argmax=True"):
+        emb.lookup(table, [[0, 1]], mode="max", per_sample_weights=[[1.0, 2.0]],
+                   return_argmax=True)
+    with pytest.raises(TypeError, match="^lookup: return_argmax must be True or False, got int"):
+        emb.lookup(table, [[0, 1]], mode="max", return_argmax=1)
+    with pytest.raises(IndexError, match=r"^lookup: ids out of range \[0, 4\)"):
+        emb.lookup(table, [[0, 4]], mode="max", return_argmax=True)
+    with pytest.raises(ValueError, match=r"^lookup: out must have shape \(1, 2\)"):
+        emb.lookup(table, [[0, 1]], mode="max", return_argmax=True, out=np.zeros((2, 2)))
+
+
+def test_lookup_return_argmax_through_the_emulator_matches_cpu_issue18(
+        cuda_emu: Emulator) -> None:
+    rng = np.random.default_rng(7)
+    table = rng.standard_normal((30, 70)).astype(np.float32)  # 70 columns: 3 lanes' worth
+    ids = asp.Jagged.from_list(random_bags(rng, 40, 30, max_len=12))
+    (want, want_arg), (got, arg), launches = cpu_and_emu(
+        cuda_emu, emb.lookup, table, ids, mode="max", return_argmax=True)
+    assert launches == ["bag_max<float, long long>"]
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(arg, want_arg)
+
+
+@pytest.mark.hypothesis
+@given(st.lists(st.lists(st.integers(0, 5), max_size=6), min_size=1, max_size=8),
+       st.integers(1, 4), st.sampled_from([np.float32, np.float64, np.int64]))
+def test_lookup_return_argmax_property_issue18(bags: list[list[int]], dim: int,
+                                               dtype: Any) -> None:
+    table = (np.arange(6 * dim).reshape(6, dim) * 7 % 5).astype(dtype)  # ties
+    ids = asp.Jagged.from_list(bags) if any(bags) else np.zeros(0, np.int64)
+    offsets = None if any(bags) else np.zeros(len(bags) + 1, np.int64)
+    got, arg = emb.lookup(table, ids, offsets=offsets, mode="max", return_argmax=True)
+    want, want_arg = ref_max_argmax(table, bags)
+    assert got.shape == arg.shape == (len(bags), dim)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(arg, want_arg)
+    # the max is the argmax row's value
+    rows = np.take_along_axis(table[np.maximum(arg, 0)], np.arange(dim)[None, :, None]
+                              .repeat(len(bags), 0), axis=2)[:, :, 0] if len(bags) else got
+    np.testing.assert_array_equal(np.where(arg >= 0, rows, 0), got)
 
 
 # ======================================================================== maplookup

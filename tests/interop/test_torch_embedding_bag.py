@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from arrow_sparse import embedding as emb
 from arrow_sparse.errors import ArrowSparseError
@@ -235,6 +237,153 @@ def test_fused_optimizers_on_the_weight_equal_torch_optim(optimizer: str) -> Non
                                rtol=1e-5, atol=1e-6)
 
 
+# ======================================================= issue 18: mode="max" gradients
+def max_batch(seed: int, bags: int = 16, num: int = NUM, dim: int = DIM,
+              dtype: Any = torch.float32) -> tuple[Any, Any, Any]:
+    """Bags with empty ones and repeated ids, over a weight of few values (ties)."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, 8, bags)
+    lengths[[0, bags // 2]] = 0
+    ids = torch.from_numpy(rng.integers(0, num // 3, lengths.sum()))
+    starts = torch.from_numpy(np.concatenate([[0], np.cumsum(lengths)[:-1]]))
+    weight = torch.from_numpy(rng.integers(0, 3, (num, dim)).astype(np.float64)).to(dtype)
+    return ids, starts, weight
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64])
+@pytest.mark.parametrize("include_last_offset", [False, True])
+@pytest.mark.parametrize("sparse", [True, False])
+def test_max_forward_and_gradient_equal_torch_issue18(dtype: Any, index_dtype: Any,
+                                                      include_last_offset: bool,
+                                                      sparse: bool) -> None:
+    ids, offsets, init = max_batch(18, dtype=dtype)
+    ids, offsets = ids.to(index_dtype), offsets.to(index_dtype)
+    if include_last_offset:
+        offsets = torch.cat([offsets, torch.tensor([len(ids)], dtype=index_dtype)])
+    dy = torch.from_numpy(np.random.default_rng(1).standard_normal((16, DIM))).to(dtype)
+    kw = {"mode": "max", "include_last_offset": include_last_offset}
+    w_ref, w_ours = init.clone().requires_grad_(), init.clone().requires_grad_()
+    want = torch.nn.functional.embedding_bag(ids, w_ref, offsets, **kw)
+    got = embedding_bag(ids, w_ours, offsets, sparse=sparse, **kw)
+    assert got.dtype == dtype
+    assert torch.equal(got.detach(), want.detach())  # ties and all: the same rows
+    want.backward(dy)
+    got.backward(dy)
+    grad = w_ours.grad
+    if sparse:
+        assert grad.layout == torch.sparse_coo
+        rows = grad._indices()[0].numpy()
+        assert np.all(rows[1:] > rows[:-1])
+        won = np.flatnonzero(w_ref.grad.abs().sum(1).numpy())  # rows that won an element
+        np.testing.assert_array_equal(rows, won)
+        grad = grad.to_dense()
+    np.testing.assert_allclose(grad.numpy(), w_ref.grad.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_max_gradient_with_padding_and_2d_input_equals_torch_issue18() -> None:
+    ids, offsets, init = max_batch(3)
+    f = torch.nn.functional.embedding_bag
+    dy = torch.from_numpy(np.random.default_rng(2).standard_normal((16, DIM)).astype(np.float32))
+    for call_ids, call_offsets, extra in ((ids, offsets, {"padding_idx": 2}),
+                                          (ids[:15].reshape(5, 3), None, {}),
+                                          (ids[:15].reshape(5, 3), None, {"padding_idx": 1})):
+        w_ref, w_ours = init.clone().requires_grad_(), init.clone().requires_grad_()
+        want = f(call_ids, w_ref, call_offsets, mode="max", **extra)
+        got = embedding_bag(call_ids, w_ours, call_offsets, mode="max", **extra)
+        assert torch.equal(got.detach(), want.detach())
+        want.backward(dy[:len(want)])
+        got.backward(dy[:len(got)])
+        np.testing.assert_allclose(w_ours.grad.to_dense().numpy(), w_ref.grad.numpy(),
+                                   rtol=1e-6, atol=1e-6)
+
+
+def test_lookup_backward_takes_torch_max_indices_issue18() -> None:
+    ids, offsets, weight = max_batch(6, dtype=torch.float64)
+    out, _, _, max_indices = torch.embedding_bag(weight, ids, offsets, False, 2)
+    w = weight.clone().requires_grad_()
+    dy = torch.from_numpy(np.random.default_rng(6).standard_normal((16, DIM)))
+    torch.nn.functional.embedding_bag(ids, w, offsets, mode="max").backward(dy)
+    full = np.concatenate([offsets.numpy(), [len(ids)]])
+    _, argmax = emb.lookup(weight.numpy(), ids.numpy(), offsets=full, mode="max",
+                           return_argmax=True)
+    empty = np.diff(full) == 0
+    np.testing.assert_array_equal(argmax[~empty], max_indices.numpy()[~empty])
+    g = emb.lookup_backward(dy.numpy(), ids.numpy(), offsets=full, mode="max",
+                            argmax=max_indices.numpy(), num_embeddings=NUM)  # 0, not -1,
+    dense = np.zeros((NUM, DIM))                                           # at empty bags
+    dense[g.rows] = g.values
+    np.testing.assert_allclose(dense, w.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("optimizer", ["SGD", "Adagrad"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_max_training_steps_equal_torch_issue18(optimizer: str, dtype: Any) -> None:
+    init = torch.from_numpy(np.random.default_rng(8).standard_normal((NUM, DIM))).to(dtype)
+    ref = torch.nn.EmbeddingBag(NUM, DIM, mode="max", _weight=init.clone())  # dense grads
+    ours = EmbeddingBag(NUM, DIM, mode="max", _weight=init.clone())  # sparse grads
+    opt_ref = getattr(torch.optim, optimizer)(ref.parameters(), lr=0.1)
+    opt_ours = getattr(torch.optim, optimizer)(ours.parameters(), lr=0.1)
+    target = torch.from_numpy(np.random.default_rng(9).standard_normal(DIM)).to(dtype)
+    for step in range(6):
+        b = batch(300 + step)
+        for module, opt in ((ref, opt_ref), (ours, opt_ours)):
+            opt.zero_grad()
+            ((module(b["input"], b["offsets"]) - target) ** 2).sum().backward()
+            opt.step()
+    assert ours.weight.grad.layout == torch.sparse_coo
+    np.testing.assert_allclose(ours.weight.detach().numpy(), ref.weight.detach().numpy(),
+                               rtol=1e-6, atol=1e-6)
+    assert not torch.equal(ours.weight.detach(), init)  # it did train
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adagrad"])
+def test_max_fused_optimizers_on_the_weight_equal_torch_issue18(optimizer: str) -> None:
+    init = torch.from_numpy(np.random.default_rng(10).standard_normal((NUM, DIM)))
+    ref = torch.nn.EmbeddingBag(NUM, DIM, mode="max", _weight=init.clone())
+    ours = EmbeddingBag(NUM, DIM, mode="max", _weight=init.clone())
+    opt_ref = {"sgd": torch.optim.SGD, "adagrad": torch.optim.Adagrad}[optimizer](
+        ref.parameters(), lr=0.05)
+    table = ours.weight.detach().numpy()  # shares the parameter's memory
+    state = np.zeros_like(table)
+    for step in range(5):
+        b = batch(400 + step)
+        opt_ref.zero_grad()
+        ref(b["input"], b["offsets"]).pow(2).sum().backward()
+        opt_ref.step()
+        ours.weight.grad = None
+        ours(b["input"], b["offsets"]).pow(2).sum().backward()
+        g = sparse_grad_from_torch(ours.weight.grad)
+        if optimizer == "sgd":
+            emb.sgd(table, g, 0.05)
+        else:
+            emb.adagrad(table, state, g, 0.05)
+    np.testing.assert_allclose(ours.weight.detach().numpy(), ref.weight.detach().numpy(),
+                               rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.hypothesis
+@settings(deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=8), st.integers(1, 5),
+       st.integers(0, 2**31 - 1))
+def test_max_gradient_property_issue18(lengths: list[int], dim: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    num = 7
+    ids = torch.from_numpy(rng.integers(0, num, sum(lengths)))
+    offsets = torch.from_numpy(np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64))
+    init = torch.from_numpy(rng.integers(-2, 3, (num, dim)).astype(np.float64))
+    dy = torch.from_numpy(rng.standard_normal((len(lengths), dim)))
+    w_ref, w_ours = init.clone().requires_grad_(), init.clone().requires_grad_()
+    want = torch.nn.functional.embedding_bag(ids, w_ref, offsets, mode="max")
+    got = embedding_bag(ids, w_ours, offsets, mode="max")
+    assert got.shape == want.shape == (len(lengths), dim)
+    assert torch.equal(got.detach(), want.detach())
+    want.backward(dy)
+    got.backward(dy)
+    np.testing.assert_allclose(w_ours.grad.to_dense().numpy(), w_ref.grad.numpy(),
+                               rtol=1e-12, atol=1e-12)
+
+
 # ============================================================================ module API
 def test_module_signature_repr_and_init() -> None:
     bag = EmbeddingBag(10, 3, mode="sum", padding_idx=-1)
@@ -293,6 +442,7 @@ def run_bag(kw: dict[str, Any], sparse: bool) -> list[Any]:
     {"mode": "sum"}, {"mode": "mean", "include_last_offset": True},
     {"mode": "mean", "padding_idx": 3, "psw": True}, {"mode": "sum", "psw": True, "two_d": True},
     {"mode": "mean", "scale_grad_by_freq": True, "padding_idx": 2},
+    {"mode": "max", "padding_idx": 3}, {"mode": "max", "two_d": True},
 ], ids=lambda kw: ",".join(f"{k}={v}" for k, v in kw.items()))
 @pytest.mark.parametrize("sparse", [True, False])
 def test_the_device_path_gives_the_cpu_results(kw: dict[str, Any], sparse: bool,
@@ -334,10 +484,11 @@ def test_errors() -> None:
         embedding_bag(ids.to("meta"), weight, offsets)
     with pytest.raises(TypeError, match="EmbeddingBag: weight is on meta"):
         EmbeddingBag(5, 2, device="meta")
-    with pytest.raises(ValueError, match="embedding_bag: mode='max' has no gradient here"):
-        embedding_bag(ids, weight.requires_grad_(), offsets, mode="max")
-    with torch.no_grad():
-        assert embedding_bag(ids, weight, offsets, mode="max").shape == (2, 2)
+    with pytest.raises(ValueError, match=r"^embedding_bag: per_sample_weights are not "
+                       r"supported with mode='max' \(as in PyTorch\); use 'sum' or 'mean'$"):
+        embedding_bag(ids, weight, offsets, mode="max", per_sample_weights=torch.ones(3))
+    with pytest.raises(ValueError, match="^embedding_bag: per_sample_weights are not supported"):
+        EmbeddingBag(5, 2, mode="max")(ids, offsets, torch.ones(3))
     weight = weight.detach()
     with pytest.raises(ValueError, match="embedding_bag: max_norm is not supported"):
         embedding_bag(ids, weight, offsets, max_norm=1.0)

@@ -11,6 +11,9 @@ Conventions (the public module ``arrow_sparse.embedding`` checks all of it first
   depend on the number of threads.
 - ``coalesce_sorted`` sums gradient rows in the order of a stable sort, so duplicates are
   added in input order: deterministic, whatever the thread count.
+- ``bag_max`` pools bags by their maximum and keeps, per bag and column, the id that
+  gave it (the argmax); ``coalesce_max`` sends each gradient element of a max-pooled bag
+  to that id only. ``read`` is a uint8 mask of the id positions a bag reads (empty: all).
 
 Every kernel is a :func:`~._jit.parallel_kernel` over a range of rows, run by
 :func:`~._jit.run` on one thread or split over the kernel threads by the amount of
@@ -25,9 +28,15 @@ import math
 import numpy as np
 
 from ._jit import kernel, parallel_kernel, run
+from ._segment_gather import prefetch_row
+
+#: How many ids ahead ``bag_max`` prefetches table rows (random rows miss every cache).
+PREFETCH = 64
 
 __all__ = [
     "adagrad_rows",
+    "bag_max",
+    "coalesce_max",
     "coalesce_sorted",
     "ftrl_rows",
     "lookup_rows",
@@ -52,6 +61,62 @@ def _lookup_rows(table, ids, out, col, lo, hi):  # pragma: no cover
         at = np.uint64(i)
         for d in range(dim):
             out[at, c + d] = table[r, d]
+
+
+def _bag_max(table, ids, offsets, read, out, argmax, lo, hi):  # pragma: no cover
+    """Max-pool bags ``b`` in ``[lo, hi)``: ``out[b, d]`` and the id that gave it.
+
+    Bag ``b`` reads ``ids[offsets[b]:offsets[b + 1]]`` (positions with ``read`` 0 skipped
+    when ``read`` is not empty). The max is IEEE ``maximum`` (as ``take_max`` of the
+    segment kernels: NaN wins, ``+0.0`` beats ``-0.0``); ``argmax[b, d]`` is the id at
+    the first position that holds it. An empty bag gives 0 and -1.
+
+    The first id read fills the row; each later one is compared without branches (a
+    select), so the loop over the columns vectorises, and rows are prefetched
+    ``PREFETCH`` ids ahead. Zeros compare equal there, so a column whose max came out
+    ``-0.0`` is looked at again for a later ``+0.0`` (rare: a max of exactly zero).
+    """
+    dim = table.shape[1]
+    masked = len(read) > 0
+    for b in range(lo, hi):
+        row = out[b]
+        arg = argmax[b]
+        first = True
+        start = offsets[b]
+        stop = offsets[b + 1]
+        for j in range(start, stop):
+            prefetch_row(table, ids, j + PREFETCH)
+            if masked and read[j] == 0:
+                continue
+            r = ids[j]
+            src = table[r]
+            if first:
+                for d in range(dim):
+                    row[d] = src[d]
+                    arg[d] = r
+                first = False
+                continue
+            for d in range(dim):
+                x = src[d]
+                m = row[d]
+                take = (x > m) | ((x != x) & (m == m))
+                row[d] = x if take else m
+                arg[d] = r if take else arg[d]
+        if first:  # nothing read: an empty bag
+            for d in range(dim):
+                row[d] = 0
+                arg[d] = -1
+            continue
+        for d in range(dim):
+            if row[d] == 0 and math.copysign(1.0, row[d]) < 0:  # -0.0: is there a +0.0?
+                for j in range(start, stop):
+                    if masked and read[j] == 0:
+                        continue
+                    x = table[ids[j], d]
+                    if x == 0 and math.copysign(1.0, x) > 0:
+                        row[d] = x
+                        arg[d] = ids[j]
+                        break
 
 
 # ----------------------------------------------------------------------------- backward
@@ -98,6 +163,40 @@ def _coalesce_sorted(grad_out, order, bag, scale, starts, out, lo, hi):  # pragm
             else:
                 for d in range(dim):
                     out[u, d] += grad_out[b, d]
+
+
+def _coalesce_max(grad_out, order, bag, rows, argmax, starts, out, credits, lo,
+                  hi):  # pragma: no cover
+    """Sum the gradient of max-pooled bags for the runs ``u`` in ``[lo, hi)`` of equal ids.
+
+    Run ``u`` (id ``rows[u]``) is ``order[starts[u]:starts[u + 1]]``, in input order, so
+    the positions of one bag are adjacent in it: each bag of the run is visited once, and
+    ``grad_out[b, d]`` is added where ``argmax[b, d]`` is the run's id. ``credits[u]``
+    counts the elements ``(b, d)`` given to the run.
+    """
+    dim = grad_out.shape[1]
+    for u in range(lo, hi):
+        r = rows[u]
+        for d in range(dim):
+            out[u, d] = 0
+        c = 0
+        prev = -1
+        acc = out[u]
+        for q in range(starts[u], starts[u + 1]):
+            b = bag[order[q]]
+            if b == prev:
+                continue  # the id again in the same bag: that bag is done
+            prev = b
+            won = argmax[b]
+            n = 0
+            for d in range(dim):  # count first: a bag that gave the id nothing is skipped
+                n += won[d] == r
+            if n:
+                c += n
+                g = grad_out[b]
+                for d in range(dim):  # a select, not a branch: the loop vectorises
+                    acc[d] = acc[d] + g[d] if won[d] == r else acc[d]
+        credits[u] = c
 
 
 def _weights_grad(table, ids, offsets, grad_out, mean, out, lo, hi):  # pragma: no cover
@@ -188,7 +287,7 @@ def _ftrl_rows(table, z, n, rows, values, alpha, beta, l1, l2, lo, hi):  # pragm
 
 # ------------------------------------------------------------------ public kernels
 _KERNELS = {name: parallel_kernel(fn) for name, fn in (
-    ("lookup_rows", _lookup_rows),
+    ("lookup_rows", _lookup_rows), ("bag_max", _bag_max), ("coalesce_max", _coalesce_max),
     ("coalesce_sorted", _coalesce_sorted), ("sgd_rows", _sgd_rows),
     ("adagrad_rows", _adagrad_rows), ("rowwise_adagrad_rows", _rowwise_adagrad_rows),
     ("ftrl_rows", _ftrl_rows), ("weights_grad", _weights_grad))}
@@ -197,6 +296,22 @@ _KERNELS = {name: parallel_kernel(fn) for name, fn in (
 def lookup_rows(table: np.ndarray, ids: np.ndarray, out: np.ndarray, col: int = 0) -> None:
     """``out[i, col:col + dim] = table[ids[i]]`` (``out`` may be wider than the table)."""
     run(_KERNELS["lookup_rows"], ids.size * table.shape[1], len(ids), table, ids, out, col)
+
+
+def bag_max(table: np.ndarray, ids: np.ndarray, offsets: np.ndarray, read: np.ndarray | None,
+            out: np.ndarray, argmax: np.ndarray) -> None:
+    """Max-pool bags into ``out[bags, dim]`` and their argmax ids into ``argmax`` (int64)."""
+    mask = np.empty(0, np.uint8) if read is None else read.view(np.uint8)
+    run(_KERNELS["bag_max"], (int(offsets[-1]) - int(offsets[0])) * table.shape[1] + len(out),
+        len(offsets) - 1, table, ids, offsets, mask, out, argmax)
+
+
+def coalesce_max(grad_out: np.ndarray, order: np.ndarray, bag: np.ndarray, rows: np.ndarray,
+                 argmax: np.ndarray, starts: np.ndarray, out: np.ndarray,
+                 credits: np.ndarray) -> None:
+    """Sum ``grad_out[b, d]`` into each run's row where ``argmax[b, d]`` is the run's id."""
+    run(_KERNELS["coalesce_max"], len(order) * grad_out.shape[1], len(starts) - 1,
+        grad_out, order, bag, rows, argmax, starts, out, credits)
 
 
 def sort_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

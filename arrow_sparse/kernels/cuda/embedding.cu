@@ -1,6 +1,7 @@
 // Embedding tables: CUDA twins of the kernels of arrow_sparse/kernels/cpu/embedding.py
 // (same arguments and formulas; see that module's docstring): the lookup (lookup_rows),
-// the sparse backward (sort_ids' run heads, coalesce_sorted, weights_grad) and the
+// max-pooled bags with their argmax (bag_max), the sparse backward (sort_ids' run heads,
+// coalesce_sorted, coalesce_max, weights_grad) and the
 // optimizer steps (*_rows); plus bag_ids, which has no CPU twin: it reads the bags of
 // device inputs where the host compacts them with numpy. Tables and gradients are C-contiguous; 2-D rows are handled
 // by a lane group of 32 threads (a warp) with lanes over the feature axis, so loads and
@@ -60,6 +61,69 @@ __global__ void lookup_rows(const T* __restrict__ table, const I* __restrict__ i
         const T* src = table + r * dim;
         T* dst = out + i * width + col;
         for (long long d = lane; d < dim; d += 32) dst[d] = __ldg(src + d);
+    }
+}
+
+// ---------------------------------------------------------------------------- max bags
+// Whether x replaces m as the max: IEEE maximum as the CPU's take_max (a NaN wins over a
+// number, +0.0 over -0.0), and the first position keeps a tie.
+template <typename T>
+__device__ __forceinline__ bool asp_max_beats(T x, T m) { return x > m; }
+template <typename F>
+__device__ __forceinline__ bool asp_float_max_beats(F x, F m) {
+    // Between zeros, 1 / z tells -0.0 (-inf) from +0.0 (+inf).
+    return x > m || (x != x && m == m) ||
+           (x == 0 && m == 0 && (F)1 / m < 0 && (F)1 / x > 0);
+}
+__device__ __forceinline__ bool asp_max_beats(float x, float m) {
+    return asp_float_max_beats(x, m);
+}
+__device__ __forceinline__ bool asp_max_beats(double x, double m) {
+    return asp_float_max_beats(x, m);
+}
+
+// bag_max: out[b, d] = the max of table[ids[j], d] over the positions j of bag b
+// (offsets[b] <= j < offsets[b + 1], skipping read[j] == 0 when masked), and
+// argmax[b, d] = the id at the first position holding it; an empty bag gives 0 and -1.
+// Thread mapping: one lane group per bag (grid-stride over bags); lane l handles
+// d = l, l + 32, ...: coalesced reads of each table row, coalesced writes. A bag is
+// walked by its group alone (as FBGEMM's pooled lookups do): a very long bag
+// serialises on one warp.
+// Memory traffic: each read id's row read once, one read of ids[j] (and read[j]) per
+// lane per 32 columns (broadcast), each output element written once.
+// Device checks: an id outside [0, V) (position j: skipped).
+template <typename T, typename I>
+__global__ void bag_max(const T* __restrict__ table, const I* __restrict__ ids,
+                        const long long* __restrict__ offsets,
+                        const unsigned char* __restrict__ read, int masked,
+                        T* __restrict__ out, long long* __restrict__ argmax,
+                        long long num_bags, long long dim, long long num_ids,
+                        long long table_rows, unsigned long long* error) {
+    const long long lane = asp_lane();
+    for (long long b = asp_group(); b < num_bags; b += asp_group_stride()) {
+        long long lo = __ldg(offsets + b);
+        long long hi = __ldg(offsets + b + 1);
+        lo = lo < 0 ? 0 : lo;
+        hi = hi > num_ids ? num_ids : hi;  // check_offsets has rejected anything else
+        for (long long d = lane; d < dim; d += 32) {
+            T best = (T)0;
+            long long at = -1;
+            for (long long j = lo; j < hi; ++j) {
+                if (masked && !__ldg(read + j)) continue;
+                const long long r = (long long)__ldg(ids + j);
+                if (r < 0 || r >= table_rows) {
+                    if (d == lane) ASP_RAISE(error, ASP_EMBEDDING_ID_RANGE, j);
+                    continue;
+                }
+                const T x = __ldg(table + r * dim + d);
+                if (at < 0 || asp_max_beats(x, best)) {
+                    best = x;
+                    at = r;
+                }
+            }
+            out[b * dim + d] = best;
+            argmax[b * dim + d] = at;
+        }
     }
 }
 
@@ -309,6 +373,61 @@ __global__ void coalesce_sorted(const T* __restrict__ grad, const long long* __r
             }
             out[u * dim + d] = acc;
         }
+    }
+}
+
+// coalesce_max: the gradient of max-pooled bags, as the CPU kernel: run u (id rows[u],
+// sorted positions [starts[u], starts[u + 1]), in input order, so a bag's positions are
+// adjacent) visits each of its bags b once and adds grad[b, d] into out[u, d] where
+// argmax[b, d] == rows[u], in q order from 0 (the CPU's sum, bit for bit);
+// credits[u] (zeroed by the launcher) gets the number of elements the run won.
+// Thread mapping: one lane group per run (grid-stride over runs), lanes over the
+// columns: coalesced reads of grad and argmax rows, coalesced writes of the output row;
+// each lane adds its count into credits[u] with one integer atomicAdd (exact in any
+// order). A hot id's long run is walked by its group alone.
+// Memory traffic: one read of order, bag per position per lane per 32 columns
+// (broadcast), argmax[b, d] once per visited bag and column, grad[b, d] where won.
+// Device checks: those of asp_run_bounds; order[q] or bag[p] out of range (position q:
+// skipped).
+template <typename T>
+__global__ void coalesce_max(const T* __restrict__ grad, const long long* __restrict__ order,
+                             const long long* __restrict__ bag,
+                             const long long* __restrict__ rows,
+                             const long long* __restrict__ argmax,
+                             const long long* __restrict__ starts, T* __restrict__ out,
+                             unsigned long long* __restrict__ credits, long long num_runs,
+                             long long dim, long long num_order, long long num_bag,
+                             long long grad_rows, unsigned long long* error) {
+    const long long lane = asp_lane();
+    for (long long u = asp_group(); u < num_runs; u += asp_group_stride()) {
+        long long lo, hi;
+        if (!asp_run_bounds(starts, u, num_order, lane == 0, error, &lo, &hi)) continue;
+        const long long r = __ldg(rows + u);
+        unsigned long long won = 0;
+        for (long long d = lane; d < dim; d += 32) {
+            T acc = (T)0;
+            long long prev = -1;
+            for (long long q = lo; q < hi; ++q) {
+                const long long p = __ldg(order + q);
+                if (p < 0 || p >= num_bag) {
+                    if (d == lane) ASP_RAISE(error, ASP_EMBEDDING_ORDER_RANGE, q);
+                    continue;
+                }
+                const long long b = __ldg(bag + p);
+                if (b < 0 || b >= grad_rows) {
+                    if (d == lane) ASP_RAISE(error, ASP_EMBEDDING_BAG_RANGE, q);
+                    continue;
+                }
+                if (b == prev) continue;  // the id again in the same bag
+                prev = b;
+                if (__ldg(argmax + b * dim + d) == r) {
+                    acc = (T)(acc + __ldg(grad + b * dim + d));
+                    ++won;
+                }
+            }
+            out[u * dim + d] = acc;
+        }
+        if (won) atomicAdd(credits + u, won);
     }
 }
 

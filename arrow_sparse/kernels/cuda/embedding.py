@@ -8,6 +8,10 @@ for the GPU in tests.
 
 * ``lookup_rows``: any of the ten table dtypes, written into an ``out`` of the same
   dtype (a non-contiguous ``out`` through a contiguous temporary).
+* ``bag_max``: any of the ten table dtypes, max-pooled into an ``out`` of the same
+  dtype, the argmax ids into an int64 ``argmax``.
+* ``coalesce_max``: float32/float64 gradients into an ``out`` of their dtype, uint64
+  ``credits`` (added into: the launcher zeroes nothing, the caller passes zeros).
 * ``sort_ids``: a stable argsort of the ids by the array module (CuPy's is a radix
   sort), a kernel flagging the first position of each run of equal ids, and
   ``flatnonzero`` of the flags. Its output sizes depend on the data: it synchronises
@@ -57,7 +61,8 @@ from ._launch import (
     nothing,
 )
 
-__all__ = ["adagrad_rows", "coalesce_sorted", "ftrl_rows", "lookup_rows",
+__all__ = ["adagrad_rows", "bag_max", "coalesce_max", "coalesce_sorted", "ftrl_rows",
+           "lookup_rows",
            "rowwise_adagrad_rows", "sgd_rows", "sort_ids", "weights_grad"]
 
 #: Device-only launchers (no CPU twin), see the module docstring.
@@ -85,6 +90,8 @@ NAME_EXPRESSIONS: list[str] = [
     *name_expressions("run_heads", INDEX_CTYPES),
     *name_expressions("compact_runs", INDEX_CTYPES),
     *name_expressions("bag_ids", INDEX_CTYPES),
+    *name_expressions("bag_max", tuple(DTYPE_TO_CTYPE.values()), INDEX_CTYPES),
+    *name_expressions("coalesce_max", FLOAT_CTYPES),
     *name_expressions("coalesce_sorted", FLOAT_CTYPES, FLOAT_CTYPES),
     *name_expressions("coalesce_pieces", FLOAT_CTYPES, FLOAT_CTYPES),
     *name_expressions("train_pieces", FLOAT_CTYPES, FLOAT_CTYPES),
@@ -145,6 +152,51 @@ def lookup_rows(xp: ModuleType, table: Any, ids: Any, out: Any, col: int = 0) ->
             _I64(at), _I64(table.shape[0]), error_buffer()), lanes=WARP)
     if target is not out:
         out[:, col:col + dim] = target
+
+
+def bag_max(xp: ModuleType, table: Any, ids: Any, offsets: Any, read: Any, out: Any,
+            argmax: Any) -> None:
+    """Max-pool bags into ``out`` and their argmax ids into ``argmax`` (see the CPU kernel)."""
+    func = "bag_max"
+    _same_dtype(func, "table", table, out)
+    idx = as_index(xp, ids)
+    name = name_expression(func, ctype(func, table.dtype), ctype(func, idx.dtype, INDEX_CTYPES))
+    num_bags, dim = offsets.shape[0] - 1, table.shape[1]
+    check_shape(func, "out", out.shape, (max(num_bags, 0), dim))
+    check_shape(func, "argmax", argmax.shape, (max(num_bags, 0), dim))
+    if num_bags <= 0 or dim == 0:
+        return
+    mask, masked = as_mask(xp, read)
+    target, arg = into(xp, out, copy=False), into(xp, argmax, np.int64, copy=False)
+    launch("embedding", name, num_bags,
+           (xp.ascontiguousarray(table), idx, as_index(xp, offsets, int64=True), mask,
+            masked, target, arg, _I64(num_bags), _I64(dim), _I64(idx.shape[0]),
+            _I64(table.shape[0]), error_buffer()), lanes=WARP)
+    back(out, target)
+    back(argmax, arg)
+
+
+def coalesce_max(xp: ModuleType, grad_out: Any, order: Any, bag: Any, rows: Any, argmax: Any,
+                 starts: Any, out: Any, credits: Any) -> None:
+    """Sum the gradient of max-pooled bags per run of equal ids (see the CPU kernel)."""
+    func = "coalesce_max"
+    _same_dtype(func, "grad_out", grad_out, out)
+    name = _name(func, grad_out.dtype)
+    num_runs, dim = starts.shape[0] - 1, grad_out.shape[1]
+    check_shape(func, "out", out.shape, (max(num_runs, 0), dim))
+    check_shape(func, "credits", credits.shape, (max(num_runs, 0),))
+    check_shape(func, "argmax", argmax.shape, tuple(grad_out.shape))
+    if num_runs <= 0 or dim == 0:
+        return
+    order, bag = as_index(xp, order, int64=True), as_index(xp, bag, int64=True)
+    target, tally = into(xp, out, copy=False), into(xp, credits, np.uint64)
+    launch("embedding", name, num_runs,
+           (xp.ascontiguousarray(grad_out), order, bag, as_index(xp, rows, int64=True),
+            as_index(xp, argmax, int64=True), as_index(xp, starts, int64=True), target, tally,
+            _I64(num_runs), _I64(dim), _I64(order.shape[0]), _I64(bag.shape[0]),
+            _I64(grad_out.shape[0]), error_buffer()), lanes=WARP)
+    back(out, target)
+    back(credits, tally)
 
 
 def sort_ids(xp: ModuleType, ids: Any) -> tuple[Any, Any, Any]:
