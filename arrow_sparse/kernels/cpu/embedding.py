@@ -14,8 +14,11 @@ Conventions (the public module ``arrow_sparse.embedding`` checks all of it first
 
 Every kernel is a :func:`~._jit.parallel_kernel` over a range of rows, run by
 :func:`~._jit.run` on one thread or split over the kernel threads by the amount of
-work. Inside a thread pool of its own the caller sets Numba's thread count of each pool
-thread to 1 (``numba.set_num_threads`` is per thread), so its kernels run there alone.
+work. ``coalesce_sorted`` and ``weights_grad`` run over blocks of runs (bags) whose cuts
+follow the element count (:func:`_element_blocks`), so a hot id's long run or a long
+bag does not leave the other threads idle. Inside a thread pool of its own the caller
+sets Numba's thread count of each pool thread to 1 (``numba.set_num_threads`` is per
+thread), so its kernels run there alone.
 """
 
 from __future__ import annotations
