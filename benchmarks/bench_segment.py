@@ -338,6 +338,44 @@ def build_bags(scale: float, seed: int, dim: int = 64) -> dict[str, Any]:
             "empty": lengths == 0}
 
 
+#: The heavy-tailed bag lengths of ``build_bags_heavy``: 2% of the bags geometric with
+#: mean 250, the others geometric with mean 16.5, all clipped at 2,000, then 5% emptied.
+HEAVY_TAIL_SHARE, HEAVY_TAIL_MEAN, HEAVY_BODY_MEAN, HEAVY_CLIP, HEAVY_EMPTY = \
+    0.02, 250.0, 16.5, 2000, 0.05
+
+
+def build_bags_heavy(scale: float, seed: int, dim: int = 64) -> dict[str, Any]:
+    """Bags with heavy-tailed lengths and unshuffled ``zipf(1.1) % vocab`` ids.
+
+    [1M, 64] float32 table, 200k bags (at scale 1). Lengths: a two-part geometric
+    mixture (``HEAVY_*``: mean ~20, p99 ~150, max 2,000), 5% of the bags empty, and
+    half of those null in the Arrow form of the ids. Ids: ``rng.zipf(1.1) % vocab``
+    (numpy's unbounded Zipf folded onto the table, hot ids at the low rows), int64.
+    """
+    rng = C.rng_for(seed, "bags_heavy")
+    vocab = max(100, int(round(1_000_000 * scale)))
+    bags = max(10, int(round(200_000 * scale)))
+    table = rng.random((vocab, dim), dtype=np.float32)
+    tail = rng.random(bags) < HEAVY_TAIL_SHARE
+    lengths = np.where(tail, rng.geometric(1.0 / HEAVY_TAIL_MEAN, bags),
+                       rng.geometric(1.0 / HEAVY_BODY_MEAN, bags)).astype(np.int64)
+    np.minimum(lengths, HEAVY_CLIP, out=lengths)
+    lengths[rng.random(bags) < HEAVY_EMPTY] = 0
+    empty = lengths == 0
+    null = empty & (rng.random(bags) < 0.5)  # Arrow nulls (empty ranges), half the empty bags
+    n = int(lengths.sum())
+    offsets = C.offsets_from_lengths(lengths, np.int64)
+    ids = (rng.zipf(1.1, n) % vocab).astype(np.int64)
+    weights = rng.random(n, dtype=np.float32)
+    p50, p99 = np.percentile(lengths, [50, 99])
+    stats = {"mean": float(lengths.mean()), "p50": float(p50), "p99": float(p99),
+             "max": int(lengths.max()), "empty_bags": int(empty.sum()),
+             "null_bags_arrow": int(null.sum()), "unique_ids": int(len(np.unique(ids)))}
+    return {"bags": bags, "vocab": vocab, "dim": dim, "n": n, "lengths": lengths,
+            "offsets": offsets, "ids": ids, "weights": weights, "table": table,
+            "empty": empty, "null": null, "stats": stats}
+
+
 # -------------------------------------------------------------- references
 def ref_sorted(kind: str, values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """float64 reference of a sorted segment reduction; empty rows give 0."""
@@ -876,6 +914,106 @@ def _impls_bags(table: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
     return impls
 
 
+def ref_bags_extreme(table: np.ndarray, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """float64 max of each bag (0 for an empty bag), in chunks of bags."""
+    bags = len(offsets) - 1
+    out = np.zeros((bags, table.shape[1]), dtype=np.float64)
+    for b0 in range(0, bags, 8192):
+        b1 = min(bags, b0 + 8192)
+        lo, hi = int(offsets[b0]), int(offsets[b1])
+        if hi > lo:
+            out[b0:b1] = reduceat_nonempty(np.maximum, table[ids[lo:hi]].astype(np.float64),
+                                           offsets[b0:b1 + 1] - lo, np.float64)
+    return out
+
+
+def workloads_bags_heavy(d: dict[str, Any]) -> list[Workload]:
+    """``embedding_bag`` on heavy-tailed bags: sum, mean, max and weighted sum vs torch."""
+    table, ids, offsets, weights = d["table"], d["ids"], d["offsets"], d["weights"]
+    bags, n, dim, vocab, st = d["bags"], d["n"], d["dim"], d["vocab"], d["stats"]
+    torch = LIBS["torch"]
+    lengths = d["lengths"]
+    sums = ref_bags(table, ids, offsets, None)
+    data = (f"[{vocab:,}, {dim}] float32 table, {bags:,} bags with heavy-tailed lengths "
+            f"(mean {st['mean']:.1f}, p50 {st['p50']:.0f}, p99 {st['p99']:.0f}, max "
+            f"{st['max']:,}; {st['empty_bags']:,} empty), {n:,} ids zipf(1.1) % {vocab:,} "
+            f"({st['unique_ids']:,} distinct)")
+    shape = {"table": [vocab, dim], "bags": bags, "ids": n, "ids_dtype": "int64",
+             "offsets": "int64, bags + 1", **st,
+             "lengths": f"{HEAVY_TAIL_SHARE:.0%} of bags geometric(mean {HEAVY_TAIL_MEAN:g}), "
+                        f"the rest geometric(mean {HEAVY_BODY_MEAN:g}), clipped at "
+                        f"{HEAVY_CLIP}, then {HEAVY_EMPTY:.0%} set empty",
+             "id_law": "numpy Generator.zipf(1.1) % vocab, unshuffled (hot ids at low rows)"}
+    arrow_ids = pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(ids),
+                                              mask=pa.array(d["null"]))
+    out = []
+    for key, mode, weighted in (("bag_heavy_sum", "sum", False), ("bag_heavy_mean", "mean", False),
+                                ("bag_heavy_max", "max", False), ("bag_heavy_wsum", "sum", True)):
+        w = weights if weighted else None
+        if weighted:
+            reference = ref_bags(table, ids, offsets, w)
+        elif mode == "mean":
+            reference = sums / np.maximum(lengths, 1)[:, None]
+        elif mode == "max":
+            reference = ref_bags_extreme(table, ids, offsets)
+        else:
+            reference = sums
+        gathered = n * dim * 4
+        title = f"embedding_bag {mode}{' weighted' if weighted else ''}, heavy-tailed bags"
+        wl = Workload(key=key, title=title, description=f"embedding_bag(mode={mode!r}"
+                      f"{', per_sample_weights' if weighted else ''}) over {data}",
+                      family="embedding_bag",
+                      bytes_moved=ids.nbytes + offsets.nbytes + gathered + bags * dim * 4
+                      + (weights.nbytes if weighted else 0),
+                      bytes_detail=f"ids {ids.nbytes} + offsets {offsets.nbytes} + gathered "
+                                   f"rows {gathered} + result {bags * dim * 4}"
+                                   + (f" + weights {weights.nbytes}" if weighted else ""),
+                      reference=reference, empty_rows=d["empty"], shape=shape)
+        wl.impls = _impls_bags_heavy(table, ids, offsets, arrow_ids, w, mode, torch)
+        out.append(wl)
+    return out
+
+
+def _impls_bags_heavy(table: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
+                      arrow_ids: pa.Array, w: np.ndarray | None, mode: str,
+                      torch: Any) -> list[Impl]:
+    weighted = w is not None
+
+    def m_asp() -> Callable[[], Any]:
+        f = asp_fn("embedding_bag")
+        return lambda: f(table, ids, offsets=offsets, mode=mode, per_sample_weights=w)
+
+    def m_asp_arrow() -> Callable[[], Any]:
+        f = asp_fn("embedding_bag")
+        return lambda: f(table, arrow_ids, mode=mode,
+                         per_sample_weights=None if w is None else pa.LargeListArray
+                         .from_arrays(pa.array(offsets), pa.array(w)))
+
+    def m_torch() -> Callable[[], Any]:
+        t_table, t_ids = torch.from_numpy(table), torch.from_numpy(ids)
+        t_offs = torch.from_numpy(offsets)
+        t_w = torch.from_numpy(w) if weighted else None
+        fn = torch.nn.functional.embedding_bag
+
+        def run() -> Any:
+            with torch.no_grad():
+                return fn(t_ids, t_table, t_offs, mode=mode, include_last_offset=True,
+                          per_sample_weights=t_w)
+        return run
+
+    impls = [Impl(f"arrow_sparse embedding_bag mode={mode}"
+                  + (" (per_sample_weights=)" if weighted else ""), "arrow_sparse",
+                  "arrow_sparse", m_asp, empty_zero=True)]
+    if not weighted:
+        impls.append(Impl("arrow_sparse embedding_bag, Arrow list ids with null bags",
+                          "arrow_sparse_alt", "arrow_sparse", m_asp_arrow, to_numpy=_arrow_np,
+                          note="the same bags as a LargeListArray; half the empty bags are "
+                               "null (null rows out)"))
+    impls.append(Impl("torch embedding_bag", "peer", "torch", m_torch, to_numpy=_torch_np,
+                      note="include_last_offset=True, no_grad, same arrays (from_numpy)"))
+    return impls
+
+
 # ------------------------------------------------------------------- running
 def prepare_impl(wl: Workload, impl: Impl) -> tuple[dict[str, Any], Callable[[], Any] | None]:
     """Set up, warm up (first call, may JIT-compile) and check one implementation.
@@ -1259,7 +1397,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=20240601, help="data seed")
     ap.add_argument("--only", default="",
                     help="comma-separated workload keys: sum_1d,mean_1d,max_1d,sum_2d,"
-                         "unsorted_sum,bag_sum,bag_wsum")
+                         "unsorted_sum,bag_sum,bag_wsum,bag_heavy_sum,bag_heavy_mean,"
+                         "bag_heavy_max,bag_heavy_wsum")
     ap.add_argument("--skip-latency", action="store_true",
                     help="skip the fresh-interpreter first-call latency runs")
     ap.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
@@ -1353,6 +1492,15 @@ def main(argv: list[str] | None = None) -> int:
             del wl
         del db
         gc.collect()
+    heavy_keys = ("bag_heavy_sum", "bag_heavy_mean", "bag_heavy_max", "bag_heavy_wsum")
+    if any(want(k) for k in heavy_keys):
+        dh = build_bags_heavy(args.scale, args.seed)
+        for wl in workloads_bags_heavy(dh):
+            if want(wl.key):
+                workloads[wl.key] = run(wl)
+            del wl
+        del dh
+        gc.collect()
 
     print("\n## warm call overhead, 10-row input", flush=True)
     overhead = measure_overhead(args.overhead_calls)
@@ -1412,7 +1560,9 @@ def main(argv: list[str] | None = None) -> int:
                    "data": "row lengths: 20% empty, others geometric with mean 25 (overall "
                            "mean ~20); values uniform [0, 1) float32; embedding ids Zipf "
                            "(exponent 1.05) over the whole table, ranks scattered by a fixed "
-                           "permutation"},
+                           "permutation; bag_heavy_*: heavy-tailed bag lengths and "
+                           "zipf(1.1) % vocab ids (build_bags_heavy, each workload's "
+                           "shape)"},
         "copy_bandwidth": copy,
         "workloads": workloads,
         "overhead_10_rows": overhead,

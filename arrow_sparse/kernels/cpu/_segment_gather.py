@@ -27,8 +27,15 @@ BLOCK = 4
 #: ``gather_reduce`` modes.
 MODE_SUM, MODE_MEAN, MODE_MAX = 0, 1, 2
 
-#: How many indices ahead the fused kernels prefetch table rows.
-PREFETCH = 64
+#: How many indices ahead the fused kernels prefetch table rows (each row's lines are
+#: hinted; further ahead, the hinted lines were evicted again before use on a heavy-tailed
+#: [1M, 64] float32 workload).
+PREFETCH = 32
+
+#: The fast sum/mean path splits a bag longer than this many ids (a multiple of BLOCK)
+#: into pieces of this many ids, whatever the number of threads: the pieces are summed
+#: apart (in parallel) and their float64 sums added in order.
+PIECE = 1 << 14
 
 #: How many values ahead the unsorted kernels prefetch the partial results they update
 #: (random updates of a table that misses L2).
@@ -250,17 +257,69 @@ def _first_out_of_range(indices, start, stop, bound):  # pragma: no cover
 
 
 # ------------------------------------------------------------- fused gather + reduce
+@inline
+def _sum_ids_into(data, indices, weights, shift, start, stop, line, group, acc):  # pragma: no cover
+    # acc[:] += the rows data[indices[i]] (times weights[i + shift]) for i in [start, stop),
+    # as gather_sum_fast describes; rows PREFETCH ids ahead are prefetched.
+    width = acc.shape[0]
+    weighted = weights.shape[0] != 0
+    col = 0
+    ahead = PREFETCH  # the first pass over the ids prefetches
+    while col + group <= width:
+        if weighted:
+            weighted_rows_into(data, indices, weights, shift, start, stop, col, acc, ahead)
+        else:
+            sum_rows_into(data, indices, start, stop, col, acc, ahead)
+        col += group
+        ahead = 0
+    while not weighted and col + line <= width:
+        sum_row_vector_into(data, indices, start, stop, col, acc, ahead)
+        col += line
+        ahead = 0
+    if col < width:  # the last columns, in float64 one row at a time
+        for i in range(start, stop):
+            row = indices[i]
+            w = weights[i + shift] if weighted else 1.0
+            for d in range(col, width):
+                acc[d] += w * data[row, d]
+
+
+def gather_sum_pieces(data, indices, offsets, weights, woffsets, pstart, pbag, line, group,
+                      partial, bad, lo, hi):  # pragma: no cover
+    # The pieces of the bags longer than PIECE ids (gather_sum_fast's fast case): piece p
+    # (in [lo, hi)) of bag r = pbag[p] is ids[pstart[p]:min(pstart[p] + PIECE,
+    # offsets[r + 1])]; its float64 sum (BLOCK runs from pstart[p], as gather_sum_fast)
+    # goes to partial[p]. bad[p]: the first id of the piece out of range, or -1.
+    bound = data.shape[0]
+    weighted = weights.shape[0] != 0
+    for p in range(lo, hi):
+        acc = partial[p]
+        acc[:] = 0.0
+        r = pbag[p]
+        start = pstart[p]
+        stop = min(start + PIECE, offsets[r + 1])
+        bad[p] = _first_out_of_range(indices, start, stop, bound)
+        if bad[p] >= 0:
+            continue
+        shift = woffsets[r] - offsets[r] if weighted else 0
+        _sum_ids_into(data, indices, weights, shift, start, stop, line, group, acc)
+
+
 def gather_sum_fast(data, indices, offsets, valid, weights, woffsets, mean, min_count,
-                    empty, line, group, out, bounds, bad, lo, hi):  # pragma: no cover
+                    empty, line, group, pbag, partial, out, bounds, bad, lo,
+                    hi):  # pragma: no cover
     # gather_reduce for a float table, sum/mean, no null ids. Unweighted: runs of BLOCK
     # ids are summed in registers in the table's dtype and accumulated in float64
     # registers (sum_rows_into); weighted: each row is scaled and added in float64
     # (weighted_rows_into). Rows PREFETCH ids ahead are prefetched. Row r's ids are
-    # bounds-checked just before they are used (they are then read from L1).
+    # bounds-checked just before they are used (they are then read from L1). A bag
+    # longer than PIECE ids (when pbag, the bag of each piece, is not empty) adds its
+    # pieces' float64 sums partial[k] (gather_sum_pieces, already run and checked) in order.
     width = out.shape[1]
     bound = data.shape[0]
     all_valid = valid.shape[0] == 0
     weighted = weights.shape[0] != 0
+    pieces = pbag.shape[0] != 0
     for b in range(lo, hi):
         acc = np.zeros(width)
         bad[b] = -1
@@ -271,32 +330,21 @@ def gather_sum_fast(data, indices, offsets, valid, weights, woffsets, mean, min_
             if all_valid or valid[r] != 0:
                 start = offsets[r]
                 stop = offsets[r + 1]
-                j = _first_out_of_range(indices, start, stop, bound)
-                if j >= 0:
-                    bad[b] = j
-                    break
                 n = stop - start
-                shift = woffsets[r] - start if weighted else 0
-                col = 0
-                ahead = PREFETCH  # the first pass over the row's ids prefetches
-                while col + group <= width:
-                    if weighted:
-                        weighted_rows_into(data, indices, weights, shift, start, stop, col,
-                                           acc, ahead)
-                    else:
-                        sum_rows_into(data, indices, start, stop, col, acc, ahead)
-                    col += group
-                    ahead = 0
-                while not weighted and col + line <= width:
-                    sum_row_vector_into(data, indices, start, stop, col, acc, ahead)
-                    col += line
-                    ahead = 0
-                if col < width:  # the last columns, in float64 one row at a time
-                    for i in range(start, stop):
-                        row = indices[i]
-                        w = weights[i + shift] if weighted else 1.0
-                        for d in range(col, width):
-                            acc[d] += w * data[row, d]
+                if pieces and n > PIECE:
+                    k = np.searchsorted(pbag, r)
+                    while k < pbag.shape[0] and pbag[k] == r:
+                        for d in range(width):
+                            acc[d] += partial[k, d]
+                        k += 1
+                else:
+                    j = _first_out_of_range(indices, start, stop, bound)
+                    if j >= 0:
+                        bad[b] = j
+                        break
+                    shift = woffsets[r] - start if weighted else 0
+                    _sum_ids_into(data, indices, weights, shift, start, stop, line, group,
+                                  acc)
             if n < min_count:
                 for d in range(width):
                     out[r, d] = empty

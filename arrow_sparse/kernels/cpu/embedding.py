@@ -17,8 +17,11 @@ Conventions (the public module ``arrow_sparse.embedding`` checks all of it first
 
 Every kernel is a :func:`~._jit.parallel_kernel` over a range of rows, run by
 :func:`~._jit.run` on one thread or split over the kernel threads by the amount of
-work. Inside a thread pool of its own the caller sets Numba's thread count of each pool
-thread to 1 (``numba.set_num_threads`` is per thread), so its kernels run there alone.
+work. ``coalesce_sorted`` and ``weights_grad`` run over blocks of runs (bags) whose cuts
+follow the element count (:func:`_element_blocks`), so a hot id's long run or a long
+bag does not leave the other threads idle. Inside a thread pool of its own the caller
+sets Numba's thread count of each pool thread to 1 (``numba.set_num_threads`` is per
+thread), so its kernels run there alone.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import math
 
 import numpy as np
 
-from ._jit import kernel, parallel_kernel, run
+from ._jit import kernel, parallel_kernel, run, threads_for
 from ._segment_gather import prefetch_row
 
 #: How many ids ahead ``bag_max`` prefetches table rows (random rows miss every cache).
@@ -218,6 +221,44 @@ def _weights_grad(table, ids, offsets, grad_out, mean, out, lo, hi):  # pragma: 
             out[j] = acc * scale
 
 
+_coalesce_runs = kernel(_coalesce_sorted)
+_weights_grad_bags = kernel(_weights_grad)
+
+
+def _coalesce_blocks(grad_out, order, bag, scale, starts, out, bounds, lo,
+                     hi):  # pragma: no cover
+    """``_coalesce_sorted`` over the runs ``[bounds[b], bounds[b + 1])`` of blocks ``[lo, hi)``."""
+    for b in range(lo, hi):
+        _coalesce_runs(grad_out, order, bag, scale, starts, out, bounds[b], bounds[b + 1])
+
+
+def _weights_grad_blocks(table, ids, offsets, grad_out, mean, out, bounds, lo,
+                         hi):  # pragma: no cover
+    """``_weights_grad`` over the bags ``[bounds[b], bounds[b + 1])`` of blocks ``[lo, hi)``."""
+    for b in range(lo, hi):
+        _weights_grad_bags(table, ids, offsets, grad_out, mean, out, bounds[b], bounds[b + 1])
+
+
+def _element_blocks(starts: np.ndarray, work: int) -> np.ndarray:
+    """Cut the runs (bags) ``[starts[u], starts[u + 1])`` into one block per kernel thread.
+
+    Block ``b`` starts at the first run that begins at or after ``b / parts`` of the
+    elements (plus one per run, so that many empty runs are shared too): the cuts
+    follow the element count, never the run count, so a few long runs (Zipf-hot ids,
+    heavy-tailed bags) do not land on one thread. A run is never split.
+    """
+    runs = len(starts) - 1
+    parts = min(threads_for(work), runs)
+    if parts <= 1:
+        return np.array([0, runs], np.int64)
+    base = int(starts[0])
+    cost = starts[:-1].astype(np.int64) - base + np.arange(runs, dtype=np.int64)
+    total = int(starts[-1]) - base + runs
+    targets = total * np.arange(1, parts, dtype=np.int64) // parts
+    cuts = np.searchsorted(cost, targets, side="left")
+    return np.concatenate(([0], cuts, [runs])).astype(np.int64)
+
+
 # --------------------------------------------------------------------------- optimizers
 def _sgd_rows(table, rows, values, lr, lo, hi):  # pragma: no cover
     """``table[r] -= lr * g`` for the gradient rows ``u`` in ``[lo, hi)``."""
@@ -288,9 +329,9 @@ def _ftrl_rows(table, z, n, rows, values, alpha, beta, l1, l2, lo, hi):  # pragm
 # ------------------------------------------------------------------ public kernels
 _KERNELS = {name: parallel_kernel(fn) for name, fn in (
     ("lookup_rows", _lookup_rows), ("bag_max", _bag_max), ("coalesce_max", _coalesce_max),
-    ("coalesce_sorted", _coalesce_sorted), ("sgd_rows", _sgd_rows),
+    ("coalesce_sorted", _coalesce_blocks), ("sgd_rows", _sgd_rows),
     ("adagrad_rows", _adagrad_rows), ("rowwise_adagrad_rows", _rowwise_adagrad_rows),
-    ("ftrl_rows", _ftrl_rows), ("weights_grad", _weights_grad))}
+    ("ftrl_rows", _ftrl_rows), ("weights_grad", _weights_grad_blocks))}
 
 
 def lookup_rows(table: np.ndarray, ids: np.ndarray, out: np.ndarray, col: int = 0) -> None:
@@ -342,16 +383,26 @@ def sort_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def coalesce_sorted(grad_out: np.ndarray, order: np.ndarray, bag: np.ndarray,
                     scale: np.ndarray, starts: np.ndarray, out: np.ndarray) -> None:
-    """Sum ``scale[p] * grad_out[bag[p]]`` over each run ``order[starts[u]:starts[u+1]]``."""
-    run(_KERNELS["coalesce_sorted"], len(order) * grad_out.shape[1], len(starts) - 1,
-        grad_out, order, bag, scale, starts, out)
+    """Sum ``scale[p] * grad_out[bag[p]]`` over each run ``order[starts[u]:starts[u+1]]``.
+
+    The runs are split over the kernel threads by element count (:func:`_element_blocks`).
+    """
+    work = len(order) * grad_out.shape[1]
+    bounds = _element_blocks(starts, work)
+    run(_KERNELS["coalesce_sorted"], work, len(bounds) - 1, grad_out, order, bag, scale,
+        starts, out, bounds)
 
 
 def weights_grad(table: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
                  grad_out: np.ndarray, mean: bool, out: np.ndarray) -> None:
-    """``out[j] = <grad_out[bag of j], table[ids[j]]>`` (divided by the bag size if ``mean``)."""
-    run(_KERNELS["weights_grad"], len(ids) * table.shape[1], len(offsets) - 1, table, ids,
-        offsets, grad_out, mean, out)
+    """``out[j] = <grad_out[bag of j], table[ids[j]]>`` (divided by the bag size if ``mean``).
+
+    The bags are split over the kernel threads by id count (:func:`_element_blocks`).
+    """
+    work = len(ids) * table.shape[1]
+    bounds = _element_blocks(offsets, work)
+    run(_KERNELS["weights_grad"], work, len(bounds) - 1, table, ids, offsets, grad_out, mean,
+        out, bounds)
 
 
 def sgd_rows(table: np.ndarray, rows: np.ndarray, values: np.ndarray, lr: float) -> None:

@@ -31,7 +31,11 @@ all of it first):
 Every sorted and fused kernel is a :func:`~._jit.parallel_kernel` over row blocks:
 :func:`~._jit.run` gives each kernel thread one block of rows, the blocks balanced by
 values and rows (``_balanced_blocks``), or a run of chunks of rows for the less used
-2-D kernels; a small input is one block on the calling thread. The unsorted kernels
+2-D kernels; a small input is one block on the calling thread. The fused float
+sum/mean (``embedding_bag``'s common case) also splits a bag longer than ``_g.PIECE``
+ids into pieces, whatever the thread count, so one long bag is shared by the threads
+too; its sum is then the pieces' float64 sums added in order (each piece summed as a
+bag is: runs of 4 rows in the table's dtype added into float64). The unsorted kernels
 split a large input into one contiguous part per thread, each with its own partial
 results, combined in part order afterwards. The scatters are serial: their rows are
 written in index order, which defines duplicates.
@@ -104,6 +108,7 @@ _PROD_2D = parallel_kernel(_s.prod_2d)
 _LOGSUMEXP_2D = parallel_kernel(_s.logsumexp_2d)
 _GATHER_REDUCE = parallel_kernel(_g.gather_reduce)
 _GATHER_SUM_FAST = parallel_kernel(_g.gather_sum_fast)
+_GATHER_SUM_PIECES = parallel_kernel(_g.gather_sum_pieces)
 _SCATTER_SUM_PARTS = parallel_kernel(_g.scatter_sum_parts)
 _SCATTER_SUM_COMBINE = parallel_kernel(_g.scatter_sum_combine)
 _SCATTER_EXTREME_PARTS = parallel_kernel(_g.scatter_extreme_parts)
@@ -123,6 +128,7 @@ def _no_weights(zero: np.generic) -> np.ndarray:
 
 
 _NONE_I64 = np.empty(0, dtype=np.int64)
+_NO_PARTIAL = np.empty((0, 0))
 
 
 def _work(values: np.ndarray, num_rows: int) -> int:
@@ -274,20 +280,68 @@ def gather_reduce(data: np.ndarray, indices: np.ndarray, offsets: np.ndarray,
     line = max(1, 64 // data.itemsize)  # elements per 64-byte cache line
     valid_u8 = _NONE_U8 if valid is None else valid
     woffs = offsets if woffsets is None else woffsets
-    bounds = _blocks(work, offsets, _ID_COST)
-    bad = np.empty(len(bounds) - 1, np.int64)
     if (mode != MODE_MAX and vmask is None and counts is None and data.dtype.kind == "f"
             and data.shape[1] >= line and isinstance(zero, np.float64)
             and (weights is None or weights.dtype.kind == "f")):
-        _run_blocks(_GATHER_SUM_FAST, work, bounds, data, indices, offsets, valid_u8,
-                    _no_weights(zero) if weights is None else weights, woffs,
-                    mode == MODE_MEAN, min_count, empty, line, NVEC * line, out, bounds, bad)
-        return _first_bad(bad)
+        return _gather_sum(data, indices, offsets, valid, valid_u8,
+                           _no_weights(zero) if weights is None else weights, woffs,
+                           mode == MODE_MEAN, min_count, empty, line, out, work)
+    bounds = _blocks(work, offsets, _ID_COST)
+    bad = np.empty(len(bounds) - 1, np.int64)
     _run_blocks(_GATHER_REDUCE, work, bounds, data, indices, offsets, valid_u8,
                 _NONE_U8 if vmask is None else vmask,
                 _no_weights(zero) if weights is None else weights, woffs, mode, zero, lowest,
                 min_count, empty, out, _NONE_I64 if counts is None else counts, bounds, bad)
     return _first_bad(bad)
+
+
+def _gather_sum(data: np.ndarray, indices: np.ndarray, offsets: np.ndarray,
+                valid: np.ndarray | None, valid_u8: np.ndarray, weights: np.ndarray,
+                woffsets: np.ndarray, mean: bool, min_count: int, empty: np.generic, line: int,
+                out: np.ndarray, work: int) -> int:
+    """Run the fast case of :func:`gather_reduce`, split by ids (see ``_g.gather_sum_fast``).
+
+    A bag longer than ``_g.PIECE`` ids is cut into pieces of ``PIECE`` ids, whatever the
+    number of threads: ``gather_sum_pieces`` sums the pieces (split evenly over the
+    threads), then the bags are cut into one block per thread by ids + bags, a long bag
+    costing one per piece (it only adds its pieces' sums).
+    """
+    lengths = np.diff(offsets)
+    long = lengths > _g.PIECE
+    if valid is not None:
+        long &= valid.view(bool)
+    if not long.any():
+        bounds = _blocks(work, offsets, _ID_COST)
+        bad = np.empty(len(bounds) - 1, np.int64)
+        _run_blocks(_GATHER_SUM_FAST, work, bounds, data, indices, offsets, valid_u8, weights,
+                    woffsets, mean, min_count, empty, line, NVEC * line, _NONE_I64,
+                    _NO_PARTIAL, out, bounds, bad)
+        return _first_bad(bad)
+    bags = np.flatnonzero(long)
+    npieces = (lengths[bags] + (_g.PIECE - 1)) // _g.PIECE
+    pbag = np.repeat(bags, npieces).astype(np.int64)
+    first = np.cumsum(npieces) - npieces  # each long bag's first piece
+    pstart = (offsets[:-1][pbag].astype(np.int64)
+              + _g.PIECE * (np.arange(len(pbag)) - np.repeat(first, npieces)))
+    partial = np.empty((len(pbag), out.shape[1]))
+    pbad = np.empty(len(pbag), np.int64)
+    run(_GATHER_SUM_PIECES, int(lengths[bags].sum()) * out.shape[1], len(pbag), data,
+        indices, offsets, weights, woffsets, pstart, pbag, line, NVEC * line, partial, pbad)
+    cost = lengths.copy()
+    cost[bags] = npieces
+    bounds = _blocks(work, _offsets_of(cost), _ID_COST)
+    bad = np.empty(len(bounds) - 1, np.int64)
+    _run_blocks(_GATHER_SUM_FAST, work, bounds, data, indices, offsets, valid_u8, weights,
+                woffsets, mean, min_count, empty, line, NVEC * line, pbag, partial, out,
+                bounds, bad)
+    found = [x for x in (_first_bad(pbad), _first_bad(bad)) if x >= 0]
+    return min(found) if found else -1
+
+
+def _offsets_of(lengths: np.ndarray) -> np.ndarray:
+    offsets = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
 
 
 def _scatter_parts(values: np.ndarray, num_segments: int) -> int:
