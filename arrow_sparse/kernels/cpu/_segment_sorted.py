@@ -81,8 +81,8 @@ def _emit_row(context, builder, values_t, values, start, stop, nvec, init,
     slot = cgutils.alloca_once(builder, acc_t)  # promoted to a register
     builder.store(fill, slot)
 
-    def add_vector(i):
-        x, mask = _row_vector(builder, values, vec, stop, i, checked)
+    def add_vector(i, lanes_in=None):
+        x, mask = _row_vector(builder, values, vec, stop, i, checked, lanes_in)
         if vec.element != acc_t.element:
             x = builder.fpext(x, acc_t)
         # the select comes after the conversion so that it is not folded back into
@@ -108,8 +108,8 @@ def _emit_row_extreme(context, builder, values_t, values, start, stop, nvec, ini
     builder.store(_float_keys(builder, builder.bitcast(splat(builder, init, vec.count), key_t)),
                   slot)
 
-    def add_vector(i):
-        x, mask = _row_vector(builder, values, vec, stop, i, checked)
+    def add_vector(i, lanes_in=None):
+        x, mask = _row_vector(builder, values, vec, stop, i, checked, lanes_in)
         key = builder.select(builder.fcmp_unordered("uno", x, x), nan_key,
                              _float_keys(builder, builder.bitcast(x, key_t)))
         acc = builder.load(slot)
@@ -126,22 +126,25 @@ def _emit_row_extreme(context, builder, values_t, values, start, stop, nvec, ini
     return builder.bitcast(_float_keys(builder, key), elt)
 
 
-def _row_vector(builder, values, vec, stop, i, checked=True):  # pragma: no cover
+def _row_vector(builder, values, vec, stop, i, checked=True, mask=None):  # pragma: no cover
     """Load the 64-byte vector of ``values`` at ``i``; return it and its lanes before ``stop``.
 
     A plain load inside the array; at its end a masked load (lanes past it read 0).
     ``checked=False``: the vector is known to lie inside the array (a plain load).
+    ``mask``: the lanes before ``stop`` when the caller has them.
     """
     lanes = vec.count
     size = 64 // lanes
     i32 = ir.IntType(32)
     step = ir.Constant(i.type, lanes)
-    # lanes of the row: lane < stop - i, compared in int32 (one vector compare):
-    # stop - i is clamped to <= L, and is >= -nvec * L past the row's end
-    left = builder.sub(stop, i)
-    left = builder.select(builder.icmp_signed("<", left, step), left, step)
-    lane_ids = ir.Constant(ir.VectorType(i32, lanes), list(range(lanes)))
-    mask = builder.icmp_signed("<", lane_ids, splat(builder, builder.trunc(left, i32), lanes))
+    if mask is None:
+        # lanes of the row: lane < stop - i, compared in int32 (one vector compare):
+        # stop - i is clamped to <= L, and is >= -nvec * L past the row's end
+        left = builder.sub(stop, i)
+        left = builder.select(builder.icmp_signed("<", left, step), left, step)
+        lane_ids = ir.Constant(ir.VectorType(i32, lanes), list(range(lanes)))
+        mask = builder.icmp_signed("<", lane_ids,
+                                   splat(builder, builder.trunc(left, i32), lanes))
     at = builder.bitcast(builder.gep(values.data, [i]), vec.as_pointer())
     if not checked:
         return builder.load(at, align=size), mask
@@ -162,15 +165,33 @@ def _row_vector(builder, values, vec, stop, i, checked=True):  # pragma: no cove
     return x, mask
 
 
-def _for_row_vectors(builder, intp, start, stop, nvec, lanes, body):  # pragma: no cover
-    """Emit ``body(i)`` for each vector of the row.
+#: Head vectors a row may read whatever its length (``segment._head_vectors``: 1 to 4).
+MAX_HEAD = 4
 
-    ``nvec`` vectors whatever the row's length, then the rest (see :func:`_emit_row`).
+
+def _for_row_vectors(builder, intp, start, stop, nvec, lanes, body):  # pragma: no cover
+    """Emit ``body(i, mask)`` for each vector of the row (``mask``: its lanes in the row).
+
+    ``nvec`` vectors whatever the row's length (see :func:`_emit_row`), unrolled: the
+    row's length is broadcast once and each head vector's lanes are one compare with
+    its constant lane positions; each is emitted under ``k < nvec``, a test that goes
+    the same way for every row. Then the rest of the row in a loop (``body(i)``, the
+    lanes computed there).
     """
     step = ir.Constant(intp, lanes)
+    i32 = ir.IntType(32)
+    cap = ir.Constant(intp, MAX_HEAD * lanes)
+    left = builder.sub(stop, start)
+    left = builder.select(builder.icmp_signed("<", left, cap), left, cap)
+    limit = splat(builder, builder.trunc(left, i32), lanes)
+    for k in range(MAX_HEAD):
+        with builder.if_then(builder.icmp_signed("<", ir.Constant(intp, k), nvec),
+                             likely=True):
+            ids = ir.Constant(ir.VectorType(i32, lanes), list(range(k * lanes,
+                                                                    (k + 1) * lanes)))
+            body(builder.add(start, ir.Constant(intp, k * lanes)),
+                 builder.icmp_signed("<", ids, limit))
     head_end = builder.add(start, builder.mul(nvec, step))
-    with cgutils.for_range_slice(builder, start, head_end, step, intp=intp) as (i, _):
-        body(i)
     with cgutils.for_range_slice(builder, head_end, stop, step, intp=intp) as (i, _):
         body(i)
 
