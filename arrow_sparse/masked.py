@@ -227,7 +227,7 @@ def _prepared_total(func: str, input: Any, dim: Any,  # noqa: A002 - torch's nam
 def _mean(total: np.ndarray, p: Problem | Strided) -> np.ndarray:
     """Sum over count in float64; integers are summed exactly first (int64 / uint64)."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        return total.astype(np.float64) / p.count_in
+        return total.astype(np.float64, copy=False) / p.count_in
 
 
 # --------------------------------------------------------------------------- reductions
