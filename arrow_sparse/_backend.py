@@ -264,6 +264,15 @@ def cpu_kernel_names(family: str) -> list[str]:
     return sorted(names)
 
 
+def host_arrays_on_device() -> bool:
+    """Whether host arrays run the CUDA kernels (the :func:`set_cuda_module_factory` hook).
+
+    A host-only shortcut that no CUDA kernel mirrors is skipped then, so that the
+    emulated kernels are the ones tested.
+    """
+    return cuda.FACTORY.build is not None and cuda.FACTORY.host_arrays
+
+
 #: Kernels found so far, by ``(family, name, xp, cuda.FACTORY)``, see :func:`get_kernel`.
 _KERNELS: dict[tuple[str, str, ModuleType, cuda.ModuleFactory], Callable[..., Any]] = {}
 

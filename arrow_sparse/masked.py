@@ -33,7 +33,7 @@ from . import _validate as v
 from ._backend import fetch
 from ._docs import fill_doc
 from .errors import ArrowSparseTypeError, ArrowSparseValueError
-from .sparse._masked import Problem, Strided, dense_view, prepare
+from .sparse._masked import Problem, Strided, compressed_totals, dense_view, prepare
 
 __all__ = ["amax", "amin", "argmax", "argmin", "log_softmax", "logsumexp", "mean", "norm",
            "prod", "softmax", "std", "sum", "var"]
@@ -180,7 +180,7 @@ def _acc_dtype(dtype: np.dtype) -> np.dtype:
 
 def _sum_result(out: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """Give sums and products a float input's dtype, else keep the accumulator's."""
-    return out.astype(dtype) if dtype.kind == "f" else out
+    return out.astype(dtype, copy=False) if dtype.kind == "f" else out
 
 
 def _identity(op: str, dtype: np.dtype) -> Any:
@@ -210,10 +210,24 @@ def _total(p: Problem | Strided, dtype: np.dtype) -> np.ndarray:
     return out
 
 
-def _mean(p: Problem | Strided) -> np.ndarray:
+def _prepared_total(func: str, input: Any, dim: Any,  # noqa: A002 - torch's name
+                    mask: Any) -> tuple[Problem | Strided, np.ndarray]:
+    """Return the problem and its per-cell sums in the accumulator dtype.
+
+    A CSR/CSC matrix reduced along one dimension is summed as it is stored (no
+    canonicalising sort; :func:`~.sparse._masked.compressed_totals`).
+    """
+    fast = compressed_totals(func, input, dim, mask, _acc_dtype)
+    if fast is not None:
+        return fast
+    p = prepare(func, input, dim, mask)
+    return p, _total(p, _acc_dtype(p.dtype))
+
+
+def _mean(total: np.ndarray, p: Problem | Strided) -> np.ndarray:
     """Sum over count in float64; integers are summed exactly first (int64 / uint64)."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        return _total(p, _acc_dtype(p.dtype)).astype(np.float64) / p.count_in
+        return total.astype(np.float64, copy=False) / p.count_in
 
 
 # --------------------------------------------------------------------------- reductions
@@ -291,8 +305,8 @@ def sum(input: Any, dim: Any = None, *, keepdim: bool = False,  # noqa: A001 - t
     >>> asp.masked.sum(csr, 0, mask=np.array([True, False, True]), dense=True)
     array([1., 0., 2.])
     """
-    p = prepare("masked.sum", input, dim, mask)
-    return p.finish(_sum_result(_total(p, _acc_dtype(p.dtype)), p.dtype), keepdim, dense=dense)
+    p, total = _prepared_total("masked.sum", input, dim, mask)
+    return p.finish(_sum_result(total, p.dtype), keepdim, dense=dense)
 
 
 @fill_doc(_REDUCTION, name="prod", see_also="numpy.prod",
@@ -395,8 +409,8 @@ def argmin(input: Any, dim: Any = None, *, keepdim: bool = False,
 def mean(input: Any, dim: Any = None, *, keepdim: bool = False, mask: Any = None,
         dense: bool = False) -> Any:
     """Mean of the masked-in elements: their sum over their count."""
-    p = prepare("masked.mean", input, dim, mask)
-    return p.finish(_mean(p).astype(_float_dtype(p.dtype)), keepdim, dense=dense)
+    p, total = _prepared_total("masked.mean", input, dim, mask)
+    return p.finish(_mean(total, p).astype(_float_dtype(p.dtype)), keepdim, dense=dense)
 
 
 def _var(func: str, input: Any, dim: Any, unbiased: bool | None, correction: Any,
@@ -411,7 +425,7 @@ def _var(func: str, input: Any, dim: Any, unbiased: bool | None, correction: Any
             raise ArrowSparseTypeError(msg)
         corr = float(correction)
     p = prepare(func, input, dim, mask)
-    m = _mean(p)
+    m = _mean(_total(p, _acc_dtype(p.dtype)), p)
     xp = p.xp
     with np.errstate(invalid="ignore", divide="ignore"):
         if isinstance(p, Strided):

@@ -274,7 +274,7 @@ def nonzero(func: str, arr: np.ndarray) -> tuple[np.ndarray, ...]:
 
 def unravel(flat: np.ndarray, dims: Sequence[int]) -> list[np.ndarray]:
     """Row-major coordinates of the flat positions ``flat`` (all inside ``dims``)."""
-    if len(flat) == 0:
+    if len(flat) == 0 or len(dims) == 1:
         return [flat] * len(dims)
     coords = []
     for d in reversed(dims):

@@ -20,7 +20,14 @@ from typing import Any, cast
 import numpy as np
 
 from .. import _validate as v
-from .._backend import array_module, device_checks, fetch, get_kernel, module_of
+from .._backend import (
+    array_module,
+    device_checks,
+    fetch,
+    get_kernel,
+    host_arrays_on_device,
+    module_of,
+)
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged
 from . import _common as cm
@@ -30,8 +37,8 @@ from .csf import SparseCSF
 from .csr import SparseCSR
 from .tensor import SparseTensor
 
-__all__ = ["Problem", "Strided", "check_dims", "dense_view", "entries", "numeric",
-           "prepare", "strided"]
+__all__ = ["Problem", "Strided", "check_dims", "compressed_totals", "dense_view", "entries",
+           "numeric", "prepare", "strided"]
 
 
 
@@ -417,6 +424,68 @@ def _problem(func: str, x: Any, dim: Any, mask: Any, xp: ModuleType) -> Problem:
             return _sorted_keys(cells_of(spec))
     return Problem(func, xp, shape, dims, num_cells, slice_size, cell, pos, vals, inm, count_in,
                    stored, counts(cell, inm), kind, mask_keys, x)
+
+
+def compressed_totals(func: str, x: Any, dim: Any, mask: Any,
+                      acc_dtype: Callable[[np.dtype], np.dtype]
+                      ) -> tuple[Problem, np.ndarray] | None:
+    """Per-cell sums of a 2-D CSR or CSC matrix on the host, without canonicalising it.
+
+    ``(problem, totals)`` for a reduction along one dimension with no mask or a sparse
+    mask of the same layout and shape (canonicalised if it is not, never the input);
+    None otherwise (the caller takes :func:`prepare`'s path). ``totals`` has the dtype
+    ``acc_dtype(input dtype)``. The entries are added in stored order, repeated
+    coordinates one by one (kernels ``line_sums``, ``index_sums``, ``csr_masked_sum``),
+    where canonicalising would sort every line. ``problem`` has no entries: it serves
+    :meth:`Problem.finish` and ``count_in``; its ``stored`` and ``stored_in`` only say
+    whether a cell has a stored, masked-in entry (1 or 0; the sums use nothing more).
+    """
+    if not (isinstance(x, (SparseCSR, SparseCSC)) and x.ndim == 2 and x.xp is np
+            and not host_arrays_on_device()):
+        return None
+    if mask is not None and not (type(mask) is type(x) and mask.xp is np
+                                 and tuple(mask.shape) == tuple(x.shape)):
+        return None
+    dims = check_dims(func, dim, 2)
+    vals = x.values
+    if len(dims) != 1 or vals.dtype.kind not in "iuf":
+        return None
+    if mask is not None and mask.values.dtype.kind not in "biuf":
+        return None
+    shape = tuple(x.shape)
+    major = 0 if isinstance(x, SparseCSR) else 1
+    kept = 1 - dims[0]
+    num_cells, slice_size = shape[kept], shape[dims[0]]
+    by_line = kept == major
+    ptr, minor, vals = x._compact()
+    acc = np.zeros(num_cells, dtype=acc_dtype(vals.dtype))
+    if mask is None:
+        count_in = np.full(num_cells, slice_size, dtype=np.int64)
+        if by_line:
+            get_kernel("masked", "line_sums", np)(ptr, vals, acc.dtype.type(0), acc)
+            stored = ptr[1:] > ptr[:-1]
+        else:
+            stored = np.zeros(num_cells, dtype=np.uint8)
+            get_kernel("masked", "index_sums", np)(minor, vals, acc, stored)
+    else:
+        # sorted, repeats added (bools: or); usually already so, and then not copied
+        mptr, mind, mvals = mask.canonical()._compact()
+        count_in = np.zeros(num_cells, dtype=np.int64)
+        get_kernel("masked", "mask_true_counts", np)(mptr, mind, mvals, by_line, count_in)
+        longest = int((mptr[1:] - mptr[:-1]).max()) if len(mptr) > 1 else 0
+        stored = np.zeros(num_cells, dtype=np.uint8)
+        get_kernel("masked", "csr_masked_sum", np)(
+            ptr, minor, vals, mptr, mind, mvals, max(longest - 1, 0).bit_length(), by_line,
+            acc.dtype.type(0), acc, stored)
+
+    def no_keys() -> np.ndarray:
+        msg = f"{func}: the entries of a summed compressed matrix are not kept"
+        raise NotImplementedError(msg)
+
+    p = Problem(func, np, shape, dims, num_cells, slice_size, np.empty(0, np.int64),
+                np.empty(0, np.int64), vals[:0], np.empty(0, bool), count_in, stored, stored,
+                "none" if mask is None else "coords", no_keys, x)
+    return p, acc
 
 
 def _sorted_keys(keys: np.ndarray) -> np.ndarray:

@@ -715,3 +715,104 @@ def test_sparse_result_examples(backend: str) -> None:
     assert isinstance(per_element, asp.Jagged)
     check_on(per_element.values, [1.0, 5.0, 9.0], backend)
     check_on(masked.sum(j, 1), [[2.0, 4.0], [0.0, 0.0], [4.0, 5.0]], backend)
+
+
+# ----------------------------------------------- compressed sums without canonicalising
+@st.composite
+def compressed_with_repeats(draw: Any, dtype: Any, like: Any = None) -> tuple[Any, np.ndarray]:
+    """A CSR or CSC matrix with unsorted, repeated indices and its dense view (repeats added).
+
+    ``like``: a matrix whose layout and shape to take.
+    """
+    if like is None:
+        rows, cols = draw(st.integers(1, 6)), draw(st.integers(1, 7))
+        major = draw(st.sampled_from(["csr", "csc"]))
+    else:
+        (rows, cols), major = like.shape, "csr" if isinstance(like, asp.SparseCSR) else "csc"
+    nnz = draw(st.integers(0, 25))
+    lines = rows if major == "csr" else cols
+    cuts = sorted(draw(st.lists(st.integers(0, nnz), min_size=lines - 1, max_size=lines - 1)))
+    indptr = np.array([0, *cuts, nnz], dtype=draw(st.sampled_from([np.int32, np.int64])))
+    minor = np.array(draw(st.lists(st.integers(0, (cols if major == "csr" else rows) - 1),
+                                   min_size=nnz, max_size=nnz)), dtype=np.int64)
+    vals = np.array(draw(st.lists(st.integers(-9, 9), min_size=nnz, max_size=nnz)))
+    vals = vals.astype(dtype) if np.dtype(dtype).kind != "f" else (vals / 4).astype(dtype)
+    cls = asp.SparseCSR if major == "csr" else asp.SparseCSC
+    x = cls(indptr, minor, vals, (rows, cols))
+    dense = np.zeros((rows, cols), dtype=np.float64)
+    line = np.repeat(np.arange(lines), np.diff(indptr))
+    r, c = (line, minor) if major == "csr" else (minor, line)
+    np.add.at(dense, (r, c), vals.astype(np.float64))
+    return x, dense
+
+
+@pytest.mark.hypothesis
+@given(data=st.data())
+def test_unsorted_compressed_sums_match_dense(data: st.DataObject) -> None:
+    """CSR/CSC sums and means along one dimension skip canonicalising: same results.
+
+    Unsorted lines with repeated indices, masks of the same layout with repeated
+    (bool: or; numbers: added, then tested) and false entries, every dtype family; the
+    sparse result stores the cells a stored, masked-in entry reduces into.
+    """
+    dtype = data.draw(st.sampled_from([np.float64, np.float32, np.int32, np.uint8]))
+    x, dense = data.draw(compressed_with_repeats(dtype))
+    mask_kind = data.draw(st.sampled_from(["none", "bool", "int"]))
+    if mask_kind == "none":
+        m, mdense = None, np.ones(dense.shape, dtype=bool)
+    else:
+        m, counts = data.draw(compressed_with_repeats(
+            np.bool_ if mask_kind == "bool" else np.int64, like=x))
+        mdense = counts != 0
+        if mask_kind == "bool":  # repeats: logical or of the stored bools
+            stored = np.zeros(dense.shape, dtype=bool)
+            line = np.repeat(np.arange(len(m.indptr) - 1), np.diff(m.indptr))
+            r, c = (line, m.indices) if isinstance(m, asp.SparseCSR) else (m.indices, line)
+            np.logical_or.at(stored, (r, c), m.values)
+            mdense = stored
+    for dim in (0, 1):
+        total = np.where(mdense, dense, 0).sum(axis=dim)
+        count = mdense.sum(axis=dim)
+        got = masked.sum(x, dim, mask=m, dense=True)
+        want_dtype = x.values.dtype if x.values.dtype.kind == "f" else \
+            (np.uint64 if x.values.dtype.kind == "u" else np.int64)
+        assert got.dtype == want_dtype
+        np.testing.assert_allclose(got.astype(np.float64), total, rtol=1e-6)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            np.testing.assert_allclose(masked.mean(x, dim, mask=m, dense=True),
+                                       total / count, rtol=1e-6)
+        sparse = masked.sum(x, dim, mask=m)
+        line = np.repeat(np.arange(len(x.indptr) - 1), np.diff(x.indptr))
+        r, c = (line, x.indices) if isinstance(x, asp.SparseCSR) else (x.indices, line)
+        hit = np.zeros(dense.shape, dtype=bool)
+        hit[r[mdense[r, c]], c[mdense[r, c]]] = True
+        cells = np.flatnonzero(hit.any(axis=dim) | ((count > 0) & (total != 0)))
+        np.testing.assert_array_equal(sparse.indices[0], cells)
+        np.testing.assert_allclose(sparse.values.astype(np.float64), total[cells], rtol=1e-6)
+
+
+def test_unsorted_csr_sums_take_no_canonical_copy() -> None:
+    """The entries are summed as stored: an unsorted CSR is not made canonical."""
+    x = asp.SparseCSR([0, 3, 3, 5], [2, 0, 2, 1, 1], np.array([1.0, 2.0, 3.0, 4.0, -4.0]),
+                      (3, 3))
+    mask = asp.SparseCSR([0, 2, 3, 5], [2, 2, 0, 1, 0], np.array([True, False, True, True, False]),
+                         (3, 3))
+    assert not x.is_canonical and not mask.is_canonical
+    calls = []
+    original = asp.SparseCSR.canonical
+
+    def spy(self: Any) -> Any:
+        calls.append(self is x)
+        return original(self)
+
+    asp.SparseCSR.canonical = spy  # type: ignore[method-assign]
+    try:
+        rows = masked.sum(x, 1, mask=mask)
+        cols = masked.mean(x, 0, dense=True)
+    finally:
+        asp.SparseCSR.canonical = original  # type: ignore[method-assign]
+    assert True not in calls  # only the mask was canonicalised
+    # row 0: columns 2 and 2 masked in (or of True, False); row 2: the 4 and -4 sum to 0
+    np.testing.assert_array_equal(rows.indices[0], [0, 2])
+    np.testing.assert_array_equal(rows.values, [4.0, 0.0])
+    np.testing.assert_array_equal(cols, [2.0 / 3, 0.0, 4.0 / 3])

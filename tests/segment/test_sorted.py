@@ -1016,3 +1016,70 @@ def test_logsumexp_is_stable(backend: str) -> None:
     got32 = run_on(backend, asp.segment_logsumexp, values.astype(np.float32), lengths=lengths)
     assert got32.dtype == np.float32
     np.testing.assert_allclose(got32, np.array(expected, dtype=np.float32), rtol=1e-6)
+
+
+# ==================================================== 1-D float rows of mixed lengths
+#: Row lengths around the 1-D kernels' 64-byte vectors (16 float32, 8 float64 values)
+#: and the head vectors every row reads (up to 4).
+EDGE_LENGTHS = [0, 1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 48, 49, 63, 64, 65]
+
+
+@st.composite
+def row_length_mixes(draw: Any) -> list[int]:
+    """Many empty rows, length-1 rows, lengths at vector edges, a giant row, or a mix."""
+    kind = draw(st.sampled_from(["empties", "ones", "edges", "giant", "mixed"]))
+    count = draw(st.integers(1, 40))
+    if kind == "empties":
+        lens = [draw(st.sampled_from([0] * 9 + [1, 3, 20])) for _ in range(count)]
+    elif kind == "ones":
+        lens = [draw(st.sampled_from([1] * 5 + [0, 2])) for _ in range(count)]
+    elif kind == "edges":
+        lens = draw(st.lists(st.sampled_from(EDGE_LENGTHS), min_size=1, max_size=count))
+    elif kind == "giant":
+        lens = draw(st.lists(st.integers(0, 3), max_size=count))
+        lens.insert(draw(st.integers(0, len(lens))), draw(st.integers(100, 700)))
+    else:
+        lens = draw(st.lists(st.integers(0, 80), min_size=1, max_size=count))
+    return lens
+
+
+def _mixed_floats(dtype: Any) -> st.SearchStrategy[float]:
+    return st.one_of(st.floats(-100, 100, width=32), st.sampled_from(
+        [0.0, -0.0, np.inf, -np.inf, np.nan, 1e30, -1e30]))
+
+
+@pytest.mark.hypothesis
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min"])
+@given(data=st.data())
+def test_float_rows_of_mixed_lengths_property(op: str, data: st.DataObject) -> None:
+    """The 1-D float kernels on row-length mixes, values up to (or short of) the buffer end.
+
+    Rows reading vectors that end past the last value take the checked loads; the
+    others the plain ones. NaN propagates through max/min, -0.0 < +0.0, empty rows give
+    the empty value, and integer-valued float32 sums are exact.
+    """
+    dtype = data.draw(st.sampled_from([np.float32, np.float64]))
+    lens = data.draw(row_length_mixes())
+    special = data.draw(st.booleans())
+    total = sum(lens)
+    before = data.draw(st.integers(0, 20))
+    after = data.draw(st.sampled_from([0, 0, 1, 15, 70]))
+    if special:
+        flat = np.array(data.draw(st.lists(_mixed_floats(dtype), min_size=before + total + after,
+                                           max_size=before + total + after)), dtype=dtype)
+    else:  # small integers: every sum exact in float64 and in the output dtype
+        seed = data.draw(st.integers(0, 2**32 - 1))
+        flat = np.random.default_rng(seed).integers(-50, 50, before + total + after).astype(dtype)
+    offsets = np.concatenate([[before], before + np.cumsum(lens, dtype=np.int64)])
+    offsets = offsets.astype(data.draw(st.sampled_from([np.int32, np.int64])))
+    rows = [flat[offsets[i]:offsets[i + 1]].tolist() for i in range(len(lens))]
+    expected = expected_array(ref.segment_reduce(rows, op), EMPTY[op])
+    got = SORTED[op](flat, offsets=offsets)
+    assert got.dtype == dtype
+    if op in ("max", "min") or not special:
+        np.testing.assert_array_equal(got, expected.astype(dtype))  # NaN where NaN
+        if op in ("max", "min"):  # the sign of a zero too (a NaN's is the kernel's own)
+            number = ~np.isnan(got)
+            assert np.array_equal(np.signbit(got[number]), np.signbit(expected[number]))
+    else:
+        assert_close(got, expected, np.dtype(dtype))

@@ -44,7 +44,7 @@ def _is_float_vector(values) -> bool:  # pragma: no cover
 
 
 def _emit_row(context, builder, values_t, values, start, stop, nvec, init,
-              op: str):  # pragma: no cover
+              op: str, checked: bool = True):  # pragma: no cover
     """IR of the 1-D float reduction of ``values[start:stop]`` (``op``: sum, max or min).
 
     The row is read in 64-byte vectors of ``L = 64 // itemsize`` values: value ``k`` of
@@ -60,6 +60,8 @@ def _emit_row(context, builder, values_t, values, start, stop, nvec, init,
     lanes. A vector is a plain load, which may read up to ``L - 1`` values past the row
     but never past the array (there a masked load, which does not fault): masked loads
     that miss the cache are several times slower than plain ones on some CPUs.
+    ``checked=False``: the caller knows every vector lies inside the array (plain loads
+    only, no test).
 
     Max/min run on integer keys (:func:`_float_keys`) whose signed order is IEEE 754's
     ``maximum``/``minimum`` order: ``-0.0 < +0.0``, and a NaN (any payload) becomes the
@@ -70,7 +72,7 @@ def _emit_row(context, builder, values_t, values, start, stop, nvec, init,
     """
     if op != "sum":
         return _emit_row_extreme(context, builder, values_t, values, start, stop, nvec,
-                                 init, op == "max")
+                                 init, op == "max", checked)
     intp = context.get_value_type(types.intp)
     vec = ir.VectorType(context.get_value_type(values_t.dtype),
                         64 // context.get_abi_sizeof(context.get_value_type(values_t.dtype)))
@@ -79,8 +81,8 @@ def _emit_row(context, builder, values_t, values, start, stop, nvec, init,
     slot = cgutils.alloca_once(builder, acc_t)  # promoted to a register
     builder.store(fill, slot)
 
-    def add_vector(i):
-        x, mask = _row_vector(builder, values, vec, stop, i)
+    def add_vector(i, lanes_in=None):
+        x, mask = _row_vector(builder, values, vec, stop, i, checked, lanes_in)
         if vec.element != acc_t.element:
             x = builder.fpext(x, acc_t)
         # the select comes after the conversion so that it is not folded back into
@@ -92,7 +94,7 @@ def _emit_row(context, builder, values_t, values, start, stop, nvec, init,
 
 
 def _emit_row_extreme(context, builder, values_t, values, start, stop, nvec, init,
-                      is_max: bool):  # pragma: no cover
+                      is_max: bool, checked: bool = True):  # pragma: no cover
     """IR of the 1-D float max (min) of ``values[start:stop]`` and ``init`` (see _emit_row)."""
     intp = context.get_value_type(types.intp)
     elt = context.get_value_type(values_t.dtype)
@@ -106,8 +108,8 @@ def _emit_row_extreme(context, builder, values_t, values, start, stop, nvec, ini
     builder.store(_float_keys(builder, builder.bitcast(splat(builder, init, vec.count), key_t)),
                   slot)
 
-    def add_vector(i):
-        x, mask = _row_vector(builder, values, vec, stop, i)
+    def add_vector(i, lanes_in=None):
+        x, mask = _row_vector(builder, values, vec, stop, i, checked, lanes_in)
         key = builder.select(builder.fcmp_unordered("uno", x, x), nan_key,
                              _float_keys(builder, builder.bitcast(x, key_t)))
         acc = builder.load(slot)
@@ -124,22 +126,28 @@ def _emit_row_extreme(context, builder, values_t, values, start, stop, nvec, ini
     return builder.bitcast(_float_keys(builder, key), elt)
 
 
-def _row_vector(builder, values, vec, stop, i):  # pragma: no cover
+def _row_vector(builder, values, vec, stop, i, checked=True, mask=None):  # pragma: no cover
     """Load the 64-byte vector of ``values`` at ``i``; return it and its lanes before ``stop``.
 
     A plain load inside the array; at its end a masked load (lanes past it read 0).
+    ``checked=False``: the vector is known to lie inside the array (a plain load).
+    ``mask``: the lanes before ``stop`` when the caller has them.
     """
     lanes = vec.count
     size = 64 // lanes
     i32 = ir.IntType(32)
     step = ir.Constant(i.type, lanes)
-    # lanes of the row: lane < stop - i, compared in int32 (one vector compare):
-    # stop - i is clamped to <= L, and is >= -nvec * L past the row's end
-    left = builder.sub(stop, i)
-    left = builder.select(builder.icmp_signed("<", left, step), left, step)
-    lane_ids = ir.Constant(ir.VectorType(i32, lanes), list(range(lanes)))
-    mask = builder.icmp_signed("<", lane_ids, splat(builder, builder.trunc(left, i32), lanes))
+    if mask is None:
+        # lanes of the row: lane < stop - i, compared in int32 (one vector compare):
+        # stop - i is clamped to <= L, and is >= -nvec * L past the row's end
+        left = builder.sub(stop, i)
+        left = builder.select(builder.icmp_signed("<", left, step), left, step)
+        lane_ids = ir.Constant(ir.VectorType(i32, lanes), list(range(lanes)))
+        mask = builder.icmp_signed("<", lane_ids,
+                                   splat(builder, builder.trunc(left, i32), lanes))
     at = builder.bitcast(builder.gep(values.data, [i]), vec.as_pointer())
+    if not checked:
+        return builder.load(at, align=size), mask
     total = builder.extract_value(values.shape, 0)
     inside = builder.icmp_signed("<=", builder.add(i, step), total)
     with builder.if_else(inside, likely=True) as (plain, masked):
@@ -157,15 +165,33 @@ def _row_vector(builder, values, vec, stop, i):  # pragma: no cover
     return x, mask
 
 
-def _for_row_vectors(builder, intp, start, stop, nvec, lanes, body):  # pragma: no cover
-    """Emit ``body(i)`` for each vector of the row.
+#: Head vectors a row may read whatever its length (``segment._head_vectors``: 1 to 4).
+MAX_HEAD = 4
 
-    ``nvec`` vectors whatever the row's length, then the rest (see :func:`_emit_row`).
+
+def _for_row_vectors(builder, intp, start, stop, nvec, lanes, body):  # pragma: no cover
+    """Emit ``body(i, mask)`` for each vector of the row (``mask``: its lanes in the row).
+
+    ``nvec`` vectors whatever the row's length (see :func:`_emit_row`), unrolled: the
+    row's length is broadcast once and each head vector's lanes are one compare with
+    its constant lane positions; each is emitted under ``k < nvec``, a test that goes
+    the same way for every row. Then the rest of the row in a loop (``body(i)``, the
+    lanes computed there).
     """
     step = ir.Constant(intp, lanes)
+    i32 = ir.IntType(32)
+    cap = ir.Constant(intp, MAX_HEAD * lanes)
+    left = builder.sub(stop, start)
+    left = builder.select(builder.icmp_signed("<", left, cap), left, cap)
+    limit = splat(builder, builder.trunc(left, i32), lanes)
+    for k in range(MAX_HEAD):
+        with builder.if_then(builder.icmp_signed("<", ir.Constant(intp, k), nvec),
+                             likely=True):
+            ids = ir.Constant(ir.VectorType(i32, lanes), list(range(k * lanes,
+                                                                    (k + 1) * lanes)))
+            body(builder.add(start, ir.Constant(intp, k * lanes)),
+                 builder.icmp_signed("<", ids, limit))
     head_end = builder.add(start, builder.mul(nvec, step))
-    with cgutils.for_range_slice(builder, start, head_end, step, intp=intp) as (i, _):
-        body(i)
     with cgutils.for_range_slice(builder, head_end, stop, step, intp=intp) as (i, _):
         body(i)
 
@@ -229,26 +255,59 @@ def _block_codegen(op: str):  # pragma: no cover
         min_count = context.cast(builder, args[7], mc_t, intp_t)
         empty = context.cast(builder, args[8], empty_t, out_t.dtype)
         res_t = types.float64 if op == "sum" else values_t.dtype
-        with cgutils.for_range_slice(builder, first, last, ir.Constant(intp, 1),
-                                     intp=intp) as (r, _):
-            start = builder.load(builder.gep(offsets.data, [r]))
-            stop = builder.load(builder.gep(offsets.data, [builder.add(r, ir.Constant(intp, 1))]))
-            if start.type.width < intp.width:
-                start, stop = builder.sext(start, intp), builder.sext(stop, intp)
-            res = _emit_row(context, builder, values_t, values, start, stop, nvec, init, op)
-            n = builder.sub(stop, start)
-            if op == "sum":  # a branch on the loop-invariant mean: no division for sums
-                slot = cgutils.alloca_once_value(builder, res)
-                with builder.if_then(mean):
-                    one = ir.Constant(intp, 1)
+        one = ir.Constant(intp, 1)
+
+        def rows(lo, hi, checked, divide):
+            with cgutils.for_range_slice(builder, lo, hi, one, intp=intp) as (r, _):
+                start = builder.load(builder.gep(offsets.data, [r]))
+                stop = builder.load(builder.gep(offsets.data, [builder.add(r, one)]))
+                if start.type.width < intp.width:
+                    start, stop = builder.sext(start, intp), builder.sext(stop, intp)
+                res = _emit_row(context, builder, values_t, values, start, stop, nvec, init, op,
+                                checked)
+                n = builder.sub(stop, start)
+                if divide:
                     divisor = builder.sitofp(
                         builder.select(builder.icmp_signed("<", n, one), one, n),
                         ir.DoubleType())
-                    builder.store(builder.fdiv(res, divisor), slot)
-                res = builder.load(slot)
-            value = context.cast(builder, res, res_t, out_t.dtype)
-            value = builder.select(builder.icmp_signed("<", n, min_count), empty, value)
-            builder.store(value, builder.gep(out.data, [r]))
+                    res = builder.fdiv(res, divisor)
+                value = context.cast(builder, res, res_t, out_t.dtype)
+                value = builder.select(builder.icmp_signed("<", n, min_count), empty, value)
+                builder.store(value, builder.gep(out.data, [r]))
+
+        # rows [first, safe) read only inside the array: every vector a row reads starts
+        # before its stop or among its first nvec, so it ends by stop + nvec * L
+        lanes = 64 // context.get_abi_sizeof(context.get_value_type(values_t.dtype))
+        reach = builder.mul(nvec, ir.Constant(intp, lanes))
+        size = builder.extract_value(values.shape, 0)
+        safe_slot = cgutils.alloca_once_value(builder, last)
+        cond = builder.append_basic_block("safe.cond")
+        body = builder.append_basic_block("safe.body")
+        done = builder.append_basic_block("safe.done")
+        builder.branch(cond)
+        builder.position_at_end(cond)
+        safe = builder.load(safe_slot)
+        end = builder.load(builder.gep(offsets.data, [safe]))
+        if end.type.width < intp.width:
+            end = builder.sext(end, intp)
+        past = builder.icmp_signed(">", builder.add(end, reach), size)
+        builder.cbranch(builder.and_(builder.icmp_signed(">", safe, first), past), body, done)
+        builder.position_at_end(body)
+        builder.store(builder.sub(safe, one), safe_slot)
+        builder.branch(cond)
+        builder.position_at_end(done)
+        safe = builder.load(safe_slot)
+        if op == "sum":  # the loop-invariant mean chooses a loop: no branch per row
+            with builder.if_else(mean) as (then, otherwise):
+                with then:
+                    rows(first, safe, False, True)
+                    rows(safe, last, True, True)
+                with otherwise:
+                    rows(first, safe, False, False)
+                    rows(safe, last, True, False)
+        else:
+            rows(first, safe, False, False)
+            rows(safe, last, True, False)
         return context.get_dummy_value()
 
     return codegen

@@ -28,6 +28,10 @@ __all__ = [
     "masked_first_best",
     "first_unstored",
     "sorted_member",
+    "csr_masked_sum",
+    "mask_true_counts",
+    "line_sums",
+    "index_sums",
 ]
 
 
@@ -214,3 +218,113 @@ def sorted_member(keys, queries, out):  # type: ignore[no-untyped-def]
             else:
                 hi = mid
         out[i] = lo < m and keys[lo] == q
+
+
+
+@kernel
+def line_sums(indptr, vals, zero, acc):  # type: ignore[no-untyped-def]
+    """``acc[r] = zero + sum(vals[indptr[r]:indptr[r+1]])``, each line's values in order.
+
+    No loop per line: a loop whose trip count follows random short line lengths
+    mispredicts its exit about once a line, which costs more than the adds. One pass
+    over ``indptr`` counts the lines starting at each value, one pass over the values
+    keeps the running line sum (restarted by a select where a line starts) and stores
+    it at the line's place. ``vals`` holds the lines' values from ``indptr[0]``;
+    ``zero`` (of ``acc``'s dtype) fixes the accumulator; empty lines keep ``acc``.
+    """
+    base = indptr[0]
+    n = indptr[len(indptr) - 1] - base
+    starts = _line_starts(indptr, n)
+    total = zero
+    r = -1
+    for j in range(n):
+        k = starts[j]
+        r += k
+        total = (zero if k != 0 else total) + vals[j]
+        acc[r] = total
+
+
+@kernel
+def index_sums(indices, vals, acc, stored):  # type: ignore[no-untyped-def]
+    """``acc[c] += v`` and ``stored[c] = 1`` for every entry ``(c, v)``, in order."""
+    for j in range(len(indices)):
+        c = indices[j]
+        acc[c] += vals[j]
+        stored[c] = 1
+
+
+@kernel
+def _line_starts(indptr, n):  # type: ignore[no-untyped-def]
+    """How many of the lines of ``indptr`` start at each of the ``n + 1`` values."""
+    starts = np.zeros(n + 1, np.int32)
+    base = indptr[0]
+    for r in range(len(indptr) - 1):
+        starts[indptr[r] - base] += 1
+    return starts
+
+
+@kernel
+def mask_true_counts(mptr, mind, mvals, by_line, count_in):  # type: ignore[no-untyped-def]
+    """``count_in[cell] += 1`` for each true value of a compressed mask.
+
+    ``by_line``: the cell is the line (``mptr``), else the index (``mind``).
+    """
+    n = mptr[len(mptr) - 1] - mptr[0]
+    starts = _line_starts(mptr, n)
+    r = -1
+    for k in range(n):
+        r += starts[k]
+        count_in[r if by_line else mind[k]] += 1 if mvals[k] != 0 else 0
+
+
+@kernel
+def csr_masked_sum(indptr, indices, vals, mptr, mind, mvals, steps, by_line, zero, acc,
+                   stored):  # type: ignore[no-untyped-def]
+    """Sum the entries of a compressed matrix where a canonical mask of its layout is true.
+
+    Line ``r`` (a row of a CSR matrix, a column of a CSC one) stores
+    ``indices[indptr[r]:indptr[r+1]]``, in any order and possibly repeated: it is not
+    sorted. The mask's line ``r`` holds the strictly increasing indices
+    ``mind[mptr[r]:mptr[r+1]]`` with values ``mvals``; an entry is masked in when its
+    index is there with a non-zero value. Each entry's index is found by a binary
+    search of ``steps`` halvings in its line of the mask (``steps``: the bit length of
+    the longest mask line less one), every search as long as the others and its
+    steps selects, so nothing mispredicts on random line lengths; the entry's line
+    comes from a running count of line starts (see :func:`line_sums`).
+
+    ``by_line``: line ``r`` is the output cell, else the index ``c``. ``acc[cell]``
+    adds the masked-in values in stored order (repeated coordinates one by one; a
+    masked-out entry adds ``zero``, which changes no sum); ``stored[cell]`` becomes 1
+    where a masked-in entry is. ``indptr`` and ``mptr`` start at zero; ``acc`` and
+    ``stored`` start at zero.
+    """
+    n = indptr[len(indptr) - 1]
+    m = mptr[len(mptr) - 1]
+    if n == 0 or m == 0:
+        return
+    last = m - 1
+    starts = _line_starts(indptr, n)
+    r = -1
+    total = zero
+    found_any = 0
+    for j in range(n):
+        k = starts[j]
+        r += k
+        c = indices[j]
+        lo = mptr[r]
+        count = mptr[r + 1] - lo
+        for _ in range(steps):
+            half = count >> 1
+            lo = lo + half if mind[min(lo + half, last)] <= c else lo
+            count -= half
+        at = min(lo, last)
+        inm = (count > 0) & (mind[at] == c) & (mvals[at] != 0)
+        v = vals[j] if inm else zero
+        if by_line:
+            total = (zero if k != 0 else total) + v
+            found_any = (0 if k != 0 else found_any) | (1 if inm else 0)
+            acc[r] = total
+            stored[r] = found_any
+        else:
+            acc[c] += v
+            stored[c] |= 1 if inm else 0
