@@ -692,7 +692,7 @@ def _count_strings_run(str_offsets, data, valid, offsets, row_valid, secret, par
 #: Past this many distinct strings, counting partitions the strings first (see
 #: _count_partitioned): a bigger table no longer fits the caches.
 _DIRECT_LIMIT = 1 << 16
-_SUB_BITS = _U(10)  # partitions of the partitioned count, within a thread's part
+_SUB_BITS = _U(7)  # groups of the partitioned count, within a thread's part
 _KEY_BITS = 56      # a record's element id; its length class (0-16, 17: longer) above
 
 
