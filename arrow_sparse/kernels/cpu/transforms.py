@@ -708,7 +708,7 @@ def _string_records(str_offsets, data, valid, offsets, row_valid, secret, part_l
     part_shift = _U(64) - _PART_BITS
     sub_shift = _U(64) - _PART_BITS - _SUB_BITS
     subs = 1 << _SUB_BITS
-    found = np.empty((offsets[rows] - offsets[0], 4), dtype=np.int64)
+    found = np.empty((offsets[rows] - offsets[0], 2), dtype=np.int64)  # (hash, element)
     starts = np.zeros(subs + 1, dtype=np.int64)
     m = 0
     for r in range(rows):
@@ -726,26 +726,30 @@ def _string_records(str_offsets, data, valid, offsets, row_valid, secret, part_l
             part = np.int64(h >> part_shift)
             if part < part_lo or part >= part_hi:
                 continue
-            w0 = np.int64(0)
-            w1 = np.int64(0)
-            if n <= 16:
-                w0, w1 = _words16(data, p, n)
             found[m, 0] = np.int64(h)
-            found[m, 1] = w0
-            found[m, 2] = w1
-            found[m, 3] = np.int64(k) | (min(n, _LONG) << _KEY_BITS)
+            found[m, 1] = k
             starts[np.int64((h >> sub_shift) & _U(subs - 1)) + 1] += 1
             m += 1
     for g in range(subs):
         starts[g + 1] += starts[g]
     records = np.empty((m, 4), dtype=np.int64)
     fill = starts[:subs].copy()
-    for i in range(m):
-        g = np.int64((_U(found[i, 0]) >> sub_shift) & _U(subs - 1))
+    for i in range(m):  # the elements in order: their bytes are read front to back
+        h = found[i, 0]
+        k = found[i, 1]
+        p = np.int64(str_offsets[k])
+        n = np.int64(str_offsets[k + 1]) - p
+        w0 = np.int64(0)
+        w1 = np.int64(0)
+        if n <= 16:
+            w0, w1 = _words16(data, p, n)
+        g = np.int64((_U(h) >> sub_shift) & _U(subs - 1))
         t = fill[g]
         fill[g] = t + 1
-        for c in range(4):
-            records[t, c] = found[i, c]
+        records[t, 0] = h
+        records[t, 1] = w0
+        records[t, 2] = w1
+        records[t, 3] = k | (min(n, _LONG) << _KEY_BITS)
     return records, starts
 
 
