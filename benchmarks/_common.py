@@ -385,7 +385,13 @@ def load_average() -> list[float] | None:
 
 def source_state(repo: Path = REPO_ROOT) -> dict[str, Any]:
     """The git commit of the code being measured and whether the tree had local changes
-    (read-only git commands; an empty dict outside a git checkout)."""
+    (read-only git commands; an empty dict outside a git checkout).
+
+    ``measured_package`` is where the imported ``arrow_sparse`` lives. A script run from
+    another checkout than the installed one imports the installed package unless
+    ``PYTHONPATH`` names the checkout: the commit then describes other code, which
+    ``package_is_this_tree`` (False) says.
+    """
     def git(*args: str) -> str | None:
         try:
             out = subprocess.run(["git", *args], cwd=str(repo), capture_output=True,
@@ -399,8 +405,13 @@ def source_state(repo: Path = REPO_ROOT) -> dict[str, Any]:
         return {}
     status = git("status", "--porcelain", "--", "arrow_sparse") or ""
     changed = [line[3:] for line in status.splitlines() if line.strip()]
+    package = getattr(sys.modules.get("arrow_sparse"), "__file__", None)
+    package_dir = Path(package).resolve().parent if package else None
     return {"commit": commit, "package_files_changed_since_commit": len(changed),
-            "dirty": bool(changed)}
+            "dirty": bool(changed),
+            "measured_package": str(package_dir) if package_dir else None,
+            "package_is_this_tree": package_dir == (repo / "arrow_sparse").resolve()
+            if package_dir else None}
 
 
 def peak_rss_bytes() -> int:
