@@ -171,10 +171,8 @@ def warmup(scope: str = "common", *, functions: Sequence[str] | None = None,
     if scope not in SCOPES:
         msg = f"warmup: scope must be 'common' or 'all', got {scope!r}"
         raise ArrowSparseValueError(msg)
-    if progress is not None and not callable(getattr(progress, "update", None)):
-        msg = (f"warmup: progress must be None or have an update(n) method, got "
-               f"{type(progress).__name__}")
-        raise ArrowSparseTypeError(msg)
+    if progress is not None:
+        _check_progress(progress)
     calls = list(_calls(scope))
     if functions is not None:
         if (isinstance(functions, str) or not isinstance(functions, Sequence)
@@ -207,6 +205,19 @@ def warmup(scope: str = "common", *, functions: Sequence[str] | None = None,
         stop()
     return WarmupReport(scope=scope, calls=len(calls), compiled=compiled[0],
                         seconds=time.perf_counter() - t0, cache_dir=kernel_cache_dir())
+
+
+def _check_progress(progress: Any) -> None:
+    """Refuse a ``progress`` without a working ``update(n)`` before any work starts."""
+    msg = (f"warmup: progress must be None or have an update(n) method that takes a count "
+           f"of calls, got {type(progress).__name__}")
+    if not callable(getattr(progress, "update", None)):
+        raise ArrowSparseTypeError(msg)
+    try:
+        progress.update(0)  # another object's update (a Vocabulary's) fails here, not midway
+    except Exception as exc:  # noqa: BLE001 - any failure means it is not a progress object
+        detail = f"{msg} (update(0) raised {type(exc).__name__}: {exc})"
+        raise ArrowSparseTypeError(detail) from None
 
 
 def looks_cold() -> bool:
