@@ -24,6 +24,7 @@ from .._progress import Progress
 from .._version import __version__
 from ..errors import ArrowSparseError, ArrowSparseValueError
 from ..pipeline import Pipeline, run
+from ._args import comma_list
 from ._values import DEFAULT_DISTINCT_LIMIT, DEFAULT_TOP
 from .inspect import (
     DEFAULT_BATCH_ROWS,
@@ -35,6 +36,8 @@ from .inspect import (
 from .warmup import add_warmup, compile_notice
 
 __all__ = ["main"]
+
+_COLUMN_LIST = comma_list("column names")
 
 PROG = "arrow-sparse"
 
@@ -243,7 +246,7 @@ def _add_inspect(commands: Any, common: argparse.ArgumentParser) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("file", metavar="FILE", help="Parquet file to inspect")
-    p.add_argument("--columns", metavar="A,B", type=_column_list,
+    p.add_argument("--columns", metavar="A,B", type=_COLUMN_LIST,
                    help="comma-separated top-level columns to inspect "
                         "(default: every list, large_list and map column)")
     p.add_argument("--batch-rows", metavar="N", type=_positive_int,
@@ -343,7 +346,7 @@ def _add_run(commands: Any, common: argparse.ArgumentParser) -> None:
                    help="rows per batch (default: the spec's batch_rows, else 65,536)")
     p.add_argument("--save-pipeline", metavar="PATH",
                    help="write the fitted pipeline (spec + vocabularies) to PATH")
-    p.add_argument("--partition-by", metavar="A,B", type=_column_list,
+    p.add_argument("--partition-by", metavar="A,B", type=_COLUMN_LIST,
                    help="write a directory of Parquet files, in hive directories by "
                         "these output columns")
     p.add_argument("--max-rows-per-file", metavar="N", type=_positive_int,
@@ -420,14 +423,6 @@ def _run_schema(args: argparse.Namespace) -> int:
 # Each entry adds one subcommand.
 _COMMANDS: tuple[Callable[[Any, argparse.ArgumentParser], None], ...] = (
     _add_inspect, _add_run, _add_schema, add_warmup)
-
-
-def _column_list(text: str) -> list[str]:
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    if not names:
-        msg = "expected comma-separated column names"
-        raise argparse.ArgumentTypeError(msg)
-    return names
 
 
 def _positive_int(text: str) -> int:

@@ -19,6 +19,7 @@ from typing import Any
 from .._backend import watch_kernel_compiles
 from .._progress import Progress, Spinner
 from ..kernel_cache import looks_cold, warmup
+from ._args import comma_list
 
 __all__ = ["NOTICE", "compile_notice"]
 
@@ -54,7 +55,7 @@ def add_warmup(commands: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--all", action="store_true",
                    help="every public function on every value type (several minutes), "
                         "not only the common ones")
-    p.add_argument("--only", metavar="F,G", type=_names,
+    p.add_argument("--only", metavar="F,G", type=comma_list("function names"),
                    help="only the warm-up calls of these functions (e.g. segment_sum)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--no-progress", action="store_true", help="never draw the progress bar")
@@ -72,14 +73,6 @@ def _run_warmup(args: argparse.Namespace) -> int:
     else:
         print(report)
     return 0
-
-
-def _names(text: str) -> list[str]:
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    if not names:
-        msg = "expected comma-separated function names"
-        raise argparse.ArgumentTypeError(msg)
-    return names
 
 
 class _Notice:
