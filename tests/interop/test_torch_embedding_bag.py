@@ -214,15 +214,16 @@ def test_training_steps_equal_torch(optimizer: str, mode: str) -> None:
     assert not torch.equal(ours.weight, pair(mode, seed=8)[1].weight)  # it did train
 
 
-@pytest.mark.parametrize("optimizer", ["sgd", "adagrad"])
-def test_fused_optimizers_on_the_weight_equal_torch_optim(optimizer: str) -> None:
-    ref, ours = pair("sum", seed=10)
+def train_with_fused_optimizer(ref: Any, ours: Any, optimizer: str, steps: int,
+                               seed: int) -> None:
+    """Train ``ref`` with torch.optim and ``ours`` with emb.sgd / emb.adagrad on its
+    sparse gradient, on the same ``steps`` batches (seeds ``seed``, ``seed + 1``, ...)."""
     opt_ref = {"sgd": torch.optim.SGD, "adagrad": torch.optim.Adagrad}[optimizer](
         ref.parameters(), lr=0.05)
     table = ours.weight.detach().numpy()  # shares the parameter's memory
     state = np.zeros_like(table)
-    for step in range(6):
-        b = batch(200 + step)
+    for step in range(steps):
+        b = batch(seed + step)
         opt_ref.zero_grad()
         ref(b["input"], b["offsets"]).pow(2).sum().backward()
         opt_ref.step()
@@ -233,6 +234,12 @@ def test_fused_optimizers_on_the_weight_equal_torch_optim(optimizer: str) -> Non
             emb.sgd(table, g, 0.05)
         else:
             emb.adagrad(table, state, g, 0.05)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adagrad"])
+def test_fused_optimizers_on_the_weight_equal_torch_optim(optimizer: str) -> None:
+    ref, ours = pair("sum", seed=10)
+    train_with_fused_optimizer(ref, ours, optimizer, steps=6, seed=200)
     np.testing.assert_allclose(ours.weight.detach().numpy(), ref.weight.detach().numpy(),
                                rtol=1e-5, atol=1e-6)
 
@@ -342,22 +349,7 @@ def test_max_fused_optimizers_on_the_weight_equal_torch_issue18(optimizer: str) 
     init = torch.from_numpy(np.random.default_rng(10).standard_normal((NUM, DIM)))
     ref = torch.nn.EmbeddingBag(NUM, DIM, mode="max", _weight=init.clone())
     ours = EmbeddingBag(NUM, DIM, mode="max", _weight=init.clone())
-    opt_ref = {"sgd": torch.optim.SGD, "adagrad": torch.optim.Adagrad}[optimizer](
-        ref.parameters(), lr=0.05)
-    table = ours.weight.detach().numpy()  # shares the parameter's memory
-    state = np.zeros_like(table)
-    for step in range(5):
-        b = batch(400 + step)
-        opt_ref.zero_grad()
-        ref(b["input"], b["offsets"]).pow(2).sum().backward()
-        opt_ref.step()
-        ours.weight.grad = None
-        ours(b["input"], b["offsets"]).pow(2).sum().backward()
-        g = sparse_grad_from_torch(ours.weight.grad)
-        if optimizer == "sgd":
-            emb.sgd(table, g, 0.05)
-        else:
-            emb.adagrad(table, state, g, 0.05)
+    train_with_fused_optimizer(ref, ours, optimizer, steps=5, seed=400)
     np.testing.assert_allclose(ours.weight.detach().numpy(), ref.weight.detach().numpy(),
                                rtol=1e-6, atol=1e-6)
 
