@@ -815,6 +815,21 @@ def workloads_bags(d: dict[str, Any]) -> list[Workload]:
     return out
 
 
+def torch_embedding_bag(torch: Any, table: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
+                        w: np.ndarray | None, mode: str) -> Callable[[], Any]:
+    """The timed call of torch's ``embedding_bag`` on the same buffers (no autograd)."""
+    t_table, t_ids = torch.from_numpy(table), torch.from_numpy(ids)
+    t_offs = torch.from_numpy(offsets)
+    t_w = None if w is None else torch.from_numpy(w)
+    fn = torch.nn.functional.embedding_bag
+
+    def run() -> Any:
+        with torch.no_grad():
+            return fn(t_ids, t_table, t_offs, mode=mode, include_last_offset=True,
+                      per_sample_weights=t_w)
+    return run
+
+
 def _impls_bags(table: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
                 w: np.ndarray | None, bags: int, vocab: int, torch: Any, sp: Any) -> list[Impl]:
     weighted = w is not None
@@ -838,16 +853,7 @@ def _impls_bags(table: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
         return run
 
     def m_torch() -> Callable[[], Any]:
-        t_table, t_ids = torch.from_numpy(table), torch.from_numpy(ids)
-        t_offs = torch.from_numpy(offsets)
-        t_w = torch.from_numpy(w) if weighted else None
-        fn = torch.nn.functional.embedding_bag
-
-        def run() -> Any:
-            with torch.no_grad():
-                return fn(t_ids, t_table, t_offs, mode="sum", include_last_offset=True,
-                          per_sample_weights=t_w)
-        return run
+        return torch_embedding_bag(torch, table, ids, offsets, w, "sum")
 
     def m_fbgemm_tbe() -> Callable[[], Any]:
         from fbgemm_gpu.split_embedding_configs import EmbOptimType, SparseType
@@ -990,16 +996,7 @@ def _impls_bags_heavy(table: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
                          .from_arrays(pa.array(offsets), pa.array(w)))
 
     def m_torch() -> Callable[[], Any]:
-        t_table, t_ids = torch.from_numpy(table), torch.from_numpy(ids)
-        t_offs = torch.from_numpy(offsets)
-        t_w = torch.from_numpy(w) if weighted else None
-        fn = torch.nn.functional.embedding_bag
-
-        def run() -> Any:
-            with torch.no_grad():
-                return fn(t_ids, t_table, t_offs, mode=mode, include_last_offset=True,
-                          per_sample_weights=t_w)
-        return run
+        return torch_embedding_bag(torch, table, ids, offsets, w, mode)
 
     impls = [Impl(f"arrow_sparse embedding_bag mode={mode}"
                   + (" (per_sample_weights=)" if weighted else ""), "arrow_sparse",
