@@ -162,7 +162,10 @@ def _with_copies(args: Sequence[Any], packed: _Packed, arrays: list[np.ndarray]
 
 
 def _finite_max(x: Any) -> float:
-    a = np.abs(np.asarray(x, dtype=np.float64).reshape(-1))
+    # Buffers may hold never-written (np.empty) floats: a NaN bit pattern among them
+    # warns on the cast, and non-finite values are dropped here anyway.
+    with np.errstate(invalid="ignore"):
+        a = np.abs(np.asarray(x, dtype=np.float64).reshape(-1))
     a = a[np.isfinite(a)]
     return float(a.max()) if a.size else 0.0
 
