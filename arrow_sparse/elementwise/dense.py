@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 
+from .. import _arrow
 from .. import _validate as v
 from .._backend import array_module, device_checks, get_kernel, is_cupy_array, module_of
 from .._offsets import checked_levels
@@ -121,6 +122,7 @@ def _jagged_dense_jagged(func: str, values: Any, offsets: Any, dense: Any, op: i
     return _finish(_rebuild_whole(_levels(j), result, valids, elem_valid), kind)
 
 
+@_arrow.series_in_out("values")
 def jagged_dense_elementwise_add(values: Any, offsets: Any, dense: Any, *,
                                  output: str = "dense") -> Any:
     """Add a jagged tensor to a padded dense one, giving the dense sum (FBGEMM).
@@ -207,6 +209,7 @@ def jagged_dense_elementwise_add(values: Any, offsets: Any, dense: Any, *,
     return _half_back(out.reshape(arr.shape), vals.dtype, arr.dtype)
 
 
+@_arrow.series_in_out("values")
 def jagged_dense_elementwise_add_jagged_output(values: Any, offsets: Any, dense: Any) -> Any:
     """Add a padded dense tensor to a jagged one, giving a jagged tensor (FBGEMM).
 
@@ -265,6 +268,7 @@ def jagged_dense_elementwise_add_jagged_output(values: Any, offsets: Any, dense:
                                 dense, 0)
 
 
+@_arrow.series_in_out("values")
 def jagged_dense_elementwise_mul(values: Any, offsets: Any, dense: Any) -> Any:
     """Multiply a jagged tensor by a padded dense one, giving a jagged tensor (FBGEMM).
 
@@ -323,6 +327,7 @@ def jagged_dense_elementwise_mul(values: Any, offsets: Any, dense: Any) -> Any:
 
 
 # ======================================================================== bmm
+@_arrow.series_in_out("values")
 def jagged_dense_bmm(values: Any, offsets: Any, dense: Any, max_length: int | None = None) -> Any:
     """Multiply each row's ``[L_b, K]`` matrix by ``dense[b]`` (``[K, N]``) (FBGEMM).
 
@@ -404,6 +409,8 @@ def jagged_dense_bmm(values: Any, offsets: Any, dense: Any, max_length: int | No
     return _finish_rows(Jagged._trusted(out, j.offsets, j.validity, vv), kind)
 
 
+@_arrow.series_in_out("x")
+@_arrow.series_in_out("y")
 def jagged_jagged_bmm(x: Any, y: Any, offsets: Any = None,
                       max_length: int | None = None) -> np.ndarray:
     """Per row ``x_b^T @ y_b``: ``[L_b, M]^T x [L_b, N] -> [M, N]`` (FBGEMM).

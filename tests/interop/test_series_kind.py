@@ -319,6 +319,50 @@ def test_softmax_and_padded_dense(make: Callable[..., Any]) -> None:
                               [1.0, 2.0, 0.0]]
 
 
+@pytest.mark.parametrize("make", [pandas_series, polars_series], ids=["pandas", "polars"])
+def test_jagged_dense_arithmetic(make: Callable[..., Any]) -> None:
+    rows = [[1.0, 2.0], None, [], [3.0, 4.0, 5.0]]
+    t = pa.list_(pa.float64())
+    s = make(rows, t, list("abcd")) if make is pandas_series else make(rows, t)
+    dense = np.arange(12.0).reshape(4, 3) * 10  # row b, position i: 30 * b + 10 * i
+    padded = [[0.0 if r is None or i >= len(r) else r[i] for i in range(3)] for r in rows]
+    # dense output: numpy, as for an Arrow array
+    got = asp.jagged_dense_elementwise_add(s, None, dense)
+    assert isinstance(got, np.ndarray)
+    assert got.tolist() == (dense + np.array(padded)).tolist()
+    # jagged output: the input's kind of Series, one row per row (null rows stay null)
+    jagged_sum = [None if r is None else [v + 30 * b + 10 * i for i, v in enumerate(r)]
+                  for b, r in enumerate(rows)]
+    jagged_product = [None if r is None else [v * (30 * b + 10 * i) for i, v in enumerate(r)]
+                      for b, r in enumerate(rows)]
+    for call, want in [
+        (lambda x: asp.jagged_dense_elementwise_add(x, None, dense, output="jagged"),
+         jagged_sum),
+        (lambda x: asp.jagged_dense_elementwise_add_jagged_output(x, None, dense), jagged_sum),
+        (lambda x: asp.jagged_dense_elementwise_mul(x, None, dense), jagged_product),
+    ]:
+        out = call(s)
+        check_kind(out, s, per_row=True)
+        assert listed(out) == listed(call(pa.array(rows, t)))
+        assert listed(out) == want
+
+
+@pytest.mark.parametrize("make", [pandas_series, polars_series], ids=["pandas", "polars"])
+def test_jagged_bmm(make: Callable[..., Any]) -> None:
+    rows = [[[1.0, 0.0], [0.0, 2.0]], [[1.0, 1.0]]]  # [L_b, K=2] per row
+    t = pa.list_(pa.list_(pa.float64(), 2))
+    s = make(rows, t, ["u", "v"]) if make is pandas_series else make(rows, t)
+    dense = np.arange(12.0).reshape(2, 2, 3)  # [B, K, N=3]
+    out = asp.jagged_dense_bmm(s, None, dense)
+    check_kind(out, s, per_row=True)
+    assert listed(out) == [(np.array(r) @ dense[b]).tolist() for b, r in enumerate(rows)]
+    # x_b^T @ y_b: a dense [B, K, K] array, whichever kind each operand is
+    gram = asp.jagged_jagged_bmm(s, pa.array(rows, t))
+    assert isinstance(gram, np.ndarray)
+    assert gram.tolist() == [(np.array(r).T @ np.array(r)).tolist() for r in rows]
+    assert asp.jagged_jagged_bmm(pa.array(rows, t), s).tolist() == gram.tolist()
+
+
 def test_arrow_and_numpy_inputs_unchanged() -> None:
     assert isinstance(asp.hash_bucket(pa.array(ROWS), 10), pa.Array)
     assert isinstance(asp.segment_sum(pa.chunked_array([ROWS])), pa.ChunkedArray)
