@@ -186,17 +186,7 @@ __global__ void bag_ids(const I* __restrict__ ids, const long long* __restrict__
         long long r = bound;
         long long w = -1;
         if (j >= first && j < last) {
-            // Largest b in [0, num_bags) with offsets[b] <= j (as in weights_grad).
-            long long at = 0;
-            long long hi_b = num_bags;
-            while (hi_b - at > 1) {
-                const long long mid = at + (hi_b - at) / 2;
-                if (__ldg(offsets + mid) <= j) {
-                    at = mid;
-                } else {
-                    hi_b = mid;
-                }
-            }
+            const long long at = asp_row_of(offsets, num_bags, j);  // the bag holding j
             if ((all_valid || __ldg(valid + at)) && (!masked || __ldg(vmask + j))) {
                 const long long id = (long long)__ldg(ids + j);
                 if (id < 0 || id >= bound) {
@@ -486,17 +476,7 @@ __global__ void weights_grad(const T* __restrict__ table, const I* __restrict__ 
         if (lane != 0) continue;  // lane 0 does the whole group's work (asp_group_sum)
 #endif
         if (j < first || j >= last) continue;
-        // Largest b in [0, num_bags) with offsets[b] <= j (offsets[b + 1] > j).
-        long long b = 0;
-        long long hi_b = num_bags;
-        while (hi_b - b > 1) {
-            const long long mid = b + (hi_b - b) / 2;
-            if (__ldg(offsets + mid) <= j) {
-                b = mid;
-            } else {
-                hi_b = mid;
-            }
-        }
+        const long long b = asp_row_of(offsets, num_bags, j);  // offsets[b + 1] > j
         const long long lo = __ldg(offsets + b);
         const long long hi = __ldg(offsets + b + 1);
         const long long r = (long long)__ldg(ids + j);
