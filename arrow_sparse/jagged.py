@@ -22,6 +22,7 @@ import pyarrow as pa
 from . import _arrow
 from . import _backend as b
 from . import _validate as v
+from ._docs import fill_doc
 from ._offsets import (
     fill_value,
     ids_to_offsets,
@@ -102,6 +103,43 @@ def _operator(name: str, ufunc: Any, doc: str, *, reflected: bool = False,
     method.__name__ = method.__qualname__ = name
     method.__doc__ = doc
     return method
+
+
+#: The docstring body of :meth:`Jagged.to_csr` and ``SparseCSR.from_jagged``.
+TO_CSR_DOC = """
+    Parameters
+    ----------
+    {jagged}num_columns
+        Number of columns (the id vocabulary size); every id must be below it.
+    weights
+        Optional values, one per element (``values`` layout); default ones (float32).
+
+    Returns
+    -------
+    SparseCSR
+        ``indptr`` starts at zero; ``indices`` is a view of the ids when they are
+        int32/int64 and the rows start at value 0. Repeated ids in a row are kept as
+        repeated entries (their values add up on densifying). Null rows are empty
+        and null ids (``values_validity``) are left out, with their weights.
+
+    Raises
+    ------
+    TypeError
+        {not_a_jagged} ids, or nested rows.
+    IndexError
+        An id that is negative or ``>= num_columns``.
+    NotImplementedError
+        On the device (not implemented yet: make the matrix from host data, then
+        move it with ``SparseCSR.to_device('cuda')``).
+
+    See Also
+    --------
+    {see_also}
+
+    Examples
+    --------
+    {examples}
+"""
 
 
 class Jagged:
@@ -899,46 +937,15 @@ class Jagged:
         b.device_checks(func, self.xp)
         return out
 
+    @fill_doc(TO_CSR_DOC, jagged="", not_a_jagged="Non-integer", see_also="""\
+SparseCSR.from_jagged : The function this calls.""", examples="""\
+>>> j = asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], [3, 6]])
+>>> j.to_csr(8).to_dense()
+array([[0., 1., 1., 1., 0., 0., 0., 0.],
+       [0., 0., 1., 0., 1., 0., 1., 1.],
+       [0., 0., 0., 1., 0., 0., 1., 0.]], dtype=float32)""")
     def to_csr(self, num_columns: int, weights: Any = None) -> Any:
-        """Rows of ids as a multi-hot CSR matrix ``[num_rows, num_columns]``.
-
-        Parameters
-        ----------
-        num_columns
-            Number of columns (the id vocabulary size); every id must be below it.
-        weights
-            Optional values, one per element (``values`` layout); default ones (float32).
-
-        Returns
-        -------
-        SparseCSR
-            ``indptr`` starts at zero; ``indices`` is a view of the ids when they are
-            int32/int64 and the rows start at value 0. Repeated ids in a row are kept as
-            repeated entries (their values add up on densifying). Null rows are empty
-            and null ids (``values_validity``) are left out, with their weights.
-
-        Raises
-        ------
-        TypeError
-            Non-integer ids, or nested rows.
-        IndexError
-            An id that is negative or ``>= num_columns``.
-        NotImplementedError
-            On the device (not implemented yet: make the matrix from host data, then
-            move it with ``SparseCSR.to_device('cuda')``).
-
-        See Also
-        --------
-        SparseCSR.from_jagged : The function this calls.
-
-        Examples
-        --------
-        >>> j = asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], [3, 6]])
-        >>> j.to_csr(8).to_dense()
-        array([[0., 1., 1., 1., 0., 0., 0., 0.],
-               [0., 0., 1., 0., 1., 0., 1., 1.],
-               [0., 0., 0., 1., 0., 0., 1., 0.]], dtype=float32)
-        """
+        """Rows of ids as a multi-hot CSR matrix ``[num_rows, num_columns]``."""
         return COMPUTED["to_csr"](self, num_columns, weights=weights)
 
     def validate(self) -> Jagged:

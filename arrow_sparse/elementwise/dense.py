@@ -15,6 +15,7 @@ import pyarrow as pa
 from .. import _arrow
 from .. import _validate as v
 from .._backend import array_module, device_checks, get_kernel, is_cupy_array, module_of
+from .._docs import fill_doc
 from .._offsets import checked_levels
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import Jagged
@@ -209,12 +210,9 @@ def jagged_dense_elementwise_add(values: Any, offsets: Any, dense: Any, *,
     return _half_back(out.reshape(arr.shape), vals.dtype, arr.dtype)
 
 
-@_arrow.series_in_out("values")
-def jagged_dense_elementwise_add_jagged_output(values: Any, offsets: Any, dense: Any) -> Any:
-    """Add a padded dense tensor to a jagged one, giving a jagged tensor (FBGEMM).
-
-    Each element adds the dense value at its padded position; an element outside the
-    dense (a row longer than the dense axis) adds 0 and keeps its value.
+#: The docstring body of the two jagged-output operations, filled per operation.
+_JAGGED_OUTPUT_DOC = """
+    {intro}
 
     Parameters
     ----------
@@ -224,13 +222,13 @@ def jagged_dense_elementwise_add_jagged_output(values: Any, offsets: Any, dense:
     offsets
         List of offsets arrays, outermost first (one array means one level).
     dense
-        ``[rows, L_0, ..., L_{k-1}, *inner]``, one axis per jagged level.
+        ``[rows, L_0, ..., L_{{k-1}}, *inner]``, one axis per jagged level.
 
     Returns
     -------
     tuple, pyarrow.Array or Jagged
         A values array in: FBGEMM's ``(values, offsets)``, the values shaped like
-        ``values`` (positions no row addresses: ``values + 0``) and ``offsets`` the
+        ``values`` (positions no row addresses: ``values {op} 0``) and ``offsets`` the
         list of checked offsets arrays (Arrow arrays for Arrow values). A
         :class:`Jagged` or an Arrow list array in: the same kind, with its offsets and
         validity. dtype: the one both promote to (float16 stays float16, as in FBGEMM,
@@ -245,8 +243,7 @@ def jagged_dense_elementwise_add_jagged_output(values: Any, offsets: Any, dense:
 
     See Also
     --------
-    jagged_dense_elementwise_mul : The product.
-    dense_to_jagged : How the dense is read.
+    {see_also}
 
     Notes
     -----
@@ -255,74 +252,46 @@ def jagged_dense_elementwise_add_jagged_output(values: Any, offsets: Any, dense:
 
     Examples
     --------
-    >>> values = np.array([1, 2, 3, 2, 4, 6, 7, 3, 6])
-    >>> dense = np.full((3, 3), 100)
-    >>> out, offsets = asp.jagged_dense_elementwise_add_jagged_output(
-    ...     values, [np.array([0, 3, 7, 9])], dense)
-    >>> out
-    array([101, 102, 103, 102, 104, 106,   7, 103, 106])
-    >>> offsets
-    [array([0, 3, 7, 9])]
-    """
+    {examples}
+"""
+
+
+@_arrow.series_in_out("values")
+@fill_doc(_JAGGED_OUTPUT_DOC, op="+", intro="""\
+Each element adds the dense value at its padded position; an element outside the
+dense (a row longer than the dense axis) adds 0 and keeps its value.""", see_also="""\
+jagged_dense_elementwise_mul : The product.
+dense_to_jagged : How the dense is read.""", examples="""\
+>>> values = np.array([1, 2, 3, 2, 4, 6, 7, 3, 6])
+>>> dense = np.full((3, 3), 100)
+>>> out, offsets = asp.jagged_dense_elementwise_add_jagged_output(
+...     values, [np.array([0, 3, 7, 9])], dense)
+>>> out
+array([101, 102, 103, 102, 104, 106,   7, 103, 106])
+>>> offsets
+[array([0, 3, 7, 9])]""")
+def jagged_dense_elementwise_add_jagged_output(values: Any, offsets: Any, dense: Any) -> Any:
+    """Add a padded dense tensor to a jagged one, giving a jagged tensor (FBGEMM)."""
     return _jagged_dense_jagged("jagged_dense_elementwise_add_jagged_output", values, offsets,
                                 dense, 0)
 
 
 @_arrow.series_in_out("values")
+@fill_doc(_JAGGED_OUTPUT_DOC, op="*", intro="""\
+Each element is multiplied by the dense value at its padded position; an element
+outside the dense (a row longer than the dense axis) is multiplied by 0, as FBGEMM
+does (it reads the dense with ``dense_to_jagged``, which pads with 0).""", see_also="""\
+jagged_dense_elementwise_add_jagged_output : The sum.
+Jagged.__mul__ : ``j * dense`` refuses a dense shorter than a row instead.""", examples="""\
+>>> values = np.array([1, 2, 3, 2, 4, 6, 7, 3, 6])
+>>> dense = np.array([[1, 1, 1], [10, 10, 10], [2, 2, 2]])
+>>> asp.jagged_dense_elementwise_mul(values, [np.array([0, 3, 7, 9])], dense)[0]
+array([ 1,  2,  3, 20, 40, 60,  0,  6, 12])
+>>> j = asp.Jagged.from_list([[1.0, 2.0], [], None])
+>>> asp.jagged_dense_elementwise_mul(j, None, np.full((3, 2), 0.5))
+Jagged([[0.5, 1.0], [], None], dtype=float64, offsets=int32)""")
 def jagged_dense_elementwise_mul(values: Any, offsets: Any, dense: Any) -> Any:
-    """Multiply a jagged tensor by a padded dense one, giving a jagged tensor (FBGEMM).
-
-    Each element is multiplied by the dense value at its padded position; an element
-    outside the dense (a row longer than the dense axis) is multiplied by 0, as FBGEMM
-    does (it reads the dense with ``dense_to_jagged``, which pads with 0).
-
-    Parameters
-    ----------
-    values
-        Jagged values ``[N, *inner]``, or a :class:`Jagged` / Arrow list array (then
-        ``offsets=None``).
-    offsets
-        List of offsets arrays, outermost first (one array means one level).
-    dense
-        ``[rows, L_0, ..., L_{k-1}, *inner]``, one axis per jagged level.
-
-    Returns
-    -------
-    tuple, pyarrow.Array or Jagged
-        A values array in: FBGEMM's ``(values, offsets)``, the values shaped like
-        ``values`` (positions no row addresses: ``values * 0``) and ``offsets`` the
-        list of checked offsets arrays (Arrow arrays for Arrow values). A
-        :class:`Jagged` or an Arrow list array in: the same kind, with its offsets and
-        validity. dtype: the one both promote to (float16 stays float16, as in FBGEMM,
-        computed in float32).
-
-    Raises
-    ------
-    ValueError
-        Malformed offsets, or ``dense`` of the wrong shape.
-    TypeError
-        Non-numeric or boolean inputs.
-
-    See Also
-    --------
-    jagged_dense_elementwise_add_jagged_output : The sum.
-    Jagged.__mul__ : ``j * dense`` refuses a dense shorter than a row instead.
-
-    Notes
-    -----
-    In arrow_sparse 0.1.0 a values array gave the values alone; take ``[0]`` of the
-    tuple for them (see CHANGELOG.md).
-
-    Examples
-    --------
-    >>> values = np.array([1, 2, 3, 2, 4, 6, 7, 3, 6])
-    >>> dense = np.array([[1, 1, 1], [10, 10, 10], [2, 2, 2]])
-    >>> asp.jagged_dense_elementwise_mul(values, [np.array([0, 3, 7, 9])], dense)[0]
-    array([ 1,  2,  3, 20, 40, 60,  0,  6, 12])
-    >>> j = asp.Jagged.from_list([[1.0, 2.0], [], None])
-    >>> asp.jagged_dense_elementwise_mul(j, None, np.full((3, 2), 0.5))
-    Jagged([[0.5, 1.0], [], None], dtype=float64, offsets=int32)
-    """
+    """Multiply a jagged tensor by a padded dense one, giving a jagged tensor (FBGEMM)."""
     return _jagged_dense_jagged("jagged_dense_elementwise_mul", values, offsets, dense, 1)
 
 

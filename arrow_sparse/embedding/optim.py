@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import _validate as v
 from .._backend import array_module, device_checks, get_kernel, module_of, run_in_threads
+from .._docs import fill_doc
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from ._args import (
     check_scalar,
@@ -200,26 +201,21 @@ def sgd(table: np.ndarray, grad: SparseGrad, lr: float) -> None:
     _step("sgd", table, None, grad, {"lr": lr})
 
 
-def adagrad(table: np.ndarray, state: np.ndarray, grad: SparseGrad, lr: float,
-            eps: float = 1e-10) -> None:
-    """In-place Adagrad on the touched rows (``torch.optim.Adagrad``'s formula).
-
-    For each element of each touched row: ``state += g**2``, then
-    ``table -= lr * g / (sqrt(state) + eps)``.
+#: The docstring body of the two Adagrad steps, filled per step.
+_ADAGRAD_DOC = """
+    {formula}
 
     Parameters
     ----------
     table
         Writable, C-contiguous float table ``[num_embeddings, dim]`` (numpy or CuPy).
-    state
-        Running sum of squared gradients, the table's shape and a float dtype
-        (start from zeros, or from ``initial_accumulator_value``).
+    {state}
     grad
         A :class:`SparseGrad`.
     lr
         Learning rate.
     eps
-        Added to the square root (``torch.optim.Adagrad``'s default ``1e-10``).
+        {eps}
 
     Raises
     ------
@@ -233,81 +229,66 @@ def adagrad(table: np.ndarray, state: np.ndarray, grad: SparseGrad, lr: float,
 
     See Also
     --------
-    rowwise_adagrad : One accumulator per row.
+    {see_also}
 
     Notes
     -----
-    On the device: as :func:`sgd` (one kernel, no synchronisation).
+    {notes}
 
     Examples
     --------
-    >>> table = np.ones((3, 2))
-    >>> state = np.zeros((3, 2))
-    >>> g = asp.embedding.SparseGrad(np.array([1]), np.array([[2.0, -4.0]]))
-    >>> asp.embedding.adagrad(table, state, g, lr=0.5)
-    >>> table
-    array([[1. , 1. ],
-           [0.5, 1.5],
-           [1. , 1. ]])
-    >>> state
-    array([[ 0.,  0.],
-           [ 4., 16.],
-           [ 0.,  0.]])
-    """
+    {examples}
+"""
+
+
+@fill_doc(_ADAGRAD_DOC, formula="""\
+For each element of each touched row: ``state += g**2``, then
+``table -= lr * g / (sqrt(state) + eps)``.""", state="""\
+state
+    Running sum of squared gradients, the table's shape and a float dtype
+    (start from zeros, or from ``initial_accumulator_value``).""",
+          eps="Added to the square root (``torch.optim.Adagrad``'s default ``1e-10``).",
+          see_also="rowwise_adagrad : One accumulator per row.",
+          notes="On the device: as :func:`sgd` (one kernel, no synchronisation).", examples="""\
+>>> table = np.ones((3, 2))
+>>> state = np.zeros((3, 2))
+>>> g = asp.embedding.SparseGrad(np.array([1]), np.array([[2.0, -4.0]]))
+>>> asp.embedding.adagrad(table, state, g, lr=0.5)
+>>> table
+array([[1. , 1. ],
+       [0.5, 1.5],
+       [1. , 1. ]])
+>>> state
+array([[ 0.,  0.],
+       [ 4., 16.],
+       [ 0.,  0.]])""")
+def adagrad(table: np.ndarray, state: np.ndarray, grad: SparseGrad, lr: float,
+            eps: float = 1e-10) -> None:
+    """In-place Adagrad on the touched rows (``torch.optim.Adagrad``'s formula)."""
     _step("adagrad", table, state, grad, {"lr": lr, "eps": eps})
 
 
+@fill_doc(_ADAGRAD_DOC, formula="""\
+For each touched row ``r``: ``state_rows[r] += mean(g[r]**2)``, then
+``table[r] -= lr * g[r] / (sqrt(state_rows[r]) + eps)``.""", state="""\
+state_rows
+    Float ``[num_embeddings]`` accumulators.""", eps="Added to the square root.",
+          see_also="adagrad : One accumulator per element.", notes="""\
+On the device: as :func:`sgd` (one kernel, no synchronisation). The row's sum of
+squares is a butterfly of 32 lane partials there (within ``1e-14`` of the host's).""",
+          examples="""\
+>>> table = np.ones((2, 2))
+>>> state = np.zeros(2)
+>>> asp.embedding.rowwise_adagrad(table, state,
+...     asp.embedding.SparseGrad(np.array([0]), np.array([[3.0, 4.0]])), lr=1.0)
+>>> state
+array([12.5,  0. ])
+>>> table.round(4)
+array([[ 0.1515, -0.1314],
+       [ 1.    ,  1.    ]])""")
 def rowwise_adagrad(table: np.ndarray, state_rows: np.ndarray, grad: SparseGrad, lr: float,
                     eps: float = 1e-10) -> None:
-    """In-place row-wise Adagrad (FBGEMM's ``rowwise_adagrad``): one accumulator per row.
-
-    For each touched row ``r``: ``state_rows[r] += mean(g[r]**2)``, then
-    ``table[r] -= lr * g[r] / (sqrt(state_rows[r]) + eps)``.
-
-    Parameters
-    ----------
-    table
-        Writable, C-contiguous float table ``[num_embeddings, dim]`` (numpy or CuPy).
-    state_rows
-        Float ``[num_embeddings]`` accumulators.
-    grad
-        A :class:`SparseGrad`.
-    lr
-        Learning rate.
-    eps
-        Added to the square root.
-
-    Raises
-    ------
-    TypeError
-        A grad that is not a SparseGrad, a non-float table or state.
-    ValueError
-        A state of another shape, a read-only table or state; a table, state and
-        gradient that share memory (see :func:`sgd`).
-    IndexError
-        A gradient row outside the table.
-
-    See Also
-    --------
-    adagrad : One accumulator per element.
-
-    Notes
-    -----
-    On the device: as :func:`sgd` (one kernel, no synchronisation). The row's sum of
-    squares is a butterfly of 32 lane partials there (within ``1e-14`` of the host's).
-
-    Examples
-    --------
-    >>> table = np.ones((2, 2))
-    >>> state = np.zeros(2)
-    >>> asp.embedding.rowwise_adagrad(table, state,
-    ...     asp.embedding.SparseGrad(np.array([0]), np.array([[3.0, 4.0]])), lr=1.0)
-    >>> state
-    array([12.5,  0. ])
-    >>> table.round(4)
-    array([[ 0.1515, -0.1314],
-           [ 1.    ,  1.    ]])
-    """
+    """In-place row-wise Adagrad (FBGEMM's ``rowwise_adagrad``): one accumulator per row."""
     _step("rowwise_adagrad", table, state_rows, grad, {"lr": lr, "eps": eps})
 
 

@@ -31,6 +31,15 @@ def type_name(x: Any) -> str:
     return cls.__name__ if module == "builtins" else f"{module}.{cls.__name__}"
 
 
+def torch_tensor(func: str, torch: Any, array: Any, what: str = "values") -> Any:
+    """Share a numpy array with torch through DLPack (no copy); ``what`` names it in errors."""
+    try:
+        return torch.from_dlpack(array)
+    except (BufferError, RuntimeError, TypeError) as exc:
+        msg = f"{func}: {what} of dtype {array.dtype} cannot be shared with torch ({exc})"
+        raise ArrowSparseTypeError(msg) from None
+
+
 def check_label(func: str, arg: str, x: Any) -> Hashable:
     """Check a column label or name: anything hashable."""
     try:

@@ -47,7 +47,7 @@ from ..jagged import Jagged
 from ..keyed import KeyedJagged
 from ..keyed.keyed_jagged import COMPUTED as keyed_computed
 from . import torch_data as _torch_data
-from ._common import loaded, type_name
+from ._common import loaded, torch_tensor, type_name
 
 # EmbeddingBag and EmbeddingBagFunction subclass torch classes: module __getattr__ builds
 # them on first access, so that importing this module does not import torch.
@@ -137,7 +137,7 @@ def to_torch(jagged: Jagged, *, null_rows: str = "raise") -> tuple[Any, Any]:
     func = "to_torch"
     values, offsets = _plain_rows(func, jagged, null_rows)
     torch = import_optional("torch", "torch")
-    return _tensor(func, torch, values), _tensor(func, torch, offsets)
+    return torch_tensor(func, torch, values), torch_tensor(func, torch, offsets)
 
 
 def to_torch_nested(jagged: Jagged, *, null_rows: str = "raise") -> Any:
@@ -194,8 +194,8 @@ def to_torch_nested(jagged: Jagged, *, null_rows: str = "raise") -> Any:
         msg = f"{func}: jagged has no rows; a nested tensor needs at least one"
         raise ArrowSparseValueError(msg)
     torch = import_optional("torch", "torch")
-    return torch.nested.nested_tensor_from_jagged(_tensor(func, torch, values),
-                                                  _tensor(func, torch, offsets))
+    return torch.nested.nested_tensor_from_jagged(torch_tensor(func, torch, values),
+                                                  torch_tensor(func, torch, offsets))
 
 
 def from_torch(values: Any, offsets: Any = None, validity: Any = None) -> Jagged:
@@ -331,9 +331,9 @@ def keyed_to_torchrec(kj: KeyedJagged) -> TorchRecInputs:
         msg = f"{func}: kj must be a KeyedJagged, got {type_name(kj)}"
         raise ArrowSparseTypeError(msg)
     torch = import_optional("torch", "torch")
-    weights = None if kj.weights is None else _tensor(func, torch, kj.weights)
-    return TorchRecInputs([_key_name(k) for k in kj.keys()], _tensor(func, torch, kj.values),
-                          _tensor(func, torch, kj.lengths), weights)
+    weights = None if kj.weights is None else torch_tensor(func, torch, kj.weights)
+    return TorchRecInputs([_key_name(k) for k in kj.keys()], torch_tensor(func, torch, kj.values),
+                          torch_tensor(func, torch, kj.lengths), weights)
 
 
 @keyed_computed.register("to_torchrec")
@@ -543,14 +543,6 @@ def _plain_rows(func: str, jagged: Any, null_rows: Any) -> tuple[Any, Any]:
         offsets = offsets - offsets.dtype.type(start)
     return values[start:stop], offsets
 
-
-def _tensor(func: str, torch: Any, array: np.ndarray) -> Any:
-    """Share a numpy array with torch through DLPack (no copy)."""
-    try:
-        return torch.from_dlpack(array)
-    except (BufferError, RuntimeError, TypeError) as exc:
-        msg = f"{func}: values of dtype {array.dtype} cannot be shared with torch ({exc})"
-        raise ArrowSparseTypeError(msg) from None
 
 
 def _array(func: str, arg: str, torch: Any, tensor: Any) -> Any:
@@ -772,8 +764,8 @@ def sparse_grad_to_torch(grad: emb.SparseGrad, num_embeddings: int) -> Any:
 def _sparse_tensor(func: str, torch: Any, grad: emb.SparseGrad, num: int) -> Any:
     """Make a coalesced COO tensor sharing a coalesced gradient's memory (no checks)."""
     xp = _backend.module_of(grad.values)
-    return torch.sparse_coo_tensor(_tensor(func, torch, grad.rows.reshape(1, -1)),
-                                   _tensor(func, torch, xp.ascontiguousarray(grad.values)),
+    return torch.sparse_coo_tensor(torch_tensor(func, torch, grad.rows.reshape(1, -1)),
+                                   torch_tensor(func, torch, xp.ascontiguousarray(grad.values)),
                                    (num, grad.dim), check_invariants=False, is_coalesced=True)
 
 
@@ -997,8 +989,8 @@ def _backward(ctx: Any, torch: Any, grad_output: Any) -> tuple[Any, Any]:
                                            mode=ctx.mode)
         if isinstance(flat, Jagged):  # padding ids (null ids) got 0
             flat = flat.values
-        d_samples = _tensor(func, torch, flat.reshape(bags.shape).astype(table.dtype,
-                                                                         copy=False))
+        d_samples = torch_tensor(func, torch,
+                                 flat.reshape(bags.shape).astype(table.dtype, copy=False))
     return d_weight, d_samples
 
 
@@ -1029,7 +1021,7 @@ def _classes() -> dict[str, type]:
             ctx.bags, ctx.mode, ctx.sparse = bags, mode, sparse
             ctx.scale_grad_by_freq = scale_grad_by_freq
             ctx.save_for_backward(weight)
-            return _tensor(func, torch, out.astype(table.dtype, copy=False))
+            return torch_tensor(func, torch, out.astype(table.dtype, copy=False))
 
         @staticmethod
         @once_differentiable  # type: ignore[misc]

@@ -34,7 +34,7 @@ from ..keyed import KeyedJagged
 from ..pipeline import Pipeline
 from ..pipeline._parallel import background
 from ..pipeline.steps import Filter
-from ._common import type_name
+from ._common import torch_tensor, type_name
 
 # SparseDataset subclasses torch's IterableDataset: module __getattr__ builds it on
 # first access, so that importing this module does not import torch.
@@ -552,19 +552,12 @@ def _dense_tensor(torch: Any, name: str, column: pa.Array) -> Any:
     if pa.types.is_fixed_size_list(t) and column.values.null_count == 0:
         flat = column.flatten()
         width = t.list_size
-        return _tensor(func, torch, _numeric(func, name, flat).reshape(-1, width))
+        return torch_tensor(func, torch, _numeric(func, name, flat).reshape(-1, width),
+                            "an array")
     if pa.types.is_boolean(t):
         return torch.from_numpy(column.to_numpy(zero_copy_only=False))
-    return _tensor(func, torch, _numeric(func, name, column))
+    return torch_tensor(func, torch, _numeric(func, name, column), "an array")
 
-
-def _tensor(func: str, torch: Any, array: np.ndarray) -> Any:
-    """Share a numpy array with torch through DLPack (no copy)."""
-    try:
-        return torch.from_dlpack(array)
-    except (BufferError, RuntimeError, TypeError) as exc:
-        msg = f"{func}: an array of dtype {array.dtype} cannot be shared with torch ({exc})"
-        raise ArrowSparseTypeError(msg) from None
 
 
 def _check_dense_type(func: str, name: str, t: pa.DataType) -> None:

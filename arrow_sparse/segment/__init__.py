@@ -25,64 +25,18 @@ at once where a function reads a device value anyway); each docstring's Notes sa
 it reads back.
 """
 
-from .fused import (
-    embedding_bag,
-    sparse_segment_max,
-    sparse_segment_mean,
-    sparse_segment_sum,
-    sparse_segment_weighted_sum,
-)
-from .gather import gather, scatter_assign, scatter_weighted_sum
-from .sorted import (
-    segment_argmax,
-    segment_argmin,
-    segment_logsumexp,
-    segment_max,
-    segment_mean,
-    segment_min,
-    segment_prod,
-    segment_sum,
-    segment_weighted_sum,
-)
-from .sparse_unsorted import (
-    sparse_unsorted_segment_max,
-    sparse_unsorted_segment_mean,
-    sparse_unsorted_segment_sum,
-    sparse_unsorted_segment_weighted_sum,
-)
-from .unsorted import (
-    unsorted_segment_max,
-    unsorted_segment_mean,
-    unsorted_segment_min,
-    unsorted_segment_sum,
-    unsorted_segment_weighted_sum,
-)
+from . import fused, sorted, sparse_unsorted, unsorted
+from . import gather as _gather  # the module: its function gather takes the name below
+from .fused import *  # noqa: F403  (each module's __all__ lists its public names)
+from .gather import *  # noqa: F403
+from .sorted import *  # noqa: F403
+from .sparse_unsorted import *  # noqa: F403
+from .unsorted import *  # noqa: F403
 
 __all__ = [
-    "embedding_bag",
-    "gather",
-    "scatter_assign",
-    "scatter_weighted_sum",
-    "segment_argmax",
-    "segment_argmin",
-    "segment_logsumexp",
-    "segment_max",
-    "segment_mean",
-    "segment_min",
-    "segment_prod",
-    "segment_sum",
-    "segment_weighted_sum",
-    "sparse_segment_max",
-    "sparse_segment_mean",
-    "sparse_segment_sum",
-    "sparse_segment_weighted_sum",
-    "sparse_unsorted_segment_max",
-    "sparse_unsorted_segment_mean",
-    "sparse_unsorted_segment_sum",
-    "sparse_unsorted_segment_weighted_sum",
-    "unsorted_segment_max",
-    "unsorted_segment_mean",
-    "unsorted_segment_min",
-    "unsorted_segment_sum",
-    "unsorted_segment_weighted_sum",
+    *fused.__all__,
+    *_gather.__all__,
+    *sorted.__all__,
+    *sparse_unsorted.__all__,
+    *unsorted.__all__,
 ]

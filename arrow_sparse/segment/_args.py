@@ -382,11 +382,13 @@ def _table(func: str, data: Any) -> tuple[np.ndarray, np.ndarray, tuple[int, ...
     return arr, table.reshape(len(table), _width(table)), arr.shape[1:]
 
 
-def _check_ids(func: str, arg: str, rows: _Rows) -> np.ndarray:
-    """Index rows as int32 / int64 (the kernel checks their range as it reads them)."""
-    ids = rows.values
-    if ids.ndim != 1 or ids.dtype.kind not in "iu" or rows.dtype.kind == "b":
-        msg = f"{func}: {arg} must be 1-D integers, got {rows.dtype} of shape {ids.shape}"
+def _check_ids(func: str, arg: str, ids: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Convert indices to int32 / int64 (the kernel checks their range as it reads them).
+
+    ``dtype`` is their type as given (booleans arrive as bytes): named in the error.
+    """
+    if ids.ndim != 1 or ids.dtype.kind not in "iu" or dtype.kind == "b":
+        msg = f"{func}: {arg} must be 1-D integers, got {dtype} of shape {ids.shape}"
         raise ArrowSparseTypeError(msg)
     if ids.dtype.kind == "u":
         ids = v.as_index_array(func, arg, ids, device=True)

@@ -66,7 +66,7 @@ def _fused(func: str, mode: str, data: Any, indices: Any, offsets: Any, lengths:
                       offsets=offsets, lengths=lengths, segment_ids=segment_ids)
     arr, table, inner = _table(func, data)
     rows = _rows(func, indices, offsets, lengths, segment_ids, num_segments, arg=names[0])
-    ids = _check_ids(func, names[0], rows)
+    ids = _check_ids(func, names[0], rows.values, rows.dtype)
     valid, w, woffs = rows.valid, None, None
     if weights is not None:
         w, woffs, valid = _weights(func, weights, rows, names[1])

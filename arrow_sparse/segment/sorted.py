@@ -7,6 +7,7 @@ Rows are given by a Jagged, an Arrow list array, or values with exactly one of
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,7 @@ import pyarrow as pa
 from .. import _arrow
 from .. import _validate as v
 from .._backend import array_module, device_checks, get_kernel
+from .._docs import F, fill_doc
 from ._args import (
     _OUT_DTYPE,
     _acc_zero,
@@ -244,26 +246,21 @@ def segment_weighted_sum(values: Any, weights: Any, *, offsets: Any = None,
                    segment_ids, num_segments, min_count, empty_value, weights)
 
 
-def segment_mean(values: Any, *, offsets: Any = None, lengths: Any = None,
-                 segment_ids: Any = None, num_segments: int | None = None,
-                 min_count: int = 1, empty_value: Any = 0) -> Any:
-    """Mean of each segment (Caffe2's ``SortedSegmentRangeMean``).
-
+#: The docstring of the sorted reductions after segment_sum and segment_weighted_sum,
+#: filled per function by :func:`_doc`.
+_SORTED_DOC = """
     Parameters
     ----------
     values
         The batch, as in :func:`segment_sum`.
     offsets, lengths, segment_ids, num_segments
         The row structure of raw ``values``, as in :func:`segment_sum`.
-    min_count
-        A row with fewer non-null values (at least 1: empty rows) is missing.
-    empty_value
-        The numpy result of a missing row.
+    {missing}
 
     Returns
     -------
     numpy.ndarray or pyarrow.Array or pyarrow.ChunkedArray
-        float32 for float32 values, float64 otherwise; accumulated in float64.
+        {returns}
 
     Raises
     ------
@@ -272,300 +269,186 @@ def segment_mean(values: Any, *, offsets: Any = None, lengths: Any = None,
 
     See Also
     --------
-    segment_sum, sparse_segment_mean, unsorted_segment_mean
+    {see_also}
 
     Notes
     -----
-    The mean divides by the number of non-null values. Empty and null rows are null
-    in Arrow output and ``empty_value`` (0) in numpy output.
-
-    On the device (CuPy values, a device Jagged): no synchronisation, except with
+    {notes}On the device (CuPy values, a device Jagged): no synchronisation, except with
     ``segment_ids`` and no ``num_segments`` (the last id is read back: one).
 
     Examples
     --------
-    >>> asp.segment_mean(np.array([1, 2, 3, 2, 4, 6, 7, 3, 6]), lengths=[3, 4, 2, 0])
-    array([2.  , 4.75, 4.5 , 0.  ])
-    >>> asp.segment_mean(pa.array([[1, 2, 3], [], [3, None]])).to_pylist()
-    [2.0, None, 3.0]
+    {examples}
+"""
+
+
+def _doc(*, missing: str, returns: str, see_also: str, notes: str | None,
+         examples: str) -> Callable[[F], F]:
+    """:func:`~arrow_sparse._docs.fill_doc` with :data:`_SORTED_DOC`.
+
+    ``notes`` goes before the device paragraph (None: that paragraph alone).
     """
+    return fill_doc(_SORTED_DOC, missing=missing, returns=returns, see_also=see_also,
+                    notes="" if notes is None else notes + "\n\n", examples=examples)
+
+
+@_doc(
+    missing="""\
+min_count
+    A row with fewer non-null values (at least 1: empty rows) is missing.
+empty_value
+    The numpy result of a missing row.""",
+    returns="float32 for float32 values, float64 otherwise; accumulated in float64.",
+    see_also="segment_sum, sparse_segment_mean, unsorted_segment_mean",
+    notes="""\
+The mean divides by the number of non-null values. Empty and null rows are null
+in Arrow output and ``empty_value`` (0) in numpy output.""",
+    examples="""\
+>>> asp.segment_mean(np.array([1, 2, 3, 2, 4, 6, 7, 3, 6]), lengths=[3, 4, 2, 0])
+array([2.  , 4.75, 4.5 , 0.  ])
+>>> asp.segment_mean(pa.array([[1, 2, 3], [], [3, None]])).to_pylist()
+[2.0, None, 3.0]""",
+)
+def segment_mean(values: Any, *, offsets: Any = None, lengths: Any = None,
+                 segment_ids: Any = None, num_segments: int | None = None,
+                 min_count: int = 1, empty_value: Any = 0) -> Any:
+    """Mean of each segment (Caffe2's ``SortedSegmentRangeMean``)."""
     return _sorted("segment_mean", "mean", values, offsets, lengths, segment_ids, num_segments,
                    min_count, empty_value)
 
 
+@_doc(
+    missing="""\
+min_count, empty_value
+    Missing rows, as in :func:`segment_mean`.""",
+    returns="The values' dtype.",
+    see_also="""\
+segment_min, segment_argmax, sparse_segment_max, unsorted_segment_max
+numpy.maximum.reduceat : numpy's equivalent for non-empty segments.""",
+    notes="""\
+NaN propagates as in ``numpy.max``: a segment holding a NaN has max NaN. The max of
+``-0.0`` and ``0.0`` is ``0.0`` (IEEE 754-2019 ``maximum``; numpy keeps whichever
+comes first), on every path and device. Empty and null rows are null (Arrow) or
+``empty_value`` (numpy).""",
+    examples="""\
+>>> asp.segment_max(np.array([1, 2, 3, 2, 4, 6, 7, 3, 6]), lengths=[3, 4, 2])
+array([3, 7, 6])
+>>> asp.segment_max(pa.array([[1.0, 2.0], [], [np.nan, 1.0]])).to_pylist()
+[2.0, None, nan]""",
+)
 def segment_max(values: Any, *, offsets: Any = None, lengths: Any = None,
                 segment_ids: Any = None, num_segments: int | None = None,
                 min_count: int = 1, empty_value: Any = 0) -> Any:
-    """Maximum of each segment.
-
-    Parameters
-    ----------
-    values
-        The batch, as in :func:`segment_sum`.
-    offsets, lengths, segment_ids, num_segments
-        The row structure of raw ``values``, as in :func:`segment_sum`.
-    min_count, empty_value
-        Missing rows, as in :func:`segment_mean`.
-
-    Returns
-    -------
-    numpy.ndarray or pyarrow.Array or pyarrow.ChunkedArray
-        The values' dtype.
-
-    Raises
-    ------
-    ValueError, IndexError, TypeError
-        As :func:`segment_sum`.
-
-    See Also
-    --------
-    segment_min, segment_argmax, sparse_segment_max, unsorted_segment_max
-    numpy.maximum.reduceat : numpy's equivalent for non-empty segments.
-
-    Notes
-    -----
-    NaN propagates as in ``numpy.max``: a segment holding a NaN has max NaN. The max of
-    ``-0.0`` and ``0.0`` is ``0.0`` (IEEE 754-2019 ``maximum``; numpy keeps whichever
-    comes first), on every path and device. Empty and null rows are null (Arrow) or
-    ``empty_value`` (numpy).
-
-    On the device (CuPy values, a device Jagged): no synchronisation, except with
-    ``segment_ids`` and no ``num_segments`` (the last id is read back: one).
-
-    Examples
-    --------
-    >>> asp.segment_max(np.array([1, 2, 3, 2, 4, 6, 7, 3, 6]), lengths=[3, 4, 2])
-    array([3, 7, 6])
-    >>> asp.segment_max(pa.array([[1.0, 2.0], [], [np.nan, 1.0]])).to_pylist()
-    [2.0, None, nan]
-    """
+    """Maximum of each segment."""
     return _sorted("segment_max", "max", values, offsets, lengths, segment_ids, num_segments,
                    min_count, empty_value)
 
 
+@_doc(
+    missing="""\
+min_count, empty_value
+    Missing rows, as in :func:`segment_mean`.""",
+    returns="The values' dtype.",
+    see_also="segment_max, segment_argmin, unsorted_segment_min",
+    notes="""\
+NaN propagates as in ``numpy.min``; the min of ``-0.0`` and ``0.0`` is ``-0.0`` (IEEE
+754-2019 ``minimum``). Empty and null rows are null (Arrow) or ``empty_value``
+(numpy).""",
+    examples="""\
+>>> asp.segment_min(np.array([1, 2, 3, 2, 4, 6, 7, 3, 6]), lengths=[3, 4, 2])
+array([1, 2, 3])""",
+)
 def segment_min(values: Any, *, offsets: Any = None, lengths: Any = None,
                 segment_ids: Any = None, num_segments: int | None = None,
                 min_count: int = 1, empty_value: Any = 0) -> Any:
-    """Minimum of each segment.
-
-    Parameters
-    ----------
-    values
-        The batch, as in :func:`segment_sum`.
-    offsets, lengths, segment_ids, num_segments
-        The row structure of raw ``values``, as in :func:`segment_sum`.
-    min_count, empty_value
-        Missing rows, as in :func:`segment_mean`.
-
-    Returns
-    -------
-    numpy.ndarray or pyarrow.Array or pyarrow.ChunkedArray
-        The values' dtype.
-
-    Raises
-    ------
-    ValueError, IndexError, TypeError
-        As :func:`segment_sum`.
-
-    See Also
-    --------
-    segment_max, segment_argmin, unsorted_segment_min
-
-    Notes
-    -----
-    NaN propagates as in ``numpy.min``; the min of ``-0.0`` and ``0.0`` is ``-0.0`` (IEEE
-    754-2019 ``minimum``). Empty and null rows are null (Arrow) or ``empty_value``
-    (numpy).
-
-    On the device (CuPy values, a device Jagged): no synchronisation, except with
-    ``segment_ids`` and no ``num_segments`` (the last id is read back: one).
-
-    Examples
-    --------
-    >>> asp.segment_min(np.array([1, 2, 3, 2, 4, 6, 7, 3, 6]), lengths=[3, 4, 2])
-    array([1, 2, 3])
-    """
+    """Minimum of each segment."""
     return _sorted("segment_min", "min", values, offsets, lengths, segment_ids, num_segments,
                    min_count, empty_value)
 
 
+@_doc(
+    missing="""\
+min_count, empty_value
+    Missing rows, as in :func:`segment_sum`; empty rows give 1 by default.""",
+    returns="""\
+dtypes as :func:`segment_sum` (int64 wraps on overflow; float32 multiplies in
+float64).""",
+    see_also="segment_sum, segment_logsumexp",
+    notes=None,
+    examples="""\
+>>> asp.segment_prod(np.array([1, 2, 3, 2, 4, 6, 7, 3, 6]), lengths=[3, 4, 2, 0])
+array([  6, 336,  18,   1])""",
+)
 def segment_prod(values: Any, *, offsets: Any = None, lengths: Any = None,
                  segment_ids: Any = None, num_segments: int | None = None,
                  min_count: int = 0, empty_value: Any = 1) -> Any:
-    """Product of each segment.
-
-    Parameters
-    ----------
-    values
-        The batch, as in :func:`segment_sum`.
-    offsets, lengths, segment_ids, num_segments
-        The row structure of raw ``values``, as in :func:`segment_sum`.
-    min_count, empty_value
-        Missing rows, as in :func:`segment_sum`; empty rows give 1 by default.
-
-    Returns
-    -------
-    numpy.ndarray or pyarrow.Array or pyarrow.ChunkedArray
-        dtypes as :func:`segment_sum` (int64 wraps on overflow; float32 multiplies in
-        float64).
-
-    Raises
-    ------
-    ValueError, IndexError, TypeError
-        As :func:`segment_sum`.
-
-    See Also
-    --------
-    segment_sum, segment_logsumexp
-
-    Notes
-    -----
-    On the device (CuPy values, a device Jagged): no synchronisation, except with
-    ``segment_ids`` and no ``num_segments`` (the last id is read back: one).
-
-    Examples
-    --------
-    >>> asp.segment_prod(np.array([1, 2, 3, 2, 4, 6, 7, 3, 6]), lengths=[3, 4, 2, 0])
-    array([  6, 336,  18,   1])
-    """
+    """Product of each segment."""
     return _sorted("segment_prod", "prod", values, offsets, lengths, segment_ids, num_segments,
                    min_count, empty_value)
 
 
+@_doc(
+    missing="""\
+min_count
+    Missing rows, as in :func:`segment_mean`.
+empty_value
+    The numpy result of a missing row (default ``-inf``, the log of an empty sum).""",
+    returns="float32 for float32 values, float64 otherwise.",
+    see_also="segment_max, segment_sum",
+    notes="""\
+Computed in float64 as ``m + log(sum(exp(x - m)))`` with ``m`` the segment max, so
+large values do not overflow. A segment whose max is ``+inf`` gives ``+inf``, one of
+only ``-inf`` gives ``-inf``, one with a NaN gives NaN.""",
+    examples="""\
+>>> asp.segment_logsumexp(np.array([1000.0, 1000.0, 0.0]), lengths=[2, 1, 0])
+array([1000.69314718,    0.        ,          -inf])""",
+)
 def segment_logsumexp(values: Any, *, offsets: Any = None, lengths: Any = None,
                       segment_ids: Any = None, num_segments: int | None = None,
                       min_count: int = 1, empty_value: Any = -np.inf) -> Any:
-    """``log(sum(exp(x)))`` of each segment, numerically stable (``SortedSegmentRangeLogSumExp``).
-
-    Parameters
-    ----------
-    values
-        The batch, as in :func:`segment_sum`.
-    offsets, lengths, segment_ids, num_segments
-        The row structure of raw ``values``, as in :func:`segment_sum`.
-    min_count
-        Missing rows, as in :func:`segment_mean`.
-    empty_value
-        The numpy result of a missing row (default ``-inf``, the log of an empty sum).
-
-    Returns
-    -------
-    numpy.ndarray or pyarrow.Array or pyarrow.ChunkedArray
-        float32 for float32 values, float64 otherwise.
-
-    Raises
-    ------
-    ValueError, IndexError, TypeError
-        As :func:`segment_sum`.
-
-    See Also
-    --------
-    segment_max, segment_sum
-
-    Notes
-    -----
-    Computed in float64 as ``m + log(sum(exp(x - m)))`` with ``m`` the segment max, so
-    large values do not overflow. A segment whose max is ``+inf`` gives ``+inf``, one of
-    only ``-inf`` gives ``-inf``, one with a NaN gives NaN.
-
-    On the device (CuPy values, a device Jagged): no synchronisation, except with
-    ``segment_ids`` and no ``num_segments`` (the last id is read back: one).
-
-    Examples
-    --------
-    >>> asp.segment_logsumexp(np.array([1000.0, 1000.0, 0.0]), lengths=[2, 1, 0])
-    array([1000.69314718,    0.        ,          -inf])
-    """
+    """``log(sum(exp(x)))`` of each segment, numerically stable (``SortedSegmentRangeLogSumExp``)."""  # noqa: E501
     return _sorted("segment_logsumexp", "logsumexp", values, offsets, lengths, segment_ids,
                    num_segments, min_count, empty_value)
 
 
+@_doc(
+    missing="""\
+empty_value
+    The numpy result of an empty or null row.""",
+    returns="""\
+int64 positions counted from the start of each segment (add ``offsets[:-1]``
+for positions in ``values``), like Polars' ``list.arg_max``; vector values give
+one position per column.""",
+    see_also="segment_max, segment_argmin, numpy.argmax",
+    notes="""\
+Ties go to the first position; the first NaN wins, as in ``numpy.argmax``. Null
+values are never chosen. Empty and null rows are null (Arrow) or ``empty_value``.""",
+    examples="""\
+>>> asp.segment_argmax(np.array([1, 2, 3, 2, 4, 6, 7, 3, 6]), lengths=[3, 4, 2])
+array([2, 3, 1])""",
+)
 def segment_argmax(values: Any, *, offsets: Any = None, lengths: Any = None,
                    segment_ids: Any = None, num_segments: int | None = None,
                    empty_value: int = -1) -> Any:
-    """Position, within its segment, of each segment's first maximum.
-
-    Parameters
-    ----------
-    values
-        The batch, as in :func:`segment_sum`.
-    offsets, lengths, segment_ids, num_segments
-        The row structure of raw ``values``, as in :func:`segment_sum`.
-    empty_value
-        The numpy result of an empty or null row.
-
-    Returns
-    -------
-    numpy.ndarray or pyarrow.Array or pyarrow.ChunkedArray
-        int64 positions counted from the start of each segment (add ``offsets[:-1]``
-        for positions in ``values``), like Polars' ``list.arg_max``; vector values give
-        one position per column.
-
-    Raises
-    ------
-    ValueError, IndexError, TypeError
-        As :func:`segment_sum`.
-
-    See Also
-    --------
-    segment_max, segment_argmin, numpy.argmax
-
-    Notes
-    -----
-    Ties go to the first position; the first NaN wins, as in ``numpy.argmax``. Null
-    values are never chosen. Empty and null rows are null (Arrow) or ``empty_value``.
-
-    On the device (CuPy values, a device Jagged): no synchronisation, except with
-    ``segment_ids`` and no ``num_segments`` (the last id is read back: one).
-
-    Examples
-    --------
-    >>> asp.segment_argmax(np.array([1, 2, 3, 2, 4, 6, 7, 3, 6]), lengths=[3, 4, 2])
-    array([2, 3, 1])
-    """
+    """Position, within its segment, of each segment's first maximum."""
     return _sorted("segment_argmax", "argmax", values, offsets, lengths, segment_ids,
                    num_segments, 1, empty_value)
 
 
+@_doc(
+    missing="""\
+empty_value
+    The numpy result of an empty or null row.""",
+    returns="int64 positions counted from the start of each segment.",
+    see_also="segment_argmax, segment_min, numpy.argmin",
+    notes="As :func:`segment_argmax`, with the first minimum.",
+    examples="""\
+>>> asp.segment_argmin(pa.array([[1, 2, 3], [2, 4, 6, 7], [], [6, 3]])).to_pylist()
+[0, 0, None, 1]""",
+)
 def segment_argmin(values: Any, *, offsets: Any = None, lengths: Any = None,
                    segment_ids: Any = None, num_segments: int | None = None,
                    empty_value: int = -1) -> Any:
-    """Position, within its segment, of each segment's first minimum.
-
-    Parameters
-    ----------
-    values
-        The batch, as in :func:`segment_sum`.
-    offsets, lengths, segment_ids, num_segments
-        The row structure of raw ``values``, as in :func:`segment_sum`.
-    empty_value
-        The numpy result of an empty or null row.
-
-    Returns
-    -------
-    numpy.ndarray or pyarrow.Array or pyarrow.ChunkedArray
-        int64 positions counted from the start of each segment.
-
-    Raises
-    ------
-    ValueError, IndexError, TypeError
-        As :func:`segment_sum`.
-
-    See Also
-    --------
-    segment_argmax, segment_min, numpy.argmin
-
-    Notes
-    -----
-    As :func:`segment_argmax`, with the first minimum.
-
-    On the device (CuPy values, a device Jagged): no synchronisation, except with
-    ``segment_ids`` and no ``num_segments`` (the last id is read back: one).
-
-    Examples
-    --------
-    >>> asp.segment_argmin(pa.array([[1, 2, 3], [2, 4, 6, 7], [], [6, 3]])).to_pylist()
-    [0, 0, None, 1]
-    """
+    """Position, within its segment, of each segment's first minimum."""
     return _sorted("segment_argmin", "argmin", values, offsets, lengths, segment_ids,
                    num_segments, 1, empty_value)

@@ -22,6 +22,7 @@ from .._docs import F, fill_doc
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
 from ._args import (
     _acc_zero,
+    _check_ids,
     _empty_scalar,
     _finish,
     _flat,
@@ -52,14 +53,7 @@ def _index_array(func: str, arg: str, x: Any) -> tuple[Any, Any]:
     arr, mask = _flat(func, arg, x)
     if arr.shape == (0,):  # an empty sequence reads as float64: no index to misread
         arr = arr.astype(np.int64)
-    if arr.ndim != 1 or arr.dtype.kind not in "iu":
-        msg = f"{func}: {arg} must be 1-D integers, got {arr.dtype} of shape {arr.shape}"
-        raise ArrowSparseTypeError(msg)
-    if arr.dtype.kind == "u":
-        arr = v.as_index_array(func, arg, arr, device=True)
-    if arr.dtype not in (np.int32, np.int64):
-        arr = arr.astype(np.int64)
-    return arr, mask
+    return _check_ids(func, arg, arr, arr.dtype), mask
 
 
 def _sparse_unsorted(func: str, op: str, data: Any, indices: Any, segment_ids: Any,

@@ -18,7 +18,7 @@ from .. import _validate as v
 from .._backend import array_module, device_checks, get_kernel, host_only, module_of
 from .._docs import fill_doc
 from ..errors import ArrowSparseIndexError, ArrowSparseTypeError, ArrowSparseValueError
-from ..jagged import Jagged, computes
+from ..jagged import TO_CSR_DOC, Jagged, computes
 from . import _common as cm
 from . import _interop
 from .coo import SparseCOO
@@ -869,47 +869,17 @@ class SparseCSR(_Compressed):
     _major = 0
 
     @classmethod
+    @fill_doc(TO_CSR_DOC, jagged="""\
+jagged
+    Rows of integer ids (one level, scalar values), on the host.
+""", not_a_jagged="Not a Jagged, non-integer", see_also="""\
+Jagged.to_csr : The same, as a method of the Jagged.
+SparseCSR.to_jagged : The inverse.""", examples="""\
+>>> j = asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], [3, 6]])
+>>> asp.SparseCSR.from_jagged(j, 8, weights=np.arange(9.0)).to_dense()[1]
+array([0., 0., 3., 0., 4., 0., 5., 6.])""")
     def from_jagged(cls, jagged: Jagged, num_columns: int, weights: Any = None) -> SparseCSR:
-        """Read a Jagged of ids as a multi-hot CSR matrix ``[num_rows, num_columns]``.
-
-        Parameters
-        ----------
-        jagged
-            Rows of integer ids (one level, scalar values), on the host.
-        num_columns
-            Number of columns (the id vocabulary size); every id must be below it.
-        weights
-            Optional values, one per element (``values`` layout); default ones (float32).
-
-        Returns
-        -------
-        SparseCSR
-            ``indptr`` starts at zero; ``indices`` is a view of the ids when they are
-            int32/int64 and the rows start at value 0. Repeated ids in a row are kept as
-            repeated entries (their values add up on densifying). Null rows are empty
-            and null ids (``values_validity``) are left out, with their weights.
-
-        Raises
-        ------
-        TypeError
-            Not a Jagged, non-integer ids, or nested rows.
-        IndexError
-            An id that is negative or ``>= num_columns``.
-        NotImplementedError
-            On the device (not implemented yet: make the matrix from host data, then
-            move it with ``SparseCSR.to_device('cuda')``).
-
-        See Also
-        --------
-        Jagged.to_csr : The same, as a method of the Jagged.
-        SparseCSR.to_jagged : The inverse.
-
-        Examples
-        --------
-        >>> j = asp.Jagged.from_list([[1, 2, 3], [2, 4, 6, 7], [3, 6]])
-        >>> asp.SparseCSR.from_jagged(j, 8, weights=np.arange(9.0)).to_dense()[1]
-        array([0., 0., 3., 0., 4., 0., 5., 6.])
-        """
+        """Read a Jagged of ids as a multi-hot CSR matrix ``[num_rows, num_columns]``."""
         return _jagged_to_csr("SparseCSR.from_jagged", jagged, num_columns, weights)
 
     def __getitem__(self, key: Any) -> Any:

@@ -22,6 +22,19 @@ DEFERRED = r" \(first at position {}; found by a device check, reported by a lat
 AT_ONCE = r" \(first at position {}; found by a device check\)$"
 
 
+#: Skewed bags (issue 13), ``name -> rng -> (ids, offsets)``: a long run of one id, bags
+#: of 2,000 ids among bags of 1 (the offsets end at the last id), every id equal.
+SKEWS: dict[str, Callable[[np.random.Generator], tuple[np.ndarray, np.ndarray]]] = {
+    "a 10,000-long run of one id": lambda rng: (
+        rng.permutation(np.r_[np.full(10_000, 3), rng.integers(0, 50, 500)]),
+        np.arange(0, 10_501, 21)),
+    "bags of 2,000 among bags of 1": lambda rng: (
+        rng.integers(0, 50, 6_296), np.r_[0, np.cumsum(np.r_[2000, np.ones(150, int), 2000,
+                                                               np.ones(146, int), 2000])]),
+    "every id equal": lambda rng: (np.full(4_000, 9), np.r_[0, 1, 2, 1000, 4000]),
+}
+
+
 def random_bags(rng: np.random.Generator, num_bags: int, num_embeddings: int,
                 max_len: int = 6) -> list[list[int]]:
     """Bags of 0 to ``max_len`` random ids (empty bags included)."""

@@ -27,7 +27,16 @@ from arrow_sparse.kernels.cuda import _launch
 from tests.cuda_emu.emu import Emulator
 
 from ..conftest import from_backend, on_device, to_backend
-from ._helpers import AT_ONCE, CAFFE2, cpu_and_emu, grad_on_host, random_bags, same_bits, use
+from ._helpers import (
+    AT_ONCE,
+    CAFFE2,
+    SKEWS,
+    cpu_and_emu,
+    grad_on_host,
+    random_bags,
+    same_bits,
+    use,
+)
 from ._reference import (
     ref_adagrad,
     ref_backward,
@@ -264,18 +273,6 @@ def test_lookup_backward_is_deterministic_with_duplicates(backend: str) -> None:
     if backend != "cpu":  # runs of ~1,000 ids: split by elements, pieces added in order
         expected = np.stack([ref_piecewise_sum(dy[ids == i], _launch.PIECE) for i in range(5)])
     np.testing.assert_array_equal(a, expected)
-
-
-#: Skewed bags (issue 13): ``(ids, offsets)``.
-SKEWS = {
-    "a 10,000-long run of one id": lambda rng: (
-        rng.permutation(np.r_[np.full(10_000, 3), rng.integers(0, 50, 500)]),
-        np.arange(0, 10_501, 21)),
-    "bags of 2,000 among bags of 1": lambda rng: (
-        rng.integers(0, 50, 6_296), np.r_[0, np.cumsum(np.r_[2000, np.ones(150, int), 2000,
-                                                               np.ones(146, int), 2000])]),
-    "every id equal": lambda rng: (np.full(4_000, 9), np.r_[0, 1, 2, 1000, 4000]),
-}
 
 
 @pytest.mark.parametrize("skew", list(SKEWS))

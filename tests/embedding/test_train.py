@@ -26,7 +26,7 @@ from arrow_sparse.errors import ArrowSparseIndexError
 from tests.cuda_emu.emu import Emulator
 
 from ..conftest import from_backend, on_device, to_backend
-from ._helpers import DEFERRED, grad_on_host, later, same_bits
+from ._helpers import DEFERRED, SKEWS, grad_on_host, later, same_bits
 
 OPTIMIZERS = ["sgd", "adagrad", "rowwise_adagrad"]
 UNFUSED = {"sgd": lambda t, s, g, lr, eps: emb.sgd(t, g, lr),
@@ -246,14 +246,6 @@ def test_train_step_rowwise_adagrad_matches_numpy(backend: str, mode: str,
 
 
 # ------------------------------------------------------------------ skew (issue 13)
-SKEWS = {
-    "a 10,000-long run of one id": lambda rng: (
-        np.r_[np.full(10_000, 3), rng.integers(0, 50, 500)], np.arange(0, 10_501, 21)),
-    "bags of 2,000 among bags of 1": lambda rng: (
-        rng.integers(0, 50, 6_297), np.r_[0, np.cumsum(np.r_[2000, np.ones(150, int), 2000,
-                                                               np.ones(146, int), 2000])]),
-    "every id equal": lambda rng: (np.full(4_000, 9), np.r_[0, 1, 2, 1000, 4000]),
-}
 
 
 @pytest.mark.parametrize("skew", list(SKEWS))

@@ -115,6 +115,26 @@ __device__ __forceinline__ bool asp_chunk_piece(const O* __restrict__ offsets,
     return true;
 }
 
+// The row holding position k: the largest r in [0, num_rows) with offsets[r] <= k (an
+// empty row shares its offset with the next, so for offsets[0] <= k < offsets[num_rows]
+// this is the non-empty row k belongs to). Whatever the offsets hold, the answer stays in
+// [0, num_rows). log2(rows) reads that neighbouring threads share through the cache.
+template <typename O>
+__device__ __forceinline__ long long asp_row_of(const O* __restrict__ offsets,
+                                                long long num_rows, long long k) {
+    long long lo = 0;
+    long long hi = num_rows;
+    while (hi - lo > 1) {
+        const long long mid = lo + (hi - lo) / 2;
+        if ((long long)__ldg(offsets + mid) <= k) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
 template <typename T>
 __device__ __forceinline__ T asp_min(T a, T b) { return b < a ? b : a; }
 

@@ -149,17 +149,7 @@ __global__ void unpad_rows(const T* __restrict__ dense, const long long* __restr
             continue;
         }
         const long long d = e - i * width;
-        // Largest r in [0, num_rows) with offsets[r] <= i; offsets[r + 1] > i follows.
-        long long lo = 0;
-        long long hi = num_rows;
-        while (hi - lo > 1) {
-            const long long mid = lo + (hi - lo) / 2;
-            if ((long long)__ldg(offsets + mid) <= i) {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
+        const long long lo = asp_row_of(offsets, num_rows, i);  // offsets[lo + 1] > i
         const long long j = i - (long long)__ldg(offsets + lo);
         long long p = identity ? lo : __ldg(dense_row_of + lo);
         if (p >= dense_rows) {

@@ -32,25 +32,6 @@ __device__ __forceinline__ bool asp_ew_valid(const unsigned char* mask, int all,
     return all || __ldg(mask + i) != 0;
 }
 
-// The row holding element k: the largest r in [0, num_rows) with offsets[r] <= k (an
-// empty row shares its offset with the next, so this is the row k belongs to). The
-// caller has checked offsets[0] <= k < offsets[num_rows]. log2(rows) reads that
-// neighbouring threads share through the cache.
-__device__ __forceinline__ long long asp_ew_row_of(const long long* __restrict__ offsets,
-                                                   long long num_rows, long long k) {
-    long long lo = 0;
-    long long hi = num_rows;
-    while (hi - lo > 1) {
-        const long long mid = lo + (hi - lo) / 2;
-        if (__ldg(offsets + mid) <= k) {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    return lo;
-}
-
 // Whether [start, stop) lies inside [0, size); records ASP_ELEMENTWISE_ROW_RANGE at
 // `position` if not.
 __device__ __forceinline__ bool asp_ew_inside(long long start, long long stop, long long size,
@@ -322,7 +303,7 @@ __global__ void gather_ranges(const W* __restrict__ src, long long src_rows,
     for (ASP_GRID_STRIDE(e, out_rows * width)) {
         const long long k = e / width;
         if (k < first || k >= last) continue;
-        const long long i = asp_ew_row_of(out_offsets, num_ranges, k);
+        const long long i = asp_row_of(out_offsets, num_ranges, k);
         const long long from = __ldg(starts + i) + (k - __ldg(out_offsets + i));
         if (from < 0 || from >= src_rows) {
             ASP_RAISE(error, ASP_ELEMENTWISE_SOURCE_RANGE, i);
@@ -342,7 +323,7 @@ __global__ void ranges_to_indices(const O* __restrict__ starts, const O* __restr
     const long long first = __ldg(out_offsets);
     for (ASP_GRID_STRIDE(k, total)) {
         if (k < first) continue;
-        const long long i = asp_ew_row_of(out_offsets, num_ranges, k);
+        const long long i = asp_row_of(out_offsets, num_ranges, k);
         out[k] = __ldg(starts + i) + (k - __ldg(out_offsets + i));
     }
 }
@@ -363,7 +344,7 @@ __global__ void repeat_rows(const W* __restrict__ src, long long src_rows,
     for (ASP_GRID_STRIDE(e, out_rows * width)) {
         const long long k = e / width + base;
         if (k < first || k >= last) continue;
-        const long long r = asp_ew_row_of(offsets, num_rows, k);
+        const long long r = asp_row_of(offsets, num_rows, k);
         if (r >= src_rows) {
             ASP_RAISE(error, ASP_ELEMENTWISE_SOURCE_RANGE, r);
             continue;
@@ -401,7 +382,7 @@ __global__ void unique_element_rows(const O* __restrict__ offsets, long long num
         if (k >= num_values) continue;
         long long r = num_rows;
         if (k >= first && k < last) {
-            r = asp_ew_row_of(offsets, num_rows, k);
+            r = asp_row_of(offsets, num_rows, k);
             if (!asp_ew_valid(row_valid, all_rows, r) || !asp_ew_valid(elem_valid, all_elems, k)) {
                 r = num_rows;
             }
@@ -485,7 +466,7 @@ __global__ void jagged_dense_jagged_out(const T* x, const T* __restrict__ dense,
     for (ASP_GRID_STRIDE(e, out_rows * width)) {
         const long long k = e / width;
         if (k < first || k >= last) continue;
-        const long long r = asp_ew_row_of(offsets, num_rows, k);
+        const long long r = asp_row_of(offsets, num_rows, k);
         const long long p = identity ? r : __ldg(dense_row_of + r);
         if (p >= dense_rows) {
             ASP_RAISE(error, ASP_ELEMENTWISE_DENSE_ROW, r);
@@ -569,7 +550,7 @@ __global__ void jagged_dense_bmm(const T* __restrict__ x, long long x_rows,
     for (ASP_GRID_STRIDE(t, out_rows * width)) {
         const long long e = t / width;
         if (e < first || e >= last) continue;
-        const long long b = asp_ew_row_of(offsets, num_rows, e);
+        const long long b = asp_row_of(offsets, num_rows, e);
         if (!asp_ew_valid(valid, all_valid, b) || e - __ldg(offsets + b) >= max_length ||
             !asp_ew_valid(elem_valid, all_elems, e)) {
             continue;

@@ -105,21 +105,33 @@ def _words(a: Any) -> Any:
 
 
 # ----------------------------------------------------------------- per-row scans
-def softmax(xp: ModuleType, values: Any, offsets: Any, row_valid: Any, elem_valid: Any,
-            max_length: int, out: Any) -> None:
-    """Per-row softmax of float ``values[N, D]`` into ``out`` (see the CPU kernel)."""
-    func = "softmax"
-    t = ctype(func, out.dtype, FLOAT_CTYPES)
+def _scan_inputs(xp: ModuleType, values: Any, offsets: Any, row_valid: Any, elem_valid: Any,
+                 out: Any) -> tuple[tuple[Any, ...], int, int, int] | None:
+    """Convert the arguments both per-row scans pass first; None if there is nothing to scan.
+
+    Returns ``((values in out's dtype, int64 offsets, row mask, all rows valid, element
+    mask, all elements valid), rows, width, values the rows may address)``.
+    """
     offs = as_index(xp, offsets, int64=True)
     num_rows, width = offs.shape[0] - 1, out.shape[1]
     if num_rows <= 0 or width == 0:
-        return
+        return None
     x = xp.ascontiguousarray(values, dtype=out.dtype)
-    rows, all_rows = as_mask(xp, row_valid, all_valid=True)
-    elems, all_elems = as_mask(xp, elem_valid, all_valid=True)
+    head = (x, offs, *as_mask(xp, row_valid, all_valid=True),
+            *as_mask(xp, elem_valid, all_valid=True))
+    return head, num_rows, width, min(x.shape[0], out.shape[0])
+
+
+def softmax(xp: ModuleType, values: Any, offsets: Any, row_valid: Any, elem_valid: Any,
+            max_length: int, out: Any) -> None:
+    """Per-row softmax of float ``values[N, D]`` into ``out`` (see the CPU kernel)."""
+    t = ctype("softmax", out.dtype, FLOAT_CTYPES)
+    scan = _scan_inputs(xp, values, offsets, row_valid, elem_valid, out)
+    if scan is None:
+        return
+    head, num_rows, width, count = scan
     target = into(xp, out)
-    args = (x, offs, rows, all_rows, elems, all_elems, _I64(num_rows),
-            _I64(min(x.shape[0], out.shape[0])), _I64(max_length))
+    args = (*head, _I64(num_rows), _I64(count), _I64(max_length))
     if width == 1:
         launch("elementwise", name_expression("softmax_rows", t), num_rows,
                (*args, target, error_buffer()), lanes=WARP)
@@ -132,19 +144,15 @@ def softmax(xp: ModuleType, values: Any, offsets: Any, row_valid: Any, elem_vali
 def cumsum(xp: ModuleType, values: Any, offsets: Any, row_valid: Any, elem_valid: Any,
            exclusive: bool, out: Any) -> None:
     """Per-row running sum of ``values[N, D]`` into ``out`` (its dtype accumulates)."""
-    func = "cumsum"
-    t = ctype(func, out.dtype, _SCAN)
-    offs = as_index(xp, offsets, int64=True)
-    num_rows, width = offs.shape[0] - 1, out.shape[1]
-    if num_rows <= 0 or width == 0:
+    t = ctype("cumsum", out.dtype, _SCAN)
+    scan = _scan_inputs(xp, values, offsets, row_valid, elem_valid, out)
+    if scan is None:
         return
-    x = xp.ascontiguousarray(values, dtype=out.dtype)
-    rows, all_rows = as_mask(xp, row_valid, all_valid=True)
-    elems, all_elems = as_mask(xp, elem_valid, all_valid=True)
+    head, num_rows, width, count = scan
     target = into(xp, out)
-    launch("elementwise", name_expression(func, t), num_rows * width,
-           (x, offs, rows, all_rows, elems, all_elems, _I32(bool(exclusive)), _I64(num_rows),
-            _I64(min(x.shape[0], out.shape[0])), _I64(width), target, error_buffer()))
+    launch("elementwise", name_expression("cumsum", t), num_rows * width,
+           (*head, _I32(bool(exclusive)), _I64(num_rows), _I64(count), _I64(width), target,
+            error_buffer()))
     back(out, target)
 
 

@@ -186,17 +186,7 @@ __global__ void bag_ids(const I* __restrict__ ids, const long long* __restrict__
         long long r = bound;
         long long w = -1;
         if (j >= first && j < last) {
-            // Largest b in [0, num_bags) with offsets[b] <= j (as in weights_grad).
-            long long at = 0;
-            long long hi_b = num_bags;
-            while (hi_b - at > 1) {
-                const long long mid = at + (hi_b - at) / 2;
-                if (__ldg(offsets + mid) <= j) {
-                    at = mid;
-                } else {
-                    hi_b = mid;
-                }
-            }
+            const long long at = asp_row_of(offsets, num_bags, j);  // the bag holding j
             if ((all_valid || __ldg(valid + at)) && (!masked || __ldg(vmask + j))) {
                 const long long id = (long long)__ldg(ids + j);
                 if (id < 0 || id >= bound) {
@@ -486,17 +476,7 @@ __global__ void weights_grad(const T* __restrict__ table, const I* __restrict__ 
         if (lane != 0) continue;  // lane 0 does the whole group's work (asp_group_sum)
 #endif
         if (j < first || j >= last) continue;
-        // Largest b in [0, num_bags) with offsets[b] <= j (offsets[b + 1] > j).
-        long long b = 0;
-        long long hi_b = num_bags;
-        while (hi_b - b > 1) {
-            const long long mid = b + (hi_b - b) / 2;
-            if (__ldg(offsets + mid) <= j) {
-                b = mid;
-            } else {
-                hi_b = mid;
-            }
-        }
+        const long long b = asp_row_of(offsets, num_bags, j);  // offsets[b + 1] > j
         const long long lo = __ldg(offsets + b);
         const long long hi = __ldg(offsets + b + 1);
         const long long r = (long long)__ldg(ids + j);
@@ -590,36 +570,52 @@ __global__ void adagrad_rows(T* __restrict__ table, S* __restrict__ state,
     }
 }
 
-// The lane partial of a row's sum of squares: lane l sums g * g (rounded in T, added in
-// double) over d = l, l + 32, ... in increasing d.
-template <typename T>
-__device__ __forceinline__ double asp_lane_sum_sq(const T* __restrict__ g, long long dim,
-                                                  long long lane) {
-    double partial = 0.0;
-    for (long long d = lane; d < dim; d += 32) {
-        const T x = __ldg(g + d);
-        partial += (double)asp_mul_rn(x, x);
-    }
-    return partial;
-}
-
-// Lane `lane`'s share of the row update: w[d] -= step * g[d] for d = lane, lane + 32, ...
-template <typename T>
-__device__ __forceinline__ void asp_lane_step(T* __restrict__ w, const T* __restrict__ g,
-                                              long long dim, long long lane, double step) {
-    for (long long d = lane; d < dim; d += 32) {
-        w[d] = (T)((double)w[d] - asp_mul_rn(step, (double)__ldg(g + d)));
+// Row-wise Adagrad on one table row w[0, dim) and its state cell *state, by the lane
+// group of `lane`: *state += mean_d(g * g); w -= lr * g / (sqrt(*state) + eps), where
+// grad(d) is the row's gradient at column d (in T, read twice: once squared, once in the
+// update). Lane l sums g * g (rounded in T, added in double) over d = l, l + 32, ... in
+// increasing d; the row's sum of squares is asp_group_sum of the lane partials (warp
+// shuffles); every lane reads *state before it and lane 0 writes it after a __syncwarp.
+// Lane l then updates d = l, l + 32, ..., so every load and store is coalesced.
+// Barrier-free variant (ARROW_SPARSE_EMULATOR): called by lane 0 only, which does the
+// 32 lane partials, the same butterfly and the 32 lane updates in turn, so the results
+// are the same bits and no lane reads what another writes.
+template <typename T, typename S, typename Grad>
+__device__ __forceinline__ void asp_rowwise_adagrad_row(long long lane, T* __restrict__ w,
+                                                        S* __restrict__ state, long long dim,
+                                                        double lr, double eps,
+                                                        const Grad& grad) {
+    const double before = (double)*state;
+    const double sq = asp_group_sum(lane, [&](long long l) {
+        double partial = 0.0;
+        for (long long d = l; d < dim; d += 32) {
+            const T x = grad(d);
+            partial += (double)asp_mul_rn(x, x);
+        }
+        return partial;
+    });
+#if !defined(ARROW_SPARSE_EMULATOR)
+    __syncwarp();  // every lane has read *state
+#endif
+    const double s = before + (dim ? sq / (double)dim : 0.0);
+    const double step = lr / (asp_sqrt(s) + eps);
+    if (lane == 0) *state = (S)s;
+#if defined(ARROW_SPARSE_EMULATOR)
+    for (long long l = 0; l < 32; ++l) {
+#else
+    {
+        const long long l = lane;
+#endif
+        for (long long d = l; d < dim; d += 32) {
+            w[d] = (T)((double)w[d] - asp_mul_rn(step, (double)grad(d)));
+        }
     }
 }
 
 // rowwise_adagrad_rows: state[r] += mean_d(g * g); table[r] -= lr * g / (sqrt(state[r]) + eps).
-// Thread mapping: one lane group per gradient row (grid-stride over rows); lane l
-// handles d = l, l + 32, ..., so every load and store is coalesced. The row's sum of
-// squares is asp_group_sum of the lane partials (warp shuffles); every lane reads
-// state[r] before it and lane 0 writes it after a __syncwarp.
-// Barrier-free variant (ARROW_SPARSE_EMULATOR): lane 0 of the group does the whole row,
-// the 32 lane partials, the same butterfly and the 32 lane updates in turn, so the
-// results are the same bits and no lane reads what another writes.
+// Thread mapping: one lane group per gradient row (grid-stride over rows), the row's
+// step by asp_rowwise_adagrad_row (lane l handles d = l, l + 32, ...; in the
+// barrier-free variant, lane 0 of the group does the whole row).
 // Memory traffic: values read once per element (twice in the barrier-free variant), the
 // table read and written once per element, state read and written once per row.
 template <typename T, typename S>
@@ -636,22 +632,8 @@ __global__ void rowwise_adagrad_rows(T* __restrict__ table, S* __restrict__ stat
         const long long r = asp_grad_row(rows, u, table_rows, error);
         if (r < 0) continue;  // the same for every lane of the group: it stays converged
         const T* g = values + u * dim;
-        T* w = table + r * dim;
-        const double before = (double)state[r];
-        const double sq = asp_group_sum(lane, [&](long long l) {
-            return asp_lane_sum_sq(g, dim, l);
-        });
-#if !defined(ARROW_SPARSE_EMULATOR)
-        __syncwarp();  // every lane has read state[r]
-#endif
-        const double s = before + (dim ? sq / (double)dim : 0.0);
-        const double step = lr / (asp_sqrt(s) + eps);
-        if (lane == 0) state[r] = (S)s;
-#if defined(ARROW_SPARSE_EMULATOR)
-        for (int l = 0; l < 32; ++l) asp_lane_step(w, g, dim, l, step);
-#else
-        asp_lane_step(w, g, dim, lane, step);
-#endif
+        asp_rowwise_adagrad_row(lane, table + r * dim, state + r, dim, lr, eps,
+                                [&](long long d) { return __ldg(g + d); });
     }
 }
 
@@ -799,9 +781,9 @@ __device__ __forceinline__ T asp_train_grad(const G* __restrict__ grad,
 // train_rows: for each run of equal keys (its first sorted position q), the row
 // r = keys[q] of the table takes the optimizer step `opt` with the run's coalesced
 // gradient: SGD and Adagrad per element (asp_sgd_step, asp_adagrad_step on state[r, d]);
-// row-wise Adagrad as rowwise_adagrad_rows (the row's mean square by asp_group_sum, one
-// state[r]). The run of key table_rows (ids not read: null, or out of range and recorded
-// by bag_ids) is skipped.
+// row-wise Adagrad by asp_rowwise_adagrad_row, as rowwise_adagrad_rows (one state[r]).
+// The run of key table_rows (ids not read: null, or out of range and recorded by
+// bag_ids) is skipped.
 // Thread mapping: one lane group per sorted position (grid-stride); groups that are not
 // at a run's head leave after two key reads; a head finds its run's end by binary
 // search; lanes over the columns, so gradient rows, table rows and state rows are read
@@ -846,33 +828,9 @@ __global__ void train_rows(T* __restrict__ table, S* __restrict__ state,
 #if defined(ARROW_SPARSE_EMULATOR)
         if (lane != 0) continue;  // lane 0 does the whole group's work
 #endif
-        const double before = (double)state[r];
-        const double sq = asp_group_sum(lane, [&](long long l) {
-            double partial = 0.0;
-            for (long long d = l; d < dim; d += 32) {
-                const T x = asp_train_grad<T>(grad, order, bag, scale, q, stop, d, dim, num_bag,
-                                              num_scale, grad_rows, piece, parts, error);
-                partial += (double)asp_mul_rn(x, x);
-            }
-            return partial;
+        asp_rowwise_adagrad_row(lane, w, state + r, dim, lr, eps, [&](long long d) {
+            return asp_train_grad<T>(grad, order, bag, scale, q, stop, d, dim, num_bag,
+                                     num_scale, grad_rows, piece, parts, error);
         });
-#if !defined(ARROW_SPARSE_EMULATOR)
-        __syncwarp();  // every lane has read state[r]
-#endif
-        const double s = before + (dim ? sq / (double)dim : 0.0);
-        const double step = lr / (asp_sqrt(s) + eps);
-        if (lane == 0) state[r] = (S)s;
-#if defined(ARROW_SPARSE_EMULATOR)
-        for (long long l = 0; l < 32; ++l) {
-#else
-        {
-            const long long l = lane;
-#endif
-            for (long long d = l; d < dim; d += 32) {
-                const T x = asp_train_grad<T>(grad, order, bag, scale, q, stop, d, dim, num_bag,
-                                              num_scale, grad_rows, piece, parts, error);
-                w[d] = (T)((double)w[d] - asp_mul_rn(step, (double)x));
-            }
-        }
     }
 }

@@ -215,7 +215,9 @@ __device__ __forceinline__ A asp_sum_piece(const T* __restrict__ values,
     return acc;
 }
 
-// Row r is summed (not null, its values and weights inside their buffers).
+// Row r is reduced (not null, its values, or a gather's ids, and its weights inside their
+// buffers); *start, *stop and *shift then describe it. Used by the sorted sums and the
+// gather reductions alike.
 template <typename O>
 __device__ __forceinline__ bool asp_sum_row(const O* __restrict__ offsets,
                                             const unsigned char* __restrict__ valid,
@@ -230,6 +232,24 @@ __device__ __forceinline__ bool asp_sum_row(const O* __restrict__ offsets,
            asp_row_range(offsets, r, num_values, error, start, stop) &&
            (!weighted || asp_weight_shift(woffsets, has_woff, r, *start, *stop, num_weights,
                                           error, shift));
+}
+
+// The later piece [*a, *b) of the row longer than `piece` that starts in chunk k of the
+// values (asp_chunk_piece), when that row is reduced (asp_sum_row: *shift its weights'
+// shift); shared by sorted_sum_pieces and gather_reduce_pieces.
+template <typename O>
+__device__ __forceinline__ bool asp_row_piece(const O* __restrict__ offsets,
+                                              const unsigned char* __restrict__ valid,
+                                              int all_valid, int weighted,
+                                              const long long* __restrict__ woffsets,
+                                              int has_woff, long long num_rows, long long k,
+                                              long long piece, long long num_values,
+                                              long long num_weights, unsigned long long* error,
+                                              long long* a, long long* b, long long* shift) {
+    long long r, start, stop;
+    return asp_chunk_piece(offsets, num_rows, k, piece, &r, a, b) &&
+           asp_sum_row(offsets, valid, all_valid, weighted, woffsets, has_woff, r, num_values,
+                       num_weights, error, &start, &stop, shift);
 }
 
 // sorted_sum_pieces: parts[k, d] and pcounts[k] of the later piece of a row longer than
@@ -250,10 +270,9 @@ __global__ void sorted_sum_pieces(const T* __restrict__ values, const O* __restr
     for (ASP_GRID_STRIDE(e, num_chunks * width)) {
         const long long k = e / width;
         const long long d = e - k * width;
-        long long r, a, b, start, stop, shift;
-        if (!asp_chunk_piece(offsets, num_rows, k, piece, &r, &a, &b)) continue;
-        if (!asp_sum_row(offsets, valid, all_valid, weighted, woffsets, has_woff, r,
-                         num_values, num_weights, error, &start, &stop, &shift)) {
+        long long a, b, shift;
+        if (!asp_row_piece(offsets, valid, all_valid, weighted, woffsets, has_woff, num_rows, k,
+                           piece, num_values, num_weights, error, &a, &b, &shift)) {
             continue;
         }
         long long n;
@@ -537,21 +556,6 @@ __device__ __forceinline__ A asp_gather_piece(
     return acc;
 }
 
-// Bag r is reduced (not null, its ids and weights inside their buffers); *start, *stop
-// and *shift then describe it. Device errors as described at the top of the file.
-template <typename O>
-__device__ __forceinline__ bool asp_gather_bag(
-        const O* __restrict__ offsets, const unsigned char* __restrict__ valid, int all_valid,
-        int weighted, const long long* __restrict__ woffsets, int has_woff, long long r,
-        long long num_ids, long long num_weights, unsigned long long* error, long long* start,
-        long long* stop, long long* shift) {
-    *shift = 0;
-    return asp_row_valid(valid, all_valid, r) &&
-           asp_row_range(offsets, r, num_ids, error, start, stop) &&
-           (!weighted || asp_weight_shift(woffsets, has_woff, r, *start, *stop, num_weights,
-                                          error, shift));
-}
-
 // gather_reduce_pieces: parts[k, d] (and pcounts[k], from the d == 0 thread) of the later
 // piece of a bag longer than `piece` that starts in chunk k of the ids, see above.
 // Thread mapping: one thread per (chunk k, feature d), grid-stride: the D threads of a
@@ -573,10 +577,9 @@ __global__ void gather_reduce_pieces(
     for (ASP_GRID_STRIDE(e, num_chunks * width)) {
         const long long k = e / width;
         const long long d = e - k * width;
-        long long r, a, b, start, stop, shift;
-        if (!asp_chunk_piece(offsets, num_rows, k, piece, &r, &a, &b)) continue;
-        if (!asp_gather_bag(offsets, valid, all_valid, weighted, woffsets, has_woff, r,
-                            num_ids, num_weights, error, &start, &stop, &shift)) {
+        long long a, b, shift;
+        if (!asp_row_piece(offsets, valid, all_valid, weighted, woffsets, has_woff, num_rows, k,
+                           piece, num_ids, num_weights, error, &a, &b, &shift)) {
             continue;
         }
         long long n;
@@ -610,8 +613,8 @@ __global__ void gather_reduce(const T* __restrict__ data, const I* __restrict__ 
         A acc = is_max ? lowest : zero;
         long long n = 0;
         long long start, stop, shift;
-        if (asp_gather_bag(offsets, valid, all_valid, weighted, woffsets, has_woff, r, num_ids,
-                           num_weights, error, &start, &stop, &shift)) {
+        if (asp_sum_row(offsets, valid, all_valid, weighted, woffsets, has_woff, r, num_ids,
+                        num_weights, error, &start, &stop, &shift)) {
             const long long end = piece > 0 && stop - start > piece ? start + piece : stop;
             acc = asp_gather_piece(data, indices, vmask, masked, weights, weighted, shift,
                                    is_max, plain, block_cols, zero, lowest, width, d,

@@ -193,6 +193,18 @@ def _rows(xp: ModuleType, offsets: Any, valid: Any, vmask: Any) -> tuple[Any, ..
             *as_mask(xp, vmask))
 
 
+def _weighted_rows(xp: ModuleType, offsets: Any, valid: Any, vmask: Any, weights: Any,
+                   woffsets: Any, acc: np.dtype) -> tuple[tuple[Any, ...], Any, Any]:
+    """Pack the rows and their weights as the sums and the gather reductions take them.
+
+    ``((offsets, row validity, all valid, value mask, masked, weights in A, weighted,
+    weight offsets, has them), weighted, number of weights)``.
+    """
+    w, weighted, num_weights = _weights(xp, weights, acc)
+    wo, has_woff = _woffsets(xp, woffsets)
+    return (*_rows(xp, offsets, valid, vmask), w, weighted, wo, has_woff), weighted, num_weights
+
+
 # -------------------------------------------------------------------- sorted reductions
 def sorted_sum(xp: ModuleType, values: Any, offsets: Any, valid: Any, vmask: Any, weights: Any,
                woffsets: Any, mean: bool, zero: Any, min_count: int, empty: Any, out: Any,
@@ -207,25 +219,23 @@ def sorted_sum(xp: ModuleType, values: Any, offsets: Any, valid: Any, vmask: Any
     name = _name(func, func, values.dtype, acc, out.dtype, offsets.dtype)
     target = into(xp, out)
     rows, width = out.shape[0], _width(out)
-    w, weighted, num_weights = _weights(xp, weights, acc)
-    wo, has_woff = _woffsets(xp, woffsets)
+    row_args, weighted, num_weights = _weighted_rows(xp, offsets, valid, vmask, weights,
+                                                     woffsets, acc)
     cnt, want = _counts(xp, counts)
     vals = _arr(xp, values)
-    row_args = _rows(xp, offsets, valid, vmask)
     lanes4 = _I32(values.ndim == 1 and not weighted)
     piece, parts, pcounts, chunks = _pieces(xp, values.shape[0], width, acc,
                                             values.ndim == 2 and rows * width > 0)
     if chunks:
         launch("segment", _name(func, "sorted_sum_pieces", values.dtype, acc, offsets.dtype),
                chunks * width,
-               (vals, *row_args, w, weighted, wo, has_woff, lanes4, acc.type(zero), _I64(rows),
-                _I64(width), _I64(values.shape[0]), num_weights, piece, _I64(chunks), parts,
-                pcounts, error_buffer()))
+               (vals, *row_args, lanes4, acc.type(zero), _I64(rows), _I64(width),
+                _I64(values.shape[0]), num_weights, piece, _I64(chunks), parts, pcounts,
+                error_buffer()))
     launch("segment", name, rows * width,
-           (vals, *row_args, w, weighted, wo, has_woff, lanes4, _I32(bool(mean)),
-            acc.type(zero), _I64(min_count), _scalar(target.dtype, empty), _I64(rows),
-            _I64(width), _I64(values.shape[0]), num_weights, piece, parts, pcounts, target,
-            cnt, want, error_buffer()))
+           (vals, *row_args, lanes4, _I32(bool(mean)), acc.type(zero), _I64(min_count),
+            _scalar(target.dtype, empty), _I64(rows), _I64(width), _I64(values.shape[0]),
+            num_weights, piece, parts, pcounts, target, cnt, want, error_buffer()))
     back(out, target)
 
 
@@ -328,26 +338,24 @@ def gather_reduce(xp: ModuleType, data: Any, indices: Any, offsets: Any, valid: 
     name = _name(func, func, data.dtype, acc, out.dtype, offsets.dtype, ids.dtype)
     target = into(xp, out)
     rows, width = out.shape[0], _width(out)
-    w, weighted, num_weights = _weights(xp, weights, acc)
-    wo, has_woff = _woffsets(xp, woffsets)
+    row_args, _, num_weights = _weighted_rows(xp, offsets, valid, vmask, weights, woffsets,
+                                              acc)
     cnt, want = _counts(xp, counts)
     table = _arr(xp, data)
-    row_args = _rows(xp, offsets, valid, vmask)
     block = _I64(_block_cols(data, vmask, weights, mode, zero, counts, width))
     num_ids = ids.shape[0]
     piece, parts, pcounts, chunks = _pieces(xp, num_ids, width, acc, rows * width > 0)
     if chunks:
         launch("segment", _name(func, "gather_reduce_pieces", data.dtype, acc, offsets.dtype,
                                 ids.dtype), chunks * width,
-               (table, ids, *row_args, w, weighted, wo, has_woff, _I32(mode), block,
-                acc.type(zero), acc.type(lowest), _I64(rows), _I64(width), _I64(data.shape[0]),
-                _I64(num_ids), num_weights, piece, _I64(chunks), parts, pcounts,
-                error_buffer()))
+               (table, ids, *row_args, _I32(mode), block, acc.type(zero), acc.type(lowest),
+                _I64(rows), _I64(width), _I64(data.shape[0]), _I64(num_ids), num_weights,
+                piece, _I64(chunks), parts, pcounts, error_buffer()))
     launch("segment", name, rows * width,
-           (table, ids, *row_args, w, weighted, wo, has_woff, _I32(mode), block,
-            acc.type(zero), acc.type(lowest), _I64(min_count), _scalar(target.dtype, empty),
-            _I64(rows), _I64(width), _I64(data.shape[0]), _I64(num_ids), num_weights, piece,
-            parts, pcounts, target, cnt, want, error_buffer()))
+           (table, ids, *row_args, _I32(mode), block, acc.type(zero), acc.type(lowest),
+            _I64(min_count), _scalar(target.dtype, empty), _I64(rows), _I64(width),
+            _I64(data.shape[0]), _I64(num_ids), num_weights, piece, parts, pcounts, target,
+            cnt, want, error_buffer()))
     back(out, target)
     return -1
 
@@ -371,6 +379,16 @@ def _first_bad_id(ids: Any, offsets: Any, valid: Any, vmask: Any, bound: int) ->
     return start + int(np.argmax(bad)) if bool(bad.any()) else -1
 
 
+def _scatter_ids(xp: ModuleType, ids: Any, num_segments: int) -> tuple[Any, int]:
+    """Segment ids as the scatter kernels read them, and the first bad one.
+
+    The first host id outside ``[0, num_segments)``, or -1 (also for device ids: the
+    kernels check those as they read them).
+    """
+    ids = as_index(xp, ids)
+    return ids, _first_bad_segment(ids, num_segments) if xp is np else -1
+
+
 def _first_bad_segment(ids: Any, num_segments: int) -> int:
     """Return the first host segment id outside ``[0, num_segments)``, or -1."""
     if not len(ids) or (int(ids.min()) >= 0 and int(ids.max()) < num_segments):
@@ -379,8 +397,11 @@ def _first_bad_segment(ids: Any, num_segments: int) -> int:
 
 
 def _finish_scatter(xp: ModuleType, acc: Any, counts: Any, counting: bool, mean: bool,
-                    min_count: int, empty: Any, out: Any) -> None:
-    """Launch scatter_finish: ``out`` from the accumulator and the counts."""
+                    min_count: int, empty: Any, out: Any, counts_out: Any) -> None:
+    """Launch scatter_finish: ``out`` from the accumulator and the counts.
+
+    The counts are copied into ``counts_out`` when it is given.
+    """
     target = into(xp, out)
     name = _name("scatter_finish", "scatter_finish", acc.dtype, target.dtype)
     num, width = out.shape[0], _width(out)
@@ -388,6 +409,8 @@ def _finish_scatter(xp: ModuleType, acc: Any, counts: Any, counting: bool, mean:
            (acc, counts, _I32(counting), _I32(bool(mean)), _I64(min_count),
             _scalar(target.dtype, empty), _I64(num), _I64(width), target))
     back(out, target)
+    if counts_out is not None:
+        counts_out[...] = counts
 
 
 def scatter_sum(xp: ModuleType, values: Any, ids: Any, vmask: Any, weights: Any, mean: bool,
@@ -398,12 +421,10 @@ def scatter_sum(xp: ModuleType, values: Any, ids: Any, vmask: Any, weights: Any,
     Returns the first id out of range (host arrays) or -1, as :func:`gather_reduce`.
     """
     func = "scatter_sum"
-    ids = as_index(xp, ids)
     num_segments = out.shape[0]
-    if xp is np:
-        bad = _first_bad_segment(ids, num_segments)
-        if bad >= 0:
-            return bad
+    ids, bad = _scatter_ids(xp, ids, num_segments)
+    if bad >= 0:
+        return bad
     acc_dtype = np.dtype(zero.dtype)
     name = _name(func, "scatter_add", values.dtype, acc_dtype, ids.dtype)
     num, width = values.shape[0], _width(out)
@@ -415,9 +436,7 @@ def scatter_sum(xp: ModuleType, values: Any, ids: Any, vmask: Any, weights: Any,
     launch("segment", name, num * width,
            (_arr(xp, values), ids, vm[0], vm[1], w, weighted, _I64(num), _I64(width),
             _I64(num_segments), acc, cnt, _I32(counting), error_buffer()))
-    _finish_scatter(xp, acc, cnt, counting, mean, min_count, empty, out)
-    if counts is not None:
-        counts[...] = cnt
+    _finish_scatter(xp, acc, cnt, counting, mean, min_count, empty, out, counts)
     return -1
 
 
@@ -425,12 +444,10 @@ def scatter_extreme(xp: ModuleType, values: Any, ids: Any, vmask: Any, is_max: b
                     min_count: int, empty: Any, out: Any, counts: Any) -> int:
     """``out[s] = max(values[i] for ids[i] == s)`` (or min), NaN propagating, by atomics."""
     func = "scatter_extreme"
-    ids = as_index(xp, ids)
     num_segments = out.shape[0]
-    if xp is np:
-        bad = _first_bad_segment(ids, num_segments)
-        if bad >= 0:
-            return bad
+    ids, bad = _scatter_ids(xp, ids, num_segments)
+    if bad >= 0:
+        return bad
     vals = _arr(xp, values)
     wide = np.dtype(np.int32) if _EXTREME_STORAGE.get(_c(vals.dtype)) == "int" else vals.dtype
     name = _name(func, func, vals.dtype, wide, ids.dtype)
@@ -441,9 +458,7 @@ def scatter_extreme(xp: ModuleType, values: Any, ids: Any, vmask: Any, is_max: b
     launch("segment", name, num * width,
            (vals, ids, vm[0], vm[1], _I32(bool(is_max)), _I64(num), _I64(width),
             _I64(num_segments), acc, cnt, error_buffer()))
-    _finish_scatter(xp, acc, cnt, True, False, min_count, empty, out)
-    if counts is not None:
-        counts[...] = cnt
+    _finish_scatter(xp, acc, cnt, True, False, min_count, empty, out, counts)
     return -1
 
 

@@ -69,30 +69,11 @@ __device__ __forceinline__ void asp_slot_add(long long* a, long long v) {
 template <typename S, typename A>
 __device__ __forceinline__ S asp_to_slot(A acc) { return (S)acc; }
 
-// Line of absolute position pos: the largest i in [0, rows) with indptr[i] <= pos (for
-// indptr[0] <= pos < indptr[rows], the non-empty line holding pos). log2(rows) reads
-// that neighbouring threads share through the cache.
-template <typename O>
-__device__ __forceinline__ long long asp_line_of(const O* __restrict__ indptr, long long rows,
-                                                 long long pos) {
-    long long lo = 0;
-    long long hi = rows;
-    while (hi - lo > 1) {
-        const long long mid = lo + ((hi - lo) >> 1);
-        if ((long long)__ldg(indptr + mid) <= pos) {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    return lo;
-}
-
 // Whether absolute position pos (indptr[0] <= pos < indptr[rows]) starts a line.
 template <typename O>
 __device__ __forceinline__ bool asp_line_start(const O* __restrict__ indptr, long long rows,
                                                long long pos) {
-    return (long long)__ldg(indptr + asp_line_of(indptr, rows, pos)) == pos;
+    return (long long)__ldg(indptr + asp_row_of(indptr, rows, pos)) == pos;
 }
 
 // [first, last) = [indptr[0], indptr[rows]) when inside [0, num_entries); else records
@@ -161,7 +142,7 @@ __global__ void expand_major(const O* __restrict__ indptr, long long rows,
     for (ASP_GRID_STRIDE(q, n)) {
         const long long r = identity ? q : __ldg(perm + q);
         if (r < 0 || r >= count) continue;
-        out[q] = (T)asp_line_of(indptr, rows, first + r);
+        out[q] = (T)asp_row_of(indptr, rows, first + r);
     }
 }
 
@@ -403,7 +384,7 @@ __global__ void compressed_to_dense(const O* __restrict__ indptr, long long rows
             ASP_RAISE(error, ASP_SPARSE_INDEX_RANGE, p);
             continue;
         }
-        const long long i = asp_line_of(indptr, rows, p);
+        const long long i = asp_row_of(indptr, rows, p);
         const long long cell = transposed ? k * dim1 + i : i * dim1 + k;
         asp_slot_add(out + cell, (S)__ldg(values + p));
     }

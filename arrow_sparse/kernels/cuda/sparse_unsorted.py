@@ -97,6 +97,21 @@ def _ids(xp: ModuleType, indices: Any, ids: Any) -> tuple[Any, Any]:
     return as_index(xp, indices, int64=wide), as_index(xp, ids, int64=wide)
 
 
+def _inputs(xp: ModuleType, data: Any, indices: Any, imask: Any, ids: Any,
+            out: Any) -> tuple[Any, Any, Any, int]:
+    """Convert what both launchers read: ``(indices, ids, table, first bad position)``.
+
+    Indices and ids in one index type, the table C-contiguous (booleans as bytes), and
+    the first host position out of range, or -1 (also for device arrays: the kernels
+    check those as they read them).
+    """
+    indices, ids = _ids(xp, indices, ids)
+    bad = (_first_bad(indices, imask, ids, data.shape[0], out.shape[0]) if xp is np
+           else -1)
+    table = xp.ascontiguousarray(data)
+    return indices, ids, table.view(np.uint8) if table.dtype.kind == "b" else table, bad
+
+
 def _finish(xp: ModuleType, acc: Any, cnt: Any, mean: bool, min_count: int, empty: Any,
             out: Any, counts: Any) -> None:
     target = into(xp, out, copy=False)
@@ -116,17 +131,12 @@ def gather_scatter_sum(xp: ModuleType, data: Any, indices: Any, imask: Any, ids:
                        out: Any, counts: Any) -> int:
     """``out[s] = sum(weights[i] * data[indices[i]] for ids[i] == s)`` (``mean``: / count)."""
     func = "gather_scatter_sum"
-    indices, ids = _ids(xp, indices, ids)
+    indices, ids, table, bad = _inputs(xp, data, indices, imask, ids, out)
+    if bad >= 0:
+        return bad
     num_rows, width = data.shape
     num_segments = out.shape[0]
-    if xp is np:
-        bad = _first_bad(indices, imask, ids, num_rows, num_segments)
-        if bad >= 0:
-            return bad
     acc_dtype = np.dtype(zero.dtype)
-    table = xp.ascontiguousarray(data)
-    if table.dtype.kind == "b":
-        table = table.view(np.uint8)
     name = _name(func, "gather_scatter_add", table.dtype, acc_dtype, indices.dtype)
     num = indices.shape[0]
     acc = xp.zeros(num_segments * width, dtype=acc_dtype)
@@ -148,16 +158,11 @@ def gather_scatter_extreme(xp: ModuleType, data: Any, indices: Any, imask: Any, 
                            counts: Any) -> int:
     """``out[s] = max(data[indices[i]] for ids[i] == s)`` (or min), NaN propagating."""
     func = "gather_scatter_extreme"
-    indices, ids = _ids(xp, indices, ids)
+    indices, ids, table, bad = _inputs(xp, data, indices, imask, ids, out)
+    if bad >= 0:
+        return bad
     num_rows, width = data.shape
     num_segments = out.shape[0]
-    if xp is np:
-        bad = _first_bad(indices, imask, ids, num_rows, num_segments)
-        if bad >= 0:
-            return bad
-    table = xp.ascontiguousarray(data)
-    if table.dtype.kind == "b":
-        table = table.view(np.uint8)
     wide = np.dtype(np.int32) if _STORAGE.get(_c(table.dtype)) == "int" else table.dtype
     name = _name(func, func, table.dtype, wide, indices.dtype)
     num = indices.shape[0]
