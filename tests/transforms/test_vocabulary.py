@@ -454,3 +454,84 @@ PUBLIC: dict[str, tuple[Callable[[], Any], set[str]]] = {
 @pytest.mark.parametrize("case", list(PUBLIC))
 def test_public_transforms_through_the_emulator(case: str) -> None:
     run_through_the_emulator(case, *PUBLIC[case])
+
+
+def _counter_order(values: list[Any]) -> list[tuple[Any, int]]:
+    """(value, count) of the non-null values: count descending, ties by bytes ascending."""
+    counts: dict[Any, int] = {}
+    for x in values:
+        if x is not None:
+            counts[x] = counts.get(x, 0) + 1
+    def as_bytes(x: Any) -> bytes:
+        return x.encode() if isinstance(x, str) else x
+    return sorted(counts.items(), key=lambda kv: (-kv[1], as_bytes(kv[0])))
+
+
+def _many_strings(n: int, seed: int) -> list[Any]:
+    # Zipf-like repeats of more than 2**16 distinct strings (the partitioned count),
+    # of every length class: empty, 1-16 bytes, long ones sharing a 20-byte prefix,
+    # prefixes of each other, embedded NUL bytes; some nulls.
+    rng = np.random.default_rng(seed)
+    ids = np.where(rng.random(n) < 0.5, np.minimum(rng.zipf(1.1, n), 400_000),
+                   rng.integers(1, 400_000, n))
+    out: list[Any] = []
+    for i, k in enumerate(ids.tolist()):
+        if i % 97 == 0:
+            out.append(None)
+        elif k % 5 == 0:
+            out.append("shared-prefix-of-20b" + str(k) * (k % 4))
+        elif k % 7 == 0:
+            out.append("a\x00" * (k % 9) + str(k))
+        else:
+            out.append(str(k) * (1 + k % 2))
+    return out
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_fit_vocabulary_many_distinct_strings_matches_counter(threads: int) -> None:
+    import numba
+    values = _many_strings(300_000, 3)
+    expected = _counter_order(values)
+    assert len(expected) > 2**16  # the partitioned count
+    arr = pa.ListArray.from_arrays(pa.array(np.arange(0, 300_001, 3, dtype=np.int32)),
+                                   pa.array(values, type=pa.large_string()))
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        vocab = asp.fit_vocabulary(arr)
+        sliced = asp.fit_vocabulary(arr.slice(1000, 50_000))
+        as_binary = asp.fit_vocabulary(pa.array([v.encode() if v is not None else None
+                                                 for v in values], type=pa.binary()))
+    finally:
+        numba.set_num_threads(before)
+    assert list(zip(vocab.values.to_pylist(), vocab.counts.tolist(), strict=True)) == expected
+    assert list(zip(sliced.values.to_pylist(), sliced.counts.tolist(), strict=True)) == \
+        _counter_order(values[3000:153_000])
+    assert as_binary.kind == "binary"
+    assert as_binary.values.to_pylist() == [v.encode() for v, _ in expected]
+
+
+def test_fit_vocabulary_strings_streaming_equals_one_fit() -> None:
+    values = _many_strings(200_000, 8)
+    batches = [pa.array(values[i:i + 70_000]) for i in range(0, len(values), 70_000)]
+    whole = asp.fit_vocabulary(pa.array(values))
+    assert list(zip(whole.values.to_pylist(), whole.counts.tolist(), strict=True)) == \
+        _counter_order(values)
+    assert asp.fit_vocabulary(iter(batches)) == whole
+    parts = [asp.fit_vocabulary(b) for b in batches]
+    assert parts[0].merge(*parts[1:]) == whole
+    assert asp.fit_vocabulary(pa.chunked_array(batches)) == whole
+
+
+@pytest.mark.hypothesis
+@given(st.lists(st.one_of(st.none(), st.text(alphabet="ab\x00\u00e9", max_size=40)),
+                max_size=200),
+       st.sampled_from([pa.string(), pa.large_string(), pa.string_view()]))
+def test_fit_vocabulary_string_order_matches_counter(values: list[Any], typ: Any) -> None:
+    # Many strings sharing long prefixes, prefixes of each other, NUL bytes: the byte
+    # order of the ties, through every refinement of the sort.
+    vocab = asp.fit_vocabulary(pa.array(values, type=typ))
+    assert list(zip(vocab.values.to_pylist(), vocab.counts.tolist(), strict=True)) == \
+        _counter_order(values)
+    pairs = asp.value_counts(pa.array(values, type=typ)).to_pylist()
+    assert [(p["values"], p["counts"]) for p in pairs] == _counter_order(values)
