@@ -8,6 +8,9 @@ CPU through the emulator.
 
 from __future__ import annotations
 
+import collections
+import ctypes
+import mmap
 from collections.abc import Callable
 from typing import Any
 
@@ -535,3 +538,80 @@ def test_fit_vocabulary_string_order_matches_counter(values: list[Any], typ: Any
         _counter_order(values)
     pairs = asp.value_counts(pa.array(values, type=typ)).to_pylist()
     assert [(p["values"], p["counts"]) for p in pairs] == _counter_order(values)
+
+
+def _guarded(src: np.ndarray) -> np.ndarray:
+    """Copy ``src`` to the end of a page that an unreadable page follows.
+
+    A kernel that reads even one byte past the array's end then faults at once,
+    wherever the allocator would have put the array (a read past an ordinary
+    buffer usually lands on readable memory and goes unnoticed).
+    """
+    src = np.ascontiguousarray(src)
+    page = mmap.PAGESIZE
+    pages = -(-src.nbytes // page) + 1
+    region = np.frombuffer(mmap.mmap(-1, pages * page), dtype=np.uint8)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    end = (pages - 1) * page
+    if libc.mprotect(region.ctypes.data + end, page, 0) != 0:  # PROT_NONE
+        raise OSError(ctypes.get_errno(), "mprotect failed")
+    out = region[end - src.nbytes:end].view(src.dtype)
+    out[...] = src
+    return out
+
+
+def _guarded_strings(strings: list[bytes], large: bool) -> tuple[pa.Array, np.ndarray,
+                                                                  np.ndarray]:
+    """A binary array whose offsets and bytes both end where an unreadable page begins."""
+    offsets = np.zeros(len(strings) + 1, dtype=np.int64 if large else np.int32)
+    np.cumsum([len(s) for s in strings], out=offsets[1:])
+    offsets = _guarded(offsets)
+    data = _guarded(np.frombuffer(b"".join(strings), dtype=np.uint8))
+    arr = pa.Array.from_buffers(pa.large_binary() if large else pa.binary(), len(strings),
+                                [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return arr, offsets, data
+
+
+#: Lengths of the last string: every length up to 24 (the 8- and 16-byte words, the
+#: XXH3 paths up to 16 bytes) and the longer XXH3 paths.
+TAIL_LENGTHS = [*range(25), 31, 32, 33, 64, 127, 128, 129, 200, 240, 241, 300]
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_string_vocabulary_kernels_read_no_byte_past_the_data(large: bool) -> None:
+    # The last string ends on the last readable byte: hashing, counting, gathering and
+    # the byte-order sort (8-byte words, prefixes shared by all strings) must read only
+    # the strings' own bytes. A read past them faults here, deterministically.
+    from arrow_sparse.kernels.cpu import transforms as cpu
+    for tail in TAIL_LENGTHS:
+        last = (b"pfx" + b"z" * tail)[:tail]
+        strings = [(b"pfx" + b"%d" % i * 9)[:3 + i % 30] for i in range(40)] + [last] * 3
+        arr, offsets, data = _guarded_strings(strings, large)
+        ends = np.array([0, len(strings)])
+        first, counts = cpu.count_strings(offsets, data, None, ends, None)
+        assert sorted(strings[k] for k in first) == sorted(set(strings))
+        assert dict(zip((strings[k] for k in first), counts.tolist(), strict=True)) == \
+            collections.Counter(strings)
+        distinct = sorted(set(strings), key=lambda s: (-strings.count(s), s))
+        shuffled = [distinct[i] for i in np.random.default_rng(tail).permutation(len(distinct))]
+        _, d_offsets, d_data = _guarded_strings(shuffled, True)
+        order = cpu.order_strings(d_offsets, d_data,
+                                  np.array([strings.count(s) for s in shuffled]))
+        assert [shuffled[i] for i in order] == distinct
+        new_offsets, new_data = cpu.gather_strings(offsets, data, np.array([len(strings) - 1]))
+        assert new_data.tobytes() == last and new_offsets.tolist() == [0, tail]
+        vocab = asp.fit_vocabulary(arr)
+        assert vocab.values.to_pylist() == distinct
+        assert vocab.counts.tolist() == [strings.count(s) for s in distinct]
+
+
+def test_partitioned_string_count_reads_no_byte_past_the_data() -> None:
+    # More than 2**16 distinct strings (the partitioned count), the last one of each
+    # length class ending on the last readable byte.
+    for last in (b"", b"q" * 5, b"q" * 16, b"q" * 40):
+        strings = [b"%x" % (i * 2654435761 % 2**32) for i in range(70_000)] + [last]
+        arr, _, _ = _guarded_strings(strings, False)
+        vocab = asp.fit_vocabulary(arr)
+        assert vocab.counts.tolist() == [1] * len(strings)
+        assert vocab.values.to_pylist() == sorted(strings)
