@@ -606,12 +606,20 @@ def test_string_vocabulary_kernels_read_no_byte_past_the_data(large: bool) -> No
         assert vocab.counts.tolist() == [strings.count(s) for s in distinct]
 
 
-def test_partitioned_string_count_reads_no_byte_past_the_data() -> None:
-    # More than 2**16 distinct strings (the partitioned count), the last one of each
-    # length class ending on the last readable byte.
-    for last in (b"", b"q" * 5, b"q" * 16, b"q" * 40):
-        strings = [b"%x" % (i * 2654435761 % 2**32) for i in range(70_000)] + [last]
-        arr, _, _ = _guarded_strings(strings, False)
-        vocab = asp.fit_vocabulary(arr)
-        assert vocab.counts.tolist() == [1] * len(strings)
-        assert vocab.values.to_pylist() == sorted(strings)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_partitioned_string_count_reads_no_byte_past_the_data(threads: int) -> None:
+    # More than 2**16 distinct strings (the partitioned count, split over the kernel
+    # threads' hash parts), the last one of each length class ending on the last
+    # readable byte.
+    import numba
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        for last in (b"", b"q" * 5, b"q" * 16, b"q" * 40):
+            strings = [b"%x" % (i * 2654435761 % 2**32) for i in range(70_000)] + [last]
+            arr, _, _ = _guarded_strings(strings, False)
+            vocab = asp.fit_vocabulary(arr)
+            assert vocab.counts.tolist() == [1] * len(strings)
+            assert vocab.values.to_pylist() == sorted(strings)
+    finally:
+        numba.set_num_threads(before)
