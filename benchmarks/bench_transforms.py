@@ -120,8 +120,19 @@ def build(scale: float, seed: int) -> dict[str, Any]:
     ints = pa.ListArray.from_arrays(pa.array(offsets), pa.array(ids))
     tokens = pc.binary_join_element_wise("item_", pc.cast(pa.array(ids), pa.string()), "")
     strings = pa.ListArray.from_arrays(pa.array(offsets), tokens)
+    sizes = np.bincount(pc.binary_length(tokens).to_numpy())
+    string_bytes = {str(b): int(c) for b, c in enumerate(sizes) if c}
     return {"rows": rows, "n": len(ids), "lengths": lengths, "offsets": offsets, "ids": ids,
-            "ints": ints, "strings": strings, "tokens": tokens}
+            "ints": ints, "strings": strings, "tokens": tokens, "string_bytes": string_bytes}
+
+
+def data_shape(d: dict[str, Any], kind: str, **extra: Any) -> dict[str, Any]:
+    """What a workload reads: rows, values, the Zipf law and (strings) the byte lengths."""
+    shape = {"rows": d["rows"], "values": d["n"], "ids": f"Zipf exponent 1.05 over {VOCAB_IDS:,}",
+             **extra}
+    if kind != "int64":
+        shape["string_bytes"] = d["string_bytes"]  # length in bytes: number of strings
+    return shape
 
 
 def list_parts(r: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -237,7 +248,7 @@ def hash_workload(d: dict[str, Any], kind: str) -> Workload:
     title = f"hash_bucket list<{'int64' if kind == 'int64' else 'string'}>"
     return Workload(f"hash_{kind}", title,
                     f"{d['n']:,} values in {d['rows']:,} rows into {n:,} buckets",
-                    check, impls, {"rows": d["rows"], "values": d["n"], "buckets": n})
+                    check, impls, data_shape(d, kind, buckets=n))
 
 
 # ----------------------------------------------------------------- categorify
@@ -339,8 +350,7 @@ def categorify_workload(d: dict[str, Any], kind: str) -> Workload:
     return Workload(f"categorify_{kind}", title,
                     f"{d['n']:,} values in {d['rows']:,} rows, vocabulary of {size:,} "
                     f"(of {len(counts):,} distinct)", check, impls,
-                    {"rows": d["rows"], "values": d["n"], "vocabulary": size,
-                     "distinct": len(counts)})
+                    data_shape(d, kind, vocabulary=size, distinct=len(counts)))
 
 
 # ---------------------------------------------------------------- vocabularies
@@ -417,7 +427,7 @@ def fit_workload(d: dict[str, Any], kind: str) -> Workload:
     title = f"fit_vocabulary list<{'int64' if kind == 'int64' else 'string'}>"
     return Workload(f"fit_{kind}", title,
                     f"distinct values and counts of {d['n']:,} values ({len(ref):,} distinct)",
-                    check, impls, {"rows": d["rows"], "values": d["n"], "distinct": len(ref)})
+                    check, impls, data_shape(d, kind, distinct=len(ref)))
 
 
 # ----------------------------------------------------------------------- running

@@ -234,7 +234,8 @@ def _count_batch(func: str, x: Any) -> _Counts:
         positions, counts = get_kernel("transforms", "count_strings")(
             leaf.offsets, leaf.data, leaf.validity(), offsets, validity)
         assert leaf._source is not None
-        return _Counts("bytes", leaf._source.take(pa.array(positions)), counts, arrow_type, None)
+        keys = _strings_at(leaf._source.type, leaf.offsets, leaf.data, positions)
+        return _Counts("bytes", keys, counts, arrow_type, None)
     values = leaf.values
     if leaf.kind == "int":
         keys, counts = get_kernel("transforms", "count_ints", xp)(
@@ -294,12 +295,33 @@ def _merge_counts(func: str, parts: list[_Counts]) -> _Counts:
                    dtype)
 
 
+def _strings_at(arrow_type: Any, offsets: np.ndarray, data: np.ndarray,
+                positions: np.ndarray) -> pa.Array:
+    """Return the strings at ``positions`` of a string array's buffers as a new large array.
+
+    ``large_string`` for text (``arrow_type`` a string type), else ``large_binary``.
+    """
+    new_offsets, new_data = get_kernel("transforms", "gather_strings")(offsets, data, positions)
+    text = pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type) or \
+        pa.types.is_string_view(arrow_type)
+    return pa.Array.from_buffers(pa.large_string() if text else pa.large_binary(),
+                                 len(positions),
+                                 [None, pa.py_buffer(new_offsets), pa.py_buffer(new_data)])
+
+
 def _ordered(keys: Any, counts: np.ndarray) -> tuple[Any, np.ndarray]:
-    """Sort by descending count, ties by ascending value (bytes: lexicographic)."""
+    """Sort by descending count, ties by ascending value (bytes: lexicographic).
+
+    Strings come back as a large array (``large_string`` or ``large_binary``).
+    """
     if isinstance(keys, pa.Array):
-        order = pc.sort_indices(pa.table({"value": keys, "count": counts}),
-                                sort_keys=[("count", "descending"), ("value", "ascending")])
-        return keys.take(order), counts[order.to_numpy()]
+        if pa.types.is_string_view(keys.type) or pa.types.is_binary_view(keys.type):
+            keys = keys.cast(pa.large_string() if pa.types.is_string_view(keys.type)
+                             else pa.large_binary())
+        offsets, data = _arrow.binary_buffers("value_counts", "values", keys)
+        counts = np.asarray(counts, dtype=np.int64)
+        order = get_kernel("transforms", "order_strings")(offsets, data, counts)
+        return _strings_at(keys.type, offsets, data, order), counts[order]
     xp = module_of(keys)
     # counting sorted most already; the device's counts are sorted as int64 (unique)
     unsorted = keys.dtype == np.uint64 if xp is not np else not (keys[1:] > keys[:-1]).all()

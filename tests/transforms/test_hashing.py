@@ -425,3 +425,41 @@ PUBLIC: dict[str, tuple[Callable[[], Any], set[str]]] = {
 @pytest.mark.parametrize("case", list(PUBLIC))
 def test_public_transforms_through_the_emulator(case: str) -> None:
     run_through_the_emulator(case, *PUBLIC[case])
+
+
+def test_hash_bucket_strings_equal_the_xxhash_package() -> None:
+    # Every length 0..300 (each XXH3 formula: 0, 1-3, 4-8, 9-16, 17-128, 129-240, more),
+    # mixed in one list; null rows and null strings; sliced; large and view types.
+    xxhash = pytest.importorskip("xxhash")
+    rng = np.random.default_rng(2)
+    words = ["".join(chr(33 + int(c)) for c in rng.integers(0, 90, n)) for n in range(301)]
+    order = rng.permutation(len(words))
+    mixed = [words[i] for i in order] + ["\u00e9\u4e2d", ""]
+    for seed, buckets in [(0, 2**63 - 1), (7, 1_000_003), (2**64 - 1, 1024)]:
+        want = [xxhash.xxh3_64_intdigest(w.encode(), seed=seed) % buckets for w in mixed]
+        rows = pa.array([mixed[:150], None, mixed[150:], [None, "x"]],
+                        type=pa.list_(pa.string()))
+        got = asp.hash_bucket(rows, buckets, seed=seed).to_pylist()
+        assert got[0] + got[2] == want and got[1] is None
+        assert got[3] == [None, xxhash.xxh3_64_intdigest(b"x", seed=seed) % buckets]
+        for typ in (pa.large_string(), pa.string_view(), pa.binary()):
+            flat = pa.array(["pad"] + mixed, type=typ).slice(1)
+            assert asp.hash_bucket(flat, buckets, seed=seed).to_pylist() == want
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_hash_bucket_many_mixed_strings_equal_the_xxhash_package(threads: int) -> None:
+    # Above the parallel threshold: mixed length classes split over the kernel threads.
+    import numba
+    xxhash = pytest.importorskip("xxhash")
+    rng = np.random.default_rng(4)
+    sizes = rng.choice([0, 2, 5, 8, 9, 12, 16, 17, 40, 200, 300], 80_000)
+    words = [("item_" + str(i) * 40)[:n] for i, n in enumerate(sizes.tolist())]
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        got = asp.hash_bucket(pa.array(words), 1_000_003, seed=5).to_numpy()
+    finally:
+        numba.set_num_threads(before)
+    want = [xxhash.xxh3_64_intdigest(w.encode(), seed=5) % 1_000_003 for w in words]
+    assert got.tolist() == want

@@ -8,6 +8,9 @@ CPU through the emulator.
 
 from __future__ import annotations
 
+import collections
+import ctypes
+import mmap
 from collections.abc import Callable
 from typing import Any
 
@@ -454,3 +457,169 @@ PUBLIC: dict[str, tuple[Callable[[], Any], set[str]]] = {
 @pytest.mark.parametrize("case", list(PUBLIC))
 def test_public_transforms_through_the_emulator(case: str) -> None:
     run_through_the_emulator(case, *PUBLIC[case])
+
+
+def _counter_order(values: list[Any]) -> list[tuple[Any, int]]:
+    """(value, count) of the non-null values: count descending, ties by bytes ascending."""
+    counts: dict[Any, int] = {}
+    for x in values:
+        if x is not None:
+            counts[x] = counts.get(x, 0) + 1
+    def as_bytes(x: Any) -> bytes:
+        return x.encode() if isinstance(x, str) else x
+    return sorted(counts.items(), key=lambda kv: (-kv[1], as_bytes(kv[0])))
+
+
+def _many_strings(n: int, seed: int) -> list[Any]:
+    # Zipf-like repeats of more than 2**16 distinct strings (the partitioned count),
+    # of every length class: empty, 1-16 bytes, long ones sharing a 20-byte prefix,
+    # prefixes of each other, embedded NUL bytes; some nulls.
+    rng = np.random.default_rng(seed)
+    ids = np.where(rng.random(n) < 0.5, np.minimum(rng.zipf(1.1, n), 400_000),
+                   rng.integers(1, 400_000, n))
+    out: list[Any] = []
+    for i, k in enumerate(ids.tolist()):
+        if i % 97 == 0:
+            out.append(None)
+        elif k % 5 == 0:
+            out.append("shared-prefix-of-20b" + str(k) * (k % 4))
+        elif k % 7 == 0:
+            out.append("a\x00" * (k % 9) + str(k))
+        else:
+            out.append(str(k) * (1 + k % 2))
+    return out
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_fit_vocabulary_many_distinct_strings_matches_counter(threads: int) -> None:
+    import numba
+    values = _many_strings(300_000, 3)
+    expected = _counter_order(values)
+    assert len(expected) > 2**16  # the partitioned count
+    arr = pa.ListArray.from_arrays(pa.array(np.arange(0, 300_001, 3, dtype=np.int32)),
+                                   pa.array(values, type=pa.large_string()))
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        vocab = asp.fit_vocabulary(arr)
+        sliced = asp.fit_vocabulary(arr.slice(1000, 50_000))
+        as_binary = asp.fit_vocabulary(pa.array([v.encode() if v is not None else None
+                                                 for v in values], type=pa.binary()))
+    finally:
+        numba.set_num_threads(before)
+    assert list(zip(vocab.values.to_pylist(), vocab.counts.tolist(), strict=True)) == expected
+    assert list(zip(sliced.values.to_pylist(), sliced.counts.tolist(), strict=True)) == \
+        _counter_order(values[3000:153_000])
+    assert as_binary.kind == "binary"
+    assert as_binary.values.to_pylist() == [v.encode() for v, _ in expected]
+
+
+def test_fit_vocabulary_strings_streaming_equals_one_fit() -> None:
+    values = _many_strings(200_000, 8)
+    batches = [pa.array(values[i:i + 70_000]) for i in range(0, len(values), 70_000)]
+    whole = asp.fit_vocabulary(pa.array(values))
+    assert list(zip(whole.values.to_pylist(), whole.counts.tolist(), strict=True)) == \
+        _counter_order(values)
+    assert asp.fit_vocabulary(iter(batches)) == whole
+    parts = [asp.fit_vocabulary(b) for b in batches]
+    assert parts[0].merge(*parts[1:]) == whole
+    assert asp.fit_vocabulary(pa.chunked_array(batches)) == whole
+
+
+@pytest.mark.hypothesis
+@given(st.lists(st.one_of(st.none(), st.text(alphabet="ab\x00\u00e9", max_size=40)),
+                max_size=200),
+       st.sampled_from([pa.string(), pa.large_string(), pa.string_view()]))
+def test_fit_vocabulary_string_order_matches_counter(values: list[Any], typ: Any) -> None:
+    # Many strings sharing long prefixes, prefixes of each other, NUL bytes: the byte
+    # order of the ties, through every refinement of the sort.
+    vocab = asp.fit_vocabulary(pa.array(values, type=typ))
+    assert list(zip(vocab.values.to_pylist(), vocab.counts.tolist(), strict=True)) == \
+        _counter_order(values)
+    pairs = asp.value_counts(pa.array(values, type=typ)).to_pylist()
+    assert [(p["values"], p["counts"]) for p in pairs] == _counter_order(values)
+
+
+def _guarded(src: np.ndarray) -> np.ndarray:
+    """Copy ``src`` to the end of a page that an unreadable page follows.
+
+    A kernel that reads even one byte past the array's end then faults at once,
+    wherever the allocator would have put the array (a read past an ordinary
+    buffer usually lands on readable memory and goes unnoticed).
+    """
+    src = np.ascontiguousarray(src)
+    page = mmap.PAGESIZE
+    pages = -(-src.nbytes // page) + 1
+    region = np.frombuffer(mmap.mmap(-1, pages * page), dtype=np.uint8)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    end = (pages - 1) * page
+    if libc.mprotect(region.ctypes.data + end, page, 0) != 0:  # PROT_NONE
+        raise OSError(ctypes.get_errno(), "mprotect failed")
+    out = region[end - src.nbytes:end].view(src.dtype)
+    out[...] = src
+    return out
+
+
+def _guarded_strings(strings: list[bytes], large: bool) -> tuple[pa.Array, np.ndarray,
+                                                                  np.ndarray]:
+    """A binary array whose offsets and bytes both end where an unreadable page begins."""
+    offsets = np.zeros(len(strings) + 1, dtype=np.int64 if large else np.int32)
+    np.cumsum([len(s) for s in strings], out=offsets[1:])
+    offsets = _guarded(offsets)
+    data = _guarded(np.frombuffer(b"".join(strings), dtype=np.uint8))
+    arr = pa.Array.from_buffers(pa.large_binary() if large else pa.binary(), len(strings),
+                                [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return arr, offsets, data
+
+
+#: Lengths of the last string: every length up to 24 (the 8- and 16-byte words, the
+#: XXH3 paths up to 16 bytes) and the longer XXH3 paths.
+TAIL_LENGTHS = [*range(25), 31, 32, 33, 64, 127, 128, 129, 200, 240, 241, 300]
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_string_vocabulary_kernels_read_no_byte_past_the_data(large: bool) -> None:
+    # The last string ends on the last readable byte: hashing, counting, gathering and
+    # the byte-order sort (8-byte words, prefixes shared by all strings) must read only
+    # the strings' own bytes. A read past them faults here, deterministically.
+    from arrow_sparse.kernels.cpu import transforms as cpu
+    for tail in TAIL_LENGTHS:
+        last = (b"pfx" + b"z" * tail)[:tail]
+        strings = [(b"pfx" + b"%d" % i * 9)[:3 + i % 30] for i in range(40)] + [last] * 3
+        arr, offsets, data = _guarded_strings(strings, large)
+        ends = np.array([0, len(strings)])
+        first, counts = cpu.count_strings(offsets, data, None, ends, None)
+        assert sorted(strings[k] for k in first) == sorted(set(strings))
+        assert dict(zip((strings[k] for k in first), counts.tolist(), strict=True)) == \
+            collections.Counter(strings)
+        distinct = sorted(set(strings), key=lambda s: (-strings.count(s), s))
+        shuffled = [distinct[i] for i in np.random.default_rng(tail).permutation(len(distinct))]
+        _, d_offsets, d_data = _guarded_strings(shuffled, True)
+        order = cpu.order_strings(d_offsets, d_data,
+                                  np.array([strings.count(s) for s in shuffled]))
+        assert [shuffled[i] for i in order] == distinct
+        new_offsets, new_data = cpu.gather_strings(offsets, data, np.array([len(strings) - 1]))
+        assert new_data.tobytes() == last and new_offsets.tolist() == [0, tail]
+        vocab = asp.fit_vocabulary(arr)
+        assert vocab.values.to_pylist() == distinct
+        assert vocab.counts.tolist() == [strings.count(s) for s in distinct]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_partitioned_string_count_reads_no_byte_past_the_data(threads: int) -> None:
+    # More than 2**16 distinct strings (the partitioned count, split over the kernel
+    # threads' hash parts), the last one of each length class ending on the last
+    # readable byte.
+    import numba
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        for last in (b"", b"q" * 5, b"q" * 16, b"q" * 40):
+            strings = [b"%x" % (i * 2654435761 % 2**32) for i in range(70_000)] + [last]
+            arr, _, _ = _guarded_strings(strings, False)
+            vocab = asp.fit_vocabulary(arr)
+            assert vocab.counts.tolist() == [1] * len(strings)
+            assert vocab.values.to_pylist() == sorted(strings)
+    finally:
+        numba.set_num_threads(before)

@@ -601,24 +601,41 @@ def _words16(data, p, n):  # pragma: no cover
     return np.int64(w0), np.int64(w1)
 
 
-@numba.njit(cache=True, nogil=True)
-def _string_rows(bits):  # pragma: no cover
-    # Rows (element, hash, count, byte position, length, word0, word1); element -1 = free.
-    table = np.zeros((1 << bits, 7), dtype=np.int64)
-    table[:, 0] = -1
-    return table
+# String counting. A table slot is one int64: -1 when free, else the entry's id in
+# the low 40 bits and 23 bits of its hash (bits 41-63) above, so a probe that meets
+# another string mostly rejects it without reading the entry. Entries are numbered in
+# the order they are first seen, one 64-byte row each (hash, first element, byte
+# position, length, the two words of a string of up to 16 bytes, count): a hit reads
+# one slot and one row, and the frequent strings, seen first, share a few rows.
+# Threads split the hash space (the top bits of the hash): each hashes every string
+# and counts those of its part, so no two threads hold the same string and their
+# entries need no merging.
+_ID_BITS = 40
+_ID_MASK = (np.int64(1) << _ID_BITS) - 1
+_FP_SHIFT = _U(64 - 23)
+_E_HASH, _E_FIRST, _E_POS, _E_LEN, _E_W0, _E_W1, _E_COUNT = 0, 1, 2, 3, 4, 5, 6
+_PART_BITS = _U(8)  # the hash space is cut into 256 parts
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _slot_entry(h, entry):  # pragma: no cover
+    return (np.int64(h >> _FP_SHIFT) << _ID_BITS) | entry
 
 
 @numba.njit(cache=True, nogil=True)
-def _count_strings_run(str_offsets, data, valid, offsets, row_valid, secret, r0, k0, table,
-                       size, stop_size):  # pragma: no cover
-    # Count strings into ``table`` from row r0, element k0, until every element is in or
-    # the table holds ``stop_size`` strings; returns (row, element to resume at, size,
-    # done). As in _count_ints_run, the table is never reassigned inside the loop.
+def _count_strings_run(str_offsets, data, valid, offsets, row_valid, secret, part_lo, part_hi,
+                       r0, k0, table, entries, size, stop_size):  # pragma: no cover
+    # Count the strings whose hash part is in [part_lo, part_hi), from row r0, element
+    # k0, until every element is in or there are ``stop_size`` entries; returns (row,
+    # element to resume at, size, done). The table and entries are arguments, never
+    # reassigned here: a loop that may replace its arrays cannot keep their pointers in
+    # registers and runs several times slower.
     rows = offsets.shape[0] - 1
     all_valid = valid.shape[0] == 0
     all_rows = row_valid.shape[0] == 0
+    all_parts = part_lo == 0 and part_hi == (1 << _PART_BITS)
     mask = table.shape[0] - 1
+    part_shift = _U(64) - _PART_BITS
     for r in range(r0, rows):
         if not all_rows and row_valid[r] == 0:
             continue
@@ -632,69 +649,372 @@ def _count_strings_run(str_offsets, data, valid, offsets, row_valid, secret, r0,
             w1 = np.int64(0)
             if n <= 16:
                 h = _xxh3_upto16(data, p, n, _ZERO)
-                w0, w1 = _words16(data, p, n)
             else:
                 h = _xxh3_above16(data, p, n, _ZERO, secret, secret)
+            if not all_parts:
+                part = np.int64(h >> part_shift)
+                if part < part_lo or part >= part_hi:
+                    continue
+            if n <= 16:
+                w0, w1 = _words16(data, p, n)
             hs = np.int64(h)
+            probe = _slot_entry(h, 0)
             s = np.int64(h & _U(mask))
-            while table[s, 0] >= 0:
-                if table[s, 1] == hs and table[s, 4] == n:
-                    if n <= 16:
-                        if table[s, 5] == w0 and table[s, 6] == w1:
+            while True:
+                e = table[s]
+                if e < 0:
+                    table[s] = probe | size
+                    entries[size, _E_HASH] = hs
+                    entries[size, _E_FIRST] = k
+                    entries[size, _E_POS] = p
+                    entries[size, _E_LEN] = n
+                    entries[size, _E_W0] = w0
+                    entries[size, _E_W1] = w1
+                    entries[size, _E_COUNT] = 1
+                    size += 1
+                    if size >= stop_size:
+                        return r, k + 1, size, False
+                    break
+                if (e & ~_ID_MASK) == probe:
+                    j = e & _ID_MASK
+                    if entries[j, _E_LEN] == n and entries[j, _E_HASH] == hs:
+                        if n <= 16:
+                            same = entries[j, _E_W0] == w0 and entries[j, _E_W1] == w1
+                        else:
+                            same = _same_bytes(data, p, n, data, entries[j, _E_POS], n)
+                        if same:
+                            entries[j, _E_COUNT] += 1
                             break
-                    elif _same_bytes(data, p, n, data, table[s, 3], n):
-                        break
                 s = (s + 1) & mask
-            table[s, 2] += 1
-            if table[s, 0] < 0:
-                table[s, 0] = k
-                table[s, 1] = hs
-                table[s, 3] = p
-                table[s, 4] = n
-                table[s, 5] = w0
-                table[s, 6] = w1
-                size += 1
-                if size >= stop_size:
-                    return r, k + 1, size, False
     return rows, 0, size, True
 
 
-@kernel
-def _count_strings(str_offsets, data, valid, offsets, row_valid, secret):  # pragma: no cover
+#: Past this many distinct strings, counting partitions the strings first (see
+#: _count_partitioned): a bigger table no longer fits the caches.
+_DIRECT_LIMIT = 1 << 16
+_SUB_BITS = _U(7)  # groups of the partitioned count, within a thread's part
+_KEY_BITS = 56      # a record's element id; its length class (0-16, 17: longer) above
+
+
+@numba.njit(cache=True, nogil=True)
+def _string_records(str_offsets, data, valid, offsets, row_valid, secret, part_lo,
+                    part_hi):  # pragma: no cover
+    # (hash, word0, word1, element | length class << 56) of each counted string whose
+    # hash part is in [part_lo, part_hi), grouped by the next _SUB_BITS bits of the hash
+    # (in element order within a group), and where each group starts.
+    rows = offsets.shape[0] - 1
+    all_valid = valid.shape[0] == 0
+    all_rows = row_valid.shape[0] == 0
+    part_shift = _U(64) - _PART_BITS
+    sub_shift = _U(64) - _PART_BITS - _SUB_BITS
+    subs = 1 << _SUB_BITS
+    found = np.empty((offsets[rows] - offsets[0], 2), dtype=np.int64)  # (hash, element)
+    starts = np.zeros(subs + 1, dtype=np.int64)
+    m = 0
+    for r in range(rows):
+        if not all_rows and row_valid[r] == 0:
+            continue
+        for k in range(offsets[r], offsets[r + 1]):
+            if not all_valid and valid[k] == 0:
+                continue
+            p = np.int64(str_offsets[k])
+            n = np.int64(str_offsets[k + 1]) - p
+            if n <= 16:
+                h = _xxh3_upto16(data, p, n, _ZERO)
+            else:
+                h = _xxh3_above16(data, p, n, _ZERO, secret, secret)
+            part = np.int64(h >> part_shift)
+            if part < part_lo or part >= part_hi:
+                continue
+            found[m, 0] = np.int64(h)
+            found[m, 1] = k
+            starts[np.int64((h >> sub_shift) & _U(subs - 1)) + 1] += 1
+            m += 1
+    for g in range(subs):
+        starts[g + 1] += starts[g]
+    records = np.empty((m, 4), dtype=np.int64)
+    fill = starts[:subs].copy()
+    for i in range(m):  # the elements in order: their bytes are read front to back
+        h = found[i, 0]
+        k = found[i, 1]
+        p = np.int64(str_offsets[k])
+        n = np.int64(str_offsets[k + 1]) - p
+        w0 = np.int64(0)
+        w1 = np.int64(0)
+        if n <= 16:
+            w0, w1 = _words16(data, p, n)
+        g = np.int64((_U(h) >> sub_shift) & _U(subs - 1))
+        t = fill[g]
+        fill[g] = t + 1
+        records[t, 0] = h
+        records[t, 1] = w0
+        records[t, 2] = w1
+        records[t, 3] = k | (min(n, _LONG) << _KEY_BITS)
+    return records, starts
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_group(records, a, b, str_offsets, data, table, slots, firsts, counts,
+                 size):  # pragma: no cover
+    # Count records [a, b) (one group) into entries size, size + 1, ... (first record,
+    # count); the table (all free) is cleared again before returning. Returns the new
+    # size, or -1 when the table would be more than half full.
+    mask = table.shape[0] - 1
+    limit = table.shape[0] // 2
+    start = size
+    key_mask = (np.int64(1) << _KEY_BITS) - 1
+    for i in range(a, b):
+        h = records[i, 0]
+        s = np.int64(_U(h) & _U(mask))
+        while True:
+            e = table[s]
+            if e < 0:
+                if size - start >= limit:
+                    for j in range(start, size):
+                        table[slots[j]] = -1
+                    return -1
+                table[s] = size
+                slots[size] = s
+                firsts[size] = i
+                counts[size] = 1
+                size += 1
+                break
+            f = firsts[e]
+            if records[f, 0] == h and records[f, 1] == records[i, 1] and \
+                    records[f, 2] == records[i, 2] and \
+                    (records[f, 3] >> _KEY_BITS) == (records[i, 3] >> _KEY_BITS):
+                if (records[i, 3] >> _KEY_BITS) < _LONG:
+                    counts[e] += 1
+                    break
+                k = records[i, 3] & key_mask
+                q = records[f, 3] & key_mask
+                if _same_bytes(data, np.int64(str_offsets[k]),
+                               np.int64(str_offsets[k + 1]) - np.int64(str_offsets[k]),
+                               data, np.int64(str_offsets[q]),
+                               np.int64(str_offsets[q + 1]) - np.int64(str_offsets[q])):
+                    counts[e] += 1
+                    break
+            s = (s + 1) & mask
+    for j in range(start, size):
+        table[slots[j]] = -1
+    return size
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_partitioned(str_offsets, data, valid, offsets, row_valid, secret, part_lo,
+                       part_hi):  # pragma: no cover
+    # The result of _count_strings for many distinct strings: the strings of the part
+    # are first grouped by their hash (sequential writes), then each group is counted
+    # in a small table that stays in the caches.
+    records, starts = _string_records(str_offsets, data, valid, offsets, row_valid, secret,
+                                      part_lo, part_hi)
+    m = records.shape[0]
+    firsts = np.empty(m, dtype=np.int64)
+    counts = np.empty(m, dtype=np.int64)
+    slots = np.empty(m, dtype=np.int64)
+    table = np.full(1 << 11, -1, dtype=np.int64)
+    size = 0
+    for g in range(starts.shape[0] - 1):
+        while True:
+            grown = _count_group(records, starts[g], starts[g + 1], str_offsets, data, table,
+                                 slots, firsts, counts, size)
+            if grown >= 0:
+                size = grown
+                break
+            table = np.full(2 * table.shape[0], -1, dtype=np.int64)
+    key_mask = (np.int64(1) << _KEY_BITS) - 1
+    out = np.empty(size, dtype=np.int64)
+    for j in range(size):
+        out[j] = records[firsts[j], 3] & key_mask
+    return out, counts[:size].copy()
+
+
+def _count_strings(str_offsets, data, valid, offsets, row_valid, secret, parts, lo,
+                   hi):  # pragma: no cover
     # First position of each distinct string among the addressed, valid elements of
-    # valid rows, and its count (unordered). Strings of up to 16 bytes are compared
-    # through the two words kept in their table row, so a hit reads no string data.
-    bits = np.int64(10)  # not a literal: one compiled _string_rows, not two
-    table = _string_rows(bits)
+    # valid rows whose hash part (of ``parts``) is in [lo, hi), and its count (in the
+    # order first seen). Strings of up to 16 bytes are compared through the two words
+    # of their entry, so a hit reads no string data. Past _DIRECT_LIMIT distinct
+    # strings, all is counted again by _count_partitioned.
+    cap = np.int64(1 << 10)
+    table = np.full(cap, -1, dtype=np.int64)
+    entries = np.empty((cap // 2 + 1, 8), dtype=np.int64)
     size = 0
     r = 0
     k = offsets[0]
+    part_lo = (lo << _PART_BITS) // parts
+    part_hi = (hi << _PART_BITS) // parts
     while True:  # a few rounds: the table doubles between them
         r, k, size, done = _count_strings_run(str_offsets, data, valid, offsets, row_valid,
-                                              secret, r, k, table, size,
-                                              (1 << bits) // 2 + 1)
+                                              secret, part_lo, part_hi, r, k, table, entries,
+                                              size, min(cap // 2, _DIRECT_LIMIT) + 1)
         if done:
             break
-        bits += 1
-        new = _string_rows(bits)
-        mask = new.shape[0] - 1
-        for i in range(table.shape[0]):
-            if table[i, 0] >= 0:
-                t = np.int64(_U(table[i, 1]) & _U(mask))
-                while new[t, 0] >= 0:
-                    t = (t + 1) & mask
-                for c in range(table.shape[1]):  # not a slice copy: cheaper to compile
-                    new[t, c] = table[i, c]
-        table = new
-    first = np.empty(size, dtype=np.int64)
-    counts = np.empty(size, dtype=np.int64)
-    j = 0
-    for i in range(table.shape[0]):
-        if table[i, 0] >= 0:
-            first[j] = table[i, 0]
-            counts[j] = table[i, 2]
-            j += 1
-    return first, counts
+        if size > _DIRECT_LIMIT:
+            return _count_partitioned(str_offsets, data, valid, offsets, row_valid, secret,
+                                      part_lo, part_hi)
+        cap *= 2
+        table = np.full(cap, -1, dtype=np.int64)
+        mask = cap - 1
+        for j in range(size):
+            h = _U(entries[j, _E_HASH])
+            s = np.int64(h & _U(mask))
+            while table[s] >= 0:
+                s = (s + 1) & mask
+            table[s] = _slot_entry(h, j)
+        grown = np.empty((cap // 2 + 1, 8), dtype=np.int64)
+        for j in range(size):
+            for c in range(7):  # not a slice copy: cheaper to compile
+                grown[j, c] = entries[j, c]
+        entries = grown
+    return entries[:size, _E_FIRST].copy(), entries[:size, _E_COUNT].copy()
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _word_be(data, p, n, at):  # pragma: no cover
+    # Bytes [at, at + 8) of the string at p (n bytes) as a big-endian word,
+    # zero-padded: words compare as the bytes do.
+    q = p + at
+    rem = n - at
+    if rem <= 0:
+        return _ZERO
+    if q + 8 <= data.shape[0]:
+        w = _swap64(_read64(data, q))
+        if rem < 8:
+            w = w & ~((_S1 << _U(64 - 8 * rem)) - _S1)
+        return w
+    w = _ZERO
+    for i in range(min(rem, 8)):
+        w = w | (_U(data[_U(q + i)]) << _U(56 - 8 * i))
+    return w
+
+
+@numba.njit(cache=True, nogil=True)
+def _before(offsets, data, a, b, at):  # pragma: no cover
+    # Whether string a's bytes from ``at`` on sort before string b's.
+    pa_ = np.int64(offsets[a])
+    pb = np.int64(offsets[b])
+    na = np.int64(offsets[a + 1]) - pa_
+    nb = np.int64(offsets[b + 1]) - pb
+    for i in range(at, min(na, nb)):
+        if data[pa_ + i] != data[pb + i]:
+            return data[pa_ + i] < data[pb + i]
+    return na < nb
+
+
+@numba.njit(cache=True, nogil=True)
+def _radix_argsort(keys):  # pragma: no cover
+    # (order, keys[order]) of uint64 keys: a stable LSD radix sort on 11-bit digits; a
+    # digit every key shares is skipped.
+    m = keys.shape[0]
+    order = np.arange(m)
+    out_order = np.empty(m, dtype=np.int64)
+    out_keys = np.empty(m, dtype=np.uint64)
+    keys = keys.copy()
+    counts = np.empty(2048, dtype=np.int64)
+    for shift in range(0, 64, 11):
+        sh = _U(shift)
+        counts[:] = 0
+        for i in range(m):
+            counts[np.int64((keys[i] >> sh) & _U(2047))] += 1
+        if m == 0 or counts[np.int64((keys[0] >> sh) & _U(2047))] == m:
+            continue
+        total = 0
+        for d in range(2048):
+            c = counts[d]
+            counts[d] = total
+            total += c
+        for i in range(m):
+            d = np.int64((keys[i] >> sh) & _U(2047))
+            t = counts[d]
+            counts[d] = t + 1
+            out_order[t] = order[i]
+            out_keys[t] = keys[i]
+        order, out_order = out_order, order
+        keys, out_keys = out_keys, keys
+    return order, keys
+
+
+@kernel
+def _sort_strings(offsets, data):  # pragma: no cover
+    # Positions of the distinct strings i (bytes offsets[i]:offsets[i + 1] of data) in
+    # ascending byte order (a shorter string before the longer ones it starts). The
+    # bytes every string starts with are skipped; then a sort on the next 8 bytes as a
+    # big-endian word, and each run of equal words sorted by what is left of its
+    # strings (0 to 8 bytes: they end here, in that order; more: by the next word;
+    # a short run: by comparing the bytes).
+    m = offsets.shape[0] - 1
+    base = np.int64(offsets[1] - offsets[0]) if m > 0 else np.int64(0)
+    p0 = np.int64(offsets[0]) if m > 0 else np.int64(0)
+    for i in range(1, m):
+        p = np.int64(offsets[i])
+        same = min(base, np.int64(offsets[i + 1]) - p)
+        t = 0
+        while t < same and data[p + t] == data[p0 + t]:
+            t += 1
+        base = t
+    words = np.empty(m, dtype=np.uint64)
+    for i in range(m):
+        words[i] = _word_be(data, np.int64(offsets[i]), np.int64(offsets[i + 1] - offsets[i]),
+                            base)
+    order, words = _radix_argsort(words)
+    stack = [(np.int64(0), np.int64(m), base)]
+    while len(stack):
+        a, b, at = stack.pop()
+        i = a
+        while i < b:
+            j = i + 1
+            while j < b and words[j] == words[i]:
+                j += 1
+            if j - i <= 16:  # a short run (or one string): insertion sort on the bytes
+                for t in range(i + 1, j):
+                    o = order[t]
+                    u = t
+                    while u > i and _before(offsets, data, o, order[u - 1], at):
+                        order[u] = order[u - 1]
+                        u -= 1
+                    order[u] = o
+            else:  # order the run by the bytes left after this word
+                left = np.empty(j - i, dtype=np.int64)
+                for t in range(i, j):
+                    o = order[t]
+                    left[t - i] = min(np.int64(offsets[o + 1] - offsets[o]) - at, 9)
+                by_left = np.argsort(left, kind="mergesort")
+                order[i:j] = order[i:j][by_left]
+                more = i
+                while more < j and left[by_left[more - i]] < 9:
+                    more += 1
+                if j - more > 1:  # those with more than 8 bytes left: the next word
+                    for t in range(more, j):
+                        o = order[t]
+                        words[t] = _word_be(data, np.int64(offsets[o]),
+                                            np.int64(offsets[o + 1] - offsets[o]), at + 8)
+                    by_word = np.argsort(words[more:j])
+                    order[more:j] = order[more:j][by_word]
+                    words[more:j] = words[more:j][by_word]
+                    stack.append((more, j, at + 8))
+            i = j
+    return order
+
+
+@kernel
+def _gather_strings(str_offsets, data, positions):  # pragma: no cover
+    # The strings at ``positions`` as int64 offsets (from 0) and their bytes.
+    m = positions.shape[0]
+    out_offsets = np.empty(m + 1, dtype=np.int64)
+    out_offsets[0] = 0
+    for i in range(m):
+        k = positions[i]
+        out_offsets[i + 1] = out_offsets[i] + (np.int64(str_offsets[k + 1])
+                                               - np.int64(str_offsets[k]))
+    out = np.empty(out_offsets[m], dtype=np.uint8)
+    for i in range(m):
+        k = positions[i]
+        p = np.int64(str_offsets[k])
+        q = out_offsets[i]
+        for t in range(out_offsets[i + 1] - q):
+            out[q + t] = data[p + t]
+    return out_offsets, out
 
 
 # ---------------------------------------------------------------------- lookup
@@ -828,6 +1148,7 @@ _HASH_STRINGS = parallel_kernel(_hash_strings)
 _BUCKETIZE = parallel_kernel(_bucketize)
 _LOOKUP_INTS = parallel_kernel(_lookup_ints)
 _LOOKUP_STRINGS = parallel_kernel(_lookup_strings)
+_COUNT_STRINGS = parallel_kernel(_count_strings)
 
 
 def _mask(valid: np.ndarray | None) -> np.ndarray:
@@ -879,9 +1200,38 @@ def count_ints(values: np.ndarray, valid: np.ndarray | None, offsets: np.ndarray
 def count_strings(str_offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | None,
                   offsets: np.ndarray, row_valid: np.ndarray | None
                   ) -> tuple[np.ndarray, np.ndarray]:
-    """First position of each distinct string of the rows and its count (unordered)."""
-    return _count_strings(str_offsets, data, _mask(valid), offsets,  # type: ignore[no-any-return]
-                          _mask(row_valid), SECRET)
+    """First position of each distinct string of the rows and its count (unordered).
+
+    Threads count the strings of their own part of the hash space (see
+    ``_count_strings``).
+    """
+    work = int(offsets[-1] - offsets[0])
+    parts = threads_for(work)
+    found = run(_COUNT_STRINGS, work, parts, str_offsets, data, _mask(valid), offsets,
+                _mask(row_valid), SECRET, parts)
+    if len(found) == 1:
+        return found[0]  # type: ignore[no-any-return]
+    return (np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found]))
+
+
+def order_strings(str_offsets: np.ndarray, data: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Positions of distinct strings by descending count, ties by ascending bytes.
+
+    String ``i`` is ``data[str_offsets[i]:str_offsets[i + 1]]``. Host only: strings
+    live in Arrow's host buffers (not in ``__all__``, which lists the kernels with a
+    CUDA twin).
+    """
+    if len(counts) == 0:
+        return np.empty(0, dtype=np.int64)
+    by_value = _sort_strings(str_offsets, data)
+    return by_value[order_by_count(counts[by_value])]  # type: ignore[no-any-return]
+
+
+def gather_strings(str_offsets: np.ndarray, data: np.ndarray, positions: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Return the strings at ``positions``: int64 offsets from 0 and their bytes (host only)."""
+    return _gather_strings(str_offsets, data,  # type: ignore[no-any-return]
+                           positions.astype(np.int64, copy=False))
 
 
 def build_int_table(keys: np.ndarray) -> tuple[np.ndarray, int]:
