@@ -19,6 +19,7 @@ import pytest
 import arrow_sparse as asp
 from arrow_sparse.kernels.cpu import _jit
 from arrow_sparse.kernels.cpu import segment as segment_kernels
+from arrow_sparse.kernels.cpu import sparse as sparse_kernels
 
 
 def _record(calls: list[tuple[int, int, str]]) -> Any:
@@ -141,3 +142,16 @@ def test_a_large_input_compiles_no_second_kernel() -> None:
 
 def test_concurrent_parallel_kernels_needs_no_compile() -> None:
     assert _jit.concurrent_parallel_kernels()
+
+
+def test_parallel_kernels_mark_their_array_arguments_noalias() -> None:
+    # As Numba marks a prange loop body's: the loop of csr @ dense, which reads dense
+    # and writes out, then vectorises without a run-time overlap test. The product
+    # still matches numpy's.
+    rng = np.random.default_rng(7)
+    dense = rng.random((50, 16))
+    coo = asp.SparseCOO(np.stack([rng.integers(0, 40, 300), rng.integers(0, 50, 300)]),
+                        rng.random(300), (40, 50))
+    np.testing.assert_allclose(coo.to_csr() @ dense, coo.to_dense() @ dense, rtol=1e-12)
+    overloads = sparse_kernels._CSR_SPMM.overloads.values()
+    assert overloads and all(cres.fndesc.noalias for cres in overloads)
