@@ -156,14 +156,6 @@ def watch_compiles(callback: Callable[[bool, str], None]) -> Callable[[], None]:
     return lambda: event.unregister("numba:compile", listener)
 
 
-#: A helper inlined into the kernels that call it, at Numba's IR level: a call to
-#: another compiled function is not inlined by LLVM and costs a call plus reference
-#: counting of every array argument, per call. Numba's on-disk cache keys a kernel by
-#: its own source file only: a helper shared by kernels of several files belongs in
-#: the kernels' files, or their ``__pycache__`` entries must go when it changes.
-inline = numba.njit(inline="always", nogil=True)
-
-
 def kernel(fn: Callable[..., Any]) -> Any:
     """Compile ``fn`` for one thread (cached on disk, GIL released)."""
     return numba.njit(cache=CACHE, nogil=True)(fn)

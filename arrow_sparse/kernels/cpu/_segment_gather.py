@@ -18,8 +18,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ._jit import inline, kernel
-from ._segment_ir import NVEC, float_table, prefetch_fn, splat, take_max, take_min
+from ._jit import kernel
+from ._segment_ir import NVEC, float_table, inline, prefetch_fn, splat, take_max, take_min
 
 #: Rows summed in the table's dtype before they are added into float64 (fast path).
 BLOCK = 4

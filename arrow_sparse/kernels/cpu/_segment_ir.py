@@ -9,10 +9,16 @@ file only: after editing this module, delete the kernels' ``__pycache__`` entrie
 from __future__ import annotations
 
 import llvmlite
+import numba
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
+
+#: Small helpers are inlined into the kernels at Numba's IR level: a call to another
+#: compiled function is not inlined by LLVM and costs a call plus reference counting
+#: of every array argument, per row.
+inline = numba.njit(inline="always", nogil=True)
 
 _TYPED_POINTERS = getattr(llvmlite, "ir_layer_typed_pointers_enabled", True)
 

@@ -16,11 +16,11 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-from ._jit import inline
 from ._segment_ir import (
     NVEC,
     fadd,
     float_table,
+    inline,
     masked_load,
     reduce_lanes,
     splat,

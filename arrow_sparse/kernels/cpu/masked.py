@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import inline, kernel
+from ._jit import kernel
 
 __all__ = [
     "masked_count",
@@ -59,28 +59,26 @@ def masked_prod(cell, vals, inm, out):  # type: ignore[no-untyped-def]
             out[cell[i]] *= vals[i]
 
 
-@inline
-def _keep_extreme(out, c, v, is_max):  # type: ignore[no-untyped-def]
-    """Store ``v`` in ``out[c]`` if it is larger (``is_max``) or smaller; a NaN sticks."""
-    if (v > out[c] if is_max else v < out[c]) or v != v:
-        if out[c] == out[c]:
-            out[c] = v
-
-
 @kernel
+def _masked_extreme(cell, vals, inm, is_max, out):  # type: ignore[no-untyped-def]
+    """Take the running maximum (``is_max``) or minimum over masked-in entries; a NaN sticks."""
+    for i in range(len(cell)):
+        if inm[i]:
+            c = cell[i]
+            v = vals[i]
+            if (v > out[c] if is_max else v < out[c]) or v != v:
+                if out[c] == out[c]:
+                    out[c] = v
+
+
 def masked_max(cell, vals, inm, out):  # type: ignore[no-untyped-def]
     """Take the running maximum over masked-in entries; a NaN sticks, as in ``numpy.max``."""
-    for i in range(len(cell)):
-        if inm[i]:
-            _keep_extreme(out, cell[i], vals[i], True)
+    _masked_extreme(cell, vals, inm, True, out)
 
 
-@kernel
 def masked_min(cell, vals, inm, out):  # type: ignore[no-untyped-def]
     """Take the running minimum over masked-in entries; a NaN sticks, as in ``numpy.min``."""
-    for i in range(len(cell)):
-        if inm[i]:
-            _keep_extreme(out, cell[i], vals[i], False)
+    _masked_extreme(cell, vals, inm, False, out)
 
 
 @kernel
