@@ -606,6 +606,33 @@ def test_string_vocabulary_kernels_read_no_byte_past_the_data(large: bool) -> No
         assert vocab.counts.tolist() == [strings.count(s) for s in distinct]
 
 
+@pytest.mark.parametrize("large", [False, True])
+def test_string_lookup_reads_no_byte_past_the_data(large: bool) -> None:
+    # The last string of the vocabulary and of the looked-up strings ends on the last
+    # readable byte: building the table and looking strings up read its words byte by
+    # byte there, elsewhere 16 bytes at once; both must give the same words, so each
+    # string finds its id whichever way each side read it. Reference: a dict.
+    from arrow_sparse.kernels.cpu import transforms as cpu
+    for tail in TAIL_LENGTHS:
+        last = (b"pfx" + b"z" * tail)[:tail]
+        strings = [(b"pfx" + b"%d" % i * 9)[:3 + i % 30] for i in range(40)] + [last] * 3
+        distinct = sorted(set(strings))
+        rng = np.random.default_rng(tail)
+        kept = [s for s in distinct if s == last or rng.random() < 0.7]
+        for voc_last in (True, False):
+            vocab = [s for s in kept if s != last]
+            vocab = [*vocab, last] if voc_last else [last, *vocab]
+            _, v_offsets, v_data = _guarded_strings(vocab, large)
+            for looked_up in (strings, strings[::-1], [s for s in strings if s != last]):
+                _, offsets, data = _guarded_strings(looked_up, large)
+                table = cpu.build_string_table(v_offsets, v_data)
+                out = np.zeros(len(looked_up), dtype=np.int64)
+                cpu.lookup_strings(offsets, data, None, 0, len(looked_up),
+                                   (v_offsets, v_data), table, 1, out)
+                ids = {s: i + 2 for i, s in enumerate(vocab)}
+                assert out.tolist() == [ids.get(s, 1) for s in looked_up], (tail, voc_last)
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_partitioned_string_count_reads_no_byte_past_the_data(threads: int) -> None:
     # More than 2**16 distinct strings (the partitioned count, split over the kernel
