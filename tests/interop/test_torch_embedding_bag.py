@@ -449,12 +449,12 @@ def test_the_device_path_gives_the_cpu_results(kw: dict[str, Any], sparse: bool,
     from tests.cuda_emu.fake_cupy import emulated_cupy
 
     want = run_bag(dict(kw), sparse)
-    real_array, real_tensor = bridge._array, bridge._tensor
+    real_array, real_tensor = bridge._array, bridge.torch_tensor
     with emulated_cupy() as cp:
         monkeypatch.setattr(bridge, "_array", lambda func, arg, torch_, tensor: cp.asarray(
             real_array(func, arg, torch_, tensor)))
-        monkeypatch.setattr(bridge, "_tensor", lambda func, torch_, array: real_tensor(
-            func, torch_, array.get() if _backend.is_cupy_array(array) else array))
+        monkeypatch.setattr(bridge, "torch_tensor", lambda func, torch_, array, *what: real_tensor(
+            func, torch_, array.get() if _backend.is_cupy_array(array) else array, *what))
         cp.stats.reset()
         got = run_bag(dict(kw), sparse)
         assert cp.stats.launches > 10  # the work ran on device arrays
