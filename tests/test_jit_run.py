@@ -1,14 +1,19 @@
 """Tests of the kernel threads (``arrow_sparse.kernels.cpu._jit.run``): how a parallel
 kernel's range is split, that results do not depend on the thread count, and that the
-kernels compile once whatever the input size (no parallel twin).
+kernels compile once whatever the input size (no parallel twin), and that their compile
+options are part of their cache entries' key.
 
 The cache placement of ``_jit`` is tested in ``test_jit.py``.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import numba
@@ -155,3 +160,47 @@ def test_parallel_kernels_mark_their_array_arguments_noalias() -> None:
     np.testing.assert_allclose(coo.to_csr() @ dense, coo.to_dense() @ dense, rtol=1e-12)
     overloads = sparse_kernels._CSR_SPMM.overloads.values()
     assert overloads and all(cres.fndesc.noalias for cres in overloads)
+
+
+KERNEL_SOURCE = '''
+import sys
+import numba
+import numpy as np
+from arrow_sparse.kernels.cpu import _jit
+
+
+def copy_rows(src, out, lo, hi):
+    for i in range(lo, hi):
+        out[i] = src[i]
+
+
+if sys.argv[1] == "plain":  # cached as Numba caches it, without the options in the key
+    k = numba.njit(cache=True, nogil=True, error_model="numpy")(copy_rows)
+else:
+    k = _jit.parallel_kernel(copy_rows)
+with numba.core.event.install_recorder("numba:compile") as compiles:
+    k(np.arange(4.0), np.zeros(4), 0, 4)
+cres = next(iter(k.overloads.values()))
+print(len(compiles.buffer) // 2, cres.fndesc.noalias)  # a start and an end event
+'''
+
+
+def test_a_kernel_cached_with_other_options_is_compiled_again(tmp_path: Path) -> None:
+    # Numba keys a cache entry by signature and bytecode, not by compile options: a
+    # kernel cached before noalias was added must not be loaded as a parallel kernel.
+    (tmp_path / "kernel_mod.py").write_text(KERNEL_SOURCE)
+    repo = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": os.pathsep.join([str(repo), str(tmp_path)])}
+
+    def run(kind: str) -> str:
+        proc = subprocess.run([sys.executable, str(tmp_path / "kernel_mod.py"), kind],
+                              capture_output=True, text=True, env=env, timeout=300,
+                              check=False)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return proc.stdout.split()[-2:]
+
+    assert run("plain") == ["1", "False"]     # compiled, cached without noalias
+    assert run("plain") == ["0", "False"]     # loaded from the cache
+    assert run("parallel") == ["1", "True"]   # not that entry: compiled with noalias
+    assert run("parallel") == ["0", "True"]   # and its own entry is loaded

@@ -32,6 +32,7 @@ from typing import Any
 
 import numba
 from numba.core import event
+from numba.core.caching import FunctionCache
 from numba.core.compiler import CompilerBase, DefaultPassBuilder
 
 #: Below this many elements of work a kernel runs on one thread: waking the
@@ -179,10 +180,32 @@ def parallel_kernel(fn: Callable[..., Any]) -> Any:
     Numba declares those of a ``prange`` loop's body: a loop that reads one array and
     writes another then needs no run-time overlap test before it vectorises, and loads
     need not be repeated after every store. No caller passes one buffer as two
-    arguments of which one is written.
+    arguments of which one is written. These options are part of the key of each
+    kernel's cache entries (:class:`_OptionsKeyedCache`).
     """
-    return numba.njit(cache=CACHE, nogil=True, error_model="numpy",
-                      pipeline_class=_NoAliasCompiler)(fn)
+    dispatcher = numba.njit(cache=CACHE, nogil=True, error_model="numpy",
+                            pipeline_class=_NoAliasCompiler)(fn)
+    if CACHE:
+        dispatcher._cache = _OptionsKeyedCache(fn)
+    return dispatcher
+
+
+#: What parallel kernels are compiled with beyond their source and signature.
+PARALLEL_OPTIONS = (("error_model", "numpy"), ("noalias", True), ("nogil", True))
+
+
+class _OptionsKeyedCache(FunctionCache):
+    """Numba's on-disk cache of a kernel, with :data:`PARALLEL_OPTIONS` in every key.
+
+    Numba keys a cache entry by signature, CPU and bytecode, and checks the source
+    file's time stamp, but not compile options: a kernel cached before an option
+    changed (``noalias`` was added) would still be loaded from a kept cache, and run
+    without it. With the options in the key, such an entry is never found; the kernel
+    is compiled again and stored beside it.
+    """
+
+    def _index_key(self, sig: Any, codegen: Any) -> tuple[Any, ...]:
+        return (*super()._index_key(sig, codegen), PARALLEL_OPTIONS)
 
 
 class _NoAliasCompiler(CompilerBase):
