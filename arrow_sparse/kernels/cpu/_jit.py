@@ -183,15 +183,18 @@ def parallel_kernel(fn: Callable[..., Any]) -> Any:
     arguments of which one is written. These options are part of the key of each
     kernel's cache entries (:class:`_OptionsKeyedCache`).
     """
-    dispatcher = numba.njit(cache=CACHE, nogil=True, error_model="numpy",
-                            pipeline_class=_NoAliasCompiler)(fn)
+    dispatcher = numba.njit(cache=CACHE, pipeline_class=_NoAliasCompiler,
+                            **_PARALLEL_JIT_OPTIONS)(fn)
     if CACHE:
         dispatcher._cache = _OptionsKeyedCache(fn)
     return dispatcher
 
 
+#: ``njit`` options of the parallel kernels.
+_PARALLEL_JIT_OPTIONS = {"error_model": "numpy", "nogil": True}
+
 #: What parallel kernels are compiled with beyond their source and signature.
-PARALLEL_OPTIONS = (("error_model", "numpy"), ("noalias", True), ("nogil", True))
+PARALLEL_OPTIONS = (*sorted(_PARALLEL_JIT_OPTIONS.items()), ("noalias", True))
 
 
 class _OptionsKeyedCache(FunctionCache):
