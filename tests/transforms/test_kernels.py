@@ -70,16 +70,6 @@ def test_bucket_reduction_is_exact_modulo(h: int, n: int) -> None:
     assert cpu.bucket_of(h, n) == h % n
 
 
-@pytest.mark.parametrize("chunks", [1, 2, 7, 64])
-def test_balanced_bounds_cover_the_range(chunks: int) -> None:
-    offsets = np.cumsum([0] + [1] * 50 + [1000] * 3 + [0] * 40).astype(np.int64)
-    bounds = cpu._balanced_bounds(offsets, 2, len(offsets) - 1, chunks)
-    assert bounds[0] == 2 and bounds[-1] == len(offsets) - 1 and len(bounds) == chunks + 1
-    assert (np.diff(bounds) >= 0).all()
-    if chunks == 2:  # the three long strings weigh more than the other ninety
-        assert 50 <= bounds[1] <= 53
-
-
 # ---------------------------------------------------------------- CUDA launchers: inputs
 OFFSETS = [np.dtype(np.int32), np.dtype(np.int64)]
 INTS = [np.dtype(t) for t in INT_DTYPES]
