@@ -116,16 +116,22 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str]:
             yield "cupy_emu"
             cuda.check_errors("test teardown")  # no device error may outlive its test
     else:
-        cupy = pytest.importorskip("cupy")
-        try:
-            if cupy.cuda.runtime.getDeviceCount() < 1:
-                pytest.skip("no CUDA device")
-        except cupy.cuda.runtime.CUDARuntimeError:
-            pytest.skip("no CUDA device")
+        cupy_or_skip()
         yield "cupy"
         from arrow_sparse.kernels import cuda
 
         cuda.check_errors("test teardown")  # no device error may outlive its test
+
+
+def cupy_or_skip() -> Any:
+    """Return CuPy where it is installed and sees a CUDA device; skip the test otherwise."""
+    cupy = pytest.importorskip("cupy")
+    try:
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            pytest.skip("no CUDA device")
+    except cupy.cuda.runtime.CUDARuntimeError:
+        pytest.skip("no CUDA device")
+    return cupy
 
 
 def on_device(backend: str) -> bool:

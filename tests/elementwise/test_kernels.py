@@ -35,7 +35,7 @@ from arrow_sparse.kernels.cpu import elementwise as cpu_ew
 from arrow_sparse.kernels.cuda import _launch
 from arrow_sparse.kernels.cuda import elementwise as cuda_ew
 
-from ..conftest import FLOAT_DTYPES, NUMERIC_DTYPES
+from ..conftest import FLOAT_DTYPES, NUMERIC_DTYPES, cupy_or_skip
 from ..cuda_emu.emu import Emulator
 from ._helpers import (
     SOFTMAX_ATOL,
@@ -569,16 +569,6 @@ def test_unsupported_dtypes_raise_not_implemented(call: Callable[[], Any], match
 
 
 # ------------------------------------------------------------------------- on a real GPU
-def cupy_or_skip() -> Any:
-    cupy = pytest.importorskip("cupy")
-    try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("no CUDA device")
-    except cupy.cuda.runtime.CUDARuntimeError:
-        pytest.skip("no CUDA device")
-    return cupy
-
-
 def gpu_problem(kernel: str, dtype: Any) -> tuple[Any, ...]:
     """CPU-kernel arguments of ``kernel`` on a few hundred rows (floats for softmax)."""
     rng = np.random.default_rng(11)

@@ -45,7 +45,7 @@ from arrow_sparse.kernels.cuda import _launch
 from arrow_sparse.kernels.cuda import embedding as cuda_embedding
 from tests.cuda_emu.emu import Emulator, emulated
 
-from ..conftest import NUMERIC_DTYPES
+from ..conftest import NUMERIC_DTYPES, cupy_or_skip
 from ._helpers import launched, same_bits
 from ._reference import ref_bag_ids, ref_piecewise_sum
 
@@ -784,16 +784,6 @@ def test_unsupported_dtypes_raise_not_implemented() -> None:
 
 
 # ------------------------------------------------------------------ on a real GPU
-def cupy_or_skip() -> Any:
-    cupy = pytest.importorskip("cupy")
-    try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("no CUDA device")
-    except cupy.cuda.runtime.CUDARuntimeError:
-        pytest.skip("no CUDA device")
-    return cupy
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize(("kernel", "tdtype", "sdtype"), CASES, ids=CASE_IDS)
 def test_gpu_launchers_match_cpu(kernel: str, tdtype: np.dtype, sdtype: np.dtype) -> None:

@@ -41,7 +41,7 @@ from arrow_sparse.kernels import cuda
 from arrow_sparse.kernels.cpu import sparse as cpu_sparse
 from arrow_sparse.kernels.cuda import _launch
 from arrow_sparse.kernels.cuda import sparse as cuda_sparse
-from tests.conftest import NUMERIC_DTYPES
+from tests.conftest import NUMERIC_DTYPES, cupy_or_skip
 from tests.cuda_emu import fake_cupy
 from tests.cuda_emu.emu import Emulator, emulated
 from tests.sparse._helpers import assert_same, compressed, values_of
@@ -664,12 +664,7 @@ def test_launchers_on_device_arrays(name: str) -> None:
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", cuda_sparse.__all__)
 def test_gpu_launchers_match_cpu(name: str) -> None:
-    cupy = pytest.importorskip("cupy")
-    try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("no CUDA device")
-    except cupy.cuda.runtime.CUDARuntimeError:
-        pytest.skip("no CUDA device")
+    cupy = cupy_or_skip()
     args, written, _ = device_cases()[name]
     expected_args = copies(args)
     expected = getattr(cpu_sparse, name)(*expected_args)

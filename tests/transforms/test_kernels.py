@@ -44,7 +44,7 @@ from arrow_sparse.kernels.cuda import _launch
 from arrow_sparse.kernels.cuda import transforms as gpu
 
 from .. import _reference as ref
-from ..conftest import INT_DTYPES, NUMERIC_DTYPES
+from ..conftest import INT_DTYPES, NUMERIC_DTYPES, cupy_or_skip
 from ..cuda_emu import fake_cupy
 from ..cuda_emu.emu import Emulator, emulated
 from ._helpers import STRING_POOL, kernel_xxh3, launched, run_through_the_emulator, same
@@ -891,16 +891,6 @@ def test_unsupported_dtypes_raise_not_implemented() -> None:
 
 
 # ------------------------------------------------------------------------- on a real GPU
-def cupy_or_skip() -> Any:
-    cupy = pytest.importorskip("cupy")
-    try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("no CUDA device")
-    except cupy.cuda.runtime.CUDARuntimeError:
-        pytest.skip("no CUDA device")
-    return cupy
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", gpu.__all__)
 def test_gpu_launchers_match_cpu(name: str) -> None:
