@@ -621,15 +621,15 @@ def to_host(x: Any) -> Any:
 
 
 @pytest.mark.parametrize("name", gpu.__all__)
-def test_launchers_on_device_arrays(fake: Any, name: str) -> None:
+def test_launchers_on_device_arrays(cp: Any, name: str) -> None:
     args, syncs = device_cases()[name]
     host = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
     expected = getattr(cpu, name)(*host)
-    device = to_device(fake, args)
-    launcher = _backend.get_kernel("transforms", name, fake)
-    fake.stats.reset()
+    device = to_device(cp, args)
+    launcher = _backend.get_kernel("transforms", name, cp)
+    cp.stats.reset()
     got = launcher(*device)
-    assert fake.stats.syncs == syncs
+    assert cp.stats.syncs == syncs
     cuda.check_errors(name)
     if name.startswith("count_"):
         assert as_pairs(*to_host(got)) == as_pairs(*expected)
