@@ -43,9 +43,11 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 INT_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 FLOAT_DTYPES = [np.float32, np.float64]
 NUMERIC_DTYPES = INT_DTYPES + FLOAT_DTYPES
+#: Both Arrow offsets widths: ``list`` (int32) and ``large_list`` (int64).
+OFFSETS_DTYPES = [np.dtype(np.int32), np.dtype(np.int64)]
 
 
-@pytest.fixture(params=[np.int32, np.int64], ids=["int32", "int64"])
+@pytest.fixture(params=OFFSETS_DTYPES, ids=["int32", "int64"])
 def offsets_dtype(request: pytest.FixtureRequest) -> np.dtype:
     """Both Arrow offsets widths: ``list`` (int32) and ``large_list`` (int64)."""
     return np.dtype(request.param)
