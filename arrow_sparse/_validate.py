@@ -349,10 +349,19 @@ def exact_scalar(value: Any, dtype: np.dtype) -> np.generic | None:
     """``value`` as a scalar of ``dtype``, or None when the cast would change it.
 
     A fill or empty value must survive the cast: ``300`` does not fit uint8 and ``0.5``
-    does not fit int64; NaN fits any float dtype. Callers raise with their own
-    argument's name.
+    does not fit int64; NaN fits any float dtype. Anything but one value (a list, a
+    ragged list, an array) is None too. Callers raise with their own argument's name.
+
+    Examples
+    --------
+    >>> exact_scalar(3, np.dtype(np.uint8)), exact_scalar(300, np.dtype(np.uint8))
+    (np.uint8(3), None)
+    >>> exact_scalar([[1], [2, 3]], np.dtype(np.int64)) is None
+    True
     """
     try:
+        if np.ndim(value) != 0:
+            return None
         with np.errstate(invalid="ignore", over="ignore"):
             scalar = np.array(value).astype(dtype)[()]
             exact = bool(scalar == value) or bool(np.isnan(scalar) and np.isnan(value))

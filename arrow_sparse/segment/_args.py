@@ -288,8 +288,7 @@ def _empty_scalar_cached(kind: Any, value: Any, sign: float, dtype: np.dtype) ->
 
 
 def _empty_scalar_checked(func: str, value: Any, dtype: np.dtype) -> np.generic:
-    one = np.ndim(value) == 0  # one value, not an array of them
-    scalar = v.exact_scalar(value, dtype) if one else None
+    scalar = v.exact_scalar(value, dtype)
     if scalar is None:
         msg = f"{func}: empty_value {value!r} does not fit the output dtype {dtype}"
         raise ArrowSparseValueError(msg)
