@@ -303,12 +303,16 @@ def dense_problem(dtype: Any, width: int, mapped: bool, seed: int = 0
     return x, dense, row_of, offsets
 
 
-@pairwise_parametrize("dtype,offsets_dtype,op,width,mapped", NUMERIC_DTYPES, OFFSETS_DTYPES,
-                      ["add", "mul", "read"], [1, 3], ["identity", "mapped"])
+#: The kernel's op codes.
+JAGGED_OUT_OPS = {"add": 0, "mul": 1, "read": 2}
+
+
+@pairwise_parametrize("dtype,offsets_dtype,op_name,width,rows", NUMERIC_DTYPES, OFFSETS_DTYPES,
+                      list(JAGGED_OUT_OPS), [1, 3], ["identity", "mapped"])
 def test_jagged_dense_jagged_out_matches_cpu(cuda_emu: Emulator, dtype: Any, width: int,
-                                             op: str, mapped: str,
+                                             op_name: str, rows: str,
                                              offsets_dtype: np.dtype) -> None:
-    op, mapped = ["add", "mul", "read"].index(op), mapped == "mapped"
+    op, mapped = JAGGED_OUT_OPS[op_name], rows == "mapped"
     x, dense, row_of, offsets = dense_problem(dtype, width, mapped)
     if dtype in FLOAT_DTYPES:
         x[[3, 4], 0] = [np.inf, -np.inf]  # x * 0 outside the dense: NaN, as on the CPU
