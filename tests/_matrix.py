@@ -70,6 +70,8 @@ def _case_id(value: Any) -> str:
         return "1d"
     if isinstance(value, np.dtype):
         return value.name
+    if isinstance(value, tuple):  # a shape
+        return "shape" + "x".join(map(str, value))
     return f"D{value}" if isinstance(value, int) else str(value)
 
 
@@ -78,7 +80,8 @@ def pairwise_parametrize(argnames: str, *axes: Sequence[Any]) -> pytest.MarkDeco
 
     numpy scalar types become dtypes (as the ``values_dtype`` / ``offsets_dtype`` fixtures
     give them); a case's id joins its values' names (``None`` is ``1d``: the
-    segment tests' width of 1-D values, an int ``D<int>``: a width).
+    segment tests' width of 1-D values, an int ``D<int>``: a width, a tuple
+    ``shape<n>x<m>``).
     """
     cases = [tuple(map(_as_dtype, case)) for case in pairwise(*axes)]
     return pytest.mark.parametrize(argnames, cases,

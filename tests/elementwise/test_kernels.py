@@ -130,9 +130,8 @@ def test_device_error_messages_are_declared() -> None:
 
 
 # -------------------------------------------------------------------- softmax and cumsum
-@pytest.mark.parametrize("mask", MASKS)
-@pytest.mark.parametrize("width", [1, 3, 40])
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pairwise_parametrize("dtype,offsets_dtype,width,mask", FLOAT_DTYPES, OFFSETS_DTYPES, [1, 3, 40],
+                      MASKS)
 def test_softmax_matches_cpu(cuda_emu: Emulator, dtype: Any, width: int, mask: str,
                              offsets_dtype: np.dtype) -> None:
     rng = np.random.default_rng(width)
@@ -168,9 +167,8 @@ def test_softmax_special_values_match_cpu(cuda_emu: Emulator, dtype: Any, width:
         assert_softmax_close(got[-1], expected[-1])
 
 
-@pytest.mark.parametrize("mask", MASKS)
-@pytest.mark.parametrize("width", [1, 3, 40])
-@pytest.mark.parametrize("dtype", SCAN_DTYPES, ids=str)
+@pairwise_parametrize("dtype,offsets_dtype,width,mask", SCAN_DTYPES, OFFSETS_DTYPES, [1, 3, 40],
+                      MASKS)
 def test_cumsum_matches_cpu_bit_for_bit(cuda_emu: Emulator, dtype: Any, width: int, mask: str,
                                         offsets_dtype: np.dtype) -> None:
     rng = np.random.default_rng(2 * width)
@@ -336,12 +334,11 @@ def test_jagged_dense_read_copies_any_dtype_as_words(cuda_emu: Emulator, dtype: 
     assert_bits(got[-1], expected[-1])
 
 
-@pytest.mark.parametrize("mask", MASKS)
-@pytest.mark.parametrize("mapped", [False, True], ids=["identity", "mapped"])
-@pytest.mark.parametrize("width", [1, 3])
-@pytest.mark.parametrize("dtype", NUMERIC_DTYPES, ids=lambda d: np.dtype(d).name)
+@pairwise_parametrize("dtype,width,rows,mask", NUMERIC_DTYPES, [1, 3], ["identity", "mapped"],
+                      MASKS)
 def test_jagged_dense_dense_out_matches_cpu(cuda_emu: Emulator, dtype: Any, width: int,
-                                            mapped: bool, mask: str) -> None:
+                                            rows: str, mask: str) -> None:
+    mapped = rows == "mapped"
     x, dense, _, offsets = dense_problem(dtype, width, False, seed=2)
     rng = np.random.default_rng(5)
     num_rows = len(offsets) - 1

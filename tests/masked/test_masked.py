@@ -29,6 +29,7 @@ from arrow_sparse.errors import (
     ArrowSparseValueError,
 )
 from arrow_sparse.sparse import SparseTensor
+from tests._matrix import pairwise_parametrize
 from tests.conftest import from_backend, on_device, to_backend
 from tests.cuda_emu import fake_cupy
 from tests.cuda_emu.emu import Emulator
@@ -207,9 +208,7 @@ def check(got: np.ndarray, want: np.ndarray) -> None:
 
 # ---------------------------------------------------------------------------- properties
 @pytest.mark.hypothesis
-@pytest.mark.parametrize("mask_kind", MASK_LAYOUTS)
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("op", REDUCTIONS)
+@pairwise_parametrize("op,layout,mask_kind", REDUCTIONS, LAYOUTS, MASK_LAYOUTS)
 @given(data=st.data())
 def test_reduction_matches_dense_reference(op: str, layout: str, mask_kind: str,
                                            data: st.DataObject) -> None:
@@ -227,9 +226,7 @@ def test_reduction_matches_dense_reference(op: str, layout: str, mask_kind: str,
 
 
 @pytest.mark.hypothesis
-@pytest.mark.parametrize("mask_kind", MASK_LAYOUTS)
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("op", NORMALIZATIONS)
+@pairwise_parametrize("op,layout,mask_kind", NORMALIZATIONS, LAYOUTS, MASK_LAYOUTS)
 @given(data=st.data())
 def test_normalization_matches_dense_reference(op: str, layout: str, mask_kind: str,
                                                data: st.DataObject) -> None:
@@ -611,9 +608,8 @@ def stored_pattern(x: Any, shape: tuple[int, ...]) -> np.ndarray:
 
 
 @pytest.mark.hypothesis
-@pytest.mark.parametrize("mask_kind", ["none", "dense", "coo"])
-@pytest.mark.parametrize("layout", ["coo", "csr", "jagged"])
-@pytest.mark.parametrize("op", VALUE_REDUCTIONS)
+@pairwise_parametrize("op,layout,mask_kind", VALUE_REDUCTIONS, ["coo", "csr", "jagged"],
+                      ["none", "dense", "coo"])
 @given(data=st.data())
 def test_reductions_keep_the_input_layout(op: str, layout: str, mask_kind: str,
                                           data: st.DataObject) -> None:

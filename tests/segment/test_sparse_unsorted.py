@@ -21,6 +21,7 @@ import pytest
 
 import arrow_sparse as asp
 
+from .._matrix import pairwise_parametrize
 from ..conftest import from_backend, on_device, to_backend
 from ._helpers import (
     DEFERRED,
@@ -134,9 +135,7 @@ def test_caffe2_sorted_segment_sum_table_in_any_order(backend: str) -> None:
 
 
 # ============================================================================ the oracle
-@pytest.mark.parametrize("op", list(OPS))
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("inner", [(), (3,), (2, 2)], ids=["1d", "2d", "3d"])
+@pairwise_parametrize("op,dtype,inner", list(OPS), DTYPES, [(), (3,), (2, 2)])
 def test_against_the_numpy_oracle(backend: str, op: str, dtype: Any,
                                   inner: tuple[int, ...]) -> None:
     rng = np.random.default_rng(len(inner) * 10 + DTYPES.index(dtype))

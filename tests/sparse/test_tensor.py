@@ -23,6 +23,7 @@ import arrow_sparse as asp
 from arrow_sparse.errors import ArrowSparseError
 from arrow_sparse.kernels import cuda
 from arrow_sparse.sparse import SparseTensor
+from tests._matrix import pairwise_parametrize
 from tests.cuda_emu import fake_cupy
 from tests.cuda_emu.emu import emulated
 from tests.sparse._helpers import (
@@ -52,9 +53,7 @@ from tests.sparse._helpers import (
 
 
 # --------------------------------------------------------------------------- conversions
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("src", FORMATS)
-@pytest.mark.parametrize("dst", FORMATS)
+@pairwise_parametrize("src,dst,dtype", FORMATS, FORMATS, DTYPES)
 def test_conversion_every_pair_2d(src: str, dst: str, dtype: Any, backend: str) -> None:
     dense = random_dense((5, 7), dtype)
     dense[2] = 0  # an empty row
