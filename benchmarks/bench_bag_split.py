@@ -25,7 +25,10 @@ workloads); ``uniform``, 200k bags of exactly 20 ids of the same law; ``project`
 ``bag_sum`` workload's bags (``bench_segment.build_bags``: geometric lengths of mean 20,
 20% empty, Zipf(1.05) ids scattered over the table). Modes sum, mean and max.
 
-Beside the wall times, ``one_thread`` gives each library's thread CPU time on one
+Beside the wall times, ``one_thread_idle_at_the_end`` gives, per call, how long the
+thread that finished its blocks first waited for the other, as a share of the call
+(measured in calls of their own, the kernels wrapped by a clock): what the split
+costs. ``one_thread`` gives each library's thread CPU time on one
 thread (best of the rounds) for the heavy sum: what the kernels cost apart from how
 the machine shares its cores. Results are checked against torch. The JSON records the
 load average, the cores other processes kept busy, and the copy bandwidth.
@@ -37,6 +40,7 @@ import argparse
 import gc
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -96,6 +100,56 @@ class Split:
             k.run_shared = k.run
 
 
+class KernelClock:
+    """Record when each call of the fused block kernels ends, and on which thread."""
+
+    NAMES = ("_GATHER_SUM_FAST", "_GATHER_SUM_PIECES", "_GATHER_REDUCE")
+
+    def __init__(self, kseg: Any) -> None:
+        self.kseg, self.ends = kseg, []
+        self.kernels = {n: getattr(kseg, n) for n in self.NAMES}
+
+    def __enter__(self) -> KernelClock:
+        for n, fn in self.kernels.items():
+            def timed(*a: Any, fn: Any = fn) -> Any:
+                r = fn(*a)
+                self.ends.append((threading.get_ident(), time.perf_counter()))
+                return r
+            setattr(self.kseg, n, timed)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for n, fn in self.kernels.items():
+            setattr(self.kseg, n, fn)
+
+    def idle_at_end(self) -> float:
+        """How long the thread that finished first waited for the last one (seconds)."""
+        last: dict[int, float] = {}
+        for tid, t in self.ends:
+            last[tid] = max(last.get(tid, 0.0), t)
+        return max(last.values()) - min(last.values()) if len(last) > 1 else 0.0
+
+
+def idle_fractions(call: Any, split: Split, calls: int) -> dict[str, Any]:
+    """Per split: the share of each call's wall time one thread sat idle at the end.
+
+    Measured apart from the timed rounds (the clock wraps the kernels), ``calls``
+    calls per split, alternating.
+    """
+    out: dict[str, list[float]] = {"shared": [], "fixed": []}
+    for _ in range(calls):
+        for how in out:
+            split.use(how)
+            with KernelClock(split.kseg) as clock:
+                t0 = time.perf_counter()
+                call()
+                wall = time.perf_counter() - t0
+            out[how].append(clock.idle_at_end() / wall)
+    split.use("shared")
+    return {"idle_share_of_wall": out,
+            "median": {k: float(np.median(v)) for k, v in out.items()}}
+
+
 def measure(name: str, d: dict[str, Any], args: argparse.Namespace, torch: Any,
             split: Split) -> dict[str, Any]:
     import arrow_sparse as asp
@@ -130,8 +184,16 @@ def measure(name: str, d: dict[str, Any], args: argparse.Namespace, torch: Any,
                            "torch_over_fixed_best": best["torch"] / best["fixed"],
                            "load_average": C.load_average()})
         best_all = {k: min(r["best_s"][k] for r in rounds) for k in fns}
+        median_all = {k: float(np.median(sum((r["times_s"][k] for r in rounds), [])))
+                      for k in fns}
+        idle = idle_fractions(lambda mode=mode: asp.embedding_bag(table, ids, offsets=offsets,
+                                                                  mode=mode),
+                              split, args.repeat)
         out["modes"][mode] = {
-            "rounds": rounds, "best_s": best_all,
+            "rounds": rounds, "best_s": best_all, "median_s": median_all,
+            "torch_over_shared_median": median_all["torch"] / median_all["shared"],
+            "fixed_over_shared_median": median_all["fixed"] / median_all["shared"],
+            "one_thread_idle_at_the_end": idle,
             "torch_over_shared": best_all["torch"] / best_all["shared"],
             "torch_over_fixed": best_all["torch"] / best_all["fixed"],
             "fixed_over_shared": best_all["fixed"] / best_all["shared"],
@@ -143,7 +205,9 @@ def measure(name: str, d: dict[str, Any], args: argparse.Namespace, torch: Any,
               f"{best_all['fixed'] * 1e3:6.1f}  torch {best_all['torch'] * 1e3:6.1f}  "
               f"torch/shared {out['modes'][mode]['torch_over_shared']:.2f}x per round "
               f"{[round(x, 2) for x in out['modes'][mode]['torch_over_shared_per_round']]}  "
-              f"fixed/shared {out['modes'][mode]['fixed_over_shared']:.2f}x  "
+              f"fixed/shared {out['modes'][mode]['fixed_over_shared']:.2f}x (medians "
+              f"{out['modes'][mode]['fixed_over_shared_median']:.2f}x)  idle at the end "
+              f"{idle['median']['fixed']:.0%} fixed, {idle['median']['shared']:.0%} shared  "
               f"load {os.getloadavg()[0]:.2f}", flush=True)
     return out
 
