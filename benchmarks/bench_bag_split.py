@@ -223,10 +223,13 @@ def one_thread(d: dict[str, Any], args: argparse.Namespace, torch: Any) -> dict[
     numba.set_num_threads(1)
     torch.set_num_threads(1)
     lines = lines_only_kernel()
+    shape = (len(offsets) - 1, table.shape[1])
     fns = {"arrow_sparse": lambda: asp.embedding_bag(table, ids, offsets=offsets),
            "torch": lambda: torch.nn.functional.embedding_bag(ti, tt, to, mode="sum",
                                                               include_last_offset=True),
-           "lines_only": lambda: lines(table, ids)}
+           "lines_only": lambda: lines(table, ids),
+           "result_alloc_numpy": lambda: np.empty(shape, np.float32).fill(0),
+           "result_alloc_torch": lambda: torch.empty(shape).fill_(0)}
     times: dict[str, list[float]] = {k: [] for k in fns}
     try:
         for f in fns.values():
@@ -249,29 +252,39 @@ def one_thread(d: dict[str, Any], args: argparse.Namespace, torch: Any) -> dict[
             "torch_over_arrow_sparse": best["torch"] / best["arrow_sparse"],
             "lines_only_over_arrow_sparse": best["lines_only"] / best["arrow_sparse"],
             "lines_only": "a Numba loop that reads one float of each 64-byte line of each "
-                          "id's row (and its last float), prefetching rows 32 ids ahead as "
-                          "the fused kernel does, and adds nothing up: the cost of bringing "
-                          "the rows' lines in"}
+                          "id's row (and its last float) into five independent sums, "
+                          "prefetching rows 32 ids ahead as the fused kernel does: the cost "
+                          "of bringing the rows' lines in",
+            "result_alloc": "a new [bags, 64] float32 result filled once: numpy (huge pages) and "
+                            "torch (4 KiB pages), the page faults each call's result costs"}
 
 
 def lines_only_kernel() -> Any:
-    """The cost floor of the gather: every cache line of every row read, nothing summed."""
+    """The cost floor of the gather: every cache line of every row read, nothing summed.
+
+    Reads the floats at 0, 64, 128 and 192 bytes and the last one of each id's row
+    (every line of a row of up to 256 bytes, however it is aligned), into five
+    independent sums so that no chain of additions sets the pace.
+    """
     import numba
 
     from arrow_sparse.kernels.cpu._segment_gather import PREFETCH, prefetch_row
 
     @numba.njit(nogil=True)
     def lines(table: Any, ids: Any) -> float:  # pragma: no cover
-        total = 0.0
-        width = table.shape[1]
+        a0 = a1 = a2 = a3 = a4 = 0.0
+        last = table.shape[1] - 1
         step = max(1, 64 // table.itemsize)
+        c1, c2, c3 = min(step, last), min(2 * step, last), min(3 * step, last)
         for i in range(ids.shape[0]):
             prefetch_row(table, ids, i + PREFETCH)
             row = ids[i]
-            for d in range(0, width, step):
-                total += table[row, d]
-            total += table[row, width - 1]
-        return total
+            a0 += table[row, 0]
+            a1 += table[row, c1]
+            a2 += table[row, c2]
+            a3 += table[row, c3]
+            a4 += table[row, last]
+        return a0 + a1 + a2 + a3 + a4
     return lines
 
 
