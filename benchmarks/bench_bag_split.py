@@ -10,12 +10,11 @@ Three ways of pooling the same bags are timed in one process, interleaved (each 
 calls each once per repeat), on ``--threads`` threads (Numba and torch alike):
 
 - ``shared``: arrow_sparse as it is, the bags cut into 16 blocks per thread (balanced by
-  ids + bags) that the kernel threads take in turn (``kernels/cpu/segment.py``,
-  ``_shared_blocks``; ``_jit.run_shared``);
-- ``fixed``: the same kernels with the split before it, one fixed block per thread
-  (balanced the same way), restored for the run by pointing ``_shared_blocks`` and
-  ``run_shared`` back at ``_blocks`` and ``run``; the kernels are the same compiled code,
-  so this is the code of the previous commit;
+  ids + bags) that the kernel threads take in turn through an atomic counter
+  (``kernels/cpu/segment.py``, ``_shared_blocks`` and ``_run_shared``);
+- ``fixed``: the split before it, one fixed block per thread (balanced the same way)
+  run by ``_jit.run`` with the plain block kernels (``_g.gather_sum_fast`` ...) that
+  the shared kernels wrap, restored for the run by :class:`Split`;
 - ``torch``: ``torch.nn.functional.embedding_bag`` on the same buffers (int64 ids and
   offsets, ``include_last_offset=True``, no autograd).
 
@@ -25,10 +24,7 @@ workloads); ``uniform``, 200k bags of exactly 20 ids of the same law; ``project`
 ``bag_sum`` workload's bags (``bench_segment.build_bags``: geometric lengths of mean 20,
 20% empty, Zipf(1.05) ids scattered over the table). Modes sum, mean and max.
 
-Beside the wall times, ``one_thread_idle_at_the_end`` gives, per call, how long the
-thread that finished its blocks first waited for the other, as a share of the call
-(measured in calls of their own, the kernels wrapped by a clock): what the split
-costs. ``one_thread`` gives each library's thread CPU time on one
+Beside the wall times, ``one_thread`` gives each library's thread CPU time on one
 thread (best of the rounds) for the heavy sum: what the kernels cost apart from how
 the machine shares its cores. Results are checked against torch. The JSON records the
 load average, the cores other processes kept busy, and the copy bandwidth.
@@ -40,7 +36,6 @@ import argparse
 import gc
 import os
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -83,71 +78,30 @@ def bytes_moved(d: dict[str, Any]) -> int:
 
 
 class Split:
-    """Switch the fused kernels between the shared blocks and one fixed block per thread."""
+    """Switch the fused kernels between the shared blocks and one fixed block per thread.
+
+    ``fixed`` is the code before the shared blocks: the plain block kernels
+    (``_g.gather_sum_fast`` ...) run by ``_jit.run`` over one block per thread.
+    """
 
     def __init__(self) -> None:
+        from arrow_sparse.kernels.cpu import _jit
+        from arrow_sparse.kernels.cpu import _segment_gather as g
         from arrow_sparse.kernels.cpu import segment as kseg
         self.kseg = kseg
-        self.shared = (kseg._shared_blocks, kseg.run_shared)
+        self.shared = (kseg._shared_blocks, kseg._run_shared)
+        self.static = {kseg._GATHER_SUM_FAST: _jit.parallel_kernel(g.gather_sum_fast),
+                       kseg._GATHER_SUM_PIECES: _jit.parallel_kernel(g.gather_sum_pieces),
+                       kseg._GATHER_REDUCE: _jit.parallel_kernel(g.gather_reduce)}
 
     def use(self, how: str) -> None:
         k = self.kseg
         if how == "shared":
-            k._shared_blocks, k.run_shared = self.shared
+            k._shared_blocks, k._run_shared = self.shared
         else:
             k._shared_blocks = lambda work, offsets, row_cost=k._ID_COST: \
                 k._blocks(work, offsets, row_cost)
-            k.run_shared = k.run
-
-
-class KernelClock:
-    """Record when each call of the fused block kernels ends, and on which thread."""
-
-    NAMES = ("_GATHER_SUM_FAST", "_GATHER_SUM_PIECES", "_GATHER_REDUCE")
-
-    def __init__(self, kseg: Any) -> None:
-        self.kseg, self.ends = kseg, []
-        self.kernels = {n: getattr(kseg, n) for n in self.NAMES}
-
-    def __enter__(self) -> KernelClock:
-        for n, fn in self.kernels.items():
-            def timed(*a: Any, fn: Any = fn) -> Any:
-                r = fn(*a)
-                self.ends.append((threading.get_ident(), time.perf_counter()))
-                return r
-            setattr(self.kseg, n, timed)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        for n, fn in self.kernels.items():
-            setattr(self.kseg, n, fn)
-
-    def idle_at_end(self) -> float:
-        """How long the thread that finished first waited for the last one (seconds)."""
-        last: dict[int, float] = {}
-        for tid, t in self.ends:
-            last[tid] = max(last.get(tid, 0.0), t)
-        return max(last.values()) - min(last.values()) if len(last) > 1 else 0.0
-
-
-def idle_fractions(call: Any, split: Split, calls: int) -> dict[str, Any]:
-    """Per split: the share of each call's wall time one thread sat idle at the end.
-
-    Measured apart from the timed rounds (the clock wraps the kernels), ``calls``
-    calls per split, alternating.
-    """
-    out: dict[str, list[float]] = {"shared": [], "fixed": []}
-    for _ in range(calls):
-        for how in out:
-            split.use(how)
-            with KernelClock(split.kseg) as clock:
-                t0 = time.perf_counter()
-                call()
-                wall = time.perf_counter() - t0
-            out[how].append(clock.idle_at_end() / wall)
-    split.use("shared")
-    return {"idle_share_of_wall": out,
-            "median": {k: float(np.median(v)) for k, v in out.items()}}
+            k._run_shared = lambda fn, work, n, *args: k.run(self.static[fn], work, n, *args)
 
 
 def measure(name: str, d: dict[str, Any], args: argparse.Namespace, torch: Any,
@@ -186,14 +140,10 @@ def measure(name: str, d: dict[str, Any], args: argparse.Namespace, torch: Any,
         best_all = {k: min(r["best_s"][k] for r in rounds) for k in fns}
         median_all = {k: float(np.median(sum((r["times_s"][k] for r in rounds), [])))
                       for k in fns}
-        idle = idle_fractions(lambda mode=mode: asp.embedding_bag(table, ids, offsets=offsets,
-                                                                  mode=mode),
-                              split, args.repeat)
         out["modes"][mode] = {
             "rounds": rounds, "best_s": best_all, "median_s": median_all,
             "torch_over_shared_median": median_all["torch"] / median_all["shared"],
             "fixed_over_shared_median": median_all["fixed"] / median_all["shared"],
-            "one_thread_idle_at_the_end": idle,
             "torch_over_shared": best_all["torch"] / best_all["shared"],
             "torch_over_fixed": best_all["torch"] / best_all["fixed"],
             "fixed_over_shared": best_all["fixed"] / best_all["shared"],
@@ -206,8 +156,7 @@ def measure(name: str, d: dict[str, Any], args: argparse.Namespace, torch: Any,
               f"torch/shared {out['modes'][mode]['torch_over_shared']:.2f}x per round "
               f"{[round(x, 2) for x in out['modes'][mode]['torch_over_shared_per_round']]}  "
               f"fixed/shared {out['modes'][mode]['fixed_over_shared']:.2f}x (medians "
-              f"{out['modes'][mode]['fixed_over_shared_median']:.2f}x)  idle at the end "
-              f"{idle['median']['fixed']:.0%} fixed, {idle['median']['shared']:.0%} shared  "
+              f"{out['modes'][mode]['fixed_over_shared_median']:.2f}x)  "
               f"load {os.getloadavg()[0]:.2f}", flush=True)
     return out
 

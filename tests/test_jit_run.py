@@ -12,7 +12,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -84,46 +83,6 @@ def test_a_failing_part_raises_after_every_part_ended(threads: int) -> None:
     with pytest.raises(ValueError, match="first part"):
         _jit.run(fn, 10**9, 4)
     assert ended == [2]
-
-
-def test_run_shared_on_small_work_runs_once_on_the_calling_thread(threads: int) -> None:
-    calls: list[tuple[int, int, str]] = []
-    assert _jit.run_shared(_record(calls), _jit.PARALLEL_THRESHOLD - 1, 40, "x") is None
-    assert calls == [(0, 40, threading.current_thread().name)]
-
-
-def test_run_shared_runs_every_iteration_once_on_every_thread(threads: int) -> None:
-    if numba.config.NUMBA_NUM_THREADS < 2:
-        pytest.skip("one thread only")
-    numba.set_num_threads(2)
-    calls: list[tuple[int, int, str]] = []
-
-    def fn(lo: int, hi: int) -> None:
-        calls.append((lo, hi, threading.current_thread().name))
-        time.sleep(0.002)  # long enough that the kernel thread takes some
-
-    _jit.run_shared(fn, 10**9, 40)
-    assert sorted(c[:2] for c in calls) == [(i, i + 1) for i in range(40)]
-    names = {c[2] for c in calls}
-    assert threading.current_thread().name in names
-    assert any(name.startswith("arrow-sparse-kernel") for name in names)
-
-
-def test_run_shared_raises_after_every_other_iteration_ran(threads: int) -> None:
-    if numba.config.NUMBA_NUM_THREADS < 2:
-        pytest.skip("one thread only")
-    numba.set_num_threads(2)
-    done: list[int] = []
-
-    def fn(lo: int, hi: int) -> None:
-        if lo == 3:
-            raise ValueError("iteration 3")
-        time.sleep(0.001)
-        done.append(lo)
-
-    with pytest.raises(ValueError, match="iteration 3"):
-        _jit.run_shared(fn, 10**9, 30)
-    assert sorted(done) == [i for i in range(30) if i != 3]
 
 
 def test_pool_threads_and_many_callers_do_not_deadlock(threads: int) -> None:

@@ -12,13 +12,11 @@ that fails, kernels are compiled without a cache, in every process, and one
 Parallel kernels are serial Numba functions over a range ``[lo, hi)`` of independent
 iterations (rows, row blocks, chunks): :func:`run` calls one once for a small input,
 or splits the range over this thread and the *kernel threads* (a thread pool; the
-kernels release the GIL); :func:`run_shared` lets the threads take its iterations one
-at a time instead, for work whose cost per iteration is not known in advance.
-Numba's ``parallel=True`` is not used: its parallel-loop passes made a kernel several
-times as slow to compile, every kernel was compiled twice (a serial twin for small
-inputs), and its ``workqueue`` threading layer aborts when two threads run parallel
-kernels at once. ``numba.set_num_threads`` (per thread) still sets how many threads a
-call uses.
+kernels release the GIL). Numba's ``parallel=True`` is not used: its parallel-loop
+passes made a kernel several times as slow to compile, every kernel was compiled
+twice (a serial twin for small inputs), and its ``workqueue`` threading layer aborts
+when two threads run parallel kernels at once. ``numba.set_num_threads`` (per
+thread) still sets how many threads a call uses.
 """
 
 from __future__ import annotations
@@ -255,44 +253,6 @@ def run(fn: Any, work: int, n: int, *args: Any) -> list[Any]:
     finally:
         concurrent.futures.wait(futures)
     return [first, *(f.result() for f in futures)]
-
-
-def run_shared(fn: Any, work: int, n: int, *args: Any) -> None:
-    """Run the :func:`parallel_kernel` ``fn(*args, lo, hi)`` over ``range(n)``, shared out.
-
-    With one kernel thread for ``work`` elements (:func:`threads_for`) or ``n < 2``, one
-    call ``fn(*args, 0, n)`` on this thread. Otherwise this thread and
-    ``min(threads, n) - 1`` kernel threads each call ``fn(*args, i, i + 1)`` for the next
-    ``i`` nobody has taken yet, until every ``i`` is done: a thread that is slowed
-    down (a busy machine, slower memory for its rows) takes fewer of them, where
-    :func:`run` would wait for its fixed share. Which thread runs which ``i`` varies
-    from call to call, so ``fn``'s iterations must write disjoint results; ``fn``'s
-    return values are dropped. An exception is raised once every thread has stopped.
-    """
-    parts = min(threads_for(work), n)
-    if parts <= 1:
-        fn(*args, 0, n)
-        return
-    lock = threading.Lock()
-    taken = [0]
-
-    def take() -> None:
-        while True:
-            with lock:
-                i = taken[0]
-                if i >= n:
-                    return
-                taken[0] = i + 1
-            fn(*args, i, i + 1)
-
-    pool = _pool()
-    futures = [pool.submit(take) for _ in range(1, parts)]
-    try:
-        take()
-    finally:
-        concurrent.futures.wait(futures)
-    for f in futures:
-        f.result()
 
 
 _LOCAL = threading.local()

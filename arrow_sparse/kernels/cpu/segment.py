@@ -33,7 +33,8 @@ Every sorted and fused kernel is a :func:`~._jit.parallel_kernel` over row block
 values and rows (``_balanced_blocks``), or a run of chunks of rows for the less used
 2-D kernels; a small input is one block on the calling thread. The fused kernels cut
 their rows into many blocks balanced by ids and rows (``_shared_blocks``: 16 per
-thread), which the kernel threads take in turn (:func:`~._jit.run_shared`): their
+thread), which the kernel threads take in turn (an atomic counter, ``_g.take_block``,
+so no thread goes back to Python between blocks): their
 random row reads cost what their cache misses cost, so equal id counts are not equal
 times. Each row is still reduced by one thread, in order. The fused float
 sum/mean (``embedding_bag``'s common case) also splits a bag longer than ``_g.PIECE``
@@ -54,7 +55,7 @@ import numpy as np
 
 from . import _segment_gather as _g
 from . import _segment_sorted as _s
-from ._jit import kernel, parallel_kernel, run, run_shared, threads_for
+from ._jit import kernel, parallel_kernel, run, threads_for
 from ._segment_gather import MODE_MAX, MODE_MEAN
 from ._segment_ir import NVEC
 
@@ -110,9 +111,9 @@ _EXTREME_2D = parallel_kernel(_s.extreme_2d)
 _ARG_EXTREME_2D = parallel_kernel(_s.arg_extreme_2d)
 _PROD_2D = parallel_kernel(_s.prod_2d)
 _LOGSUMEXP_2D = parallel_kernel(_s.logsumexp_2d)
-_GATHER_REDUCE = parallel_kernel(_g.gather_reduce)
-_GATHER_SUM_FAST = parallel_kernel(_g.gather_sum_fast)
-_GATHER_SUM_PIECES = parallel_kernel(_g.gather_sum_pieces)
+_GATHER_REDUCE = parallel_kernel(_g.gather_reduce_shared)
+_GATHER_SUM_FAST = parallel_kernel(_g.gather_sum_fast_shared)
+_GATHER_SUM_PIECES = parallel_kernel(_g.gather_sum_pieces_shared)
 _SCATTER_SUM_PARTS = parallel_kernel(_g.scatter_sum_parts)
 _SCATTER_SUM_COMBINE = parallel_kernel(_g.scatter_sum_combine)
 _SCATTER_EXTREME_PARTS = parallel_kernel(_g.scatter_extreme_parts)
@@ -167,7 +168,7 @@ _SHARED_BLOCK_WORK = 1 << 20
 
 
 def _shared_blocks(work: int, offsets: np.ndarray, row_cost: int = _ID_COST) -> np.ndarray:
-    """Row blocks for ``work`` that the kernel threads share out (:func:`~._jit.run_shared`).
+    """Row blocks for ``work`` that the kernel threads take in turn (:func:`_run_shared`).
 
     ``_SHARED_BLOCKS_PER_THREAD`` per thread, each at least ``_SHARED_BLOCK_WORK``
     elements (at least one per thread), balanced by ids and rows as :func:`_blocks`.
@@ -183,9 +184,18 @@ def _shared_blocks(work: int, offsets: np.ndarray, row_cost: int = _ID_COST) -> 
     return _balanced_blocks(offsets, nblocks, row_cost)
 
 
+def _run_shared(fn: Any, work: int, nblocks: int, *args: Any) -> None:
+    """Run the ``_g.*_shared`` kernel ``fn(*args, taken, lo, hi)`` over ``nblocks`` blocks.
+
+    One call per kernel thread (:func:`~._jit.run`); the calls take the blocks in turn
+    through the counter ``taken``, in compiled code.
+    """
+    run(fn, work, nblocks, *args, np.zeros(1, np.int64))
+
+
 def _run_shared_blocks(fn: Any, work: int, bounds: np.ndarray, *args: Any) -> None:
     """Run the block kernel ``fn(*args)`` over its blocks, the threads taking them in turn."""
-    run_shared(fn, work, len(bounds) - 1, *args)
+    _run_shared(fn, work, len(bounds) - 1, *args)
 
 
 def _run_blocks(fn: Any, work: int, bounds: np.ndarray, *args: Any) -> None:
@@ -360,9 +370,9 @@ def _gather_sum(data: np.ndarray, indices: np.ndarray, offsets: np.ndarray,
               + _g.PIECE * (np.arange(len(pbag)) - np.repeat(first, npieces)))
     partial = np.empty((len(pbag), out.shape[1]))
     pbad = np.empty(len(pbag), np.int64)
-    run_shared(_GATHER_SUM_PIECES, int(lengths[bags].sum()) * out.shape[1], len(pbag), data,
-               indices, offsets, weights, woffsets, pstart, pbag, line, NVEC * line, partial,
-               pbad)
+    _run_shared(_GATHER_SUM_PIECES, int(lengths[bags].sum()) * out.shape[1], len(pbag), data,
+                indices, offsets, weights, woffsets, pstart, pbag, line, NVEC * line, partial,
+                pbad)
     cost = lengths.copy()
     cost[bags] = npieces
     bounds = _shared_blocks(work, _offsets_of(cost))
