@@ -234,6 +234,27 @@ def test_shared_blocks_follow_the_id_count(parts: Any) -> None:
     assert cpu_segment._shared_blocks(10**9, _offsets([5] * 320)).tolist() == [0, 320]
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_every_shared_block_is_taken_once(parts: Any, threads: int) -> None:
+    # The kernel threads take the blocks through one counter: each block is reduced
+    # (its bad entry written) exactly once, and the counter ends past the last block
+    # by one per thread (each stops at its first failed take).
+    table, ids, offsets, w = _data("heavy_tailed", np.int64)
+    parts(threads)
+    bounds = cpu_segment._shared_blocks(10**9, offsets)
+    bad = np.full(len(bounds) - 1, -2, np.int64)
+    out = np.empty((len(offsets) - 1, WIDTH), np.float32)
+    taken = np.zeros(1, np.int64)
+    cpu_segment.run(cpu_segment._GATHER_SUM_FAST, 10**9, len(bounds) - 1, table, ids,
+                    offsets, cpu_segment._NONE_U8, cpu_segment._no_weights(np.float64(0)),
+                    offsets, False, 0, np.float32(0), WIDTH, WIDTH, cpu_segment._NONE_I64,
+                    cpu_segment._NO_PARTIAL, out, bounds, bad, taken)
+    assert (bad == -1).all()
+    assert taken[0] == len(bounds) - 1 + min(threads, numba.get_num_threads())
+    np.testing.assert_allclose(out, _oracle(table, ids, offsets, "sum", None), rtol=2e-6,
+                               atol=1e-4)
+
+
 def test_small_work_is_one_block_per_thread(parts: Any, monkeypatch: pytest.MonkeyPatch
                                             ) -> None:
     parts(2)
