@@ -33,10 +33,10 @@ Every sorted and fused kernel is a :func:`~._jit.parallel_kernel` over row block
 values and rows (``_balanced_blocks``), or a run of chunks of rows for the less used
 2-D kernels; a small input is one block on the calling thread. The fused kernels cut
 their rows into many blocks balanced by ids and rows (``_shared_blocks``: 16 per
-thread), which the kernel threads take in turn (an atomic counter, ``_g.take_block``,
-so no thread goes back to Python between blocks): their
-random row reads cost what their cache misses cost, so equal id counts are not equal
-times. Each row is still reduced by one thread, in order. The fused float
+thread), which the kernel threads take in turn through an atomic counter
+(``_g.take_block``, so no thread goes back to Python between blocks): their random row
+reads cost what their cache misses cost, so equal id counts are not equal times. Each
+row is still reduced by one thread, in order. The fused float
 sum/mean (``embedding_bag``'s common case) also splits a bag longer than ``_g.PIECE``
 ids into pieces, whatever the thread count, so one long bag is shared by the threads
 too; its sum is then the pieces' float64 sums added in order (each piece summed as a
