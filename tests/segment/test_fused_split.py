@@ -26,6 +26,7 @@ import arrow_sparse as asp
 from arrow_sparse.kernels.cpu import _segment_gather as g
 from arrow_sparse.kernels.cpu import embedding as cpu_embedding
 from arrow_sparse.kernels.cpu import segment as cpu_segment
+from arrow_sparse.kernels.cpu._segment_ir import NVEC
 
 PIECE = g.PIECE
 WIDTH = 16  # one 64-byte line of float32: the fast path
@@ -245,9 +246,10 @@ def test_every_shared_block_is_taken_once(parts: Any, threads: int) -> None:
     bad = np.full(len(bounds) - 1, -2, np.int64)
     out = np.empty((len(offsets) - 1, WIDTH), np.float32)
     taken = np.zeros(1, np.int64)
+    # line: float32 columns per 64-byte vector (WIDTH, one vector); group: NVEC vectors
     cpu_segment.run(cpu_segment._GATHER_SUM_FAST, 10**9, len(bounds) - 1, table, ids,
                     offsets, cpu_segment._NONE_U8, cpu_segment._no_weights(np.float64(0)),
-                    offsets, False, 0, np.float32(0), WIDTH, WIDTH, cpu_segment._NONE_I64,
+                    offsets, False, 0, np.float32(0), WIDTH, NVEC * WIDTH, cpu_segment._NONE_I64,
                     cpu_segment._NO_PARTIAL, out, bounds, bad, taken)
     assert (bad == -1).all()
     assert taken[0] == len(bounds) - 1 + min(threads, numba.get_num_threads())
