@@ -207,6 +207,18 @@ def normalize_device(func: str, device: Any) -> str:
     return device
 
 
+def transfer_target(func: str, device: Any, here: str) -> str | None:
+    """Where a ``to_device(device)`` call copies to; None when the data is there already.
+
+    ``here`` is where the data is (:func:`device_of`). ``"cuda"`` means the current
+    CUDA device for host data, and any CUDA device for data on one: it stays there.
+    """
+    target = normalize_device(func, device)
+    if here == target or (target == "cuda" and here != "cpu"):
+        return None
+    return target
+
+
 def transfer(func: str, x: Any, device: str) -> Any:
     """Copy array ``x`` to ``device`` (normalised), or return it when it is there already."""
     if x is None:

@@ -18,7 +18,47 @@ from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["fill_doc"]
+__all__ = ["TO_DEVICE", "fill_doc"]
+
+#: The ``to_device`` methods of :class:`Jagged`, :class:`KeyedJagged` and the sparse
+#: tensors. Fields: ``a_kind`` (one object of the class, with its article), ``cls``,
+#: ``copy`` (what the copy is), ``see_also``, ``notes`` (what the transfer means for
+#: the class), ``build`` (an expression making one, for the example).
+TO_DEVICE = """
+    Parameters
+    ----------
+    device
+        ``"cpu"``, ``"cuda"`` (the current CUDA device; {a_kind} already on a CUDA
+        device stays there) or ``"cuda:N"``.
+
+    Returns
+    -------
+    {cls}
+        ``self`` when it is on ``device`` already, else {copy} there (to the host
+        with ``.get()``, to a GPU with ``cupy.asarray``). Nothing is re-checked.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Not a device string.
+    ModuleNotFoundError
+        ``"cuda"`` without CuPy installed.
+
+    See Also
+    --------
+    {see_also}
+
+    Notes
+    -----
+    {notes}
+    Copies to the host synchronise.
+
+    Examples
+    --------
+    >>> x = {build}
+    >>> x.to_device("cpu") is x
+    True
+    """
 
 
 def fill_doc(template: str, **fields: Any) -> Callable[[F], F]:

@@ -127,16 +127,11 @@ def fill_value(func: str, value: Any, dtype: np.dtype, arg: str = "padding_value
         shape = f" of shape {value.shape}" if isinstance(value, np.ndarray) else ""
         msg = f"{func}: {arg} must be a scalar number, got {type(value).__name__}{shape}"
         raise ArrowSparseTypeError(msg)
-    try:
-        with np.errstate(invalid="ignore", over="ignore"):
-            scalar = np.array(value).astype(dtype)[()]
-        exact = bool(scalar == value) or bool(np.isnan(scalar) and np.isnan(value))
-    except (TypeError, ValueError, OverflowError):
-        exact = False
-    if not exact:
+    scalar = v.exact_scalar(value, dtype)
+    if scalar is None:
         msg = f"{func}: {arg} {_short_repr(value)} does not fit the values dtype {dtype}"
         raise ArrowSparseValueError(msg)
-    return scalar  # type: ignore[no-any-return]
+    return scalar
 
 
 def _copyable(arr: np.ndarray) -> np.ndarray:

@@ -345,6 +345,22 @@ def check_indices(func: str, arg: str, x: Any, bound: int, *, ndim: int = 1) -> 
     return idx
 
 
+def exact_scalar(value: Any, dtype: np.dtype) -> np.generic | None:
+    """``value`` as a scalar of ``dtype``, or None when the cast would change it.
+
+    A fill or empty value must survive the cast: ``300`` does not fit uint8 and ``0.5``
+    does not fit int64; NaN fits any float dtype. Callers raise with their own
+    argument's name.
+    """
+    try:
+        with np.errstate(invalid="ignore", over="ignore"):
+            scalar = np.array(value).astype(dtype)[()]
+            exact = bool(scalar == value) or bool(np.isnan(scalar) and np.isnan(value))
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return scalar if exact else None  # type: ignore[no-any-return]
+
+
 def check_count(func: str, arg: str, x: Any) -> int:
     """Check a non-negative integer scalar (a size or a count)."""
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):

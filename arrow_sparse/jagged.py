@@ -22,7 +22,7 @@ import pyarrow as pa
 from . import _arrow
 from . import _backend as b
 from . import _validate as v
-from ._docs import fill_doc
+from ._docs import TO_DEVICE, fill_doc
 from ._offsets import (
     fill_value,
     ids_to_offsets,
@@ -673,47 +673,18 @@ class Jagged:
         """
         return b.device_of(self.leaf_values)
 
+    @fill_doc(
+        TO_DEVICE, a_kind="a Jagged", cls="Jagged", copy="a copy",
+        see_also="Jagged.from_dlpack : Wrap device arrays of torch or JAX without copying.",
+        notes="""\
+Arrow data lives in host memory: ``Jagged.from_arrow(arr).to_device("cuda")``
+is the explicit transfer.""",
+        build="asp.Jagged.from_list([[1, 2], [3]])")
     def to_device(self, device: str) -> Jagged:
-        """Copy the buffers (values, offsets, masks, every level) to ``device``.
-
-        Parameters
-        ----------
-        device
-            ``"cpu"``, ``"cuda"`` (the current CUDA device; a Jagged already on a CUDA
-            device stays there) or ``"cuda:N"``.
-
-        Returns
-        -------
-        Jagged
-            ``self`` when it is on ``device`` already, else a copy there (to the host
-            with ``.get()``, to a GPU with ``cupy.asarray``). Nothing is re-checked.
-
-        Raises
-        ------
-        ValueError, TypeError
-            Not a device string.
-        ModuleNotFoundError
-            ``"cuda"`` without CuPy installed.
-
-        See Also
-        --------
-        Jagged.from_dlpack : Wrap device arrays of torch or JAX without copying.
-
-        Notes
-        -----
-        Arrow data lives in host memory: ``Jagged.from_arrow(arr).to_device("cuda")``
-        is the explicit transfer. Copies to the host synchronise.
-
-        Examples
-        --------
-        >>> j = asp.Jagged.from_list([[1, 2], [3]])
-        >>> j.to_device("cpu") is j
-        True
-        """
+        """Copy the buffers (values, offsets, masks, every level) to ``device``."""
         func = "Jagged.to_device"
-        target = b.normalize_device(func, device)
-        here = self.device
-        if here == target or (target == "cuda" and here != "cpu"):
+        target = b.transfer_target(func, device, self.device)
+        if target is None:
             return self
 
         def move(x: Any) -> Any:

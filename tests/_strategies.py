@@ -3,6 +3,7 @@ rows, null elements, nested lists, sliced Arrow arrays and every numeric dtype."
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,24 @@ def offsets(draw: st.DrawFn, max_rows: int = 12, max_len: int = 6,
     start = draw(st.integers(0, max_start))
     dtype = draw(st.sampled_from([np.int32, np.int64]))
     return np.concatenate([[start], start + np.cumsum(lens, dtype=np.int64)]).astype(dtype)
+
+
+@st.composite
+def offsets_levels(draw: st.DrawFn) -> tuple[list[list[int]], list[list[int]]]:
+    """Nested rows as ``(lengths, offsets)`` per level, outermost first (FBGEMM's list).
+
+    1 to 3 levels, at most 5 outer rows, rows of 0 to 3 items, each level's lengths as
+    many as the items of the level above; the innermost offsets start 0 to 2 values in.
+    """
+    levels = draw(st.integers(1, 3))
+    lens = [draw(st.lists(st.integers(0, 3), max_size=5))]
+    for _ in range(levels - 1):
+        lens.append(draw(st.lists(st.integers(0, 3), min_size=sum(lens[-1]),
+                                  max_size=sum(lens[-1]))))
+    offs = [[0, *itertools.accumulate(x)] for x in lens]
+    start = draw(st.integers(0, 2))  # values before the first row
+    offs[-1] = [start + o for o in offs[-1]]
+    return lens, offs
 
 
 @st.composite

@@ -10,6 +10,10 @@ marked ``ray`` use it; they skip only where Ray is not installed).
 ``backend`` runs a test on the CPU, the CUDA kernels through the emulator (host and
 device arrays) and real CuPy (``gpu``); :func:`to_backend` puts its inputs on the
 backend's device and :func:`from_backend` brings results back, checking their device.
+
+``cuda_emu`` runs the CUDA kernels on the emulator for one test, ``cp`` gives the
+stand-in CuPy over it; both also run every launch in other thread orders, which must
+give the same results. A test module or folder that wants other orders overrides them.
 """
 
 from __future__ import annotations
@@ -18,12 +22,15 @@ import importlib
 import os
 import warnings
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, settings
+
+if TYPE_CHECKING:
+    from tests.cuda_emu.emu import Emulator
 
 settings.register_profile(
     "ci", max_examples=40, derandomize=True, deadline=None, print_blob=True,
@@ -36,9 +43,11 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 INT_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 FLOAT_DTYPES = [np.float32, np.float64]
 NUMERIC_DTYPES = INT_DTYPES + FLOAT_DTYPES
+#: Both Arrow offsets widths: ``list`` (int32) and ``large_list`` (int64).
+OFFSETS_DTYPES = [np.dtype(np.int32), np.dtype(np.int64)]
 
 
-@pytest.fixture(params=[np.int32, np.int64], ids=["int32", "int64"])
+@pytest.fixture(params=OFFSETS_DTYPES, ids=["int32", "int64"])
 def offsets_dtype(request: pytest.FixtureRequest) -> np.dtype:
     """Both Arrow offsets widths: ``list`` (int32) and ``large_list`` (int64)."""
     return np.dtype(request.param)
@@ -116,16 +125,40 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str]:
             yield "cupy_emu"
             cuda.check_errors("test teardown")  # no device error may outlive its test
     else:
-        cupy = pytest.importorskip("cupy")
-        try:
-            if cupy.cuda.runtime.getDeviceCount() < 1:
-                pytest.skip("no CUDA device")
-        except cupy.cuda.runtime.CUDARuntimeError:
-            pytest.skip("no CUDA device")
+        cupy_or_skip()
         yield "cupy"
         from arrow_sparse.kernels import cuda
 
         cuda.check_errors("test teardown")  # no device error may outlive its test
+
+
+@pytest.fixture
+def cuda_emu() -> Iterator[Emulator]:
+    """The emulator, every launch also run in reversed and shuffled thread order."""
+    from tests.cuda_emu.emu import emulated
+
+    with emulated(check_orders=("reverse", "shuffle")) as emulator:
+        yield emulator
+
+
+@pytest.fixture
+def cp() -> Iterator[Any]:
+    """The stand-in ``cupy`` with the emulator, every launch also run in reversed order."""
+    from tests.cuda_emu.fake_cupy import emulated_cupy
+
+    with emulated_cupy(check_orders=("reverse",)) as module:
+        yield module
+
+
+def cupy_or_skip() -> Any:
+    """Return CuPy where it is installed and sees a CUDA device; skip the test otherwise."""
+    cupy = pytest.importorskip("cupy")
+    try:
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            pytest.skip("no CUDA device")
+    except cupy.cuda.runtime.CUDARuntimeError:
+        pytest.skip("no CUDA device")
+    return cupy
 
 
 def on_device(backend: str) -> bool:

@@ -30,7 +30,7 @@ from arrow_sparse.kernels.cuda import _launch
 from arrow_sparse.kernels.cuda import convert as cuda_convert
 
 from ._convert_helpers import assert_same, sample
-from .conftest import NUMERIC_DTYPES
+from .conftest import NUMERIC_DTYPES, cupy_or_skip
 from .cuda_emu.emu import Emulator, emulated
 
 
@@ -179,16 +179,6 @@ def test_device_checks_report_the_hosts_position(cuda_emu: Emulator, seed: int,
 
 
 # ------------------------------------------------------------------ on a real GPU
-def cupy_or_skip() -> Any:
-    cupy = pytest.importorskip("cupy")
-    try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("no CUDA device")
-    except cupy.cuda.runtime.CUDARuntimeError:
-        pytest.skip("no CUDA device")
-    return cupy
-
-
 @pytest.mark.gpu
 def test_gpu_launchers_match_cpu(values_dtype: np.dtype, offsets_dtype: np.dtype) -> None:
     cupy = cupy_or_skip()

@@ -1,7 +1,8 @@
 """Tests of the kernel threads (``arrow_sparse.kernels.cpu._jit.run``): how a parallel
-kernel's range is split, that results do not depend on the thread count, and that the
-kernels compile once whatever the input size (no parallel twin), and that their compile
-options are part of their cache entries' key.
+kernel's range is split (and rows cut into parts of equal cost, ``balanced_bounds``),
+that results do not depend on the thread count, and that the kernels compile once
+whatever the input size (no parallel twin), and that their compile options are part of
+their cache entries' key.
 
 The cache placement of ``_jit`` is tested in ``test_jit.py``.
 """
@@ -39,6 +40,32 @@ def threads() -> Any:
     before = numba.get_num_threads()
     yield before
     numba.set_num_threads(before)
+
+
+def _balanced_bounds_oracle(offsets: list[int], start: int, stop: int, parts: int,
+                            row_cost: int) -> list[int]:
+    # Part p starts at the first row whose cost from ``start`` reaches p / parts of the total.
+    def cost(k: int) -> int:
+        return offsets[k] - offsets[start] + row_cost * (k - start)
+    total = cost(stop)
+    return [start, *(next(k for k in range(start, stop + 1) if cost(k) >= total * p // parts)
+                     for p in range(1, parts)), stop]
+
+
+@pytest.mark.parametrize("offsets_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("row_cost", [0, 1, 16])
+@pytest.mark.parametrize("parts", [1, 2, 7, 64])
+def test_balanced_bounds_cut_rows_by_cost(offsets_dtype: Any, row_cost: int,
+                                          parts: int) -> None:
+    # 50 short rows, 3 long ones, 40 empty ones; the offsets start above zero.
+    offsets = np.cumsum([7] + [1] * 50 + [1000] * 3 + [0] * 40).astype(offsets_dtype)
+    for start, stop in [(0, len(offsets) - 1), (2, len(offsets) - 1), (5, 60), (9, 9)]:
+        bounds = _jit.balanced_bounds(offsets, start, stop, parts, row_cost)
+        assert bounds.dtype == np.int64
+        assert bounds.tolist() == _balanced_bounds_oracle(offsets.tolist(), start, stop,
+                                                          parts, row_cost)
+    halves = _jit.balanced_bounds(offsets, 2, len(offsets) - 1, 2, 16)
+    assert 50 <= halves[1] <= 53  # the three long rows weigh more than the other ninety
 
 
 def test_small_work_runs_once_on_the_calling_thread(threads: int) -> None:

@@ -177,10 +177,7 @@ def _column_to_arrow(func: str, df: Any, label: Hashable) -> pa.Array | pa.Chunk
     """Column ``label`` of ``df`` as an Arrow list array (zero-copy for ArrowDtype)."""
     try:
         loc = df.columns.get_loc(label)
-    except KeyError:
-        msg = f"{func}: {label!r} is not a column (columns: {list(df.columns)!r})"
-        raise ArrowSparseKeyError(msg) from None
-    except TypeError:  # e.g. a label of the wrong type for a typed Index
+    except (KeyError, TypeError):  # TypeError: e.g. a label of the wrong type for a typed Index
         msg = f"{func}: {label!r} is not a column (columns: {list(df.columns)!r})"
         raise ArrowSparseKeyError(msg) from None
     if not isinstance(loc, int):

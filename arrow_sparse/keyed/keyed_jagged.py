@@ -23,10 +23,11 @@ from .._backend import (
     device_of,
     fetch,
     module_of,
-    normalize_device,
     read_back,
     transfer,
+    transfer_target,
 )
+from .._docs import TO_DEVICE, fill_doc
 from ..errors import ArrowSparseKeyError, ArrowSparseTypeError, ArrowSparseValueError
 from ..jagged import ComputedMethods, Jagged
 from ._build import (
@@ -546,50 +547,20 @@ class KeyedJagged:
         """
         return device_of(self._values)
 
+    @fill_doc(
+        TO_DEVICE, a_kind="a KeyedJagged", cls="KeyedJagged", copy="a copy",
+        see_also="Jagged.to_device : The same for one feature.",
+        notes="""\
+Arrow data lives in host memory: ``KeyedJagged.from_arrow(batch).to_device("cuda")``
+is the explicit transfer. On the device, every method runs there except
+:meth:`to_arrow` (and the constructors from Arrow or Jagged columns, which
+build on the host); docs/keyed-arrow-mapping.md lists their synchronisations.""",
+        build='asp.KeyedJagged.from_dict({"a": [[1, 2], [3]]})')
     def to_device(self, device: str) -> KeyedJagged:
-        """Copy the buffers (values, lengths, offsets, weights, validity) to ``device``.
-
-        Parameters
-        ----------
-        device
-            ``"cpu"``, ``"cuda"`` (the current CUDA device; a KeyedJagged already on a
-            CUDA device stays there) or ``"cuda:N"``.
-
-        Returns
-        -------
-        KeyedJagged
-            ``self`` when it is on ``device`` already, else a copy there (to the host
-            with ``.get()``, to a GPU with ``cupy.asarray``). Nothing is re-checked.
-
-        Raises
-        ------
-        ValueError, TypeError
-            Not a device string.
-        ModuleNotFoundError
-            ``"cuda"`` without CuPy installed.
-
-        See Also
-        --------
-        Jagged.to_device : The same for one feature.
-
-        Notes
-        -----
-        Arrow data lives in host memory: ``KeyedJagged.from_arrow(batch).to_device("cuda")``
-        is the explicit transfer. On the device, every method runs there except
-        :meth:`to_arrow` (and the constructors from Arrow or Jagged columns, which
-        build on the host); docs/keyed-arrow-mapping.md lists their synchronisations.
-        Copies to the host synchronise.
-
-        Examples
-        --------
-        >>> kj = asp.KeyedJagged.from_dict({"a": [[1, 2], [3]]})
-        >>> kj.to_device("cpu") is kj
-        True
-        """
+        """Copy the buffers (values, lengths, offsets, weights, validity) to ``device``."""
         func = "KeyedJagged.to_device"
-        target = normalize_device(func, device)
-        here = self.device
-        if here == target or (target == "cuda" and here != "cpu"):
+        target = transfer_target(func, device, self.device)
+        if target is None:
             return self
 
         def move(x: Any) -> Any:

@@ -288,15 +288,9 @@ def _empty_scalar_cached(kind: Any, value: Any, sign: float, dtype: np.dtype) ->
 
 
 def _empty_scalar_checked(func: str, value: Any, dtype: np.dtype) -> np.generic:
-    try:
-        if np.ndim(value) != 0:
-            raise TypeError  # one value, not an array of them
-        with np.errstate(invalid="ignore", over="ignore"):
-            scalar = cast(np.generic, np.array(value).astype(dtype)[()])
-            exact = bool(scalar == value) or bool(np.isnan(scalar) and np.isnan(value))
-    except (TypeError, ValueError, OverflowError):
-        exact = False
-    if not exact:
+    one = np.ndim(value) == 0  # one value, not an array of them
+    scalar = v.exact_scalar(value, dtype) if one else None
+    if scalar is None:
         msg = f"{func}: empty_value {value!r} does not fit the output dtype {dtype}"
         raise ArrowSparseValueError(msg)
     return scalar

@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._backend import device_of, module_of, normalize_device, transfer
-from .._docs import fill_doc
+from .._backend import device_of, module_of, transfer, transfer_target
+from .._docs import TO_DEVICE, fill_doc
 from ..errors import ArrowSparseTypeError, ArrowSparseValueError
 
 __all__ = ["UFUNC_PROTOCOL", "SparseTensor"]
@@ -185,46 +185,19 @@ class SparseTensor:
         """
         return device_of(self.values)
 
+    @fill_doc(
+        TO_DEVICE, a_kind="a tensor", cls="SparseTensor", copy="a copy of the same format",
+        see_also="Jagged.to_device : The same for jagged data.",
+        notes="""\
+On the device every operation runs with the CUDA kernels and returns CuPy
+arrays; the exchanges with pyarrow, scipy, pydata ``sparse`` and torch need
+host memory and raise NotImplementedError there.""",
+        build="asp.SparseCOO([[0, 1]], np.array([1.0, 2.0]), (3,))")
     def to_device(self, device: str) -> Any:
-        """Copy every buffer (indices, pointers, values) to ``device``.
-
-        Parameters
-        ----------
-        device
-            ``"cpu"``, ``"cuda"`` (the current CUDA device; a tensor already on a CUDA
-            device stays there) or ``"cuda:N"``.
-
-        Returns
-        -------
-        SparseTensor
-            ``self`` when it is on ``device`` already, else a copy of the same format
-            there (to the host with ``.get()``, to a GPU with ``cupy.asarray``).
-            Nothing is re-checked.
-
-        Raises
-        ------
-        ValueError, TypeError
-            Not a device string.
-        ModuleNotFoundError
-            ``"cuda"`` without CuPy installed.
-
-        Notes
-        -----
-        On the device every operation runs with the CUDA kernels and returns CuPy
-        arrays; the exchanges with pyarrow, scipy, pydata ``sparse`` and torch need
-        host memory and raise NotImplementedError there. Copies to the host
-        synchronise.
-
-        Examples
-        --------
-        >>> coo = asp.SparseCOO([[0, 1]], np.array([1.0, 2.0]), (3,))
-        >>> coo.to_device("cpu") is coo
-        True
-        """
+        """Copy every buffer (indices, pointers, values) to ``device``."""
         func = f"{type(self).__name__}.to_device"
-        target = normalize_device(func, device)
-        here = self.device
-        if here == target or (target == "cuda" and here != "cpu"):
+        target = transfer_target(func, device, self.device)
+        if target is None:
             return self
         return self._map(lambda x: transfer(func, x, target))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -105,17 +105,12 @@ def _structural(func: str, x: Any, one: Any) -> Any:
 
 def _scalar_of(func: str, arg: str, value: Any, dtype: np.dtype) -> np.generic:
     """``value`` as a scalar of ``dtype``; raise if it does not fit exactly."""
-    try:
-        with np.errstate(invalid="ignore", over="ignore"):
-            scalar = np.array(value).astype(dtype)[()]
-        exact = isinstance(value, (int, float, bool, np.number, np.bool_)) and (
-            bool(scalar == value) or bool(np.isnan(scalar) and np.isnan(value)))
-    except (TypeError, ValueError, OverflowError):
-        exact = False
-    if not exact:
+    number = isinstance(value, (int, float, bool, np.number, np.bool_))
+    scalar = v.exact_scalar(value, dtype) if number else None
+    if scalar is None:
         msg = f"{func}: {arg} {value!r} does not fit the values dtype {dtype}"
         raise ArrowSparseValueError(msg)
-    return cast(np.generic, scalar)
+    return scalar
 
 
 def pad_or_truncate(values: Any, length: int, pad_value: Any = 0, side: str = "right") -> Any:

@@ -58,6 +58,15 @@ def on_device_jagged(j: asp.Jagged) -> bool:
     return j.device != "cpu"
 
 
+def spans_the_device_buffer(results: list[asp.Jagged], j: asp.Jagged, host: asp.Jagged) -> None:
+    """Each result of an op on device ``j`` (``host`` on the CPU) keeps ``j``'s offsets and
+    its whole values buffer: no offset was read back to trim it, 0 before the rows."""
+    for result in results:
+        assert result.offsets is j.offsets and result.device == "cuda:0"
+        assert len(result.values) == len(j.values)
+        assert result.values[:int(host.offsets[0])].get().tolist() == [0.0]
+
+
 # ------------------------------------------------------------------------- every backend
 #: Rows of ``sample()``: a null row, a null element, an empty row; sliced (offsets[0] > 0).
 ROWS = [[1.0, None, 3.0], None, [], [4.0, 5.0, -2.0], [0.5]]

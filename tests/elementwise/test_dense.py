@@ -21,7 +21,7 @@ import arrow_sparse as asp
 from arrow_sparse.kernels import cuda
 
 from .. import _reference as ref
-from .._strategies import list_arrays
+from .._strategies import list_arrays, offsets_levels
 from ..conftest import from_backend
 from ..cuda_emu.emu import Emulator
 from ..cuda_emu.fake_cupy import emulated_cupy
@@ -61,14 +61,8 @@ def test_jagged_dense_matches_fbgemm_example() -> None:
 @pytest.mark.hypothesis
 @given(st.data())
 def test_jagged_dense_matches_reference(data: st.DataObject) -> None:
-    levels = data.draw(st.integers(1, 3))
-    lens = [data.draw(st.lists(st.integers(0, 3), max_size=5))]
-    for _ in range(levels - 1):
-        lens.append(data.draw(st.lists(st.integers(0, 3), min_size=sum(lens[-1]),
-                                       max_size=sum(lens[-1]))))
-    offs = [ref.lengths_to_offsets(x) for x in lens]
-    start = data.draw(st.integers(0, 2))  # values before the first row
-    offs[-1] = [start + o for o in offs[-1]]
+    lens, offs = data.draw(offsets_levels())
+    levels = len(lens)
     extra = data.draw(st.integers(0, 2))  # values after the last row
     inner = data.draw(st.sampled_from([(), (2,)]))
     total = offs[-1][-1] + extra

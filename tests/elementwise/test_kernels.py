@@ -35,7 +35,8 @@ from arrow_sparse.kernels.cpu import elementwise as cpu_ew
 from arrow_sparse.kernels.cuda import _launch
 from arrow_sparse.kernels.cuda import elementwise as cuda_ew
 
-from ..conftest import FLOAT_DTYPES, NUMERIC_DTYPES
+from .._matrix import pairwise_parametrize
+from ..conftest import FLOAT_DTYPES, NUMERIC_DTYPES, OFFSETS_DTYPES, cupy_or_skip
 from ..cuda_emu.emu import Emulator
 from ._helpers import (
     SOFTMAX_ATOL,
@@ -251,8 +252,7 @@ def test_repeat_rows_matches_cpu(cuda_emu: Emulator, dtype: Any, width: int, bas
 
 
 # -------------------------------------------------------------------------------- unique
-@pytest.mark.parametrize("mask", MASKS)
-@pytest.mark.parametrize("dtype", NUMERIC_DTYPES, ids=lambda d: np.dtype(d).name)
+@pairwise_parametrize("dtype,offsets_dtype,mask", NUMERIC_DTYPES, OFFSETS_DTYPES, MASKS)
 def test_unique_rows_matches_cpu(cuda_emu: Emulator, dtype: Any, mask: str,
                                  offsets_dtype: np.dtype) -> None:
     rng = np.random.default_rng(3)
@@ -303,13 +303,12 @@ def dense_problem(dtype: Any, width: int, mapped: bool, seed: int = 0
     return x, dense, row_of, offsets
 
 
-@pytest.mark.parametrize("mapped", [False, True], ids=["identity", "mapped"])
-@pytest.mark.parametrize("op", [0, 1, 2], ids=["add", "mul", "read"])
-@pytest.mark.parametrize("width", [1, 3])
-@pytest.mark.parametrize("dtype", NUMERIC_DTYPES, ids=lambda d: np.dtype(d).name)
+@pairwise_parametrize("dtype,offsets_dtype,op,width,mapped", NUMERIC_DTYPES, OFFSETS_DTYPES,
+                      ["add", "mul", "read"], [1, 3], ["identity", "mapped"])
 def test_jagged_dense_jagged_out_matches_cpu(cuda_emu: Emulator, dtype: Any, width: int,
-                                             op: int, mapped: bool,
+                                             op: str, mapped: str,
                                              offsets_dtype: np.dtype) -> None:
+    op, mapped = ["add", "mul", "read"].index(op), mapped == "mapped"
     x, dense, row_of, offsets = dense_problem(dtype, width, mapped)
     if dtype in FLOAT_DTYPES:
         x[[3, 4], 0] = [np.inf, -np.inf]  # x * 0 outside the dense: NaN, as on the CPU
@@ -569,16 +568,6 @@ def test_unsupported_dtypes_raise_not_implemented(call: Callable[[], Any], match
 
 
 # ------------------------------------------------------------------------- on a real GPU
-def cupy_or_skip() -> Any:
-    cupy = pytest.importorskip("cupy")
-    try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("no CUDA device")
-    except cupy.cuda.runtime.CUDARuntimeError:
-        pytest.skip("no CUDA device")
-    return cupy
-
-
 def gpu_problem(kernel: str, dtype: Any) -> tuple[Any, ...]:
     """CPU-kernel arguments of ``kernel`` on a few hundred rows (floats for softmax)."""
     rng = np.random.default_rng(11)

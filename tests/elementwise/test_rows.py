@@ -21,7 +21,7 @@ import arrow_sparse as asp
 from arrow_sparse.kernels import cuda
 
 from .. import _reference as ref
-from .._strategies import lengths, list_arrays, numeric_dtypes
+from .._strategies import lengths, list_arrays, numeric_dtypes, offsets_levels
 from ..conftest import from_backend
 from ..cuda_emu.emu import Emulator, emulated
 from ..cuda_emu.fake_cupy import emulated_cupy
@@ -340,14 +340,7 @@ def test_repeat_matches_reference(case: tuple[pa.Array, list], data: st.DataObje
 @pytest.mark.hypothesis
 @given(st.data())
 def test_expand_into_jagged_matches_reference(data: st.DataObject) -> None:
-    levels = data.draw(st.integers(1, 3))
-    lens = [data.draw(st.lists(st.integers(0, 3), max_size=5))]
-    for _ in range(levels - 1):
-        lens.append(data.draw(st.lists(st.integers(0, 3), min_size=sum(lens[-1]),
-                                       max_size=sum(lens[-1]))))
-    offs = [ref.lengths_to_offsets(x) for x in lens]
-    start = data.draw(st.integers(0, 2))  # leaf values before the first row
-    offs[-1] = [start + o for o in offs[-1]]
+    lens, offs = data.draw(offsets_levels())
     inner = data.draw(st.sampled_from([(), (2,)]))
     rows = len(lens[0])
     x = (np.arange(rows * int(np.prod(inner)), dtype=np.float32) + 1).reshape((rows,) + inner)
@@ -365,7 +358,7 @@ def test_expand_into_jagged_matches_reference(data: st.DataObject) -> None:
             expected[p] = x[r]
     assert got.dtype == x.dtype and got.shape == expected.shape
     np.testing.assert_array_equal(got, expected)
-    if levels == 1 and not inner:
+    if len(offs) == 1 and not inner:
         arrow = asp.expand_into_jagged(pa.array(x), pa.array(offs[0], pa.int64()))
         assert arrow.to_pylist() == expected.tolist()
 

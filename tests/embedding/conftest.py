@@ -1,9 +1,10 @@
 """Fixtures of the embedding tests.
 
-``cuda_emu`` is the CPU emulator alone, for the tests that call the CUDA launchers (or the
-public functions) through it and inspect its launches; ``cp`` is the stand-in CuPy alone,
-for the tests of device errors and synchronisations. Both run every launch also in
-reversed and shuffled thread order, which must give the same results.
+``cuda_emu`` (from ``tests/conftest.py``) is the CPU emulator alone, for the tests that
+call the CUDA launchers (or the public functions) through it and inspect its launches;
+``cp`` is the stand-in CuPy alone, for the tests of device errors and synchronisations.
+Both run every launch also in reversed and shuffled thread order (here ``cp`` too),
+which must give the same results.
 """
 
 from __future__ import annotations
@@ -13,17 +14,9 @@ from types import ModuleType
 
 import pytest
 
-from tests.cuda_emu.emu import Emulator, emulated
 from tests.cuda_emu.fake_cupy import emulated_cupy
 
 ORDERS = ("reverse", "shuffle")
-
-
-@pytest.fixture
-def cuda_emu() -> Iterator[Emulator]:
-    """The emulator, every launch also run in reversed and shuffled thread order."""
-    with emulated(check_orders=ORDERS) as emulator:
-        yield emulator
 
 
 @pytest.fixture

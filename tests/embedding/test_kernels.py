@@ -45,7 +45,8 @@ from arrow_sparse.kernels.cuda import _launch
 from arrow_sparse.kernels.cuda import embedding as cuda_embedding
 from tests.cuda_emu.emu import Emulator, emulated
 
-from ..conftest import NUMERIC_DTYPES
+from .._matrix import pairwise_parametrize
+from ..conftest import NUMERIC_DTYPES, cupy_or_skip
 from ._helpers import launched, same_bits
 from ._reference import ref_bag_ids, ref_piecewise_sum
 
@@ -521,34 +522,33 @@ def test_sort_ids_reads_the_error_word_with_the_run_count(cp: ModuleType) -> Non
 
 
 # ------------------------------------------------------------------ weights_grad
-@pytest.mark.parametrize("dim", [0, 1, 5, 40, 70])
-@pytest.mark.parametrize("gdtype", FLOATS, ids=str)
+@pairwise_parametrize("values_dtype,gdtype,out_dtype", NUMERIC_DTYPES, FLOATS, FLOATS)
 def test_weights_grad_matches_cpu(cuda_emu: Emulator, values_dtype: np.dtype,
-                                  gdtype: np.dtype, dim: int) -> None:
-    rng = np.random.default_rng(dim)
+                                  gdtype: np.dtype, out_dtype: np.dtype) -> None:
     offsets = np.array([2, 2, 5, 11, 11, 20])  # ids 0, 1 and 20.. are in no bag
-    ids = rng.integers(0, 9, size=23)
     launcher = _backend.get_kernel("embedding", "weights_grad")
-    for integral in (False, True):
-        table = random_table(values_dtype, 9, dim, rng, specials=False)
-        grad = (rng.integers(-9, 9, size=(5, dim)) if integral else
-                rng.standard_normal((5, dim)) * 100).astype(gdtype)
-        if integral:
-            table = table.round().astype(values_dtype)
-        for out_dtype, ids_dtype, mean in zip(FLOATS * 2, IDS * 2, (False, False, True, True),
-                                              strict=True):
-            expected = np.full(23, 7.5, dtype=out_dtype)
-            got = expected.copy()
-            cpu_embedding.weights_grad(table, ids, offsets, grad, mean, expected)
-            launcher(table, ids.astype(ids_dtype), offsets, grad, mean, got)
-            cuda.check_errors("lookup_backward_weights")
-            if integral:  # exact sums: the order does not matter
-                same_bits(expected, got)
-                continue
-            outside = np.r_[0:2, 20:23]
-            same_bits(expected[outside], got[outside])
-            tol = dot_tolerance(table, ids, offsets, grad, mean, expected)
-            assert np.all(np.abs(got.astype(np.float64) - expected) <= tol)
+    for dim in (0, 1, 5, 40, 70):
+        rng = np.random.default_rng(dim)
+        ids = rng.integers(0, 9, size=23)
+        for integral in (False, True):
+            table = random_table(values_dtype, 9, dim, rng, specials=False)
+            grad = (rng.integers(-9, 9, size=(5, dim)) if integral else
+                    rng.standard_normal((5, dim)) * 100).astype(gdtype)
+            if integral:
+                table = table.round().astype(values_dtype)
+            for ids_dtype, mean in zip(IDS, (False, True), strict=True):
+                expected = np.full(23, 7.5, dtype=out_dtype)
+                got = expected.copy()
+                cpu_embedding.weights_grad(table, ids, offsets, grad, mean, expected)
+                launcher(table, ids.astype(ids_dtype), offsets, grad, mean, got)
+                cuda.check_errors("lookup_backward_weights")
+                if integral:  # exact sums: the order does not matter
+                    same_bits(expected, got)
+                    continue
+                outside = np.r_[0:2, 20:23]
+                same_bits(expected[outside], got[outside])
+                tol = dot_tolerance(table, ids, offsets, grad, mean, expected)
+                assert np.all(np.abs(got.astype(np.float64) - expected) <= tol)
     assert cuda_emu.order_effects == {}
 
 
@@ -784,16 +784,6 @@ def test_unsupported_dtypes_raise_not_implemented() -> None:
 
 
 # ------------------------------------------------------------------ on a real GPU
-def cupy_or_skip() -> Any:
-    cupy = pytest.importorskip("cupy")
-    try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("no CUDA device")
-    except cupy.cuda.runtime.CUDARuntimeError:
-        pytest.skip("no CUDA device")
-    return cupy
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize(("kernel", "tdtype", "sdtype"), CASES, ids=CASE_IDS)
 def test_gpu_launchers_match_cpu(kernel: str, tdtype: np.dtype, sdtype: np.dtype) -> None:

@@ -1,5 +1,5 @@
-"""Fixtures of the masked-reduction tests: the ``backend`` fixture of ``tests/conftest.py``
-with the stand-in CuPy completed, the CUDA emulator, and the stand-in CuPy itself.
+"""Fixtures of the masked-reduction tests: the ``backend`` and ``cp`` fixtures of
+``tests/conftest.py`` with the stand-in CuPy completed.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from tests.cuda_emu import fake_cupy
-from tests.cuda_emu.emu import Emulator, emulated
 
 #: CuPy functions the masked reductions use that the stand-in CuPy does not define;
 #: they behave as numpy's (added to it for the ``cupy_emu`` backend).
@@ -28,13 +27,6 @@ def backend(backend: str) -> Iterator[str]:
         for name in CUPY_FUNCTIONS:
             setattr(module, name, fake_cupy._function(name))
     yield backend
-
-
-@pytest.fixture
-def cuda_emu() -> Iterator[Emulator]:
-    """The emulator, every launch also run in reversed and shuffled thread order."""
-    with emulated(check_orders=("reverse", "shuffle")) as emulator:
-        yield emulator
 
 
 @pytest.fixture

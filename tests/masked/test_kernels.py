@@ -33,7 +33,7 @@ from arrow_sparse.kernels import cuda
 from arrow_sparse.kernels.cpu import masked as cpu_masked
 from arrow_sparse.kernels.cuda import _launch
 from arrow_sparse.kernels.cuda import masked as cuda_masked
-from tests.conftest import NUMERIC_DTYPES
+from tests.conftest import NUMERIC_DTYPES, cupy_or_skip
 from tests.cuda_emu import fake_cupy
 from tests.cuda_emu.emu import Emulator
 
@@ -371,12 +371,7 @@ def test_key_searches_on_device_arrays_read_nothing_back(name: str) -> None:
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["first_unstored", "sorted_member"])
 def test_gpu_key_searches_match_cpu(name: str) -> None:
-    cupy = pytest.importorskip("cupy")
-    try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("no CUDA device")
-    except cupy.cuda.runtime.CUDARuntimeError:
-        pytest.skip("no CUDA device")
+    cupy = cupy_or_skip()
     args, written = search_cases()[name]
     expected = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     getattr(cpu_masked, name)(*expected)
@@ -390,12 +385,7 @@ def test_gpu_key_searches_match_cpu(name: str) -> None:
 @pytest.mark.gpu
 @pytest.mark.parametrize("key", KEYS)
 def test_gpu_launchers_match_cpu(key: str, values_dtype: np.dtype) -> None:
-    cupy = pytest.importorskip("cupy")
-    try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("no CUDA device")
-    except cupy.cuda.runtime.CUDARuntimeError:
-        pytest.skip("no CUDA device")
+    cupy = cupy_or_skip()
     args, out = calls(values_dtype)[key]
     name = key.split(":")[0]
     expected = out.copy()

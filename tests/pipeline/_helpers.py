@@ -13,6 +13,9 @@ REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "data" / "sample_clicks.parquet"
 SPEC = REPO / "data" / "example_pipeline.toml"
 
+#: Rows of the ``clicks`` fixture (the first rows of the sample, in three files).
+CLICK_ROWS = 6_000
+
 #: pyarrow before 26 writes fixed_size_list rows that are null but cannot read them back
 #: from Parquet ("Expected all lists to be of size=50 but index 1 had size=0").
 needs_fixed_size_null_round_trip = pytest.mark.skipif(

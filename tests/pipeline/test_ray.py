@@ -18,24 +18,10 @@ import pytest
 from arrow_sparse.cli import main
 from arrow_sparse.pipeline import Normalize, Pipeline, run
 
-from ._helpers import SAMPLE, SPEC
+from ._helpers import CLICK_ROWS, SPEC
 
 # Ray's DataContext warns about its own deprecated defaults whenever it is built.
 ignore_rays_deprecations = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*")
-
-ROWS = 6_000
-
-
-@pytest.fixture(scope="module")
-def clicks(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The first rows of the sample with a row key, in 3 files of 2 row groups each."""
-    folder = tmp_path_factory.mktemp("clicks")
-    table = pq.read_table(SAMPLE).slice(0, ROWS)
-    table = table.append_column("row", pa.array(range(ROWS), pa.int64()))
-    for i in range(3):
-        part = table.slice(i * ROWS // 3, ROWS // 3)
-        pq.write_table(part, folder / f"part-{i}.parquet", row_group_size=ROWS // 6)
-    return folder
 
 
 def _spec(tmp_path: Path) -> Path:
@@ -75,7 +61,7 @@ def test_run_engine_ray_equals_local(ray_cluster: object, clicks: Path, tmp_path
     assert main([*argv, "--output", str(tmp_path / "ray.parquet"), "--engine", "ray",
                  "--save-pipeline", str(tmp_path / "fitted" / "spec.toml")]) == 0
     summary = capsys.readouterr().out
-    assert '"engine": "ray"' in summary and f'"rows_in": {ROWS}' in summary
+    assert '"engine": "ray"' in summary and f'"rows_in": {CLICK_ROWS}' in summary
     _same_rows(pq.read_table(tmp_path / "ray.parquet"), pq.read_table(tmp_path / "local.parquet"))
     # the vocabulary fitted on Ray is exactly the local one
     local = Pipeline.load(spec).fit(str(clicks))
@@ -100,7 +86,7 @@ def test_run_engine_ray_on_a_polars_hive_directory(ray_cluster: object, clicks: 
     assert main([*argv, "--output", str(tmp_path / "ray.parquet"), "--engine", "ray"]) == 0
     got = pq.read_table(tmp_path / "ray.parquet")
     assert got.schema.field("label").type == pa.int8()
-    assert got.num_rows == ROWS // 3
+    assert got.num_rows == CLICK_ROWS // 3
     _same_rows(got, pq.read_table(tmp_path / "local.parquet"))
 
 
@@ -125,7 +111,7 @@ def test_map_batches_and_iter_keyed_jagged(ray_cluster: object, clicks: Path,
     features = list(asp_ray.iter_keyed_jagged(batches, keys=["item_cat", "item_buckets"]))
     got = pa.concat_tables(batches)
     _same_rows(got, pipe.transform_table(pq.read_table(clicks)))
-    assert sum(kj.batch_size for kj in features) == ROWS
+    assert sum(kj.batch_size for kj in features) == CLICK_ROWS
     assert all(kj.keys() == ["item_cat", "item_buckets"] for kj in features)
     assert features[0]["item_cat"].to_list() == batches[0]["item_cat"].to_pylist()
 
@@ -192,7 +178,7 @@ def test_run_engine_ray_is_quiet_unless_verbose_issue15(clicks: Path, tmp_path: 
              *extra], capture_output=True, text=True, env=env, cwd=repo, timeout=500,
             check=False)
         assert proc.returncode == 0, proc.stderr[-3000:]
-        assert f"{ROWS:,} rows in, {ROWS:,} rows out" in proc.stdout
+        assert f"{CLICK_ROWS:,} rows in, {CLICK_ROWS:,} rows out" in proc.stdout
         return proc.stderr.splitlines()
 
     # Ray's C++ core worker may still print one line of its own, straight to the
@@ -223,7 +209,7 @@ def test_read_keyed_jagged_datasource(ray_cluster: object, clicks: Path) -> None
     assert isinstance(ds, ray.data.Dataset)
     batches = list(ds.iter_batches(batch_format="pyarrow", batch_size=None))  # its blocks
     features = list(asp_ray.iter_keyed_jagged(batches))
-    assert sum(kj.batch_size for kj in features) == ROWS
+    assert sum(kj.batch_size for kj in features) == CLICK_ROWS
     assert all(kj.keys() == keys for kj in features)
     # every block is already the KeyedJagged's own layout: the round trip is the identity
     for table, kj in zip(batches, features, strict=True):
@@ -240,7 +226,7 @@ def test_read_keyed_jagged_datasource(ray_cluster: object, clicks: Path) -> None
     # batches of the trainer's size, cut across blocks
     sizes = [kj.batch_size for kj in asp_ray.iter_keyed_jagged(
         ds.iter_batches(batch_format="pyarrow", batch_size=700))]
-    assert sum(sizes) == ROWS and set(sizes[:-1]) == {700}
+    assert sum(sizes) == CLICK_ROWS and set(sizes[:-1]) == {700}
 
     # the dataset itself: iter_keyed_jagged iterates it, the loop gets KeyedJagged
     direct = list(asp_ray.iter_keyed_jagged(ds, batch_size=700))

@@ -24,12 +24,10 @@ import pytest
 from arrow_sparse.pipeline import Pipeline, run
 from arrow_sparse.pipeline.steps import Step
 
-from ._helpers import REPO, SAMPLE
+from ._helpers import CLICK_ROWS, REPO
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow,
               pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*")]
-
-ROWS = 6_000
 
 
 class Witness(Step):
@@ -101,18 +99,6 @@ def two_nodes() -> Iterator[Any]:
             start_local_ray()
 
 
-@pytest.fixture(scope="module")
-def clicks(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The first rows of the sample with a row key, in 3 files of 2 row groups each."""
-    folder = tmp_path_factory.mktemp("clicks")
-    table = pq.read_table(SAMPLE).slice(0, ROWS)
-    table = table.append_column("row", pa.array(range(ROWS), pa.int64()))
-    for i in range(3):
-        pq.write_table(table.slice(i * ROWS // 3, ROWS // 3), folder / f"part-{i}.parquet",
-                       row_group_size=ROWS // 6)
-    return folder
-
-
 def _pipeline(log: Path, kill_at: int | None = None) -> Pipeline:
     return Pipeline([
         Witness(str(log), kill_at, name="witness"),
@@ -134,18 +120,19 @@ def test_runner_across_nodes_equals_local(two_nodes: Any, clicks: Path, tmp_path
     pipe = _pipeline(tmp_path / "ray.log")
     summary = run(pipe, str(clicks), str(tmp_path / "ray.parquet"), engine="ray",
                   batch_rows=1000, progress=False)
-    assert (summary.rows_in, summary.rows_out) == (local.rows_in, local.rows_out) == (ROWS, ROWS)
+    assert (summary.rows_in, summary.rows_out) == (local.rows_in, local.rows_out) \
+        == (CLICK_ROWS, CLICK_ROWS)
     got = pq.read_table(tmp_path / "ray.parquet")
     expected = pq.read_table(tmp_path / "local.parquet")
     # the documented order: the local engine's rows, possibly reordered by batch
     assert got.sort_by("row").equals(expected)
-    assert expected["row"].to_pylist() == list(range(ROWS))
+    assert expected["row"].to_pylist() == list(range(CLICK_ROWS))
     # the fit (one pass) and the transform ran in workers of the cluster, not the driver
     log = _log(tmp_path / "ray.log")
     nodes = {n["NodeID"] for n in two_nodes.nodes() if n["Alive"]}
     assert {node for node, *_ in log} <= nodes
     assert os.getpid() not in {pid for _, pid, *_ in log}
-    assert sum(n for *_, n in log) == 2 * ROWS
+    assert sum(n for *_, n in log) == 2 * CLICK_ROWS
     assert pipe["vocab"].vocabulary == _pipeline(tmp_path / "x.log").fit(
         str(clicks))["vocab"].vocabulary
 
@@ -160,7 +147,7 @@ def test_cli_engine_ray_across_nodes_equals_local(two_nodes: Any, clicks: Path,
     assert main([*argv, "--output", str(tmp_path / "local.parquet")]) == 0
     assert main([*argv, "--output", str(tmp_path / "ray.parquet"), "--engine", "ray"]) == 0
     got = pq.read_table(tmp_path / "ray.parquet")
-    assert got.num_rows == ROWS
+    assert got.num_rows == CLICK_ROWS
     assert got.sort_by("row").equals(pq.read_table(tmp_path / "local.parquet"))
 
 
@@ -174,8 +161,8 @@ def test_killed_worker_still_gives_every_row_once(two_nodes: Any, clicks: Path,
                   batch_rows=1000, progress=False)
     killed = int(Path(str(log) + ".killed").read_text())
     got = pq.read_table(tmp_path / "ray.parquet")
-    assert summary.rows_out == got.num_rows == ROWS
-    assert sorted(got["row"].to_pylist()) == list(range(ROWS))  # none missing, none twice
+    assert summary.rows_out == got.num_rows == CLICK_ROWS
+    assert sorted(got["row"].to_pylist()) == list(range(CLICK_ROWS))  # none missing, none twice
     expected = pipe.transform_table(pq.read_table(clicks))
     assert got.sort_by("row").equals(expected.sort_by("row"))
     # the killed process logged the batch of row 3500 and then died; another did it again
@@ -203,7 +190,7 @@ def test_streaming_split_feeds_every_row_once(two_nodes: Any, clicks: Path,
     on_head, on_second = {"head": 1}, {"second": 1}
     ds = asp_ray.read_parquet(clicks, resources=on_head).map_batches(
         where_read, batch_format="pyarrow", batch_size=None, resources=on_head)
-    n = 3  # equal=True gives each trainer ROWS // n rows (it drops a remainder: none here)
+    n = 3  # equal=True gives each trainer CLICK_ROWS // n rows (it drops a remainder: none here)
     splits = asp_ray.map_batches(ds, pipe, batch_size=1000, concurrency=1,
                                  resources=on_second).streaming_split(n, equal=True)
 
@@ -223,8 +210,8 @@ def test_streaming_split_feeds_every_row_once(two_nodes: Any, clicks: Path,
     trainers = [Trainer.remote() for _ in range(n)]
     results = ray.get([t.rows.remote(s) for t, s in zip(trainers, splits, strict=True)])
     transformed = _log(tmp_path / "transform.log")  # before this process adds its own lines
-    assert [len(rows) for rows, _ in results] == [ROWS // n] * n  # every trainer was fed
-    assert sorted(r for rows, _ in results for r in rows) == list(range(ROWS))  # once each
+    assert [len(rows) for rows, _ in results] == [CLICK_ROWS // n] * n  # every trainer was fed
+    assert sorted(r for rows, _ in results for r in rows) == list(range(CLICK_ROWS))  # once each
     expected = pipe.transform_table(pq.read_table(clicks))["item_cat"].to_pylist()
     for rows, cats in results:  # each row's features, whichever trainer had it
         assert cats == [expected[r] for r in rows]

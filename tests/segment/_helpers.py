@@ -67,6 +67,12 @@ EMPTY = {"sum": 0, "weighted_sum": 0, "prod": 1, "mean": 0, "max": 0, "min": 0,
 #: Float results that may differ by a rounding on a real GPU (see the module docstring).
 ROUNDED = ("sum", "mean", "logsumexp", "weighted_sum")
 
+#: The values dtypes of the tests that run every input form (offsets, lengths, segment ids,
+#: Arrow, Jagged) of a family: a small signed, a wide unsigned and a float dtype. Every
+#: dtype meets every offsets and ids width in the dtype-matrix tests
+#: (``*_match_the_cpu``); these tests are about the forms.
+FORM_DTYPES = [np.dtype(np.int8), np.dtype(np.uint64), np.dtype(np.float32)]
+
 #: The device backends of the ``backend`` fixture.
 DEVICE_BACKENDS = ["cuda_emu", "cupy_emu", pytest.param("cupy", marks=pytest.mark.gpu)]
 #: Runs a test on the device backends only (it compares them with the CPU).

@@ -27,7 +27,8 @@ import arrow_sparse as asp
 from arrow_sparse.errors import ArrowSparseError
 
 from .. import _reference_segment as ref
-from ..conftest import NUMERIC_DTYPES, on_device
+from .._matrix import pairwise_parametrize
+from ..conftest import NUMERIC_DTYPES, OFFSETS_DTYPES, on_device
 from . import _strategies as sst
 from ._helpers import (
     AT_ONCE,
@@ -35,6 +36,7 @@ from ._helpers import (
     CAFFE2_OFFSETS,
     CAFFE2_ROWS,
     DEFERRED,
+    FORM_DTYPES,
     LENGTHS,
     MIXED_FIX,
     ROUNDED,
@@ -236,8 +238,8 @@ def test_object_input_raises_type_error(backend: str, fn: Any) -> None:
 
 # ------------------------------------------------------------ the family on the device
 @on_devices
-@pytest.mark.parametrize("ids_dtype", [np.int32, np.int64, np.uint16], ids=["i32", "i64", "u16"])
-@pytest.mark.parametrize("op", list(SPARSE))
+@pairwise_parametrize("op,values_dtype,offsets_dtype,ids_dtype", list(SPARSE), NUMERIC_DTYPES,
+                      OFFSETS_DTYPES, [np.int32, np.int64, np.uint16])
 def test_sparse_segment_reductions_match_the_cpu(backend: str, op: str,
                                                  values_dtype: np.dtype,
                                                  offsets_dtype: np.dtype,
@@ -257,7 +259,7 @@ def test_sparse_segment_reductions_of_every_input_form_match_the_cpu(backend: st
     fn, rounded = SPARSE[op], op in ROUNDED
     rng = np.random.default_rng(20)
     offsets = np.array([2, 2, 9, 10, 25, 33], dtype=np.int32)
-    for dtype in NUMERIC_DTYPES:
+    for dtype in FORM_DTYPES:
         table = values_of(dtype, (12, 3), seed=21)
         ids = rng.integers(0, 12, size=36)
         same_as_cpu(backend, fn, table, ids, offsets=offsets, rounded=rounded)
@@ -645,7 +647,8 @@ def test_embedding_bag_float32_precision_on_a_long_weighted_bag(backend: str) ->
 
 
 @on_devices
-@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pairwise_parametrize("mode,values_dtype,offsets_dtype", ["sum", "mean", "max"], NUMERIC_DTYPES,
+                      OFFSETS_DTYPES)
 def test_embedding_bag_matches_the_cpu(backend: str, mode: str, values_dtype: np.dtype,
                                        offsets_dtype: np.dtype) -> None:
     table, ids, offsets = table_and_ids(values_dtype, np.int32)

@@ -27,7 +27,7 @@ from arrow_sparse.kernels.cuda import _launch
 from arrow_sparse.kernels.cuda import segment as cuda_segment
 from tests.cuda_emu.emu import BUILD_SECONDS, Emulator
 
-from ..conftest import NUMERIC_DTYPES
+from ..conftest import NUMERIC_DTYPES, cupy_or_skip
 from ._helpers import (
     SEGMENT_SYNCS,
     SORTED,
@@ -245,16 +245,6 @@ def test_pieces_are_the_cpus_sums_up_to_the_piece_length(
 
 
 # ------------------------------------------------------------------ on a real GPU
-def cupy_or_skip() -> Any:
-    cupy = pytest.importorskip("cupy")
-    try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("no CUDA device")
-    except cupy.cuda.runtime.CUDARuntimeError:
-        pytest.skip("no CUDA device")
-    return cupy
-
-
 @pytest.mark.gpu
 def test_gpu_launchers_match_cpu(values_dtype: np.dtype, offsets_dtype: np.dtype) -> None:
     cupy = cupy_or_skip()

@@ -26,8 +26,9 @@ from arrow_sparse._arrow import numpy_dtype
 from arrow_sparse.errors import ArrowSparseError, ArrowSparseValueError
 
 from .. import _reference_segment as ref
+from .._matrix import pairwise_parametrize
 from .._strategies import list_arrays, numeric_dtypes, scalars
-from ..conftest import NUMERIC_DTYPES, on_device, to_backend
+from ..conftest import NUMERIC_DTYPES, OFFSETS_DTYPES, on_device, to_backend
 from . import _strategies as sst
 from ._helpers import (
     AT_ONCE,
@@ -40,6 +41,7 @@ from ._helpers import (
     CAFFE2_VALUES,
     DEFERRED,
     EMPTY,
+    FORM_DTYPES,
     MIXED_FIX,
     ROUNDED,
     SORTED,
@@ -79,7 +81,7 @@ def sorted_kernels(op: str, two_d: bool) -> list[str]:
     kernel = SORTED_KERNEL[op]
     return ["sorted_sum_pieces", kernel] if kernel == "sorted_sum" and two_d else [kernel]
 
-WIDTH_IDS = ["1d", "2d"]
+
 WEIGHT_DTYPES = [np.uint8, np.int32, np.uint64, np.float32, np.float64]
 
 
@@ -454,8 +456,8 @@ def test_device_results_need_device_inputs(backend: str) -> None:
 
 # ------------------------------------------------------------ the family on the device
 @on_devices
-@pytest.mark.parametrize("width", WIDTHS, ids=WIDTH_IDS)
-@pytest.mark.parametrize("op", list(SORTED))
+@pairwise_parametrize("op,values_dtype,offsets_dtype,width", list(SORTED), NUMERIC_DTYPES,
+                      OFFSETS_DTYPES, WIDTHS)
 def test_sorted_reductions_match_the_cpu(backend: str, op: str, values_dtype: np.dtype,
                                          offsets_dtype: np.dtype, width: int | None) -> None:
     values, offsets = sample(values_dtype, width)
@@ -475,7 +477,7 @@ def test_sorted_reductions_match_the_cpu(backend: str, op: str, values_dtype: np
 @pytest.mark.parametrize("op", list(SORTED))
 def test_sorted_reductions_of_every_input_form_match_the_cpu(backend: str, op: str) -> None:
     fn, rounded = SORTED[op], op in ROUNDED
-    for dtype in NUMERIC_DTYPES:
+    for dtype in FORM_DTYPES:
         values = values_of(dtype, 40, seed=1)
         offsets = np.array([3, 3, 10, 11, 30, 30, 38], dtype=np.int32)  # starts above 0
         same_as_cpu(backend, fn, values, offsets=offsets, rounded=rounded)
@@ -869,8 +871,7 @@ def test_segment_weighted_sum_float32_precision_on_a_long_segment(backend: str) 
 
 
 @on_devices
-@pytest.mark.parametrize("width", WIDTHS, ids=WIDTH_IDS)
-@pytest.mark.parametrize("weights_dtype", WEIGHT_DTYPES, ids=lambda d: np.dtype(d).name)
+@pairwise_parametrize("values_dtype,weights_dtype,width", NUMERIC_DTYPES, WEIGHT_DTYPES, WIDTHS)
 def test_segment_weighted_sum_matches_the_cpu(backend: str, values_dtype: np.dtype,
                                               weights_dtype: Any, width: int | None) -> None:
     values, offsets = sample(values_dtype, width, signed=False)

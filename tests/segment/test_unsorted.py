@@ -25,14 +25,16 @@ import arrow_sparse as asp
 from arrow_sparse.errors import ArrowSparseError, ArrowSparseIndexError, ArrowSparseValueError
 
 from .. import _reference_segment as ref
+from .._matrix import pairwise_parametrize
 from .._strategies import numeric_dtypes, scalars
-from ..conftest import NUMERIC_DTYPES
+from ..conftest import NUMERIC_DTYPES, OFFSETS_DTYPES
 from . import _strategies as sst
 from ._helpers import (
     AT_ONCE,
     CAFFE2_DATA,
     DEFERRED,
     EMPTY,
+    FORM_DTYPES,
     MIXED_FIX,
     ROUNDED,
     UNSORTED,
@@ -56,7 +58,6 @@ from ._helpers import (
 )
 
 WIDTHS = [None, 3]
-WIDTH_IDS = ["1d", "2d"]
 WEIGHT_DTYPES = [np.uint8, np.int32, np.uint64, np.float32, np.float64]
 U64_BIG = np.array([0, 2**63], dtype=np.uint64)
 
@@ -262,8 +263,8 @@ def test_object_input_raises_type_error(backend: str, fn: Any) -> None:
 
 # ------------------------------------------------------------ the family on the device
 @on_devices
-@pytest.mark.parametrize("width", WIDTHS, ids=WIDTH_IDS)
-@pytest.mark.parametrize("op", list(UNSORTED))
+@pairwise_parametrize("op,values_dtype,offsets_dtype,width", list(UNSORTED), NUMERIC_DTYPES,
+                      OFFSETS_DTYPES, WIDTHS)
 def test_unsorted_reductions_match_the_cpu(backend: str, op: str, values_dtype: np.dtype,
                                            offsets_dtype: np.dtype, width: int | None) -> None:
     values, _ = sample(values_dtype, width)
@@ -280,7 +281,7 @@ def test_unsorted_reductions_match_the_cpu(backend: str, op: str, values_dtype: 
 def test_unsorted_reductions_of_every_input_form_match_the_cpu(backend: str, op: str) -> None:
     fn, rounded = UNSORTED[op], op in ROUNDED
     rng = np.random.default_rng(13)
-    for dtype in NUMERIC_DTYPES:
+    for dtype in FORM_DTYPES:
         values = values_of(dtype, 50, seed=14)
         ids = rng.integers(0, 7, size=50).astype(np.int32)
         same_as_cpu(backend, fn, values, ids, 9, rounded=rounded)

@@ -41,7 +41,8 @@ from arrow_sparse.kernels import cuda
 from arrow_sparse.kernels.cpu import sparse as cpu_sparse
 from arrow_sparse.kernels.cuda import _launch
 from arrow_sparse.kernels.cuda import sparse as cuda_sparse
-from tests.conftest import NUMERIC_DTYPES
+from tests._matrix import pairwise_parametrize
+from tests.conftest import NUMERIC_DTYPES, OFFSETS_DTYPES, cupy_or_skip
 from tests.cuda_emu import fake_cupy
 from tests.cuda_emu.emu import Emulator, emulated
 from tests.sparse._helpers import assert_same, compressed, values_of
@@ -148,11 +149,12 @@ def test_launchers_take_the_cpu_kernels_arguments() -> None:
 
 
 # ------------------------------------------------------------------------ products
-@pytest.mark.parametrize("width", [1, 3, 32, 45])
+@pairwise_parametrize("values_dtype,offsets_dtype,idx", NUMERIC_DTYPES, OFFSETS_DTYPES,
+                      INDEX_DTYPES)
 def test_csr_spmm_matches_cpu_bit_for_bit(cuda_emu: Emulator, values_dtype: np.dtype,
-                                          offsets_dtype: np.dtype, width: int) -> None:
-    rng = np.random.default_rng(width)
-    for idx in INDEX_DTYPES:
+                                          offsets_dtype: np.dtype, idx: np.dtype) -> None:
+    for width in (1, 3, 32, 45):
+        rng = np.random.default_rng(width)
         indptr, indices, values = compressed(rng, 11, 7, ptr=offsets_dtype, idx=idx,
                                              dtype=values_dtype)
         dense = values_of(rng, values_dtype, 7 * width).reshape(7, width)
@@ -162,38 +164,38 @@ def test_csr_spmm_matches_cpu_bit_for_bit(cuda_emu: Emulator, values_dtype: np.d
         assert_same(got, expected)
 
 
+@pairwise_parametrize("values_dtype,offsets_dtype,idx", NUMERIC_DTYPES, OFFSETS_DTYPES,
+                      INDEX_DTYPES)
 def test_csr_spmv_matches_cpu(cuda_emu: Emulator, values_dtype: np.dtype,
-                              offsets_dtype: np.dtype) -> None:
+                              offsets_dtype: np.dtype, idx: np.dtype) -> None:
     rng = np.random.default_rng(1)
-    for idx in INDEX_DTYPES:
-        # lines longer than the 32 lanes, so lanes hold several entries
-        indptr, indices, values = compressed(rng, 9, 50, ptr=offsets_dtype, idx=idx,
-                                             dtype=values_dtype, max_len=80)
-        args = (indptr, indices, values, values_of(rng, values_dtype, 50),
-                np.zeros(9, values_dtype))
-        (expected,), (got,) = run_both(cuda_emu, "csr_spmv", args, written=(4,))
-        assert_close(got, expected, magnitudes("csr_spmv", args, 4))
+    # lines longer than the 32 lanes, so lanes hold several entries
+    indptr, indices, values = compressed(rng, 9, 50, ptr=offsets_dtype, idx=idx,
+                                         dtype=values_dtype, max_len=80)
+    args = (indptr, indices, values, values_of(rng, values_dtype, 50),
+            np.zeros(9, values_dtype))
+    (expected,), (got,) = run_both(cuda_emu, "csr_spmv", args, written=(4,))
+    assert_close(got, expected, magnitudes("csr_spmv", args, 4))
 
 
 @pytest.mark.parametrize("name", ["dense_csr", "csc_spmm"])
+@pairwise_parametrize("values_dtype,offsets_dtype,idx", NUMERIC_DTYPES, OFFSETS_DTYPES,
+                      INDEX_DTYPES)
 def test_ordered_scatters_run_as_spmm_bit_for_bit(cuda_emu: Emulator, name: str,
                                                   values_dtype: np.dtype,
-                                                  offsets_dtype: np.dtype) -> None:
+                                                  offsets_dtype: np.dtype, idx: np.dtype) -> None:
     rng = np.random.default_rng(2)
     lines, minor, width = 10, 6, 5
-    for idx in INDEX_DTYPES:
-        indptr, indices, values = compressed(rng, lines, minor, ptr=offsets_dtype, idx=idx,
-                                             dtype=values_dtype)
-        if name == "dense_csr":  # out[m, minor] += dense[m, lines] @ csr
-            dense = values_of(rng, values_dtype, width * lines).reshape(width, lines)
-            args = (dense, indptr, indices, values, np.zeros((width, minor), values_dtype))
-            written = 4
-        else:  # out[minor, k] += csc @ dense[lines, k]
-            dense = values_of(rng, values_dtype, lines * width).reshape(lines, width)
-            args = (indptr, indices, values, dense, np.zeros((minor, width), values_dtype))
-            written = 4
-        expected, got = run_both(cuda_emu, name, args, written=(written,))
-        assert_same(got, expected)
+    indptr, indices, values = compressed(rng, lines, minor, ptr=offsets_dtype, idx=idx,
+                                         dtype=values_dtype)
+    if name == "dense_csr":  # out[m, minor] += dense[m, lines] @ csr
+        dense = values_of(rng, values_dtype, width * lines).reshape(width, lines)
+        args = (dense, indptr, indices, values, np.zeros((width, minor), values_dtype))
+    else:  # out[minor, k] += csc @ dense[lines, k]
+        dense = values_of(rng, values_dtype, lines * width).reshape(lines, width)
+        args = (indptr, indices, values, dense, np.zeros((minor, width), values_dtype))
+    expected, got = run_both(cuda_emu, name, args, written=(4,))
+    assert_same(got, expected)
 
 
 def test_dense_csr_skips_zero_operands_like_the_cpu(cuda_emu: Emulator) -> None:
@@ -208,13 +210,14 @@ def test_dense_csr_skips_zero_operands_like_the_cpu(cuda_emu: Emulator) -> None:
 
 
 # ------------------------------------------------------------------ sums, scatters
-@pytest.mark.parametrize("transposed", [False, True])
+@pairwise_parametrize("values_dtype,offsets_dtype,idx", NUMERIC_DTYPES, OFFSETS_DTYPES,
+                      INDEX_DTYPES)
 def test_compressed_to_dense_matches_cpu(cuda_emu: Emulator, values_dtype: np.dtype,
-                                         offsets_dtype: np.dtype, transposed: bool) -> None:
+                                         offsets_dtype: np.dtype, idx: np.dtype) -> None:
     rng = np.random.default_rng(3)
-    for idx in INDEX_DTYPES:
-        indptr, indices, values = compressed(rng, 8, 6, ptr=offsets_dtype, idx=idx,
-                                             dtype=values_dtype)
+    indptr, indices, values = compressed(rng, 8, 6, ptr=offsets_dtype, idx=idx,
+                                         dtype=values_dtype)
+    for transposed in (False, True):
         out = np.zeros((6, 8) if transposed else (8, 6), values_dtype)
         args = (indptr, indices, values, out, transposed)
         (expected,), (got,) = run_both(cuda_emu, "compressed_to_dense", args, written=(3,))
@@ -329,16 +332,15 @@ def test_expand_major_matches_cpu(cuda_emu: Emulator, offsets_dtype: np.dtype,
     assert_same(*run_both(cuda_emu, "expand_major", empty)[::-1])
 
 
-@pytest.mark.parametrize("dtype", MOVED_DTYPES, ids=str)
+@pairwise_parametrize("dtype,offsets_dtype,idx", MOVED_DTYPES, OFFSETS_DTYPES, INDEX_DTYPES)
 def test_compressed_transpose_matches_cpu(cuda_emu: Emulator, dtype: np.dtype,
-                                          offsets_dtype: np.dtype) -> None:
+                                          offsets_dtype: np.dtype, idx: np.dtype) -> None:
     rng = np.random.default_rng(10)
-    for idx in INDEX_DTYPES:
-        indptr, indices, values = compressed(rng, 9, 6, ptr=offsets_dtype, idx=idx, dtype=dtype)
-        for num_minor in (6, 9):  # trailing empty lines in the other layout
-            expected, got = run_both(cuda_emu, "compressed_transpose",
-                                     (indptr, indices, values, num_minor))
-            assert_same(got, expected)
+    indptr, indices, values = compressed(rng, 9, 6, ptr=offsets_dtype, idx=idx, dtype=dtype)
+    for num_minor in (6, 9):  # trailing empty lines in the other layout
+        expected, got = run_both(cuda_emu, "compressed_transpose",
+                                 (indptr, indices, values, num_minor))
+        assert_same(got, expected)
     empty = (np.array([4, 4], offsets_dtype), np.zeros(5, np.int32), np.zeros(5, dtype), 3)
     assert_same(*run_both(cuda_emu, "compressed_transpose", empty)[::-1])
 
@@ -376,21 +378,20 @@ def test_coo_to_compressed_with_a_range_too_wide_to_ravel(cuda_emu: Emulator) ->
     assert_same(got, expected)
 
 
-@pytest.mark.parametrize("dtype", MOVED_DTYPES, ids=str)
+@pairwise_parametrize("dtype,offsets_dtype,idx", MOVED_DTYPES, OFFSETS_DTYPES, INDEX_DTYPES)
 def test_sum_duplicates_and_canonical_lines_match_cpu(cuda_emu: Emulator, dtype: np.dtype,
-                                                      offsets_dtype: np.dtype) -> None:
+                                                      offsets_dtype: np.dtype,
+                                                      idx: np.dtype) -> None:
     rng = np.random.default_rng(13)
-    for idx in INDEX_DTYPES:
-        for sort in (True, False):
-            indptr, indices, values = compressed(rng, 14, 4, ptr=offsets_dtype, idx=idx,
-                                                 dtype=dtype, sort=sort)
-            if sort:
-                assert_same(*run_both(cuda_emu, "sum_duplicates",
-                                      (indptr, indices, values))[::-1])
-            assert_same(*run_both(cuda_emu, "canonical_lines", (indptr, indices, values))[::-1])
-        empty = (np.array([2, 2, 2], offsets_dtype), np.zeros(3, idx), values[:3])
-        for name in ("sum_duplicates", "canonical_lines"):
-            assert_same(*run_both(cuda_emu, name, empty)[::-1])
+    for sort in (True, False):
+        indptr, indices, values = compressed(rng, 14, 4, ptr=offsets_dtype, idx=idx,
+                                             dtype=dtype, sort=sort)
+        if sort:
+            assert_same(*run_both(cuda_emu, "sum_duplicates", (indptr, indices, values))[::-1])
+        assert_same(*run_both(cuda_emu, "canonical_lines", (indptr, indices, values))[::-1])
+    empty = (np.array([2, 2, 2], offsets_dtype), np.zeros(3, idx), values[:3])
+    for name in ("sum_duplicates", "canonical_lines"):
+        assert_same(*run_both(cuda_emu, name, empty)[::-1])
 
 
 @pytest.mark.parametrize("sizes", [[7], [3, 5], [2, 3, 4], [6, 1]])
@@ -664,12 +665,7 @@ def test_launchers_on_device_arrays(name: str) -> None:
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", cuda_sparse.__all__)
 def test_gpu_launchers_match_cpu(name: str) -> None:
-    cupy = pytest.importorskip("cupy")
-    try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("no CUDA device")
-    except cupy.cuda.runtime.CUDARuntimeError:
-        pytest.skip("no CUDA device")
+    cupy = cupy_or_skip()
     args, written, _ = device_cases()[name]
     expected_args = copies(args)
     expected = getattr(cpu_sparse, name)(*expected_args)

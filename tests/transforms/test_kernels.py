@@ -44,7 +44,7 @@ from arrow_sparse.kernels.cuda import _launch
 from arrow_sparse.kernels.cuda import transforms as gpu
 
 from .. import _reference as ref
-from ..conftest import INT_DTYPES, NUMERIC_DTYPES
+from ..conftest import INT_DTYPES, NUMERIC_DTYPES, cupy_or_skip
 from ..cuda_emu import fake_cupy
 from ..cuda_emu.emu import Emulator, emulated
 from ._helpers import STRING_POOL, kernel_xxh3, launched, run_through_the_emulator, same
@@ -68,16 +68,6 @@ def test_xxh3_int_kernel_matches_reference(x: int, seed: int) -> None:
 @given(st.integers(0, 2**64 - 1), st.integers(1, 2**63 - 1))
 def test_bucket_reduction_is_exact_modulo(h: int, n: int) -> None:
     assert cpu.bucket_of(h, n) == h % n
-
-
-@pytest.mark.parametrize("chunks", [1, 2, 7, 64])
-def test_balanced_bounds_cover_the_range(chunks: int) -> None:
-    offsets = np.cumsum([0] + [1] * 50 + [1000] * 3 + [0] * 40).astype(np.int64)
-    bounds = cpu._balanced_bounds(offsets, 2, len(offsets) - 1, chunks)
-    assert bounds[0] == 2 and bounds[-1] == len(offsets) - 1 and len(bounds) == chunks + 1
-    assert (np.diff(bounds) >= 0).all()
-    if chunks == 2:  # the three long strings weigh more than the other ninety
-        assert 50 <= bounds[1] <= 53
 
 
 # ---------------------------------------------------------------- CUDA launchers: inputs
@@ -631,15 +621,15 @@ def to_host(x: Any) -> Any:
 
 
 @pytest.mark.parametrize("name", gpu.__all__)
-def test_launchers_on_device_arrays(fake: Any, name: str) -> None:
+def test_launchers_on_device_arrays(cp: Any, name: str) -> None:
     args, syncs = device_cases()[name]
     host = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
     expected = getattr(cpu, name)(*host)
-    device = to_device(fake, args)
-    launcher = _backend.get_kernel("transforms", name, fake)
-    fake.stats.reset()
+    device = to_device(cp, args)
+    launcher = _backend.get_kernel("transforms", name, cp)
+    cp.stats.reset()
     got = launcher(*device)
-    assert fake.stats.syncs == syncs
+    assert cp.stats.syncs == syncs
     cuda.check_errors(name)
     if name.startswith("count_"):
         assert as_pairs(*to_host(got)) == as_pairs(*expected)
@@ -901,16 +891,6 @@ def test_unsupported_dtypes_raise_not_implemented() -> None:
 
 
 # ------------------------------------------------------------------------- on a real GPU
-def cupy_or_skip() -> Any:
-    cupy = pytest.importorskip("cupy")
-    try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("no CUDA device")
-    except cupy.cuda.runtime.CUDARuntimeError:
-        pytest.skip("no CUDA device")
-    return cupy
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", gpu.__all__)
 def test_gpu_launchers_match_cpu(name: str) -> None:

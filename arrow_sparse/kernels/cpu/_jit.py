@@ -16,7 +16,8 @@ kernels release the GIL). Numba's ``parallel=True`` is not used: its parallel-lo
 passes made a kernel several times as slow to compile, every kernel was compiled
 twice (a serial twin for small inputs), and its ``workqueue`` threading layer aborts
 when two threads run parallel kernels at once. ``numba.set_num_threads`` (per
-thread) still sets how many threads a call uses.
+thread) still sets how many threads a call uses. :func:`balanced_bounds` cuts rows
+into parts of about equal cost for them.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numba
+import numpy as np
 from numba.core import event
 from numba.core.caching import FunctionCache
 from numba.core.compiler import CompilerBase, DefaultPassBuilder
@@ -253,6 +255,36 @@ def run(fn: Any, work: int, n: int, *args: Any) -> list[Any]:
     finally:
         concurrent.futures.wait(futures)
     return [first, *(f.result() for f in futures)]
+
+
+@kernel
+def balanced_bounds(offsets, start, stop, parts, row_cost):  # pragma: no cover
+    """Cut rows ``[start, stop)`` into ``parts`` runs of about equal cost.
+
+    Row ``k`` costs its values, ``offsets[k + 1] - offsets[k]``, plus ``row_cost``
+    (loop set-up, the store: an empty row is not free). Returns ``bounds``, ``parts + 1``
+    long: run ``p`` is rows ``[bounds[p], bounds[p + 1])``, ``bounds[0] == start`` and
+    ``bounds[parts] == stop``; it starts at the first row whose cumulative cost reaches
+    ``p / parts`` of the total (binary searches on the non-decreasing
+    ``offsets[k] + row_cost * k``). A row is never split, so runs may be empty.
+    """
+    bounds = np.empty(parts + 1, dtype=np.int64)
+    base = np.int64(offsets[start]) + row_cost * np.int64(start)
+    total = np.int64(offsets[stop]) + row_cost * np.int64(stop) - base
+    bounds[0] = start
+    for p in range(1, parts):
+        target = base + total * p // parts
+        lo = np.int64(bounds[p - 1])
+        hi = np.int64(stop)
+        while lo < hi:  # the first row whose cost reaches the target
+            mid = (lo + hi) >> 1
+            if np.int64(offsets[mid]) + row_cost * mid < target:
+                lo = mid + 1
+            else:
+                hi = mid
+        bounds[p] = lo
+    bounds[parts] = stop
+    return bounds
 
 
 _LOCAL = threading.local()

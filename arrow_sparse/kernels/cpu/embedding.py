@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-from ._jit import kernel, parallel_kernel, run, threads_for
+from ._jit import balanced_bounds, kernel, parallel_kernel, run, threads_for
 from ._segment_gather import prefetch_row
 
 #: How many ids ahead ``bag_max`` prefetches table rows (random rows miss every cache).
@@ -251,12 +251,7 @@ def _element_blocks(starts: np.ndarray, work: int) -> np.ndarray:
     parts = min(threads_for(work), runs)
     if parts <= 1:
         return np.array([0, runs], np.int64)
-    base = int(starts[0])
-    cost = starts[:-1].astype(np.int64) - base + np.arange(runs, dtype=np.int64)
-    total = int(starts[-1]) - base + runs
-    targets = total * np.arange(1, parts, dtype=np.int64) // parts
-    cuts = np.searchsorted(cost, targets, side="left")
-    return np.concatenate(([0], cuts, [runs])).astype(np.int64)
+    return balanced_bounds(starts, 0, runs, parts, 1)
 
 
 # --------------------------------------------------------------------------- optimizers

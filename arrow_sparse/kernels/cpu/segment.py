@@ -30,10 +30,10 @@ all of it first):
 
 Every sorted and fused kernel is a :func:`~._jit.parallel_kernel` over row blocks:
 :func:`~._jit.run` gives each kernel thread one block of rows, the blocks balanced by
-values and rows (``_balanced_blocks``), or a run of chunks of rows for the less used
-2-D kernels; a small input is one block on the calling thread. The fused kernels cut
-their rows into many blocks balanced by ids and rows (``_shared_blocks``: 16 per
-thread), which the kernel threads take in turn through an atomic counter
+values and rows (:func:`~._jit.balanced_bounds`), or a run of chunks of rows for the
+less used 2-D kernels; a small input is one block on the calling thread. The fused
+kernels cut their rows into many blocks balanced by ids and rows (``_shared_blocks``:
+16 per thread), which the kernel threads take in turn through an atomic counter
 (``_g.take_block``, so no thread goes back to Python between blocks): their random row
 reads cost what their cache misses cost, so equal id counts are not equal times. Each
 row is still reduced by one thread, in order. The fused float
@@ -55,34 +55,9 @@ import numpy as np
 
 from . import _segment_gather as _g
 from . import _segment_sorted as _s
-from ._jit import kernel, parallel_kernel, run, threads_for
+from ._jit import balanced_bounds, kernel, parallel_kernel, run, threads_for
 from ._segment_gather import MODE_MAX, MODE_MEAN
 from ._segment_ir import NVEC
-
-
-# ---------------------------------------------------------------------- row blocks
-@kernel
-def _balanced_blocks(offsets, nblocks, row_cost):  # pragma: no cover
-    # bounds[b]: first row of block b, so that each block holds about the same
-    # values + row_cost * rows (a row costs some work of its own, even empty).
-    num_rows = offsets.shape[0] - 1
-    bounds = np.empty(nblocks + 1, np.int64)
-    base = offsets[0]
-    total = (offsets[num_rows] - base) + row_cost * num_rows
-    bounds[0] = 0
-    for b in range(1, nblocks):
-        target = total * b // nblocks
-        lo = bounds[b - 1]
-        hi = num_rows
-        while lo < hi:  # the first row whose cost reaches the target
-            mid = (lo + hi) // 2
-            if offsets[mid] - base + row_cost * mid < target:
-                lo = mid + 1
-            else:
-                hi = mid
-        bounds[b] = lo
-    bounds[nblocks] = num_rows
-    return bounds
 
 
 # ------------------------------------------------------------------ segment ids
@@ -156,7 +131,7 @@ def _blocks(work: int, offsets: np.ndarray, row_cost: int = _ROW_COST) -> np.nda
     threads = threads_for(work)
     if threads == 1:
         return np.array([0, len(offsets) - 1], np.int64)
-    return _balanced_blocks(offsets, threads, row_cost)
+    return balanced_bounds(offsets, 0, len(offsets) - 1, threads, row_cost)
 
 
 #: Blocks per kernel thread of the fused gather kernels (:func:`_shared_blocks`).
@@ -181,7 +156,7 @@ def _shared_blocks(work: int, offsets: np.ndarray, row_cost: int = _ID_COST) -> 
     if threads == 1:
         return np.array([0, len(offsets) - 1], np.int64)
     nblocks = max(threads, min(threads * _SHARED_BLOCKS_PER_THREAD, work // _SHARED_BLOCK_WORK))
-    return _balanced_blocks(offsets, nblocks, row_cost)
+    return balanced_bounds(offsets, 0, len(offsets) - 1, nblocks, row_cost)
 
 
 def _run_shared(fn: Any, work: int, nblocks: int, *args: Any) -> None:

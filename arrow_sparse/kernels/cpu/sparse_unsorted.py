@@ -17,48 +17,26 @@ module checks everything else first):
 - Segment ids are checked against ``[0, S)`` as they are read (under null indices too),
   then non-null indices against ``[0, V)``; a kernel returns the first position that
   fails, or -1 (``out`` is then incomplete).
-- Float max/min are IEEE 754-2019 ``maximum``/``minimum`` as in the segment family:
-  NaN propagates and ``-0.0 < +0.0``, so the result does not depend on the order
-  the rows are combined in.
+- Float max/min are IEEE 754-2019 ``maximum``/``minimum`` as in the segment family
+  (its ``take_max``/``take_min``): NaN propagates and ``-0.0 < +0.0``, so the result
+  does not depend on the order the rows are combined in.
 
 A large input is split into one contiguous part per kernel thread, each with its own
 partial results (when they are no bigger than the gathered rows), combined in part
-order afterwards; small inputs run on one thread. Each phase is one serial kernel over
-a range of parts (``_jit.run`` splits it over the kernel threads).
+order afterwards by the unsorted segment reductions' combine kernels; small inputs run
+on one thread. Each phase is one serial kernel over a range of parts (``_jit.run``
+splits it over the kernel threads).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from ._jit import CACHE, parallel_kernel, run, threads_for
+from ._jit import parallel_kernel, run, threads_for
+from ._segment_gather import scatter_extreme_combine, scatter_sum_combine
+from ._segment_ir import take_max, take_min
 
 __all__ = ["gather_scatter_extreme", "gather_scatter_sum"]
-
-
-@njit(cache=CACHE, nogil=True, inline="always")
-def _take_max(x, m):  # pragma: no cover
-    # The update of a max: NaN propagates, of two equal values +0.0 wins.
-    if x != x:
-        return x
-    if m != m or x < m:
-        return m
-    if x > m or not np.signbit(x):
-        return x
-    return m
-
-
-@njit(cache=CACHE, nogil=True, inline="always")
-def _take_min(x, m):  # pragma: no cover
-    # The update of a min: NaN propagates, of two equal values -0.0 wins.
-    if x != x:
-        return x
-    if m != m or x > m:
-        return m
-    if x < m or np.signbit(x):
-        return x
-    return m
 
 
 def _sum_parts(data, indices, imask, ids, weights, zero, acc, cnt, bad, lo,
@@ -102,31 +80,6 @@ def _sum_parts(data, indices, imask, ids, weights, zero, acc, cnt, bad, lo,
                     mine[s, d] += data[r, d]
 
 
-def _sum_combine(acc, cnt, mean, min_count, empty, out, counts, lo, hi):  # pragma: no cover
-    # Segments of chunk q of [0, S): the parts' partials added in part order.
-    num_segments = out.shape[0]
-    width = out.shape[1]
-    parts = acc.shape[0]
-    want_counts = counts.shape[0] != 0
-    for q in range(lo, hi):
-        for s in range(q * num_segments // parts, (q + 1) * num_segments // parts):
-            c = 0
-            for p in range(parts):
-                c += cnt[p, s]
-            if want_counts:
-                counts[s] = c
-            for d in range(width):
-                total = acc[0, s, d]
-                for p in range(1, parts):
-                    total += acc[p, s, d]
-                if c < min_count:
-                    out[s, d] = empty
-                elif mean:
-                    out[s, d] = total / c
-                else:
-                    out[s, d] = total
-
-
 def _extreme_parts(data, indices, imask, ids, is_max, init, acc, cnt, bad, lo,
                    hi):  # pragma: no cover
     # As _sum_parts, for max (min).
@@ -159,37 +112,16 @@ def _extreme_parts(data, indices, imask, ids, is_max, init, acc, cnt, bad, lo,
             tally[s] += 1
             if is_max:
                 for d in range(width):
-                    mine[s, d] = _take_max(data[r, d], mine[s, d])
+                    mine[s, d] = take_max(data[r, d], mine[s, d])
             else:
                 for d in range(width):
-                    mine[s, d] = _take_min(data[r, d], mine[s, d])
-
-
-def _extreme_combine(acc, cnt, is_max, min_count, empty, out, counts, lo,
-                     hi):  # pragma: no cover
-    # As _sum_combine, for max (min).
-    num_segments = out.shape[0]
-    width = out.shape[1]
-    parts = acc.shape[0]
-    want_counts = counts.shape[0] != 0
-    for q in range(lo, hi):
-        for s in range(q * num_segments // parts, (q + 1) * num_segments // parts):
-            c = 0
-            for p in range(parts):
-                c += cnt[p, s]
-            if want_counts:
-                counts[s] = c
-            for d in range(width):
-                m = acc[0, s, d]
-                for p in range(1, parts):
-                    m = _take_max(acc[p, s, d], m) if is_max else _take_min(acc[p, s, d], m)
-                out[s, d] = empty if c < min_count else m
+                    mine[s, d] = take_min(data[r, d], mine[s, d])
 
 
 _SUM_PARTS = parallel_kernel(_sum_parts)
-_SUM_COMBINE = parallel_kernel(_sum_combine)
+_SUM_COMBINE = parallel_kernel(scatter_sum_combine)
 _EXTREME_PARTS = parallel_kernel(_extreme_parts)
-_EXTREME_COMBINE = parallel_kernel(_extreme_combine)
+_EXTREME_COMBINE = parallel_kernel(scatter_extreme_combine)
 
 _NO_MASK = np.empty(0, np.uint8)
 _NO_COUNTS = np.empty(0, np.int64)

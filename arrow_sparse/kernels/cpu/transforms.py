@@ -30,7 +30,7 @@ from numba.core import types
 from numba.extending import intrinsic
 
 from ..xxh3 import K_4TO8, SECRET, divider, int_bitflip, long_secret, secret64
-from ._jit import kernel, parallel_kernel, run, threads_for
+from ._jit import balanced_bounds, kernel, parallel_kernel, run, threads_for
 from .keyed import block_bucketize  # KeyedJagged sharding, same family
 from .padding import compact, kept_lengths, pad_or_truncate  # same family
 
@@ -278,7 +278,7 @@ def _hash_ints(values, start, bitflip, n, magic, shift, mode, out, lo, hi):  # p
 
 def _hash_strings(offsets, data, bounds, seed, ksecret, secret, n, magic, shift, mode,
                   out, lo, hi):  # pragma: no cover
-    # Chunks c in [lo, hi), [bounds[c], bounds[c + 1]) each (see _balanced_bounds). The
+    # Chunks c in [lo, hi), [bounds[c], bounds[c + 1]) each (see hash_strings). The
     # first loop hashes every string as if it had at most 16 bytes (for a longer one
     # the inlined short path reads inside the string and its result is overwritten):
     # no call in the hot loop, so nothing spills. The rare longer strings get a second
@@ -301,29 +301,6 @@ def _hash_strings(offsets, data, bounds, seed, ksecret, secret, n, magic, shift,
                 if size > 16:
                     h = _xxh3_above16(data, p, size, seed, ksecret, secret)
                     out[k] = _bucket(h, n, magic, shift, mode)
-
-
-@kernel
-def _balanced_bounds(offsets, start, stop, chunks):  # pragma: no cover
-    # Cut strings [start, stop) into ``chunks`` runs of about equal cost, a string
-    # costing 16 + its bytes: binary searches on the non-decreasing offsets[k] + 16 k.
-    bounds = np.empty(chunks + 1, dtype=np.int64)
-    base = np.int64(offsets[start]) + 16 * np.int64(start)
-    total = np.int64(offsets[stop]) + 16 * np.int64(stop) - base
-    bounds[0] = start
-    for c in range(1, chunks):
-        target = base + total * c // chunks
-        lo = np.int64(bounds[c - 1])
-        hi = np.int64(stop)
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if np.int64(offsets[mid]) + 16 * mid < target:
-                lo = mid + 1
-            else:
-                hi = mid
-        bounds[c] = lo
-    bounds[chunks] = stop
-    return bounds
 
 
 # -------------------------------------------------------------------- bucketize
@@ -1174,6 +1151,10 @@ def hash_ints(values: np.ndarray, start: int, stop: int, seed: int, num_buckets:
         *divider(num_buckets), out)
 
 
+#: What hashing a string costs beside its bytes (the short path's set-up), in bytes.
+_STRING_COST = 16
+
+
 def hash_strings(str_offsets: np.ndarray, data: np.ndarray, start: int, stop: int, seed: int,
                  num_buckets: int, out: np.ndarray) -> None:
     """``out[k] = XXH3_64(bytes of string k, seed) % num_buckets`` for k in range.
@@ -1182,7 +1163,7 @@ def hash_strings(str_offsets: np.ndarray, data: np.ndarray, start: int, stop: in
     """
     work = 4 * (stop - start)
     chunks = 4 * threads_for(work)
-    bounds = _balanced_bounds(str_offsets, start, stop, chunks)
+    bounds = balanced_bounds(str_offsets, start, stop, chunks, _STRING_COST)
     run(_HASH_STRINGS, work, chunks, str_offsets, data, bounds, _U(seed), SECRET,
         long_secret(seed), *divider(num_buckets), out)
 
