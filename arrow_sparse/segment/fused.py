@@ -181,7 +181,7 @@ _FUSED_DOC = """
     Notes
     -----
     {semantics}
-    Rows are prefetched 64 indices ahead; each segment's indices are range-checked just
+    Rows are prefetched 32 indices ahead; each segment's indices are range-checked just
     before its rows are read.
 
     On the device (CuPy data and indices, or a device Jagged of indices): no

@@ -1,8 +1,9 @@
 """Tests of how the CPU ``embedding_bag`` (and the sparse backward) split their work.
 
-The bags are cut into one block per kernel thread by id count (plus one per bag), and
-a bag longer than ``PIECE`` ids is summed in pieces of ``PIECE`` ids whatever the number
-of threads (``kernels/cpu/segment.py``, ``_gather_sum``). Each input below (heavy-tailed
+The bags are cut into 16 blocks per kernel thread by id count (plus one per bag), which
+the kernel threads take in turn, and a bag longer than ``PIECE`` ids is summed in pieces
+of ``PIECE`` ids whatever the number of threads (``kernels/cpu/segment.py``,
+``_shared_blocks`` and ``_gather_sum``). Each input below (heavy-tailed
 lengths, one bag holding every id, bags longer than ids / parts, many empty bags) is
 checked against a numpy oracle, against torch, and across part counts: the results of
 1, 2, 3 and 7 parts must be identical, and a long bag's sum must follow the documented
@@ -25,6 +26,7 @@ import arrow_sparse as asp
 from arrow_sparse.kernels.cpu import _segment_gather as g
 from arrow_sparse.kernels.cpu import embedding as cpu_embedding
 from arrow_sparse.kernels.cpu import segment as cpu_segment
+from arrow_sparse.kernels.cpu._segment_ir import NVEC
 
 PIECE = g.PIECE
 WIDTH = 16  # one 64-byte line of float32: the fast path
@@ -56,11 +58,16 @@ CASES = {
 
 @pytest.fixture
 def parts(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Set how many blocks the kernels cut their work into (and Numba's thread count)."""
+    """Set how many parts the kernels cut their work into (and Numba's thread count).
+
+    The fused kernels then cut it into 16 blocks per part, whatever its size, which
+    the kernel threads share out.
+    """
     before = numba.get_num_threads()
 
     def use(n: int) -> None:
         monkeypatch.setattr(cpu_segment, "threads_for", lambda work: n)
+        monkeypatch.setattr(cpu_segment, "_SHARED_BLOCK_WORK", 1)  # 16 blocks per part
         monkeypatch.setattr(cpu_embedding, "threads_for", lambda work: n)
         numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
 
@@ -210,6 +217,53 @@ def test_split_property(lengths: list[int], n: int, mode: str, weighted: bool) -
     np.testing.assert_array_equal(results[0], results[1])
     np.testing.assert_allclose(results[0], _oracle(table, ids, offsets, mode, w),
                                rtol=2e-6, atol=1e-5)
+
+
+def test_shared_blocks_follow_the_id_count(parts: Any) -> None:
+    parts(2)  # 32 blocks
+    bounds = cpu_segment._shared_blocks(10**9, _offsets([5] * 320))
+    assert bounds.tolist() == list(range(0, 321, 10))
+    # One bag of 10,000 ids among 1,000 of one: the long bag is a block of its own
+    # (cost 10,001 of 12,001: the 25 blocks after it are empty), the short bags are cut
+    # evenly into the rest.
+    bounds = cpu_segment._shared_blocks(10**9, _offsets([10_000] + [1] * 1000))
+    assert len(bounds) == 33 and bounds[0] == 0 and bounds[-1] == 1001
+    assert set(bounds[1:27].tolist()) == {1}
+    sizes = np.diff(bounds[27:])
+    assert sizes.max() - sizes.min() <= 1
+    parts(1)
+    assert cpu_segment._shared_blocks(10**9, _offsets([5] * 320)).tolist() == [0, 320]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_every_shared_block_is_taken_once(parts: Any, threads: int) -> None:
+    # The kernel threads take the blocks through one counter: each block is reduced
+    # (its bad entry written) exactly once, and the counter ends past the last block
+    # by one per thread (each stops at its first failed take).
+    table, ids, offsets, w = _data("heavy_tailed", np.int64)
+    parts(threads)
+    bounds = cpu_segment._shared_blocks(10**9, offsets)
+    bad = np.full(len(bounds) - 1, -2, np.int64)
+    out = np.empty((len(offsets) - 1, WIDTH), np.float32)
+    taken = np.zeros(1, np.int64)
+    # line: float32 columns per 64-byte vector (WIDTH, one vector); group: NVEC vectors
+    cpu_segment.run(cpu_segment._GATHER_SUM_FAST, 10**9, len(bounds) - 1, table, ids,
+                    offsets, cpu_segment._NONE_U8, cpu_segment._no_weights(np.float64(0)),
+                    offsets, False, 0, np.float32(0), WIDTH, NVEC * WIDTH, cpu_segment._NONE_I64,
+                    cpu_segment._NO_PARTIAL, out, bounds, bad, taken)
+    assert (bad == -1).all()
+    assert taken[0] == len(bounds) - 1 + min(threads, numba.get_num_threads())
+    np.testing.assert_allclose(out, _oracle(table, ids, offsets, "sum", None), rtol=2e-6,
+                               atol=1e-4)
+
+
+def test_small_work_is_one_block_per_thread(parts: Any, monkeypatch: pytest.MonkeyPatch
+                                            ) -> None:
+    parts(2)
+    monkeypatch.setattr(cpu_segment, "_SHARED_BLOCK_WORK", 1 << 20)
+    offsets = _offsets([5] * 320)
+    assert cpu_segment._shared_blocks(1 << 20, offsets).tolist() == [0, 160, 320]
+    assert len(cpu_segment._shared_blocks(40 << 20, offsets)) == 33
 
 
 # ---------------------------------------------------------------- the sparse backward

@@ -4,7 +4,9 @@ Private to :mod:`.segment`, whose public functions choose and call them; the
 conventions (masks, weights, ``zero``, ``counts``, ``min_count``, NaN) are in its
 docstring. The LLVM IR the fused kernels use is here too: ``prefetch_row`` hints a
 table row's cache lines ahead of use, ``sum_rows_into`` / ``sum_row_vector_into`` /
-``weighted_rows_into`` sum gathered rows in registers. Kernels that read indices check
+``weighted_rows_into`` sum gathered rows in registers. The fused kernels' ``*_shared`` twins let
+the kernel threads take their blocks in turn (``take_block``, an atomic counter).
+Kernels that read indices check
 them as they go: each parallel block writes the position of the first index it finds
 out of range into ``bad`` (``-1``: none) and stops, and the caller raises before any
 result is used.
@@ -441,6 +443,66 @@ def gather_reduce(data, indices, offsets, valid, vmask, weights, woffsets, mode,
             else:
                 for d in range(width):
                     out[r, d] = acc[d]
+
+
+# ------------------------------------------------- the fused kernels' blocks, shared out
+@intrinsic
+def take_block(typingctx, taken):  # pragma: no cover
+    """Add one to ``taken[0]`` (int64) atomically; return the value it had.
+
+    The kernel threads of one call share one such counter: each takes its next block
+    with it, in compiled code, without going back to Python (and the GIL) in between.
+    """
+    if not (isinstance(taken, types.Array) and taken.ndim == 1
+            and taken.dtype == types.int64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        counter = context.make_array(signature.args[0])(context, builder, args[0])
+        return builder.atomic_rmw("add", counter.data, ir.Constant(ir.IntType(64), 1),
+                                  "monotonic")
+
+    return types.int64(taken), codegen
+
+
+_gather_sum_fast_block = inline(gather_sum_fast)
+_gather_sum_pieces_block = inline(gather_sum_pieces)
+_gather_reduce_block = inline(gather_reduce)
+
+
+def gather_sum_fast_shared(data, indices, offsets, valid, weights, woffsets, mean, min_count,
+                           empty, line, group, pbag, partial, out, bounds, bad, taken, lo,
+                           hi):  # pragma: no cover
+    # gather_sum_fast over the blocks of bounds, taken in turn through the counter taken
+    # (zero at the start of the call) by every caller: one call per kernel thread, its
+    # part [lo, hi) unused. Each block is still reduced whole, in order, by one thread.
+    b = take_block(taken)
+    while b < bounds.shape[0] - 1:
+        _gather_sum_fast_block(data, indices, offsets, valid, weights, woffsets, mean,
+                               min_count, empty, line, group, pbag, partial, out, bounds,
+                               bad, b, b + 1)
+        b = take_block(taken)
+
+
+def gather_sum_pieces_shared(data, indices, offsets, weights, woffsets, pstart, pbag, line,
+                             group, partial, bad, taken, lo, hi):  # pragma: no cover
+    # gather_sum_pieces over its pieces, taken in turn as gather_sum_fast_shared does.
+    p = take_block(taken)
+    while p < pbag.shape[0]:
+        _gather_sum_pieces_block(data, indices, offsets, weights, woffsets, pstart, pbag,
+                                 line, group, partial, bad, p, p + 1)
+        p = take_block(taken)
+
+
+def gather_reduce_shared(data, indices, offsets, valid, vmask, weights, woffsets, mode, zero,
+                         lowest, min_count, empty, out, counts, bounds, bad, taken, lo,
+                         hi):  # pragma: no cover
+    # gather_reduce over the blocks of bounds, taken in turn as gather_sum_fast_shared does.
+    b = take_block(taken)
+    while b < bounds.shape[0] - 1:
+        _gather_reduce_block(data, indices, offsets, valid, vmask, weights, woffsets, mode,
+                             zero, lowest, min_count, empty, out, counts, bounds, bad, b, b + 1)
+        b = take_block(taken)
 
 
 # ------------------------------------------------------------------ unsorted (scatter)

@@ -30,8 +30,13 @@ all of it first):
 
 Every sorted and fused kernel is a :func:`~._jit.parallel_kernel` over row blocks:
 :func:`~._jit.run` gives each kernel thread one block of rows, the blocks balanced by
-values and rows (:func:`~._jit.balanced_bounds`), or a run of chunks of rows for the less used
-2-D kernels; a small input is one block on the calling thread. The fused float
+values and rows (:func:`~._jit.balanced_bounds`), or a run of chunks of rows for the
+less used 2-D kernels; a small input is one block on the calling thread. The fused
+kernels cut their rows into many blocks balanced by ids and rows (``_shared_blocks``:
+16 per thread), which the kernel threads take in turn through an atomic counter
+(``_g.take_block``, so no thread goes back to Python between blocks): their random row
+reads cost what their cache misses cost, so equal id counts are not equal times. Each
+row is still reduced by one thread, in order. The fused float
 sum/mean (``embedding_bag``'s common case) also splits a bag longer than ``_g.PIECE``
 ids into pieces, whatever the thread count, so one long bag is shared by the threads
 too; its sum is then the pieces' float64 sums added in order (each piece summed as a
@@ -81,9 +86,9 @@ _EXTREME_2D = parallel_kernel(_s.extreme_2d)
 _ARG_EXTREME_2D = parallel_kernel(_s.arg_extreme_2d)
 _PROD_2D = parallel_kernel(_s.prod_2d)
 _LOGSUMEXP_2D = parallel_kernel(_s.logsumexp_2d)
-_GATHER_REDUCE = parallel_kernel(_g.gather_reduce)
-_GATHER_SUM_FAST = parallel_kernel(_g.gather_sum_fast)
-_GATHER_SUM_PIECES = parallel_kernel(_g.gather_sum_pieces)
+_GATHER_REDUCE = parallel_kernel(_g.gather_reduce_shared)
+_GATHER_SUM_FAST = parallel_kernel(_g.gather_sum_fast_shared)
+_GATHER_SUM_PIECES = parallel_kernel(_g.gather_sum_pieces_shared)
 _SCATTER_SUM_PARTS = parallel_kernel(_g.scatter_sum_parts)
 _SCATTER_SUM_COMBINE = parallel_kernel(_g.scatter_sum_combine)
 _SCATTER_EXTREME_PARTS = parallel_kernel(_g.scatter_extreme_parts)
@@ -127,6 +132,45 @@ def _blocks(work: int, offsets: np.ndarray, row_cost: int = _ROW_COST) -> np.nda
     if threads == 1:
         return np.array([0, len(offsets) - 1], np.int64)
     return balanced_bounds(offsets, 0, len(offsets) - 1, threads, row_cost)
+
+
+#: Blocks per kernel thread of the fused gather kernels (:func:`_shared_blocks`).
+_SHARED_BLOCKS_PER_THREAD = 16
+
+#: The least work (gathered elements) of one such block, so that a block's own cost
+#: (a kernel call, about 2 µs) stays below 1% of it.
+_SHARED_BLOCK_WORK = 1 << 20
+
+
+def _shared_blocks(work: int, offsets: np.ndarray, row_cost: int = _ID_COST) -> np.ndarray:
+    """Row blocks for ``work`` that the kernel threads take in turn (:func:`_run_shared`).
+
+    ``_SHARED_BLOCKS_PER_THREAD`` per thread, each at least ``_SHARED_BLOCK_WORK``
+    elements (at least one per thread), balanced by ids and rows as :func:`_blocks`.
+    The random row reads of a fused gather take as long as the cache misses they meet,
+    not as many ids as they read: a thread whose ids miss more, or that the machine
+    runs less, takes fewer blocks instead of keeping the others waiting. One block,
+    every row, when the work is small.
+    """
+    threads = threads_for(work)
+    if threads == 1:
+        return np.array([0, len(offsets) - 1], np.int64)
+    nblocks = max(threads, min(threads * _SHARED_BLOCKS_PER_THREAD, work // _SHARED_BLOCK_WORK))
+    return balanced_bounds(offsets, 0, len(offsets) - 1, nblocks, row_cost)
+
+
+def _run_shared(fn: Any, work: int, nblocks: int, *args: Any) -> None:
+    """Run the ``_g.*_shared`` kernel ``fn(*args, taken, lo, hi)`` over ``nblocks`` blocks.
+
+    One call per kernel thread (:func:`~._jit.run`); the calls take the blocks in turn
+    through the counter ``taken``, in compiled code.
+    """
+    run(fn, work, nblocks, *args, np.zeros(1, np.int64))
+
+
+def _run_shared_blocks(fn: Any, work: int, bounds: np.ndarray, *args: Any) -> None:
+    """Run the block kernel ``fn(*args)`` over its blocks, the threads taking them in turn."""
+    _run_shared(fn, work, len(bounds) - 1, *args)
 
 
 def _run_blocks(fn: Any, work: int, bounds: np.ndarray, *args: Any) -> None:
@@ -261,12 +305,13 @@ def gather_reduce(data: np.ndarray, indices: np.ndarray, offsets: np.ndarray,
         return _gather_sum(data, indices, offsets, valid, valid_u8,
                            _no_weights(zero) if weights is None else weights, woffs,
                            mode == MODE_MEAN, min_count, empty, line, out, work)
-    bounds = _blocks(work, offsets, _ID_COST)
+    bounds = _shared_blocks(work, offsets)
     bad = np.empty(len(bounds) - 1, np.int64)
-    _run_blocks(_GATHER_REDUCE, work, bounds, data, indices, offsets, valid_u8,
-                _NONE_U8 if vmask is None else vmask,
-                _no_weights(zero) if weights is None else weights, woffs, mode, zero, lowest,
-                min_count, empty, out, _NONE_I64 if counts is None else counts, bounds, bad)
+    _run_shared_blocks(_GATHER_REDUCE, work, bounds, data, indices, offsets, valid_u8,
+                       _NONE_U8 if vmask is None else vmask,
+                       _no_weights(zero) if weights is None else weights, woffs, mode, zero,
+                       lowest, min_count, empty, out, _NONE_I64 if counts is None else counts,
+                       bounds, bad)
     return _first_bad(bad)
 
 
@@ -277,20 +322,20 @@ def _gather_sum(data: np.ndarray, indices: np.ndarray, offsets: np.ndarray,
     """Run the fast case of :func:`gather_reduce`, split by ids (see ``_g.gather_sum_fast``).
 
     A bag longer than ``_g.PIECE`` ids is cut into pieces of ``PIECE`` ids, whatever the
-    number of threads: ``gather_sum_pieces`` sums the pieces (split evenly over the
-    threads), then the bags are cut into one block per thread by ids + bags, a long bag
-    costing one per piece (it only adds its pieces' sums).
+    number of threads: ``gather_sum_pieces`` sums the pieces (the threads taking them in
+    turn), then the bags are cut into blocks by ids + bags (:func:`_shared_blocks`), a
+    long bag costing one per piece (it only adds its pieces' sums).
     """
     lengths = np.diff(offsets)
     long = lengths > _g.PIECE
     if valid is not None:
         long &= valid.view(bool)
     if not long.any():
-        bounds = _blocks(work, offsets, _ID_COST)
+        bounds = _shared_blocks(work, offsets)
         bad = np.empty(len(bounds) - 1, np.int64)
-        _run_blocks(_GATHER_SUM_FAST, work, bounds, data, indices, offsets, valid_u8, weights,
-                    woffsets, mean, min_count, empty, line, NVEC * line, _NONE_I64,
-                    _NO_PARTIAL, out, bounds, bad)
+        _run_shared_blocks(_GATHER_SUM_FAST, work, bounds, data, indices, offsets, valid_u8,
+                           weights, woffsets, mean, min_count, empty, line, NVEC * line,
+                           _NONE_I64, _NO_PARTIAL, out, bounds, bad)
         return _first_bad(bad)
     bags = np.flatnonzero(long)
     npieces = (lengths[bags] + (_g.PIECE - 1)) // _g.PIECE
@@ -300,15 +345,16 @@ def _gather_sum(data: np.ndarray, indices: np.ndarray, offsets: np.ndarray,
               + _g.PIECE * (np.arange(len(pbag)) - np.repeat(first, npieces)))
     partial = np.empty((len(pbag), out.shape[1]))
     pbad = np.empty(len(pbag), np.int64)
-    run(_GATHER_SUM_PIECES, int(lengths[bags].sum()) * out.shape[1], len(pbag), data,
-        indices, offsets, weights, woffsets, pstart, pbag, line, NVEC * line, partial, pbad)
+    _run_shared(_GATHER_SUM_PIECES, int(lengths[bags].sum()) * out.shape[1], len(pbag), data,
+                indices, offsets, weights, woffsets, pstart, pbag, line, NVEC * line, partial,
+                pbad)
     cost = lengths.copy()
     cost[bags] = npieces
-    bounds = _blocks(work, _offsets_of(cost), _ID_COST)
+    bounds = _shared_blocks(work, _offsets_of(cost))
     bad = np.empty(len(bounds) - 1, np.int64)
-    _run_blocks(_GATHER_SUM_FAST, work, bounds, data, indices, offsets, valid_u8, weights,
-                woffsets, mean, min_count, empty, line, NVEC * line, pbag, partial, out,
-                bounds, bad)
+    _run_shared_blocks(_GATHER_SUM_FAST, work, bounds, data, indices, offsets, valid_u8,
+                       weights, woffsets, mean, min_count, empty, line, NVEC * line, pbag,
+                       partial, out, bounds, bad)
     found = [x for x in (_first_bad(pbad), _first_bad(bad)) if x >= 0]
     return min(found) if found else -1
 
