@@ -360,7 +360,7 @@ def test_empty_value_and_min_count(backend: str) -> None:
     with pytest.raises(ValueError, match=r"segment_max: empty_value -inf does not fit the "
                                          r"output dtype int64"):
         asp.segment_max(np.array([1, 2]), lengths=[2], empty_value=-np.inf)
-    for many in ([1, 2], [[1], [2, 3]]):  # a ragged list too: numpy's own error, before
+    for many in ([1, 2], [[1], [2, 3]]):  # a ragged list once raised numpy's ValueError
         with pytest.raises(ValueError, match=r"segment_argmin: empty_value .* does not fit"):
             asp.segment_argmin(pa.array([[1], [2, 3], None]), empty_value=many)
     with pytest.raises(ValueError, match="min_count must be non-negative"):
