@@ -44,7 +44,7 @@ from arrow_sparse.kernels.cuda import _launch
 from arrow_sparse.kernels.cuda import transforms as gpu
 
 from .. import _reference as ref
-from ..conftest import INT_DTYPES, NUMERIC_DTYPES, cupy_or_skip
+from ..conftest import INT_DTYPES, NUMERIC_DTYPES, OFFSETS_DTYPES, cupy_or_skip
 from ..cuda_emu import fake_cupy
 from ..cuda_emu.emu import Emulator, emulated
 from ._helpers import STRING_POOL, kernel_xxh3, launched, run_through_the_emulator, same
@@ -71,7 +71,6 @@ def test_bucket_reduction_is_exact_modulo(h: int, n: int) -> None:
 
 
 # ---------------------------------------------------------------- CUDA launchers: inputs
-OFFSETS = [np.dtype(np.int32), np.dtype(np.int64)]
 INTS = [np.dtype(t) for t in INT_DTYPES]
 UNSIGNED = [np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64)]
 INT64_MIN = np.iinfo(np.int64).min
@@ -209,7 +208,7 @@ def test_hash_ints_match_the_reference() -> None:
 
 
 @pytest.mark.parametrize("skip", [0, 3])
-@pytest.mark.parametrize("odtype", OFFSETS, ids=str)
+@pytest.mark.parametrize("odtype", OFFSETS_DTYPES, ids=str)
 def test_hash_strings_match_cpu_and_the_reference(cuda_emu: Emulator, odtype: np.dtype,
                                                   skip: int) -> None:
     rng = np.random.default_rng(skip)
@@ -301,7 +300,7 @@ def masks(rng: np.random.Generator, rows: int, n: int, kind: str
 
 
 @pytest.mark.parametrize("kind", ["none", "rows", "elements", "both"])
-@pytest.mark.parametrize("odtype", OFFSETS, ids=str)
+@pytest.mark.parametrize("odtype", OFFSETS_DTYPES, ids=str)
 def test_kept_lengths_and_compact_match_cpu(cuda_emu: Emulator, odtype: np.dtype,
                                             kind: str) -> None:
     rng = np.random.default_rng(len(kind))
@@ -329,7 +328,7 @@ def test_pad_or_truncate_matches_cpu(cuda_emu: Emulator, dtype: np.dtype, width:
     n, rows = 70, 12
     values = rng.integers(0, 100, size=(n, width)).astype(dtype)
     pad = np.array(42).astype(dtype)[()]
-    for odtype in OFFSETS:
+    for odtype in OFFSETS_DTYPES:
         offsets = row_offsets(rng, n, rows, odtype, first=4)
         for kind in ("none", "rows", "elements", "both"):
             row_valid, valid = masks(rng, rows, n, kind)
@@ -386,7 +385,7 @@ def as_pairs(keys: np.ndarray, counts: np.ndarray) -> list[tuple[int, int]]:
     return sorted(zip(keys.tolist(), counts.tolist(), strict=True))
 
 
-@pytest.mark.parametrize("odtype", OFFSETS, ids=str)
+@pytest.mark.parametrize("odtype", OFFSETS_DTYPES, ids=str)
 @pytest.mark.parametrize("dtype", INTS, ids=str)
 def test_count_ints_matches_cpu(cuda_emu: Emulator, dtype: np.dtype, odtype: np.dtype) -> None:
     rng = np.random.default_rng(dtype.itemsize)
@@ -409,7 +408,7 @@ def test_count_ints_counts_int64_min(cuda_emu: Emulator) -> None:
 
 
 @pytest.mark.parametrize("skip", [0, 2])
-@pytest.mark.parametrize("odtype", OFFSETS, ids=str)
+@pytest.mark.parametrize("odtype", OFFSETS_DTYPES, ids=str)
 def test_count_strings_matches_cpu(cuda_emu: Emulator, odtype: np.dtype, skip: int) -> None:
     rng = np.random.default_rng(skip)
     picks = rng.integers(0, len(STRING_POOL), size=150)
@@ -483,7 +482,7 @@ def test_lookup_ints_without_int64_min_in_the_table(cuda_emu: Emulator) -> None:
 
 
 @pytest.mark.parametrize("n", [0, 1, 30, 400])
-@pytest.mark.parametrize("odtype", OFFSETS, ids=str)
+@pytest.mark.parametrize("odtype", OFFSETS_DTYPES, ids=str)
 def test_build_string_table_is_the_cpus(cuda_emu: Emulator, odtype: np.dtype, n: int) -> None:
     rng = np.random.default_rng(n)
     vocab = random_strings(rng, list(rng.choice(LENGTHS[:20], size=n)))
@@ -495,7 +494,7 @@ def test_build_string_table_is_the_cpus(cuda_emu: Emulator, odtype: np.dtype, n:
     np.testing.assert_array_equal(got, expected)
     queries: list[bytes | None] = [*vocab, *random_strings(rng, [0, 3, 16, 17, 300]),
                                    b"y" * 241, b"y" * 240, None, b"a", b"a\x00"]
-    for qdtype in OFFSETS:
+    for qdtype in OFFSETS_DTYPES:
         offsets, data, valid, _ = string_buffers(queries, qdtype, skip=2)
         out = np.full(len(queries), -7, dtype=np.int64)
         for start, stop in ((0, len(queries)), (2, len(queries) - 1)):
@@ -741,7 +740,7 @@ def test_offsets_past_the_values_are_caught(cuda_emu: Emulator) -> None:
             cuda.check_errors("f")
 
 
-@pytest.mark.parametrize("ldtype", OFFSETS, ids=str)
+@pytest.mark.parametrize("ldtype", OFFSETS_DTYPES, ids=str)
 def test_null_rows_with_values_are_caught(cuda_emu: Emulator, ldtype: np.dtype) -> None:
     valid = np.array([True, False, False, True, False])
     gpu.check_null_rows(np, np.array([3, 0, 0, 1, 0], dtype=ldtype), valid)
